@@ -1,0 +1,81 @@
+#pragma once
+// One aligned block of floats, carved into named tensors once, as llm.c does:
+// one arena for parameters, one for gradients, one for activations. Nothing is
+// allocated inside the step loop; the arena is sized up front and reused.
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+
+inline constexpr size_t kAlignBytes = 64;
+inline constexpr size_t kAlignFloats = kAlignBytes / sizeof(float);
+
+// Rounds a float count up so that every carved tensor starts on a cache line.
+inline size_t align_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+
+template <typename T>
+struct AlignedFree {
+  void operator()(T* p) const { std::free(p); }
+};
+
+template <typename T>
+using AlignedPtr = std::unique_ptr<T[], AlignedFree<T>>;
+
+template <typename T>
+AlignedPtr<T> aligned_alloc_array(size_t count) {
+  size_t bytes = (count * sizeof(T) + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+  if (bytes == 0) bytes = kAlignBytes;
+  void* p = std::aligned_alloc(kAlignBytes, bytes);
+  if (p == nullptr) fail("out of memory allocating {} bytes", bytes);
+  return AlignedPtr<T>(static_cast<T*>(p));
+}
+
+// A fixed-size float arena. `carve` hands out consecutive aligned slices; the
+// caller first sums the sizes (so the arena is allocated exactly once).
+class Arena {
+ public:
+  Arena() = default;
+  explicit Arena(size_t floats) { reset(floats); }
+
+  void reset(size_t floats) {
+    data_ = aligned_alloc_array<float>(floats);
+    capacity_ = floats;
+    used_ = 0;
+  }
+  void zero() { std::memset(data_.get(), 0, capacity_ * sizeof(float)); }
+
+  float* carve(size_t n) {
+    size_t need = align_floats(n);
+    ZAYA_ASSERT(used_ + need <= capacity_);
+    float* p = data_.get() + used_;
+    used_ += need;
+    return p;
+  }
+
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  size_t capacity() const { return capacity_; }
+  size_t used() const { return used_; }
+
+ private:
+  AlignedPtr<float> data_;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+};
+
+// Counts the floats a sequence of `carve` calls will need.
+class ArenaSizer {
+ public:
+  void add(size_t n) { total_ += align_floats(n); }
+  size_t total() const { return total_; }
+
+ private:
+  size_t total_ = 0;
+};
+
+}  // namespace zaya

@@ -1,0 +1,27 @@
+#pragma once
+// bfloat16 <-> float conversion (round to nearest even, NaN kept quiet).
+
+#include <cstdint>
+#include <cstring>
+
+namespace zaya {
+
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+inline float bf16_to_float(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// IEEE half -> float (for reading F16 safetensors).
+float f16_to_float(uint16_t h);
+
+}  // namespace zaya

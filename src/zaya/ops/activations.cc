@@ -1,0 +1,69 @@
+#include "zaya/ops/activations.h"
+
+#include <cmath>
+
+namespace zaya {
+
+namespace {
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+}  // namespace
+
+template <typename T>
+void gelu_forward(T* y, const T* x, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * T(0.5) * (T(1) + std::erf(x[i] * T(kInvSqrt2)));
+}
+
+template <typename T>
+void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
+  // gelu'(x) = Phi(x) + x * phi(x)
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t i = 0; i < n; ++i) {
+    T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(kInvSqrt2)));
+    T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x[i] * x[i]);
+    dx[i] += dy[i] * (cdf + x[i] * pdf);
+  }
+}
+
+template <typename T>
+void swiglu_forward(T* out_NF, const T* h_N2F, int64_t rows, int64_t ffn) {
+#pragma omp parallel for schedule(static) if (rows * ffn > 4096)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* a = h_N2F + r * 2 * ffn;
+    const T* b = a + ffn;
+    T* o = out_NF + r * ffn;
+#pragma omp simd
+    for (int64_t f = 0; f < ffn; ++f) o[f] = a[f] / (T(1) + std::exp(-a[f])) * b[f];
+  }
+}
+
+template <typename T>
+void swiglu_backward(T* dh_N2F, const T* dout_NF, const T* h_N2F, int64_t rows, int64_t ffn) {
+  // silu(a) = a*s, s = sigmoid(a); silu'(a) = s * (1 + a * (1 - s))
+#pragma omp parallel for schedule(static) if (rows * ffn > 4096)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* a = h_N2F + r * 2 * ffn;
+    const T* b = a + ffn;
+    const T* g = dout_NF + r * ffn;
+    T* da = dh_N2F + r * 2 * ffn;
+    T* db = da + ffn;
+#pragma omp simd
+    for (int64_t f = 0; f < ffn; ++f) {
+      T s = T(1) / (T(1) + std::exp(-a[f]));
+      da[f] += g[f] * b[f] * s * (T(1) + a[f] * (T(1) - s));
+      db[f] += g[f] * a[f] * s;
+    }
+  }
+}
+
+template void gelu_forward<float>(float*, const float*, int64_t);
+template void gelu_forward<double>(double*, const double*, int64_t);
+template void gelu_backward<float>(float*, const float*, const float*, int64_t);
+template void gelu_backward<double>(double*, const double*, const double*, int64_t);
+template void swiglu_forward<float>(float*, const float*, int64_t, int64_t);
+template void swiglu_forward<double>(double*, const double*, int64_t, int64_t);
+template void swiglu_backward<float>(float*, const float*, const float*, int64_t, int64_t);
+template void swiglu_backward<double>(double*, const double*, const double*, int64_t, int64_t);
+
+}  // namespace zaya

@@ -1,0 +1,35 @@
+#pragma once
+// Causal softmax attention with grouped KV heads (spec §3 step 8):
+//   O_h = softmax(Q_h K_j^T / sqrt(d) + causal mask) V_j,  j = h / (Hq / Hk)
+// Queries are processed in blocks so the masked upper triangle is mostly
+// skipped; probabilities are not stored: the backward pass recomputes them from
+// the saved row log-sum-exp (as FlashAttention does), so memory is O(T * H).
+
+#include <cstdint>
+
+namespace zaya {
+
+struct AttentionShape {
+  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t q_width() const { return q_heads * head_dim; }
+  int64_t kv_width() const { return kv_heads * head_dim; }
+};
+
+inline constexpr int64_t kAttentionQueryBlock = 64;
+
+// Scratch floats for `threads` OpenMP threads.
+inline int64_t attention_scratch_floats(const AttentionShape& s, int threads) {
+  return int64_t(threads) * 2 * kAttentionQueryBlock * s.seq;
+}
+
+// q_TQ [B*S, Hq*d], k_TK / v_TK [B*S, Hk*d]; writes o_TQ and lse_BHS [B, Hq, S].
+template <typename T>
+void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK,
+                       const AttentionShape& shape, T* scratch);
+
+// Adds into dq_TQ, dk_TK, dv_TK.
+template <typename T>
+void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q_TQ, const T* k_TK,
+                        const T* v_TK, const T* o_TQ, const T* lse_BHS, const AttentionShape& shape, T* scratch);
+
+}  // namespace zaya

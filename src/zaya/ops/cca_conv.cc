@@ -1,0 +1,140 @@
+#include "zaya/ops/cca_conv.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "zaya/ops/matmul.h"
+#include "zaya/ops/reduce.h"
+
+namespace zaya {
+namespace {
+
+// WB [C, d, 2] -> w_tap [2][C][d]: w_tap[k][o][i] = WB[o][i][k], so that each
+// group's taps are plain row-major d x d matrices for the GEMMs.
+template <typename T>
+void pack_taps(T* w_tap, const T* wB, int64_t C, int64_t d) {
+  for (int64_t o = 0; o < C; ++o)
+    for (int64_t i = 0; i < d; ++i) {
+      w_tap[o * d + i] = wB[(o * d + i) * 2 + 0];
+      w_tap[C * d + o * d + i] = wB[(o * d + i) * 2 + 1];
+    }
+}
+
+// Runs body(c0, c1) on per-thread channel ranges (bit-reproducible sums per channel).
+template <typename Body>
+void for_channel_ranges(int64_t C, Body body) {
+#pragma omp parallel
+  {
+    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+    int64_t c0 = C * id / nt, c1 = C * (id + 1) / nt;
+    if (c0 < c1) body(c0, c1);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
+                      const CcaConvShape& sh, T* scratch) {
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
+  // convA (depthwise): a[t'] = bA + wA0 * qk[t'-2] + wA1 * qk[t'-1], zero outside the sequence.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t tp = 0; tp < P; ++tp) {
+      T* a = a_BPC + (b * P + tp) * C;
+      const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * C : nullptr;
+      const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * C : nullptr;
+      for (int64_t c = 0; c < C; ++c) {
+        T v = bA[c];
+        if (older) v += wA[c * 2 + 0] * older[c];
+        if (newer) v += wA[c * 2 + 1] * newer[c];
+        a[c] = v;
+      }
+    }
+  }
+  // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
+  T* w_tap = scratch;
+  pack_taps(w_tap, wB, C, d);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t g = 0; g < G; ++g) {
+      const T* a_lo = a_BPC + (b * P) * C + g * d;  // a[t]   for t = 0..S-1
+      const T* a_hi = a_lo + C;                      // a[t+1]
+      T* c = c_BSC + (b * S) * C + g * d;
+      for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
+      gemm<T>(false, true, S, d, d, T(1), a_lo, C, w_tap + g * d * d, d, T(1), c, C);
+      gemm<T>(false, true, S, d, d, T(1), a_hi, C, w_tap + C * d + g * d * d, d, T(1), c, C);
+    }
+  }
+}
+
+template <typename T>
+void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC,
+                       const T* a_BPC, const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch) {
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
+  T* w_tap = scratch;
+  T* dw_tap = scratch + 2 * C * d;
+  pack_taps(w_tap, wB, C, d);
+  std::memset(dw_tap, 0, sizeof(T) * 2 * C * d);
+  std::memset(da_BPC, 0, sizeof(T) * B * P * C);
+
+  // convB: da[t] += dc[t] W0, da[t+1] += dc[t] W1; dW0 += dc^T a[0..S-1], dW1 += dc^T a[1..S].
+  // One group per task; sequences in order inside it, so weight sums are reproducible.
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t b = 0; b < B; ++b) {
+      const T* dc = dc_BSC + (b * S) * C + g * d;
+      const T* a_lo = a_BPC + (b * P) * C + g * d;
+      T* da_lo = da_BPC + (b * P) * C + g * d;
+      gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + g * d * d, d, T(1), da_lo, C);
+      gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + C * d + g * d * d, d, T(1), da_lo + C, C);
+      gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo, C, T(1), dw_tap + g * d * d, d);
+      gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo + C, C, T(1), dw_tap + C * d + g * d * d, d);
+    }
+  }
+  for (int64_t o = 0; o < C; ++o)
+    for (int64_t i = 0; i < d; ++i) {
+      dwB[(o * d + i) * 2 + 0] += dw_tap[o * d + i];
+      dwB[(o * d + i) * 2 + 1] += dw_tap[C * d + o * d + i];
+    }
+  column_sum(dbB, dc_BSC, B * S, C);
+
+  // convA: per channel, over sequences and time in order.
+  for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t tp = 0; tp < P; ++tp) {
+        const T* da = da_BPC + (b * P + tp) * C;
+        const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * C : nullptr;
+        const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * C : nullptr;
+        T* dolder = tp >= 2 ? dqk_BSC + (b * S + tp - 2) * C : nullptr;
+        T* dnewer = tp >= 1 ? dqk_BSC + (b * S + tp - 1) * C : nullptr;
+        for (int64_t c = c0; c < c1; ++c) {
+          dbA[c] += da[c];
+          if (older) {
+            dwA[c * 2 + 0] += older[c] * da[c];
+            dolder[c] += wA[c * 2 + 0] * da[c];
+          }
+          if (newer) {
+            dwA[c * 2 + 1] += newer[c] * da[c];
+            dnewer[c] += wA[c * 2 + 1] * da[c];
+          }
+        }
+      }
+    }
+  });
+}
+
+template void cca_conv_forward<float>(float*, float*, const float*, const float*, const float*, const float*,
+                                      const float*, const CcaConvShape&, float*);
+template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*,
+                                       const double*, const double*, const CcaConvShape&, double*);
+template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*,
+                                       const float*, const float*, const float*, const CcaConvShape&, float*,
+                                       float*);
+template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*,
+                                        const double*, const double*, const double*, const double*,
+                                        const CcaConvShape&, double*, double*);
+
+}  // namespace zaya

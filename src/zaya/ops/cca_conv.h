@@ -1,0 +1,43 @@
+#pragma once
+// The two stacked causal convolutions of CCA (spec §3 step 3), on the packed
+// q/k latent qk = [q ; k] of C = (Hq + Hk) * d channels, per sequence:
+//
+//   p      = qk left-padded with 2 zero time-steps              (length S + 2)
+//   a[t']  = bA + wA[:,0] * p[t'] + wA[:,1] * p[t'+1]            (depthwise, t' = 0..S)
+//   c[t]   = bB + WB[:,:,0] . a[t] + WB[:,:,1] . a[t+1]          (grouped, one group per head)
+//
+// PyTorch Conv1d is cross-correlation, so tap 0 multiplies the older step.
+// convA's outputs over the padding are not zero (a[0] = bA) and convB sees
+// them; this reproduces the reference exactly. Weights keep PyTorch layouts:
+// wA [C, 1, 2], WB [C, d, 2] (output channel o reads inputs of its group
+// (o / d) * d .. + d - 1).
+
+#include <cstdint>
+
+namespace zaya {
+
+struct CcaConvShape {
+  int64_t batch = 0;     // B sequences
+  int64_t seq = 0;       // S tokens per sequence
+  int64_t channels = 0;  // C = (Hq + Hk) * head_dim
+  int64_t head_dim = 0;  // d: group width of the grouped conv
+  int64_t groups() const { return channels / head_dim; }
+};
+
+// Floats of scratch the forward and backward passes need (repacked weights).
+inline int64_t cca_conv_scratch_floats(const CcaConvShape& s) { return 2 * s.channels * s.head_dim; }
+
+// c_BSC = conv(qk_BSC); a_BPC [B, S+1, C] keeps convA's output for backward.
+// `scratch` holds cca_conv_scratch_floats() floats.
+template <typename T>
+void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA_C12, const T* bA_C, const T* wB_CdK,
+                      const T* bB_C, const CcaConvShape& shape, T* scratch);
+
+// Adds into dqk_BSC and the four parameter gradients. `da_BPC` is scratch of
+// B*(S+1)*C floats; `scratch` two times cca_conv_scratch_floats().
+template <typename T>
+void cca_conv_backward(T* dqk_BSC, T* dwA_C12, T* dbA_C, T* dwB_CdK, T* dbB_C, const T* dc_BSC, const T* qk_BSC,
+                       const T* a_BPC, const T* wA_C12, const T* wB_CdK, const CcaConvShape& shape, T* da_BPC,
+                       T* scratch);
+
+}  // namespace zaya

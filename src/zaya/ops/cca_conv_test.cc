@@ -1,0 +1,119 @@
+#include "zaya/ops/cca_conv.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "zaya/ops/grad_check.h"
+
+namespace zaya {
+namespace {
+
+using testing::dot;
+using testing::random_vector;
+using Vec = std::vector<double>;
+
+// PyTorch Conv1d semantics written out directly: x [C_in, L], w [C_out, C_in/groups, K],
+// out[o, t] = b[o] + sum_{i, k} w[o, i, k] * x[g*Cg + i, t + k]  (cross-correlation, no padding).
+Vec conv1d(const Vec& x, int64_t c_in, int64_t len, const Vec& w, const Vec& b, int64_t c_out, int64_t kernel,
+           int64_t groups) {
+  const int64_t cg_in = c_in / groups, cg_out = c_out / groups, out_len = len - kernel + 1;
+  Vec out(c_out * out_len);
+  for (int64_t o = 0; o < c_out; ++o)
+    for (int64_t t = 0; t < out_len; ++t) {
+      double acc = b[o];
+      int64_t g = o / cg_out;
+      for (int64_t i = 0; i < cg_in; ++i)
+        for (int64_t k = 0; k < kernel; ++k) acc += w[(o * cg_in + i) * kernel + k] * x[(g * cg_in + i) * len + t + k];
+      out[o * out_len + t] = acc;
+    }
+  return out;
+}
+
+// The spec's recipe: left-pad the raw qk with 2 zeros, depthwise conv, grouped conv, no padding between.
+Vec reference(const Vec& qk_BSC, const Vec& wA, const Vec& bA, const Vec& wB, const Vec& bB, const CcaConvShape& s) {
+  const int64_t B = s.batch, S = s.seq, C = s.channels;
+  Vec out(B * S * C);
+  for (int64_t b = 0; b < B; ++b) {
+    Vec x(C * (S + 2), 0.0);  // [C, S+2], channels-first as Conv1d wants
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t c = 0; c < C; ++c) x[c * (S + 2) + t + 2] = qk_BSC[(b * S + t) * C + c];
+    Vec a = conv1d(x, C, S + 2, wA, bA, C, 2, C);
+    Vec z = conv1d(a, C, S + 1, wB, bB, C, 2, s.groups());
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t c = 0; c < C; ++c) out[(b * S + t) * C + c] = z[c * S + t];
+  }
+  return out;
+}
+
+struct ConvCase {
+  CcaConvShape shape{2, 5, 12, 4};  // 3 groups of 4 channels
+  Vec qk, wA, bA, wB, bB;
+  ConvCase() {
+    const int64_t C = shape.channels, d = shape.head_dim;
+    qk = random_vector(shape.batch * shape.seq * C, 1);
+    wA = random_vector(C * 2, 2);
+    bA = random_vector(C, 3);
+    wB = random_vector(C * d * 2, 4, 0.5);
+    bB = random_vector(C, 5);
+  }
+  Vec forward(Vec* a_out = nullptr) const {
+    const int64_t B = shape.batch, S = shape.seq, C = shape.channels;
+    Vec c(B * S * C), a(B * (S + 1) * C), scratch(cca_conv_scratch_floats(shape));
+    cca_conv_forward<double>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), shape,
+                             scratch.data());
+    if (a_out) *a_out = a;
+    return c;
+  }
+};
+
+TEST(CcaConv, MatchesPyTorchConv1dRecipe) {
+  ConvCase k;
+  Vec got = k.forward(), want = reference(k.qk, k.wA, k.bA, k.wB, k.bB, k.shape);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << i;
+  // Spec §3: z[0] = bB + WB0 . bA + WB1 . (bA + wA1 * qk[0]); check channel 0 of sequence 0.
+  const int64_t d = k.shape.head_dim;
+  double z0 = k.bB[0];
+  for (int64_t i = 0; i < d; ++i)
+    z0 += k.wB[i * 2 + 0] * k.bA[i] + k.wB[i * 2 + 1] * (k.bA[i] + k.wA[i * 2 + 1] * k.qk[i]);
+  EXPECT_NEAR(got[0], z0, 1e-12);
+}
+
+TEST(CcaConv, Gradients) {
+  ConvCase k;
+  const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels;
+  Vec probe = random_vector(B * S * C, 9);
+  auto loss = [&] { return dot(k.forward(), probe); };
+  Vec a;
+  k.forward(&a);
+  Vec dqk(B * S * C, 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
+  Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
+  cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
+                            a.data(), k.wA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
+  testing::expect_gradient("conv qk", k.qk, dqk, loss);
+  testing::expect_gradient("conv wA", k.wA, dwA, loss);
+  testing::expect_gradient("conv bA", k.bA, dbA, loss);
+  testing::expect_gradient("conv wB", k.wB, dwB, loss);
+  testing::expect_gradient("conv bB", k.bB, dbB, loss);
+}
+
+TEST(CcaConv, FloatMatchesDouble) {
+  ConvCase k;
+  k.shape = {3, 70, 24, 8};
+  const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels, d = k.shape.head_dim;
+  k.qk = random_vector(B * S * C, 11);
+  k.wA = random_vector(C * 2, 12);
+  k.bA = random_vector(C, 13);
+  k.wB = random_vector(C * d * 2, 14, 0.3);
+  k.bB = random_vector(C, 15);
+  Vec want = k.forward();
+  auto f = [](const Vec& v) { return testing::to_float(v); };
+  std::vector<float> qk = f(k.qk), wA = f(k.wA), bA = f(k.bA), wB = f(k.wB), bB = f(k.bB);
+  std::vector<float> c(B * S * C), a(B * (S + 1) * C), scratch(cca_conv_scratch_floats(k.shape));
+  cca_conv_forward<float>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), k.shape,
+                          scratch.data());
+  for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], want[i], 2e-4) << i;
+}
+
+}  // namespace
+}  // namespace zaya

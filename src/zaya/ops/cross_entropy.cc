@@ -1,0 +1,74 @@
+#include "zaya/ops/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace zaya {
+
+template <typename T>
+void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens,
+                           int64_t vocab, int64_t real_vocab) {
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T* z = logits + t * vocab;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t v = 0; v < real_vocab; ++v) mx = std::max(mx, z[v]);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t v = 0; v < real_vocab; ++v) sum += std::exp(z[v] - mx);
+    T lse = mx + std::log(sum);
+    lse_T[t] = lse;
+    loss_T[t] = targets[t] >= 0 ? lse - z[targets[t]] : T(0);
+  }
+}
+
+template <typename T>
+void cross_entropy_backward(T* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
+                            int64_t vocab, int64_t real_vocab, T grad_scale) {
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T* z = logits + t * vocab;
+    T* dz = dlogits + t * vocab;
+    if (targets[t] < 0) {
+      std::fill(dz, dz + vocab, T(0));
+      continue;
+    }
+    const T lse = lse_T[t];
+#pragma omp simd
+    for (int64_t v = 0; v < real_vocab; ++v) dz[v] = std::exp(z[v] - lse) * grad_scale;
+    for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = 0;
+    dz[targets[t]] -= grad_scale;
+  }
+}
+
+template <typename T>
+void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
+#pragma omp parallel for schedule(static) if (rows * n > 8192)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * n;
+    T* pr = p + r * n;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xr[i]);
+    T sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      pr[i] = std::exp(xr[i] - mx);
+      sum += pr[i];
+    }
+    T inv = T(1) / sum;
+    for (int64_t i = 0; i < n; ++i) pr[i] *= inv;
+  }
+}
+
+template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t,
+                                           int64_t);
+template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t,
+                                            int64_t);
+template void cross_entropy_backward<float>(float*, const float*, const float*, const int32_t*, int64_t, int64_t,
+                                            int64_t, float);
+template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t,
+                                             int64_t, int64_t, double);
+template void softmax_rows<float>(float*, const float*, int64_t, int64_t);
+template void softmax_rows<double>(double*, const double*, int64_t, int64_t);
+
+}  // namespace zaya

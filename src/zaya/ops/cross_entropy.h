@@ -1,0 +1,27 @@
+#pragma once
+// Softmax cross-entropy over the (padded) vocabulary. Logit columns at or
+// beyond `real_vocab` belong to padding rows of the tied embedding (spec §7):
+// they are masked out of the softmax, never predicted and get zero gradient.
+// A target < 0 means "no loss at this position".
+
+#include <cstdint>
+
+namespace zaya {
+
+// loss_T[t] = lse_t - logits[t, target_t] (0 where target < 0); lse_T keeps the
+// log-sum-exp over the real vocabulary for backward.
+template <typename T>
+void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits_TV, const int32_t* targets_T, int64_t tokens,
+                           int64_t vocab, int64_t real_vocab);
+
+// dlogits_TV = grad_scale * (softmax - onehot), masked columns 0, rows without
+// target 0. dlogits may alias logits (in-place).
+template <typename T>
+void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, const int32_t* targets_T,
+                            int64_t tokens, int64_t vocab, int64_t real_vocab, T grad_scale);
+
+// Row-wise softmax of x_TN into p_TN (may alias).
+template <typename T>
+void softmax_rows(T* p_TN, const T* x_TN, int64_t rows, int64_t n);
+
+}  // namespace zaya

@@ -1,0 +1,23 @@
+#pragma once
+// ZAYA1 residual scaling (spec §5, `ResidualScaling`, scale_residual_merge):
+//   res_out = (h + hb) * hs + (res_in + rb) * rs
+// with learned per-channel vectors. The first half-layer has no residual term
+// (res_in == nullptr): res_out = (h + hb) * hs.
+
+#include <cstdint>
+
+namespace zaya {
+
+
+// res_out_TD = (h_TD + hb_D) * hs_D + [(res_in_TD + rb_D) * rs_D]; res_in_TD may be null.
+template <typename T>
+void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD,
+                            const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim);
+
+// Adds into dh_TD, dhs_D, dhb_D and, when res_in_TD is given, dres_in_TD, drs_D, drb_D.
+template <typename T>
+void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs_D, T* drb_D,
+                             const T* dres_out_TD, const T* h_TD, const T* hs_D, const T* hb_D,
+                             const T* res_in_TD, const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim);
+
+}  // namespace zaya

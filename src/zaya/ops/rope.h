@@ -1,0 +1,31 @@
+#pragma once
+// Partial rotary position embedding, NeoX "rotate_half" layout (spec §3 step 7):
+// only the first `rot_dim` channels of each head rotate; pairs are (i, i + rot_dim/2),
+// inv_freq[i] = theta^(-2i/rot_dim); the remaining channels pass through.
+
+#include <cstdint>
+#include <vector>
+
+namespace zaya {
+
+// cos/sin tables for positions 0..max_pos-1, each row rot_dim/2 wide.
+struct RopeTable {
+  int64_t max_pos = 0;
+  int64_t half = 0;
+  std::vector<float> cos_PH, sin_PH;
+  std::vector<double> cos_PH_f64, sin_PH_f64;
+
+  void build(int64_t max_positions, int64_t rot_dim, double theta);
+  template <typename T>
+  const T* cos_table() const;
+  template <typename T>
+  const T* sin_table() const;
+};
+
+// In place on x_THd ([tokens, heads, d]); token t sits at position pos_T[t].
+// inverse = true applies the transpose rotation (the backward pass).
+template <typename T>
+void rope_apply(T* x_THd, const int32_t* pos_T, int64_t tokens, int64_t heads, int64_t d, const RopeTable& table,
+                bool inverse);
+
+}  // namespace zaya

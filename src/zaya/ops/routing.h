@@ -1,0 +1,39 @@
+#pragma once
+// Router selection and the optional balancing losses (spec §4, prior-art §6).
+//
+// Selection: slot = argmax_e (p[e] + bias[e]) over E experts + 1 skip slot;
+// the biases only choose, the gate is the unbiased probability p[slot]. With
+// top_k > 1 the slots are taken in descending biased score and, as in the
+// reference, once the skip slot is taken the remaining choices are void (-1).
+
+#include <cstdint>
+
+namespace zaya {
+
+inline constexpr int32_t kNoExpert = -1;
+
+// choice_TK[t, k] in [0, slots) or kNoExpert; gate_TK[t, k] = probs[t, choice] (0 if void).
+// skip_slot = index of the skip slot, or -1 if the layer has none.
+template <typename T>
+void router_select(int32_t* choice_TK, T* gate_TK, const T* probs_TN, const float* bias_N, int64_t tokens,
+                   int64_t slots, int64_t top_k, int64_t skip_slot);
+
+// Softmax backward: dx_TN += p * (dp - sum(p * dp)).
+template <typename T>
+void softmax_rows_backward(T* dx_TN, const T* dp_TN, const T* p_TN, int64_t rows, int64_t n);
+
+// Switch-Transformer load-balancing loss over all slots:
+//   L = coeff * N * sum_i f_i * P_i,  f_i = share of choices on slot i,
+//   P_i = mean_t p_{t,i}; differentiable through P only.
+// Returns L; adds dL/dp * grad_scale into dprobs_TN when dprobs_TN is not null.
+template <typename T>
+T switch_aux_loss(T* dprobs_TN, const T* probs_TN, const int32_t* choice_TK, int64_t tokens, int64_t slots,
+                  int64_t top_k, T coeff, T grad_scale);
+
+// Router z-loss (ST-MoE): L = coeff * mean_t logsumexp(z_t)^2. Returns L; adds
+// dL/dz * grad_scale into dlogits_TN (needs probs = softmax(z)).
+template <typename T>
+T router_z_loss(T* dlogits_TN, const T* logits_TN, const T* probs_TN, int64_t tokens, int64_t slots, T coeff,
+                T grad_scale);
+
+}  // namespace zaya
