@@ -1,2 +1,36 @@
+// zaya: one program for the life of a ZAYA1-family MoE model (README.md, docs/cli.md).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
-int main() { std::puts("zaya"); return 0; }
+#include <exception>
+
+#include "zaya/cli/commands.h"
+#include "zaya/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"zaya: train, evaluate and run ZAYA1-family mixture-of-experts models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "zaya 0.1.0");
+  zaya::cli::add_info_command(app);
+  zaya::cli::add_data_command(app);
+  zaya::cli::add_train_command(app);
+  zaya::cli::add_generate_command(app);
+  zaya::cli::add_score_command(app);
+  zaya::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the usage error
+    return code == 0 ? 0 : 2;      // usage errors exit with 2, failures with 1
+  } catch (const zaya::Error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -39,13 +39,14 @@ template <typename T>
 void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
                       const CcaConvShape& sh, T* scratch) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
+  const int64_t L = sh.qk_ld();
   // convA (depthwise): a[t'] = bA + wA0 * qk[t'-2] + wA1 * qk[t'-1], zero outside the sequence.
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t tp = 0; tp < P; ++tp) {
       T* a = a_BPC + (b * P + tp) * C;
-      const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * C : nullptr;
-      const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * C : nullptr;
+      const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * L : nullptr;
+      const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * L : nullptr;
       for (int64_t c = 0; c < C; ++c) {
         T v = bA[c];
         if (older) v += wA[c * 2 + 0] * older[c];
@@ -74,6 +75,7 @@ template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC,
                        const T* a_BPC, const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
+  const int64_t L = sh.qk_ld();
   T* w_tap = scratch;
   T* dw_tap = scratch + 2 * C * d;
   pack_taps(w_tap, wB, C, d);
@@ -106,10 +108,10 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
         const T* da = da_BPC + (b * P + tp) * C;
-        const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * C : nullptr;
-        const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * C : nullptr;
-        T* dolder = tp >= 2 ? dqk_BSC + (b * S + tp - 2) * C : nullptr;
-        T* dnewer = tp >= 1 ? dqk_BSC + (b * S + tp - 1) * C : nullptr;
+        const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * L : nullptr;
+        const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * L : nullptr;
+        T* dolder = tp >= 2 ? dqk_BSC + (b * S + tp - 2) * L : nullptr;
+        T* dnewer = tp >= 1 ? dqk_BSC + (b * S + tp - 1) * L : nullptr;
         for (int64_t c = c0; c < c1; ++c) {
           dbA[c] += da[c];
           if (older) {

@@ -32,12 +32,12 @@ Vec conv1d(const Vec& x, int64_t c_in, int64_t len, const Vec& w, const Vec& b, 
 
 // The spec's recipe: left-pad the raw qk with 2 zeros, depthwise conv, grouped conv, no padding between.
 Vec reference(const Vec& qk_BSC, const Vec& wA, const Vec& bA, const Vec& wB, const Vec& bB, const CcaConvShape& s) {
-  const int64_t B = s.batch, S = s.seq, C = s.channels;
+  const int64_t B = s.batch, S = s.seq, C = s.channels, L = s.qk_ld();
   Vec out(B * S * C);
   for (int64_t b = 0; b < B; ++b) {
     Vec x(C * (S + 2), 0.0);  // [C, S+2], channels-first as Conv1d wants
     for (int64_t t = 0; t < S; ++t)
-      for (int64_t c = 0; c < C; ++c) x[c * (S + 2) + t + 2] = qk_BSC[(b * S + t) * C + c];
+      for (int64_t c = 0; c < C; ++c) x[c * (S + 2) + t + 2] = qk_BSC[(b * S + t) * L + c];
     Vec a = conv1d(x, C, S + 2, wA, bA, C, 2, C);
     Vec z = conv1d(a, C, S + 1, wB, bB, C, 2, s.groups());
     for (int64_t t = 0; t < S; ++t)
@@ -47,11 +47,11 @@ Vec reference(const Vec& qk_BSC, const Vec& wA, const Vec& bA, const Vec& wB, co
 }
 
 struct ConvCase {
-  CcaConvShape shape{2, 5, 12, 4};  // 3 groups of 4 channels
+  CcaConvShape shape{2, 5, 12, 4, 15};  // 3 groups of 4 channels; qk rows 15 wide (strided input)
   Vec qk, wA, bA, wB, bB;
   ConvCase() {
     const int64_t C = shape.channels, d = shape.head_dim;
-    qk = random_vector(shape.batch * shape.seq * C, 1);
+    qk = random_vector(shape.batch * shape.seq * shape.qk_ld(), 1);
     wA = random_vector(C * 2, 2);
     bA = random_vector(C, 3);
     wB = random_vector(C * d * 2, 4, 0.5);
@@ -86,7 +86,7 @@ TEST(CcaConv, Gradients) {
   auto loss = [&] { return dot(k.forward(), probe); };
   Vec a;
   k.forward(&a);
-  Vec dqk(B * S * C, 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
+  Vec dqk(k.qk.size(), 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
   Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
   cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
                             a.data(), k.wA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
@@ -99,7 +99,7 @@ TEST(CcaConv, Gradients) {
 
 TEST(CcaConv, FloatMatchesDouble) {
   ConvCase k;
-  k.shape = {3, 70, 24, 8};
+  k.shape = {3, 70, 24, 8, 0};
   const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels, d = k.shape.head_dim;
   k.qk = random_vector(B * S * C, 11);
   k.wA = random_vector(C * 2, 12);

@@ -1,0 +1,68 @@
+// zaya info: a model's configuration and parameter counts.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "zaya/cli/commands.h"
+#include "zaya/core/error.h"
+#include "zaya/model/hf_config.h"
+#include "zaya/model/params.h"
+#include "zaya/train/train_config.h"
+
+namespace zaya::cli {
+
+void add_info_command(CLI::App& app) {
+  struct Options {
+    std::string preset, config, model, json_out;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("info", "print a model's configuration and parameter counts");
+  cmd->add_option("--preset", o->preset, "a built-in preset: tiny, small, zaya1-base");
+  cmd->add_option("--config", o->config, "a training config (TOML)");
+  cmd->add_option("--model", o->model, "a model directory (config.json)");
+  cmd->add_option("--json", o->json_out, "also write the counts as JSON to this file");
+  cmd->callback([o] {
+    const std::string *preset = &o->preset, *config = &o->config, *model = &o->model, *json_out = &o->json_out;
+    const int given = !preset->empty() + !config->empty() + !model->empty();
+    ZAYA_CHECK(given == 1, "zaya info: give exactly one of --preset, --config, --model");
+    ZayaConfig c;
+    std::string name;
+    if (!preset->empty()) {
+      c = preset_config(*preset);
+      name = "preset " + *preset;
+    } else if (!config->empty()) {
+      c = load_train_config(*config).model;
+      name = *config;
+    } else {
+      c = load_hf_config((std::filesystem::path(*model) / "config.json").string());
+      name = *model;
+    }
+    const ParamCounts p = count_parameters(c);
+    fmt::print("{}\n", name);
+    fmt::print("  layout: {} blocks = {} half-layers (CCA attention, MoE), hidden {}, vocab {} ({} real)\n",
+               c.num_blocks, c.half_layers(), c.hidden, c.vocab_size, c.real_vocab_size);
+    fmt::print("  attention: CCGQA {} query heads, {} KV heads, head dim {}, rotary dim {}, theta {:g}\n",
+               c.q_heads, c.kv_heads, c.head_dim, c.rotary_dim(), c.rope_theta);
+    fmt::print("  MoE: {} experts of width {}{}, top-{}, router width {}{}\n", c.experts, c.expert_ffn,
+               c.use_skip ? " + skip expert" : "", c.top_k, c.router_hidden, c.use_eda ? " with EDA" : "");
+    fmt::print("  parameters: {:>15L} total ({:.3f}B)\n", p.total, p.total / 1e9);
+    fmt::print("              {:>15L} without the embedding ({:.3f}B)\n", p.total_without_embedding(),
+               p.total_without_embedding() / 1e9);
+    fmt::print("              {:>15L} active per token, without the embedding ({:.3f}B)\n",
+               p.active_without_embedding(), p.active_without_embedding() / 1e9);
+    fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active,
+               p.active / 1e9);
+    if (!json_out->empty()) {
+      std::ofstream f(*json_out);
+      ZAYA_CHECK(f.good(), "cannot write '{}'", *json_out);
+      f << fmt::format(
+          "{{\"model\":\"{}\",\"total\":{},\"embedding\":{},\"total_without_embedding\":{},"
+          "\"active\":{},\"active_without_embedding\":{}}}\n",
+          name, p.total, p.embedding, p.total_without_embedding(), p.active, p.active_without_embedding());
+    }
+  });
+}
+
+}  // namespace zaya::cli

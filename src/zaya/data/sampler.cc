@@ -1,0 +1,67 @@
+#include "zaya/data/sampler.h"
+
+#include "zaya/core/error.h"
+#include "zaya/data/permutation.h"
+
+namespace zaya {
+
+TokenSampler::TokenSampler(const ShardReader& shard, int64_t seq, SamplerOrder order, uint64_t seed)
+    : shard_(&shard), seq_(seq), order_(order), state_{seed, 0, 0} {
+  ZAYA_CHECK(seq >= 1, "{}: sequence length {} must be at least 1", shard.idx_path(), seq);
+  const uint64_t tokens = shard.num_tokens();
+  const uint64_t useq = static_cast<uint64_t>(seq);
+  ZAYA_CHECK(tokens > useq,
+             "{}: shard has {} tokens, too few for one window of sequence length {} (needs {} tokens)",
+             shard.idx_path(), tokens, seq, useq + 1);
+  num_windows_ = (tokens - 1) / useq;
+}
+
+uint64_t TokenSampler::window_at(uint64_t epoch, uint64_t index) const {
+  ZAYA_ASSERT(index < num_windows_);
+  if (order_ == SamplerOrder::kSequential) return index;
+  // Constructing the permutation is a handful of integer operations, so it
+  // is rebuilt per call rather than cached per epoch.
+  return FeistelPermutation(num_windows_, state_.seed, epoch)(index);
+}
+
+void TokenSampler::window(uint64_t w, int32_t* input_S, int32_t* target_S) const {
+  ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}",
+             shard_->idx_path(), w, num_windows_, seq_);
+  const uint64_t start = w * static_cast<uint64_t>(seq_);
+  const uint32_t* t = shard_->tokens() + start;
+  const uint32_t vocab = shard_->vocab_size();
+  // A corrupt id would index past the embedding table; the check costs one
+  // compare per token and turns that into an error naming the position.
+  for (int64_t i = 0; i <= seq_; ++i)
+    ZAYA_CHECK(t[i] < vocab, "{}: token {} is {}, not below the vocab size {}", shard_->bin_path(), start + i,
+               t[i], vocab);
+  for (int64_t i = 0; i < seq_; ++i) {
+    input_S[i] = static_cast<int32_t>(t[i]);
+    target_S[i] = static_cast<int32_t>(t[i + 1]);
+  }
+}
+
+void TokenSampler::next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq) {
+  ZAYA_CHECK(seq == seq_, "{}: next() asked for sequence length {}, but the sampler was built for {}",
+             shard_->idx_path(), seq, seq_);
+  ZAYA_CHECK(batch >= 0, "{}: batch size {} is negative", shard_->idx_path(), batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    if (state_.index == num_windows_) {
+      ++state_.epoch;
+      state_.index = 0;
+    }
+    uint64_t w = window_at(state_.epoch, state_.index);
+    ++state_.index;
+    window(w, input_BS + b * seq_, target_BS + b * seq_);
+  }
+}
+
+void TokenSampler::set_state(const SamplerState& state) {
+  ZAYA_CHECK(state.index <= num_windows_,
+             "{}: sampler state index {} exceeds the {} windows per epoch of this shard at sequence length {} "
+             "(was the state saved for another shard or sequence length?)",
+             shard_->idx_path(), state.index, num_windows_, seq_);
+  state_ = state;
+}
+
+}  // namespace zaya

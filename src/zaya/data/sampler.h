@@ -1,0 +1,70 @@
+#pragma once
+// Training and validation windows over a token shard (docs/formats-data.md,
+// "Sampler").
+//
+// The shard's tokens are one stream (documents run together, each already
+// framed by its bos/eos). Window w is the seq + 1 tokens starting at w * seq:
+// its first seq tokens are the input, its last seq tokens the next-token
+// targets. Windows start at multiples of seq, so consecutive windows share one
+// token and every token is a target exactly once per epoch (except the first).
+// There are floor((num_tokens - 1) / seq) windows per epoch.
+//
+// kShuffled draws every window once per epoch in the order of a seeded
+// pseudo-random permutation (FeistelPermutation, stream = epoch), a new one
+// each epoch. kSequential draws windows 0, 1, 2, ... and wraps to 0 (with
+// epoch + 1), so validation evaluates the same windows every time after reset().
+// A batch may straddle an epoch boundary: it simply continues into the next
+// epoch. The whole position is SamplerState; restoring it and continuing
+// yields exactly the batches an uninterrupted run would have.
+
+#include <cstdint>
+
+#include "zaya/data/shard_reader.h"
+
+namespace zaya {
+
+// Saved in checkpoints. index = windows already drawn in `epoch`.
+struct SamplerState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t index = 0;
+};
+
+enum class SamplerOrder { kShuffled, kSequential };
+
+class TokenSampler {
+ public:
+  // `shard` must outlive the sampler. Fails if the shard has fewer than
+  // seq + 1 tokens (not one window).
+  TokenSampler(const ShardReader& shard, int64_t seq, SamplerOrder order, uint64_t seed = 0);
+
+  // Fills input_BS and target_BS (batch x seq, row-major) with the next
+  // `batch` windows; `seq` must equal the sampler's sequence length.
+  void next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq);
+
+  // Copies window w (< windows_per_epoch()) into input_S and target_S.
+  void window(uint64_t w, int32_t* input_S, int32_t* target_S) const;
+
+  // The window drawn at position `index` of `epoch` (< windows_per_epoch()).
+  uint64_t window_at(uint64_t epoch, uint64_t index) const;
+
+  uint64_t windows_per_epoch() const { return num_windows_; }
+  int64_t seq() const { return seq_; }
+  SamplerOrder order() const { return order_; }
+
+  SamplerState state() const { return state_; }
+  // Resumes from a saved state; fails if state.index exceeds the windows per
+  // epoch (a state saved for another shard or sequence length).
+  void set_state(const SamplerState& state);
+  // Back to epoch 0, index 0 (the seed is kept).
+  void reset() { state_ = SamplerState{state_.seed, 0, 0}; }
+
+ private:
+  const ShardReader* shard_;
+  int64_t seq_;
+  SamplerOrder order_;
+  uint64_t num_windows_ = 0;
+  SamplerState state_;
+};
+
+}  // namespace zaya

@@ -1,0 +1,146 @@
+#include "zaya/data/shard_builder.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "zaya/core/error.h"
+#include "zaya/data/corpus.h"
+#include "zaya/data/test_util.h"
+#include "zaya/data/tokenizer.h"
+
+namespace zaya {
+namespace {
+
+using testing::read_bytes;
+using testing::TempDir;
+using testing::write_bytes;
+
+ShardBuildOptions options_for(const TempDir& dir, const std::string& out) {
+  ShardBuildOptions o;
+  o.corpus_path = dir.file("corpus.txt");
+  o.tokenizer_path = testing::small_tokenizer_path();
+  o.out_dir = dir.file(out);
+  o.val_fraction = 0.1;
+  o.seed = 3;
+  return o;
+}
+
+TEST(ShardBuild, DocumentsAreFramedAndSplit) {
+  TempDir dir;
+  write_bytes(dir.file("corpus.txt"), testing::kjv_slice(300'000));
+  ShardBuildOptions o = options_for(dir, "shards");
+  ShardBuildSummary s = build_token_shards(o);
+
+  std::vector<CorpusDocument> docs;
+  {
+    CorpusReader reader(o.corpus_path);
+    CorpusDocument d;
+    while (reader.next(d)) docs.push_back(d);
+  }
+  ASSERT_GT(docs.size(), 50u);
+  EXPECT_EQ(s.train.documents + s.val.documents, docs.size());
+  EXPECT_GE(s.val.documents, 1u);
+  EXPECT_LT(s.val.documents, docs.size() / 3);
+  EXPECT_EQ(s.vocab_size, 400u);
+  EXPECT_EQ(s.train.prefix, dir.file("shards/train"));
+
+  Tokenizer tok = Tokenizer::load(o.tokenizer_path);
+  ShardReader train = ShardReader::open(s.train.prefix, {ChecksumMode::kAlways, true});
+  ShardReader val = ShardReader::open(s.val.prefix, {ChecksumMode::kAlways, true});
+  EXPECT_EQ(train.num_tokens(), s.train.tokens);
+  EXPECT_EQ(val.num_tokens(), s.val.tokens);
+  DocumentSplit split(docs.size(), o.val_fraction, o.seed);
+  uint64_t t = 0, v = 0;
+  for (const auto& doc : docs) {
+    const ShardReader& shard = split.is_validation(doc.index) ? val : train;
+    auto toks = shard.document(split.is_validation(doc.index) ? v++ : t++);
+    ASSERT_GE(toks.size(), 2u);
+    EXPECT_EQ(toks.front(), static_cast<uint32_t>(tok.bos_id()));
+    EXPECT_EQ(toks.back(), static_cast<uint32_t>(tok.eos_id()));
+    std::vector<int32_t> ids(toks.begin(), toks.end());
+    ASSERT_EQ(tok.decode(ids), doc.text) << "document " << doc.index;
+  }
+
+  EXPECT_DOUBLE_EQ(s.train_unigram_entropy, unigram_entropy(train));
+  EXPECT_GT(s.train_unigram_entropy, 3.0);
+  EXPECT_LT(s.train_unigram_entropy, std::log(400.0));
+}
+
+TEST(ShardBuild, OutputIsIdenticalForAnyThreadCount) {
+  TempDir dir;
+  write_bytes(dir.file("corpus.txt"), testing::kjv_slice(150'000));
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  build_token_shards(options_for(dir, "one"));
+  omp_set_num_threads(3);
+  build_token_shards(options_for(dir, "three"));
+  omp_set_num_threads(saved);
+  for (const char* f : {"train.bin", "train.idx", "val.bin", "val.idx"})
+    EXPECT_EQ(read_bytes(dir.file(std::string("one/") + f)), read_bytes(dir.file(std::string("three/") + f)))
+        << f;
+}
+
+TEST(ShardBuild, SplitIsSeededSpreadAndNeverEmpty) {
+  const uint64_t n = 20000;
+  DocumentSplit a(n, 0.02, 1), b(n, 0.02, 1), c(n, 0.02, 2);
+  uint64_t val = 0, first_half = 0, differ = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(a.is_validation(i), b.is_validation(i));
+    val += a.is_validation(i);
+    first_half += a.is_validation(i) && i < n / 2;
+    differ += a.is_validation(i) != c.is_validation(i);
+  }
+  EXPECT_NEAR(static_cast<double>(val), 400.0, 80.0);             // 2% (binomial sd ~ 20)
+  EXPECT_NEAR(static_cast<double>(first_half), val / 2.0, 60.0);  // spread through the corpus
+  EXPECT_GT(differ, 300u);                                        // another seed, another split
+
+  for (uint64_t docs : {2, 3, 10}) {
+    for (double f : {0.0, 0.001, 0.999}) {
+      DocumentSplit s(docs, f, 5);
+      uint64_t v = 0;
+      for (uint64_t i = 0; i < docs; ++i) v += s.is_validation(i);
+      EXPECT_GE(v, 1u) << docs << " documents, val_fraction " << f;
+      EXPECT_LE(v, docs - 1) << docs << " documents, val_fraction " << f;
+    }
+  }
+  EXPECT_THROW(DocumentSplit(1, 0.5, 0), Error);
+  EXPECT_THROW(DocumentSplit(10, 1.0, 0), Error);
+}
+
+TEST(ShardBuild, Errors) {
+  TempDir dir;
+  write_bytes(dir.file("corpus.txt"), "just one document\nof two lines\n");
+  ShardBuildOptions o = options_for(dir, "out");
+  try {
+    build_token_shards(o);
+    ADD_FAILURE() << "expected zaya::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corpus.txt: corpus has 1 document(s)"), std::string::npos) << e.what();
+  }
+  write_bytes(dir.file("corpus.txt"), "one\n\ntwo\n");
+  o.val_fraction = 1.0;
+  EXPECT_THROW(build_token_shards(o), Error);
+  o.val_fraction = 0.5;
+  o.tokenizer_path = dir.file("missing.model");
+  EXPECT_THROW(build_token_shards(o), Error);
+  o.tokenizer_path = testing::small_tokenizer_path();
+  ShardBuildSummary s = build_token_shards(o);
+  EXPECT_EQ(s.train.documents, 1u);
+  EXPECT_EQ(s.val.documents, 1u);
+}
+
+TEST(ShardBuild, UnigramEntropy) {
+  std::vector<uint64_t> uniform = {5, 5, 5, 5, 0};
+  EXPECT_NEAR(unigram_entropy(uniform), std::log(4.0), 1e-12);
+  std::vector<uint64_t> single = {0, 9, 0};
+  EXPECT_EQ(unigram_entropy(single), 0.0);
+  std::vector<uint64_t> skewed = {3, 1};
+  EXPECT_NEAR(unigram_entropy(skewed), -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-12);
+  EXPECT_EQ(unigram_entropy(std::vector<uint64_t>{}), 0.0);
+}
+
+}  // namespace
+}  // namespace zaya

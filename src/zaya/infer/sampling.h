@@ -1,0 +1,26 @@
+#pragma once
+// Choosing the next token from a row of logits: greedy, or temperature with
+// optional top-k and top-p (nucleus) filtering, from a seeded counter-based
+// generator (so a seed reproduces a sample). Padding rows of the vocabulary
+// (ids >= real_vocab) are never chosen.
+
+#include <cstdint>
+#include <vector>
+
+#include "zaya/core/rng.h"
+
+namespace zaya {
+
+struct SamplingOptions {
+  double temperature = 0.8;  // 0: greedy
+  int64_t top_k = 40;        // 0: no top-k filter
+  double top_p = 0.95;       // 1: no nucleus filter
+  uint64_t seed = 0;
+  void validate() const;
+};
+
+// `scratch` is reused between calls (no allocation after the first).
+int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& options, Rng& rng,
+                     std::vector<std::pair<float, int32_t>>& scratch);
+
+}  // namespace zaya

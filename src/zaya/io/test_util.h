@@ -1,0 +1,72 @@
+#pragma once
+// Test helpers for file-handling code: a scratch directory, whole-file reads,
+// and checks on zaya::Error messages.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "zaya/core/error.h"
+
+namespace zaya::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it when the
+// object goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "zaya_test_XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) fail("cannot create a temporary directory from {}", pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string file(std::string_view name) const { return (std::filesystem::path(path_) / name).string(); }
+
+  // Writes `bytes` to `name` inside the directory and returns the full path.
+  std::string write(std::string_view name, std::string_view bytes) const {
+    std::string p = file(name);
+    std::ofstream out(p, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) fail("{}: cannot write test file", p);
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The message of the zaya::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Expects f to throw a zaya::Error whose message contains `part`.
+inline void expect_error(const std::function<void()>& f, const std::string& part) {
+  std::string message = error_of(f);
+  EXPECT_NE(message.find(part), std::string::npos) << message;
+}
+
+}  // namespace zaya::testing

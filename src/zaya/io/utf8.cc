@@ -1,0 +1,33 @@
+#include "zaya/io/utf8.h"
+
+namespace zaya {
+
+// Follows the table of well-formed byte sequences in the Unicode Standard,
+// section 3.9 (Table 3-7): the second byte's range depends on the first.
+size_t utf8_sequence_length(std::string_view s, size_t pos) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  unsigned char b0 = byte(pos);
+  if (b0 < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    len = 2;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    len = 3;
+    if (b0 == 0xe0) lo = 0xa0;  // no overlong 3-byte forms
+    if (b0 == 0xed) hi = 0x9f;  // no UTF-16 surrogates
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    len = 4;
+    if (b0 == 0xf0) lo = 0x90;  // no overlong 4-byte forms
+    if (b0 == 0xf4) hi = 0x8f;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (pos + len > s.size()) return 0;
+  if (byte(pos + 1) < lo || byte(pos + 1) > hi) return 0;
+  for (size_t i = 2; i < len; ++i)
+    if (byte(pos + i) < 0x80 || byte(pos + i) > 0xbf) return 0;
+  return len;
+}
+
+}  // namespace zaya

@@ -1,0 +1,137 @@
+#include "zaya/model/attention_block.h"
+
+#include <cstring>
+
+#include "zaya/ops/attention.h"
+#include "zaya/ops/cca_conv.h"
+#include "zaya/ops/cca_mix.h"
+#include "zaya/ops/matmul.h"
+#include "zaya/ops/qk_norm.h"
+#include "zaya/ops/rope.h"
+
+namespace zaya {
+namespace {
+
+// Fused projection width P: q (Q) | k (K) | v_cur (K/2) | v_prev (K/2).
+int64_t fused_width(const ZayaConfig& c) { return c.q_width() + 2 * c.kv_width(); }
+
+CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
+  return {b.batch, b.seq, c.conv_channels(), c.head_dim, fused_width(c)};
+}
+CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {
+  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c)};
+}
+AttentionShape attn_shape(const ZayaConfig& c, const BatchShape& b) {
+  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim};
+}
+
+void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+
+}  // namespace
+
+int64_t attention_acts_floats(const ZayaConfig& c, int64_t B, int64_t S) {
+  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
+  ArenaSizer z;
+  for (int64_t n : {T * fused_width(c), B * (S + 1) * c.conv_channels(), T * Q, T * K, T * c.q_heads,
+                    T * c.kv_heads, T * Q, T * K, T * K, B * c.q_heads * S, T * Q})
+    z.add(n);
+  return z.total();
+}
+
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
+  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
+  a.qkv_TP = arena.carve(T * fused_width(c));
+  a.conv_a_BPC = arena.carve(B * (S + 1) * c.conv_channels());
+  a.q_pre_TQ = arena.carve(T * Q);
+  a.k_pre_TK = arena.carve(T * K);
+  a.q_inv_TH = arena.carve(T * c.q_heads);
+  a.k_inv_TH = arena.carve(T * c.kv_heads);
+  a.q_TQ = arena.carve(T * Q);
+  a.k_TK = arena.carve(T * K);
+  a.v_TK = arena.carve(T * K);
+  a.lse_BHS = arena.carve(B * c.q_heads * S);
+  a.o_TQ = arena.carve(T * Q);
+}
+
+int64_t attention_scratch_floats(const ZayaConfig& c, int64_t B, int64_t S, int threads) {
+  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels();
+  CcaConvShape cs{B, S, C, c.head_dim, 0};
+  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim};
+  ArenaSizer z;
+  for (int64_t n : {T * C, 2 * cca_conv_scratch_floats(cs), attention_scratch_floats(as, threads), T * Q, T * Q,
+                    T * K, T * K, T * Q, T * K, T * C, T * fused_width(c), B * (S + 1) * C})
+    z.add(n);
+  return z.total();
+}
+
+void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads,
+                             Arena& arena) {
+  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels();
+  CcaConvShape cs{B, S, C, c.head_dim, 0};
+  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim};
+  s.c_TC = arena.carve(T * C);
+  s.conv = arena.carve(2 * cca_conv_scratch_floats(cs));
+  s.attn = arena.carve(attention_scratch_floats(as, threads));
+  s.dO_TQ = arena.carve(T * Q);
+  s.dq_TQ = arena.carve(T * Q);
+  s.dk_TK = arena.carve(T * K);
+  s.dv_TK = arena.carve(T * K);
+  s.dq_pre_TQ = arena.carve(T * Q);
+  s.dk_pre_TK = arena.carve(T * K);
+  s.dc_TC = arena.carve(T * C);
+  s.dqkv_TP = arena.carve(T * fused_width(c));
+  s.da_BPC = arena.carve(B * (S + 1) * C);
+}
+
+void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
+                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD) {
+  const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
+  linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+  cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK,
+                          w.conv_b_b_C, conv_shape(c, b), s.conv);
+  const CcaMixShape mix = mix_shape(c, b);
+  cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix);
+  cca_values_forward<float>(a.v_TK, a.qkv_TP, mix);
+  l2norm_heads_forward<float>(a.q_TQ, a.q_inv_TH, a.q_pre_TQ, nullptr, T, c.q_heads, c.head_dim);
+  l2norm_heads_forward<float>(a.k_TK, a.k_inv_TH, a.k_pre_TK, w.temp_Hk, T, c.kv_heads, c.head_dim);
+  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, false);
+  rope_apply<float>(a.k_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, false);
+  attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, a.k_TK, a.v_TK, attn_shape(c, b), s.attn);
+  linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
+}
+
+void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, const AttentionWeights& g,
+                              const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
+                              const float* dout_TD, float* dx_TD) {
+  const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
+  // out = O Wo^T
+  zero(s.dO_TQ, T * Q);
+  linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);
+  // attention
+  zero(s.dq_TQ, T * Q);
+  zero(s.dk_TK, T * K);
+  zero(s.dv_TK, T * K);
+  attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS,
+                            attn_shape(c, b), s.attn);
+  // RoPE is a rotation: its backward is the inverse rotation.
+  rope_apply<float>(s.dq_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, true);
+  rope_apply<float>(s.dk_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, true);
+  // QK norm
+  zero(s.dq_pre_TQ, T * Q);
+  zero(s.dk_pre_TK, T * K);
+  l2norm_heads_backward<float>(s.dq_pre_TQ, nullptr, s.dq_TQ, a.q_pre_TQ, a.q_inv_TH, nullptr, T, c.q_heads,
+                               c.head_dim);
+  l2norm_heads_backward<float>(s.dk_pre_TK, g.temp_Hk, s.dk_TK, a.k_pre_TK, a.k_inv_TH, w.temp_Hk, T, c.kv_heads,
+                               c.head_dim);
+  // mean terms, values, convolutions -> gradient of the fused projection
+  const CcaMixShape mix = mix_shape(c, b);
+  zero(s.dqkv_TP, T * P);
+  cca_mean_terms_backward<float>(s.dc_TC, s.dqkv_TP, s.dq_pre_TQ, s.dk_pre_TK, mix);
+  cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix);
+  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_CdK, g.conv_b_b_C, s.dc_TC,
+                           a.qkv_TP, a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, b), s.da_BPC,
+                           s.conv);
+  linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
+}
+
+}  // namespace zaya

@@ -1,0 +1,66 @@
+#pragma once
+// One CCA attention half-layer (spec §3): x (normed input) -> block output.
+//   qkv = x [Wq; Wk; Wv1; Wv2]^T        one fused GEMM
+//   c   = conv_B(conv_A(leftpad(q|k)))  two causal convolutions
+//   Q   = c_q + mq,  K = c_k + mk       q/k mean terms from the unconvolved projections
+//   V   = [v_cur(t), v_prev(t - 1)]     two value time streams
+//   Q, K <- L2-normalised to sqrt(d) (K times temp), then partial RoPE
+//   O   = causal GQA softmax attention;  out = O Wo^T
+
+#include <cstdint>
+
+#include "zaya/core/arena.h"
+#include "zaya/model/batch.h"
+#include "zaya/model/config.h"
+#include "zaya/model/weights.h"
+
+namespace zaya {
+
+// What the forward pass keeps for backward (per attention half-layer).
+struct AttentionActs {
+  float* qkv_TP = nullptr;     // fused projection output
+  float* conv_a_BPC = nullptr; // depthwise conv output [B, S+1, C]
+  float* q_pre_TQ = nullptr;   // before QK norm
+  float* k_pre_TK = nullptr;
+  float* q_inv_TH = nullptr;   // 1 / ||q|| per head
+  float* k_inv_TH = nullptr;
+  float* q_TQ = nullptr;       // after norm and RoPE
+  float* k_TK = nullptr;
+  float* v_TK = nullptr;
+  float* lse_BHS = nullptr;    // attention row log-sum-exp
+  float* o_TQ = nullptr;       // attention output before o_proj
+};
+
+// Scratch shared by all attention half-layers (sized for the largest batch).
+struct AttentionScratch {
+  float* c_TC = nullptr;         // conv output
+  float* conv = nullptr;         // 2 * cca_conv_scratch_floats
+  float* attn = nullptr;         // attention_scratch_floats
+  float* dO_TQ = nullptr;
+  float* dq_TQ = nullptr;
+  float* dk_TK = nullptr;
+  float* dv_TK = nullptr;
+  float* dq_pre_TQ = nullptr;
+  float* dk_pre_TK = nullptr;
+  float* dc_TC = nullptr;
+  float* dqkv_TP = nullptr;
+  float* da_BPC = nullptr;
+};
+
+// Floats of AttentionActs for one layer / of the shared scratch.
+int64_t attention_acts_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
+int64_t attention_scratch_floats(const ZayaConfig& c, int64_t batch, int64_t seq, int threads);
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
+void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
+                             Arena& arena);
+
+// out_TD = block(x_TD).
+void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
+                             AttentionScratch& s, const BatchShape& shape, const float* x_TD, float* out_TD);
+
+// Adds into dx_TD and the parameter gradients g.
+void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, const AttentionWeights& g,
+                              const AttentionActs& a, AttentionScratch& s, const BatchShape& shape,
+                              const float* x_TD, const float* dout_TD, float* dx_TD);
+
+}  // namespace zaya

@@ -1,0 +1,60 @@
+#include "zaya/model/hf_checkpoint.h"
+
+#include <filesystem>
+#include <set>
+
+#include "zaya/core/error.h"
+#include "zaya/io/atomic_file.h"
+#include "zaya/io/safetensors_dir.h"
+#include "zaya/model/hf_config.h"
+
+namespace zaya {
+
+void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options) {
+  ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
+             options.dtype);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  ZAYA_CHECK(!ec, "cannot create directory '{}': {}", dir, ec.message());
+  SafetensorsWriter w;
+  w.set_metadata("format", "pt");
+  for (const ParamEntry& e : model.params().entries()) {
+    const float* src = model.param_data() + e.offset;
+    if (options.dtype == "bf16") w.add_bf16(e.name, e.shape, src);
+    else w.add_f32(e.name, e.shape, src);
+  }
+  for (const ParamEntry& e : model.buffers().entries()) w.add_f32(e.name, e.shape, model.buffer_data() + e.offset);
+  write_sharded(dir, w, options.max_shard_bytes);
+  const std::string dtype = options.dtype == "bf16" ? "bfloat16" : "float32";
+  write_file_atomic((std::filesystem::path(dir) / "config.json").string(),
+                    config_to_hf_json(model.config(), dtype).dump(2) + "\n");
+}
+
+void load_hf_weights(ZayaModel& model, const std::string& dir) {
+  SafetensorsDir st = SafetensorsDir::open(dir);
+  std::set<std::string> expected;
+  auto load_table = [&](const ParamTable& table, float* base) {
+    for (const ParamEntry& e : table.entries()) {
+      expected.insert(e.name);
+      ZAYA_CHECK(st.has(e.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
+                 dir, e.name, fmt::join(e.shape, "x"));
+      st.read_f32(e.name, base + e.offset, e.shape);
+    }
+  };
+  load_table(model.params(), model.param_data());
+  load_table(model.buffers(), model.buffer_data());
+  for (const std::string& name : st.names()) {
+    if (expected.count(name)) continue;
+    if (name == "lm_head.weight") continue;  // tied to the embedding (spec §6.1)
+    fail("{}: unexpected tensor '{}' (not part of this model's layout; wrong config.json?)", dir, name);
+  }
+}
+
+std::unique_ptr<ZayaModel> load_hf_model(const std::string& dir) {
+  ZayaConfig config = load_hf_config((std::filesystem::path(dir) / "config.json").string());
+  auto model = std::make_unique<ZayaModel>(config);
+  load_hf_weights(*model, dir);
+  return model;
+}
+
+}  // namespace zaya

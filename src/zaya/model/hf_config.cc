@@ -1,0 +1,200 @@
+#include "zaya/model/hf_config.h"
+
+#include <fstream>
+#include <set>
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+namespace {
+
+using json = nlohmann::json;
+
+// Keys that carry no information for our compute graph (training knobs of the
+// reference, bookkeeping) and are accepted silently.
+const std::set<std::string> kIgnoredKeys = {
+    "transformers_version", "_name_or_path", "auto_map", "initializer_range", "init_method_std", "use_cache",
+    "attention_dropout", "hidden_dropout", "bias_activation_fusion", "apply_rope_fusion", "fused_add_norm",
+    "lm_head_bias", "attention_bias", "add_bias_linear", "gated_linear_unit", "activation_func", "normalization",
+    "scale_residual_merge", "residual_in_fp32", "zaya_high_prec", "tie_word_embeddings", "model_type",
+    "architectures", "torch_dtype", "dtype", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "sliding_window", "max_window_layers", "use_sliding_window", "clamp_temp", "rope_scaling", "cca",
+    "kv_channels", "head_dim", "cca_num_q_heads", "num_query_groups_list", "num_query_groups",
+    "ffn_hidden_size_list", "ffn_hidden_size", "zaya_mlp_expansion", "zaya_layers", "hidden_size", "vocab_size",
+    "moe_router_topk", "zaya_use_mod", "zaya_use_eda", "rope_theta", "partial_rotary_factor",
+    "max_position_embeddings", "norm_epsilon", "rms_norm_eps", "bos_token_id", "eos_token_id", "pad_token_id",
+    "cca_time0", "cca_time1", "zaya_real_vocab_size", "zaya_router_norm_eps", "output_router_logits",
+    "router_aux_loss_coef", "moe_aux_loss_coeff", "layernorm_epsilon", "tokenizer_class", "rope_type"};
+
+[[noreturn]] void bad(const std::string& source, const std::string& key, const json& v, const std::string& want) {
+  fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
+}
+
+int64_t get_int(const json& j, const std::string& source, const char* key, int64_t def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number_integer()) bad(source, key, j[key], "an integer");
+  return j[key].get<int64_t>();
+}
+double get_double(const json& j, const std::string& source, const char* key, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) bad(source, key, j[key], "a number");
+  return j[key].get<double>();
+}
+bool get_bool(const json& j, const std::string& source, const char* key, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) bad(source, key, j[key], "true or false");
+  return j[key].get<bool>();
+}
+
+// The value of a per-half-layer list on the first attention (parity 0) or MoE
+// (parity 1) half-layer, all such entries being equal; or a scalar.
+int64_t layer_value(const json& j, const std::string& source, const char* key, int parity, int64_t def) {
+  if (!j.contains(key)) return def;
+  const json& v = j[key];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (!v.is_array() || v.empty()) bad(source, key, v, "an integer or a per-layer list");
+  int64_t value = -1;
+  for (size_t i = parity; i < v.size(); i += 2) {
+    if (!v[i].is_number_integer()) bad(source, key, v, "a list of integers");
+    if (value >= 0 && v[i].get<int64_t>() != value)
+      fail("{}: \"{}\" has different values across layers ({} and {}); zaya.cpp needs one value per layer kind",
+           source, key, value, v[i].get<int64_t>());
+    value = v[i].get<int64_t>();
+  }
+  return value;
+}
+
+}  // namespace
+
+json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
+  json j;
+  j["model_type"] = "zaya";
+  j["architectures"] = {"ZayaForCausalLM"};
+  j["hidden_size"] = c.hidden;
+  json layers = json::array(), q = json::array(), kv = json::array(), ffn = json::array(), mlp = json::array();
+  for (int64_t b = 0; b < c.num_blocks; ++b) {
+    layers.push_back("a");
+    layers.push_back(c.experts);
+    q.push_back(c.q_heads);
+    q.push_back(0);
+    kv.push_back(c.kv_heads);
+    kv.push_back(0);
+    ffn.push_back(0);
+    ffn.push_back(2 * c.expert_ffn);
+    mlp.push_back(0);
+    mlp.push_back(c.router_hidden);
+  }
+  j["zaya_layers"] = layers;
+  j["num_hidden_layers"] = c.half_layers();
+  j["num_attention_heads"] = c.legacy_attention_heads();
+  j["kv_channels"] = c.head_dim;
+  j["cca_num_q_heads"] = q;
+  j["num_query_groups_list"] = kv;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["cca_time0"] = c.conv_kernel0;
+  j["cca_time1"] = c.conv_kernel1;
+  j["ffn_hidden_size_list"] = ffn;
+  j["zaya_mlp_expansion"] = mlp;
+  j["moe_router_topk"] = c.top_k;
+  j["zaya_use_mod"] = c.use_skip;
+  j["zaya_use_eda"] = c.use_eda;
+  j["zaya_high_prec"] = true;
+  j["scale_residual_merge"] = true;
+  j["residual_in_fp32"] = true;
+  j["activation_func"] = "swiglu";
+  j["gated_linear_unit"] = true;
+  j["add_bias_linear"] = false;
+  j["normalization"] = "RMSNorm";
+  j["norm_epsilon"] = c.norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["partial_rotary_factor"] = c.partial_rotary_factor;
+  j["rope_scaling"] = false;
+  j["max_position_embeddings"] = c.max_position;
+  j["vocab_size"] = c.vocab_size;
+  j["tie_word_embeddings"] = true;
+  j["lm_head_bias"] = false;
+  j["attention_bias"] = false;
+  j["bos_token_id"] = c.bos_token_id;
+  j["eos_token_id"] = c.eos_token_id;
+  j["pad_token_id"] = c.pad_token_id;
+  j["torch_dtype"] = dtype;
+  j["zaya_real_vocab_size"] = c.real_vocab_size;
+  j["zaya_router_norm_eps"] = c.router_norm_eps;
+  return j;
+}
+
+ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
+  if (!j.is_object()) fail("{}: expected a JSON object", source);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (kIgnoredKeys.count(it.key()) == 0)
+      fail("{}: unknown config key \"{}\"; zaya.cpp reads the legacy ZAYA1 keys (docs/formats.md)", source,
+           it.key());
+  if (j.contains("model_type") && j["model_type"] != "zaya")
+    bad(source, "model_type", j["model_type"], "\"zaya\"");
+  if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
+    bad(source, "rope_scaling", j["rope_scaling"], "false or null (no RoPE scaling)");
+  if (j.contains("sliding_window") && !j["sliding_window"].is_null())
+    bad(source, "sliding_window", j["sliding_window"], "null (no sliding-window layers)");
+  ZayaConfig c;
+  c.hidden = get_int(j, source, "hidden_size", c.hidden);
+  // zaya_layers: ['a', E, 'a', E, ...] (spec §2). Always use its length, never num_hidden_layers.
+  if (!j.contains("zaya_layers")) fail("{}: missing key \"zaya_layers\" (the legacy layer list)", source);
+  const json& layers = j["zaya_layers"];
+  if (!layers.is_array() || layers.empty() || layers.size() % 2 != 0)
+    bad(source, "zaya_layers", layers, "a list ['a', E, 'a', E, ...] of even length");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool ok = i % 2 == 0 ? layers[i] == "a" : layers[i].is_number_integer();
+    if (!ok)
+      fail("{}: \"zaya_layers\"[{}] = {} is invalid; expected {} (attention and MoE half-layers alternate)", source,
+           i, layers[i].dump(), i % 2 == 0 ? "\"a\"" : "an expert count");
+  }
+  c.num_blocks = int64_t(layers.size() / 2);
+  c.experts = layer_value(j, source, "zaya_layers", 1, c.experts);
+  if (j.contains("head_dim")) c.head_dim = get_int(j, source, "head_dim", c.head_dim);
+  else if (j.contains("kv_channels")) c.head_dim = get_int(j, source, "kv_channels", c.head_dim);
+  else c.head_dim = c.hidden / get_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
+  c.q_heads = layer_value(j, source, "cca_num_q_heads", 0, c.q_heads);
+  c.kv_heads = j.contains("num_query_groups_list") ? layer_value(j, source, "num_query_groups_list", 0, c.kv_heads)
+                                                   : get_int(j, source, "num_key_value_heads", c.kv_heads);
+  c.conv_kernel0 = get_int(j, source, "cca_time0", 2);
+  c.conv_kernel1 = get_int(j, source, "cca_time1", 2);
+  const int64_t fc1 = layer_value(j, source, "ffn_hidden_size_list", 1, 2 * c.expert_ffn);
+  if (fc1 % 2 != 0) fail("{}: \"ffn_hidden_size_list\" entry {} must be even (gate and up fused)", source, fc1);
+  c.expert_ffn = fc1 / 2;
+  c.router_hidden = layer_value(j, source, "zaya_mlp_expansion", 1, c.router_hidden);
+  c.top_k = get_int(j, source, "moe_router_topk", c.top_k);
+  c.use_skip = get_bool(j, source, "zaya_use_mod", c.use_skip);
+  c.use_eda = get_bool(j, source, "zaya_use_eda", c.use_eda);
+  c.rope_theta = get_double(j, source, "rope_theta", 10000.0);  // the zaya-branch default when absent
+  c.partial_rotary_factor = get_double(j, source, "partial_rotary_factor", c.partial_rotary_factor);
+  c.max_position = get_int(j, source, "max_position_embeddings", c.max_position);
+  c.vocab_size = get_int(j, source, "vocab_size", c.vocab_size);
+  c.real_vocab_size = get_int(j, source, "zaya_real_vocab_size", c.vocab_size);
+  c.norm_eps = get_double(j, source, "norm_epsilon", get_double(j, source, "rms_norm_eps", c.norm_eps));
+  c.router_norm_eps = get_double(j, source, "zaya_router_norm_eps", 1e-6);
+  c.bos_token_id = get_int(j, source, "bos_token_id", c.bos_token_id);
+  // eos_token_id may be a list (chat models add <end_of_turn>); the first is the document end.
+  if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
+    json first = {{"eos_token_id", j["eos_token_id"][0]}};
+    c.eos_token_id = get_int(first, source, "eos_token_id", c.eos_token_id);
+  } else {
+    c.eos_token_id = get_int(j, source, "eos_token_id", c.eos_token_id);
+  }
+  c.pad_token_id = get_int(j, source, "pad_token_id", c.pad_token_id);
+  c.validate(source);
+  return c;
+}
+
+ZayaConfig load_hf_config(const std::string& path) {
+  std::ifstream in(path);
+  ZAYA_CHECK(in.good(), "cannot read '{}'", path);
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    fail("{}: invalid JSON: {}", path, e.what());
+  }
+  return config_from_hf_json(j, path);
+}
+
+}  // namespace zaya

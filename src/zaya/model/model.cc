@@ -1,0 +1,241 @@
+#include "zaya/model/model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "zaya/core/error.h"
+#include "zaya/ops/cross_entropy.h"
+#include "zaya/ops/matmul.h"
+#include "zaya/ops/residual_scale.h"
+#include "zaya/ops/rmsnorm.h"
+
+namespace zaya {
+namespace {
+
+void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+
+const ResidualScaleWeights& merge_weights(const ModelWeights& w, int64_t n, int64_t half_layers) {
+  if (n == half_layers) return w.final_merge;
+  return n % 2 == 0 ? w.attn[n / 2].merge : w.moe[n / 2].merge;
+}
+float* input_norm(const ModelWeights& w, int64_t n) {
+  return n % 2 == 0 ? w.attn[n / 2].input_norm_D : w.moe[n / 2].input_norm_D;
+}
+
+}  // namespace
+
+ZayaModel::ZayaModel(const ZayaConfig& config)
+    : config_(config), params_(config, true), buffers_(config, false) {
+  config_.validate("model config");
+  param_arena_.reset(params_.total_floats());
+  buffer_arena_.reset(std::max<int64_t>(buffers_.total_floats(), 1));
+  weights_ = bind_weights(config_, params_, param_arena_.data());
+  biases_ = bind_balancing_biases(config_, buffers_, buffer_arena_.data());
+  init_buffers(config_, buffers_, buffer_arena_.data());
+}
+
+void ZayaModel::init(uint64_t seed) {
+  init_params(params_, param_arena_.data(), config_, seed);
+  init_buffers(config_, buffers_, buffer_arena_.data());
+}
+
+ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool training)
+    : max_batch_(B), max_seq_(S), training_(training) {
+  ZAYA_CHECK(B >= 1 && S >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S);
+  ZAYA_CHECK(S <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S, c.max_position);
+  const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
+  rope_.build(S, c.rotary_dim(), c.rope_theta);
+  pos_T_.resize(T);
+  targets_T_.assign(T, -1);
+  ids_T_.assign(T, 0);
+  ArenaSizer z;
+  z.add(T * D);  // embedding output
+  for (int64_t n = 0; n <= L2; ++n) {
+    z.add(T * D);
+    z.add(T * D);
+    z.add(T);
+    if (n < L2) z.add(T * D);
+  }
+  for (int64_t b = 0; b < c.num_blocks; ++b) {
+    z.add(attention_acts_floats(c, B, S));
+    z.add(moe_acts_floats(c, B, S));
+  }
+  z.add(T * V);
+  z.add(T);
+  z.add(T);
+  acts_.reset(z.total());
+  embed_out_TD_ = acts_.carve(T * D);
+  for (int64_t n = 0; n <= L2; ++n) {
+    res_TD_.push_back(acts_.carve(T * D));
+    x_TD_.push_back(acts_.carve(T * D));
+    rstd_T_.push_back(acts_.carve(T));
+    if (n < L2) out_TD_.push_back(acts_.carve(T * D));
+  }
+  attn_.resize(c.num_blocks);
+  moe_.resize(c.num_blocks);
+  for (int64_t b = 0; b < c.num_blocks; ++b) {
+    carve_attention_acts(attn_[b], c, B, S, acts_);
+    carve_moe_acts(moe_[b], c, B, S, acts_);
+  }
+  logits_TV_ = acts_.carve(T * V);
+  loss_T_ = acts_.carve(T);
+  lse_T_ = acts_.carve(T);
+  // Backward scratch (the forward needs the attention part too).
+  const int threads = omp_get_max_threads();
+  ArenaSizer zs;
+  zs.add(attention_scratch_floats(c, B, S, threads));
+  zs.add(moe_scratch_floats(c, B, S));
+  for (int i = 0; i < 4; ++i) zs.add(training ? T * D : 0);
+  scratch_.reset(zs.total());
+  carve_attention_scratch(attn_scratch_, c, B, S, threads, scratch_);
+  carve_moe_scratch(moe_scratch_, c, B, S, scratch_);
+  if (training) {
+    dres_a_TD_ = scratch_.carve(T * D);
+    dres_b_TD_ = scratch_.carve(T * D);
+    dh_TD_ = scratch_.carve(T * D);
+    dx_TD_ = scratch_.carve(T * D);
+  }
+  routing_.resize(c.num_blocks);
+  for (auto& r : routing_) r.reset(c.router_slots());
+}
+
+void ModelWorkspace::reset_routing() {
+  for (auto& r : routing_) r.reset(int64_t(r.choices_N.size()));
+}
+
+int64_t ModelWorkspace::bytes() const { return int64_t(sizeof(float)) * (acts_.capacity() + scratch_.capacity()); }
+
+LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids, const int32_t* targets,
+                        int64_t B, int64_t S, const MoeLossOptions& loss) {
+  const ZayaConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  ZAYA_CHECK(B >= 1 && B <= ws.max_batch_ && S >= 1 && S <= ws.max_seq_,
+             "batch {} x sequence {} does not fit the workspace ({} x {})", B, S, ws.max_batch_, ws.max_seq_);
+  const int64_t T = B * S, D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
+  for (int64_t t = 0; t < T; ++t) {
+    ZAYA_CHECK(ids[t] >= 0 && ids[t] < V, "token id {} at position {} is outside the vocabulary (0..{})", ids[t],
+               t, V - 1);
+    ws.pos_T_[t] = int32_t(t % S);
+    ws.ids_T_[t] = ids[t];
+    ws.targets_T_[t] = targets != nullptr ? targets[t] : -1;
+    ZAYA_CHECK(ws.targets_T_[t] < c.real_vocab_size, "target id {} at position {} is outside the vocabulary",
+               ws.targets_T_[t], t);
+  }
+  ws.shape_ = {B, S, ws.pos_T_.data(), &ws.rope_};
+  // Embedding (no scaling, spec §5).
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < T; ++t) std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(ids[t]) * D, 4 * D);
+
+  LossParts parts;
+  const float* h = ws.embed_out_TD_;
+  const float* res_prev = nullptr;
+  const float* r_prev = nullptr;
+  for (int64_t n = 0; n < L2; ++n) {
+    const ResidualScaleWeights& m = merge_weights(w, n, L2);
+    residual_scale_forward<float>(ws.res_TD_[n], h, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D,
+                                  m.res_bias_D, T, D);
+    rmsnorm_forward<float>(ws.x_TD_[n], ws.rstd_T_[n], ws.res_TD_[n], input_norm(w, n), T, D, float(c.norm_eps));
+    if (n % 2 == 0) {
+      attention_block_forward(c, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
+                              ws.out_TD_[n]);
+    } else {
+      const int64_t l = n / 2;
+      parts.router_loss += moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_,
+                                             ws.shape_, ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n],
+                                             loss, ws.routing_[l]);
+      r_prev = ws.moe_[l].r_TR;
+    }
+    h = ws.out_TD_[n];
+    res_prev = ws.res_TD_[n];
+  }
+  residual_scale_forward<float>(ws.res_TD_[L2], h, w.final_merge.hs_scale_D, w.final_merge.hs_bias_D, res_prev,
+                                w.final_merge.res_scale_D, w.final_merge.res_bias_D, T, D);
+  rmsnorm_forward<float>(ws.x_TD_[L2], ws.rstd_T_[L2], ws.res_TD_[L2], w.final_norm_D, T, D, float(c.norm_eps));
+  // Tied LM head: logits = out embed^T (fp32).
+  linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
+  if (targets != nullptr) {
+    cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V,
+                                 c.real_vocab_size);
+    for (int64_t t = 0; t < T; ++t)
+      if (ws.targets_T_[t] >= 0) {
+        parts.xent_sum += ws.loss_T_[t];
+        ++parts.xent_tokens;
+      }
+  }
+  return parts;
+}
+
+void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& g, float xent_scale,
+                    float router_scale, const MoeLossOptions& loss) {
+  ZAYA_CHECK(ws.training_, "model_backward needs a workspace created for training");
+  const ZayaConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  const BatchShape& shape = ws.shape_;
+  const int64_t T = shape.tokens(), D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
+  // Cross-entropy and the tied head; dlogits overwrite the logits.
+  cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
+                                c.real_vocab_size, xent_scale);
+  zero(ws.dx_TD_, T * D);
+  linear_backward<float>(ws.dx_TD_, g.embed_VD, ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
+  float* dres = ws.dres_a_TD_;
+  float* dres_prev = ws.dres_b_TD_;
+  zero(dres, T * D);
+  rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
+  zero(ws.moe_scratch_.eda_carry_TR, T * c.router_hidden);
+  // Walk back through the merges: merge n built res[n] from out[n-1] and res[n-1].
+  for (int64_t n = L2; n >= 1; --n) {
+    const ResidualScaleWeights& m = merge_weights(w, n, L2);
+    const ResidualScaleWeights& gm = merge_weights(g, n, L2);
+    zero(ws.dh_TD_, T * D);
+    zero(dres_prev, T * D);
+    residual_scale_backward<float>(ws.dh_TD_, gm.hs_scale_D, gm.hs_bias_D, dres_prev, gm.res_scale_D, gm.res_bias_D,
+                                   dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1],
+                                   m.res_scale_D, m.res_bias_D, T, D);
+    const int64_t k = n - 1;  // the block whose output we now differentiate
+    zero(ws.dx_TD_, T * D);
+    if (k % 2 == 0) {
+      attention_block_backward(c, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape,
+                               ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_);
+    } else {
+      const int64_t l = k / 2;
+      const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].r_TR : nullptr;
+      moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev,
+                         ws.dh_TD_, ws.dx_TD_, loss, router_scale);
+    }
+    rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_,
+                            ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T, D);
+    std::swap(dres, dres_prev);
+  }
+  // Merge 0: res[0] = (embed + hb) * hs.
+  const ResidualScaleWeights& m0 = merge_weights(w, 0, L2);
+  const ResidualScaleWeights& g0 = merge_weights(g, 0, L2);
+  zero(ws.dh_TD_, T * D);
+  residual_scale_backward<float>(ws.dh_TD_, g0.hs_scale_D, g0.hs_bias_D, nullptr, nullptr, nullptr, dres,
+                                 ws.embed_out_TD_, m0.hs_scale_D, m0.hs_bias_D, nullptr, nullptr, nullptr, T, D);
+  // Embedding rows: columns split across threads, tokens in order (reproducible).
+  const int32_t* ids = ws.ids_T_.data();
+  float* dh = ws.dh_TD_;
+#pragma omp parallel
+  {
+    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t d0 = D * id / nt, d1 = D * (id + 1) / nt;
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = g.embed_VD + int64_t(ids[t]) * D;
+      for (int64_t i = d0; i < d1; ++i) row[i] += dh[t * D + i];
+    }
+  }
+}
+
+double model_forward_flops(const ZayaConfig& c, int64_t B, int64_t S, double routed_rows) {
+  const double T = double(B * S), D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
+  const double C = double(c.conv_channels()), d = double(c.head_dim), R = double(c.router_hidden);
+  const double N = double(c.router_slots()), F = double(c.expert_ffn), V = double(c.vocab_size);
+  const double per_token_attn = 2 * D * (Q + 2 * K) + 2 * Q * D + 2 * 2 * C * d + 2 * Q * double(S + 1);
+  const double per_token_router = 2 * (D * R + 2 * R * R + R * N);
+  const double blocks = double(c.num_blocks);
+  return blocks * T * (per_token_attn + per_token_router) + routed_rows * 6 * D * F + T * 2 * D * V;
+}
+
+}  // namespace zaya

@@ -1,0 +1,129 @@
+#pragma once
+// The whole ZAYA1 model in the legacy 80-half-layer layout (spec §5):
+//
+//   h = embed[ids]
+//   for n in 0..2L-1:  res = merge_n(h, res)  (residual scaling; n = 0 has no residual term)
+//                      x = RMSNorm_n(res);  h = CCA(x) if n even else MoE(x, r_prev)
+//   res = merge_final(h, res);  logits = RMSNorm_final(res) embed^T   (tied head)
+//
+// ZayaModel owns parameters and buffers; ModelWorkspace owns everything sized
+// by the batch (activations kept for backward, backward scratch), allocated
+// once so the step loop allocates nothing.
+
+#include <cstdint>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/model/attention_block.h"
+#include "zaya/model/config.h"
+#include "zaya/model/moe_block.h"
+#include "zaya/model/params.h"
+#include "zaya/model/weights.h"
+#include "zaya/ops/rope.h"
+
+namespace zaya {
+
+class ZayaModel {
+ public:
+  explicit ZayaModel(const ZayaConfig& config);
+  ZayaModel(const ZayaModel&) = delete;
+  ZayaModel& operator=(const ZayaModel&) = delete;
+
+  // Random initialisation (spec §10, docs/model.md) and initial buffers.
+  void init(uint64_t seed);
+
+  const ZayaConfig& config() const { return config_; }
+  const ParamTable& params() const { return params_; }
+  const ParamTable& buffers() const { return buffers_; }
+  float* param_data() { return param_arena_.data(); }
+  const float* param_data() const { return param_arena_.data(); }
+  float* buffer_data() { return buffer_arena_.data(); }
+  const float* buffer_data() const { return buffer_arena_.data(); }
+  const ModelWeights& weights() const { return weights_; }
+  // Balancing biases of each MoE half-layer ([N] each).
+  const std::vector<float*>& balancing_biases() const { return biases_; }
+
+ private:
+  ZayaConfig config_;
+  ParamTable params_;
+  ParamTable buffers_;
+  Arena param_arena_;
+  Arena buffer_arena_;
+  ModelWeights weights_;
+  std::vector<float*> biases_;
+};
+
+// Loss of one forward pass, with its parts.
+struct LossParts {
+  double xent_sum = 0;     // sum of token cross-entropies over positions with a target
+  int64_t xent_tokens = 0; // number of such positions
+  double router_loss = 0;  // sum over MoE layers of Switch aux + z losses (0 if disabled)
+  double xent_mean() const { return xent_tokens > 0 ? xent_sum / double(xent_tokens) : 0.0; }
+};
+
+class ModelWorkspace {
+ public:
+  // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
+  // skips the backward scratch.
+  ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training);
+
+  int64_t max_batch() const { return max_batch_; }
+  int64_t max_seq() const { return max_seq_; }
+  // Logits of the last forward [B*S, V]; after backward they hold dlogits.
+  float* logits() { return logits_TV_; }
+  const float* logits() const { return logits_TV_; }
+  // Per-token cross-entropy of the last forward [B*S] (0 where there was no target).
+  const float* token_loss() const { return loss_T_; }
+  std::vector<RoutingStats>& routing() { return routing_; }
+  void reset_routing();
+  int64_t bytes() const;
+
+ private:
+  friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t,
+                                 int64_t, const MoeLossOptions&);
+  friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
+                             const MoeLossOptions&);
+  int64_t max_batch_, max_seq_;
+  bool training_;
+  BatchShape shape_;
+  RopeTable rope_;
+  std::vector<int32_t> pos_T_;
+  std::vector<int32_t> targets_T_;
+  std::vector<int32_t> ids_T_;
+  Arena acts_, scratch_;
+  float* embed_out_TD_ = nullptr;
+  std::vector<float*> res_TD_;   // residual at each half-layer's input, then the final merge [2L + 1]
+  std::vector<float*> x_TD_;     // normed inputs [2L + 1] (last = final norm output)
+  std::vector<float*> rstd_T_;   // [2L + 1]
+  std::vector<float*> out_TD_;   // block outputs [2L]
+  std::vector<AttentionActs> attn_;
+  std::vector<MoeActs> moe_;
+  std::vector<RoutingStats> routing_;
+  float* logits_TV_ = nullptr;
+  float* loss_T_ = nullptr;
+  float* lse_T_ = nullptr;
+  AttentionScratch attn_scratch_;
+  MoeScratch moe_scratch_;
+  float* dres_a_TD_ = nullptr;
+  float* dres_b_TD_ = nullptr;
+  float* dh_TD_ = nullptr;
+  float* dx_TD_ = nullptr;
+};
+
+// Forward pass over ids_BS (B sequences of S tokens); targets_BS may be null
+// (no loss) and entries < 0 are ignored. Logits stay in ws.logits().
+LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS,
+                        const int32_t* targets_BS, int64_t batch, int64_t seq, const MoeLossOptions& loss);
+
+// Backward of the last forward. Adds into `grads` (a ModelWeights bound to a
+// gradient arena) the gradient of
+//   xent_scale * sum of token cross-entropies + router_scale * router losses.
+// For the mean over N target tokens of a global batch, xent_scale = 1/N.
+void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& grads, float xent_scale,
+                    float router_scale, const MoeLossOptions& loss);
+
+// Forward FLOPs (GEMMs + causal attention) of B*S tokens whose MoE layers sent
+// `routed_rows` rows to experts in total (summed over layers), used for MFU.
+double model_forward_flops(const ZayaConfig& config, int64_t batch, int64_t seq, double routed_rows);
+
+}  // namespace zaya

@@ -1,0 +1,93 @@
+#pragma once
+// One MoE half-layer (spec §4): the ZAYA1 router and the experts.
+//
+// Router: r = x Wdown^T + b (+ s * r_prev: exponential depth averaging, EDA),
+//   rn = RMSNorm(r), two GELU layers, logits over E experts + skip slot,
+//   p = softmax, slot = argmax(p + balancing_bias), gate = p[slot] (unbiased).
+// Experts: tokens permuted by expert, one SwiGLU GEMM pair per expert,
+//   out[t] = gate * expert(x[t]), or gate * x[t] for the skip slot.
+
+#include <cstdint>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/model/batch.h"
+#include "zaya/model/config.h"
+#include "zaya/model/weights.h"
+#include "zaya/ops/moe_dispatch.h"
+
+namespace zaya {
+
+// Kept for backward (per MoE half-layer).
+struct MoeActs {
+  float* r_TR = nullptr;       // router state after EDA, before its RMSNorm (feeds the next layer's EDA)
+  float* r_rstd_T = nullptr;
+  float* rn_TR = nullptr;      // normed router state
+  float* u1_TR = nullptr;      // pre-GELU of router_mlp.0
+  float* g1_TR = nullptr;
+  float* u2_TR = nullptr;      // pre-GELU of router_mlp.2
+  float* g2_TR = nullptr;
+  float* logits_TN = nullptr;
+  float* probs_TN = nullptr;
+  float* gate_TK = nullptr;
+  std::vector<int32_t> choice_TK;
+  ExpertPlan plan;
+  float* h_R2F = nullptr;      // expert fc1 outputs, rows in expert order
+  float* act_RF = nullptr;     // swiglu(h)
+  float* y_RD = nullptr;       // expert outputs before gating
+};
+
+struct MoeScratch {
+  float* xp_RD = nullptr;      // gathered expert inputs
+  float* dy_RD = nullptr;
+  float* dact_RF = nullptr;
+  float* dh_R2F = nullptr;
+  float* dxp_RD = nullptr;
+  float* dgate_TK = nullptr;
+  float* dprobs_TN = nullptr;
+  float* dlogits_TN = nullptr;
+  float* dg2_TR = nullptr;
+  float* du2_TR = nullptr;
+  float* dg1_TR = nullptr;
+  float* du1_TR = nullptr;
+  float* drn_TR = nullptr;
+  float* dr_TR = nullptr;
+  float* eda_carry_TR = nullptr;  // gradient flowing to the previous MoE layer's router state
+};
+
+// Routing statistics of one MoE half-layer, accumulated over micro-batches.
+struct RoutingStats {
+  std::vector<double> choices_N;  // choices per slot (skip slot last)
+  double entropy_sum = 0;         // sum over tokens of -sum_e p log p
+  double tokens = 0;
+  double aux_loss = 0, z_loss = 0;
+  void reset(int64_t slots) {
+    choices_N.assign(slots, 0.0);
+    entropy_sum = tokens = aux_loss = z_loss = 0;
+  }
+};
+
+struct MoeLossOptions {
+  float switch_aux_coeff = 0.0f;
+  float z_loss_coeff = 0.0f;
+};
+
+int64_t moe_acts_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
+int64_t moe_scratch_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
+void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
+
+// out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
+// Adds this layer's routing counts into stats; returns aux + z loss of the layer (0 if disabled).
+double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* balancing_bias_N, MoeActs& a,
+                         MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
+                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats);
+
+// Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
+// layer; zero it before the last layer) and leaves there the gradient for the previous one.
+// aux_grad_scale multiplies the gradient of this layer's aux and z losses.
+void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a,
+                        MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
+                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale);
+
+}  // namespace zaya

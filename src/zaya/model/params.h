@@ -1,0 +1,81 @@
+#pragma once
+// The parameter table: every trainable tensor of a ZayaConfig with its legacy
+// Hugging Face name (spec §6.1), shape, place in the parameter arena, how it is
+// initialised and which optimizer treats it. The same offsets address the
+// gradient arena and the optimizer-state arenas, so one table serves all.
+//
+// Non-trainable buffers (the routers' balancing biases) live in their own table.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "zaya/model/config.h"
+
+namespace zaya {
+
+enum class ParamKind {
+  kEmbedding,  // tied embedding / LM head
+  kMatrix,     // 2-D hidden weight matrix (Muon)
+  kConv,       // CCA convolution weights
+  kVector,     // norm weights, biases, residual scales, EDA scales, temperatures
+};
+
+enum class InitKind {
+  kNormal,        // N(0, std)
+  kOnes,          // 1
+  kZeros,         // 0
+  kConvDepthwise, // tap 1 (current step) = 1, tap 0 = 0, plus N(0, std)
+  kConvGrouped,   // identity on tap 1 within each head group, plus N(0, std)
+};
+
+struct ParamEntry {
+  std::string name;            // legacy HF name, e.g. model.layers.3.zaya_block.router.down_proj.weight
+  std::vector<int64_t> shape;  // PyTorch layout
+  int64_t offset = 0;          // floats from the arena start
+  int64_t numel = 0;
+  ParamKind kind = ParamKind::kVector;
+  InitKind init = InitKind::kZeros;
+  float init_std = 0.0f;
+  int half_layer = -1;         // 0..2*num_blocks-1, or -1 for global tensors
+  int expert = -1;             // expert index for per-expert tensors, else -1
+  bool weight_decay = false;
+  bool muon = false;           // orthogonalised update (2-D hidden matrices)
+};
+
+class ParamTable {
+ public:
+  // trainable = true: the parameter table; false: the buffer table (balancing biases).
+  ParamTable(const ZayaConfig& config, bool trainable);
+
+  const std::vector<ParamEntry>& entries() const { return entries_; }
+  int64_t total_floats() const { return total_; }
+  const ParamEntry& at(const std::string& name) const;
+  const ParamEntry* find(const std::string& name) const;
+
+ private:
+  void add(std::string name, std::vector<int64_t> shape, ParamKind kind, InitKind init, float std, int half_layer,
+           int expert = -1);
+  std::vector<ParamEntry> entries_;
+  std::unordered_map<std::string, size_t> index_;
+  int64_t total_ = 0;
+};
+
+// Writes the initial values of every entry (deterministic in `seed`, any thread count).
+void init_params(const ParamTable& table, float* base, const ZayaConfig& config, uint64_t seed);
+
+// Parameter counts (spec §2 "sanity check"): total and active, with and without the embedding.
+struct ParamCounts {
+  int64_t total = 0;
+  int64_t embedding = 0;
+  int64_t active = 0;  // everything except the experts not chosen: top_k experts per MoE layer
+  int64_t total_without_embedding() const { return total - embedding; }
+  int64_t active_without_embedding() const { return active - embedding; }
+};
+ParamCounts count_parameters(const ZayaConfig& config);
+
+// Names of the legacy layout.
+std::string layer_prefix(int half_layer);  // "model.layers.N."
+
+}  // namespace zaya

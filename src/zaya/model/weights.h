@@ -1,0 +1,67 @@
+#pragma once
+// Typed views of one arena laid out by ParamTable: the parameters, their
+// gradients and optimizer moments all bind the same way from different bases.
+// Names carry shapes: D hidden, Q = Hq*d, K = Hk*d, C = Q + K conv channels,
+// P = Q + K + 2 * (K/2) fused q/k/v rows, R router width, N router slots,
+// E experts, F expert width.
+
+#include <vector>
+
+#include "zaya/model/config.h"
+#include "zaya/model/params.h"
+
+namespace zaya {
+
+struct ResidualScaleWeights {
+  float* hs_scale_D = nullptr;
+  float* hs_bias_D = nullptr;
+  float* res_scale_D = nullptr;  // null for half-layer 0
+  float* res_bias_D = nullptr;
+};
+
+struct AttentionWeights {
+  float* input_norm_D = nullptr;
+  ResidualScaleWeights merge;
+  float* qkv_PD = nullptr;  // rows: linear_q (Q), linear_k (K), val_proj1 (K/2), val_proj2 (K/2)
+  float* conv_a_w_C12 = nullptr;
+  float* conv_a_b_C = nullptr;
+  float* conv_b_w_CdK = nullptr;
+  float* conv_b_b_C = nullptr;
+  float* temp_Hk = nullptr;
+  float* o_DQ = nullptr;
+};
+
+struct MoeWeights {
+  float* input_norm_D = nullptr;
+  ResidualScaleWeights merge;
+  float* down_RD = nullptr;
+  float* down_b_R = nullptr;
+  float* states_scale_R = nullptr;  // EDA scale; null on the first MoE half-layer or without EDA
+  float* eda_norm_R = nullptr;
+  float* mlp0_RR = nullptr;
+  float* mlp0_b_R = nullptr;
+  float* mlp2_RR = nullptr;
+  float* mlp2_b_R = nullptr;
+  float* mlp4_NR = nullptr;
+  float* fc1_E2FD = nullptr;  // experts' linear_fc1 stacked: [E, 2F, D] (gate rows, then up rows)
+  float* fc2_EDF = nullptr;   // experts' linear_fc2 stacked: [E, D, F]
+};
+
+struct ModelWeights {
+  float* embed_VD = nullptr;
+  float* final_norm_D = nullptr;
+  ResidualScaleWeights final_merge;
+  std::vector<AttentionWeights> attn;  // one per block (half-layer 2b)
+  std::vector<MoeWeights> moe;         // one per block (half-layer 2b+1)
+};
+
+// Binds views into `base`, an arena laid out by `table` (ParamTable(config, true)).
+ModelWeights bind_weights(const ZayaConfig& config, const ParamTable& table, float* base);
+
+// Balancing biases per MoE half-layer, [N] each, from the buffer table (ParamTable(config, false)).
+std::vector<float*> bind_balancing_biases(const ZayaConfig& config, const ParamTable& buffers, float* base);
+
+// Initial buffers: zeros, except -1 on the skip slot (spec §4).
+void init_buffers(const ZayaConfig& config, const ParamTable& buffers, float* base);
+
+}  // namespace zaya

@@ -1,0 +1,40 @@
+#pragma once
+// The element-wise parts of CCA around the convolutions (spec §3 steps 2, 4, 5):
+//
+// q/k mean terms, from the UNconvolved projections (G = Hq / Hk query heads per KV head):
+//   mq[h] = (q[h] + k[h / G]) / 2
+//   mk[j] = (mean_g q[G j + g] + k[j]) / 2
+// added to the conv output: Q = conv_q + mq, K = conv_k + mk.
+//
+// Values: two time streams, V[t] = concat(v_cur[t], v_prev[t - 1]) viewed as
+// [Hk, d] (v_prev[-1] = 0 at each sequence start), so with Hk = 2 KV head 0 is
+// the current-token stream and KV head 1 the previous-token stream.
+
+#include <cstdint>
+
+namespace zaya {
+
+struct CcaMixShape {
+  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t in_stride = 0;  // row stride of the fused projection (q | k | v_cur | v_prev)
+  int64_t q_width() const { return q_heads * head_dim; }
+  int64_t kv_width() const { return kv_heads * head_dim; }
+};
+
+// q_TQ = c[:, :Q] + mq, k_TK = c[:, Q:] + mk, with c_TC the conv output and the
+// raw q/k taken from the fused projection qkv (row stride in_stride).
+template <typename T>
+void cca_mean_terms_forward(T* q_TQ, T* k_TK, const T* c_TC, const T* qkv, const CcaMixShape& s);
+// Given dq_TQ, dk_TK: writes dc_TC (the conv output's gradient) and adds the
+// mean terms' contribution into dqkv[:, :Q + K].
+template <typename T>
+void cca_mean_terms_backward(T* dc_TC, T* dqkv, const T* dq_TQ, const T* dk_TK, const CcaMixShape& s);
+
+// v_TK from the fused projection's value columns (after q and k).
+template <typename T>
+void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s);
+// Adds dv_TK back into dqkv's value columns (the delayed stream one step earlier).
+template <typename T>
+void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s);
+
+}  // namespace zaya

@@ -1,0 +1,27 @@
+#include "zaya/ops/gemm_peak.h"
+
+#include <algorithm>
+
+#include "zaya/core/arena.h"
+#include "zaya/core/rng.h"
+#include "zaya/core/timer.h"
+#include "zaya/ops/matmul.h"
+
+namespace zaya {
+
+double measure_f32_gemm_gflops(int64_t n, int reps) {
+  auto a = aligned_alloc_array<float>(n * n), b = aligned_alloc_array<float>(n * n), c = aligned_alloc_array<float>(n * n);
+  fill_normal(a.get(), n * n, 0.0f, 1.0f, 1, 1);
+  fill_normal(b.get(), n * n, 0.0f, 1.0f, 1, 2);
+  gemm<float>(false, false, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n);  // warm-up, page faults
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_seconds();
+    gemm<float>(false, false, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n);
+    const double dt = now_seconds() - t0;
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / dt / 1e9);
+  }
+  return best;
+}
+
+}  // namespace zaya

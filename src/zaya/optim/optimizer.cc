@@ -1,0 +1,125 @@
+#include "zaya/optim/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "zaya/core/error.h"
+#include "zaya/ops/matmul.h"
+
+namespace zaya {
+
+void OptimizerConfig::validate(const std::string& source) const {
+  ZAYA_CHECK(lr > 0 && lr < 1, "{}: optim.lr = {} is invalid; allowed: (0, 1)", source, lr);
+  ZAYA_CHECK(beta1 >= 0 && beta1 < 1, "{}: optim.beta1 = {} is invalid; allowed: [0, 1)", source, beta1);
+  ZAYA_CHECK(beta2 >= 0 && beta2 < 1, "{}: optim.beta2 = {} is invalid; allowed: [0, 1)", source, beta2);
+  ZAYA_CHECK(eps > 0, "{}: optim.eps = {} is invalid; allowed: > 0", source, eps);
+  ZAYA_CHECK(weight_decay >= 0 && weight_decay < 10, "{}: optim.weight_decay = {} is invalid; allowed: [0, 10)",
+             source, weight_decay);
+  ZAYA_CHECK(muon_momentum >= 0 && muon_momentum < 1,
+             "{}: optim.muon_momentum = {} is invalid; allowed: [0, 1)", source, muon_momentum);
+  ZAYA_CHECK(ns_steps >= 1 && ns_steps <= 20, "{}: optim.ns_steps = {} is invalid; allowed: 1..20", source,
+             ns_steps);
+  ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
+}
+
+void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch) {
+  constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
+  const int64_t m = std::min(rows, cols);
+  float* y = scratch;                // [rows, cols]
+  float* A = y + rows * cols;        // [m, m]
+  float* B = A + m * m;              // [m, m]
+  double ss = 0;
+  for (int64_t i = 0; i < rows * cols; ++i) ss += double(x[i]) * x[i];
+  const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
+  for (int64_t i = 0; i < rows * cols; ++i) x[i] *= inv;
+  const bool wide = rows <= cols;  // work on the small Gram matrix
+  for (int s = 0; s < steps; ++s) {
+    // A = X X^T (wide) or X^T X (tall); B = b A + c A A
+    if (wide) gemm<float>(false, true, m, m, cols, 1.0f, x, cols, x, cols, 0.0f, A, m);
+    else gemm<float>(true, false, m, m, rows, 1.0f, x, cols, x, cols, 0.0f, A, m);
+    std::memcpy(B, A, sizeof(float) * m * m);
+    gemm<float>(false, false, m, m, m, c, A, m, A, m, b, B, m);
+    // X = a X + B X (wide) or a X + X B (tall; B is symmetric)
+    std::memcpy(y, x, sizeof(float) * rows * cols);
+    if (wide) gemm<float>(false, false, rows, cols, m, 1.0f, B, m, y, cols, a, x, cols);
+    else gemm<float>(false, false, rows, cols, m, 1.0f, y, cols, B, m, a, x, cols);
+  }
+}
+
+double global_grad_norm(const float* g, int64_t n, std::vector<double>& partial) {
+  // Fixed 64K blocks summed in order: the same result for any thread count.
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  if (int64_t(partial.size()) < blocks) partial.resize(blocks);
+#pragma omp parallel for schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    double s = 0;
+    const int64_t end = std::min(n, (blk + 1) * kBlock);
+    for (int64_t i = blk * kBlock; i < end; ++i) s += double(g[i]) * g[i];
+    partial[blk] = s;
+  }
+  double total = 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) total += partial[blk];
+  return std::sqrt(total);
+}
+
+Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config) : table_(table), config_(config) {
+  m_.reset(table.total_floats());
+  v_.reset(table.total_floats());
+  m_.zero();
+  v_.zero();
+  int64_t scratch = 0;
+  for (const ParamEntry& e : table.entries())
+    if (e.muon) {
+      const int64_t rows = e.shape[0], cols = e.numel / e.shape[0], mn = std::min(rows, cols);
+      scratch = std::max(scratch, 3 * rows * cols + 2 * mn * mn);
+    }
+  ns_scratch_ = aligned_alloc_array<float>(std::max<int64_t>(scratch, 1));
+  norm_partials_.resize(table.total_floats() / 65536 + 1);
+}
+
+double Optimizer::step(float* params, float* grads, double lr_scale) {
+  const int64_t total = table_.total_floats();
+  const double norm = global_grad_norm(grads, total, norm_partials_);
+  const float clip = (config_.grad_clip > 0 && norm > config_.grad_clip) ? float(config_.grad_clip / norm) : 1.0f;
+  ++step_;
+  const float lr = float(config_.lr * lr_scale);
+  const float b1 = float(config_.beta1), b2 = float(config_.beta2), eps = float(config_.eps);
+  const float bc1 = float(1.0 - std::pow(config_.beta1, double(step_)));
+  const float bc2 = float(1.0 - std::pow(config_.beta2, double(step_)));
+  float* m = m_.data();
+  float* v = v_.data();
+  for (const ParamEntry& e : table_.entries()) {
+    float* w = params + e.offset;
+    float* g = grads + e.offset;
+    float* em = m + e.offset;
+    const float decay = e.weight_decay ? 1.0f - lr * float(config_.weight_decay) : 1.0f;
+    if (config_.use_muon && e.muon) {
+      const int64_t rows = e.shape[0], cols = e.numel / rows;
+      const float mu = float(config_.muon_momentum);
+      float* u = ns_scratch_.get();
+      for (int64_t i = 0; i < e.numel; ++i) {
+        em[i] = mu * em[i] + clip * g[i];
+        u[i] = config_.muon_nesterov ? clip * g[i] + mu * em[i] : em[i];
+      }
+      newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel);
+      const float scale = lr * 0.2f * std::sqrt(float(std::max(rows, cols)));
+#pragma omp parallel for schedule(static) if (e.numel > 16384)
+      for (int64_t i = 0; i < e.numel; ++i) w[i] = w[i] * decay - scale * u[i];
+    } else {
+      float* ev = v + e.offset;
+#pragma omp parallel for schedule(static) if (e.numel > 16384)
+      for (int64_t i = 0; i < e.numel; ++i) {
+        const float gi = clip * g[i];
+        em[i] = b1 * em[i] + (1 - b1) * gi;
+        ev[i] = b2 * ev[i] + (1 - b2) * gi * gi;
+        const float update = (em[i] / bc1) / (std::sqrt(ev[i] / bc2) + eps);
+        w[i] = w[i] * decay - lr * update;
+      }
+    }
+  }
+  return norm;
+}
+
+}  // namespace zaya

@@ -1,0 +1,67 @@
+#pragma once
+// The training optimizer of ZAYA1 (paper-notes §4): Muon with AdamW RMS
+// matching on hidden 2-D matrices, AdamW on everything else (embedding, norms,
+// biases, scales, temperatures, convolution weights), decoupled weight decay on
+// matrices and the embedding only, global-norm gradient clipping.
+//
+// Muon (Jordan et al. 2024; Moonlight, Liu et al. 2025):
+//   m <- mu m + g;  u = g + mu m (Nesterov);  O = NewtonSchulz5(u)
+//   W <- W - lr (0.2 sqrt(max(rows, cols)) O + wd W)
+// The 0.2 sqrt(max dim) factor gives the update the RMS of a typical AdamW
+// update, so one learning rate serves both.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/model/params.h"
+
+namespace zaya {
+
+struct OptimizerConfig {
+  double lr = 3e-3;
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double weight_decay = 0.1;
+  bool use_muon = true;
+  double muon_momentum = 0.95;
+  bool muon_nesterov = true;
+  int ns_steps = 5;
+  double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
+  void validate(const std::string& source) const;
+};
+
+// Newton-Schulz orthogonalisation of x_RC (in place), quintic coefficients
+// (3.4445, -4.7750, 2.0315) as in Muon. scratch: R*C + 2*m*m floats, m = min(R, C).
+void newton_schulz(float* x_RC, int64_t rows, int64_t cols, int steps, float* scratch);
+
+class Optimizer {
+ public:
+  Optimizer(const ParamTable& table, const OptimizerConfig& config);
+
+  // One update of every parameter. `grads` is the gradient arena (same layout);
+  // lr_scale comes from the schedule. Returns the global gradient norm before clipping.
+  double step(float* params, float* grads, double lr_scale);
+
+  int64_t step_count() const { return step_; }
+  void set_step_count(int64_t s) { step_ = s; }
+  // Optimizer state, same layout as the parameter arena: AdamW first/second
+  // moments (Muon matrices use m as momentum; their v is unused).
+  Arena& first_moment() { return m_; }
+  Arena& second_moment() { return v_; }
+  const OptimizerConfig& config() const { return config_; }
+
+ private:
+  const ParamTable& table_;
+  OptimizerConfig config_;
+  Arena m_, v_;
+  AlignedPtr<float> ns_scratch_;
+  std::vector<double> norm_partials_;
+  int64_t step_ = 0;
+};
+
+// Global L2 norm of a gradient arena (double accumulation, fixed order).
+// `partial` is reusable scratch (grown on first use).
+double global_grad_norm(const float* grads, int64_t n, std::vector<double>& partial);
+
+}  // namespace zaya

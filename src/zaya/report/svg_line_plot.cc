@@ -1,0 +1,227 @@
+#include "zaya/report/svg_line_plot.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "zaya/core/error.h"
+#include "zaya/io/atomic_file.h"
+#include "zaya/report/svg_text.h"
+
+namespace zaya {
+namespace {
+
+// Tableau 10: distinguishable, and still readable for common colour-vision deficiencies.
+constexpr std::array<const char*, 10> kPalette = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+constexpr double kFontSize = 12;  // begin_svg's default
+constexpr double kTickFontSize = 11;
+constexpr double kTitleFontSize = 16;
+constexpr double kTickLength = 5;
+
+std::string N(double v) { return svg_number(v); }
+
+// Smallest and largest drawable value seen on one axis.
+struct Range {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  bool empty() const { return lo > hi; }
+};
+
+// Applies the fixed bounds, falls back to a unit range without data, and
+// returns the ticks, which fix the axis range.
+AxisTicks axis_ticks(const char* axis, AxisScale scale, Range data, std::optional<double> min,
+                     std::optional<double> max) {
+  const bool log = scale == AxisScale::kLog10;
+  for (auto bound : {min, max})
+    if (bound)
+      ZAYA_CHECK(drawable(scale, *bound), "line plot: {} axis bound {} is not usable on a {} axis", axis, *bound,
+                 log ? "log10" : "linear");
+  if (min && max) ZAYA_CHECK(*min < *max, "line plot: {} axis range [{}, {}] is empty", axis, *min, *max);
+  if (min) data.lo = *min;
+  if (max) data.hi = *max;
+  if (data.empty()) {  // no data, or one bound beyond all of it: a unit range at that bound
+    if (max) {
+      data.lo = log ? *max / 10 : *max - 1;
+    } else if (min) {
+      data.hi = log ? *min * 10 : *min + 1;
+    } else {
+      data.lo = log ? 1 : 0;
+      data.hi = log ? 10 : 1;
+    }
+  }
+  return make_ticks(scale, data.lo, data.hi);
+}
+
+// The plot area in pixels and the axes that map data onto it.
+struct Frame {
+  double x0, x1, y0, y1;  // left, right, top, bottom
+  AxisTicks xt, yt;
+  AxisMap px, py;
+};
+
+void draw_axes(std::string& svg, const Frame& f) {
+  append_format(svg, "<g class=\"grid\" stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
+  for (double v : f.xt.values)
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", N(f.px(v)), N(f.y0), N(f.y1));
+  for (double v : f.yt.values)
+    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", N(f.py(v)), N(f.x0), N(f.x1));
+  append_format(svg, "</g>\n<g class=\"ticks\" stroke=\"#333\" stroke-width=\"1\">\n");
+  auto x_tick = [&](double v, double len) {
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", N(f.px(v)), N(f.y1), N(f.y1 + len));
+  };
+  auto y_tick = [&](double v, double len) {
+    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", N(f.py(v)), N(f.x0 - len), N(f.x0));
+  };
+  for (double v : f.xt.values) x_tick(v, kTickLength);
+  for (double v : f.yt.values) y_tick(v, kTickLength);
+  for (double v : f.xt.minor) x_tick(v, 3);
+  for (double v : f.yt.minor) y_tick(v, 3);
+  append_format(svg, "</g>\n<g font-size=\"{}\" fill=\"#333\">\n", kTickFontSize);
+  for (size_t i = 0; i < f.xt.values.size(); ++i)
+    append_format(svg, "<text class=\"xtick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                  N(f.px(f.xt.values[i])), N(f.y1 + kTickLength + 13), xml_escape(f.xt.labels[i]));
+  for (size_t i = 0; i < f.yt.values.size(); ++i)
+    append_format(svg, "<text class=\"ytick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                  N(f.x0 - kTickLength - 3), N(f.py(f.yt.values[i]) + 4), xml_escape(f.yt.labels[i]));
+  append_format(svg, "</g>\n");
+  append_format(svg,
+                "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
+                N(f.x0), N(f.y0), N(f.x1 - f.x0), N(f.y1 - f.y0));
+}
+
+// One <path> for the series: "M" starts a run of drawable points, "L"
+// continues it, so the line breaks at missing points. A point with no
+// drawable neighbour would be an invisible zero-length run; it becomes a dot.
+void draw_series(std::string& svg, const Frame& f, const std::string& name, const std::vector<double>& x,
+                 const std::vector<double>& y, const std::string& color) {
+  std::string d, dots;
+  const size_t n = x.size();
+  auto ok = [&](size_t i) { return f.px.valid(x[i]) && f.py.valid(y[i]); };
+  for (size_t i = 0; i < n; ++i) {
+    if (!ok(i)) continue;
+    const bool starts = i == 0 || !ok(i - 1);
+    if (starts && (i + 1 == n || !ok(i + 1))) {
+      append_format(dots, "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"/>", N(f.px(x[i])), N(f.py(y[i])),
+                    xml_escape(color));
+      continue;
+    }
+    if (!d.empty()) d += ' ';
+    append_format(d, "{}{} {}", starts ? 'M' : 'L', N(f.px(x[i])), N(f.py(y[i])));
+  }
+  append_format(svg, "<path class=\"series\" data-name=\"{}\" stroke=\"{}\" d=\"{}\"/>{}\n", xml_escape(name),
+                xml_escape(color), d, dots);
+}
+
+}  // namespace
+
+SvgLinePlot::SvgLinePlot(LinePlotOptions options) : options_(std::move(options)) {
+  ZAYA_CHECK(options_.width >= 200 && options_.height >= 150, "line plot: size {}x{} is too small (min 200x150)",
+             options_.width, options_.height);
+}
+
+void SvgLinePlot::add_series(std::string name, std::vector<double> x, std::vector<double> y, std::string color) {
+  ZAYA_CHECK(x.size() == y.size(), "line plot: series '{}' has {} x values but {} y values", name, x.size(), y.size());
+  if (color.empty()) color = kPalette[series_.size() % kPalette.size()];
+  series_.push_back({std::move(name), std::move(x), std::move(y), std::move(color)});
+}
+
+void SvgLinePlot::add_reference_line(double y, std::string label) { references_.push_back({y, std::move(label)}); }
+
+std::string SvgLinePlot::render() const {
+  const LinePlotOptions& o = options_;
+  const double W = o.width, H = o.height;
+
+  // Axis ranges cover every point drawable on both axes, and the reference lines.
+  Range xr, yr;
+  for (const Series& s : series_)
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (drawable(o.x_scale, s.x[i]) && drawable(o.y_scale, s.y[i])) {
+        xr.add(s.x[i]);
+        yr.add(s.y[i]);
+      }
+  for (const ReferenceLine& r : references_)
+    if (drawable(o.y_scale, r.y)) yr.add(r.y);
+  AxisTicks xt = axis_ticks("x", o.x_scale, xr, o.x_min, o.x_max);
+  AxisTicks yt = axis_ticks("y", o.y_scale, yr, o.y_min, o.y_max);
+
+  // Margins sized to the text they hold; the legend sits right of the plot.
+  double y_tick_width = 0, legend_text = 0;
+  for (const auto& l : yt.labels) y_tick_width = std::max(y_tick_width, text_width(l, kTickFontSize));
+  for (const Series& s : series_) legend_text = std::max(legend_text, text_width(s.name, kFontSize));
+  const bool legend = legend_text > 0;
+  const double x0 = 12 + (o.y_label.empty() ? 0 : 22) + y_tick_width + kTickLength + 4;
+  const double x1 = W - (legend ? std::min(16 + 24 + 6 + legend_text + 8, W / 3) : 16);
+  const double y0 = o.title.empty() ? 16 : 40;
+  const double y1 = H - (8 + 18 + (o.x_label.empty() ? 0 : 22));
+  const AxisMap px(o.x_scale, xt.lo, xt.hi, x0, x1);
+  const AxisMap py(o.y_scale, yt.lo, yt.hi, y1, y0);
+  const Frame f{x0, x1, y0, y1, std::move(xt), std::move(yt), px, py};
+
+  // Clip-path ids are document-global in HTML; derive one from the plot's text
+  // so several plots inlined in one page do not collide, yet output is reproducible.
+  std::string id_seed = o.title + '\n' + o.x_label + '\n' + o.y_label;
+  for (const Series& s : series_) id_seed += '\n' + s.name;
+  const std::string clip_id = fmt::format("zaya-plot-{:08x}", fnv1a(id_seed));
+
+  std::string svg;
+  begin_svg(svg, o.width, o.height, o.title);
+  append_format(svg,
+                "<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
+                clip_id, N(x0), N(y0), N(x1 - x0), N(y1 - y0));
+  if (!o.title.empty())
+    append_format(svg,
+                  "<text class=\"title\" x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"{}\" "
+                  "font-weight=\"bold\">{}</text>\n",
+                  N((x0 + x1) / 2), kTitleFontSize, xml_escape(o.title));
+  draw_axes(svg, f);
+
+  for (const ReferenceLine& r : references_) {
+    if (!py.valid(r.y) || r.y < f.yt.lo || r.y > f.yt.hi) continue;  // outside a fixed y range
+    const double y = py(r.y);
+    append_format(svg,
+                  "<g class=\"reference\"><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\" "
+                  "stroke-dasharray=\"6 4\"/>",
+                  N(x0), N(y), N(x1), N(y));
+    append_format(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"{}\" fill=\"#555\">{}</text></g>\n",
+                  N(x1 - 4), N(y - 4), kTickFontSize, xml_escape(r.label));
+  }
+
+  append_format(svg, "<g clip-path=\"url(#{})\" fill=\"none\" stroke-width=\"1.5\" stroke-linejoin=\"round\">\n",
+                clip_id);
+  for (const Series& s : series_) draw_series(svg, f, s.name, s.x, s.y, s.color);
+  append_format(svg, "</g>\n");
+
+  if (legend) {
+    append_format(svg, "<g class=\"legend\">\n");
+    for (size_t i = 0; i < series_.size(); ++i) {
+      const double lx = x1 + 16, ly = y0 + 10 + 20 * static_cast<double>(i);
+      append_format(svg, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"/>", N(lx),
+                    N(ly), N(lx + 24), N(ly), xml_escape(series_[i].color));
+      append_format(svg, "<text x=\"{}\" y=\"{}\">{}</text>\n", N(lx + 30), N(ly + 4), xml_escape(series_[i].name));
+    }
+    append_format(svg, "</g>\n");
+  }
+
+  if (!o.x_label.empty())
+    append_format(svg, "<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", N((x0 + x1) / 2),
+                  N(H - 10), xml_escape(o.x_label));
+  if (!o.y_label.empty())
+    append_format(
+        svg, "<text class=\"ylabel\" transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+        N((y0 + y1) / 2), xml_escape(o.y_label));
+  append_format(svg, "</svg>\n");
+  return svg;
+}
+
+void SvgLinePlot::save(const std::string& path) const { write_file_atomic(path, render()); }
+
+}  // namespace zaya

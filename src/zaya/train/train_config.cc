@@ -1,0 +1,284 @@
+#include "zaya/train/train_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+namespace {
+
+// Reads the keys of one TOML table, remembering which were used so that
+// unknown keys (typos) are reported instead of silently ignored.
+class Section {
+ public:
+  Section(const toml::table* table, std::string name, std::string source)
+      : table_(table), name_(std::move(name)), source_(std::move(source)) {}
+
+  bool has(const char* key) const { return table_ != nullptr && table_->contains(key); }
+
+  int64_t get_int(const char* key, int64_t def, int64_t lo, int64_t hi) {
+    const toml::node* n = node(key);
+    if (n == nullptr) return def;
+    auto v = n->value<int64_t>();
+    if (!v || !n->is_integer()) bad(key, *n, fmt::format("an integer in {}..{}", lo, hi));
+    if (*v < lo || *v > hi) bad(key, *n, fmt::format("an integer in {}..{}", lo, hi));
+    return *v;
+  }
+  double get_double(const char* key, double def, double lo, double hi) {
+    const toml::node* n = node(key);
+    if (n == nullptr) return def;
+    if (!n->is_number()) bad(key, *n, fmt::format("a number in [{}, {}]", lo, hi));
+    double v = *n->value<double>();
+    if (!(v >= lo && v <= hi)) bad(key, *n, fmt::format("a number in [{}, {}]", lo, hi));
+    return v;
+  }
+  bool get_bool(const char* key, bool def) {
+    const toml::node* n = node(key);
+    if (n == nullptr) return def;
+    if (!n->is_boolean()) bad(key, *n, "true or false");
+    return *n->value<bool>();
+  }
+  std::string get_string(const char* key, const std::string& def, const std::vector<std::string>& allowed = {}) {
+    const toml::node* n = node(key);
+    if (n == nullptr) return def;
+    std::string expect = allowed.empty() ? "a string" : "one of: " + fmt::format("{}", fmt::join(allowed, ", "));
+    if (!n->is_string()) bad(key, *n, expect);
+    std::string v = *n->value<std::string>();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) bad(key, *n, expect);
+    return v;
+  }
+  // Every key of the table must have been read.
+  void finish(const std::vector<std::string>& known) const {
+    if (table_ == nullptr) return;
+    for (auto&& [k, v] : *table_) {
+      std::string key(k.str());
+      if (used_.count(key) == 0)
+        fail("{}: unknown key '{}.{}'{}; allowed keys in [{}]: {}", where(v), name_, key,
+             v.is_table() ? " (a table)" : "", name_, fmt::join(known, ", "));
+    }
+  }
+
+ private:
+  const toml::node* node(const char* key) {
+    used_.insert(key);
+    return table_ == nullptr ? nullptr : table_->get(key);
+  }
+  std::string where(const toml::node& n) const {
+    const auto& src = n.source();
+    if (src.begin.line > 0) return fmt::format("{}:{}", source_, src.begin.line);
+    return source_;
+  }
+  [[noreturn]] void bad(const char* key, const toml::node& n, const std::string& expected) const {
+    std::ostringstream value;
+    n.visit([&](auto&& v) { value << v; });
+    fail("{}: {}.{} = {} is invalid; allowed: {}", where(n), name_, key, value.str(), expected);
+  }
+  const toml::table* table_;
+  std::string name_, source_;
+  std::set<std::string> used_;
+};
+
+const std::vector<std::string> kModelKeys = {
+    "preset", "hidden_size", "num_blocks", "vocab_size", "real_vocab_size", "q_heads", "kv_heads", "head_dim",
+    "rope_theta", "partial_rotary_factor", "max_position_embeddings", "experts", "expert_ffn", "router_hidden",
+    "top_k", "use_skip", "use_eda", "norm_eps", "router_norm_eps"};
+const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
+const std::vector<std::string> kTrainKeys = {"seed", "micro_batch", "seq_len", "grad_accum", "steps", "eval_every",
+                                             "eval_batches", "log_every", "threads", "out_dir", "save_dtype"};
+const std::vector<std::string> kOptimKeys = {"lr", "beta1", "beta2", "eps", "weight_decay", "muon",
+                                             "muon_momentum", "muon_nesterov", "ns_steps", "grad_clip"};
+const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
+const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
+                                           "skip_target", "switch_aux_coeff", "z_loss_coeff"};
+const std::vector<std::string> kSections = {"model", "data", "train", "optim", "schedule", "moe"};
+
+const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
+  const toml::node* n = root.get(name);
+  if (n == nullptr) return nullptr;
+  if (!n->is_table()) fail("{}: '{}' must be a table ([{}])", source, name, name);
+  return n->as_table();
+}
+
+void apply_override(toml::table& root, const std::string& assignment, const std::string& source) {
+  const size_t eq = assignment.find('=');
+  const size_t dot = assignment.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot > eq)
+    fail("{}: override '{}' is invalid; expected section.key=value, e.g. train.steps=100", source, assignment);
+  const std::string section = assignment.substr(0, dot), key = assignment.substr(dot + 1, eq - dot - 1);
+  const std::string value = assignment.substr(eq + 1);
+  if (std::find(kSections.begin(), kSections.end(), section) == kSections.end())
+    fail("override '{}': unknown section '{}'; allowed: {}", assignment, section, fmt::join(kSections, ", "));
+  toml::table parsed;
+  try {
+    parsed = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    parsed.insert_or_assign("v", value);  // a bare word: take it as a string (paths)
+  }
+  if (!root.contains(section)) root.insert(section, toml::table{});
+  root[section].as_table()->insert_or_assign(key, *parsed.get("v"));
+}
+
+TrainConfig build(const toml::table& root, const std::string& source) {
+  for (auto&& [k, v] : root)
+    if (std::find(kSections.begin(), kSections.end(), std::string(k.str())) == kSections.end())
+      fail("{}: unknown section '{}'; allowed: {}", source, k.str(), fmt::join(kSections, ", "));
+  TrainConfig t;
+  t.source = source;
+  // [model]: a preset, then explicit overrides of any size.
+  Section m(table_of(root, "model", source), "model", source);
+  t.model_preset = m.get_string("preset", "tiny", preset_names());
+  ZayaConfig& c = t.model;
+  c = preset_config(t.model_preset);
+  c.hidden = m.get_int("hidden_size", c.hidden, 8, 65536);
+  c.num_blocks = m.get_int("num_blocks", c.num_blocks, 1, 1024);
+  t.vocab_from_tokenizer = !m.has("vocab_size") && !m.has("real_vocab_size");
+  c.vocab_size = m.get_int("vocab_size", c.vocab_size, 4, int64_t(1) << 24);
+  c.real_vocab_size = m.get_int("real_vocab_size", m.has("vocab_size") ? c.vocab_size : c.real_vocab_size, 4,
+                                int64_t(1) << 24);
+  c.q_heads = m.get_int("q_heads", c.q_heads, 1, 1024);
+  c.kv_heads = m.get_int("kv_heads", c.kv_heads, 1, 1024);
+  c.head_dim = m.get_int("head_dim", c.head_dim, 2, 4096);
+  c.rope_theta = m.get_double("rope_theta", c.rope_theta, 1.0, 1e12);
+  c.partial_rotary_factor = m.get_double("partial_rotary_factor", c.partial_rotary_factor, 0.0, 1.0);
+  c.max_position = m.get_int("max_position_embeddings", c.max_position, 1, int64_t(1) << 24);
+  c.experts = m.get_int("experts", c.experts, 1, 63);
+  c.expert_ffn = m.get_int("expert_ffn", c.expert_ffn, 1, 1 << 20);
+  c.router_hidden = m.get_int("router_hidden", c.router_hidden, 1, 1 << 16);
+  c.top_k = m.get_int("top_k", c.top_k, 1, 63);
+  c.use_skip = m.get_bool("use_skip", c.use_skip);
+  c.use_eda = m.get_bool("use_eda", c.use_eda);
+  c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
+  c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
+  m.finish(kModelKeys);
+
+  Section d(table_of(root, "data", source), "data", source);
+  t.data.dir = d.get_string("dir", "");
+  t.data.tokenizer = d.get_string("tokenizer", "");
+  d.finish(kDataKeys);
+  ZAYA_CHECK(!t.data.dir.empty(), "{}: data.dir is missing; set it to a directory made by `zaya data shards`",
+             source);
+
+  Section r(table_of(root, "train", source), "train", source);
+  RunConfig& run = t.run;
+  run.seed = uint64_t(r.get_int("seed", int64_t(run.seed), 0, INT64_MAX));
+  run.micro_batch = r.get_int("micro_batch", run.micro_batch, 1, 1 << 16);
+  run.seq_len = r.get_int("seq_len", run.seq_len, 1, 1 << 20);
+  run.grad_accum = r.get_int("grad_accum", run.grad_accum, 1, 1 << 16);
+  run.steps = r.get_int("steps", run.steps, 1, int64_t(1) << 40);
+  run.eval_every = r.get_int("eval_every", run.eval_every, 0, int64_t(1) << 40);
+  run.eval_batches = r.get_int("eval_batches", run.eval_batches, 1, 1 << 20);
+  run.log_every = r.get_int("log_every", run.log_every, 1, int64_t(1) << 40);
+  run.threads = int(r.get_int("threads", run.threads, 0, 4096));
+  run.out_dir = r.get_string("out_dir", run.out_dir);
+  run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
+  r.finish(kTrainKeys);
+  ZAYA_CHECK(run.seq_len <= c.max_position,
+             "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source,
+             run.seq_len, c.max_position);
+
+  Section o(table_of(root, "optim", source), "optim", source);
+  OptimizerConfig& op = t.optim;
+  op.lr = o.get_double("lr", op.lr, 1e-9, 1.0);
+  op.beta1 = o.get_double("beta1", op.beta1, 0.0, 0.999999);
+  op.beta2 = o.get_double("beta2", op.beta2, 0.0, 0.999999);
+  op.eps = o.get_double("eps", op.eps, 1e-30, 1.0);
+  op.weight_decay = o.get_double("weight_decay", op.weight_decay, 0.0, 10.0);
+  op.use_muon = o.get_bool("muon", op.use_muon);
+  op.muon_momentum = o.get_double("muon_momentum", op.muon_momentum, 0.0, 0.999999);
+  op.muon_nesterov = o.get_bool("muon_nesterov", op.muon_nesterov);
+  op.ns_steps = int(o.get_int("ns_steps", op.ns_steps, 1, 20));
+  op.grad_clip = o.get_double("grad_clip", op.grad_clip, 0.0, 1e9);
+  o.finish(kOptimKeys);
+  op.validate(source);
+
+  Section s(table_of(root, "schedule", source), "schedule", source);
+  ScheduleConfig& sc = t.schedule;
+  sc.kind = s.get_string("kind", sc.kind, {"cosine", "wsd", "constant"});
+  sc.warmup_steps = s.get_int("warmup_steps", std::min<int64_t>(100, run.steps / 10), 0, run.steps);
+  sc.min_lr_ratio = s.get_double("min_lr_ratio", sc.min_lr_ratio, 0.0, 1.0);
+  sc.decay_fraction = s.get_double("decay_fraction", sc.decay_fraction, 1e-9, 1.0);
+  sc.total_steps = run.steps;
+  s.finish(kScheduleKeys);
+  sc.validate(source);
+
+  Section e(table_of(root, "moe", source), "moe", source);
+  BalanceConfig& b = t.balance;
+  b.enabled = e.get_bool("balance", b.enabled);
+  b.lr = e.get_double("balance_lr", b.lr, 0.0, 0.999);
+  b.beta1 = e.get_double("balance_beta1", b.beta1, 0.0, 0.999999);
+  b.beta2 = e.get_double("balance_beta2", b.beta2, 0.0, 0.999999);
+  b.skip_target = e.get_double("skip_target", b.skip_target, 0.0, 0.999);
+  t.router_losses.switch_aux_coeff = float(e.get_double("switch_aux_coeff", 0.0, 0.0, 100.0));
+  t.router_losses.z_loss_coeff = float(e.get_double("z_loss_coeff", 0.0, 0.0, 100.0));
+  e.finish(kMoeKeys);
+  b.validate(source);
+
+  c.validate(source);
+  return t;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& err) {
+    fail("{}:{}:{}: TOML syntax error: {}", source, err.source().begin.line, err.source().begin.column,
+         err.description());
+  }
+  for (const std::string& o : overrides) apply_override(root, o, source);
+  return build(root, source);
+}
+
+TrainConfig load_train_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  ZAYA_CHECK(in.good(), "cannot read config file '{}'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_train_config(ss.str(), path, overrides);
+}
+
+std::string train_config_to_toml(const TrainConfig& t) {
+  const ZayaConfig& c = t.model;
+  std::string s;
+  s += fmt::format("[model]\npreset = \"{}\"\nhidden_size = {}\nnum_blocks = {}\nvocab_size = {}\n", t.model_preset,
+                   c.hidden, c.num_blocks, c.vocab_size);
+  s += fmt::format("real_vocab_size = {}\nq_heads = {}\nkv_heads = {}\nhead_dim = {}\nrope_theta = {:.1f}\n",
+                   c.real_vocab_size, c.q_heads, c.kv_heads, c.head_dim, c.rope_theta);
+  s += fmt::format("partial_rotary_factor = {}\nmax_position_embeddings = {}\nexperts = {}\nexpert_ffn = {}\n",
+                   c.partial_rotary_factor, c.max_position, c.experts, c.expert_ffn);
+  s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
+                   c.top_k, c.use_skip, c.use_eda, c.norm_eps);
+  s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
+  s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
+  const RunConfig& r = t.run;
+  s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\nseq_len = {}\ngrad_accum = {}\nsteps = {}\n", r.seed,
+                   r.micro_batch, r.seq_len, r.grad_accum, r.steps);
+  s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n",
+                   r.eval_every, r.eval_batches, r.log_every, r.threads, r.out_dir);
+  s += fmt::format("save_dtype = \"{}\"\n\n", r.save_dtype);
+  const OptimizerConfig& o = t.optim;
+  s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr,
+                   o.beta1, o.beta2, o.eps, o.weight_decay, o.use_muon);
+  s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\ngrad_clip = {}\n\n", o.muon_momentum,
+                   o.muon_nesterov, o.ns_steps, o.grad_clip);
+  const ScheduleConfig& sc = t.schedule;
+  s += fmt::format("[schedule]\nkind = \"{}\"\nwarmup_steps = {}\nmin_lr_ratio = {}\ndecay_fraction = {}\n\n",
+                   sc.kind, sc.warmup_steps, sc.min_lr_ratio, sc.decay_fraction);
+  const BalanceConfig& b = t.balance;
+  s += fmt::format("[moe]\nbalance = {}\nbalance_lr = {}\nbalance_beta1 = {}\nbalance_beta2 = {}\n", b.enabled, b.lr,
+                   b.beta1, b.beta2);
+  s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n", b.skip_target,
+                   t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
+  return s;
+}
+
+}  // namespace zaya

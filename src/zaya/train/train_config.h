@@ -1,0 +1,63 @@
+#pragma once
+// The training job's configuration, read from TOML (configs/*.toml). One
+// struct per component, each key validated in one place: an unknown key, a
+// wrong type or an out-of-range value is reported with the file, the key, the
+// value and what is allowed.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/model/config.h"
+#include "zaya/model/moe_block.h"
+#include "zaya/optim/balance.h"
+#include "zaya/optim/optimizer.h"
+#include "zaya/optim/schedule.h"
+
+namespace zaya {
+
+struct DataConfig {
+  std::string dir;        // holds train.{bin,idx} and val.{bin,idx} (zaya data shards)
+  std::string tokenizer;  // SentencePiece model used to build them (copied next to the weights)
+};
+
+struct RunConfig {
+  uint64_t seed = 1234;
+  int64_t micro_batch = 16;   // sequences per forward/backward
+  int64_t seq_len = 128;
+  int64_t grad_accum = 1;     // micro-batches per optimizer step
+  int64_t steps = 1000;       // optimizer steps
+  int64_t eval_every = 100;   // steps between validation runs (0: only at the end)
+  int64_t eval_batches = 8;   // micro-batches of validation data per run
+  int64_t log_every = 10;
+  int threads = 0;            // 0: all cores (OMP_NUM_THREADS if set)
+  std::string out_dir = "runs/out";
+  std::string save_dtype = "f32";  // weights written at the end: f32 or bf16
+  int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
+};
+
+struct TrainConfig {
+  std::string source;           // the file it came from, for messages
+  std::string model_preset;
+  bool vocab_from_tokenizer = true;  // vocab sizes not set explicitly: take the tokenizer's
+  ZayaConfig model;
+  DataConfig data;
+  RunConfig run;
+  OptimizerConfig optim;
+  ScheduleConfig schedule;
+  BalanceConfig balance;
+  MoeLossOptions router_losses;
+};
+
+// Loads and validates a TOML file; `overrides` are "section.key=value" strings
+// (TOML values) applied on top, as from `zaya train --set train.steps=10`.
+TrainConfig load_train_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Same, from TOML text (tests); `source` names it in messages.
+TrainConfig parse_train_config(const std::string& toml_text, const std::string& source,
+                               const std::vector<std::string>& overrides = {});
+
+// The configuration as TOML, for the run directory (reproducibility).
+std::string train_config_to_toml(const TrainConfig& config);
+
+}  // namespace zaya

@@ -1,0 +1,259 @@
+#include "zaya/train/trainer.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "zaya/core/error.h"
+#include "zaya/core/timer.h"
+#include "zaya/data/shard_builder.h"
+#include "zaya/model/hf_checkpoint.h"
+#include "zaya/ops/gemm_peak.h"
+#include "zaya/optim/schedule.h"
+#include "zaya/report/svg_line_plot.h"
+
+namespace zaya {
+namespace {
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const int64_t t = int64_t(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, (t / 60) % 60);
+  if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+std::string format_rate(double tokens_per_s) {
+  if (tokens_per_s >= 1e6) return fmt::format("{:.2f}M", tokens_per_s / 1e6);
+  if (tokens_per_s >= 1e3) return fmt::format("{:.1f}k", tokens_per_s / 1e3);
+  return fmt::format("{:.0f}", tokens_per_s);
+}
+
+std::string path_join(const std::string& a, const std::string& b) { return (std::filesystem::path(a) / b).string(); }
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options) : config_(config), options_(options) {
+  if (config_.run.threads > 0) omp_set_num_threads(config_.run.threads);
+  const RunConfig& run = config_.run;
+  ZayaConfig& mc = config_.model;
+  if (options_.synthetic_data) {
+    train_data_ = std::make_unique<SyntheticBatchSource>(mc.real_vocab_size, run.seed);
+  } else {
+    auto train = std::make_unique<ShardBatchSource>(path_join(config_.data.dir, "train"), run.seq_len, run.seed,
+                                                    SamplerOrder::kShuffled);
+    val_data_ = std::make_unique<ShardBatchSource>(path_join(config_.data.dir, "val"), run.seq_len, 0,
+                                                   SamplerOrder::kSequential);
+    const int64_t data_vocab = train->shard().vocab_size();
+    if (config_.vocab_from_tokenizer) {
+      // Real vocabulary from the data; embedding rows padded to a multiple of 128 (spec §7, Megatron).
+      mc.real_vocab_size = data_vocab;
+      mc.vocab_size = (data_vocab + 127) / 128 * 128;
+    } else {
+      ZAYA_CHECK(data_vocab <= mc.real_vocab_size,
+                 "{}: the token shards in '{}' use a vocabulary of {} ids but model.real_vocab_size is {}",
+                 config_.source, config_.data.dir, data_vocab, mc.real_vocab_size);
+    }
+    ZAYA_CHECK(val_data_->shard().vocab_size() == train->shard().vocab_size(),
+               "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)",
+               config_.source, config_.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
+    unigram_entropy_ = unigram_entropy(train->shard());
+    train_data_ = std::move(train);
+  }
+  mc.validate(config_.source);
+  model_ = std::make_unique<ZayaModel>(mc);
+  model_->init(run.seed);
+  workspace_ = std::make_unique<ModelWorkspace>(mc, run.micro_batch, run.seq_len, true);
+  grad_arena_.reset(model_->params().total_floats());
+  grad_arena_.zero();
+  grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
+  optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim);
+  balance_ = std::make_unique<BalanceController>(mc.num_blocks, mc.experts, mc.use_skip, config_.balance);
+  ids_.resize(run.micro_batch * run.seq_len);
+  targets_.resize(run.micro_batch * run.seq_len);
+  choice_counts_.assign(mc.num_blocks, std::vector<double>(mc.router_slots(), 0.0));
+  peak_gflops_ = options_.peak_gflops > 0 ? options_.peak_gflops : measure_f32_gemm_gflops();
+  if (options_.write_outputs) {
+    std::error_code ec;
+    std::filesystem::create_directories(run.out_dir, ec);
+    ZAYA_CHECK(!ec, "cannot create train.out_dir '{}': {}", run.out_dir, ec.message());
+    const std::string metrics_path = path_join(run.out_dir, "metrics.jsonl");
+    metrics_ = std::fopen(metrics_path.c_str(), "w");
+    ZAYA_CHECK(metrics_ != nullptr, "cannot write '{}'", metrics_path);
+    std::FILE* f = std::fopen(path_join(run.out_dir, "config.toml").c_str(), "w");
+    ZAYA_CHECK(f != nullptr, "cannot write '{}'", path_join(run.out_dir, "config.toml"));
+    std::fputs(train_config_to_toml(config_).c_str(), f);
+    std::fclose(f);
+  }
+}
+
+Trainer::~Trainer() {
+  if (metrics_ != nullptr) std::fclose(metrics_);
+}
+
+StepResult Trainer::train_step() {
+  const RunConfig& run = config_.run;
+  const ZayaConfig& c = model_->config();
+  const double t0 = now_seconds();
+  grad_arena_.zero();
+  workspace_->reset_routing();
+  const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum;
+  const float xent_scale = 1.0f / float(B * S * accum);  // mean over every token of the step
+  const float router_scale = 1.0f / float(accum);        // router losses are per micro-batch means
+  StepResult r;
+  for (int64_t a = 0; a < accum; ++a) {
+    train_data_->next(ids_.data(), targets_.data(), B, S);
+    LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+    r.loss += parts.xent_sum;
+    r.router_loss += parts.router_loss / double(accum);
+    model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses);
+  }
+  r.loss /= double(B * S * accum);
+  ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
+  r.lr = config_.optim.lr * lr_multiplier(config_.schedule, optimizer_->step_count());
+  r.grad_norm = optimizer_->step(model_->param_data(), grad_arena_.data(),
+                                 lr_multiplier(config_.schedule, optimizer_->step_count()));
+  // Balancing biases from the whole step's routing (global batch).
+  double routed_rows = 0;
+  for (int64_t l = 0; l < c.num_blocks; ++l) {
+    choice_counts_[l] = workspace_->routing()[l].choices_N;
+    for (int64_t e = 0; e < c.experts; ++e) routed_rows += choice_counts_[l][e];
+  }
+  balance_->update(choice_counts_, model_->balancing_biases());
+  r.step = optimizer_->step_count();
+  r.tokens = B * S * accum;
+  r.flops = 3.0 * model_forward_flops(c, B * accum, S, routed_rows);
+  r.seconds = now_seconds() - t0;
+  return r;
+}
+
+double Trainer::validation_loss() {
+  ZAYA_CHECK(val_data_ != nullptr, "no validation data (synthetic run)");
+  const RunConfig& run = config_.run;
+  val_data_->reset();
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < run.eval_batches; ++i) {
+    val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len);
+    LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len,
+                                    {});
+    sum += parts.xent_sum;
+    n += parts.xent_tokens;
+  }
+  return sum / double(n);
+}
+
+void Trainer::log_metrics(const StepResult& r, double elapsed, double eta_seconds) {
+  if (metrics_ == nullptr) return;
+  const ZayaConfig& c = model_->config();
+  std::string routing;
+  for (int64_t l = 0; l < c.num_blocks; ++l) {
+    const RoutingStats& s = workspace_->routing()[l];
+    double total = 0;
+    for (double v : s.choices_N) total += v;
+    std::string load;
+    for (int64_t e = 0; e < c.experts; ++e) load += fmt::format("{}{:.4f}", e ? "," : "", s.choices_N[e] / total);
+    const double skip = c.use_skip ? s.choices_N[c.experts] / total : 0.0;
+    routing += fmt::format("{}{{\"layer\":{},\"load\":[{}],\"skip\":{:.4f},\"entropy\":{:.4f}}}", l ? "," : "",
+                           2 * l + 1, load, skip, s.entropy_sum / s.tokens);
+  }
+  fmt::print(metrics_,
+             "{{\"step\":{},\"loss\":{:.6f},\"router_loss\":{:.6f},\"lr\":{:.6e},\"grad_norm\":{:.5f},"
+             "\"tokens\":{},\"step_seconds\":{:.4f},\"tokens_per_second\":{:.1f},\"mfu\":{:.4f},\"elapsed\":{:.2f},"
+             "\"eta\":{:.1f},\"routing\":[{}]}}\n",
+             r.step, r.loss, r.router_loss, r.lr, r.grad_norm, r.tokens, r.seconds, double(r.tokens) / r.seconds,
+             r.flops / r.seconds / (peak_gflops_ * 1e9), elapsed, eta_seconds, routing);
+  std::fflush(metrics_);
+}
+
+void Trainer::write_loss_plot() const {
+  LinePlotOptions o;
+  o.title = fmt::format("zaya train: {} preset", config_.model_preset);
+  o.x_label = "optimizer step";
+  o.y_label = "cross-entropy (nats/token)";
+  SvgLinePlot plot(o);
+  plot.add_series("train loss", plot_steps_, plot_loss_);
+  if (!plot_val_steps_.empty()) plot.add_series("validation loss", plot_val_steps_, plot_val_loss_);
+  if (unigram_entropy_ > 0) plot.add_reference_line(unigram_entropy_, "unigram entropy of the corpus");
+  plot.save(path_join(config_.run.out_dir, "loss.svg"));
+}
+
+TrainSummary Trainer::run() {
+  const RunConfig& run = config_.run;
+  const ZayaConfig& c = model_->config();
+  const ParamCounts counts = count_parameters(c);
+  if (!options_.quiet) {
+    fmt::print("zaya train: {} preset, {:.2f}M parameters ({:.2f}M active), vocab {} ({} padded)\n",
+               config_.model_preset, counts.total / 1e6, counts.active / 1e6, c.real_vocab_size, c.vocab_size);
+    fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, f32 GEMM peak {:.0f} GFLOP/s\n", run.steps,
+               run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, omp_get_max_threads(),
+               peak_gflops_);
+    if (unigram_entropy_ > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy_);
+    std::fflush(stdout);
+  }
+  TrainSummary summary;
+  summary.unigram_entropy = unigram_entropy_;
+  summary.peak_gflops = peak_gflops_;
+  double val = NAN;
+  const double t_start = now_seconds();
+  double train_seconds = 0, train_flops = 0;
+  int64_t train_tokens = 0;
+  const int64_t first = step();
+  for (int64_t i = first; i < run.steps; ++i) {
+    StepResult r = train_step();
+    if (i == first) summary.first_loss = r.loss;
+    summary.final_loss = r.loss;
+    train_seconds += r.seconds;
+    train_flops += r.flops;
+    train_tokens += r.tokens;
+    const bool last = r.step == run.steps;
+    const bool eval = val_data_ != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last);
+    if (eval) {
+      val = validation_loss();
+      plot_val_steps_.push_back(double(r.step));
+      plot_val_loss_.push_back(val);
+      if (metrics_) fmt::print(metrics_, "{{\"step\":{},\"val_loss\":{:.6f}}}\n", r.step, val);
+    }
+    if (r.step % run.log_every == 0 || last || eval) {
+      const double elapsed = now_seconds() - t_start;
+      const double per_step = train_seconds / double(r.step - first);
+      const double eta = per_step * double(run.steps - r.step);
+      plot_steps_.push_back(double(r.step));
+      plot_loss_.push_back(r.loss);
+      log_metrics(r, elapsed, eta);
+      if (!options_.quiet) {
+        fmt::print("step {:>6}/{} | loss {:.4f} | val {} | lr {:.2e} | gnorm {:.3f} | {} tok/s | MFU {:.1f}% | {} | "
+                   "ETA {}\n",
+                   r.step, run.steps, r.loss, std::isnan(val) ? std::string("  -   ") : fmt::format("{:.4f}", val),
+                   r.lr, r.grad_norm, format_rate(double(train_tokens) / train_seconds),
+                   100.0 * train_flops / train_seconds / (peak_gflops_ * 1e9), format_duration(elapsed),
+                   format_duration(eta));
+        std::fflush(stdout);
+      }
+    }
+  }
+  summary.steps = step();
+  summary.final_val_loss = val;
+  summary.seconds = now_seconds() - t_start;
+  summary.tokens_per_second = double(train_tokens) / train_seconds;
+  summary.mfu = train_flops / train_seconds / (peak_gflops_ * 1e9);
+  if (options_.write_outputs) {
+    summary.weights_dir = path_join(run.out_dir, "final");
+    HfSaveOptions save;
+    save.dtype = run.save_dtype;
+    save_hf_model(*model_, summary.weights_dir, save);
+    if (!config_.data.tokenizer.empty())
+      std::filesystem::copy_file(config_.data.tokenizer, path_join(summary.weights_dir, "tokenizer.model"),
+                                 std::filesystem::copy_options::overwrite_existing);
+    if (!plot_steps_.empty()) write_loss_plot();
+    if (!options_.quiet)
+      fmt::print("saved weights to {} (config.json, model.safetensors{}); metrics in {}; plot {}\n",
+                 summary.weights_dir, config_.data.tokenizer.empty() ? "" : ", tokenizer.model",
+                 path_join(run.out_dir, "metrics.jsonl"), path_join(run.out_dir, "loss.svg"));
+  }
+  return summary;
+}
+
+}  // namespace zaya

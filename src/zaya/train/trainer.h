@@ -1,0 +1,93 @@
+#pragma once
+// The single-process training job (`zaya train`): model, optimizer, balancing
+// controller, data, the step loop with gradient accumulation, validation,
+// metrics (JSONL), a loss plot and the final Hugging Face-style weights.
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/model/model.h"
+#include "zaya/optim/balance.h"
+#include "zaya/optim/optimizer.h"
+#include "zaya/train/batch_source.h"
+#include "zaya/train/train_config.h"
+
+namespace zaya {
+
+struct StepResult {
+  int64_t step = 0;           // optimizer steps done, after this one
+  double loss = 0;            // mean cross-entropy over the step's tokens
+  double router_loss = 0;     // aux + z losses (0 if disabled)
+  double grad_norm = 0;       // before clipping
+  double lr = 0;
+  double seconds = 0;
+  double flops = 0;           // model FLOPs of the step (forward + backward)
+  int64_t tokens = 0;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  double first_loss = 0, final_loss = 0;
+  double final_val_loss = 0;
+  double unigram_entropy = 0;  // of the training shard, nats/token (0 for synthetic data)
+  double tokens_per_second = 0;
+  double mfu = 0;              // model FLOPs / time / measured f32 GEMM peak
+  double peak_gflops = 0;
+  double seconds = 0;
+  std::string weights_dir;
+};
+
+struct TrainerOptions {
+  bool synthetic_data = false;  // random tokens instead of data.dir (benchmarks)
+  bool quiet = false;           // no progress lines
+  bool write_outputs = true;    // metrics, plot, final weights under run.out_dir
+  double peak_gflops = 0;       // 0: measure
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const TrainerOptions& options = {});
+  ~Trainer();
+
+  // Runs config.run.steps optimizer steps from the current state.
+  TrainSummary run();
+
+  // One optimizer step (grad_accum micro-batches).
+  StepResult train_step();
+  // Mean cross-entropy over run.eval_batches validation micro-batches (the same windows every time).
+  double validation_loss();
+
+  ZayaModel& model() { return *model_; }
+  const TrainConfig& config() const { return config_; }
+  int64_t step() const { return optimizer_->step_count(); }
+  double peak_gflops() const { return peak_gflops_; }
+  // Per-MoE-layer routing statistics of the last step.
+  const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
+
+ private:
+  void log_metrics(const StepResult& r, double elapsed, double eta_seconds);
+  void write_loss_plot() const;
+
+  TrainConfig config_;
+  TrainerOptions options_;
+  std::unique_ptr<BatchSource> train_data_;
+  std::unique_ptr<ShardBatchSource> val_data_;
+  std::unique_ptr<ZayaModel> model_;
+  std::unique_ptr<ModelWorkspace> workspace_;
+  Arena grad_arena_;
+  ModelWeights grads_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BalanceController> balance_;
+  std::vector<int32_t> ids_, targets_;
+  std::vector<std::vector<double>> choice_counts_;
+  double peak_gflops_ = 0;
+  double unigram_entropy_ = 0;
+  std::FILE* metrics_ = nullptr;
+  std::vector<double> plot_steps_, plot_loss_, plot_val_steps_, plot_val_loss_;
+};
+
+}  // namespace zaya
