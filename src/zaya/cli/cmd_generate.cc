@@ -33,6 +33,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--samples", o->samples, "number of samples")->check(CLI::Range(1, 1000));
   cmd->add_flag("--no-bos", o->no_bos, "do not prepend the BOS token");
   cmd->callback([o] {
+    o->gen.sampling.validate();  // flags first, before any file is read
     std::string tok_path = o->tokenizer.empty() ? (std::filesystem::path(o->model) / "tokenizer.model").string()
                                                 : o->tokenizer;
     Tokenizer tok = Tokenizer::load(tok_path);

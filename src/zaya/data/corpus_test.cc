@@ -11,7 +11,7 @@ namespace zaya {
 namespace {
 
 using testing::TempDir;
-using testing::write_bytes;
+using testing::write_file;
 
 std::vector<CorpusDocument> read_all(const std::string& path) {
   CorpusReader reader(path);
@@ -25,7 +25,7 @@ TEST(DataCorpus, SplitsOnBlankLines) {
   TempDir dir;
   // Leading blank lines, a whitespace-only separator, several blank lines,
   // CRLF endings and no final newline.
-  write_bytes(dir.file("c.txt"), "\n\nA 1\nline two\n \t\nB\r\nsecond\r\n\n\n\nC\n  indented\n\n");
+  write_file(dir.file("c.txt"), "\n\nA 1\nline two\n \t\nB\r\nsecond\r\n\n\n\nC\n  indented\n\n");
   auto docs = read_all(dir.file("c.txt"));
   ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(docs[0].text, "A 1\nline two");
@@ -36,12 +36,12 @@ TEST(DataCorpus, SplitsOnBlankLines) {
   EXPECT_EQ(docs[2].text, "C\n  indented");
   EXPECT_EQ(docs[2].first_line, 11u);
 
-  write_bytes(dir.file("last.txt"), "only\ndocument");
+  write_file(dir.file("last.txt"), "only\ndocument");
   docs = read_all(dir.file("last.txt"));
   ASSERT_EQ(docs.size(), 1u);
   EXPECT_EQ(docs[0].text, "only\ndocument");
 
-  write_bytes(dir.file("empty.txt"), "\n \n");
+  write_file(dir.file("empty.txt"), "\n \n");
   EXPECT_TRUE(read_all(dir.file("empty.txt")).empty());
 }
 
@@ -66,7 +66,7 @@ TEST(DataCorpus, Utf8Validation) {
 
 TEST(DataCorpus, InvalidUtf8NamesLineAndColumn) {
   TempDir dir;
-  write_bytes(dir.file("bad.txt"), "fine\n\nalso fine\nbro\xffken\n");
+  write_file(dir.file("bad.txt"), "fine\n\nalso fine\nbro\xffken\n");
   try {
     read_all(dir.file("bad.txt"));
     FAIL() << "expected zaya::Error";

@@ -14,9 +14,9 @@
 namespace zaya {
 namespace {
 
-using testing::read_bytes;
+using testing::read_file;
 using testing::TempDir;
-using testing::write_bytes;
+using testing::write_file;
 
 ShardBuildOptions options_for(const TempDir& dir, const std::string& out) {
   ShardBuildOptions o;
@@ -30,7 +30,7 @@ ShardBuildOptions options_for(const TempDir& dir, const std::string& out) {
 
 TEST(ShardBuild, DocumentsAreFramedAndSplit) {
   TempDir dir;
-  write_bytes(dir.file("corpus.txt"), testing::kjv_slice(300'000));
+  write_file(dir.file("corpus.txt"), testing::kjv_slice(300'000));
   ShardBuildOptions o = options_for(dir, "shards");
   ShardBuildSummary s = build_token_shards(o);
 
@@ -71,7 +71,7 @@ TEST(ShardBuild, DocumentsAreFramedAndSplit) {
 
 TEST(ShardBuild, OutputIsIdenticalForAnyThreadCount) {
   TempDir dir;
-  write_bytes(dir.file("corpus.txt"), testing::kjv_slice(150'000));
+  write_file(dir.file("corpus.txt"), testing::kjv_slice(150'000));
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   build_token_shards(options_for(dir, "one"));
@@ -79,7 +79,7 @@ TEST(ShardBuild, OutputIsIdenticalForAnyThreadCount) {
   build_token_shards(options_for(dir, "three"));
   omp_set_num_threads(saved);
   for (const char* f : {"train.bin", "train.idx", "val.bin", "val.idx"})
-    EXPECT_EQ(read_bytes(dir.file(std::string("one/") + f)), read_bytes(dir.file(std::string("three/") + f)))
+    EXPECT_EQ(read_file(dir.file(std::string("one/") + f)), read_file(dir.file(std::string("three/") + f)))
         << f;
 }
 
@@ -112,7 +112,7 @@ TEST(ShardBuild, SplitIsSeededSpreadAndNeverEmpty) {
 
 TEST(ShardBuild, Errors) {
   TempDir dir;
-  write_bytes(dir.file("corpus.txt"), "just one document\nof two lines\n");
+  write_file(dir.file("corpus.txt"), "just one document\nof two lines\n");
   ShardBuildOptions o = options_for(dir, "out");
   try {
     build_token_shards(o);
@@ -120,7 +120,7 @@ TEST(ShardBuild, Errors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("corpus.txt: corpus has 1 document(s)"), std::string::npos) << e.what();
   }
-  write_bytes(dir.file("corpus.txt"), "one\n\ntwo\n");
+  write_file(dir.file("corpus.txt"), "one\n\ntwo\n");
   o.val_fraction = 1.0;
   EXPECT_THROW(build_token_shards(o), Error);
   o.val_fraction = 0.5;

@@ -14,9 +14,9 @@
 namespace zaya {
 namespace {
 
-using testing::read_bytes;
+using testing::read_file;
 using testing::TempDir;
-using testing::write_bytes;
+using testing::write_file;
 
 constexpr uint32_t kVocab = 262144;  // Gemma's: ids above 65535 need 4 bytes
 
@@ -52,10 +52,10 @@ void expect_open_error(const std::string& prefix, std::initializer_list<std::str
 
 // Overwrites `bytes.size()` bytes of `path` at `offset`.
 void patch(const std::string& path, size_t offset, const void* bytes, size_t n) {
-  std::string s = read_bytes(path);
+  std::string s = read_file(path);
   ASSERT_LE(offset + n, s.size());
   std::memcpy(s.data() + offset, bytes, n);
-  write_bytes(path, s);
+  write_file(path, s);
 }
 
 TEST(Shard, WriteReadRoundTrip) {
@@ -139,25 +139,25 @@ TEST(Shard, MissingFiles) {
 TEST(Shard, TruncatedIndexIsAnError) {
   TempDir dir;
   std::string prefix = write_shard(dir, random_documents(10, 4));
-  const std::string idx = read_bytes(prefix + ".idx");
+  const std::string idx = read_file(prefix + ".idx");
   for (size_t len : {size_t{0}, size_t{7}, size_t{39}}) {
-    write_bytes(prefix + ".idx", idx.substr(0, len));
+    write_file(prefix + ".idx", idx.substr(0, len));
     expect_open_error(prefix, {"tokens.idx", "shorter than the 40-byte header"});
   }
   for (size_t len : {size_t{40}, size_t{48}, idx.size() - 8, idx.size() - 1}) {
-    write_bytes(prefix + ".idx", idx.substr(0, len));
+    write_file(prefix + ".idx", idx.substr(0, len));
     expect_open_error(prefix, {"tokens.idx", "number of documents is 10"});
   }
-  write_bytes(prefix + ".idx", idx + std::string(8, '\0'));  // trailing garbage
+  write_file(prefix + ".idx", idx + std::string(8, '\0'));  // trailing garbage
   expect_open_error(prefix, {"tokens.idx", "number of documents is 10"});
 }
 
 TEST(Shard, TruncatedTokensAreAnError) {
   TempDir dir;
   std::string prefix = write_shard(dir, random_documents(10, 5));
-  const std::string bin = read_bytes(prefix + ".bin");
+  const std::string bin = read_file(prefix + ".bin");
   for (size_t len : {size_t{0}, size_t{3}, bin.size() - 4, bin.size() - 1}) {
-    write_bytes(prefix + ".bin", bin.substr(0, len));
+    write_file(prefix + ".bin", bin.substr(0, len));
     expect_open_error(prefix, {"tokens.bin", fmt::format("file is {} bytes", len), "tokens.idx records"});
   }
 }
@@ -165,8 +165,8 @@ TEST(Shard, TruncatedTokensAreAnError) {
 TEST(Shard, CorruptHeaderFields) {
   TempDir dir;
   std::string prefix = write_shard(dir, random_documents(20, 6));
-  const std::string idx_path = prefix + ".idx", good = read_bytes(idx_path);
-  auto restore = [&] { write_bytes(idx_path, good); };
+  const std::string idx_path = prefix + ".idx", good = read_file(idx_path);
+  auto restore = [&] { write_file(idx_path, good); };
 
   patch(idx_path, 0, "ZAYAIDX9", 8);
   expect_open_error(prefix, {"tokens.idx", "magic is 'ZAYAIDX9'", "expected 'ZAYAIDX1'"});
@@ -193,7 +193,7 @@ TEST(Shard, CorruptHeaderFields) {
 TEST(Shard, CorruptOffsets) {
   TempDir dir;
   std::string prefix = write_shard(dir, random_documents(20, 7));
-  const std::string idx_path = prefix + ".idx", good = read_bytes(idx_path);
+  const std::string idx_path = prefix + ".idx", good = read_file(idx_path);
   ShardReader r = ShardReader::open(prefix);
   const uint64_t o16 = r.offsets()[16];
 
@@ -202,11 +202,11 @@ TEST(Shard, CorruptOffsets) {
   patch(idx_path, 40 + 8 * 17, &value, 8);
   expect_open_error(prefix, {fmt::format("tokens.idx: document offset 17 ({}) is smaller than offset 16 ({})",
                                          value, o16)});
-  write_bytes(idx_path, good);
+  write_file(idx_path, good);
   value = 3;
   patch(idx_path, 40, &value, 8);
   expect_open_error(prefix, {"tokens.idx: document offset 0 is 3, expected 0"});
-  write_bytes(idx_path, good);
+  write_file(idx_path, good);
   value = r.num_tokens() + 1;
   patch(idx_path, 40 + 8 * 20, &value, 8);
   expect_open_error(prefix, {"tokens.idx", "last document offset (offset 20)"});
@@ -237,8 +237,8 @@ TEST(Shard, GarbageFilesNeverCrash) {
     for (auto& c : idx) c = static_cast<char>(rng.next_u32());
     for (auto& c : bin) c = static_cast<char>(rng.next_u32());
     if (trial % 2 == 0 && idx.size() >= 8) std::memcpy(idx.data(), "ZAYAIDX1", 8);  // get past the magic
-    write_bytes(prefix + ".idx", idx);
-    write_bytes(prefix + ".bin", bin);
+    write_file(prefix + ".idx", idx);
+    write_file(prefix + ".bin", bin);
     EXPECT_THROW(ShardReader::open(prefix), Error) << "trial " << trial;
   }
 }

@@ -62,7 +62,7 @@ TEST(Tokenizer, TrainedModelHasGemmaLayoutAndRoundTrips) {
 
 TEST(Tokenizer, TrainingIsDeterministic) {
   TempDir dir;
-  testing::write_bytes(dir.file("c.txt"), testing::kjv_slice(100'000));
+  testing::write_file(dir.file("c.txt"), testing::kjv_slice(100'000));
   TokenizerTrainOptions o;
   o.corpus_path = dir.file("c.txt");
   o.vocab_size = 300;
@@ -73,16 +73,16 @@ TEST(Tokenizer, TrainingIsDeterministic) {
   Tokenizer::train(o);
   o.output_prefix = dir.file("sub/b");  // also creates the directory
   Tokenizer::train(o);
-  std::string a = testing::read_bytes(dir.file("a.model"));
+  std::string a = testing::read_file(dir.file("a.model"));
   EXPECT_FALSE(a.empty());
-  EXPECT_EQ(a, testing::read_bytes(dir.file("sub/b.model")));
-  EXPECT_EQ(testing::read_bytes(dir.file("a.vocab")), testing::read_bytes(dir.file("sub/b.vocab")));
+  EXPECT_EQ(a, testing::read_file(dir.file("sub/b.model")));
+  EXPECT_EQ(testing::read_file(dir.file("a.vocab")), testing::read_file(dir.file("sub/b.vocab")));
   EXPECT_EQ(Tokenizer::load(dir.file("a.model")).vocab_size(), 300);
 
   o.seed = 8;
   o.output_prefix = dir.file("c");
   Tokenizer::train(o);
-  EXPECT_NE(a, testing::read_bytes(dir.file("c.model")));  // another sample of sentences
+  EXPECT_NE(a, testing::read_file(dir.file("c.model")));  // another sample of sentences
 
   o.model_type = "unigram";
   o.output_prefix = dir.file("u");
@@ -99,7 +99,7 @@ TEST(Tokenizer, LongLinesAreCutNotSkipped) {
   std::string text = testing::kjv_slice(100'000);
   for (char& c : text)
     if (c == '\n') c = ' ';
-  testing::write_bytes(dir.file("long.txt"), text + "\n");
+  testing::write_file(dir.file("long.txt"), text + "\n");
   TokenizerTrainOptions o;
   o.corpus_path = dir.file("long.txt");
   o.output_prefix = dir.file("long");
@@ -131,9 +131,9 @@ TEST(Tokenizer, TrainsKjv4096BpeQuickly) {
 TEST(Tokenizer, LoadErrorsNameTheFile) {
   TempDir dir;
   expect_error([&] { Tokenizer::load(dir.file("nope.model")); }, {"nope.model", "not found"});
-  testing::write_bytes(dir.file("garbage.model"), std::string(1000, '\xff'));
+  testing::write_file(dir.file("garbage.model"), std::string(1000, '\xff'));
   expect_error([&] { Tokenizer::load(dir.file("garbage.model")); }, {"garbage.model", "SentencePiece"});
-  expect_error([&] { Tokenizer::load(dir.path().string()); }, {"not found"});  // a directory
+  expect_error([&] { Tokenizer::load(dir.path()); }, {"not found"});  // a directory
 }
 
 TEST(Tokenizer, RejectsOutOfRangeIds) {
@@ -147,7 +147,7 @@ TEST(Tokenizer, RejectsOutOfRangeIds) {
 
 TEST(Tokenizer, TrainOptionErrors) {
   TempDir dir;
-  testing::write_bytes(dir.file("c.txt"), "some text\n");
+  testing::write_file(dir.file("c.txt"), "some text\n");
   TokenizerTrainOptions o;
   o.corpus_path = dir.file("c.txt");
   o.output_prefix = dir.file("t");
@@ -165,7 +165,7 @@ TEST(Tokenizer, TrainOptionErrors) {
   // SentencePiece's own failure (vocab larger than this corpus supports) is wrapped.
   o.corpus_path = dir.file("c.txt");
   expect_error([&] { Tokenizer::train(o); }, {"c.txt", "SentencePiece bpe training"});
-  testing::write_bytes(dir.file("bad.txt"), "good line\n\xc3\x28 bad\n");
+  testing::write_file(dir.file("bad.txt"), "good line\n\xc3\x28 bad\n");
   o.corpus_path = dir.file("bad.txt");
   expect_error([&] { Tokenizer::train(o); }, {"bad.txt: line 2", "invalid UTF-8"});
   EXPECT_FALSE(std::filesystem::exists(dir.file("t.model")));

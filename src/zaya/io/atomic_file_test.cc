@@ -6,7 +6,7 @@
 #include <string>
 
 #include "zaya/core/error.h"
-#include "zaya/io/test_util.h"
+#include "zaya/core/test_util.h"
 
 namespace zaya {
 namespace {

@@ -9,6 +9,7 @@
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/mapped_file.h"
+#include "zaya/io/utf8.h"
 
 namespace zaya {
 namespace {
@@ -37,7 +38,7 @@ std::vector<std::pair<std::string, std::string>> read_weight_map(const std::stri
     const char* text = reinterpret_cast<const char*>(bytes.data());
     root = Json::parse(text, text + bytes.size());
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: not valid JSON: {}", index_path, e.what());
+    fail("{}: not valid JSON: {}", index_path, printable(e.what()));
   }
   ZAYA_CHECK(root.is_object(), "{}: top level is a JSON {}, expected an object", index_path, root.type_name());
   auto map = root.find("weight_map");
@@ -48,11 +49,11 @@ std::vector<std::pair<std::string, std::string>> read_weight_map(const std::stri
   entries.reserve(map->size());
   for (auto it = map->begin(); it != map->end(); ++it) {
     ZAYA_CHECK(it.value().is_string(), "{}: weight_map entry for tensor '{}' is a JSON {}, expected a file name",
-               index_path, it.key(), it.value().type_name());
+               index_path, printable(it.key()), it.value().type_name());
     const auto& shard = it.value().get_ref<const std::string&>();
     ZAYA_CHECK(is_plain_file_name(shard),
-               "{}: weight_map entry for tensor '{}' is '{}', not a file name in the directory", index_path, it.key(),
-               shard);
+               "{}: weight_map entry for tensor '{}' is '{}', not a file name in the directory", index_path,
+               printable(it.key()), printable(shard));
     entries.emplace_back(it.key(), shard);
   }
   return entries;
@@ -95,12 +96,12 @@ SafetensorsDir SafetensorsDir::open_index(const std::string& dir) {
       fs::path shard_path = fs::path(dir) / shard;
       std::error_code ec;
       ZAYA_CHECK(fs::exists(shard_path, ec), "{}: shard '{}' (listed for tensor '{}') does not exist", index_path,
-                 shard, tensor);
+                 shard, printable(tensor));
       d.shards_.push_back(SafetensorsFile::open(shard_path.string()));
     }
     const SafetensorsFile& file = d.shards_[it->second];
-    ZAYA_CHECK(file.has(tensor), "{}: tensor '{}' is listed in the index but absent from shard {}", index_path, tensor,
-               file.path());
+    ZAYA_CHECK(file.has(tensor), "{}: tensor '{}' is listed in the index but absent from shard {}", index_path,
+               printable(tensor), file.path());
     d.names_.push_back(tensor);
     d.shard_of_.emplace(tensor, it->second);
   }
@@ -111,8 +112,8 @@ SafetensorsDir SafetensorsDir::open_index(const std::string& dir) {
     for (const auto& t : d.shards_[s].tensors()) {
       auto it = d.shard_of_.find(t.name);
       ZAYA_CHECK(it != d.shard_of_.end(), "{}: shard {} contains tensor '{}', which the index does not list",
-                 index_path, d.shards_[s].path(), t.name);
-      ZAYA_CHECK(it->second == s, "{}: tensor '{}' is present in two shards, {} and {}", index_path, t.name,
+                 index_path, d.shards_[s].path(), printable(t.name));
+      ZAYA_CHECK(it->second == s, "{}: tensor '{}' is present in two shards, {} and {}", index_path, printable(t.name),
                  d.shards_[it->second].path(), d.shards_[s].path());
     }
   }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "zaya/core/error.h"
-#include "zaya/io/test_util.h"
+#include "zaya/core/test_util.h"
 
 namespace zaya {
 namespace {

@@ -12,7 +12,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/io/safetensors_writer.h"
-#include "zaya/io/test_util.h"
+#include "zaya/core/test_util.h"
 
 namespace zaya {
 namespace {

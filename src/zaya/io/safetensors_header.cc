@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
@@ -18,28 +19,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kMetadataKey = "__metadata__";
-
-// Text taken from the file goes into messages printed on a terminal: control
-// characters and bytes that are not UTF-8 are shown as escapes and very long
-// strings are cut, so a hostile name can neither hide itself nor flood the screen.
-std::string printable(std::string_view s) {
-  constexpr size_t kMaxBytes = 300;
-  std::string out;
-  size_t i = 0;
-  while (i < s.size() && out.size() < kMaxBytes) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = utf8_sequence_length(s, i);
-    if (len == 0 || c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-      ++i;
-    } else {
-      out.append(s.substr(i, len));
-      i += len;
-    }
-  }
-  if (i < s.size()) out += "...";
-  return out;
-}
 
 std::string printable_json(const Json& value) {
   return printable(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -8,7 +8,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/io/safetensors_file.h"
-#include "zaya/io/test_util.h"
+#include "zaya/core/test_util.h"
 
 namespace zaya {
 namespace {

@@ -1,5 +1,7 @@
 #include "zaya/io/utf8.h"
 
+#include <fmt/format.h>
+
 namespace zaya {
 
 // Follows the table of well-formed byte sequences in the Unicode Standard,
@@ -28,6 +30,24 @@ size_t utf8_sequence_length(std::string_view s, size_t pos) {
   for (size_t i = 2; i < len; ++i)
     if (byte(pos + i) < 0x80 || byte(pos + i) > 0xbf) return 0;
   return len;
+}
+
+std::string printable(std::string_view text, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size() && out.size() < max_bytes) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t len = utf8_sequence_length(text, i);
+    if (len == 0 || c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
 }
 
 }  // namespace zaya

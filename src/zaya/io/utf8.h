@@ -3,6 +3,7 @@
 // goes into error messages or XML, where invalid bytes would break the output.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace zaya {
@@ -11,5 +12,11 @@ namespace zaya {
 // the bytes there are not one (stray continuation byte, overlong form,
 // surrogate, code point above U+10FFFF, or a sequence cut off by the end).
 size_t utf8_sequence_length(std::string_view s, size_t pos);
+
+// Text taken from a file, made safe for an error message printed on a
+// terminal: control characters and bytes that are not UTF-8 are shown as \xNN
+// escapes and anything past max_bytes is cut ("..."), so a hostile name can
+// neither hide itself nor flood the screen.
+std::string printable(std::string_view text, size_t max_bytes = 300);
 
 }  // namespace zaya

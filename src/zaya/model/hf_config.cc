@@ -187,7 +187,7 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
 
 ZayaConfig load_hf_config(const std::string& path) {
   std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read '{}'", path);
+  ZAYA_CHECK(in.good(), "cannot read '{}' (a model directory holds config.json and model.safetensors)", path);
   json j;
   try {
     j = json::parse(in);

@@ -55,6 +55,28 @@ constexpr const char* kMissingColor = "#dddddd";
 
 std::string N(double v) { return svg_number(v); }
 
+// A vertical colour bar at x = bar_x from y0 (top, ticks.hi) to y1 (bottom,
+// ticks.lo): 64 bands of the colour map, a frame, and labelled ticks on its right.
+void draw_color_bar(std::string& svg, const AxisTicks& ticks, double bar_x, double y0, double y1) {
+  constexpr int kBands = 64;
+  constexpr double kBarWidth = 16;
+  const double band_h = (y1 - y0) / kBands;
+  append_format(svg, "<g class=\"colorbar\">\n");
+  for (int b = 0; b < kBands; ++b)  // bands overlap by half a pixel so no seams show
+    append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", N(bar_x),
+                  N(y0 + b * band_h), kBarWidth, N(band_h + 0.5), viridis(1.0 - (b + 0.5) / kBands));
+  append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", N(bar_x),
+                N(y0), kBarWidth, N(y1 - y0));
+  for (size_t k = 0; k < ticks.values.size(); ++k) {
+    double y = y1 - (ticks.values[k] - ticks.lo) / (ticks.hi - ticks.lo) * (y1 - y0);
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>", N(bar_x + kBarWidth),
+                  N(y), N(bar_x + kBarWidth + 4));
+    append_format(svg, "<text class=\"ctick\" x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", N(bar_x + kBarWidth + 7),
+                  N(y + 4), kLabelFontSize, xml_escape(ticks.labels[k]));
+  }
+  append_format(svg, "</g>\n");
+}
+
 }  // namespace
 
 std::string viridis(double t) { return hex(viridis_rgb(t)); }
@@ -173,28 +195,12 @@ std::string SvgHeatmap::render() const {
   }
   append_format(svg, "</g>\n");
 
-  // Colour bar: 64 bands from the top (high) to the bottom (low), with ticks.
-  constexpr int kBands = 64;
-  const double band_h = (y1 - y0) / kBands;
-  append_format(svg, "<g class=\"colorbar\">\n");
-  for (int b = 0; b < kBands; ++b)
-    append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"16\" height=\"{}\" fill=\"{}\"/>\n", N(bar_x),
-                  N(y0 + b * band_h), N(band_h + 0.5), viridis(1.0 - (b + 0.5) / kBands));
-  append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"16\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", N(bar_x),
-                N(y0), N(y1 - y0));
-  for (size_t k = 0; k < ticks.values.size(); ++k) {
-    double y = y1 - (ticks.values[k] - ticks.lo) / (ticks.hi - ticks.lo) * (y1 - y0);
-    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>", N(bar_x + 16), N(y),
-                  N(bar_x + 20));
-    append_format(svg, "<text class=\"ctick\" x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", N(bar_x + 23), N(y + 4),
-                  kLabelFontSize, xml_escape(ticks.labels[k]));
-  }
+  draw_color_bar(svg, ticks, bar_x, y0, y1);
   if (!o.value_label.empty())
     append_format(
         svg,
         "<text class=\"value-label\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
         N(W - 14), N((y0 + y1) / 2), xml_escape(o.value_label));
-  append_format(svg, "</g>\n");
 
   if (!o.x_label.empty())
     append_format(svg, "<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", N((x0 + x1) / 2),

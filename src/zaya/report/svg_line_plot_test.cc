@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "zaya/core/error.h"
-#include "zaya/io/test_util.h"
+#include "zaya/core/test_util.h"
 #include "zaya/report/xml_test_util.h"
 
 namespace zaya {

@@ -1,6 +1,6 @@
 #pragma once
-// Test helpers for file-handling code: a scratch directory, whole-file reads,
-// and checks on zaya::Error messages.
+// Helpers for tests (included by *_test.cc only): a scratch directory,
+// whole-file reads and writes, and checks on zaya::Error messages.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -51,6 +51,12 @@ class TempDir {
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_file(const std::string& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) fail("{}: cannot write test file", path);
 }
 
 // The message of the zaya::Error that f throws, or "(no error)".

@@ -1,0 +1,52 @@
+# Shared helpers for the end-to-end tests (sourced, not run).
+# Usage in a test: source "$(dirname "$0")/lib.sh" "$@"
+set -euo pipefail
+ZAYA=${1:?usage: test.sh ZAYA_BINARY SOURCE_DIR}
+SRC=${2:?usage: test.sh ZAYA_BINARY SOURCE_DIR}
+WORK=$(mktemp -d /tmp/zaya-e2e.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error CODE PATTERN -- command...: the command must exit with CODE and
+# print PATTERN (an extended regex) on stderr.
+expect_error() {
+  local code=$1 pattern=$2; shift 3
+  local out rc=0
+  out=$("$@" 2>&1 >/dev/null) || rc=$?
+  [[ $rc == "$code" ]] || fail "expected exit $code, got $rc from: $* ; stderr: $out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "stderr of '$*' lacks /$pattern/: $out"
+  echo "ok: $* -> exit $rc: $(head -c 200 <<<"$out")"
+}
+
+# Tokenizer + shards of the bundled corpus, once per test, into $WORK/data.
+prepare_data() {
+  mkdir -p "$WORK/data"
+  "$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size ${1:-1024} --out "$WORK/data/tokenizer" >/dev/null
+  "$ZAYA" data shards --corpus "$SRC/data/kjv/kjv.txt" --tokenizer "$WORK/data/tokenizer.model" --out "$WORK/data" >/dev/null
+}
+
+# A small training config over $WORK/data.
+write_config() {
+  local steps=${2:-30}
+  local warmup=$((steps < 10 ? 1 : 5))
+  cat >"$WORK/$1" <<TOML
+[model]
+preset = "tiny"
+num_blocks = 2
+[data]
+dir = "$WORK/data"
+tokenizer = "$WORK/data/tokenizer.model"
+[train]
+micro_batch = 8
+seq_len = 64
+steps = $steps
+eval_every = 10
+eval_batches = 2
+log_every = 5
+out_dir = "$WORK/run"
+[schedule]
+warmup_steps = $warmup
+TOML
+}

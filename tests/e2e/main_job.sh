@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The main job end to end on a small scale: tokenizer, shards, training with
+# validation, metrics, plot and weights, then generate, score and info.
+source "$(dirname "$0")/lib.sh" "$@"
+
+prepare_data 1024
+write_config train.toml 40
+"$ZAYA" train --config "$WORK/train.toml" | tee "$WORK/train.log"
+
+for f in metrics.jsonl loss.svg config.toml final/config.json final/model.safetensors final/tokenizer.model; do
+  [[ -s $WORK/run/$f ]] || fail "missing output $f"
+done
+grep -q '<svg' "$WORK/run/loss.svg" || fail "loss.svg is not SVG"
+grep -q '"val_loss"' "$WORK/run/metrics.jsonl" || fail "no validation loss in metrics"
+grep -q '"routing":\[{"layer":1,"load":\[' "$WORK/run/metrics.jsonl" || fail "no routing statistics in metrics"
+# The loss must fall: first logged train loss vs last.
+first=$(grep -m1 '"loss"' "$WORK/run/metrics.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+last=$(grep '"loss"' "$WORK/run/metrics.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "loss did not fall: $first -> $last"
+grep -q "done: 40 steps" "$WORK/train.log" || fail "no summary line"
+
+"$ZAYA" generate --model "$WORK/run/final" --prompt "In the beginning" --max-new-tokens 20 --seed 3 >"$WORK/gen1.txt"
+"$ZAYA" generate --model "$WORK/run/final" --prompt "In the beginning" --max-new-tokens 20 --seed 3 >"$WORK/gen2.txt"
+cmp -s "$WORK/gen1.txt" "$WORK/gen2.txt" || fail "generation with one seed is not reproducible"
+[[ $(wc -c <"$WORK/gen1.txt") -gt 20 ]] || fail "generation printed too little: $(cat "$WORK/gen1.txt")"
+"$ZAYA" generate --model "$WORK/run/final" --prompt "And" --temperature 0 --max-new-tokens 5 >/dev/null
+
+echo '[[2, 100, 200, 300, 1], [2, 7, 8]]' >"$WORK/tokens.json"
+"$ZAYA" score --model "$WORK/run/final" --tokens "$WORK/tokens.json" --json "$WORK/scores.json" \
+  --dump-logits "$WORK/logits.json" | tee "$WORK/score.log"
+grep -q "sequence 1: 2 tokens scored" "$WORK/score.log" || fail "score output"
+grep -q '"mean_loss"' "$WORK/scores.json" || fail "score JSON"
+[[ $(head -c 2 "$WORK/logits.json") == "[[" ]] || fail "logits JSON"
+
+"$ZAYA" info --preset zaya1-base --json "$WORK/info.json" | tee "$WORK/info.log"
+grep -q "(8.840B)" "$WORK/info.log" || fail "zaya1-base total parameters"
+grep -q "without the embedding (8.303B)" "$WORK/info.log" || fail "zaya1-base parameters without embedding"
+"$ZAYA" info --model "$WORK/run/final" >/dev/null
+echo "main job: OK"
