@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package zaya.cpp needs to build, test and run.
 # Usage: sudo scripts/setup-debian.sh [--dev]
-#   --dev  also installs python3-torch (only needed to regenerate golden files
-#          and to run the PyTorch side-by-side benchmark in bench/).
+#   --dev  also installs what only developers need: python3-torch (to
+#          regenerate the golden files, tools/make_golden.py, and for the
+#          PyTorch side-by-side benchmark, bench/compare_torch.sh) with OpenBLAS
+#          (otherwise Debian's torch uses the slow netlib reference BLAS),
+#          bible-kjv (to rebuild data/kjv, tools/make_kjv_corpus.py) and
+#          librsvg2-bin (to look at the SVG plots as PNG).
 set -euo pipefail
 
 packages=(
@@ -15,7 +19,7 @@ packages=(
   gnuplot-nox
 )
 if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-torch python3-numpy bible-kjv)
+  packages+=(python3-torch python3-numpy libopenblas0-openmp bible-kjv librsvg2-bin)
 fi
 
 SUDO=""

@@ -8,6 +8,7 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
 #include "zaya/model/params.h"
 #include "zaya/train/trainer.h"
 
@@ -41,6 +42,7 @@ void bench_train(const BenchTrainOptions& o) {
              o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch,
              o.seq_len, o.grad_accum, omp_get_max_threads());
   for (int64_t i = 0; i < o.warmup; ++i) trainer.train_step();
+  profile_reset();
   double seconds = 0, flops = 0, tokens = 0, best = 1e30;
   for (int64_t i = 0; i < o.steps; ++i) {
     StepResult r = trainer.train_step();
@@ -56,6 +58,13 @@ void bench_train(const BenchTrainOptions& o) {
              o.steps, o.warmup);
   fmt::print("  {:.0f} tokens/s, {:.1f} GFLOP/s model FLOPs, MFU {:.1f}% of the measured f32 GEMM peak ({:.0f} GFLOP/s)\n",
              tps, flops / seconds / 1e9, 100 * mfu, peak);
+  if (profiling_enabled()) {
+    fmt::print("  profile (ZAYA_PROFILE=1), per timed step:\n");
+    for (const ProfileEntry& e : profile_snapshot())
+      if (e.calls > 0)
+        fmt::print("    {:<42} {:9.4f} s  {:5.1f}%  ({} calls)\n", e.name, e.seconds / double(o.steps),
+                   100 * e.seconds / seconds, e.calls);
+  }
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"bench", "train"},
                         {"model", o.config.empty() ? o.preset : o.config},

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "zaya/core/profiler.h"
+
 #include "zaya/ops/attention.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
@@ -86,7 +88,11 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
 void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
                              AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
-  linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+  {
+    ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
+    linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+  }
+  ZAYA_PROFILE_SCOPE("attn.fwd.conv_norm_rope_attention_oproj");
   cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK,
                           w.conv_b_b_C, conv_shape(c, b), s.conv);
   const CcaMixShape mix = mix_shape(c, b);
@@ -104,6 +110,7 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
                               const float* dout_TD, float* dx_TD) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
+  ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero(s.dO_TQ, T * Q);
   linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/residual_scale.h"
@@ -154,6 +155,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                                 w.final_merge.res_scale_D, w.final_merge.res_bias_D, T, D);
   rmsnorm_forward<float>(ws.x_TD_[L2], ws.rstd_T_[L2], ws.res_TD_[L2], w.final_norm_D, T, D, float(c.norm_eps));
   // Tied LM head: logits = out embed^T (fp32).
+  ZAYA_PROFILE_SCOPE("lm_head.fwd");
   linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
   if (targets != nullptr) {
     cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V,
@@ -174,15 +176,18 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   const ModelWeights& w = model.weights();
   const BatchShape& shape = ws.shape_;
   const int64_t T = shape.tokens(), D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
-  // Cross-entropy and the tied head; dlogits overwrite the logits.
-  cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
-                                c.real_vocab_size, xent_scale);
-  zero(ws.dx_TD_, T * D);
-  linear_backward<float>(ws.dx_TD_, g.embed_VD, ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
   float* dres = ws.dres_a_TD_;
   float* dres_prev = ws.dres_b_TD_;
-  zero(dres, T * D);
-  rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
+  {
+    // Cross-entropy and the tied head; dlogits overwrite the logits.
+    ZAYA_PROFILE_SCOPE("lm_head.bwd");
+    cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
+                                  c.real_vocab_size, xent_scale);
+    zero(ws.dx_TD_, T * D);
+    linear_backward<float>(ws.dx_TD_, g.embed_VD, ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
+    zero(dres, T * D);
+    rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
+  }
   zero(ws.moe_scratch_.eda_carry_TR, T * c.router_hidden);
   // Walk back through the merges: merge n built res[n] from out[n-1] and res[n-1].
   for (int64_t n = L2; n >= 1; --n) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "zaya/core/profiler.h"
+
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
@@ -92,6 +94,7 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
   const int64_t T = b.tokens(), D = c.hidden, R = c.router_hidden, N = c.router_slots(), K = c.top_k;
   const int64_t F = c.expert_ffn;
   // ---- router (spec §4) ----
+  ZAYA_PROFILE_SCOPE("moe.fwd");
   linear_bias(a.r_TR, x_TD, w.down_RD, w.down_b_R, T, D, R);
   if (w.states_scale_R != nullptr && r_prev_TR != nullptr) {  // EDA: r += s * r_prev
 #pragma omp parallel for schedule(static)
@@ -150,6 +153,7 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
                         const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale) {
   const int64_t T = b.tokens(), D = c.hidden, R = c.router_hidden, N = c.router_slots(), K = c.top_k;
   const int64_t F = c.expert_ffn, rows = a.plan.rows;
+  ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
   zero(s.dgate_TK, T * K);
   combine_backward<float>(s.dy_RD, s.dgate_TK, dx_TD, dout_TD, a.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
 #include "zaya/ops/matmul.h"
 
 namespace zaya {
@@ -81,7 +82,11 @@ Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config) : t
 
 double Optimizer::step(float* params, float* grads, double lr_scale) {
   const int64_t total = table_.total_floats();
-  const double norm = global_grad_norm(grads, total, norm_partials_);
+  double norm;
+  {
+    ZAYA_PROFILE_SCOPE("optim.grad_norm");
+    norm = global_grad_norm(grads, total, norm_partials_);
+  }
   const float clip = (config_.grad_clip > 0 && norm > config_.grad_clip) ? float(config_.grad_clip / norm) : 1.0f;
   ++step_;
   const float lr = float(config_.lr * lr_scale);
@@ -96,6 +101,7 @@ double Optimizer::step(float* params, float* grads, double lr_scale) {
     float* em = m + e.offset;
     const float decay = e.weight_decay ? 1.0f - lr * float(config_.weight_decay) : 1.0f;
     if (config_.use_muon && e.muon) {
+      ZAYA_PROFILE_SCOPE("optim.muon");
       const int64_t rows = e.shape[0], cols = e.numel / rows;
       const float mu = float(config_.muon_momentum);
       float* u = ns_scratch_.get();
@@ -108,6 +114,7 @@ double Optimizer::step(float* params, float* grads, double lr_scale) {
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) w[i] = w[i] * decay - scale * u[i];
     } else {
+      ZAYA_PROFILE_SCOPE("optim.adamw");
       float* ev = v + e.offset;
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) {

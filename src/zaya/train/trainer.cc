@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/data/shard_builder.h"
 #include "zaya/model/hf_checkpoint.h"
@@ -97,7 +98,10 @@ StepResult Trainer::train_step() {
   const RunConfig& run = config_.run;
   const ZayaConfig& c = model_->config();
   const double t0 = now_seconds();
-  grad_arena_.zero();
+  {
+    ZAYA_PROFILE_SCOPE("train.zero_grads");
+    grad_arena_.zero();
+  }
   workspace_->reset_routing();
   const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum;
   const float xent_scale = 1.0f / float(B * S * accum);  // mean over every token of the step
@@ -105,14 +109,20 @@ StepResult Trainer::train_step() {
   StepResult r;
   for (int64_t a = 0; a < accum; ++a) {
     train_data_->next(ids_.data(), targets_.data(), B, S);
-    LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+    LossParts parts;
+    {
+      ZAYA_PROFILE_SCOPE("model.forward");
+      parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+    }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss / double(accum);
+    ZAYA_PROFILE_SCOPE("model.backward");
     model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses);
   }
   r.loss /= double(B * S * accum);
   ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
   r.lr = config_.optim.lr * lr_multiplier(config_.schedule, optimizer_->step_count());
+  ZAYA_PROFILE_SCOPE("optim.step");
   r.grad_norm = optimizer_->step(model_->param_data(), grad_arena_.data(),
                                  lr_multiplier(config_.schedule, optimizer_->step_count()));
   // Balancing biases from the whole step's routing (global batch).

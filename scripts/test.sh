@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the release build with warnings as errors (unit,
+# golden, end-to-end and multi-process tests through CTest), then the unit
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+#   scripts/test.sh              (after scripts/setup-debian.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DZAYA_WERROR=ON
+cmake --build build -j "$jobs"
+# One test at a time: each test already uses every core (OpenMP), and
+# oversubscribed OpenMP spin-waits turn seconds into minutes.
+(cd build && ctest --output-on-failure --timeout 900)
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZAYA_WERROR=ON -DZAYA_SANITIZE=ON \
+  -DZAYA_BUILD_CLI=OFF
+cmake --build build-asan -j "$jobs" --target zaya_unit_tests
+# LeakSanitizer is off: OpenMP and oneDNN keep per-thread caches for the life of the process.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build-asan/tests/zaya_unit_tests
+echo "all tests passed"
