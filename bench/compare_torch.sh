@@ -5,23 +5,24 @@
 # (python3-torch, and OpenBLAS so that Debian's torch does not fall back to the
 # netlib reference BLAS).
 #
-#   bench/compare_torch.sh [PRESET] [MICRO_BATCH] [SEQ] [ACCUM] [STEPS]
-#   bench/compare_torch.sh small 8 256 4 3
+#   bench/compare_torch.sh [PRESET] [MICRO_BATCH] [SEQ] [ACCUM] [STEPS] [NS_DTYPE]
+#   bench/compare_torch.sh small 8 256 4 3 bf16
+# NS_DTYPE (f32 or bf16) sets the Newton-Schulz GEMM precision of Muon on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset=${1:-small} batch=${2:-8} seq=${3:-256} accum=${4:-4} steps=${5:-3}
+preset=${1:-small} batch=${2:-8} seq=${3:-256} accum=${4:-4} steps=${5:-3} ns=${6:-bf16}
 threads=${THREADS:-$(nproc)}
 zaya=${ZAYA:-build/zaya}
 out=${OUT:-runs/bench}
 mkdir -p "$out"
 [[ -x $zaya ]] || { echo "build zaya first (cmake --build build)" >&2; exit 1; }
 
-echo "== zaya.cpp: $preset, $batch x $seq x $accum tokens/step, $threads threads"
+echo "== zaya.cpp: $preset, $batch x $seq x $accum tokens/step, $threads threads, Newton-Schulz in $ns"
 "$zaya" bench train --preset "$preset" --micro-batch "$batch" --seq-len "$seq" --grad-accum "$accum" \
-  --steps "$steps" --warmup 1 --threads "$threads" --json "$out/zaya_$preset.json"
+  --steps "$steps" --warmup 1 --threads "$threads" --set "optim.ns_dtype=$ns" --json "$out/zaya_$preset.json"
 echo "== PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'): same configuration"
 /usr/bin/python3 bench/torch_train.py --preset "$preset" --batch "$batch" --seq "$seq" --accum "$accum" \
-  --steps "$steps" --warmup 1 --threads "$threads" --json "$out/torch_$preset.json" >/dev/null
+  --steps "$steps" --warmup 1 --threads "$threads" --ns-dtype "$ns" --json "$out/torch_$preset.json" >/dev/null
 
 /usr/bin/python3 - "$out/zaya_$preset.json" "$out/torch_$preset.json" <<'PY'
 import json, sys

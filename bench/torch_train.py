@@ -49,6 +49,8 @@ def parse_args():
     ap.add_argument("--aux-coeff", type=float, default=0.0, help="Switch aux loss coefficient")
     ap.add_argument("--z-coeff", type=float, default=0.0, help="router z-loss coefficient")
     ap.add_argument("--no-muon", action="store_true", help="AdamW on everything")
+    ap.add_argument("--ns-dtype", choices=["f32", "bf16"], default="f32",
+                    help="Newton-Schulz GEMM operands (bf16: like zaya.cpp's optim.ns_dtype = bf16)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fixed-batch", action="store_true", help="reuse one batch every step (sanity check: the "
                     "loss must fall)")
@@ -98,6 +100,15 @@ def preset(name):
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
+NS_BF16 = False  # set from --ns-dtype: bf16 GEMM operands, float32 iterate (as zaya.cpp's ns_dtype = bf16)
+
+
+def _mm(x, y):
+    if NS_BF16:
+        return (x.bfloat16() @ y.bfloat16()).float()
+    return x @ y
+
+
 def newton_schulz(G, steps=5):
     """Batched quintic Newton-Schulz on [n, r, c]; works on rows <= cols, returns the input's shape."""
     a, b, c = NS_COEFFS
@@ -107,9 +118,9 @@ def newton_schulz(G, steps=5):
         X = X.transpose(-2, -1)
     X = X / (torch.linalg.matrix_norm(X, keepdim=True) + 1e-7)  # Frobenius
     for _ in range(steps):
-        A = X @ X.transpose(-2, -1)
-        Bm = b * A + c * (A @ A)
-        X = a * X + Bm @ X
+        A = _mm(X, X.transpose(-2, -1))
+        Bm = b * A + c * _mm(A, A)
+        X = a * X + _mm(Bm, X)
     if transposed:
         X = X.transpose(-2, -1)
     return X
@@ -223,7 +234,9 @@ def log(*a):
 
 
 def main():
+    global NS_BF16
     a = ARGS
+    NS_BF16 = a.ns_dtype == "bf16"
     torch.set_num_threads(a.threads)
     try:
         torch.set_num_interop_threads(1)
@@ -322,7 +335,7 @@ def main():
         "optimizer_time_s_mean": statistics.mean(opt_times) if opt_times else None,
         "loss_first": losses[0], "loss_last": losses[-1], "losses": losses, "grad_norms": gnorms,
         "optimizer": {"muon": not a.no_muon, "lr": a.lr, "weight_decay": a.weight_decay, "clip": a.clip,
-                      "adamw_betas": [0.9, 0.95], "muon_momentum": 0.95, "ns_steps": 5,
+                      "adamw_betas": [0.9, 0.95], "muon_momentum": 0.95, "ns_steps": 5, "ns_dtype": a.ns_dtype,
                       "bias_lr": a.bias_lr, "aux_coeff": a.aux_coeff, "z_coeff": a.z_coeff},
         "expert_loads_last_step": loads if balancer else None,
         "threads": torch.get_num_threads(),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad input gets a clear error naming the file and field, and a non-zero exit;
 # never a crash or a hang.
-source "$(dirname "$0")/lib.sh" "$@"
+source "$(dirname "$0")/common.bash" "$@"
 
 prepare_data 512
 write_config good.toml 2

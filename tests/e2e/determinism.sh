@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Given seed, data and layout a run is bit-reproducible: two identical runs log
 # identical losses, gradient norms and routing, and write identical weights.
-source "$(dirname "$0")/lib.sh" "$@"
+source "$(dirname "$0")/common.bash" "$@"
 
 prepare_data 512
 write_config a.toml 12

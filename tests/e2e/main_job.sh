@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end on a small scale: tokenizer, shards, training with
 # validation, metrics, plot and weights, then generate, score and info.
-source "$(dirname "$0")/lib.sh" "$@"
+source "$(dirname "$0")/common.bash" "$@"
 
 prepare_data 1024
 write_config train.toml 40

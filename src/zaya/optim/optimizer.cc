@@ -7,6 +7,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/matmul_bf16.h"
 
 namespace zaya {
 
@@ -21,10 +22,12 @@ void OptimizerConfig::validate(const std::string& source) const {
              "{}: optim.muon_momentum = {} is invalid; allowed: [0, 1)", source, muon_momentum);
   ZAYA_CHECK(ns_steps >= 1 && ns_steps <= 20, "{}: optim.ns_steps = {} is invalid; allowed: 1..20", source,
              ns_steps);
+  ZAYA_CHECK(ns_dtype == "auto" || ns_dtype == "bf16" || ns_dtype == "f32",
+             "{}: optim.ns_dtype = '{}' is invalid; allowed: auto, bf16, f32", source, ns_dtype);
   ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
 }
 
-void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch) {
+void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16) {
   constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
   const int64_t m = std::min(rows, cols);
   float* y = scratch;                // [rows, cols]
@@ -35,6 +38,24 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
   for (int64_t i = 0; i < rows * cols; ++i) x[i] *= inv;
   const bool wide = rows <= cols;  // work on the small Gram matrix
+  if (scratch16 != nullptr) {
+    uint16_t* xb = scratch16;           // bf16(X)
+    uint16_t* mb = xb + rows * cols;    // bf16(A), then bf16(B)
+    for (int s = 0; s < steps; ++s) {
+      convert_to_bf16(xb, x, rows * cols);
+      if (wide) gemm_bf16(false, true, m, m, cols, xb, cols, xb, cols, A, m);
+      else gemm_bf16(true, false, m, m, rows, xb, cols, xb, cols, A, m);
+      convert_to_bf16(mb, A, m * m);
+      gemm_bf16(false, false, m, m, m, mb, m, mb, m, B, m);
+      for (int64_t i = 0; i < m * m; ++i) B[i] = b * A[i] + c * B[i];
+      convert_to_bf16(mb, B, m * m);
+      if (wide) gemm_bf16(false, false, rows, cols, m, mb, m, xb, cols, y, cols);
+      else gemm_bf16(false, false, rows, cols, m, xb, cols, mb, m, y, cols);
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+      for (int64_t i = 0; i < rows * cols; ++i) x[i] = a * x[i] + y[i];
+    }
+    return;
+  }
   for (int s = 0; s < steps; ++s) {
     // A = X X^T (wide) or X^T X (tall); B = b A + c A A
     if (wide) gemm<float>(false, true, m, m, cols, 1.0f, x, cols, x, cols, 0.0f, A, m);
@@ -77,6 +98,8 @@ Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config) : t
       scratch = std::max(scratch, 3 * rows * cols + 2 * mn * mn);
     }
   ns_scratch_ = aligned_alloc_array<float>(std::max<int64_t>(scratch, 1));
+  if (config.ns_dtype == "bf16" || (config.ns_dtype == "auto" && bf16_gemm_is_native()))
+    ns_scratch16_ = aligned_alloc_array<uint16_t>(std::max<int64_t>(scratch, 1));
   norm_partials_.resize(table.total_floats() / 65536 + 1);
 }
 
@@ -109,7 +132,7 @@ double Optimizer::step(float* params, float* grads, double lr_scale) {
         em[i] = mu * em[i] + clip * g[i];
         u[i] = config_.muon_nesterov ? clip * g[i] + mu * em[i] : em[i];
       }
-      newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel);
+      newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel, ns_scratch16_.get());
       const float scale = lr * 0.2f * std::sqrt(float(std::max(rows, cols)));
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) w[i] = w[i] * decay - scale * u[i];

@@ -27,13 +27,18 @@ struct OptimizerConfig {
   double muon_momentum = 0.95;
   bool muon_nesterov = true;
   int ns_steps = 5;
+  // Newton-Schulz GEMMs in bf16 (as Muon's reference implementation does) or
+  // f32. "auto": bf16 where the CPU has native bf16 GEMMs, else f32.
+  std::string ns_dtype = "auto";
   double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
   void validate(const std::string& source) const;
 };
 
 // Newton-Schulz orthogonalisation of x_RC (in place), quintic coefficients
-// (3.4445, -4.7750, 2.0315) as in Muon. scratch: R*C + 2*m*m floats, m = min(R, C).
-void newton_schulz(float* x_RC, int64_t rows, int64_t cols, int steps, float* scratch);
+// (3.4445, -4.7750, 2.0315) as in Muon. scratch: R*C + 2*m*m floats, m = min(R, C);
+// scratch16 (R*C + m*m bf16 values) selects bf16 GEMMs (float32 accumulation
+// and iterate), null selects float32 GEMMs.
+void newton_schulz(float* x_RC, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16);
 
 class Optimizer {
  public:
@@ -56,6 +61,7 @@ class Optimizer {
   OptimizerConfig config_;
   Arena m_, v_;
   AlignedPtr<float> ns_scratch_;
+  AlignedPtr<uint16_t> ns_scratch16_;  // null: Newton-Schulz in float32
   std::vector<double> norm_partials_;
   int64_t step_ = 0;
 };

@@ -28,8 +28,9 @@ TEST(NewtonSchulz, OrthogonalisesAndIsTransposeConsistent) {
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) xt[j * r + i] = x[i * c + j];
   std::vector<float> scratch(r * c + 2 * m * m);
-  newton_schulz(x.data(), r, c, 5, scratch.data());
-  newton_schulz(xt.data(), c, r, 5, scratch.data());
+  std::vector<float> x16 = x;  // the bf16 variant, checked below
+  newton_schulz(x.data(), r, c, 5, scratch.data(), nullptr);
+  newton_schulz(xt.data(), c, r, 5, scratch.data(), nullptr);
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) ASSERT_NEAR(x[i * c + j], xt[j * r + i], 1e-4);
   std::vector<float> gram(r * r);
@@ -38,6 +39,15 @@ TEST(NewtonSchulz, OrthogonalisesAndIsTransposeConsistent) {
     EXPECT_GT(gram[i * r + i], 0.5f);  // squared singular-value scale in ~[0.5, 1.45]
     EXPECT_LT(gram[i * r + i], 1.45f);
   }
+  // bf16 GEMMs (float32 iterate): the same result up to bf16 rounding.
+  std::vector<uint16_t> scratch16(r * c + m * m);
+  newton_schulz(x16.data(), r, c, 5, scratch.data(), scratch16.data());
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < r * c; ++i) {
+    diff += double(x16[i] - x[i]) * (x16[i] - x[i]);
+    norm += double(x[i]) * x[i];
+  }
+  EXPECT_LT(std::sqrt(diff / norm), 0.05);
 }
 
 TEST(Optimizer, AdamWFirstStepAndMuonRms) {

@@ -92,7 +92,8 @@ const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
 const std::vector<std::string> kTrainKeys = {"seed", "micro_batch", "seq_len", "grad_accum", "steps", "eval_every",
                                              "eval_batches", "log_every", "threads", "out_dir", "save_dtype"};
 const std::vector<std::string> kOptimKeys = {"lr", "beta1", "beta2", "eps", "weight_decay", "muon",
-                                             "muon_momentum", "muon_nesterov", "ns_steps", "grad_clip"};
+                                             "muon_momentum", "muon_nesterov", "ns_steps", "ns_dtype",
+                                             "grad_clip"};
 const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
 const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
@@ -193,6 +194,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   op.muon_momentum = o.get_double("muon_momentum", op.muon_momentum, 0.0, 0.999999);
   op.muon_nesterov = o.get_bool("muon_nesterov", op.muon_nesterov);
   op.ns_steps = int(o.get_int("ns_steps", op.ns_steps, 1, 20));
+  op.ns_dtype = o.get_string("ns_dtype", op.ns_dtype, {"auto", "bf16", "f32"});
   op.grad_clip = o.get_double("grad_clip", op.grad_clip, 0.0, 1e9);
   o.finish(kOptimKeys);
   op.validate(source);
@@ -268,8 +270,8 @@ std::string train_config_to_toml(const TrainConfig& t) {
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr,
                    o.beta1, o.beta2, o.eps, o.weight_decay, o.use_muon);
-  s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\ngrad_clip = {}\n\n", o.muon_momentum,
-                   o.muon_nesterov, o.ns_steps, o.grad_clip);
+  s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\nns_dtype = \"{}\"\ngrad_clip = {}\n\n",
+                   o.muon_momentum, o.muon_nesterov, o.ns_steps, o.ns_dtype, o.grad_clip);
   const ScheduleConfig& sc = t.schedule;
   s += fmt::format("[schedule]\nkind = \"{}\"\nwarmup_steps = {}\nmin_lr_ratio = {}\ndecay_fraction = {}\n\n",
                    sc.kind, sc.warmup_steps, sc.min_lr_ratio, sc.decay_fraction);

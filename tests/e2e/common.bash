@@ -1,5 +1,5 @@
 # Shared helpers for the end-to-end tests (sourced, not run).
-# Usage in a test: source "$(dirname "$0")/lib.sh" "$@"
+# Usage in a test: source "$(dirname "$0")/common.bash" "$@"
 set -euo pipefail
 ZAYA=${1:?usage: test.sh ZAYA_BINARY SOURCE_DIR}
 SRC=${2:?usage: test.sh ZAYA_BINARY SOURCE_DIR}

@@ -1,0 +1,72 @@
+#include "zaya/ops/matmul_bf16.h"
+
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+
+#include "zaya/core/bf16.h"
+#include "zaya/core/error.h"
+
+namespace zaya {
+namespace {
+
+using dnnl::memory;
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  std::map<Key, dnnl::matmul> cache;
+};
+
+Context& context() {
+  static Context c;
+  return c;
+}
+
+// Logical [rows, cols] view of a row-major matrix stored untransposed with
+// leading dimension ld (transposed: stored [cols, rows]).
+memory::desc view(int64_t rows, int64_t cols, int64_t ld, bool transposed, memory::data_type dt) {
+  return transposed ? memory::desc({rows, cols}, dt, memory::dims{1, ld})
+                    : memory::desc({rows, cols}, dt, memory::dims{ld, 1});
+}
+
+}  // namespace
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
+               const uint16_t* B, int64_t ldb, float* C, int64_t ldc) {
+  Context& ctx = context();
+  const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+  const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
+  const memory::desc c_md = view(M, N, ldc, false, f32);
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc};
+  auto it = ctx.cache.find(key);
+  if (it == ctx.cache.end()) {
+    try {
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), ctx.engine);
+      it = ctx.cache.emplace(key, dnnl::matmul(pd)).first;
+    } catch (const dnnl::error& e) {
+      fail("oneDNN cannot build a bf16 matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
+    }
+  }
+  memory a(a_md, ctx.engine, const_cast<uint16_t*>(A));
+  memory b(b_md, ctx.engine, const_cast<uint16_t*>(B));
+  memory c(c_md, ctx.engine, C);
+  it->second.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  ctx.stream.wait();
+}
+
+bool bf16_gemm_is_native() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+void convert_to_bf16(uint16_t* dst, const float* src, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+}
+
+}  // namespace zaya
