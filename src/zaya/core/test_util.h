@@ -59,6 +59,10 @@ inline void write_file(const std::string& path, std::string_view bytes) {
   if (!out) fail("{}: cannot write test file", path);
 }
 
+// C++ heap allocations made by the test process so far outside library calls
+// (operator new is replaced in tests/test_main.cc to count them).
+long allocation_count();
+
 // The message of the zaya::Error that f throws, or "(no error)".
 inline std::string error_of(const std::function<void()>& f) {
   try {

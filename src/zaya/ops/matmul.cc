@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "zaya/core/error.h"
+#include "zaya/core/library_call.h"
 
 namespace zaya {
 
@@ -33,6 +34,7 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
+  LibraryCall library_call;
   dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
                                 beta, C, ldc);
   ZAYA_CHECK(st == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", int(st), M, N, K);

@@ -7,18 +7,26 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/library_call.h"
 
 namespace zaya {
 namespace {
 
 using dnnl::memory;
 
+// One primitive and its three memory objects per GEMM shape, built on first
+// use; later calls only swap the data pointers (no allocation).
+struct Gemm {
+  dnnl::matmul primitive;
+  memory a, b, c;
+};
+
 struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-  std::map<Key, dnnl::matmul> cache;
+  std::map<Key, Gemm> cache;
 };
 
 Context& context() {
@@ -38,24 +46,28 @@ memory::desc view(int64_t rows, int64_t cols, int64_t ld, bool transposed, memor
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float* C, int64_t ldc) {
   Context& ctx = context();
-  const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
-  const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
-  const memory::desc c_md = view(M, N, ldc, false, f32);
   std::lock_guard<std::mutex> lock(ctx.mutex);
+  LibraryCall library_call;
   const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc};
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) {
+    const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+    const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
+    const memory::desc c_md = view(M, N, ldc, false, f32);
     try {
       auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), ctx.engine);
-      it = ctx.cache.emplace(key, dnnl::matmul(pd)).first;
+      Gemm g{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
+             memory(c_md, ctx.engine, nullptr)};
+      it = ctx.cache.emplace(key, std::move(g)).first;
     } catch (const dnnl::error& e) {
       fail("oneDNN cannot build a bf16 matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
     }
   }
-  memory a(a_md, ctx.engine, const_cast<uint16_t*>(A));
-  memory b(b_md, ctx.engine, const_cast<uint16_t*>(B));
-  memory c(c_md, ctx.engine, C);
-  it->second.execute(ctx.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  Gemm& g = it->second;
+  g.a.set_data_handle(const_cast<uint16_t*>(A));
+  g.b.set_data_handle(const_cast<uint16_t*>(B));
+  g.c.set_data_handle(C);
+  g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
   ctx.stream.wait();
 }
 

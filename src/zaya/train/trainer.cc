@@ -95,9 +95,15 @@ Trainer::~Trainer() {
 }
 
 StepResult Trainer::train_step() {
-  const RunConfig& run = config_.run;
-  const ZayaConfig& c = model_->config();
   const double t0 = now_seconds();
+  StepResult r = compute_gradients();
+  apply_update(r);
+  r.seconds = now_seconds() - t0;
+  return r;
+}
+
+StepResult Trainer::compute_gradients() {
+  const RunConfig& run = config_.run;
   {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
     grad_arena_.zero();
@@ -120,6 +126,12 @@ StepResult Trainer::train_step() {
     model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses);
   }
   r.loss /= double(B * S * accum);
+  r.tokens = B * S * accum;
+  return r;
+}
+
+void Trainer::apply_update(StepResult& r) {
+  const ZayaConfig& c = model_->config();
   ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
   r.lr = config_.optim.lr * lr_multiplier(config_.schedule, optimizer_->step_count());
   ZAYA_PROFILE_SCOPE("optim.step");
@@ -133,10 +145,8 @@ StepResult Trainer::train_step() {
   }
   balance_->update(choice_counts_, model_->balancing_biases());
   r.step = optimizer_->step_count();
-  r.tokens = B * S * accum;
-  r.flops = 3.0 * model_forward_flops(c, B * accum, S, routed_rows);
-  r.seconds = now_seconds() - t0;
-  return r;
+  r.flops = 3.0 * model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
+                                      routed_rows);
 }
 
 double Trainer::validation_loss() {

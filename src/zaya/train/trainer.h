@@ -56,8 +56,14 @@ class Trainer {
   // Runs config.run.steps optimizer steps from the current state.
   TrainSummary run();
 
-  // One optimizer step (grad_accum micro-batches).
+  // One optimizer step (grad_accum micro-batches): compute_gradients + apply_update.
   StepResult train_step();
+  // The forward and backward passes of one step into the gradient arena
+  // (fills loss, router_loss, tokens of the result).
+  StepResult compute_gradients();
+  // Clipping, the optimizer update and the balancing controller (fills the rest).
+  void apply_update(StepResult& r);
+  const float* gradients() const { return grad_arena_.data(); }
   // Mean cross-entropy over run.eval_batches validation micro-batches (the same windows every time).
   double validation_loss();
 
