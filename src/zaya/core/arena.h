@@ -35,12 +35,19 @@ AlignedPtr<T> aligned_alloc_array(size_t count) {
   return AlignedPtr<T>(static_cast<T*>(p));
 }
 
-// A fixed-size float arena. `carve` hands out consecutive aligned slices; the
-// caller first sums the sizes (so the arena is allocated exactly once).
+// A fixed-size float arena. `carve` hands out consecutive aligned slices. The
+// same carving code runs twice: first on Arena::measuring(), whose carve only
+// counts (and returns null), then on an arena of exactly that size, so the
+// memory is allocated once and the layout is written down in one place.
 class Arena {
  public:
   Arena() = default;
   explicit Arena(size_t floats) { reset(floats); }
+  static Arena measuring() {
+    Arena a;
+    a.measuring_ = true;
+    return a;
+  }
 
   void reset(size_t floats) {
     data_ = aligned_alloc_array<float>(floats);
@@ -51,6 +58,10 @@ class Arena {
 
   float* carve(size_t n) {
     size_t need = align_floats(n);
+    if (measuring_) {
+      used_ += need;
+      return nullptr;
+    }
     ZAYA_ASSERT(used_ + need <= capacity_);
     float* p = data_.get() + used_;
     used_ += need;
@@ -66,16 +77,7 @@ class Arena {
   AlignedPtr<float> data_;
   size_t capacity_ = 0;
   size_t used_ = 0;
-};
-
-// Counts the floats a sequence of `carve` calls will need.
-class ArenaSizer {
- public:
-  void add(size_t n) { total_ += align_floats(n); }
-  size_t total() const { return total_; }
-
- private:
-  size_t total_ = 0;
+  bool measuring_ = false;
 };
 
 }  // namespace zaya

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "zaya/io/file_descriptor.h"
+
 namespace zaya {
 
 class AtomicFileWriter {
@@ -41,12 +43,11 @@ class AtomicFileWriter {
 
  private:
   void flush_buffer();
-  void write_fully(const void* data, size_t bytes);
   void discard() noexcept;
 
   std::string path_;
   std::string tmp_path_;
-  int fd_ = -1;
+  FileDescriptor file_;
   std::unique_ptr<char[]> buffer_;
   size_t buffered_ = 0;
   uint64_t written_ = 0;

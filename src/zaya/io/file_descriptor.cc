@@ -95,13 +95,17 @@ void rename_file(const std::string& from, const std::string& to) {
 }
 
 void sync_parent_directory(const std::string& path) {
+  // fsync on the directory makes a just-completed rename survive a crash
+  // (POSIX leaves directory-entry durability to the directory's own fsync).
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::string dir = parent.empty() ? std::string(".") : parent.string();
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open directory to sync it: {}", dir, std::strerror(errno));
   FileDescriptor owned(fd, dir);
-  owned.sync();
+  // Some file systems refuse fsync on directories; the rename has happened,
+  // so only real I/O errors are reported.
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP)
+    fail("{}: fsync of directory failed: {}", dir, std::strerror(errno));
 }
-
 
 }  // namespace zaya

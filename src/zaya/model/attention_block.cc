@@ -31,15 +31,6 @@ void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
 }  // namespace
 
-int64_t attention_acts_floats(const ZayaConfig& c, int64_t B, int64_t S) {
-  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
-  ArenaSizer z;
-  for (int64_t n : {T * fused_width(c), B * (S + 1) * c.conv_channels(), T * Q, T * K, T * c.q_heads,
-                    T * c.kv_heads, T * Q, T * K, T * K, B * c.q_heads * S, T * Q})
-    z.add(n);
-  return z.total();
-}
-
 void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
   a.qkv_TP = arena.carve(T * fused_width(c));
@@ -53,17 +44,6 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   a.v_TK = arena.carve(T * K);
   a.lse_BHS = arena.carve(B * c.q_heads * S);
   a.o_TQ = arena.carve(T * Q);
-}
-
-int64_t attention_scratch_floats(const ZayaConfig& c, int64_t B, int64_t S, int threads) {
-  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels();
-  CcaConvShape cs{B, S, C, c.head_dim, 0};
-  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim};
-  ArenaSizer z;
-  for (int64_t n : {T * C, 2 * cca_conv_scratch_floats(cs), attention_scratch_floats(as, threads), T * Q, T * Q,
-                    T * K, T * K, T * Q, T * K, T * C, T * fused_width(c), B * (S + 1) * C})
-    z.add(n);
-  return z.total();
 }
 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads,

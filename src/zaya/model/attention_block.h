@@ -47,9 +47,7 @@ struct AttentionScratch {
   float* da_BPC = nullptr;
 };
 
-// Floats of AttentionActs for one layer / of the shared scratch.
-int64_t attention_acts_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
-int64_t attention_scratch_floats(const ZayaConfig& c, int64_t batch, int64_t seq, int threads);
+// Lay the buffers out in `arena` (or count them, on Arena::measuring()).
 void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
                              Arena& arena);

@@ -51,53 +51,50 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
   pos_T_.resize(T);
   targets_T_.assign(T, -1);
   ids_T_.assign(T, 0);
-  ArenaSizer z;
-  z.add(T * D);  // embedding output
-  for (int64_t n = 0; n <= L2; ++n) {
-    z.add(T * D);
-    z.add(T * D);
-    z.add(T);
-    if (n < L2) z.add(T * D);
-  }
-  for (int64_t b = 0; b < c.num_blocks; ++b) {
-    z.add(attention_acts_floats(c, B, S));
-    z.add(moe_acts_floats(c, B, S));
-  }
-  z.add(T * V);
-  z.add(T);
-  z.add(T);
-  acts_.reset(z.total());
-  embed_out_TD_ = acts_.carve(T * D);
-  for (int64_t n = 0; n <= L2; ++n) {
-    res_TD_.push_back(acts_.carve(T * D));
-    x_TD_.push_back(acts_.carve(T * D));
-    rstd_T_.push_back(acts_.carve(T));
-    if (n < L2) out_TD_.push_back(acts_.carve(T * D));
-  }
-  attn_.resize(c.num_blocks);
-  moe_.resize(c.num_blocks);
-  for (int64_t b = 0; b < c.num_blocks; ++b) {
-    carve_attention_acts(attn_[b], c, B, S, acts_);
-    carve_moe_acts(moe_[b], c, B, S, acts_);
-  }
-  logits_TV_ = acts_.carve(T * V);
-  loss_T_ = acts_.carve(T);
-  lse_T_ = acts_.carve(T);
-  // Backward scratch (the forward needs the attention part too).
   const int threads = omp_get_max_threads();
-  ArenaSizer zs;
-  zs.add(attention_scratch_floats(c, B, S, threads));
-  zs.add(moe_scratch_floats(c, B, S));
-  for (int i = 0; i < 4; ++i) zs.add(training ? T * D : 0);
-  scratch_.reset(zs.total());
-  carve_attention_scratch(attn_scratch_, c, B, S, threads, scratch_);
-  carve_moe_scratch(moe_scratch_, c, B, S, scratch_);
-  if (training) {
-    dres_a_TD_ = scratch_.carve(T * D);
-    dres_b_TD_ = scratch_.carve(T * D);
-    dh_TD_ = scratch_.carve(T * D);
-    dx_TD_ = scratch_.carve(T * D);
-  }
+  // Activations kept for backward, then scratch (the forward needs the
+  // attention part too). Each layout is carved twice: measured, then for real.
+  auto carve_acts = [&](Arena& a) {
+    res_TD_.clear();
+    x_TD_.clear();
+    rstd_T_.clear();
+    out_TD_.clear();
+    embed_out_TD_ = a.carve(T * D);
+    for (int64_t n = 0; n <= L2; ++n) {
+      res_TD_.push_back(a.carve(T * D));
+      x_TD_.push_back(a.carve(T * D));
+      rstd_T_.push_back(a.carve(T));
+      if (n < L2) out_TD_.push_back(a.carve(T * D));
+    }
+    attn_.assign(c.num_blocks, AttentionActs{});
+    moe_.clear();
+    moe_.resize(c.num_blocks);
+    for (int64_t b = 0; b < c.num_blocks; ++b) {
+      carve_attention_acts(attn_[b], c, B, S, a);
+      carve_moe_acts(moe_[b], c, B, S, a);
+    }
+    logits_TV_ = a.carve(T * V);
+    loss_T_ = a.carve(T);
+    lse_T_ = a.carve(T);
+  };
+  auto carve_scratch = [&](Arena& a) {
+    carve_attention_scratch(attn_scratch_, c, B, S, threads, a);
+    carve_moe_scratch(moe_scratch_, c, B, S, a);
+    if (training) {
+      dres_a_TD_ = a.carve(T * D);
+      dres_b_TD_ = a.carve(T * D);
+      dh_TD_ = a.carve(T * D);
+      dx_TD_ = a.carve(T * D);
+    }
+  };
+  Arena measure = Arena::measuring();
+  carve_acts(measure);
+  acts_.reset(measure.used());
+  carve_acts(acts_);
+  measure = Arena::measuring();
+  carve_scratch(measure);
+  scratch_.reset(measure.used());
+  carve_scratch(scratch_);
   routing_.resize(c.num_blocks);
   for (auto& r : routing_) r.reset(c.router_slots());
 }

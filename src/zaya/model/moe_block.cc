@@ -28,16 +28,6 @@ void linear_bias(float* y, const float* x, const float* w, const float* bias, in
 
 }  // namespace
 
-int64_t moe_acts_floats(const ZayaConfig& c, int64_t B, int64_t S) {
-  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k;
-  const int64_t F = c.expert_ffn, D = c.hidden;
-  ArenaSizer z;
-  for (int64_t n : {T * R, T, T * R, T * R, T * R, T * R, T * R, T * N, T * N, T * c.top_k, rows * 2 * F,
-                    rows * F, rows * D})
-    z.add(n);
-  return z.total();
-}
-
 void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
   const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k;
   const int64_t F = c.expert_ffn, D = c.hidden;
@@ -54,18 +44,9 @@ void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena
   a.h_R2F = arena.carve(rows * 2 * F);
   a.act_RF = arena.carve(rows * F);
   a.y_RD = arena.carve(rows * D);
+  if (a.r_TR == nullptr) return;  // measuring only
   a.choice_TK.assign(T * c.top_k, kNoExpert);
   a.plan.reserve(c.experts, T, c.top_k);
-}
-
-int64_t moe_scratch_floats(const ZayaConfig& c, int64_t B, int64_t S) {
-  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k;
-  const int64_t F = c.expert_ffn, D = c.hidden;
-  ArenaSizer z;
-  for (int64_t n : {rows * D, rows * D, rows * F, rows * 2 * F, rows * D, T * c.top_k, T * N, T * N, T * R, T * R,
-                    T * R, T * R, T * R, T * R, T * R})
-    z.add(n);
-  return z.total();
 }
 
 void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {

@@ -72,8 +72,7 @@ struct MoeLossOptions {
   float z_loss_coeff = 0.0f;
 };
 
-int64_t moe_acts_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
-int64_t moe_scratch_floats(const ZayaConfig& c, int64_t batch, int64_t seq);
+// Lay the buffers out in `arena` (or count them, on Arena::measuring()).
 void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
 void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
 

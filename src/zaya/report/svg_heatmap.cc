@@ -202,13 +202,7 @@ std::string SvgHeatmap::render() const {
         "<text class=\"value-label\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
         N(W - 14), N((y0 + y1) / 2), xml_escape(o.value_label));
 
-  if (!o.x_label.empty())
-    append_format(svg, "<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", N((x0 + x1) / 2),
-                  N(H - 10), xml_escape(o.x_label));
-  if (!o.y_label.empty())
-    append_format(
-        svg, "<text class=\"ylabel\" transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-        N((y0 + y1) / 2), xml_escape(o.y_label));
+  append_axis_titles(svg, o.x_label, o.y_label, (x0 + x1) / 2, (y0 + y1) / 2, H);
   append_format(svg, "</svg>\n");
   return svg;
 }

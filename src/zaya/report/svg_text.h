@@ -39,4 +39,10 @@ void begin_svg(std::string& out, int width, int height, std::string_view title);
 // several SVGs inlined in one HTML page do not share clip-path ids.
 uint32_t fnv1a(std::string_view text, uint32_t seed = 2166136261u);
 
+// The x-axis title centred under the plot (at x_center, 10 px above the
+// bottom of a height-H image) and the y-axis title rotated along the left
+// edge (centred at y_center); empty titles are left out.
+void append_axis_titles(std::string& svg, const std::string& x_label, const std::string& y_label, double x_center,
+                        double y_center, double height);
+
 }  // namespace zaya
