@@ -1,0 +1,85 @@
+#include "zaya/bench/stream.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "zaya/core/arena.h"
+#include "zaya/core/timer.h"
+
+namespace zaya {
+
+const char* stream_kernel_name(StreamKernel k) {
+  switch (k) {
+    case StreamKernel::kCopy: return "copy";
+    case StreamKernel::kScale: return "scale";
+    case StreamKernel::kAdd: return "add";
+    case StreamKernel::kTriad: return "triad";
+  }
+  return "?";
+}
+
+int stream_bytes_per_element(StreamKernel k) {
+  return k == StreamKernel::kCopy || k == StreamKernel::kScale ? 16 : 24;
+}
+
+StreamResult run_stream(StreamKernel kernel, int64_t n, int threads, int reps) {
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  auto a = aligned_alloc_array<double>(n), b = aligned_alloc_array<double>(n), c = aligned_alloc_array<double>(n);
+  double* A = a.get();
+  double* B = b.get();
+  double* C = c.get();
+  // First touch in parallel with the same static schedule as the kernels (NUMA placement).
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t i = 0; i < n; ++i) {
+    A[i] = 1.0;
+    B[i] = 2.0;
+    C[i] = 0.0;
+  }
+  const double s = 3.0;
+  auto run_once = [&] {
+    switch (kernel) {
+      case StreamKernel::kCopy:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; ++i) C[i] = A[i];
+        break;
+      case StreamKernel::kScale:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; ++i) B[i] = s * C[i];
+        break;
+      case StreamKernel::kAdd:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; ++i) C[i] = A[i] + B[i];
+        break;
+      case StreamKernel::kTriad:
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
+        break;
+    }
+  };
+  run_once();
+  StreamResult r;
+  r.kernel = kernel;
+  r.elements = n;
+  r.threads = nt;
+  r.min_seconds = 1e30;
+  double total = 0;
+  const double bytes = double(stream_bytes_per_element(kernel)) * double(n);
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_seconds();
+    run_once();
+    const double dt = now_seconds() - t0;
+    r.min_seconds = std::min(r.min_seconds, dt);
+    total += dt;
+  }
+  r.best_gbps = bytes / r.min_seconds / 1e9;
+  r.mean_gbps = bytes * double(reps) / total / 1e9;
+  return r;
+}
+
+double measure_dram_bandwidth_gbps(int threads) {
+  // 3 arrays of 20M doubles = 480 MB, far beyond any last-level cache here.
+  return run_stream(StreamKernel::kTriad, int64_t(20) << 20, threads, 5).best_gbps;
+}
+
+}  // namespace zaya
