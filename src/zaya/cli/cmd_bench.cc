@@ -88,10 +88,19 @@ void bench_train(const BenchTrainOptions& o) {
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench", "benchmarks");
+  auto* bench = app.add_subcommand("bench", "benchmarks: train, comm, gemm, membw, io, infer");
   bench->require_subcommand(1);
+  add_bench_train_command(*bench);
+  add_bench_comm_command(*bench);
+  add_bench_gemm_command(*bench);
+  add_bench_membw_command(*bench);
+  add_bench_io_command(*bench);
+  add_bench_infer_command(*bench);
+}
+
+void add_bench_train_command(CLI::App& bench) {
   auto o = std::make_shared<BenchTrainOptions>();
-  auto* train = bench->add_subcommand("train", "training tokens/s and MFU on synthetic tokens");
+  auto* train = bench.add_subcommand("train", "training tokens/s and MFU on synthetic tokens");
   train->add_option("--preset", o->preset, "model preset (tiny, small, zaya1-base)");
   train->add_option("--config", o->config, "a training config (TOML) instead of a preset");
   train->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch")->check(CLI::Range(1, 1 << 16));

@@ -10,6 +10,16 @@ void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
-void add_bench_command(CLI::App& app);
+void add_bench_command(CLI::App& app);  // "bench", with the subcommands below
+void add_eval_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+
+// Subcommands of `zaya bench` (each in its own cmd_bench_*.cc).
+void add_bench_train_command(CLI::App& bench);
+void add_bench_comm_command(CLI::App& bench);
+void add_bench_gemm_command(CLI::App& bench);
+void add_bench_membw_command(CLI::App& bench);
+void add_bench_io_command(CLI::App& bench);
+void add_bench_infer_command(CLI::App& bench);
 
 }  // namespace zaya::cli

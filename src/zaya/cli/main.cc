@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   zaya::cli::add_generate_command(app);
   zaya::cli::add_score_command(app);
   zaya::cli::add_bench_command(app);
+  zaya::cli::add_eval_command(app);
+  zaya::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
