@@ -9,6 +9,13 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# mpirun for tests: oversubscribed loopback ranks, allowed as root (CI), shared memory without CMA.
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+
+# The "loss" values of a metrics.jsonl, one per line.
+losses() { grep -o '"loss":[0-9.e+-]*' "$1" | sed 's/"loss"://'; }
+
 # expect_error CODE PATTERN -- command...: the command must exit with CODE and
 # print PATTERN (an extended regex) on stderr.
 expect_error() {

@@ -113,6 +113,32 @@ TEST(MpiComm, PointToPointNonBlockingAndSplit) {
   EXPECT_EQ(y, float(n * (n - 1) / 2));
 }
 
+TEST(MpiComm, UnevenReduceScatterAndAllGather) {
+  Comm& c = world();
+  const int n = c.size(), r = c.rank();
+  std::vector<int64_t> counts(n);
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += counts[i] = (i * 3) % 4;  // includes empty blocks
+  std::vector<float> send(total), mine(counts[r] + 1);
+  for (int64_t i = 0; i < total; ++i) send[i] = float(i) + float(r);
+  c.reduce_scatter_v(send.data(), mine.data(), counts.data(), DType::kF32, ReduceOp::kSum);
+  int64_t displ = 0;
+  for (int i = 0; i < r; ++i) displ += counts[i];
+  for (int64_t j = 0; j < counts[r]; ++j) ASSERT_EQ(mine[j], float(n) * float(displ + j) + float(n * (n - 1) / 2));
+  std::vector<float> all(total, -1.0f);
+  c.all_gather_v(mine.data(), all.data(), counts.data(), DType::kF32);
+  int64_t k = 0;
+  for (int i = 0; i < n; ++i)
+    for (int64_t j = 0; j < counts[i]; ++j, ++k) ASSERT_EQ(all[k], float(n) * float(k) + float(n * (n - 1) / 2));
+  // In place: our block already sits at its displacement.
+  std::vector<float> inplace(total, 0.0f);
+  for (int64_t j = 0; j < counts[r]; ++j) inplace[displ + j] = float(r);
+  c.all_gather_v(inplace.data() + displ, inplace.data(), counts.data(), DType::kF32);
+  k = 0;
+  for (int i = 0; i < n; ++i)
+    for (int64_t j = 0; j < counts[i]; ++j, ++k) ASSERT_EQ(inplace[k], float(i));
+}
+
 // A receive that no rank will ever match turns into an error after the
 // communicator's timeout, instead of hanging (the [ft] issue builds on this).
 TEST(MpiComm, TimeoutTurnsAHangIntoAnError) {

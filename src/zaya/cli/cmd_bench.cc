@@ -9,6 +9,8 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/dist/collective.h"
+#include "zaya/dist/mesh.h"
 #include "zaya/model/params.h"
 #include "zaya/train/trainer.h"
 
@@ -28,57 +30,112 @@ void bench_train(const BenchTrainOptions& o) {
       fmt::format("train.grad_accum={}", o.grad_accum), fmt::format("train.steps={}", o.warmup + o.steps),
       fmt::format("train.threads={}", o.threads), "schedule.warmup_steps=0"};
   overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
-  TrainConfig config = o.config.empty()
-                           ? parse_train_config(fmt::format("[model]\npreset = \"{}\"\n[data]\ndir = \"-\"\n", o.preset),
-                                                "zaya bench train", overrides)
-                           : load_train_config(o.config, overrides);
+  // Under mpirun: every rank runs its share; the report is rank 0's.
+  auto world = make_world_comm();
+  TrainConfig config;
+  run_collectively(*world, "loading the config", [&] {
+    config = o.config.empty() ? parse_train_config(
+                                    fmt::format("[model]\npreset = \"{}\"\n[data]\ndir = \"-\"\n", o.preset),
+                                    "zaya bench train", overrides)
+                              : load_train_config(o.config, overrides);
+    ZAYA_CHECK(world->size() % config.parallel.ep == 0,
+               "the world of {} ranks does not fit parallel.ep = {} (the world size must be a multiple of ep)",
+               world->size(), config.parallel.ep);
+  });
+  check_same_on_all_ranks(*world, train_config_to_toml(config), "the benchmark configuration");
+  auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep);
   TrainerOptions topt;
   topt.synthetic_data = true;
   topt.quiet = true;
   topt.write_outputs = false;
-  Trainer trainer(config, topt);
-  const ParamCounts counts = count_parameters(trainer.model().config());
-  fmt::print("zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step, {} threads\n",
-             o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch,
-             o.seq_len, o.grad_accum, omp_get_max_threads());
-  for (int64_t i = 0; i < o.warmup; ++i) trainer.train_step();
+  std::unique_ptr<Trainer> trainer;
+  run_collectively(mesh->world(), "start-up", [&] { trainer = std::make_unique<Trainer>(config, topt, mesh); });
+  const bool root = mesh->rank() == 0;
+  const int W = mesh->world_size();
+  const ParamCounts counts = count_parameters(trainer->model().config());
+  if (root)
+    fmt::print("zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step per rank, "
+               "{} rank(s) (dp {} x ep {}), {} threads per rank\n",
+               o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch,
+               o.seq_len, o.grad_accum, W, mesh->dp_size(), mesh->ep_size(), omp_get_max_threads());
+  for (int64_t i = 0; i < o.warmup; ++i) trainer->train_step();
   profile_reset();
-  double seconds = 0, flops = 0, tokens = 0, best = 1e30;
+  // Per rank: seconds, flops, own tokens, best step, exposed/overlapped comm, gather, expert exchange.
+  double t[8] = {0, 0, 0, 1e30, 0, 0, 0, 0};
   for (int64_t i = 0; i < o.steps; ++i) {
-    StepResult r = trainer.train_step();
-    seconds += r.seconds;
-    flops += r.flops;
-    tokens += double(r.tokens);
-    best = std::min(best, r.seconds);
+    StepResult r = trainer->train_step();
+    t[0] += r.seconds;
+    t[1] += r.flops;
+    t[2] += double(r.rank_tokens);
+    t[3] = std::min(t[3], r.seconds);
+    t[4] += r.grad_reduce_exposed;
+    t[5] += r.grad_reduce_overlapped;
+    t[6] += r.param_gather;
+    t[7] += r.expert_exchange;
   }
-  // MFU against the f32 GEMM peak measured now, in the same process.
-  const double peak = trainer.peak_gflops();
-  const double tps = tokens / seconds, mfu = flops / seconds / (peak * 1e9);
-  fmt::print("  step time {:.3f} s (best {:.3f} s) over {} steps after {} warm-up\n", seconds / double(o.steps), best,
-             o.steps, o.warmup);
-  fmt::print("  {:.0f} tokens/s, {:.1f} GFLOP/s model FLOPs, MFU {:.1f}% of the measured f32 GEMM peak ({:.0f} GFLOP/s)\n",
-             tps, flops / seconds / 1e9, 100 * mfu, peak);
+  std::vector<double> all(8 * size_t(W));
+  mesh->world().all_gather(t, all.data(), 8, DType::kF64);
+  const double peak = trainer->peak_gflops();
+  if (!root) return;
+  const double steps = double(o.steps);
+  double slowest = 0, tokens = 0;
+  for (int q = 0; q < W; ++q) {
+    slowest = std::max(slowest, all[8 * q]);
+    tokens += all[8 * q + 2];
+  }
+  const double tps = tokens / slowest, mfu = t[1] / t[0] / (peak * 1e9);
+  fmt::print("  step time {:.3f} s (best {:.3f} s) over {} steps after {} warm-up\n", t[0] / steps, t[3], o.steps,
+             o.warmup);
+  fmt::print("  {:.0f} tokens/s aggregate, {:.1f} GFLOP/s model FLOPs per rank, MFU {:.1f}% of one rank's measured "
+             "f32 GEMM peak ({:.0f} GFLOP/s)\n",
+             tps, t[1] / t[0] / 1e9, 100 * mfu, peak);
+  if (W > 1) {
+    fmt::print("  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather   expert all-to-all\n");
+    for (int q = 0; q < W; ++q) {
+      const double* a = &all[8 * size_t(q)];
+      fmt::print("  {:>4} {:>9.0f} {:>8.3f}   {:>14.3f} / {:<14.3f}   {:>12.3f}   {:>17.3f}\n", q, a[2] / a[0],
+                 a[0] / steps, a[4] / steps, a[5] / steps, a[6] / steps, a[7] / steps);
+    }
+    const double comm_exposed = (t[4] + t[6] + t[7]) / steps;
+    fmt::print("  rank 0 per step: compute {:.3f} s, exposed communication {:.3f} s, overlapped {:.3f} s\n",
+               t[0] / steps - comm_exposed, comm_exposed, t[5] / steps);
+  }
   if (profiling_enabled()) {
-    fmt::print("  profile (ZAYA_PROFILE=1), per timed step:\n");
+    fmt::print("  profile (ZAYA_PROFILE=1), rank 0, per timed step:\n");
     for (const ProfileEntry& e : profile_snapshot())
       if (e.calls > 0)
-        fmt::print("    {:<42} {:9.4f} s  {:5.1f}%  ({} calls)\n", e.name, e.seconds / double(o.steps),
-                   100 * e.seconds / seconds, e.calls);
+        fmt::print("    {:<42} {:9.4f} s  {:5.1f}%  ({} calls)\n", e.name, e.seconds / steps, 100 * e.seconds / t[0],
+                   e.calls);
   }
   if (!o.json_out.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int q = 0; q < W; ++q) {
+      const double* a = &all[8 * size_t(q)];
+      ranks.push_back({{"rank", q},
+                       {"tokens_per_second", a[2] / a[0]},
+                       {"step_seconds", a[0] / steps},
+                       {"grad_reduce_exposed_seconds", a[4] / steps},
+                       {"grad_reduce_overlapped_seconds", a[5] / steps},
+                       {"param_gather_seconds", a[6] / steps},
+                       {"expert_exchange_seconds", a[7] / steps}});
+    }
     nlohmann::json j = {{"bench", "train"},
                         {"model", o.config.empty() ? o.preset : o.config},
                         {"micro_batch", o.micro_batch},
                         {"seq_len", o.seq_len},
                         {"grad_accum", o.grad_accum},
+                        {"world", W},
+                        {"dp", mesh->dp_size()},
+                        {"ep", mesh->ep_size()},
                         {"threads", omp_get_max_threads()},
                         {"steps", o.steps},
                         {"warmup", o.warmup},
-                        {"step_seconds", seconds / double(o.steps)},
+                        {"step_seconds", t[0] / steps},
                         {"tokens_per_second", tps},
-                        {"model_gflops_per_second", flops / seconds / 1e9},
+                        {"model_gflops_per_second", t[1] / t[0] / 1e9},
                         {"peak_f32_gemm_gflops", peak},
-                        {"mfu", mfu}};
+                        {"mfu", mfu},
+                        {"ranks", ranks}};
     std::ofstream f(o.json_out);
     ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);
     f << j.dump(2) << "\n";

@@ -7,6 +7,8 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/dist/collective.h"
+#include "zaya/dist/comm.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zaya: train, evaluate and run ZAYA1-family mixture-of-experts models"};
@@ -25,13 +27,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, version or the usage error
     return code == 0 ? 0 : 2;      // usage errors exit with 2, failures with 1
-  } catch (const zaya::Error& e) {
+  } catch (const zaya::CollectiveError& e) {
+    // Every rank failed together (start-up agreement): a normal exit.
     std::fflush(stdout);
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "error: {}\n", e.what());
+    // Under mpirun the other ranks may be waiting in a collective for this
+    // one: stop them all now rather than let them hang.
+    if (zaya::launched_by_mpi()) zaya::abort_world(1);
     return 1;
   }
   return 0;

@@ -42,17 +42,24 @@ void TokenSampler::window(uint64_t w, int32_t* input_S, int32_t* target_S) const
 }
 
 void TokenSampler::next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq) {
+  next_slice(input_BS, target_BS, batch, seq, 0, batch);
+}
+
+void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first,
+                              int64_t total) {
   ZAYA_CHECK(seq == seq_, "{}: next() asked for sequence length {}, but the sampler was built for {}",
              shard_->idx_path(), seq, seq_);
-  ZAYA_CHECK(batch >= 0, "{}: batch size {} is negative", shard_->idx_path(), batch);
-  for (int64_t b = 0; b < batch; ++b) {
+  ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total,
+             "{}: slice {}..{} of a draw of {} windows is invalid", shard_->idx_path(), first, first + batch, total);
+  for (int64_t i = 0; i < total; ++i) {
     if (state_.index == num_windows_) {
       ++state_.epoch;
       state_.index = 0;
     }
-    uint64_t w = window_at(state_.epoch, state_.index);
-    ++state_.index;
-    window(w, input_BS + b * seq_, target_BS + b * seq_);
+    const uint64_t index = state_.index++;
+    if (i < first || i >= first + batch) continue;  // another rank's window: only the position advances
+    const uint64_t w = window_at(state_.epoch, index);
+    window(w, input_BS + (i - first) * seq_, target_BS + (i - first) * seq_);
   }
 }
 

@@ -41,6 +41,10 @@ class TokenSampler {
   // Fills input_BS and target_BS (batch x seq, row-major) with the next
   // `batch` windows; `seq` must equal the sampler's sequence length.
   void next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq);
+  // Draws `total` windows (the whole global batch of every rank) but copies
+  // only windows first .. first + batch - 1: data parallelism, where every rank
+  // keeps the same sampler state and takes its own slice.
+  void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total);
 
   // Copies window w (< windows_per_epoch()) into input_S and target_S.
   void window(uint64_t w, int32_t* input_S, int32_t* target_S) const;

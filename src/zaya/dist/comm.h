@@ -11,6 +11,9 @@
 //   broadcast       buf of `root` to every rank
 //   all_to_all      rank r's block j goes to rank j's block r            (blocks of count elements)
 //   all_to_all_v    the same with per-peer element counts and displacements
+//   reduce_scatter_v  rank r gets op over ranks of send[displ(r) .. + counts[r]]
+//                     (send holds sum(counts); displ(r) = counts[0] + ... + counts[r-1])
+//   all_gather_v    recv[displ(r) .. + counts[r]] = send of rank r
 //   send / recv     point to point, matched by (peer, tag)
 //
 // In-place use: pass send == recv for all_reduce; for reduce_scatter the
@@ -63,11 +66,24 @@ class Comm {
                             const int64_t* recv_counts, const int64_t* recv_displs, DType dtype) = 0;
   virtual void send(const void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual void recv(void* buf, size_t count, DType dtype, int peer, int tag) = 0;
+  // Uneven blocks (counts[size()] elements per rank, consecutive in rank order).
+  void reduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype, ReduceOp op) {
+    Request r = ireduce_scatter_v(send, recv, counts, dtype, op);
+    wait(r);
+  }
+  void all_gather_v(const void* send, void* recv, const int64_t* counts, DType dtype) {
+    Request r = iall_gather_v(send, recv, counts, dtype);
+    wait(r);
+  }
 
   // Non-blocking versions: buffers must stay untouched until wait() returns.
   virtual Request iall_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   virtual Request ireduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   virtual Request iall_gather(const void* send, void* recv, size_t count, DType dtype) = 0;
+  // `counts` must stay valid until the request completes.
+  virtual Request ireduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype,
+                                    ReduceOp op) = 0;
+  virtual Request iall_gather_v(const void* send, void* recv, const int64_t* counts, DType dtype) = 0;
   virtual Request isend(const void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual Request irecv(void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual void wait(Request& request) = 0;

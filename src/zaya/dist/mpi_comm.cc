@@ -155,6 +155,7 @@ struct MpiRequest : CommRequest {
   void* avg_buf = nullptr;
   size_t avg_count = 0;
   DType avg_type = DType::kF32;
+  std::vector<int> counts;  // int counts/displacements of v-collectives, alive until completion
   const char* what = "";
 };
 
@@ -301,6 +302,39 @@ class MpiComm : public Comm {
     check(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, checked_count(count, "all_gather"), mpi_type(t), recv,
                          int(count), mpi_type(t), comm_, &r->request),
           "all_gather");
+    return r;
+  }
+
+  Request ireduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType t, ReduceOp op) override {
+    auto r = std::make_unique<MpiRequest>();
+    r->what = "reduce_scatter_v";
+    r->counts.resize(size_t(size_));
+    int64_t total = 0;
+    for (int i = 0; i < size_; ++i) {
+      r->counts[i] = checked_count(size_t(counts[i]), "reduce_scatter_v count");
+      total += counts[i];
+    }
+    checked_count(size_t(total), "reduce_scatter_v total");
+    check(MPI_Ireduce_scatter(send, recv, r->counts.data(), mpi_type(t), mpi_op(t, op), comm_, &r->request),
+          "reduce_scatter_v");
+    if (op == ReduceOp::kAvg) set_avg(*r, recv, size_t(counts[rank_]), t);
+    return r;
+  }
+
+  Request iall_gather_v(const void* send, void* recv, const int64_t* counts, DType t) override {
+    auto r = std::make_unique<MpiRequest>();
+    r->what = "all_gather_v";
+    r->counts.resize(2 * size_t(size_));
+    int64_t displ = 0;
+    for (int i = 0; i < size_; ++i) {
+      r->counts[i] = checked_count(size_t(counts[i]), "all_gather_v count");
+      r->counts[size_ + i] = checked_count(size_t(displ), "all_gather_v displacement");
+      displ += counts[i];
+    }
+    const bool in_place = static_cast<const char*>(recv) + size_t(r->counts[size_ + rank_]) * dtype_bytes(t) == send;
+    check(MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send, r->counts[rank_], mpi_type(t), recv, r->counts.data(),
+                          r->counts.data() + size_, mpi_type(t), comm_, &r->request),
+          "all_gather_v");
     return r;
   }
 

@@ -10,7 +10,8 @@
 
 namespace zaya {
 
-void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options) {
+void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
+                     const HfSaveOptions& options) {
   ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
              options.dtype);
   std::error_code ec;
@@ -18,16 +19,27 @@ void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveO
   ZAYA_CHECK(!ec, "cannot create directory '{}': {}", dir, ec.message());
   SafetensorsWriter w;
   w.set_metadata("format", "pt");
-  for (const ParamEntry& e : model.params().entries()) {
-    const float* src = model.param_data() + e.offset;
-    if (options.dtype == "bf16") w.add_bf16(e.name, e.shape, src);
-    else w.add_f32(e.name, e.shape, src);
+  for (const NamedTensor& t : tensors) {
+    if (options.dtype == "bf16" && !t.always_f32) w.add_bf16(t.name, t.shape, t.data);
+    else w.add_f32(t.name, t.shape, t.data);
   }
-  for (const ParamEntry& e : model.buffers().entries()) w.add_f32(e.name, e.shape, model.buffer_data() + e.offset);
   write_sharded(dir, w, options.max_shard_bytes);
   const std::string dtype = options.dtype == "bf16" ? "bfloat16" : "float32";
   write_file_atomic((std::filesystem::path(dir) / "config.json").string(),
-                    config_to_hf_json(model.config(), dtype).dump(2) + "\n");
+                    config_to_hf_json(config, dtype).dump(2) + "\n");
+}
+
+void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options) {
+  ZAYA_CHECK(model.params().experts().count == model.config().experts,
+             "this rank holds experts {}..{} of {}: gather every expert before saving a complete model",
+             model.params().experts().first, model.params().experts().first + model.params().experts().count - 1,
+             model.config().experts);
+  std::vector<NamedTensor> tensors;
+  for (const ParamEntry& e : model.params().entries())
+    tensors.push_back({e.name, e.shape, model.param_data() + e.offset, false});
+  for (const ParamEntry& e : model.buffers().entries())
+    tensors.push_back({e.name, e.shape, model.buffer_data() + e.offset, true});
+  save_hf_tensors(model.config(), tensors, dir, options);
 }
 
 void load_hf_weights(ZayaModel& model, const std::string& dir) {

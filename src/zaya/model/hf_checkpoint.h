@@ -20,6 +20,18 @@ struct HfSaveOptions {
 // Creates `dir` if needed; every file is written atomically.
 void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options = {});
 
+// One tensor to write: its legacy name, shape and float32 values.
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data = nullptr;
+  bool always_f32 = false;  // buffers (balancing biases) stay F32 whatever the dtype
+};
+
+// The general form: any list of tensors (e.g. gathered from expert-parallel ranks).
+void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
+                     const HfSaveOptions& options = {});
+
 // Reads config.json and the weights. Every parameter and buffer must be present
 // with its exact shape (F32, BF16, F16 or F64 on disk); a tied `lm_head.weight`
 // is accepted and ignored; any other unexpected tensor is an error.

@@ -27,8 +27,8 @@ float* input_norm(const ModelWeights& w, int64_t n) {
 
 }  // namespace
 
-ZayaModel::ZayaModel(const ZayaConfig& config)
-    : config_(config), params_(config, true), buffers_(config, false) {
+ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts)
+    : config_(config), params_(config, true, experts), buffers_(config, false) {
   config_.validate("model config");
   param_arena_.reset(params_.total_floats());
   buffer_arena_.reset(std::max<int64_t>(buffers_.total_floats(), 1));
@@ -42,8 +42,11 @@ void ZayaModel::init(uint64_t seed) {
   init_buffers(config_, buffers_, buffer_arena_.data());
 }
 
-ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool training)
-    : max_batch_(B), max_seq_(S), training_(training) {
+ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool training, Comm* ep)
+    : max_batch_(B), max_seq_(S), training_(training), ep_(ep) {
+  const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
+  ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks",
+             c.experts, ep_ranks);
   ZAYA_CHECK(B >= 1 && S >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S);
   ZAYA_CHECK(S <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S, c.max_position);
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
@@ -71,7 +74,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
     moe_.resize(c.num_blocks);
     for (int64_t b = 0; b < c.num_blocks; ++b) {
       carve_attention_acts(attn_[b], c, B, S, a);
-      carve_moe_acts(moe_[b], c, B, S, a);
+      carve_moe_acts(moe_[b], c, B, S, ep_ranks, a);
     }
     logits_TV_ = a.carve(T * V);
     loss_T_ = a.carve(T);
@@ -79,7 +82,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
   };
   auto carve_scratch = [&](Arena& a) {
     carve_attention_scratch(attn_scratch_, c, B, S, threads, a);
-    carve_moe_scratch(moe_scratch_, c, B, S, a);
+    carve_moe_scratch(moe_scratch_, c, B, S, ep_ranks, a);
     if (training) {
       dres_a_TD_ = a.carve(T * D);
       dres_b_TD_ = a.carve(T * D);
@@ -101,6 +104,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
 
 void ModelWorkspace::reset_routing() {
   for (auto& r : routing_) r.reset(int64_t(r.choices_N.size()));
+  moe_scratch_.experts.exchange_seconds = 0;
 }
 
 int64_t ModelWorkspace::bytes() const { return int64_t(sizeof(float)) * (acts_.capacity() + scratch_.capacity()); }
@@ -142,7 +146,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
       const int64_t l = n / 2;
       parts.router_loss += moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_,
                                              ws.shape_, ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n],
-                                             loss, ws.routing_[l]);
+                                             loss, ws.routing_[l], ws.ep_);
       r_prev = ws.moe_[l].r_TR;
     }
     h = ws.out_TD_[n];
@@ -167,7 +171,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
 }
 
 void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& g, float xent_scale,
-                    float router_scale, const MoeLossOptions& loss) {
+                    float router_scale, const MoeLossOptions& loss, const std::function<void(int)>* layer_done) {
   ZAYA_CHECK(ws.training_, "model_backward needs a workspace created for training");
   const ZayaConfig& c = model.config();
   const ModelWeights& w = model.weights();
@@ -204,11 +208,13 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
       const int64_t l = k / 2;
       const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].r_TR : nullptr;
       moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev,
-                         ws.dh_TD_, ws.dx_TD_, loss, router_scale);
+                         ws.dh_TD_, ws.dx_TD_, loss, router_scale, ws.ep_);
     }
     rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_,
                             ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T, D);
     std::swap(dres, dres_prev);
+    // Half-layer n's merge was differentiated now, its norm and block one iteration ago.
+    if (layer_done != nullptr && n < L2) (*layer_done)(int(n));
   }
   // Merge 0: res[0] = (embed + hb) * hs.
   const ResidualScaleWeights& m0 = merge_weights(w, 0, L2);
@@ -216,6 +222,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   zero(ws.dh_TD_, T * D);
   residual_scale_backward<float>(ws.dh_TD_, g0.hs_scale_D, g0.hs_bias_D, nullptr, nullptr, nullptr, dres,
                                  ws.embed_out_TD_, m0.hs_scale_D, m0.hs_bias_D, nullptr, nullptr, nullptr, T, D);
+  if (layer_done != nullptr) (*layer_done)(0);
   // Embedding rows: columns split across threads, tokens in order (reproducible).
   const int32_t* ids = ws.ids_T_.data();
   float* dh = ws.dh_TD_;

@@ -11,6 +11,7 @@
 // once so the step loop allocates nothing.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "zaya/core/arena.h"
@@ -25,7 +26,8 @@ namespace zaya {
 
 class ZayaModel {
  public:
-  explicit ZayaModel(const ZayaConfig& config);
+  // experts: the experts this rank holds (expert parallelism); default all.
+  explicit ZayaModel(const ZayaConfig& config, ExpertRange experts = {});
   ZayaModel(const ZayaModel&) = delete;
   ZayaModel& operator=(const ZayaModel&) = delete;
 
@@ -64,8 +66,9 @@ struct LossParts {
 class ModelWorkspace {
  public:
   // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
-  // skips the backward scratch.
-  ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training);
+  // skips the backward scratch. ep: the expert-parallel group when the model's
+  // experts are spread over ranks (null: this rank holds all of them).
+  ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr);
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -75,6 +78,8 @@ class ModelWorkspace {
   // Per-token cross-entropy of the last forward [B*S] (0 where there was no target).
   const float* token_loss() const { return loss_T_; }
   std::vector<RoutingStats>& routing() { return routing_; }
+  // Seconds spent in expert-parallel all-to-all exchanges since the last reset_routing().
+  double exchange_seconds() const { return moe_scratch_.experts.exchange_seconds; }
   void reset_routing();
   int64_t bytes() const;
 
@@ -82,9 +87,10 @@ class ModelWorkspace {
   friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t,
                                  int64_t, const MoeLossOptions&);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
-                             const MoeLossOptions&);
+                             const MoeLossOptions&, const std::function<void(int)>*);
   int64_t max_batch_, max_seq_;
   bool training_;
+  Comm* ep_ = nullptr;
   BatchShape shape_;
   RopeTable rope_;
   std::vector<int32_t> pos_T_;
@@ -119,8 +125,11 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
 // gradient arena) the gradient of
 //   xent_scale * sum of token cross-entropies + router_scale * router losses.
 // For the mean over N target tokens of a global batch, xent_scale = 1/N.
+// layer_done, when given, is called with n as soon as every parameter gradient
+// of half-layer n is final (for overlapping their reduction with the rest).
 void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& grads, float xent_scale,
-                    float router_scale, const MoeLossOptions& loss);
+                    float router_scale, const MoeLossOptions& loss,
+                    const std::function<void(int)>* layer_done = nullptr);
 
 // Forward FLOPs (GEMMs + causal attention) of B*S tokens whose MoE layers sent
 // `routed_rows` rows to experts in total (summed over layers), used for MFU.

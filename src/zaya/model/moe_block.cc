@@ -28,9 +28,8 @@ void linear_bias(float* y, const float* x, const float* w, const float* bias, in
 
 }  // namespace
 
-void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
-  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k;
-  const int64_t F = c.expert_ffn, D = c.hidden;
+void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, Arena& arena) {
+  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots();
   a.r_TR = arena.carve(T * R);
   a.r_rstd_T = arena.carve(T);
   a.rn_TR = arena.carve(T * R);
@@ -41,21 +40,16 @@ void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena
   a.logits_TN = arena.carve(T * N);
   a.probs_TN = arena.carve(T * N);
   a.gate_TK = arena.carve(T * c.top_k);
-  a.h_R2F = arena.carve(rows * 2 * F);
-  a.act_RF = arena.carve(rows * F);
-  a.y_RD = arena.carve(rows * D);
+  carve_expert_acts(a.experts, c, T, ep_ranks, arena);
   if (a.r_TR == nullptr) return;  // measuring only
   a.choice_TK.assign(T * c.top_k, kNoExpert);
   a.plan.reserve(c.experts, T, c.top_k);
 }
 
-void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
-  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k;
-  const int64_t F = c.expert_ffn, D = c.hidden;
-  s.xp_RD = arena.carve(rows * D);
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, Arena& arena) {
+  const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k, D = c.hidden;
+  carve_expert_scratch(s.experts, c, T, ep_ranks, arena);
   s.dy_RD = arena.carve(rows * D);
-  s.dact_RF = arena.carve(rows * F);
-  s.dh_R2F = arena.carve(rows * 2 * F);
   s.dxp_RD = arena.carve(rows * D);
   s.dgate_TK = arena.carve(T * c.top_k);
   s.dprobs_TN = arena.carve(T * N);
@@ -71,9 +65,8 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S,
 
 double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* bias_N, MoeActs& a, MoeScratch& s,
                          const BatchShape& b, const float* x_TD, const float* r_prev_TR, float* out_TD,
-                         const MoeLossOptions& loss, RoutingStats& stats) {
+                         const MoeLossOptions& loss, RoutingStats& stats, Comm* ep) {
   const int64_t T = b.tokens(), D = c.hidden, R = c.router_hidden, N = c.router_slots(), K = c.top_k;
-  const int64_t F = c.expert_ffn;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
   linear_bias(a.r_TR, x_TD, w.down_RD, w.down_b_R, T, D, R);
@@ -111,51 +104,25 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
     extra += l;
   }
 
-  // ---- experts: permute, one GEMM pair per expert, combine (spec §4) ----
+  // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
   build_expert_plan(a.plan, a.choice_TK.data(), T, K);
-  gather_rows<float>(s.xp_RD, x_TD, a.plan, D);
-  for (int64_t e = 0; e < c.experts; ++e) {
-    const int64_t r0 = a.plan.offsets[e], n = a.plan.count(e);
-    if (n == 0) continue;
-    linear_forward<float>(a.h_R2F + r0 * 2 * F, s.xp_RD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
-  }
-  swiglu_forward<float>(a.act_RF, a.h_R2F, a.plan.rows, F);
-  for (int64_t e = 0; e < c.experts; ++e) {
-    const int64_t r0 = a.plan.offsets[e], n = a.plan.count(e);
-    if (n == 0) continue;
-    linear_forward<float>(a.y_RD + r0 * D, a.act_RF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
-  }
-  combine_forward<float>(out_TD, a.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan, T, K, D, c.skip_slot());
+  experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep);
+  combine_forward<float>(out_TD, a.experts.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan, T, K, D,
+                         c.skip_slot());
   return extra;
 }
 
 void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a,
                         MoeScratch& s, const BatchShape& b, const float* x_TD, const float* r_prev_TR,
-                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale) {
+                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale,
+                        Comm* ep) {
   const int64_t T = b.tokens(), D = c.hidden, R = c.router_hidden, N = c.router_slots(), K = c.top_k;
-  const int64_t F = c.expert_ffn, rows = a.plan.rows;
   ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
   zero(s.dgate_TK, T * K);
-  combine_backward<float>(s.dy_RD, s.dgate_TK, dx_TD, dout_TD, a.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan,
-                          T, K, D, c.skip_slot());
-  for (int64_t e = 0; e < c.experts; ++e) {
-    const int64_t r0 = a.plan.offsets[e], n = a.plan.count(e);
-    if (n == 0) continue;
-    zero(s.dact_RF + r0 * F, n * F);
-    linear_backward<float>(s.dact_RF + r0 * F, g.fc2_EDF + e * D * F, s.dy_RD + r0 * D, a.act_RF + r0 * F,
-                           w.fc2_EDF + e * D * F, n, F, D);
-  }
-  zero(s.dh_R2F, rows * 2 * F);
-  swiglu_backward<float>(s.dh_R2F, s.dact_RF, a.h_R2F, rows, F);
-  gather_rows<float>(s.xp_RD, x_TD, a.plan, D);  // recomputed rather than stored
-  for (int64_t e = 0; e < c.experts; ++e) {
-    const int64_t r0 = a.plan.offsets[e], n = a.plan.count(e);
-    if (n == 0) continue;
-    zero(s.dxp_RD + r0 * D, n * D);
-    linear_backward<float>(s.dxp_RD + r0 * D, g.fc1_E2FD + e * 2 * F * D, s.dh_R2F + r0 * 2 * F, s.xp_RD + r0 * D,
-                           w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
-  }
+  combine_backward<float>(s.dy_RD, s.dgate_TK, dx_TD, dout_TD, a.experts.y_RD, x_TD, a.gate_TK, a.choice_TK.data(),
+                          a.plan, T, K, D, c.skip_slot());
+  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_RD, s.dxp_RD);
   scatter_add_rows<float>(dx_TD, s.dxp_RD, a.plan, T, K, D);
 
   // ---- router: the gate is p[slot], so its gradient enters the softmax at that slot ----

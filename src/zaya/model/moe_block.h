@@ -13,6 +13,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/model/batch.h"
 #include "zaya/model/config.h"
+#include "zaya/model/moe_experts.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/moe_dispatch.h"
 
@@ -31,18 +32,14 @@ struct MoeActs {
   float* probs_TN = nullptr;
   float* gate_TK = nullptr;
   std::vector<int32_t> choice_TK;
-  ExpertPlan plan;
-  float* h_R2F = nullptr;      // expert fc1 outputs, rows in expert order
-  float* act_RF = nullptr;     // swiglu(h)
-  float* y_RD = nullptr;       // expert outputs before gating
+  ExpertPlan plan;             // routed rows grouped by (global) expert
+  ExpertActs experts;
 };
 
 struct MoeScratch {
-  float* xp_RD = nullptr;      // gathered expert inputs
-  float* dy_RD = nullptr;
-  float* dact_RF = nullptr;
-  float* dh_R2F = nullptr;
-  float* dxp_RD = nullptr;
+  ExpertScratch experts;
+  float* dy_RD = nullptr;      // gradient of the plan-order expert outputs
+  float* dxp_RD = nullptr;     // gradient of the plan-order expert inputs
   float* dgate_TK = nullptr;
   float* dprobs_TN = nullptr;
   float* dlogits_TN = nullptr;
@@ -72,21 +69,25 @@ struct MoeLossOptions {
   float z_loss_coeff = 0.0f;
 };
 
-// Lay the buffers out in `arena` (or count them, on Arena::measuring()).
-void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
-void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
+// Lay the buffers out in `arena` (or count them, on Arena::measuring());
+// ep_ranks sizes the rows an expert-parallel rank may receive.
+void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, Arena& arena);
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks,
+                       Arena& arena);
 
 // out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
+// ep: expert-parallel group (null: one rank holds every expert).
 // Adds this layer's routing counts into stats; returns aux + z loss of the layer (0 if disabled).
 double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* balancing_bias_N, MoeActs& a,
                          MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
-                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats);
+                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep);
 
 // Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
 // layer; zero it before the last layer) and leaves there the gradient for the previous one.
 // aux_grad_scale multiplies the gradient of this layer's aux and z losses.
 void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a,
                         MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
-                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale);
+                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale,
+                        Comm* ep);
 
 }  // namespace zaya

@@ -7,6 +7,20 @@
 
 namespace zaya {
 
+namespace {
+
+// FNV-1a of the tensor name (stable across builds and platforms).
+uint64_t name_stream(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : name) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
 std::string layer_prefix(int half_layer) { return "model.layers." + std::to_string(half_layer) + "."; }
 
 void ParamTable::add(std::string name, std::vector<int64_t> shape, ParamKind kind, InitKind init, float std,
@@ -29,7 +43,11 @@ void ParamTable::add(std::string name, std::vector<int64_t> shape, ParamKind kin
   entries_.push_back(std::move(e));
 }
 
-ParamTable::ParamTable(const ZayaConfig& c, bool trainable) {
+ParamTable::ParamTable(const ZayaConfig& c, bool trainable, ExpertRange experts) : experts_(experts) {
+  if (experts_.count < 0) experts_ = {0, c.experts};
+  ZAYA_CHECK(experts_.first >= 0 && experts_.count >= 1 && experts_.first + experts_.count <= c.experts,
+             "expert range {}..{} does not fit {} experts", experts_.first, experts_.first + experts_.count - 1,
+             c.experts);
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, E = c.experts;
   const int64_t C = c.conv_channels(), d = c.head_dim;
   const float std = 0.02f;
@@ -78,13 +96,6 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable) {
       add(r + "router_mlp.2.weight", {R, R}, ParamKind::kMatrix, InitKind::kNormal, std, n);
       add(r + "router_mlp.2.bias", {R}, V, InitKind::kZeros, 0, n);
       add(r + "router_mlp.4.weight", {N, R}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      const std::string x = p + "zaya_block.experts.local_experts.";
-      for (int e = 0; e < E; ++e)
-        add(x + std::to_string(e) + ".linear_fc1.weight", {2 * F, D}, ParamKind::kMatrix, InitKind::kNormal, std,
-            n, e);
-      for (int e = 0; e < E; ++e)
-        add(x + std::to_string(e) + ".linear_fc2.weight", {D, F}, ParamKind::kMatrix, InitKind::kNormal, out_std,
-            n, e);
     }
   }
   add("model.final_norm.weight", {D}, V, InitKind::kOnes, 0, -1);
@@ -92,6 +103,19 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable) {
   add("model.res_scale.hidden_states_bias", {D}, V, InitKind::kZeros, 0, -1);
   add("model.res_scale.residual_scale", {D}, V, InitKind::kOnes, 0, -1);
   add("model.res_scale.residual_bias", {D}, V, InitKind::kZeros, 0, -1);
+  dense_ = total_;
+  // Expert region: per MoE layer, this rank's experts' fc1 stacked [count, 2F, D], then fc2 [count, D, F].
+  const int e0 = int(experts_.first), e1 = int(experts_.first + experts_.count);
+  for (int n = 1; n < c.half_layers(); n += 2) {
+    const std::string x = layer_prefix(n) + "zaya_block.experts.local_experts.";
+    for (int e = e0; e < e1; ++e)
+      add(x + std::to_string(e) + ".linear_fc1.weight", {2 * F, D}, ParamKind::kMatrix, InitKind::kNormal, std, n,
+          e);
+    for (int e = e0; e < e1; ++e)
+      add(x + std::to_string(e) + ".linear_fc2.weight", {D, F}, ParamKind::kMatrix, InitKind::kNormal, out_std, n,
+          e);
+  }
+  (void)E;
 }
 
 const ParamEntry* ParamTable::find(const std::string& name) const {
@@ -106,10 +130,11 @@ const ParamEntry& ParamTable::at(const std::string& name) const {
 }
 
 void init_params(const ParamTable& table, float* base, const ZayaConfig& c, uint64_t seed) {
-  uint64_t stream = 0;
   for (const ParamEntry& e : table.entries()) {
     float* p = base + e.offset;
-    ++stream;  // one Philox stream per tensor: values do not depend on other tensors' sizes
+    // One Philox stream per tensor, from its name: a tensor's values depend on
+    // neither the other tensors nor which experts this rank holds.
+    const uint64_t stream = name_stream(e.name);
     switch (e.init) {
       case InitKind::kNormal:
         fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);

@@ -4,6 +4,12 @@
 // initialised and which optimizer treats it. The same offsets address the
 // gradient arena and the optimizer-state arenas, so one table serves all.
 //
+// Layout: the dense region (everything every rank holds: embedding, attention,
+// routers, norms, residual scales) comes first, then the expert region (the
+// experts this rank holds, stacked per MoE layer). Under expert parallelism a
+// rank's table lists only its own experts, keeping their global indices in
+// the names, so the two regions are reduced over different process groups.
+//
 // Non-trainable buffers (the routers' balancing biases) live in their own table.
 
 #include <cstdint>
@@ -39,18 +45,27 @@ struct ParamEntry {
   InitKind init = InitKind::kZeros;
   float init_std = 0.0f;
   int half_layer = -1;         // 0..2*num_blocks-1, or -1 for global tensors
-  int expert = -1;             // expert index for per-expert tensors, else -1
+  int expert = -1;             // global expert index for per-expert tensors, else -1
   bool weight_decay = false;
   bool muon = false;           // orthogonalised update (2-D hidden matrices)
+};
+
+// The experts a rank holds: [first, first + count) of every MoE layer.
+struct ExpertRange {
+  int64_t first = 0;
+  int64_t count = -1;  // -1: all experts
 };
 
 class ParamTable {
  public:
   // trainable = true: the parameter table; false: the buffer table (balancing biases).
-  ParamTable(const ZayaConfig& config, bool trainable);
+  ParamTable(const ZayaConfig& config, bool trainable, ExpertRange experts = {});
 
   const std::vector<ParamEntry>& entries() const { return entries_; }
   int64_t total_floats() const { return total_; }
+  // Floats of the dense region [0, dense_floats()); the expert region follows.
+  int64_t dense_floats() const { return dense_; }
+  const ExpertRange& experts() const { return experts_; }
   const ParamEntry& at(const std::string& name) const;
   const ParamEntry* find(const std::string& name) const;
 
@@ -60,6 +75,8 @@ class ParamTable {
   std::vector<ParamEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   int64_t total_ = 0;
+  int64_t dense_ = 0;
+  ExpertRange experts_;
 };
 
 // Writes the initial values of every entry (deterministic in `seed`, any thread count).

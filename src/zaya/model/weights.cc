@@ -54,10 +54,13 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
       m.mlp2_RR = at(r + "router_mlp.2.weight");
       m.mlp2_b_R = at(r + "router_mlp.2.bias");
       m.mlp4_NR = at(r + "router_mlp.4.weight");
-      m.fc1_E2FD = at(x + "0.linear_fc1.weight");
-      m.fc2_EDF = at(x + "0.linear_fc2.weight");
-      ZAYA_ASSERT(at(x + std::to_string(c.experts - 1) + ".linear_fc1.weight") ==
-                  m.fc1_E2FD + (c.experts - 1) * 2 * c.expert_ffn * c.hidden);
+      const int64_t e0 = t.experts().first, ne = t.experts().count;
+      m.expert_first = e0;
+      m.expert_count = ne;
+      m.fc1_E2FD = at(x + std::to_string(e0) + ".linear_fc1.weight");
+      m.fc2_EDF = at(x + std::to_string(e0) + ".linear_fc2.weight");
+      ZAYA_ASSERT(at(x + std::to_string(e0 + ne - 1) + ".linear_fc1.weight") ==
+                  m.fc1_E2FD + (ne - 1) * 2 * c.expert_ffn * c.hidden);
       w.moe.push_back(m);
     }
   }

@@ -43,8 +43,10 @@ struct MoeWeights {
   float* mlp2_RR = nullptr;
   float* mlp2_b_R = nullptr;
   float* mlp4_NR = nullptr;
-  float* fc1_E2FD = nullptr;  // experts' linear_fc1 stacked: [E, 2F, D] (gate rows, then up rows)
-  float* fc2_EDF = nullptr;   // experts' linear_fc2 stacked: [E, D, F]
+  float* fc1_E2FD = nullptr;  // this rank's experts' linear_fc1 stacked: [E_local, 2F, D] (gate rows, then up)
+  float* fc2_EDF = nullptr;   // this rank's experts' linear_fc2 stacked: [E_local, D, F]
+  int64_t expert_first = 0;   // global index of the first local expert
+  int64_t expert_count = 0;   // E_local
 };
 
 struct ModelWeights {

@@ -69,59 +69,76 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   }
 }
 
-double global_grad_norm(const float* g, int64_t n, std::vector<double>& partial) {
-  // Fixed 64K blocks summed in order: the same result for any thread count.
-  constexpr int64_t kBlock = 65536;
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  if (int64_t(partial.size()) < blocks) partial.resize(blocks);
-#pragma omp parallel for schedule(static)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    double s = 0;
-    const int64_t end = std::min(n, (blk + 1) * kBlock);
-    for (int64_t i = blk * kBlock; i < end; ++i) s += double(g[i]) * g[i];
-    partial[blk] = s;
+Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config, const std::vector<size_t>* owned)
+    : table_(table), config_(config) {
+  const auto& entries = table.entries();
+  if (owned != nullptr) {
+    owned_ = *owned;
+  } else {
+    for (size_t i = 0; i < entries.size(); ++i) owned_.push_back(i);
   }
-  double total = 0;
-  for (int64_t blk = 0; blk < blocks; ++blk) total += partial[blk];
-  return std::sqrt(total);
-}
-
-Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config) : table_(table), config_(config) {
-  m_.reset(table.total_floats());
-  v_.reset(table.total_floats());
-  m_.zero();
-  v_.zero();
-  int64_t scratch = 0;
-  for (const ParamEntry& e : table.entries())
+  state_offset_.assign(entries.size(), -1);
+  int64_t state = 0, scratch = 0;
+  for (size_t i : owned_) {
+    const ParamEntry& e = entries[i];
+    state_offset_[i] = state;
+    state += e.numel;
     if (e.muon) {
       const int64_t rows = e.shape[0], cols = e.numel / e.shape[0], mn = std::min(rows, cols);
       scratch = std::max(scratch, 3 * rows * cols + 2 * mn * mn);
     }
+  }
+  m_.reset(std::max<int64_t>(state, 1));
+  v_.reset(std::max<int64_t>(state, 1));
+  m_.zero();
+  v_.zero();
   ns_scratch_ = aligned_alloc_array<float>(std::max<int64_t>(scratch, 1));
   if (config.ns_dtype == "bf16" || (config.ns_dtype == "auto" && bf16_gemm_is_native()))
     ns_scratch16_ = aligned_alloc_array<uint16_t>(std::max<int64_t>(scratch, 1));
-  norm_partials_.resize(table.total_floats() / 65536 + 1);
+  norm_partials_.resize(table.total_floats() / 65536 + owned_.size() + 1);
 }
 
-double Optimizer::step(float* params, float* grads, double lr_scale) {
-  const int64_t total = table_.total_floats();
-  double norm;
-  {
-    ZAYA_PROFILE_SCOPE("optim.grad_norm");
-    norm = global_grad_norm(grads, total, norm_partials_);
+double Optimizer::owned_sum_squares(const float* grads) {
+  ZAYA_PROFILE_SCOPE("optim.grad_norm");
+  // Fixed 64K blocks of each owned entry, summed in order: the same result for any thread count.
+  constexpr int64_t kBlock = 65536;
+  double total = 0;
+  for (size_t i : owned_) {
+    const ParamEntry& e = table_.entries()[i];
+    const float* g = grads + e.offset;
+    const int64_t blocks = (e.numel + kBlock - 1) / kBlock;
+    double* partial = norm_partials_.data();
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      double s = 0;
+      const int64_t end = std::min(e.numel, (blk + 1) * kBlock);
+      for (int64_t k = blk * kBlock; k < end; ++k) s += double(g[k]) * g[k];
+      partial[blk] = s;
+    }
+    for (int64_t blk = 0; blk < blocks; ++blk) total += partial[blk];
   }
-  const float clip = (config_.grad_clip > 0 && norm > config_.grad_clip) ? float(config_.grad_clip / norm) : 1.0f;
+  return total;
+}
+
+double Optimizer::step(float* params, const float* grads, double lr_scale) {
+  const double norm = std::sqrt(owned_sum_squares(grads));
+  const double clip = (config_.grad_clip > 0 && norm > config_.grad_clip) ? config_.grad_clip / norm : 1.0;
+  update(params, grads, lr_scale, clip);
+  return norm;
+}
+
+void Optimizer::update(float* params, const float* grads, double lr_scale, double clip_scale) {
+  const float clip = float(clip_scale);
   ++step_;
   const float lr = float(config_.lr * lr_scale);
   const float b1 = float(config_.beta1), b2 = float(config_.beta2), eps = float(config_.eps);
   const float bc1 = float(1.0 - std::pow(config_.beta1, double(step_)));
   const float bc2 = float(1.0 - std::pow(config_.beta2, double(step_)));
-  float* m = m_.data();
-  float* v = v_.data();
-  for (const ParamEntry& e : table_.entries()) {
+  for (size_t idx : owned_) {
+    const ParamEntry& e = table_.entries()[idx];
     float* w = params + e.offset;
-    float* g = grads + e.offset;
-    float* em = m + e.offset;
+    const float* g = grads + e.offset;
+    float* em = m_.data() + state_offset_[idx];
     const float decay = e.weight_decay ? 1.0f - lr * float(config_.weight_decay) : 1.0f;
     if (config_.use_muon && e.muon) {
       ZAYA_PROFILE_SCOPE("optim.muon");
@@ -138,7 +155,7 @@ double Optimizer::step(float* params, float* grads, double lr_scale) {
       for (int64_t i = 0; i < e.numel; ++i) w[i] = w[i] * decay - scale * u[i];
     } else {
       ZAYA_PROFILE_SCOPE("optim.adamw");
-      float* ev = v + e.offset;
+      float* ev = v_.data() + state_offset_[idx];
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) {
         const float gi = clip * g[i];
@@ -149,7 +166,6 @@ double Optimizer::step(float* params, float* grads, double lr_scale) {
       }
     }
   }
-  return norm;
 }
 
 }  // namespace zaya

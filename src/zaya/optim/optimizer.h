@@ -42,23 +42,35 @@ void newton_schulz(float* x_RC, int64_t rows, int64_t cols, int steps, float* sc
 
 class Optimizer {
  public:
-  Optimizer(const ParamTable& table, const OptimizerConfig& config);
+  // `owned`: the entries this rank updates (ZeRO-1 shard, dist/zero.h); null: all.
+  Optimizer(const ParamTable& table, const OptimizerConfig& config, const std::vector<size_t>* owned = nullptr);
 
-  // One update of every parameter. `grads` is the gradient arena (same layout);
-  // lr_scale comes from the schedule. Returns the global gradient norm before clipping.
-  double step(float* params, float* grads, double lr_scale);
+  // One update of every owned parameter, single process: computes the gradient
+  // norm, clips, updates. `grads` is the gradient arena (same layout); lr_scale
+  // comes from the schedule. Returns the gradient norm before clipping.
+  double step(float* params, const float* grads, double lr_scale);
+
+  // The pieces of step() for the distributed trainer, which sums the squares
+  // over ranks before clipping:
+  double owned_sum_squares(const float* grads);
+  void update(float* params, const float* grads, double lr_scale, double clip_scale);
 
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t s) { step_ = s; }
-  // Optimizer state, same layout as the parameter arena: AdamW first/second
-  // moments (Muon matrices use m as momentum; their v is unused).
+  // Optimizer state of the owned entries, packed in entry order: AdamW first
+  // and second moments (Muon matrices keep their momentum in m; v unused).
+  // state_offset(i) is entry i's position in them (-1 if not owned).
   Arena& first_moment() { return m_; }
   Arena& second_moment() { return v_; }
+  int64_t state_offset(size_t entry) const { return state_offset_[entry]; }
+  const std::vector<size_t>& owned() const { return owned_; }
   const OptimizerConfig& config() const { return config_; }
 
  private:
   const ParamTable& table_;
   OptimizerConfig config_;
+  std::vector<size_t> owned_;
+  std::vector<int64_t> state_offset_;
   Arena m_, v_;
   AlignedPtr<float> ns_scratch_;
   AlignedPtr<uint16_t> ns_scratch16_;  // null: Newton-Schulz in float32
@@ -66,8 +78,5 @@ class Optimizer {
   int64_t step_ = 0;
 };
 
-// Global L2 norm of a gradient arena (double accumulation, fixed order).
-// `partial` is reusable scratch (grown on first use).
-double global_grad_norm(const float* grads, int64_t n, std::vector<double>& partial);
 
 }  // namespace zaya

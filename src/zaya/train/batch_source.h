@@ -15,8 +15,11 @@ namespace zaya {
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
-  // Fills B x S input ids and next-token targets.
-  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq) = 0;
+  // Fills B x S input ids and next-token targets: sequences
+  // rank * batch .. rank * batch + batch - 1 of a global draw of ranks * batch
+  // sequences (every rank draws the same global batch and keeps its slice).
+  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
+                    int ranks = 1) = 0;
   // Position for checkpoints (shard sources); synthetic sources report their counter as index.
   virtual SamplerState state() const = 0;
   virtual void set_state(const SamplerState& state) = 0;
@@ -26,8 +29,9 @@ class BatchSource {
 class ShardBatchSource : public BatchSource {
  public:
   ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order);
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq) override {
-    sampler_->next(ids_BS, targets_BS, batch, seq);
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
+            int ranks = 1) override {
+    sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch);
   }
   SamplerState state() const override { return sampler_->state(); }
   void set_state(const SamplerState& s) override { sampler_->set_state(s); }
@@ -40,17 +44,20 @@ class ShardBatchSource : public BatchSource {
   std::unique_ptr<TokenSampler> sampler_;
 };
 
-// Uniform random ids in [0, vocab) from a counter-based generator.
+// Uniform random ids in [0, vocab): sequence i of the run comes from its own
+// Philox stream, so any rank can produce any slice of a global batch.
 class SyntheticBatchSource : public BatchSource {
  public:
-  SyntheticBatchSource(int64_t vocab, uint64_t seed) : vocab_(vocab), rng_{seed, 0x5eed, 0} {}
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq) override;
-  SamplerState state() const override { return {rng_.seed, 0, rng_.counter}; }
-  void set_state(const SamplerState& s) override { rng_.counter = s.index; }
+  SyntheticBatchSource(int64_t vocab, uint64_t seed) : vocab_(vocab), seed_(seed) {}
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
+            int ranks = 1) override;
+  SamplerState state() const override { return {seed_, 0, sequences_}; }
+  void set_state(const SamplerState& s) override { sequences_ = s.index; }
 
  private:
   int64_t vocab_;
-  Rng rng_;
+  uint64_t seed_;
+  uint64_t sequences_ = 0;  // sequences drawn so far (all ranks)
 };
 
 }  // namespace zaya

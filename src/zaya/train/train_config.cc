@@ -97,7 +97,8 @@ const std::vector<std::string> kOptimKeys = {"lr", "beta1", "beta2", "eps", "wei
 const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
 const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
-const std::vector<std::string> kSections = {"model", "data", "train", "optim", "schedule", "moe"};
+const std::vector<std::string> kParallelKeys = {"ep", "comm_timeout"};
+const std::vector<std::string> kSections = {"model", "data", "train", "optim", "schedule", "moe", "parallel"};
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -221,6 +222,14 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   e.finish(kMoeKeys);
   b.validate(source);
 
+  Section par(table_of(root, "parallel", source), "parallel", source);
+  t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
+  t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
+  par.finish(kParallelKeys);
+  ZAYA_CHECK(c.experts % t.parallel.ep == 0,
+             "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
+             c.experts);
+
   c.validate(source);
   return t;
 }
@@ -278,8 +287,9 @@ std::string train_config_to_toml(const TrainConfig& t) {
   const BalanceConfig& b = t.balance;
   s += fmt::format("[moe]\nbalance = {}\nbalance_lr = {}\nbalance_beta1 = {}\nbalance_beta2 = {}\n", b.enabled, b.lr,
                    b.beta1, b.beta2);
-  s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n", b.skip_target,
+  s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n\n", b.skip_target,
                    t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
+  s += fmt::format("[parallel]\nep = {}\ncomm_timeout = {}\n", t.parallel.ep, t.parallel.comm_timeout);
   return s;
 }
 

@@ -36,6 +36,12 @@ struct RunConfig {
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 
+// Process layout under mpirun: world = dp x ep (dp = world / ep).
+struct ParallelConfig {
+  int ep = 1;                    // expert-parallel ranks (experts split over them)
+  double comm_timeout = 600;     // seconds a collective may wait for a peer before the run fails (0: forever)
+};
+
 struct TrainConfig {
   std::string source;           // the file it came from, for messages
   std::string model_preset;
@@ -47,6 +53,7 @@ struct TrainConfig {
   ScheduleConfig schedule;
   BalanceConfig balance;
   MoeLossOptions router_losses;
+  ParallelConfig parallel;
 };
 
 // Loads and validates a TOML file; `overrides` are "section.key=value" strings

@@ -7,10 +7,12 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/core/fault.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/data/shard_builder.h"
 #include "zaya/model/hf_checkpoint.h"
+#include "zaya/dist/comm.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/optim/schedule.h"
 #include "zaya/report/svg_line_plot.h"
@@ -36,8 +38,16 @@ std::string path_join(const std::string& a, const std::string& b) { return (std:
 
 }  // namespace
 
-Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options) : config_(config), options_(options) {
+Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::shared_ptr<ProcessMesh> mesh)
+    : config_(config), options_(options), mesh_(std::move(mesh)) {
   if (config_.run.threads > 0) omp_set_num_threads(config_.run.threads);
+  if (!mesh_) mesh_ = std::make_shared<ProcessMesh>(make_self_comm(), 1);
+  ZAYA_CHECK(mesh_->ep_size() == config_.parallel.ep, "{}: parallel.ep = {} but the process mesh has ep = {}",
+             config_.source, config_.parallel.ep, mesh_->ep_size());
+  distributed_ = mesh_->world_size() > 1;
+  if (!is_root()) options_.quiet = true;
+  ZAYA_CHECK(!fault_planned("startup", mesh_->rank()), "injected start-up fault (ZAYA_FAULT) on rank {}",
+             mesh_->rank());
   const RunConfig& run = config_.run;
   ZayaConfig& mc = config_.model;
   if (options_.synthetic_data) {
@@ -64,18 +74,33 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options) : con
     train_data_ = std::move(train);
   }
   mc.validate(config_.source);
-  model_ = std::make_unique<ZayaModel>(mc);
-  model_->init(run.seed);
-  workspace_ = std::make_unique<ModelWorkspace>(mc, run.micro_batch, run.seq_len, true);
+  // Expert parallelism: this rank holds experts [ep_rank * E/ep, (ep_rank + 1) * E/ep).
+  const int64_t local_experts = mc.experts / mesh_->ep_size();
+  model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh_->ep_rank() * local_experts, local_experts});
+  model_->init(run.seed);  // every tensor's values depend only on its name: ranks agree without a broadcast
+  workspace_ = std::make_unique<ModelWorkspace>(mc, run.micro_batch, run.seq_len, true,
+                                                mesh_->ep_size() > 1 ? &mesh_->ep() : nullptr);
   grad_arena_.reset(model_->params().total_floats());
   grad_arena_.zero();
   grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
-  optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim);
+  if (distributed_) {
+    mesh_->world().set_timeout(config_.parallel.comm_timeout);
+    mesh_->ep().set_timeout(config_.parallel.comm_timeout);
+    mesh_->dp().set_timeout(config_.parallel.comm_timeout);
+    sync_ = std::make_unique<GradientSync>(model_->params(), *mesh_, grad_arena_.data(), model_->param_data());
+    layer_done_ = [this](int n) { sync_->layer_done(n); };
+    optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim, &sync_->owned_entries());
+  } else {
+    optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim);
+  }
+  reduce_scratch_.resize(4 + mc.num_blocks * (mc.router_slots() + 2));
   balance_ = std::make_unique<BalanceController>(mc.num_blocks, mc.experts, mc.use_skip, config_.balance);
   ids_.resize(run.micro_batch * run.seq_len);
   targets_.resize(run.micro_batch * run.seq_len);
   choice_counts_.assign(mc.num_blocks, std::vector<double>(mc.router_slots(), 0.0));
   peak_gflops_ = options_.peak_gflops > 0 ? options_.peak_gflops : measure_f32_gemm_gflops();
+  outputs_enabled_ = options_.write_outputs;
+  if (!is_root()) options_.write_outputs = false;
   if (options_.write_outputs) {
     std::error_code ec;
     std::filesystem::create_directories(run.out_dir, ec);
@@ -104,40 +129,92 @@ StepResult Trainer::train_step() {
 
 StepResult Trainer::compute_gradients() {
   const RunConfig& run = config_.run;
+  ZAYA_CHECK(!fault_planned("step", mesh_->rank(), step() + 1), "injected fault (ZAYA_FAULT) at step {} on rank {}",
+             step() + 1, mesh_->rank());
   {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
     grad_arena_.zero();
   }
   workspace_->reset_routing();
-  const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum;
-  const float xent_scale = 1.0f / float(B * S * accum);  // mean over every token of the step
-  const float router_scale = 1.0f / float(accum);        // router losses are per micro-batch means
+  const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_->world_size();
+  // Mean over every token of the global batch (all ranks): gradients summed over ranks are then exact.
+  const float xent_scale = 1.0f / float(B * S * accum * W);
+  const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
   StepResult r;
   for (int64_t a = 0; a < accum; ++a) {
-    train_data_->next(ids_.data(), targets_.data(), B, S);
+    train_data_->next(ids_.data(), targets_.data(), B, S, mesh_->rank(), int(W));
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
       parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
     }
     r.loss += parts.xent_sum;
-    r.router_loss += parts.router_loss / double(accum);
+    r.router_loss += parts.router_loss;
     ZAYA_PROFILE_SCOPE("model.backward");
-    model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses);
+    // The last micro-batch's backward overlaps the gradient reduction, layer by layer.
+    const bool overlap = distributed_ && a == accum - 1;
+    if (overlap) sync_->begin();
+    model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses,
+                   overlap ? &layer_done_ : nullptr);
   }
-  r.loss /= double(B * S * accum);
-  r.tokens = B * S * accum;
+  if (distributed_) sync_->finish();
+  r.rank_tokens = B * S * accum;
+  r.tokens = r.rank_tokens * W;
   return r;
+}
+
+void Trainer::reduce_routing_over_world() {
+  // Routing counts of every rank: the balancing controller and the metrics see the global batch.
+  const ZayaConfig& c = model_->config();
+  auto& routing = workspace_->routing();
+  double* buf = reduce_scratch_.data();
+  int64_t n = 0;
+  for (auto& s : routing) {
+    for (double v : s.choices_N) buf[n++] = v;
+    buf[n++] = s.entropy_sum;
+    buf[n++] = s.tokens;
+  }
+  mesh_->world().all_reduce(buf, buf, size_t(n), DType::kF64, ReduceOp::kSum);
+  n = 0;
+  for (auto& s : routing) {
+    for (int64_t e = 0; e < c.router_slots(); ++e) s.choices_N[e] = buf[n++];
+    s.entropy_sum = buf[n++];
+    s.tokens = buf[n++];
+  }
 }
 
 void Trainer::apply_update(StepResult& r) {
   const ZayaConfig& c = model_->config();
-  ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
-  r.lr = config_.optim.lr * lr_multiplier(config_.schedule, optimizer_->step_count());
-  ZAYA_PROFILE_SCOPE("optim.step");
-  r.grad_norm = optimizer_->step(model_->param_data(), grad_arena_.data(),
-                                 lr_multiplier(config_.schedule, optimizer_->step_count()));
-  // Balancing biases from the whole step's routing (global batch).
+  const double lr_scale = lr_multiplier(config_.schedule, optimizer_->step_count());
+  r.lr = config_.optim.lr * lr_scale;
+  {
+    ZAYA_PROFILE_SCOPE("optim.step");
+    if (distributed_) {
+      // One all-reduce for the loss parts and the squared gradient norm of every shard.
+      double sums[3] = {r.loss, r.router_loss, optimizer_->owned_sum_squares(grad_arena_.data())};
+      mesh_->world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
+      r.loss = sums[0] / double(r.tokens);
+      r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_->world_size());
+      ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
+      r.grad_norm = std::sqrt(sums[2]);
+      const double clip = (config_.optim.grad_clip > 0 && r.grad_norm > config_.optim.grad_clip)
+                              ? config_.optim.grad_clip / r.grad_norm
+                              : 1.0;
+      optimizer_->update(model_->param_data(), grad_arena_.data(), lr_scale, clip);
+      sync_->all_gather_parameters();
+      reduce_routing_over_world();
+      r.grad_reduce_exposed = sync_->exposed_seconds();
+      r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
+      r.param_gather = sync_->gather_seconds();
+    } else {
+      r.loss /= double(r.tokens);
+      r.router_loss /= double(config_.run.grad_accum);
+      ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
+      r.grad_norm = optimizer_->step(model_->param_data(), grad_arena_.data(), lr_scale);
+    }
+  }
+  r.expert_exchange = workspace_->exchange_seconds();
+  // Balancing biases from the whole step's routing (global batch): identical on every rank.
   double routed_rows = 0;
   for (int64_t l = 0; l < c.num_blocks; ++l) {
     choice_counts_[l] = workspace_->routing()[l].choices_N;
@@ -145,8 +222,10 @@ void Trainer::apply_update(StepResult& r) {
   }
   balance_->update(choice_counts_, model_->balancing_biases());
   r.step = optimizer_->step_count();
+  // Model FLOPs done by this rank: its tokens, and its share of the routed rows.
+  const double W = double(mesh_->world_size());
   r.flops = 3.0 * model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
-                                      routed_rows);
+                                      routed_rows / W);
 }
 
 double Trainer::validation_loss() {
@@ -156,13 +235,16 @@ double Trainer::validation_loss() {
   double sum = 0;
   int64_t n = 0;
   for (int64_t i = 0; i < run.eval_batches; ++i) {
-    val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len);
+    val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_->rank(),
+                    mesh_->world_size());
     LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len,
                                     {});
     sum += parts.xent_sum;
     n += parts.xent_tokens;
   }
-  return sum / double(n);
+  double sums[2] = {sum, double(n)};
+  if (distributed_) mesh_->world().all_reduce(sums, sums, 2, DType::kF64, ReduceOp::kSum);
+  return sums[0] / sums[1];
 }
 
 void Trainer::log_metrics(const StepResult& r, double elapsed, double eta_seconds) {
@@ -198,6 +280,38 @@ void Trainer::write_loss_plot() const {
   if (!plot_val_steps_.empty()) plot.add_series("validation loss", plot_val_steps_, plot_val_loss_);
   if (unigram_entropy_ > 0) plot.add_reference_line(unigram_entropy_, "unigram entropy of the corpus");
   plot.save(path_join(config_.run.out_dir, "loss.svg"));
+}
+
+void Trainer::save_final(const std::string& dir) {
+  HfSaveOptions save;
+  save.dtype = config_.run.save_dtype;
+  const ZayaConfig& c = model_->config();
+  if (mesh_->ep_size() == 1) {
+    if (is_root()) save_hf_model(*model_, dir, save);
+    return;
+  }
+  // Expert parallel: gather every rank's expert region within its ep group
+  // (collective on all ranks); rank 0 writes dense tensors and all experts.
+  const ParamTable& mine = model_->params();
+  const int64_t dense = mine.dense_floats(), region = mine.total_floats() - dense;
+  std::vector<float> gathered(size_t(region) * mesh_->ep_size());
+  std::vector<int64_t> counts(mesh_->ep_size(), region);
+  mesh_->ep().all_gather_v(model_->param_data() + dense, gathered.data(), counts.data(), DType::kF32);
+  if (!is_root()) return;
+  std::vector<NamedTensor> tensors;
+  for (const ParamEntry& e : mine.entries())
+    if (e.offset < dense) tensors.push_back({e.name, e.shape, model_->param_data() + e.offset, false});
+  const int64_t local = c.experts / mesh_->ep_size();
+  std::vector<std::unique_ptr<ParamTable>> tables;
+  for (int r = 0; r < mesh_->ep_size(); ++r) {
+    tables.push_back(std::make_unique<ParamTable>(c, true, ExpertRange{r * local, local}));
+    for (const ParamEntry& e : tables.back()->entries())
+      if (e.offset >= dense)
+        tensors.push_back({e.name, e.shape, gathered.data() + r * region + (e.offset - dense), false});
+  }
+  for (const ParamEntry& e : model_->buffers().entries())
+    tensors.push_back({e.name, e.shape, model_->buffer_data() + e.offset, true});
+  save_hf_tensors(c, tensors, dir, save);
 }
 
 TrainSummary Trainer::run() {
@@ -258,12 +372,10 @@ TrainSummary Trainer::run() {
   summary.final_val_loss = val;
   summary.seconds = now_seconds() - t_start;
   summary.tokens_per_second = double(train_tokens) / train_seconds;
-  summary.mfu = train_flops / train_seconds / (peak_gflops_ * 1e9);
+  summary.mfu = train_flops / train_seconds / (peak_gflops_ * 1e9);  // this rank's FLOPs against one rank's peak
+  summary.weights_dir = path_join(run.out_dir, "final");
+  if (outputs_enabled_) save_final(summary.weights_dir);
   if (options_.write_outputs) {
-    summary.weights_dir = path_join(run.out_dir, "final");
-    HfSaveOptions save;
-    save.dtype = run.save_dtype;
-    save_hf_model(*model_, summary.weights_dir, save);
     if (!config_.data.tokenizer.empty())
       std::filesystem::copy_file(config_.data.tokenizer, path_join(summary.weights_dir, "tokenizer.model"),
                                  std::filesystem::copy_options::overwrite_existing);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/dist/mesh.h"
+#include "zaya/dist/zero.h"
 #include "zaya/model/model.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
@@ -25,8 +27,13 @@ struct StepResult {
   double grad_norm = 0;       // before clipping
   double lr = 0;
   double seconds = 0;
-  double flops = 0;           // model FLOPs of the step (forward + backward)
-  int64_t tokens = 0;
+  double flops = 0;           // model FLOPs of the step (forward + backward), this rank
+  int64_t tokens = 0;         // tokens of the step, all ranks
+  int64_t rank_tokens = 0;    // tokens this rank processed
+  // Communication (distributed runs): gradient reduction time not hidden behind
+  // the backward pass, its part that was hidden, parameter all-gather, and the
+  // expert-parallel all-to-all exchanges (always on the critical path).
+  double grad_reduce_exposed = 0, grad_reduce_overlapped = 0, param_gather = 0, expert_exchange = 0;
 };
 
 struct TrainSummary {
@@ -44,13 +51,15 @@ struct TrainSummary {
 struct TrainerOptions {
   bool synthetic_data = false;  // random tokens instead of data.dir (benchmarks)
   bool quiet = false;           // no progress lines
-  bool write_outputs = true;    // metrics, plot, final weights under run.out_dir
+  bool write_outputs = true;    // metrics, plot, final weights under run.out_dir (rank 0 writes)
   double peak_gflops = 0;       // 0: measure
 };
 
 class Trainer {
  public:
-  Trainer(const TrainConfig& config, const TrainerOptions& options = {});
+  // mesh: the process layout of an MPI run (null: one process). Every rank
+  // constructs the trainer; only rank 0 prints and writes outputs.
+  Trainer(const TrainConfig& config, const TrainerOptions& options = {}, std::shared_ptr<ProcessMesh> mesh = nullptr);
   ~Trainer();
 
   // Runs config.run.steps optimizer steps from the current state.
@@ -71,15 +80,25 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   int64_t step() const { return optimizer_->step_count(); }
   double peak_gflops() const { return peak_gflops_; }
+  ProcessMesh& mesh() { return *mesh_; }
+  bool is_root() const { return mesh_->rank() == 0; }
   // Per-MoE-layer routing statistics of the last step.
   const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
 
  private:
   void log_metrics(const StepResult& r, double elapsed, double eta_seconds);
   void write_loss_plot() const;
+  void reduce_routing_over_world();
+  void save_final(const std::string& dir);
 
   TrainConfig config_;
   TrainerOptions options_;
+  std::shared_ptr<ProcessMesh> mesh_;
+  bool distributed_ = false;
+  bool outputs_enabled_ = true;  // the run writes outputs (all ranks help gather the final weights)
+  std::unique_ptr<GradientSync> sync_;
+  std::function<void(int)> layer_done_;
+  std::vector<double> reduce_scratch_;
   std::unique_ptr<BatchSource> train_data_;
   std::unique_ptr<ShardBatchSource> val_data_;
   std::unique_ptr<ZayaModel> model_;

@@ -1,0 +1,141 @@
+#include "zaya/dist/zero.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
+#include "zaya/core/timer.h"
+
+namespace zaya {
+
+std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, size_t last, int parts) {
+  const auto& e = table.entries();
+  std::vector<int64_t> cuts;  // every entry boundary, in order
+  if (first == last) return std::vector<int64_t>(parts + 1, first < e.size() ? e[first].offset : table.total_floats());
+  for (size_t i = first; i < last; ++i) cuts.push_back(e[i].offset);
+  cuts.push_back(e[last - 1].offset + e[last - 1].numel);
+  const int64_t begin = cuts.front(), end = cuts.back();
+  std::vector<int64_t> bounds(parts + 1);
+  bounds[0] = begin;
+  bounds[parts] = end;
+  size_t c = 0;
+  for (int k = 1; k < parts; ++k) {
+    const double target = double(begin) + double(end - begin) * double(k) / double(parts);
+    while (c + 1 < cuts.size() && double(cuts[c + 1]) <= target) ++c;
+    // cuts[c] <= target < cuts[c + 1]: take the nearer, never going backwards.
+    int64_t pick = cuts[c];
+    if (c + 1 < cuts.size() && double(cuts[c + 1]) - target < target - double(cuts[c])) pick = cuts[c + 1];
+    bounds[k] = std::max(pick, bounds[k - 1]);
+  }
+  return bounds;
+}
+
+GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* grads, float* params)
+    : table_(table), grads_(grads), params_(params) {
+  const auto& e = table.entries();
+  size_t n_dense = 0;
+  while (n_dense < e.size() && e[n_dense].offset < table.dense_floats()) ++n_dense;
+  Comm* groups[2] = {&mesh.world(), &mesh.dp()};
+  const size_t ranges[2][2] = {{0, n_dense}, {n_dense, e.size()}};
+  for (int r = 0; r < 2; ++r) {
+    Region& reg = regions_[r];
+    reg.group = groups[r];
+    reg.bounds = shard_boundaries(table, ranges[r][0], ranges[r][1], reg.group->size());
+    for (int q = 0; q < reg.group->size(); ++q) reg.counts.push_back(reg.bounds[q + 1] - reg.bounds[q]);
+    reg.reduced.assign(size_t(reg.mine_end() - reg.mine_begin()), 0.0f);
+    for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i)
+      if (e[i].offset >= reg.mine_begin() && e[i].offset < reg.mine_end()) owned_.push_back(i);
+    // Buckets: runs of consecutive entries finished by the same half-layer.
+    for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i) {
+      if (buckets_.empty() || buckets_.back().region != r || buckets_.back().ready_at != e[i].half_layer) {
+        Bucket b;
+        b.region = r;
+        b.begin = e[i].offset;
+        b.ready_at = e[i].half_layer;
+        buckets_.push_back(b);
+      }
+      buckets_.back().end = e[i].offset + e[i].numel;
+    }
+  }
+  for (Bucket& b : buckets_) {
+    const Region& reg = regions_[b.region];
+    for (int q = 0; q < reg.group->size(); ++q)
+      b.counts.push_back(std::max<int64_t>(0, std::min(b.end, reg.bounds[q + 1]) - std::max(b.begin, reg.bounds[q])));
+  }
+  in_flight_.reserve(buckets_.size());
+}
+
+bool GradientSync::owns(const ParamEntry& entry) const {
+  const Region& reg = regions_[entry.offset < table_.dense_floats() ? 0 : 1];
+  return entry.offset >= reg.mine_begin() && entry.offset < reg.mine_end();
+}
+
+void GradientSync::begin() {
+  for (Bucket& b : buckets_) b.launched = false;
+  in_flight_.clear();
+  exposed_seconds_ = 0;
+  first_launch_ = -1;
+  reduced_floats_ = 0;
+}
+
+void GradientSync::launch(Bucket& b) {
+  Region& reg = regions_[b.region];
+  const int64_t mine = reg.mine_begin();
+  float* recv = reg.reduced.data() + std::clamp(b.begin - mine, int64_t(0), reg.mine_end() - mine);
+  if (first_launch_ < 0) first_launch_ = now_seconds();
+  in_flight_.push_back(reg.group->ireduce_scatter_v(grads_ + b.begin, recv, b.counts.data(), DType::kF32,
+                                                    ReduceOp::kSum));
+  b.launched = true;
+  reduced_floats_ += b.end - b.begin;
+}
+
+void GradientSync::progress() {
+  // MPI progresses non-blocking collectives only inside MPI calls: poke them.
+  // (Any of this process's communicators can test any of its requests.)
+  for (Request& r : in_flight_)
+    if (r) regions_[0].group->test(r);
+}
+
+void GradientSync::layer_done(int n) {
+  for (Bucket& b : buckets_)
+    if (!b.launched && b.ready_at == n) launch(b);
+  progress();
+}
+
+void GradientSync::finish() {
+  ZAYA_PROFILE_SCOPE("dist.grad_reduce_wait");
+  const double t0 = now_seconds();
+  for (Bucket& b : buckets_)
+    if (!b.launched) launch(b);
+  for (Request& r : in_flight_)
+    if (r) regions_[0].group->wait(r);
+  for (Region& reg : regions_)
+    if (!reg.reduced.empty())
+      std::memcpy(grads_ + reg.mine_begin(), reg.reduced.data(), sizeof(float) * reg.reduced.size());
+  exposed_seconds_ = now_seconds() - t0;
+  in_flight_seconds_ = first_launch_ < 0 ? 0.0 : now_seconds() - first_launch_;
+}
+
+double GradientSync::owned_sum_squares() const {
+  double total = 0;
+  for (const Region& reg : regions_) {
+    double s = 0;
+    const float* g = grads_ + reg.mine_begin();
+    const int64_t n = reg.mine_end() - reg.mine_begin();
+    for (int64_t i = 0; i < n; ++i) s += double(g[i]) * g[i];
+    total += s;
+  }
+  return total;
+}
+
+void GradientSync::all_gather_parameters() {
+  ZAYA_PROFILE_SCOPE("dist.param_all_gather");
+  const double t0 = now_seconds();
+  for (Region& reg : regions_)
+    reg.group->all_gather_v(params_ + reg.mine_begin(), params_ + reg.bounds[0], reg.counts.data(), DType::kF32);
+  gather_seconds_ = now_seconds() - t0;
+}
+
+}  // namespace zaya

@@ -1,0 +1,147 @@
+#pragma once
+// The cached decoder: a forward pass over a ragged batch of token chunks, each
+// appended to its own sequence ("slot") whose per-layer state persists between
+// steps. Prefill (a prompt, or a chunk of one), decode (one token per
+// sequence) and any mix of the two (continuous batching) are the same call.
+//
+// Decode state per attention half-layer and slot (spec §3, "Decode / cache state"):
+//   K cache [max_context, Hk*d]   keys after QK norm and RoPE
+//   V cache [max_context, Hk*d]   values (current-token stream | delayed stream)
+//   conv    [2, C]                the raw (pre-conv) q|k vectors of the last two tokens, zero at start
+//   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
+// The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to
+// it at the next step; we keep its product instead, which the fused projection
+// of the last step already computed: the same numbers, 16x less state and no
+// second read of val_proj2.
+//
+// Rows of a step are all new tokens of all chunks, concatenated: projections,
+// routers, experts and the LM head run as one matrix product over them (a
+// matvec kernel for a few rows, a GEMM for many); convolution, the delayed
+// value stream and attention walk each chunk against its own slot's state.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/infer/infer_model.h"
+#include "zaya/infer/linear.h"
+#include "zaya/ops/moe_dispatch.h"
+#include "zaya/ops/rope.h"
+
+namespace zaya {
+
+struct EngineOptions {
+  int64_t max_sequences = 1;     // slots
+  int64_t max_context = 0;       // tokens per slot; 0: max_position_embeddings
+  int64_t max_step_tokens = 256; // rows of one step (prefill chunk size)
+  // bf16 weights with many rows: bf16 GEMM (AMX) with activations rounded to
+  // bf16 (true), or the exact f32-activation kernel (false). See linear.h.
+  bool bf16_activations = true;
+  void validate(const ZayaConfig& config) const;
+};
+
+enum class LogitsWanted { kNone, kLast, kAll };
+
+struct StepChunk {
+  int32_t slot = 0;
+  const int32_t* tokens = nullptr;
+  int64_t count = 0;
+  LogitsWanted logits = LogitsWanted::kLast;
+};
+
+// Counters of the last step, for the roofline.
+struct StepStats {
+  int64_t tokens = 0;
+  int64_t expert_loads = 0;  // sum over MoE layers of the distinct experts the step ran
+  int64_t kv_bytes = 0;      // KV cache bytes read by attention
+  int64_t skip_choices = 0;  // tokens x layers routed to the skip expert
+};
+
+class InferenceEngine {
+ public:
+  InferenceEngine(const InferModel& model, const EngineOptions& options);
+  InferenceEngine(const InferenceEngine&) = delete;
+  InferenceEngine& operator=(const InferenceEngine&) = delete;
+
+  const ZayaConfig& config() const { return config_; }
+  const InferModel& model() const { return model_; }
+  const EngineOptions& options() const { return options_; }
+  int64_t max_sequences() const { return options_.max_sequences; }
+  int64_t max_context() const { return max_context_; }
+  int64_t max_step_tokens() const { return options_.max_step_tokens; }
+
+  // Tokens held by a slot.
+  int64_t length(int32_t slot) const;
+  // Empties a slot (state back to zero).
+  void reset(int32_t slot);
+  // dst becomes a copy of src (prefix sharing: score several continuations of one context).
+  void copy(int32_t src, int32_t dst);
+
+  // One forward pass over the chunks (distinct slots, at most max_step_tokens
+  // tokens in all); each chunk's tokens are appended to its slot.
+  void step(std::span<const StepChunk> chunks);
+
+  // Rows of the last step that asked for logits: chunks in order, tokens in order.
+  int64_t logit_rows() const { return int64_t(logit_rows_.size()); }
+  // Chunk index and sequence position of logit row r.
+  int32_t logit_row_chunk(int64_t r) const { return logit_chunk_[r]; }
+  int64_t logit_row_position(int64_t r) const { return logit_pos_[r]; }
+  // Logits of logit rows [r0, r1) over the whole (padded) vocabulary into out_RV
+  // ([r1 - r0, vocab_size]); the caller masks padding ids.
+  void logits(int64_t r0, int64_t r1, float* out_RV);
+
+  const StepStats& last_stats() const { return stats_; }
+
+  // Benchmarks: make `slot` hold `length` tokens of synthetic state (cache
+  // filled with deterministic pseudo-random values), without a prefill.
+  void fill_synthetic(int32_t slot, int64_t length, uint64_t seed);
+
+  // Bytes of decode state per slot at full context, and of the step workspace.
+  int64_t state_bytes_per_slot() const;
+  int64_t workspace_bytes() const;
+
+ private:
+  void attention_layer(int64_t block, int64_t T, std::span<const StepChunk> chunks);
+  void moe_layer(int64_t block, int64_t T, const float* r_prev, float* r_out);
+  void attend(int64_t block, std::span<const StepChunk> chunks);
+  float* kcache(int64_t block, int64_t slot) { return k_cache_.get() + (block * slots_ + slot) * max_context_ * kw_; }
+  float* vcache(int64_t block, int64_t slot) { return v_cache_.get() + (block * slots_ + slot) * max_context_ * kw_; }
+  float* conv_state(int64_t block, int64_t slot) { return conv_state_.get() + (block * slots_ + slot) * 2 * cc_; }
+  float* vprev_state(int64_t block, int64_t slot) { return vprev_.get() + (block * slots_ + slot) * (kw_ / 2); }
+
+  const InferModel& model_;
+  ZayaConfig config_;
+  EngineOptions options_;
+  int64_t slots_, max_context_, kw_, cc_, pw_;
+  RopeTable rope_;
+  LinearRunner linear_;
+
+  // Decode state (not touched until used: a large max_context costs no memory up front).
+  AlignedPtr<float> k_cache_, v_cache_, conv_state_, vprev_;
+  std::vector<int64_t> lengths_;
+
+  // Step workspace, sized for max_step_tokens rows.
+  Arena ws_;
+  float *h_TD_ = nullptr, *res_a_TD_ = nullptr, *res_b_TD_ = nullptr, *x_TD_ = nullptr, *rstd_T_ = nullptr;
+  float *qkv_TP_ = nullptr, *a_ext_ = nullptr, *xg_T2d_ = nullptr, *c_TC_ = nullptr;
+  float *q_TQ_ = nullptr, *k_TK_ = nullptr, *v_TK_ = nullptr, *inv_q_ = nullptr, *inv_k_ = nullptr;
+  float *o_TQ_ = nullptr, *attn_scratch_ = nullptr;
+  float *r_a_TR_ = nullptr, *r_b_TR_ = nullptr, *rn_TR_ = nullptr, *u_TR_ = nullptr, *g_TR_ = nullptr;
+  float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TK_ = nullptr;
+  float *xp_TD_ = nullptr, *h_T2F_ = nullptr, *act_TF_ = nullptr, *y_TD_ = nullptr, *hid_TD_ = nullptr;
+  int64_t attn_scratch_per_thread_ = 0;
+  std::vector<int32_t> choice_TK_;
+  ExpertPlan plan_;
+  std::vector<int32_t> row_pos_;    // position of each row in its sequence
+  std::vector<int32_t> row_chunk_;  // chunk of each row
+  std::vector<int32_t> a_chunk_;    // chunk of each conv-A row (a chunk of S rows has S + 1)
+  std::vector<int64_t> chunk_row0_; // first row of each chunk
+  std::vector<int64_t> chunk_past_; // slot length before the step
+  std::vector<int64_t> logit_rows_;
+  std::vector<int32_t> logit_chunk_;
+  std::vector<int64_t> logit_pos_;
+  StepStats stats_;
+};
+
+}  // namespace zaya

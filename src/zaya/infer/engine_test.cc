@@ -1,0 +1,263 @@
+// The cached decoder against the full-sequence forward pass: prefill then
+// token-by-token decode, ragged batches of sequences with different prompt
+// lengths, chunked prefill, forked slots, memory-mapped bf16 and f32 weights
+// from sharded Hugging Face directories, and the PyTorch golden logits.
+#include "zaya/infer/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "zaya/core/test_util.h"
+#include "zaya/infer/test_util.h"
+#include "zaya/io/safetensors_file.h"
+#include "zaya/model/hf_checkpoint.h"
+
+namespace zaya {
+namespace {
+
+using testing::logits_error;
+using testing::random_tokens;
+using testing::reference_logits;
+using testing::step_logits;
+
+// Prefill `prefill` tokens of `ids` in one step, then decode the rest one token
+// per step; returns the logits of every position [S, V].
+std::vector<float> prefill_then_decode(InferenceEngine& engine, int32_t slot, const std::vector<int32_t>& ids,
+                                       int64_t prefill) {
+  const int64_t V = engine.config().vocab_size, S = int64_t(ids.size());
+  std::vector<float> out(S * V);
+  engine.reset(slot);
+  StepChunk first{slot, ids.data(), prefill, LogitsWanted::kAll};
+  engine.step({&first, 1});
+  engine.logits(0, prefill, out.data());
+  for (int64_t t = prefill; t < S; ++t) {
+    StepChunk one{slot, ids.data() + t, 1, LogitsWanted::kLast};
+    engine.step({&one, 1});
+    EXPECT_EQ(engine.logit_rows(), 1);
+    EXPECT_EQ(engine.logit_row_position(0), t);
+    engine.logits(0, 1, out.data() + t * V);
+  }
+  EXPECT_EQ(engine.length(slot), S);
+  return out;
+}
+
+TEST(Engine, PrefillThenDecodeMatchesFullSequence) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 11);
+  auto im = InferModel::from_model(*model);
+  EXPECT_EQ(im->matrix_dtype(), "f32");
+  const std::vector<int32_t> ids = random_tokens(40, c.real_vocab_size, 5);
+  const std::vector<float> ref = reference_logits(*model, ids);
+  EngineOptions o;
+  o.max_context = 64;
+  InferenceEngine engine(*im, o);
+  // Every split point, including a one-token prefill and a whole-sequence prefill
+  // (a long prefill takes the sgemm attention path, a short one the decode path).
+  for (int64_t prefill : {1, 2, 3, 5, 17, 40}) {
+    const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+    EXPECT_LT(logits_error(got.data(), ref.data(), 40, c.vocab_size, c.real_vocab_size), 2e-5)
+        << "prefill " << prefill;
+  }
+}
+
+// Three sequences of different prompt lengths in one ragged prefill step, then
+// decoded together (one token each per step); a fourth joins mid-way
+// (continuous batching); one finishes early. Each must equal its own
+// full-sequence reference.
+TEST(Engine, RaggedBatchesMatchFullSequence) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 12);
+  auto im = InferModel::from_model(*model);
+  const int64_t V = c.vocab_size;
+  std::vector<std::vector<int32_t>> seqs;
+  const std::vector<int64_t> lengths = {30, 21, 26, 18}, prompts = {3, 9, 1, 6};
+  for (size_t i = 0; i < lengths.size(); ++i) seqs.push_back(random_tokens(lengths[i], c.real_vocab_size, 20 + i));
+  EngineOptions o;
+  o.max_sequences = 4;
+  o.max_context = 32;
+  o.max_step_tokens = 24;
+  InferenceEngine engine(*im, o);
+  std::vector<std::vector<float>> got(seqs.size());
+  std::vector<int64_t> done(seqs.size(), 0);  // tokens fed per sequence
+  for (size_t i = 0; i < seqs.size(); ++i) got[i].resize(lengths[i] * V);
+  for (int step = 0; step < 64; ++step) {
+    std::vector<StepChunk> chunks;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (i == 3 && step < 5) continue;  // joins later
+      if (done[i] >= lengths[i]) continue;
+      const int64_t n = done[i] == 0 ? prompts[i] : 1;
+      chunks.push_back({int32_t(i), seqs[i].data() + done[i], n, LogitsWanted::kAll});
+    }
+    if (chunks.empty()) break;
+    engine.step(chunks);
+    for (int64_t r = 0; r < engine.logit_rows(); ++r) {
+      const int32_t i = chunks[engine.logit_row_chunk(r)].slot;
+      engine.logits(r, r + 1, got[i].data() + engine.logit_row_position(r) * V);
+    }
+    for (const StepChunk& ch : chunks) done[ch.slot] += ch.count;
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(done[i], lengths[i]);
+    const std::vector<float> ref = reference_logits(*model, seqs[i]);
+    EXPECT_LT(logits_error(got[i].data(), ref.data(), lengths[i], V, c.real_vocab_size), 2e-5) << "sequence " << i;
+  }
+}
+
+// A prompt fed in chunks of several sizes (chunked prefill across steps, so
+// the conv state, the delayed value and the cache cross chunk boundaries)
+// gives the same logits as one prefill.
+TEST(Engine, ChunkedPrefillMatchesFullSequence) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 13);
+  auto im = InferModel::from_model(*model);
+  const std::vector<int32_t> ids = random_tokens(50, c.real_vocab_size, 6);
+  const std::vector<float> ref = reference_logits(*model, ids);
+  EngineOptions o;
+  o.max_context = 50;
+  InferenceEngine engine(*im, o);
+  const int64_t V = c.vocab_size;
+  for (int64_t chunk : {2, 7, 13}) {
+    engine.reset(0);
+    std::vector<float> got(50 * V);
+    for (int64_t t = 0; t < 50; t += chunk) {
+      const int64_t n = std::min<int64_t>(chunk, 50 - t);
+      StepChunk ch{0, ids.data() + t, n, LogitsWanted::kAll};
+      engine.step({&ch, 1});
+      engine.logits(0, n, got.data() + t * V);
+    }
+    EXPECT_LT(logits_error(got.data(), ref.data(), 50, V, c.real_vocab_size), 2e-5) << "chunk " << chunk;
+  }
+}
+
+// copy() forks a sequence: continuing the fork equals continuing the original.
+TEST(Engine, CopiedSlotContinuesIdentically) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 14);
+  auto im = InferModel::from_model(*model);
+  const std::vector<int32_t> ids = random_tokens(20, c.real_vocab_size, 8);
+  const std::vector<float> ref = reference_logits(*model, ids);
+  EngineOptions o;
+  o.max_sequences = 3;
+  o.max_context = 20;
+  InferenceEngine engine(*im, o);
+  StepChunk prefix{0, ids.data(), 12, LogitsWanted::kNone};
+  engine.step({&prefix, 1});
+  EXPECT_EQ(engine.logit_rows(), 0);
+  engine.copy(0, 2);
+  EXPECT_EQ(engine.length(2), 12);
+  StepChunk rest[2] = {{2, ids.data() + 12, 8, LogitsWanted::kAll}, {0, ids.data() + 12, 3, LogitsWanted::kAll}};
+  engine.step(rest);
+  std::vector<float> got = step_logits(engine);
+  const int64_t V = c.vocab_size;
+  EXPECT_LT(logits_error(got.data(), ref.data() + 12 * V, 8, V, c.real_vocab_size), 2e-5);
+  EXPECT_LT(logits_error(got.data() + 8 * V, ref.data() + 12 * V, 3, V, c.real_vocab_size), 2e-5);
+}
+
+// Weights written as a sharded Hugging Face directory in bf16 and in f32, then
+// memory-mapped: bf16 matrices are used in place (never widened), and decode
+// equals the full-sequence forward of the same weights.
+TEST(Engine, MappedShardedCheckpointsMatchFullSequence) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 15);
+  const std::vector<int32_t> ids = random_tokens(24, c.real_vocab_size, 9);
+  for (const std::string dtype : {"bf16", "f32"}) {
+    testing::TempDir dir;
+    HfSaveOptions save;
+    save.dtype = dtype;
+    save.max_shard_bytes = 64 << 10;  // many shards + model.safetensors.index.json
+    save_hf_model(*model, dir.path(), save);
+    ASSERT_TRUE(std::filesystem::exists(dir.file("model.safetensors.index.json")));
+    auto reference = load_hf_model(dir.path());  // widened to f32: the same values
+    const std::vector<float> ref = reference_logits(*reference, ids);
+    auto im = InferModel::load(dir.path());
+    EXPECT_EQ(im->matrix_dtype(), dtype);
+    // Every matrix except the repacked grouped conv comes straight from the mapping.
+    EXPECT_EQ(im->mapped_matrices(), 1 + c.num_blocks * (5 + 4 + 2 * c.experts)) << dtype;
+    EngineOptions o;
+    o.max_context = 24;
+    o.bf16_activations = false;  // exact f32 activations for the comparison
+    InferenceEngine engine(*im, o);
+    const std::vector<float> got = prefill_then_decode(engine, 0, ids, 7);
+    EXPECT_LT(logits_error(got.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size), 2e-5) << dtype;
+  }
+}
+
+// bf16 weights with the bf16 GEMM prefill (activations rounded to bf16, as in
+// bf16 PyTorch inference): close to the reference, not equal.
+TEST(Engine, Bf16GemmPrefillIsClose) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 16);
+  const std::vector<int32_t> ids = random_tokens(60, c.real_vocab_size, 10);
+  auto im = InferModel::from_model(*model, "bf16");
+  EXPECT_EQ(im->matrix_dtype(), "bf16");
+  testing::TempDir dir;
+  HfSaveOptions save;
+  save.dtype = "bf16";
+  save_hf_model(*model, dir.path(), save);
+  const std::vector<float> ref = reference_logits(*load_hf_model(dir.path()), ids);
+  EngineOptions o;
+  o.max_context = 60;
+  o.max_step_tokens = 64;
+  InferenceEngine engine(*im, o);
+  const std::vector<float> got = prefill_then_decode(engine, 0, ids, 50);
+  const double err = logits_error(got.data(), ref.data(), 60, c.vocab_size, c.real_vocab_size);
+  EXPECT_LT(err, 3e-2);
+  std::printf("bf16 GEMM prefill: max logit error %.3g of the largest logit\n", err);
+}
+
+// Against PyTorch (tests/data/golden, float64 reference): both golden
+// sequences as one ragged batch, 4-token prefills then decode.
+TEST(Engine, MatchesGoldenPyTorchLogits) {
+  const std::string dir = std::string(ZAYA_TEST_DATA_DIR) + "/golden";
+  auto im = InferModel::load(dir);
+  SafetensorsFile golden = SafetensorsFile::open(dir + "/golden.safetensors");
+  const ZayaConfig& c = im->config();
+  const int64_t B = 2, S = 9, V = c.vocab_size;
+  std::vector<int32_t> ids(B * S);
+  golden.read_i32("input_ids", ids.data(), {B, S});
+  std::vector<float> ref(B * S * V), got(B * S * V);
+  golden.read_f32("logits", ref.data(), {B, S, V});
+  EngineOptions o;
+  o.max_sequences = 2;
+  o.max_context = S;
+  InferenceEngine engine(*im, o);
+  StepChunk prefill[2] = {{0, ids.data(), 4, LogitsWanted::kAll}, {1, ids.data() + S, 4, LogitsWanted::kAll}};
+  engine.step(prefill);
+  for (int64_t r = 0; r < 8; ++r) engine.logits(r, r + 1, got.data() + ((r / 4) * S + r % 4) * V);
+  for (int64_t t = 4; t < S; ++t) {
+    StepChunk step[2] = {{0, ids.data() + t, 1, LogitsWanted::kLast}, {1, ids.data() + S + t, 1, LogitsWanted::kLast}};
+    engine.step(step);
+    engine.logits(0, 1, got.data() + t * V);
+    engine.logits(1, 2, got.data() + (S + t) * V);
+  }
+  // All V columns: padding rows are part of the reference too.
+  EXPECT_LT(logits_error(got.data(), ref.data(), B * S, V, V), 1e-5);
+}
+
+TEST(Engine, RejectsBadSteps) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 17);
+  auto im = InferModel::from_model(*model);
+  EngineOptions o;
+  o.max_sequences = 2;
+  o.max_context = 10;
+  o.max_step_tokens = 6;
+  InferenceEngine engine(*im, o);
+  const std::vector<int32_t> ids = random_tokens(10, c.real_vocab_size, 1);
+  StepChunk too_long{0, ids.data(), 7, LogitsWanted::kLast};
+  testing::expect_error([&] { engine.step({&too_long, 1}); }, "exceeds the step capacity 6");
+  StepChunk twice[2] = {{1, ids.data(), 1, LogitsWanted::kLast}, {1, ids.data(), 1, LogitsWanted::kLast}};
+  testing::expect_error([&] { engine.step(twice); }, "appears twice");
+  const int32_t bad = int32_t(c.vocab_size);
+  StepChunk oov{0, &bad, 1, LogitsWanted::kLast};
+  testing::expect_error([&] { engine.step({&oov, 1}); }, "outside the vocabulary");
+  StepChunk six{0, ids.data(), 6, LogitsWanted::kLast};
+  engine.step({&six, 1});
+  StepChunk five{0, ids.data(), 5, LogitsWanted::kLast};
+  testing::expect_error([&] { engine.step({&five, 1}); }, "beyond the context length 10");
+  EXPECT_EQ(engine.length(0), 6);  // a rejected step changes nothing
+  o.max_context = 1000;
+  testing::expect_error([&] { InferenceEngine e(*im, o); }, "max_position_embeddings");
+}
+
+}  // namespace
+}  // namespace zaya

@@ -1,0 +1,70 @@
+#pragma once
+// Generation with the cached decoder (engine.h), for any number of requests
+// with continuous batching: up to `max_batch` sequences run together; each
+// step feeds one token per decoding sequence and, in the rest of the step's
+// token budget, prompt chunks of newly admitted ones (chunked prefill). When a
+// sequence stops (a stop id, its token limit, the context end, or the caller)
+// its slot takes the next waiting request.
+//
+// Each request samples from its own counter-based generator seeded by its
+// sampling seed, the same stream the full-sequence generator uses
+// (full_sequence.h), so a request's text does not depend on what it was
+// batched with, and the two generators agree token for token.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "zaya/infer/infer_model.h"
+#include "zaya/infer/sampling.h"
+
+namespace zaya {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;   // at least one token (usually BOS first)
+  int64_t max_new_tokens = 128;
+  SamplingOptions sampling;
+  std::vector<int32_t> stop_ids; // generation ends after emitting one of these (it is kept in the output)
+};
+
+enum class FinishReason { kStop, kLength, kContext, kCancelled };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;   // generated ids, prompt excluded
+  FinishReason finish = FinishReason::kLength;
+};
+
+struct GeneratorOptions {
+  int64_t max_batch = 1;        // sequences decoded together
+  int64_t max_context = 0;      // 0: the longest prompt + max_new_tokens, capped at max_position_embeddings
+  int64_t step_tokens = 256;    // tokens per forward step (prefill chunk size)
+  int64_t sample_vocab = 0;     // ids >= this are never sampled; 0: the config's real vocabulary
+  bool bf16_activations = true; // see EngineOptions
+};
+
+struct GenerationStats {
+  int64_t requests = 0;
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t steps = 0;
+  int64_t decode_steps = 0;      // steps without prompt tokens
+  int64_t decode_tokens = 0;     // tokens those steps produced
+  double prefill_seconds = 0;    // steps that carried prompt tokens
+  double decode_seconds = 0;     // steps that did not
+  double first_token_seconds = 0;  // from the start to the first sampled token
+  double total_seconds = 0;
+};
+
+// Called with (request index, token) as each token is chosen; return false to
+// stop that request (FinishReason::kCancelled).
+using TokenCallback = std::function<bool(size_t, int32_t)>;
+// Called once per request when it finishes.
+using FinishCallback = std::function<void(size_t, const GenerationResult&)>;
+
+std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
+                                       const GeneratorOptions& options, const TokenCallback& on_token = {},
+                                       const FinishCallback& on_finish = {}, GenerationStats* stats = nullptr);
+
+}  // namespace zaya

@@ -1,0 +1,147 @@
+#pragma once
+// Weights for inference: read-only views of every tensor the forward pass
+// needs, with the big matrices in float32 or bfloat16.
+//
+// From a Hugging Face directory (config.json + model.safetensors, or shards +
+// model.safetensors.index.json, legacy tensor names of spec §6.1) the files
+// are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is used
+// in place from the mapping: ZAYA1-base's 17.7 GB of bf16 weights are never
+// widened or copied, pages are read on first touch and shared through the page
+// cache. The small tensors (norms, biases, residual scales, conv weights,
+// temperatures, balancing biases) are converted to float32 once (a few MB).
+// The grouped convolution is repacked so that each head group's two taps are
+// one [d, 2d] matrix (see CcaConvB below).
+//
+// dtype "bf16" rounds F32 matrices to bf16 (owned copies; halves the bytes a
+// decode step reads) and dtype "f32" widens BF16 matrices (owned copies;
+// needs twice the memory). From an in-memory ZayaModel (training weights) the
+// f32 arena is used in place, or rounded to bf16 copies.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/io/safetensors_dir.h"
+#include "zaya/model/config.h"
+#include "zaya/model/model.h"
+#include "zaya/ops/matvec.h"
+
+namespace zaya {
+
+// A row-major [rows, cols] matrix in nn.Linear layout [out, in].
+struct WeightMatrix {
+  WeightType type = WeightType::kF32;
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0;
+
+  int64_t bytes() const { return rows * cols * weight_type_bytes(type); }
+  // Rows [r0, r1) (contiguous).
+  WeightMatrix row_slice(int64_t r0, int64_t r1) const {
+    return {type, static_cast<const uint8_t*>(data) + r0 * cols * weight_type_bytes(type), r1 - r0, cols};
+  }
+};
+
+// Residual scaling of spec §5: res' = (h + hb) * hs + (res + rb) * rs; rs/rb null on half-layer 0.
+struct MergeVectors {
+  const float* hs_scale_D = nullptr;
+  const float* hs_bias_D = nullptr;
+  const float* res_scale_D = nullptr;
+  const float* res_bias_D = nullptr;
+};
+
+struct InferAttention {
+  const float* input_norm_D = nullptr;
+  MergeVectors merge;
+  WeightMatrix q, k, v_cur, v_prev;  // linear_q [Q, D], linear_k [K, D], val_proj1/2 [K/2, D]
+  const float* conv_a_w_C2 = nullptr;  // depthwise taps [C, 2] (tap 0 = older step)
+  const float* conv_a_b_C = nullptr;
+  // Grouped conv, repacked: row o = (WB[o, :, 0], WB[o, :, 1]), so group g
+  // (rows g*d .. g*d+d-1) is a [d, 2d] matrix applied to (a_old[g], a_new[g]).
+  WeightMatrix conv_b;
+  const float* conv_b_b_C = nullptr;
+  const float* temp_Hk = nullptr;
+  WeightMatrix o;  // o_proj [D, Q]
+};
+
+struct InferMoe {
+  const float* input_norm_D = nullptr;
+  MergeVectors merge;
+  WeightMatrix down;                      // [R, D]
+  const float* down_b_R = nullptr;
+  const float* states_scale_R = nullptr;  // EDA scale; null on the first MoE half-layer
+  const float* eda_norm_R = nullptr;
+  WeightMatrix mlp0, mlp2, mlp4;          // [R, R], [R, R], [N, R]
+  const float* mlp0_b_R = nullptr;
+  const float* mlp2_b_R = nullptr;
+  const float* balancing_bias_N = nullptr;
+  std::vector<WeightMatrix> fc1;          // per expert [2F, D] (gate rows, then up rows)
+  std::vector<WeightMatrix> fc2;          // per expert [D, F]
+};
+
+struct InferWeights {
+  WeightMatrix embed;  // [V, D], also the tied LM head
+  const float* final_norm_D = nullptr;
+  MergeVectors final_merge;
+  std::vector<InferAttention> attn;  // one per block
+  std::vector<InferMoe> moe;         // one per block
+};
+
+struct InferLoadOptions {
+  // "auto": matrices as stored (BF16 and F32 used in place); "bf16" or "f32": converted.
+  std::string dtype = "auto";
+  // Read every weight page once at load (madvise WILLNEED + touch), so the
+  // first tokens do not wait on the disk.
+  bool prefetch = false;
+};
+
+// Bytes of the weights a forward pass reads for one token, split as the
+// roofline of `zaya bench infer` needs them.
+struct WeightBytes {
+  int64_t dense = 0;       // attention, routers, conv, norms: read every step
+  int64_t per_expert = 0;  // fc1 + fc2 of one expert of one layer
+  int64_t lm_head = 0;     // the tied embedding as LM head
+  int64_t total = 0;       // every weight held
+};
+
+class InferModel {
+ public:
+  // Loads a Hugging Face directory; errors name the file, tensor, shape or dtype.
+  static std::unique_ptr<InferModel> load(const std::string& dir, const InferLoadOptions& options = {});
+  // Views of (or bf16 copies from) a model held in memory; `model` must outlive the result.
+  // dtype: "auto"/"f32" (the f32 arena in place) or "bf16".
+  static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const std::string& dtype = "auto");
+
+  InferModel(const InferModel&) = delete;
+  InferModel& operator=(const InferModel&) = delete;
+
+  const ZayaConfig& config() const { return config_; }
+  const InferWeights& weights() const { return weights_; }
+  // The dtype of the big matrices: "bf16", "f32" or "mixed".
+  const std::string& matrix_dtype() const { return matrix_dtype_; }
+  const WeightBytes& weight_bytes() const { return bytes_; }
+  // Where the weights came from (a directory, or "memory").
+  const std::string& source() const { return source_; }
+  // Matrices used straight from the file mapping, and their bytes.
+  int64_t mapped_matrices() const { return mapped_matrices_; }
+  int64_t mapped_bytes() const { return mapped_bytes_; }
+
+ private:
+  InferModel() = default;
+  struct Builder;
+
+  ZayaConfig config_;
+  InferWeights weights_;
+  std::string matrix_dtype_, source_;
+  WeightBytes bytes_;
+  int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
+  std::optional<SafetensorsDir> files_;          // keeps the mapping alive
+  std::vector<AlignedPtr<uint8_t>> owned_;       // converted matrices and small tensors
+};
+
+// Validates a dtype option: "auto", "bf16" or "f32" (the message names `flag`).
+void check_weight_dtype_option(const std::string& dtype, const std::string& flag);
+
+}  // namespace zaya

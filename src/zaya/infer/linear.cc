@@ -1,0 +1,113 @@
+#include "zaya/infer/linear.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "zaya/core/bf16.h"
+#include "zaya/ops/matmul.h"
+#include "zaya/ops/matmul_bf16.h"
+
+namespace zaya {
+namespace {
+
+// GEMM output staging is capped at this many floats (64 MB): the LM head of a
+// 262k vocabulary then runs 64 rows per call.
+constexpr int64_t kStagingFloats = int64_t(16) << 20;
+constexpr int64_t kMaxChunkRows = 512;
+// Row counts are padded to a multiple of this, so each weight shape needs at
+// most kMaxChunkRows / kRowBucket oneDNN primitives.
+constexpr int64_t kRowBucket = 32;
+
+bool use_matvec(int64_t tokens, const WeightMatrix& w, bool bf16_activations) {
+  return tokens <= kMatvecMaxTokens || (w.type == WeightType::kBF16 && !bf16_activations);
+}
+
+}  // namespace
+
+LinearRunner::LinearRunner(int64_t max_in, int64_t max_out, bool bf16_activations)
+    : max_in_(max_in), max_out_(max_out), bf16_activations_(bf16_activations) {
+  chunk_rows_ = std::clamp<int64_t>(kStagingFloats / std::max<int64_t>(max_out, 1) / kRowBucket * kRowBucket,
+                                    kRowBucket, kMaxChunkRows);
+}
+
+void LinearRunner::gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens,
+                                  const WeightMatrix& w, bool accumulate) {
+  const int64_t I = w.cols, O = w.rows;
+  ZAYA_ASSERT(I <= max_in_ && O <= max_out_);
+  if (!xb_) {
+    xb_ = aligned_alloc_array<uint16_t>(size_t(chunk_rows_ * max_in_));
+    cbuf_ = aligned_alloc_array<float>(size_t(chunk_rows_ * max_out_));
+  }
+  const uint16_t* wb = static_cast<const uint16_t*>(w.data);
+  for (int64_t t0 = 0; t0 < tokens; t0 += chunk_rows_) {
+    const int64_t n = std::min(chunk_rows_, tokens - t0);
+    const int64_t padded = (n + kRowBucket - 1) / kRowBucket * kRowBucket;
+    uint16_t* xb = xb_.get();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < padded; ++r) {
+      uint16_t* dst = xb + r * I;
+      if (r < n) {
+        const float* src = x + (t0 + r) * ldx;
+        for (int64_t i = 0; i < I; ++i) dst[i] = float_to_bf16(src[i]);
+      } else {
+        std::fill(dst, dst + I, uint16_t(0));
+      }
+    }
+    float* c = cbuf_.get();
+    gemm_bf16(false, true, padded, O, I, xb, I, wb, I, c, O);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < n; ++r) {
+      float* dst = y + (t0 + r) * ldy;
+      const float* src = c + r * O;
+      if (accumulate)
+        for (int64_t o = 0; o < O; ++o) dst[o] += src[o];
+      else
+        std::copy(src, src + O, dst);
+    }
+  }
+}
+
+void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
+                       bool accumulate) {
+  if (tokens <= 0) return;
+  if (use_matvec(tokens, w, bf16_activations_)) {
+    matvec(w.type, w.data, w.cols, w.rows, x, ldx, tokens, y, ldy, accumulate);
+  } else if (w.type == WeightType::kF32) {
+    gemm<float>(false, true, tokens, w.rows, w.cols, 1.0f, x, ldx, static_cast<const float*>(w.data), w.cols,
+                accumulate ? 1.0f : 0.0f, y, ldy);
+  } else {
+    gemm_bf16_rows(y, ldy, x, ldx, tokens, w, accumulate);
+  }
+}
+
+void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens,
+                             std::span<const Part> parts) {
+  if (tokens <= 0) return;
+  bool all_matvec = true;
+  int64_t rows = 0;
+  for (const Part& p : parts) {
+    all_matvec = all_matvec && use_matvec(tokens, *p.w, bf16_activations_);
+    rows += p.w->rows;
+  }
+  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel()) {
+    for (const Part& p : parts) run(y + p.col, ldy, x, ldx, tokens, *p.w);
+    return;
+  }
+  // One parallel region: the concatenated rows split in multiples of 8.
+#pragma omp parallel
+  {
+    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t blocks = (rows + 7) / 8;
+    const int64_t g0 = std::min(rows, blocks * id / nt * 8), g1 = std::min(rows, blocks * (id + 1) / nt * 8);
+    int64_t base = 0;
+    for (const Part& p : parts) {
+      const int64_t r0 = std::max(g0, base) - base, r1 = std::min(g1, base + p.w->rows) - base;
+      if (r0 < r1)
+        matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
+      base += p.w->rows;
+    }
+  }
+}
+
+}  // namespace zaya

@@ -1,0 +1,55 @@
+#pragma once
+// y = x W^T for inference, choosing the kernel by the number of tokens:
+//
+//  * up to kMatvecMaxTokens rows (decode steps): the bandwidth-bound matvec
+//    kernel (ops/matvec.h), f32 activations, bf16 or f32 weights read once;
+//  * more rows (prefill, scoring): a GEMM. f32 weights go to oneDNN's sgemm.
+//    bf16 weights go to oneDNN's bf16 matmul (AMX / AVX512-BF16), which rounds
+//    the activations to bf16 as bf16 inference in PyTorch does; with
+//    `bf16_activations` off they stay on the matvec kernel instead (f32
+//    activations, exact, several times slower): the setting the decode-vs-
+//    full-sequence tests use.
+//
+// The runner owns the scratch of the bf16 GEMM path (activations rounded to
+// bf16, padded to a row bucket so that oneDNN builds few primitives).
+
+#include <cstdint>
+#include <span>
+
+#include "zaya/core/arena.h"
+#include "zaya/infer/infer_model.h"
+
+namespace zaya {
+
+inline constexpr int64_t kMatvecMaxTokens = 16;
+
+class LinearRunner {
+ public:
+  // max_in / max_out: the widest matrix this runner will see.
+  LinearRunner(int64_t max_in, int64_t max_out, bool bf16_activations);
+
+  // y[T, O] (row stride ldy) (+)= x[T, I] (row stride ldx) W^T.
+  void run(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
+           bool accumulate = false);
+
+  // Several matrices over the same input, each writing the columns
+  // [col, col + rows) of y: one parallel region for all of them in decode.
+  struct Part {
+    const WeightMatrix* w;
+    int64_t col;
+  };
+  void run_parts(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, std::span<const Part> parts);
+
+  bool bf16_activations() const { return bf16_activations_; }
+
+ private:
+  void gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
+                      bool accumulate);
+  int64_t max_in_, max_out_;
+  bool bf16_activations_;
+  int64_t chunk_rows_ = 0;       // rows per bf16 GEMM call
+  AlignedPtr<uint16_t> xb_;      // [chunk_rows, max_in] activations in bf16
+  AlignedPtr<float> cbuf_;       // [chunk_rows, max_out] GEMM output
+};
+
+}  // namespace zaya

@@ -1,0 +1,66 @@
+#include "zaya/infer/text.h"
+
+#include <filesystem>
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+
+int64_t check_tokenizer(const Tokenizer& tok, const ZayaConfig& c, const std::string& model_label) {
+  ZAYA_CHECK(tok.vocab_size() <= c.vocab_size,
+             "tokenizer '{}' has {} pieces but model {} has only {} embedding rows (config.json vocab_size); "
+             "wrong tokenizer?",
+             tok.model_path(), tok.vocab_size(), model_label, c.vocab_size);
+  ZAYA_CHECK(tok.vocab_size() <= c.real_vocab_size,
+             "tokenizer '{}' has {} pieces but model {} predicts only ids below {} (zaya_real_vocab_size); "
+             "wrong tokenizer?",
+             tok.model_path(), tok.vocab_size(), model_label, c.real_vocab_size);
+  ZAYA_CHECK(tok.bos_id() == c.bos_token_id,
+             "tokenizer '{}' has BOS id {} but model {} expects bos_token_id {} (config.json); wrong tokenizer?",
+             tok.model_path(), tok.bos_id(), model_label, c.bos_token_id);
+  return tok.vocab_size();
+}
+
+std::string default_tokenizer_path(const std::string& model_dir, const std::string& given) {
+  if (!given.empty()) return given;
+  return (std::filesystem::path(model_dir) / "tokenizer.model").string();
+}
+
+namespace {
+// Bytes at the end of `s` that start a UTF-8 sequence not yet complete.
+size_t incomplete_utf8_tail(const std::string& s) {
+  const size_t n = s.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    const unsigned char ch = static_cast<unsigned char>(s[n - back]);
+    if ((ch & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    const size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+}  // namespace
+
+std::string TextStream::push(int32_t id) {
+  ids_.push_back(id);
+  std::string text = tok_.decode(ids_);
+  // A character spelled in byte pieces decodes to U+FFFD until its last byte
+  // arrives: hold trailing replacement characters (and incomplete sequences) back.
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  while (text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0) text.resize(text.size() - 3);
+  text.resize(text.size() - incomplete_utf8_tail(text));
+  if (text.compare(0, shown_.size(), shown_) != 0) return {};
+  if (text.size() <= shown_.size()) return {};
+  std::string added = text.substr(shown_.size());
+  shown_ = std::move(text);
+  return added;
+}
+
+std::string TextStream::flush() {
+  std::string text = tok_.decode(ids_);
+  if (text.size() <= shown_.size() || text.compare(0, shown_.size(), shown_) != 0) return {};
+  std::string added = text.substr(shown_.size());
+  shown_ = std::move(text);
+  return added;
+}
+
+}  // namespace zaya

@@ -1,0 +1,42 @@
+#pragma once
+// Text around the decoder: checking that a tokenizer fits a model, and
+// turning a growing list of generated ids into printable text increments.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/data/tokenizer.h"
+#include "zaya/model/config.h"
+
+namespace zaya {
+
+// Fails (naming the tokenizer file and the config fields) when the tokenizer
+// does not fit the model: more pieces than embedding rows, or a BOS id that
+// differs from the config's bos_token_id. Returns the ids that may be sampled:
+// the tokenizer's pieces, never the padding rows beyond them (ZAYA1-base's
+// 262,272 rows hold 262,144 Gemma 3 pieces, spec §7).
+int64_t check_tokenizer(const Tokenizer& tokenizer, const ZayaConfig& config, const std::string& model_label);
+
+// The tokenizer next to the weights (MODEL/tokenizer.model) unless one is given.
+std::string default_tokenizer_path(const std::string& model_dir, const std::string& given);
+
+// Streams decoded text: push() returns what the new id adds to the text.
+// Decoding the whole continuation each time (rather than piece by piece)
+// keeps multi-byte characters and SentencePiece's space handling right; text
+// is held back while it ends in an incomplete UTF-8 sequence.
+class TextStream {
+ public:
+  explicit TextStream(const Tokenizer& tokenizer) : tok_(tokenizer) {}
+  std::string push(int32_t id);
+  // Whatever is still held back.
+  std::string flush();
+  const std::string& text() const { return shown_; }
+
+ private:
+  const Tokenizer& tok_;
+  std::vector<int32_t> ids_;
+  std::string shown_;
+};
+
+}  // namespace zaya

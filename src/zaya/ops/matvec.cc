@@ -1,0 +1,174 @@
+#include "zaya/ops/matvec.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#define ZAYA_MATVEC_AVX512 1
+// GCC 12's AVX-512 intrinsics fill unused mask lanes from _mm512_undefined_*(),
+// which -Wuninitialized reports at every inlined call (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "zaya/core/bf16.h"
+
+namespace zaya {
+namespace {
+
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
+
+#ifdef ZAYA_MATVEC_AVX512
+
+// 16 weights widened to float: bf16 is the top half of a float32.
+inline __m512 load_w(const uint16_t* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline __m512 load_w_tail(const uint16_t* p, __mmask16 m) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load_w_tail(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+
+// R weight rows x TT tokens; each weight vector is loaded once and used TT times.
+template <int R, int TT, typename W>
+inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
+  __m512 acc[R][TT];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= in; i += 16) {
+    __m512 xv[TT];
+    for (int t = 0; t < TT; ++t) xv[t] = _mm512_loadu_ps(x + t * ldx + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = load_w(w + r * in + i);
+      for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (i < in) {
+    const __mmask16 m = __mmask16((1u << (in - i)) - 1u);
+    __m512 xv[TT];
+    for (int t = 0; t < TT; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + t * ldx + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = load_w_tail(w + r * in + i, m);
+      for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) {
+      const float s = _mm512_reduce_add_ps(acc[r][t]);
+      float* dst = y + t * ldy + r;
+      *dst = accumulate ? *dst + s : s;
+    }
+}
+
+// Rows [r0, r1) for a block of TT tokens.
+template <int TT, typename W>
+void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y,
+                     int64_t ldy, bool accumulate) {
+  constexpr int R = TT == 1 ? 8 : 4;
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+  for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+}
+
+template <typename W>
+void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens,
+                 float* y, int64_t ldy, bool accumulate) {
+  // Blocks of rows outside, token blocks inside: a block of rows (<= 8 x in
+  // elements) stays in L1 while every token block passes over it.
+  constexpr int64_t kRowBlock = 8;
+  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+    const int64_t re = std::min(r1, rb + kRowBlock);
+    for (int64_t t = 0; t < tokens; t += 4) {
+      const float* xt = x + t * ldx;
+      float* yt = y + t * ldy;
+      switch (std::min<int64_t>(4, tokens - t)) {
+        case 1: rows_for_tokens<1>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
+        case 2: rows_for_tokens<2>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
+        case 3: rows_for_tokens<3>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
+        default: rows_for_tokens<4>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
+      }
+    }
+  }
+}
+
+#else  // portable
+
+inline float widen(float v) { return v; }
+inline float widen(uint16_t v) { return bf16_to_float(v); }
+
+template <typename W>
+void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens,
+                 float* y, int64_t ldy, bool accumulate) {
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const W* wr = w + r * in;
+      const float* xt = x + t * ldx;
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < in; ++i) s += widen(wr[i]) * xt[i];
+      float* dst = y + t * ldy + r;
+      *dst = accumulate ? *dst + s : s;
+    }
+}
+
+#endif
+
+}  // namespace
+
+const char* weight_type_name(WeightType t) { return t == WeightType::kBF16 ? "bf16" : "f32"; }
+
+void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx,
+                 int64_t tokens, float* y, int64_t ldy, bool accumulate) {
+  if (r0 >= r1 || tokens <= 0) return;
+  if (in == 0) {
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t r = r0; r < r1; ++r)
+        if (!accumulate) y[t * ldy + r] = 0;
+    return;
+  }
+  if (type == WeightType::kBF16)
+    rows_kernel(static_cast<const uint16_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+  else
+    rows_kernel(static_cast<const float*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+}
+
+void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
+            float* y, int64_t ldy, bool accumulate) {
+  const int threads = omp_get_max_threads();
+  if (threads <= 1 || out * in * tokens < kParallelMinMacs || omp_in_parallel()) {
+    matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate);
+    return;
+  }
+#pragma omp parallel
+  {
+    // Row ranges in multiples of 8 (the kernel's tile), one per thread.
+    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t blocks = (out + 7) / 8;
+    const int64_t r0 = std::min(out, blocks * id / nt * 8), r1 = std::min(out, blocks * (id + 1) / nt * 8);
+    matvec_rows(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+  }
+}
+
+void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,
+                      int64_t tokens, float* y, int64_t ldy, bool accumulate) {
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t r = 0; r < out; ++r) {
+      double s = 0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double wv = type == WeightType::kBF16 ? double(bf16_to_float(static_cast<const uint16_t*>(w)[r * in + i]))
+                                                    : double(static_cast<const float*>(w)[r * in + i]);
+        s += wv * double(x[t * ldx + i]);
+      }
+      float* dst = y + t * ldy + r;
+      *dst = accumulate ? float(double(*dst) + s) : float(s);
+    }
+}
+
+}  // namespace zaya
