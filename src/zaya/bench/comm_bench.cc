@@ -99,8 +99,15 @@ CommBench::CommBench(Comm& world, Comm& group, CommBenchOptions options)
   ZAYA_CHECK(o.average >= 0 && o.average <= 3, "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got {}",
              o.average);
   size_sweep(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);  // validates the sweep
+  world_timeout_ = world_.timeout();
+  group_timeout_ = group_.timeout();
   world_.set_timeout(o.timeout);
   group_.set_timeout(o.timeout);
+}
+
+CommBench::~CommBench() {
+  world_.set_timeout(world_timeout_);
+  group_.set_timeout(group_timeout_);
 }
 
 double CommBench::combine_over_world(double seconds) {

@@ -111,7 +111,11 @@ class CommBench {
  public:
   // `group` is the communicator the collectives run on (the world, or this
   // rank's split group); `world` synchronises and combines the measurements.
+  // The options' timeout applies to both communicators until destruction.
   CommBench(Comm& world, Comm& group, CommBenchOptions options);
+  ~CommBench();
+  CommBench(const CommBench&) = delete;
+  CommBench& operator=(const CommBench&) = delete;
 
   using RowCallback = std::function<void(const CommRun& run, const CommRow& row)>;
   // One sweep over the sizes; every rank must call it with the same arguments.
@@ -129,6 +133,7 @@ class CommBench {
   Comm& world_;
   Comm& group_;
   CommBenchOptions options_;
+  double world_timeout_ = 0, group_timeout_ = 0;  // restored on destruction
   bool stalled_ = false;
   uint64_t rep_ = 0;
 };
