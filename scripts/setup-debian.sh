@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev
   libopenmpi-dev openmpi-bin
+  mpich libmpich-dev
   libsentencepiece-dev sentencepiece
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   gnuplot-nox

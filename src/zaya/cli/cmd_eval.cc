@@ -1,9 +1,162 @@
-// Registration point for a verb of the [infer] issue; the verb is not built yet, so
-// nothing is registered and `zaya` does not offer it.
+// zaya eval: perplexity on held-out text or token shards, and multiple-choice
+// log-likelihood scoring from JSONL (lm-evaluation-harness style acc / acc_norm).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "zaya/cli/commands.h"
+#include "zaya/core/error.h"
+#include "zaya/core/timer.h"
+#include "zaya/infer/multiple_choice.h"
+#include "zaya/infer/perplexity.h"
+#include "zaya/infer/text.h"
 
 namespace zaya::cli {
+namespace {
 
-void add_eval_command(CLI::App& app) { (void)app; }
+struct EvalOptions {
+  std::string model, tokenizer, json_out, per_item, dtype = "auto";
+  std::vector<std::string> texts, shards, mc;
+  int64_t context = 0, stride = 0, batch = 16, step_tokens = 512;
+  int64_t max_documents = 0, max_tokens = 0, max_items = 0;
+  int threads = 0;
+  bool exact = false;
+};
+
+void run_eval(const EvalOptions& o) {
+  check_weight_dtype_option(o.dtype, "--dtype");
+  ZAYA_CHECK(!o.texts.empty() || !o.shards.empty() || !o.mc.empty(),
+             "zaya eval: nothing to evaluate; give --text FILE, --shards PREFIX or --mc FILE.jsonl");
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  InferLoadOptions lo;
+  lo.dtype = o.dtype;
+  auto model = InferModel::load(o.model, lo);
+  const ZayaConfig& c = model->config();
+  // The tokenizer: given, or next to the weights; only text needs one.
+  const std::string tok_path = default_tokenizer_path(o.model, o.tokenizer);
+  std::optional<Tokenizer> tok;
+  int64_t vocab = c.real_vocab_size;
+  std::error_code ec;
+  if (!o.tokenizer.empty() || std::filesystem::exists(tok_path, ec)) {
+    tok.emplace(Tokenizer::load(tok_path));
+    vocab = check_tokenizer(*tok, c, o.model);
+  }
+  ScorerOptions so;
+  so.max_batch = o.batch;
+  so.step_tokens = o.step_tokens;
+  so.score_vocab = vocab;
+  so.bf16_activations = !o.exact;
+  PerplexityOptions po;
+  po.context = o.context;
+  po.stride = o.stride;
+  po.scorer = so;
+
+  fmt::print("zaya eval: {} ({} weights{}, {} threads), scoring over {} ids\n", o.model, model->matrix_dtype(),
+             model->mapped_matrices() > 0 ? ", memory-mapped" : "", omp_get_max_threads(), vocab);
+  nlohmann::json out = {{"model", o.model},
+                        {"weights_dtype", model->matrix_dtype()},
+                        {"threads", omp_get_max_threads()},
+                        {"perplexity", nlohmann::json::array()},
+                        {"multiple_choice", nlohmann::json::array()}};
+  auto report_ppl = [&](const std::string& name, const std::string& kind,
+                        const std::vector<std::vector<int32_t>>& docs, int64_t bytes) {
+    const double t0 = now_seconds();
+    const PerplexityResult r = perplexity(*model, docs, po);
+    const double dt = now_seconds() - t0;
+    std::string bpb = bytes > 0 ? fmt::format(", {:.4f} bits/byte", r.bits_per_byte(bytes)) : "";
+    fmt::print("  perplexity {} ({}): {} documents, {} windows, {} tokens: loss {:.4f} nats/token, ppl {:.3f}{} "
+               "[{:.1f} s, {:.0f} tokens/s]\n",
+               name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt,
+               dt > 0 ? double(r.tokens) / dt : 0.0);
+    nlohmann::json j = {{"data", name},           {"kind", kind},         {"documents", r.documents},
+                        {"windows", r.windows},   {"tokens", r.tokens},   {"nll_sum", r.nll},
+                        {"loss", r.mean_nll()},   {"perplexity", r.perplexity()},
+                        {"seconds", dt}};
+    if (bytes > 0) {
+      j["bytes"] = bytes;
+      j["bits_per_byte"] = r.bits_per_byte(bytes);
+    }
+    out["perplexity"].push_back(j);
+  };
+  for (const std::string& path : o.texts) {
+    ZAYA_CHECK(tok.has_value(), "--text {}: no tokenizer ({} does not exist; give --tokenizer)", path, tok_path);
+    int64_t bytes = 0;
+    auto docs = text_documents(path, *tok, o.max_documents, o.max_tokens, &bytes);
+    report_ppl(path, "text", docs, bytes);
+  }
+  for (const std::string& prefix : o.shards)
+    report_ppl(prefix, "shards", shard_documents(prefix, c.vocab_size, o.max_documents, o.max_tokens), 0);
+
+  std::ofstream per_item;
+  if (!o.per_item.empty()) {
+    per_item.open(o.per_item);
+    ZAYA_CHECK(per_item.good(), "cannot write '{}'", o.per_item);
+  }
+  for (const std::string& path : o.mc) {
+    const auto items = read_mc_items(path, tok ? &*tok : nullptr, c.vocab_size, o.max_items);
+    const double t0 = now_seconds();
+    const McSummary s = evaluate_multiple_choice(*model, items, so);
+    const double dt = now_seconds() - t0;
+    fmt::print("  multiple choice {}: {} items: acc {:.4f} ± {:.4f}, acc_norm {:.4f} ± {:.4f} [{:.1f} s]\n", path,
+               s.items, s.acc, s.acc_stderr, s.acc_norm, s.acc_norm_stderr, dt);
+    out["multiple_choice"].push_back({{"data", path},
+                                      {"items", s.items},
+                                      {"acc", s.acc},
+                                      {"acc_stderr", s.acc_stderr},
+                                      {"acc_norm", s.acc_norm},
+                                      {"acc_norm_stderr", s.acc_norm_stderr},
+                                      {"seconds", dt}});
+    if (per_item.is_open())
+      for (size_t i = 0; i < items.size(); ++i) {
+        const McItemResult& r = s.per_item[i];
+        nlohmann::json j = {{"data", path},        {"index", i},        {"id", items[i].id},
+                            {"gold", items[i].gold}, {"pred", r.pred},    {"pred_norm", r.pred_norm},
+                            {"logprobs", r.logprob}, {"greedy", r.greedy}};
+        per_item << j.dump() << "\n";
+      }
+  }
+  if (!o.json_out.empty()) {
+    std::ofstream f(o.json_out);
+    ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);
+    f << out.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  auto* cmd = app.add_subcommand("eval", "perplexity on held-out data and multiple-choice log-likelihood scoring");
+  cmd->add_option("--model", o->model, "model directory (config.json + safetensors)")->required();
+  cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
+  cmd->add_option("--text", o->texts, "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--shards", o->shards, "perplexity of a token shard PREFIX (PREFIX.bin/.idx; repeatable)");
+  cmd->add_option("--mc", o->mc, "multiple-choice items, JSONL (docs/inference.md; repeatable)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--context", o->context, "perplexity window in tokens (0: min(max_position, 2048))")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--stride", o->stride, "perplexity window stride (0: the window, no overlap)")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--batch", o->batch, "sequences scored together")->check(CLI::Range(1, 4096));
+  cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--max-documents", o->max_documents, "use at most this many documents per file (0: all)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--max-tokens", o->max_tokens, "stop adding documents after this many tokens (0: all)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 50));
+  cmd->add_option("--max-items", o->max_items, "use at most this many multiple-choice items (0: all)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--dtype", o->dtype, "weights: auto (as stored, memory-mapped), bf16 or f32");
+  cmd->add_flag("--exact", o->exact, "f32 activations with bf16 weights (slower; default: bf16 GEMMs)");
+  cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
+  cmd->add_option("--json", o->json_out, "write the results as JSON");
+  cmd->add_option("--per-item", o->per_item, "write per-item multiple-choice results as JSONL");
+  cmd->callback([o] { run_eval(*o); });
+}
 
 }  // namespace zaya::cli

@@ -1,0 +1,45 @@
+#include "zaya/dist/zero.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "zaya/model/config.h"
+
+namespace zaya {
+namespace {
+
+// Shards cut at tensor boundaries, cover the region exactly, and are balanced
+// to within the largest tensor for any rank count.
+TEST(Zero, ShardBoundariesAreBalancedAtTensorBoundaries) {
+  ZayaConfig c = preset_config("small");
+  ParamTable t(c, true);
+  size_t n_dense = 0;
+  while (n_dense < t.entries().size() && t.entries()[n_dense].offset < t.dense_floats()) ++n_dense;
+  std::set<int64_t> starts;
+  int64_t largest = 0;
+  for (const ParamEntry& e : t.entries()) {
+    starts.insert(e.offset);
+    largest = std::max(largest, e.numel);
+  }
+  starts.insert(t.total_floats());
+  for (int parts : {1, 2, 3, 4, 7}) {
+    for (auto [first, last] : {std::pair<size_t, size_t>{0, n_dense}, {n_dense, t.entries().size()}}) {
+      std::vector<int64_t> b = shard_boundaries(t, first, last, parts);
+      ASSERT_EQ(b.size(), size_t(parts + 1));
+      const int64_t begin = t.entries()[first].offset;
+      const int64_t end = t.entries()[last - 1].offset + t.entries()[last - 1].numel;
+      EXPECT_EQ(b.front(), begin);
+      EXPECT_EQ(b.back(), end);
+      for (int k = 0; k < parts; ++k) {
+        EXPECT_LE(b[k], b[k + 1]);
+        EXPECT_TRUE(starts.count(b[k])) << "boundary inside a tensor";
+        const double share = double(end - begin) / parts;
+        EXPECT_LE(std::abs(double(b[k + 1] - b[k]) - share), double(largest)) << parts << " parts";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zaya

@@ -1,0 +1,109 @@
+#include "zaya/infer/perplexity.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zaya/core/error.h"
+#include "zaya/data/corpus.h"
+#include "zaya/data/shard_reader.h"
+
+namespace zaya {
+
+double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
+
+double PerplexityResult::bits_per_byte(int64_t bytes) const {
+  return bytes > 0 ? nll / std::log(2.0) / double(bytes) : 0.0;
+}
+
+std::vector<ScoreGroup> perplexity_windows(const std::vector<int32_t>& doc, int64_t context, int64_t stride) {
+  ZAYA_CHECK(context >= 2, "perplexity window {} is invalid; allowed: >= 2 tokens", context);
+  ZAYA_CHECK(stride >= 1 && stride <= context, "perplexity stride {} is invalid; allowed: 1..{} (the window)",
+             stride, context);
+  std::vector<ScoreGroup> out;
+  const int64_t n = int64_t(doc.size());
+  if (n < 2) return out;
+  int64_t scored_end = 1;  // position 0 has nothing before it
+  for (int64_t begin = 0;; begin += stride) {
+    const int64_t end = std::min(begin + context, n);
+    const int64_t s = std::max(scored_end, begin + 1);
+    if (s < end) {
+      ScoreGroup g;
+      g.prefix.assign(doc.begin() + begin, doc.begin() + s);
+      g.continuations.emplace_back(doc.begin() + s, doc.begin() + end);
+      out.push_back(std::move(g));
+    }
+    scored_end = std::max(scored_end, end);
+    if (end == n) break;
+  }
+  return out;
+}
+
+PerplexityResult perplexity(const InferModel& model, const std::vector<std::vector<int32_t>>& docs,
+                            const PerplexityOptions& o, const std::function<void(size_t, size_t)>& progress) {
+  const ZayaConfig& c = model.config();
+  const int64_t context = o.context > 0 ? o.context : std::min<int64_t>(c.max_position, 2048);
+  ZAYA_CHECK(context <= c.max_position, "--context {} exceeds max_position_embeddings {}", context, c.max_position);
+  const int64_t stride = o.stride > 0 ? o.stride : context;
+  std::vector<ScoreGroup> groups;
+  PerplexityResult r;
+  for (const auto& d : docs) {
+    if (d.size() < 2) continue;
+    ++r.documents;
+    for (ScoreGroup& g : perplexity_windows(d, context, stride)) groups.push_back(std::move(g));
+  }
+  r.windows = int64_t(groups.size());
+  const auto scores = score_groups(model, groups, o.scorer, progress);
+  for (const auto& s : scores) {
+    r.tokens += s[0].tokens;
+    r.nll -= s[0].logprob;
+  }
+  return r;
+}
+
+std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab,
+                                                  int64_t max_documents, int64_t max_tokens) {
+  ShardReader shard = ShardReader::open(prefix);
+  ZAYA_CHECK(int64_t(shard.vocab_size()) <= model_vocab,
+             "{}.idx: the shard was tokenized with {} ids but the model has {} (vocab_size); wrong tokenizer?",
+             prefix, shard.vocab_size(), model_vocab);
+  std::vector<std::vector<int32_t>> out;
+  int64_t tokens = 0;
+  for (uint64_t d = 0; d < shard.num_documents(); ++d) {
+    if (max_documents > 0 && int64_t(out.size()) >= max_documents) break;
+    if (max_tokens > 0 && tokens >= max_tokens) break;
+    auto doc = shard.document(d);
+    std::vector<int32_t> ids(doc.size());
+    for (size_t i = 0; i < doc.size(); ++i) {
+      ZAYA_CHECK(doc[i] < uint32_t(model_vocab), "{}.bin: document {} token {} is {}, outside the vocabulary 0..{}",
+                 prefix, d, i, doc[i], model_vocab - 1);
+      ids[i] = int32_t(doc[i]);
+    }
+    tokens += int64_t(ids.size());
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> text_documents(const std::string& path, const Tokenizer& tok, int64_t max_documents,
+                                                 int64_t max_tokens, int64_t* bytes) {
+  ZAYA_CHECK(tok.bos_id() >= 0 && tok.eos_id() >= 0, "{}: the tokenizer defines no BOS/EOS ids",
+             tok.model_path());
+  CorpusReader reader(path);
+  CorpusDocument doc;
+  std::vector<std::vector<int32_t>> out;
+  int64_t tokens = 0;
+  while (reader.next(doc)) {
+    if (max_documents > 0 && int64_t(out.size()) >= max_documents) break;
+    if (max_tokens > 0 && tokens >= max_tokens) break;
+    std::vector<int32_t> ids = {tok.bos_id()};
+    for (int32_t id : tok.encode(doc.text)) ids.push_back(id);
+    ids.push_back(tok.eos_id());
+    if (bytes != nullptr) *bytes += int64_t(doc.text.size());
+    tokens += int64_t(ids.size());
+    out.push_back(std::move(ids));
+  }
+  ZAYA_CHECK(!out.empty(), "{}: no documents (text separated by blank lines)", path);
+  return out;
+}
+
+}  // namespace zaya

@@ -1,0 +1,189 @@
+#include "zaya/infer/scorer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "zaya/core/error.h"
+#include "zaya/infer/engine.h"
+
+namespace zaya {
+
+TokenLogprob token_logprob(const float* logits, int64_t vocab, int32_t target) {
+  float mx = -std::numeric_limits<float>::infinity();
+  int64_t arg = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    if (logits[v] > mx) {
+      mx = logits[v];
+      arg = v;
+    }
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(logits[v]) - double(mx));
+  return {double(logits[target]) - double(mx) - std::log(sum), arg == target};
+}
+
+namespace {
+
+// Scores targets against the logit rows of the engine's last step. `rows` is
+// sorted by row; a row may carry several targets (one per continuation that
+// shares a prefix). Logits are computed once per row, `block` rows at a time.
+struct RowTarget {
+  int64_t row;
+  int32_t target;
+  ContinuationScore* into;
+};
+
+void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int64_t vocab, std::vector<float>& buf,
+                int64_t block) {
+  const int64_t V = engine.config().vocab_size, R = engine.logit_rows();
+  std::vector<TokenLogprob> out(rows.size());
+  size_t e = 0;
+  for (int64_t r0 = 0; r0 < R && e < rows.size(); r0 += block) {
+    const int64_t r1 = std::min(R, r0 + block);
+    size_t e1 = e;
+    while (e1 < rows.size() && rows[e1].row < r1) ++e1;
+    if (e1 == e) continue;
+    engine.logits(r0, r1, buf.data());
+    const int64_t n = int64_t(e1 - e);
+#pragma omp parallel for schedule(static) if (n > 1)
+    for (int64_t i = 0; i < n; ++i) {
+      const RowTarget& t = rows[e + i];
+      out[e + i] = token_logprob(buf.data() + (t.row - r0) * V, vocab, t.target);
+    }
+    e = e1;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].into->logprob += out[i].logprob;
+    rows[i].into->tokens += 1;
+    rows[i].into->greedy = rows[i].into->greedy && out[i].greedy;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model, const std::vector<ScoreGroup>& groups,
+                                                         const ScorerOptions& o,
+                                                         const std::function<void(size_t, size_t)>& progress) {
+  const ZayaConfig& c = model.config();
+  const int64_t vocab = o.score_vocab > 0 ? std::min(o.score_vocab, c.real_vocab_size) : c.real_vocab_size;
+  ZAYA_CHECK(o.max_batch >= 1 && o.step_tokens >= 1, "scoring needs a batch ({}) and step size ({}) of at least 1",
+             o.max_batch, o.step_tokens);
+  int64_t context = 1, widest = 1;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ScoreGroup& gr = groups[g];
+    ZAYA_CHECK(!gr.prefix.empty(), "scoring request {}: the context is empty (it needs at least BOS)", g);
+    ZAYA_CHECK(!gr.continuations.empty(), "scoring request {}: no continuation to score", g);
+    for (int32_t id : gr.prefix)
+      ZAYA_CHECK(id >= 0 && id < c.vocab_size, "scoring request {}: context token {} is outside the vocabulary 0..{}",
+                 g, id, c.vocab_size - 1);
+    for (size_t k = 0; k < gr.continuations.size(); ++k) {
+      const auto& cont = gr.continuations[k];
+      ZAYA_CHECK(!cont.empty(), "scoring request {}: continuation {} has no tokens", g, k);
+      for (int32_t id : cont)
+        ZAYA_CHECK(id >= 0 && id < vocab,
+                   "scoring request {}: continuation {} token {} is outside the scored vocabulary 0..{}", g, k, id,
+                   vocab - 1);
+      const int64_t need = int64_t(gr.prefix.size() + cont.size()) - 1;
+      ZAYA_CHECK(need <= c.max_position,
+                 "scoring request {}: context + continuation {} = {} tokens exceeds max_position_embeddings {}", g,
+                 k, need + 1, c.max_position);
+      context = std::max(context, need);
+    }
+    widest = std::max(widest, int64_t(gr.continuations.size()));
+  }
+  std::vector<std::vector<ContinuationScore>> scores(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) scores[g].resize(groups[g].continuations.size());
+  if (groups.empty()) return scores;
+
+  EngineOptions eo;
+  eo.max_sequences = std::max(o.max_batch, widest);
+  eo.max_context = context;
+  eo.max_step_tokens = std::max(o.step_tokens, eo.max_sequences);
+  eo.bf16_activations = o.bf16_activations;
+  InferenceEngine engine(model, eo);
+  const int64_t V = c.vocab_size;
+  const int64_t block = std::clamp<int64_t>((int64_t(16) << 20) / V, 1, eo.max_step_tokens);
+  std::vector<float> buf(block * V);
+  std::vector<RowTarget> rows;
+
+  size_t g0 = 0;
+  while (g0 < groups.size()) {
+    // Pack groups whose continuations fit the slots; group i's continuation k runs in slot base[i] + k.
+    size_t g1 = g0;
+    int64_t used = 0;
+    std::vector<int32_t> base;
+    while (g1 < groups.size() && used + int64_t(groups[g1].continuations.size()) <= eo.max_sequences) {
+      base.push_back(int32_t(used));
+      used += int64_t(groups[g1].continuations.size());
+      ++g1;
+    }
+    const size_t n = g1 - g0;
+    // Phase A: the prefixes, chunked to the step budget; the last row's logits score every continuation's first token.
+    std::vector<int64_t> fed(n, 0);
+    for (size_t i = 0; i < n; ++i) engine.reset(base[i]);
+    for (;;) {
+      std::vector<StepChunk> chunks;
+      std::vector<size_t> chunk_group;
+      int64_t budget = eo.max_step_tokens;
+      for (size_t i = 0; i < n && budget > 0; ++i) {
+        const auto& prefix = groups[g0 + i].prefix;
+        const int64_t left = int64_t(prefix.size()) - fed[i];
+        if (left == 0) continue;
+        const int64_t take = std::min(budget, left);
+        chunks.push_back({base[i], prefix.data() + fed[i], take, take == left ? LogitsWanted::kLast : LogitsWanted::kNone});
+        chunk_group.push_back(i);
+        fed[i] += take;
+        budget -= take;
+      }
+      if (chunks.empty()) break;
+      engine.step(chunks);
+      rows.clear();
+      for (int64_t r = 0; r < engine.logit_rows(); ++r) {
+        const size_t i = chunk_group[engine.logit_row_chunk(r)];
+        for (size_t k = 0; k < groups[g0 + i].continuations.size(); ++k)
+          rows.push_back({r, groups[g0 + i].continuations[k][0], &scores[g0 + i][k]});
+      }
+      score_rows(engine, rows, vocab, buf, block);
+    }
+    // Fork each prefix into its continuations' slots (continuation 0 keeps the prefix slot).
+    for (size_t i = 0; i < n; ++i)
+      for (size_t k = 1; k < groups[g0 + i].continuations.size(); ++k) engine.copy(base[i], base[i] + int32_t(k));
+    // Phase B: continuation tokens 0..m-2 fed with logits on every row; row j scores token j+1.
+    std::vector<std::vector<int64_t>> cfed(n);
+    for (size_t i = 0; i < n; ++i) cfed[i].assign(groups[g0 + i].continuations.size(), 0);
+    for (;;) {
+      std::vector<StepChunk> chunks;
+      std::vector<std::pair<size_t, size_t>> chunk_of;  // (group, continuation)
+      std::vector<int64_t> chunk_start;                  // continuation index of the chunk's first token
+      int64_t budget = eo.max_step_tokens;
+      for (size_t i = 0; i < n && budget > 0; ++i)
+        for (size_t k = 0; k < groups[g0 + i].continuations.size() && budget > 0; ++k) {
+          const auto& cont = groups[g0 + i].continuations[k];
+          const int64_t left = int64_t(cont.size()) - 1 - cfed[i][k];
+          if (left <= 0) continue;
+          const int64_t take = std::min(budget, left);
+          chunks.push_back({base[i] + int32_t(k), cont.data() + cfed[i][k], take, LogitsWanted::kAll});
+          chunk_of.emplace_back(i, k);
+          chunk_start.push_back(cfed[i][k]);
+          cfed[i][k] += take;
+          budget -= take;
+        }
+      if (chunks.empty()) break;
+      engine.step(chunks);
+      rows.clear();
+      int64_t r = 0;
+      for (size_t ch = 0; ch < chunks.size(); ++ch) {
+        const auto [i, k] = chunk_of[ch];
+        const auto& cont = groups[g0 + i].continuations[k];
+        for (int64_t j = 0; j < chunks[ch].count; ++j, ++r)
+          rows.push_back({r, cont[chunk_start[ch] + j + 1], &scores[g0 + i][k]});
+      }
+      score_rows(engine, rows, vocab, buf, block);
+    }
+    g0 = g1;
+    if (progress) progress(g0, groups.size());
+  }
+  return scores;
+}
+
+}  // namespace zaya

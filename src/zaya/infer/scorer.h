@@ -1,0 +1,53 @@
+#pragma once
+// Log-likelihood scoring with the cached decoder, the way lm-evaluation-harness
+// scores `loglikelihood` requests: for a context and a continuation, the sum
+// over the continuation's tokens of log p(token | everything before it), and
+// whether every one of them was the greedy (argmax) choice.
+//
+// Requests come in groups sharing one prefix (a multiple-choice item: one
+// context, several endings). The prefix is prefilled once into a slot, the
+// slot is copied once per continuation (engine.copy), and the continuations
+// run together: the context is computed once per item, not once per choice.
+// Groups are packed into ragged steps up to the slot and token budgets.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "zaya/infer/infer_model.h"
+
+namespace zaya {
+
+struct ScoreGroup {
+  std::vector<int32_t> prefix;                      // >= 1 token (BOS at least)
+  std::vector<std::vector<int32_t>> continuations;  // >= 1 continuation of >= 1 token each
+};
+
+struct ContinuationScore {
+  double logprob = 0;   // sum of log p over the continuation's tokens (nats)
+  int64_t tokens = 0;
+  bool greedy = true;   // every token was the argmax
+};
+
+struct ScorerOptions {
+  int64_t max_batch = 16;       // sequences in flight (at least the largest group's continuations)
+  int64_t step_tokens = 512;    // tokens per forward step
+  int64_t score_vocab = 0;      // softmax over ids below this; 0: the config's real vocabulary
+  bool bf16_activations = true; // see EngineOptions
+};
+
+// Returns scores[g][k] for continuation k of group g. progress(done, total) is
+// called after each batch of groups.
+std::vector<std::vector<ContinuationScore>> score_groups(
+    const InferModel& model, const std::vector<ScoreGroup>& groups, const ScorerOptions& options,
+    const std::function<void(size_t, size_t)>& progress = {});
+
+// log p(target) and whether target is the argmax, from one row of logits over
+// ids [0, vocab) (the padding rows beyond are excluded).
+struct TokenLogprob {
+  double logprob = 0;
+  bool greedy = false;
+};
+TokenLogprob token_logprob(const float* logits, int64_t vocab, int32_t target);
+
+}  // namespace zaya
