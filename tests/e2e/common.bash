@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # mpirun for tests: oversubscribed loopback ranks, allowed as root (CI), shared memory without CMA.
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1)
 
 # The "loss" values of a metrics.jsonl, one per line.
 losses() { grep -o '"loss":[0-9.e+-]*' "$1" | sed 's/"loss"://'; }

@@ -63,7 +63,7 @@ GemmTiming time_gemm(GemmDType dtype, const GemmShape& s, const GemmTimingOption
   std::sort(times.begin(), times.end());
   t.best_seconds = times.front();
   t.median_seconds = times[times.size() / 2];
-  t.gflops = s.flops() / t.best_seconds / 1e9;
+  t.gflops = t.best_seconds > 0 ? s.flops() / t.best_seconds / 1e9 : 0;  // 0: below the clock's resolution
   return t;
 }
 

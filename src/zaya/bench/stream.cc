@@ -23,8 +23,9 @@ int stream_bytes_per_element(StreamKernel k) {
   return k == StreamKernel::kCopy || k == StreamKernel::kScale ? 16 : 24;
 }
 
-StreamResult run_stream(StreamKernel kernel, int64_t n, int threads, int reps) {
+StreamResult run_stream(StreamKernel kernel, int64_t n, int threads, int reps, int passes) {
   const int nt = threads > 0 ? threads : omp_get_max_threads();
+  passes = std::max(passes, 1);
   auto a = aligned_alloc_array<double>(n), b = aligned_alloc_array<double>(n), c = aligned_alloc_array<double>(n);
   double* A = a.get();
   double* B = b.get();
@@ -37,37 +38,43 @@ StreamResult run_stream(StreamKernel kernel, int64_t n, int threads, int reps) {
     C[i] = 0.0;
   }
   const double s = 3.0;
-  auto run_once = [&] {
-    switch (kernel) {
-      case StreamKernel::kCopy:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; ++i) C[i] = A[i];
-        break;
-      case StreamKernel::kScale:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; ++i) B[i] = s * C[i];
-        break;
-      case StreamKernel::kAdd:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; ++i) C[i] = A[i] + B[i];
-        break;
-      case StreamKernel::kTriad:
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
-        break;
+  // One parallel region per repetition; the same static schedule in every sweep
+  // gives each thread the same block, so sweeps need no barrier between them.
+  auto run_sweeps = [&](int sweeps) {
+#pragma omp parallel num_threads(nt)
+    for (int p = 0; p < sweeps; ++p) {
+      switch (kernel) {
+        case StreamKernel::kCopy:
+#pragma omp for schedule(static) nowait
+          for (int64_t i = 0; i < n; ++i) C[i] = A[i];
+          break;
+        case StreamKernel::kScale:
+#pragma omp for schedule(static) nowait
+          for (int64_t i = 0; i < n; ++i) B[i] = s * C[i];
+          break;
+        case StreamKernel::kAdd:
+#pragma omp for schedule(static) nowait
+          for (int64_t i = 0; i < n; ++i) C[i] = A[i] + B[i];
+          break;
+        case StreamKernel::kTriad:
+#pragma omp for schedule(static) nowait
+          for (int64_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
+          break;
+      }
     }
   };
-  run_once();
+  run_sweeps(1);
   StreamResult r;
   r.kernel = kernel;
   r.elements = n;
   r.threads = nt;
+  r.passes = passes;
   r.min_seconds = 1e30;
   double total = 0;
-  const double bytes = double(stream_bytes_per_element(kernel)) * double(n);
+  const double bytes = double(stream_bytes_per_element(kernel)) * double(n) * double(passes);
   for (int i = 0; i < reps; ++i) {
     const double t0 = now_seconds();
-    run_once();
+    run_sweeps(passes);
     const double dt = now_seconds() - t0;
     r.min_seconds = std::min(r.min_seconds, dt);
     total += dt;

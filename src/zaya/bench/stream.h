@@ -19,13 +19,18 @@ struct StreamResult {
   int threads = 0;
   double best_gbps = 0;   // GB/s (1e9 bytes), best of the timed repetitions, as STREAM reports
   double mean_gbps = 0;
-  double min_seconds = 0;
+  double min_seconds = 0;  // of one repetition
+  int passes = 1;          // sweeps per repetition
 };
 
 // Runs `kernel` over arrays of `elements` doubles with `threads` OpenMP
 // threads (0: current default), `reps` timed repetitions after one untimed
-// pass (page faults and first touch stay out of the timing).
-StreamResult run_stream(StreamKernel kernel, int64_t elements, int threads, int reps);
+// pass (page faults and first touch stay out of the timing). Each repetition
+// makes `passes` sweeps over the arrays inside one parallel region, so that
+// cache-resident arrays (a few microseconds per sweep) are timed over many
+// sweeps instead of one fork/join and a clock read; every thread keeps its
+// own static block of the arrays in every sweep, as with one sweep.
+StreamResult run_stream(StreamKernel kernel, int64_t elements, int threads, int reps, int passes = 1);
 
 // Sustained DRAM bandwidth in GB/s: STREAM triad on arrays far larger than the caches.
 double measure_dram_bandwidth_gbps(int threads = 0);

@@ -13,6 +13,7 @@
 #include "zaya/bench/comm_split.h"
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/dist/collective.h"
 #include "zaya/io/atomic_file.h"
 
 namespace zaya::cli {
@@ -249,9 +250,12 @@ void bench_comm(const BenchCommOptions& o) {
       fail("zaya bench comm: average bus bandwidth {:.3g} GB/s is below 0.9 x --min-bw {:g} GB/s", s.avg_busbw,
            o.min_bw);
   } catch (const Error& e) {
-    if (world->size() == 1 || (agreed && root_rank)) throw;
+    if (world->size() == 1) throw;
     std::fflush(stdout);
-    if (agreed) std::exit(1);  // rank 0 reports the same error
+    if (agreed) {  // every rank failed alike: rank 0 reports it, the others leave quietly
+      if (root_rank) throw CollectiveError(e.what());
+      std::exit(1);
+    }
     // One rank failed while the others may be inside a collective: stop them all.
     fmt::print(stderr, "error: rank {}: {}\n", world->rank(), e.what());
     std::fflush(stderr);

@@ -20,7 +20,7 @@ struct BenchInferOptions {
   std::string preset, model, dtype = "bf16", json_out;
   InferBenchOptions bench;
   int threads = 0;
-  bool exact = false, no_working_set = false;
+  bool exact = false, no_working_set = false, no_prefill = false, no_decode = false;
 };
 
 void bench_infer(const BenchInferOptions& o) {
@@ -49,6 +49,8 @@ void bench_infer(const BenchInferOptions& o) {
   InferBenchOptions bo = o.bench;
   bo.bf16_activations = !o.exact;
   bo.working_set_roofline = !o.no_working_set;
+  if (o.no_prefill) bo.prefill_lengths.clear();
+  if (o.no_decode) bo.batches.clear();
   const WeightBytes& wb = model->weight_bytes();
   const ParamCounts pc = count_parameters(model->config());
   fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", name,
@@ -92,6 +94,8 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_option("--step-tokens", o->bench.step_tokens, "prefill chunk (tokens per step)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--exact", o->exact, "f32 activations with bf16 weights in prefill (default: bf16 GEMMs)");
+  cmd->add_flag("--no-prefill", o->no_prefill, "skip the prefill measurements");
+  cmd->add_flag("--no-decode", o->no_decode, "skip the decode measurements");
   cmd->add_flag("--no-working-set", o->no_working_set, "skip the working-set STREAM runs");
   cmd->add_option("--seed", o->bench.seed, "seed of the random weights and tokens");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));

@@ -141,7 +141,7 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--context", o->context, "perplexity window in tokens (0: min(max_position, 2048))")
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--stride", o->stride, "perplexity window stride (0: the window, no overlap)")
+  cmd->add_option("--stride", o->stride, "new tokens scored per later window, below --context (0: context - 1)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--batch", o->batch, "sequences scored together")->check(CLI::Range(1, 4096));
   cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step")->check(CLI::Range(1, 1 << 16));

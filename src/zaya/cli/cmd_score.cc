@@ -1,4 +1,6 @@
-// zaya score: mean next-token loss of each sequence in a JSON list of token-id lists.
+// zaya score: mean next-token loss of each sequence in a JSON list of token-id
+// lists, with the cached decoder (the full-sequence forward with --full-sequence
+// or --dump-logits, which needs every logit).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -8,6 +10,7 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/infer/full_sequence.h"
+#include "zaya/infer/scorer.h"
 #include "zaya/model/hf_checkpoint.h"
 
 namespace zaya::cli {
@@ -15,6 +18,7 @@ namespace zaya::cli {
 void add_score_command(CLI::App& app) {
   struct Options {
     std::string model, tokens, dump_logits, json_out;
+    bool full_sequence = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("score", "mean loss per sequence of a JSON list of token-id lists");
@@ -22,6 +26,7 @@ void add_score_command(CLI::App& app) {
   cmd->add_option("--tokens", o->tokens, "JSON file: [[id, id, ...], ...]")->required()->check(CLI::ExistingFile);
   cmd->add_option("--dump-logits", o->dump_logits, "write the logits as JSON [seq][position][vocab] to this file");
   cmd->add_option("--json", o->json_out, "write the losses as JSON to this file");
+  cmd->add_flag("--full-sequence", o->full_sequence, "reference path: the training forward pass (no cache)");
   cmd->callback([o] {
     std::ifstream in(o->tokens);
     nlohmann::json j;
@@ -31,8 +36,8 @@ void add_score_command(CLI::App& app) {
       fail("{}: invalid JSON: {}", o->tokens, e.what());
     }
     ZAYA_CHECK(j.is_array(), "{}: expected a JSON list of token-id lists", o->tokens);
-    auto model = load_hf_model(o->model);
-    const int64_t V = model->config().real_vocab_size;
+    auto im = InferModel::load(o->model);
+    const int64_t V = im->config().real_vocab_size;
     std::vector<std::vector<int32_t>> seqs;
     for (size_t i = 0; i < j.size(); ++i) {
       ZAYA_CHECK(j[i].is_array(), "{}: entry {} is not a list of token ids", o->tokens, i);
@@ -45,7 +50,25 @@ void add_score_command(CLI::App& app) {
       }
       seqs.push_back(std::move(s));
     }
-    auto scores = score_sequences(*model, seqs, !o->dump_logits.empty());
+    std::vector<SequenceScore> scores;
+    if (o->full_sequence || !o->dump_logits.empty()) {
+      scores = score_sequences(*load_hf_model(o->model), seqs, !o->dump_logits.empty());
+    } else {
+      std::vector<ScoreGroup> groups;
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        ZAYA_CHECK(seqs[i].size() >= 2, "{}: sequence {} has {} tokens; scoring needs at least 2", o->tokens, i,
+                   seqs[i].size());
+        groups.push_back({{seqs[i][0]}, {std::vector<int32_t>(seqs[i].begin() + 1, seqs[i].end())}});
+      }
+      ScorerOptions so;
+      so.bf16_activations = false;  // f32 activations: the numbers of the full-sequence forward
+      for (const auto& g : score_groups(*im, groups, so)) {
+        SequenceScore sc;
+        sc.tokens = g[0].tokens;
+        sc.mean_loss = -g[0].logprob / double(g[0].tokens);
+        scores.push_back(std::move(sc));
+      }
+    }
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < scores.size(); ++i) {
       fmt::print("sequence {}: {} tokens scored, mean loss {:.6f} nats/token\n", i, scores[i].tokens,

@@ -13,6 +13,7 @@ void add_score_command(CLI::App& app);
 void add_bench_command(CLI::App& app);  // "bench", with the subcommands below
 void add_eval_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_ckpt_command(CLI::App& app);
 
 // Subcommands of `zaya bench` (each in its own cmd_bench_*.cc).
 void add_bench_train_command(CLI::App& bench);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   zaya::cli::add_bench_command(app);
   zaya::cli::add_eval_command(app);
   zaya::cli::add_report_command(app);
+  zaya::cli::add_ckpt_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -32,11 +32,35 @@ std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, siz
   return bounds;
 }
 
+namespace {
+
+size_t dense_entry_count(const ParamTable& table) {
+  size_t n = 0;
+  while (n < table.entries().size() && table.entries()[n].offset < table.dense_floats()) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::vector<size_t> zero_owned_entries(const ParamTable& table, int world_rank, int world_size, int dp_rank,
+                                       int dp_size) {
+  const auto& e = table.entries();
+  const size_t n_dense = dense_entry_count(table);
+  std::vector<size_t> owned;
+  const std::vector<int64_t> dense = shard_boundaries(table, 0, n_dense, world_size);
+  const std::vector<int64_t> experts = shard_boundaries(table, n_dense, e.size(), dp_size);
+  for (size_t i = 0; i < e.size(); ++i) {
+    const std::vector<int64_t>& b = i < n_dense ? dense : experts;
+    const int part = i < n_dense ? world_rank : dp_rank;
+    if (e[i].offset >= b[part] && e[i].offset < b[part + 1]) owned.push_back(i);
+  }
+  return owned;
+}
+
 GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* grads, float* params)
     : table_(table), grads_(grads), params_(params) {
   const auto& e = table.entries();
-  size_t n_dense = 0;
-  while (n_dense < e.size() && e[n_dense].offset < table.dense_floats()) ++n_dense;
+  const size_t n_dense = dense_entry_count(table);
   Comm* groups[2] = {&mesh.world(), &mesh.dp()};
   const size_t ranges[2][2] = {{0, n_dense}, {n_dense, e.size()}};
   for (int r = 0; r < 2; ++r) {
@@ -45,8 +69,6 @@ GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* gr
     reg.bounds = shard_boundaries(table, ranges[r][0], ranges[r][1], reg.group->size());
     for (int q = 0; q < reg.group->size(); ++q) reg.counts.push_back(reg.bounds[q + 1] - reg.bounds[q]);
     reg.reduced.assign(size_t(reg.mine_end() - reg.mine_begin()), 0.0f);
-    for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i)
-      if (e[i].offset >= reg.mine_begin() && e[i].offset < reg.mine_end()) owned_.push_back(i);
     // Buckets: runs of consecutive entries finished by the same half-layer.
     for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i) {
       if (buckets_.empty() || buckets_.back().region != r || buckets_.back().ready_at != e[i].half_layer) {
@@ -59,6 +81,7 @@ GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* gr
       buckets_.back().end = e[i].offset + e[i].numel;
     }
   }
+  owned_ = zero_owned_entries(table, mesh.rank(), mesh.world_size(), mesh.dp_rank(), mesh.dp_size());
   for (Bucket& b : buckets_) {
     const Region& reg = regions_[b.region];
     for (int q = 0; q < reg.group->size(); ++q)

@@ -31,6 +31,13 @@ namespace zaya {
 // share of the floats. Returns parts + 1 arena offsets.
 std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, size_t last, int parts);
 
+// The entries a rank updates under ZeRO-1: its share of the dense region
+// (split over the world) and of its expert region (split over its dp group).
+// `table` is that rank's table (its experts). Used by GradientSync and by the
+// offline checkpoint tools to write a checkpoint laid out for another mesh.
+std::vector<size_t> zero_owned_entries(const ParamTable& table, int world_rank, int world_size, int dp_rank,
+                                       int dp_size);
+
 class GradientSync {
  public:
   GradientSync(const ParamTable& table, ProcessMesh& mesh, float* grads, float* params);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "zaya/model/config.h"
@@ -38,6 +39,28 @@ TEST(Zero, ShardBoundariesAreBalancedAtTensorBoundaries) {
         EXPECT_LE(std::abs(double(b[k + 1] - b[k]) - share), double(largest)) << parts << " parts";
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace zaya
+
+namespace zaya {
+namespace {
+
+// Every tensor is owned by exactly one rank of every layout (dp x ep).
+TEST(Zero, EveryTensorHasExactlyOneOwner) {
+  ZayaConfig c = preset_config("tiny");
+  for (auto [dp, ep] : {std::pair{1, 1}, {3, 1}, {2, 2}, {1, 4}, {3, 2}}) {
+    std::map<std::string, int> owners;
+    const int world = dp * ep, local = int(c.experts) / ep;
+    for (int r = 0; r < world; ++r) {
+      ParamTable t(c, true, ExpertRange{(r % ep) * local, local});
+      for (size_t i : zero_owned_entries(t, r, world, r / ep, dp)) ++owners[t.entries()[i].name];
+    }
+    ParamTable full(c, true);
+    EXPECT_EQ(owners.size(), full.entries().size()) << dp << "x" << ep;
+    for (const auto& [name, n] : owners) EXPECT_EQ(n, 1) << name << " in " << dp << "x" << ep;
   }
 }
 

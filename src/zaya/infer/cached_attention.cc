@@ -10,6 +10,13 @@
 #include "zaya/core/error.h"
 #include "zaya/ops/matmul.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define ZAYA_ATTN_AVX512 1
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace zaya {
 namespace {
 
@@ -37,16 +44,109 @@ inline void softmax_inplace(float* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
 }
 
+#ifdef ZAYA_ATTN_AVX512
+// scores[g * keys + t] = scale * q_g . k_t for the G heads of one KV head,
+// keys rows of d floats (d % 16 == 0); four keys at a time, so four
+// independent FMA chains hide the load latency.
+void scores_avx512(const float* q, const float* kc, int64_t d, int64_t G, int64_t keys, float scale, float* scores) {
+  const int64_t nv = d / 16;
+  for (int64_t g = 0; g < G; ++g) {
+    const float* qg = q + g * d;
+    float* sg = scores + g * keys;
+    int64_t t = 0;
+    for (; t + 4 <= keys; t += 4) {
+      const float* k = kc + t * d;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m512 qv = _mm512_loadu_ps(qg + 16 * v);
+        a0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 16 * v), a0);
+        a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + d + 16 * v), a1);
+        a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 2 * d + 16 * v), a2);
+        a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 3 * d + 16 * v), a3);
+      }
+      sg[t] = scale * _mm512_reduce_add_ps(a0);
+      sg[t + 1] = scale * _mm512_reduce_add_ps(a1);
+      sg[t + 2] = scale * _mm512_reduce_add_ps(a2);
+      sg[t + 3] = scale * _mm512_reduce_add_ps(a3);
+    }
+    for (; t < keys; ++t) {
+      const float* k = kc + t * d;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t v = 0; v < nv; ++v) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), _mm512_loadu_ps(k + 16 * v), acc);
+      sg[t] = scale * _mm512_reduce_add_ps(acc);
+    }
+  }
+}
+
+// o_g[c0 .. c0 + 16 NV) = sum_t p[g][t] v_t for GN heads, accumulated in
+// registers (compile-time sizes keep the 16 accumulators out of memory).
+template <int GN, int NV>
+void output_tile(const float* p, int64_t keys, const float* vc, int64_t d, int64_t c0, float* o) {
+  __m512 acc[GN][NV];
+  for (int g = 0; g < GN; ++g)
+    for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < keys; ++t) {
+    const float* vr = vc + t * d + c0;
+    __m512 vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = _mm512_loadu_ps(vr + 16 * v);
+    for (int g = 0; g < GN; ++g) {
+      const __m512 pg = _mm512_set1_ps(p[g * keys + t]);
+      for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_fmadd_ps(pg, vv[v], acc[g][v]);
+    }
+  }
+  for (int g = 0; g < GN; ++g)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(o + g * d + c0 + 16 * v, acc[g][v]);
+}
+
+template <int GN>
+void output_heads(const float* p, int64_t keys, const float* vc, int64_t d, float* o) {
+  for (int64_t c0 = 0; c0 < d; c0 += 64) {
+    switch (std::min<int64_t>(4, (d - c0) / 16)) {
+      case 1: output_tile<GN, 1>(p, keys, vc, d, c0, o); break;
+      case 2: output_tile<GN, 2>(p, keys, vc, d, c0, o); break;
+      case 3: output_tile<GN, 3>(p, keys, vc, d, c0, o); break;
+      default: output_tile<GN, 4>(p, keys, vc, d, c0, o); break;
+    }
+  }
+}
+
+// o_g = sum_t p[g][t] v_t for the G heads, up to 4 at a time (each V row is
+// read once per 4 heads and 64 output floats); d % 16 == 0.
+void output_avx512(const float* p, const float* vc, int64_t d, int64_t G, int64_t keys, float* o) {
+  for (int64_t g0 = 0; g0 < G; g0 += 4) {
+    const float* pg = p + g0 * keys;
+    float* og = o + g0 * d;
+    switch (std::min<int64_t>(4, G - g0)) {
+      case 1: output_heads<1>(pg, keys, vc, d, og); break;
+      case 2: output_heads<2>(pg, keys, vc, d, og); break;
+      case 3: output_heads<3>(pg, keys, vc, d, og); break;
+      default: output_heads<4>(pg, keys, vc, d, og); break;
+    }
+  }
+}
+#endif
+
 // Every query row of a short chunk against KV head j, for the G query heads that share it.
 void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t j, float* scratch) {
-  const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d, KW = s.kv_heads * d;
+  const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
   const float scale = 1.0f / std::sqrt(float(d));
+  const float* kc = ch.k_cache + j * ch.head_stride;
+  const float* vc = ch.v_cache + j * ch.head_stride;
   for (int64_t i = 0; i < ch.count; ++i) {
     const int64_t keys = ch.past + i + 1;
     const float* q = ch.q_SQ + i * QW + j * G * d;
+    float* o = ch.o_SQ + i * QW + j * G * d;
+#ifdef ZAYA_ATTN_AVX512
+    if (d % 16 == 0) {
+      scores_avx512(q, kc, d, G, keys, scale, scratch);
+      for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
+      output_avx512(scratch, vc, d, G, keys, o);
+      continue;
+    }
+#endif
     // scores[g][t], read every key row once for all G heads
     for (int64_t t = 0; t < keys; ++t) {
-      const float* k = ch.k_cache + t * KW + j * d;
+      const float* k = kc + t * d;
       for (int64_t g = 0; g < G; ++g) {
         const float* qg = q + g * d;
         float dot = 0;
@@ -56,10 +156,9 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
       }
     }
     for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
-    float* o = ch.o_SQ + i * QW + j * G * d;
     std::fill(o, o + G * d, 0.0f);
     for (int64_t t = 0; t < keys; ++t) {
-      const float* v = ch.v_cache + t * KW + j * d;
+      const float* v = vc + t * d;
       for (int64_t g = 0; g < G; ++g) {
         const float p = scratch[g * keys + t];
         float* og = o + g * d;
@@ -73,20 +172,20 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
 // Query rows [row0, row0 + 64) of head h: sgemm for the scores and the output.
 void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t h, int64_t row0,
                 float* scratch) {
-  const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d, KW = s.kv_heads * d;
+  const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
   const int64_t j = h / G;
   const float scale = 1.0f / std::sqrt(float(d));
   const int64_t row1 = std::min(ch.count, row0 + kQueryBlock), rows = row1 - row0;
   const int64_t keys = ch.past + row1;  // the block's last row sees this many keys
   const float* q = ch.q_SQ + row0 * QW + h * d;
-  gemm<float>(false, true, rows, keys, d, scale, q, QW, ch.k_cache + j * d, KW, 0.0f, scratch, keys);
+  gemm<float>(false, true, rows, keys, d, scale, q, QW, ch.k_cache + j * ch.head_stride, d, 0.0f, scratch, keys);
   for (int64_t r = 0; r < rows; ++r) {
     float* p = scratch + r * keys;
     const int64_t valid = ch.past + row0 + r + 1;
     softmax_inplace(p, valid);
     std::fill(p + valid, p + keys, 0.0f);
   }
-  gemm<float>(false, false, rows, d, keys, 1.0f, scratch, keys, ch.v_cache + j * d, KW, 0.0f,
+  gemm<float>(false, false, rows, d, keys, 1.0f, scratch, keys, ch.v_cache + j * ch.head_stride, d, 0.0f,
               ch.o_SQ + row0 * QW + h * d, QW);
 }
 

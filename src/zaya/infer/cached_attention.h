@@ -20,8 +20,11 @@ struct CachedAttentionShape {
 struct CachedAttentionChunk {
   const float* q_SQ = nullptr;  // [S, Hq*d] queries after norm and RoPE
   float* o_SQ = nullptr;        // [S, Hq*d] output
-  const float* k_cache = nullptr;  // [past + S, Hk*d] (the chunk's own keys already appended)
+  // Head-major caches: key t of KV head j at k_cache[j * head_stride + t * d]
+  // (the chunk's own keys already appended), values alike.
+  const float* k_cache = nullptr;
   const float* v_cache = nullptr;
+  int64_t head_stride = 0;
   int64_t past = 0;
   int64_t count = 0;  // S
 };

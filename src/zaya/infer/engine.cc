@@ -162,8 +162,11 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
   if (src == dst) return;
   const int64_t n = lengths_[src];
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(kcache(b, dst), kcache(b, src), sizeof(float) * n * kw_);
-    std::memcpy(vcache(b, dst), vcache(b, src), sizeof(float) * n * kw_);
+    for (int64_t j = 0; j < config_.kv_heads; ++j) {
+      const int64_t off = j * max_context_ * config_.head_dim;
+      std::memcpy(kcache(b, dst) + off, kcache(b, src) + off, sizeof(float) * n * config_.head_dim);
+      std::memcpy(vcache(b, dst) + off, vcache(b, src) + off, sizeof(float) * n * config_.head_dim);
+    }
     std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * 2 * cc_);
     std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
   }
@@ -178,15 +181,17 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     float* k = kcache(b, slot);
     float* v = vcache(b, slot);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < length; ++t)
-      for (int64_t i = 0; i < kw_; ++i) {
-        // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
-        const uint64_t hsh = (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
-        const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
-        k[t * kw_ + i] = u * scale * 4;
-        v[t * kw_ + i] = u;
-      }
+    const int64_t d = config_.head_dim;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t j = 0; j < config_.kv_heads; ++j)
+      for (int64_t t = 0; t < length; ++t)
+        for (int64_t i = 0; i < d; ++i) {
+          // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
+          const uint64_t hsh = (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
+          const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+          k[(j * max_context_ + t) * d + i] = u * scale * 4;
+          v[(j * max_context_ + t) * d + i] = u;
+        }
   }
   lengths_[slot] = length;
 }
@@ -393,8 +398,14 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // Append to the caches, then attend.
   for (int64_t ci = 0; ci < nc; ++ci) {
     const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count, past = chunk_past_[ci];
-    std::memcpy(kcache(b, chunks[ci].slot) + past * K, k_TK_ + r0 * K, sizeof(float) * S * K);
-    std::memcpy(vcache(b, chunks[ci].slot) + past * K, v_TK_ + r0 * K, sizeof(float) * S * K);
+    float* kc = kcache(b, chunks[ci].slot);
+    float* vc = vcache(b, chunks[ci].slot);
+    for (int64_t j = 0; j < c.kv_heads; ++j)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t at = (j * max_context_ + past + i) * d;
+        std::memcpy(kc + at, k_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
+        std::memcpy(vc + at, v_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
+      }
   }
   attend(b, chunks);
   linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
@@ -407,7 +418,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const int64_t r0 = chunk_row0_[ci];
     work.push_back({q_TQ_ + r0 * c.q_width(), o_TQ_ + r0 * c.q_width(), kcache(b, chunks[ci].slot),
-                    vcache(b, chunks[ci].slot), chunk_past_[ci], chunks[ci].count});
+                    vcache(b, chunks[ci].slot), max_context_ * c.head_dim, chunk_past_[ci], chunks[ci].count});
     stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
   }
   cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, c.head_dim}, attn_scratch_,
@@ -461,7 +472,9 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
     linear_.run(y_TD_ + r0 * D, D, act_TF_ + r0 * F, F, n, w.fc2[e]);
   }
   SerialIf serial(small);
-  combine_forward<float>(h_TD_, y_TD_, x_TD_, gate_TK_, choice_TK_.data(), plan_, T, K, D, c.skip_slot());
+  // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
+  combine_forward<float>(h_TD_, y_TD_, x_TD_, gate_TK_, choice_TK_.data(), plan_, T, K, D,
+                         model_.skip_outputs_zero() ? -1 : c.skip_slot());
 }
 
 void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_RV) {

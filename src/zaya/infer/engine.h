@@ -5,8 +5,9 @@
 // sequence) and any mix of the two (continuous batching) are the same call.
 //
 // Decode state per attention half-layer and slot (spec §3, "Decode / cache state"):
-//   K cache [max_context, Hk*d]   keys after QK norm and RoPE
-//   V cache [max_context, Hk*d]   values (current-token stream | delayed stream)
+//   K cache [Hk, max_context, d]  keys after QK norm and RoPE (head-major: each
+//                                 head's keys are one contiguous stream for decode)
+//   V cache [Hk, max_context, d]  values (head 0: current-token stream, head 1: delayed)
 //   conv    [2, C]                the raw (pre-conv) q|k vectors of the last two tokens, zero at start
 //   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
 // The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to

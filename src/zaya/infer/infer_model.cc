@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/infer/native_layout.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
@@ -30,6 +32,7 @@ struct InferModel::Builder {
   const ZayaModel* zm = nullptr;
   std::string want;  // auto, bf16, f32
   std::string label;
+  bool native = false;  // tensors under native names (native_layout.h)
   std::set<std::string> used;
   std::set<WeightType> matrix_types;
 
@@ -39,11 +42,18 @@ struct InferModel::Builder {
     return reinterpret_cast<T*>(m.owned_.back().get());
   }
 
+  // The tensor holding legacy tensor `name` in the file (a native name and expert slice, or itself).
+  NativeTensorRef ref(const std::string& name) const {
+    return native ? native_tensor_for(name, m.config_) : NativeTensorRef{name, -1};
+  }
+
   void check_present(const std::string& name, const std::vector<int64_t>& shape) {
-    used.insert(name);
+    const NativeTensorRef r = ref(name);
+    used.insert(r.name);
     if (st != nullptr)
-      ZAYA_CHECK(st->has(name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
-                 label, name, format_shape(shape));
+      ZAYA_CHECK(st->has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
+                 label, r.name, format_shape(r.expert >= 0 ? std::vector<int64_t>{m.config_.experts, shape[0], shape[1]}
+                                                           : shape));
   }
 
   // Float pointer of a tensor held by the in-memory model.
@@ -60,7 +70,7 @@ struct InferModel::Builder {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;
     float* dst = alloc<float>(n);
-    st->read_f32(name, dst, shape);
+    st->read_f32(ref(name).name, dst, shape);
     return dst;
   }
   const float* maybe_vec(const std::string& name, const std::vector<int64_t>& shape, bool present) {
@@ -93,14 +103,19 @@ struct InferModel::Builder {
     return w;
   }
 
-  WeightMatrix file_mat(const std::string& name, int64_t rows, int64_t cols) {
+  WeightMatrix file_mat(const std::string& legacy_name, int64_t rows, int64_t cols) {
+    const NativeTensorRef r = ref(legacy_name);
+    const std::string& name = r.name;
     const SafetensorsTensorInfo& info = st->info(name);
     const std::string& path = st->file_of(name).path();
-    if (info.shape != std::vector<int64_t>{rows, cols})
-      fail("{}: tensor '{}': expected shape {}, found {}", path, name, format_shape({rows, cols}),
+    const std::vector<int64_t> want_shape =
+        r.expert >= 0 ? std::vector<int64_t>{m.config_.experts, rows, cols} : std::vector<int64_t>{rows, cols};
+    if (info.shape != want_shape)
+      fail("{}: tensor '{}': expected shape {}, found {}", path, name, format_shape(want_shape),
            format_shape(info.shape));
-    const uint8_t* bytes = st->bytes(name).data();
     const int64_t n = rows * cols;
+    const int64_t slice = r.expert >= 0 ? r.expert : 0;  // the expert's matrix inside a stacked tensor
+    const uint8_t* bytes = st->bytes(name).data() + slice * n * int64_t(dtype_size(info.dtype));
     const auto addr = reinterpret_cast<uintptr_t>(bytes);
     switch (info.dtype) {
       case SafetensorsDtype::kBF16:
@@ -135,8 +150,38 @@ struct InferModel::Builder {
       return {to, dst, rows, cols};
     }
     std::vector<float> tmp(n);
-    st->read_f32(name, tmp.data(), {rows, cols});
+    decode_f32(info.dtype, bytes, n, tmp.data());
     return convert(tmp.data(), rows, cols, to);
+  }
+
+  // n elements of a float dtype (possibly unaligned) as float32.
+  static void decode_f32(SafetensorsDtype dtype, const uint8_t* src, int64_t n, float* dst) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) {
+      switch (dtype) {
+        case SafetensorsDtype::kBF16: {
+          uint16_t v;
+          std::memcpy(&v, src + 2 * i, 2);
+          dst[i] = bf16_to_float(v);
+          break;
+        }
+        case SafetensorsDtype::kF16: {
+          uint16_t v;
+          std::memcpy(&v, src + 2 * i, 2);
+          dst[i] = f16_to_float(v);
+          break;
+        }
+        case SafetensorsDtype::kF64: {
+          double v;
+          std::memcpy(&v, src + 8 * i, 8);
+          dst[i] = float(v);
+          break;
+        }
+        default:
+          std::memcpy(dst + i, src + 4 * i, 4);
+          break;
+      }
+    }
   }
 
   // The grouped conv [C, d, 2] repacked to [C, 2d] (see InferAttention::conv_b).
@@ -148,8 +193,9 @@ struct InferModel::Builder {
       std::memcpy(wb.data(), model_ptr(name), sizeof(float) * wb.size());
       if (want == "bf16") to = WeightType::kBF16;
     } else {
-      st->read_f32(name, wb.data(), {C, d, 2});
-      const SafetensorsDtype stored = st->info(name).dtype;
+      const std::string file_name = ref(name).name;
+      st->read_f32(file_name, wb.data(), {C, d, 2});
+      const SafetensorsDtype stored = st->info(file_name).dtype;
       if (want == "bf16" || (want == "auto" && stored == SafetensorsDtype::kBF16)) to = WeightType::kBF16;
     }
     std::vector<float> packed(C * 2 * d);
@@ -286,7 +332,22 @@ void prefetch_mapping(const SafetensorsDir& st) {
 std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const InferLoadOptions& options) {
   check_weight_dtype_option(options.dtype, "--dtype");
   std::unique_ptr<InferModel> m(new InferModel());
-  m->config_ = load_hf_config((std::filesystem::path(dir) / "config.json").string());
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  nlohmann::json config_json;
+  {
+    std::ifstream in(config_path);
+    ZAYA_CHECK(in.good(), "cannot read '{}' (a model directory holds config.json and the safetensors weights)",
+               config_path);
+    try {
+      config_json = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      fail("{}: invalid JSON: {}", config_path, e.what());
+    }
+  }
+  // The native 40-layer layout (ZAYA1-8B and later) or the legacy one (ZAYA1-base).
+  m->native_ = is_native_zaya_config(config_json);
+  m->config_ = m->native_ ? native_config_from_json(config_json, config_path)
+                          : config_from_hf_json(config_json, config_path);
   m->source_ = dir;
   m->files_.emplace(SafetensorsDir::open(dir));
   if (options.prefetch) prefetch_mapping(*m->files_);
@@ -294,6 +355,7 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   b.st = &*m->files_;
   b.want = options.dtype;
   b.label = dir;
+  b.native = m->native_;
   b.build();
   return m;
 }

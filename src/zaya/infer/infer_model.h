@@ -3,7 +3,8 @@
 // needs, with the big matrices in float32 or bfloat16.
 //
 // From a Hugging Face directory (config.json + model.safetensors, or shards +
-// model.safetensors.index.json, legacy tensor names of spec §6.1) the files
+// model.safetensors.index.json, legacy tensor names of spec §6.1, or the
+// native 40-layer layout of native_layout.h) the files
 // are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is used
 // in place from the mapping: ZAYA1-base's 17.7 GB of bf16 weights are never
 // widened or copied, pages are read on first touch and shared through the page
@@ -124,6 +125,10 @@ class InferModel {
   const WeightBytes& weight_bytes() const { return bytes_; }
   // Where the weights came from (a directory, or "memory").
   const std::string& source() const { return source_; }
+  // "native" for the 40-layer layout of ZAYA1-8B and later (native_layout.h), else "legacy".
+  const char* layout() const { return native_ ? "native" : "legacy"; }
+  // Native semantics: a token routed to the skip expert gets output 0 (legacy: p_skip * x).
+  bool skip_outputs_zero() const { return native_; }
   // Matrices used straight from the file mapping, and their bytes.
   int64_t mapped_matrices() const { return mapped_matrices_; }
   int64_t mapped_bytes() const { return mapped_bytes_; }
@@ -137,6 +142,7 @@ class InferModel {
   std::string matrix_dtype_, source_;
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
+  bool native_ = false;
   std::optional<SafetensorsDir> files_;          // keeps the mapping alive
   std::vector<AlignedPtr<uint8_t>> owned_;       // converted matrices and small tensors
 };

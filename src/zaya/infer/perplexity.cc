@@ -17,23 +17,20 @@ double PerplexityResult::bits_per_byte(int64_t bytes) const {
 
 std::vector<ScoreGroup> perplexity_windows(const std::vector<int32_t>& doc, int64_t context, int64_t stride) {
   ZAYA_CHECK(context >= 2, "perplexity window {} is invalid; allowed: >= 2 tokens", context);
-  ZAYA_CHECK(stride >= 1 && stride <= context, "perplexity stride {} is invalid; allowed: 1..{} (the window)",
-             stride, context);
+  ZAYA_CHECK(stride >= 1 && stride < context,
+             "perplexity stride {} is invalid; allowed: 1..{} (new tokens per window, below the window {})", stride,
+             context - 1, context);
   std::vector<ScoreGroup> out;
   const int64_t n = int64_t(doc.size());
-  if (n < 2) return out;
-  int64_t scored_end = 1;  // position 0 has nothing before it
-  for (int64_t begin = 0;; begin += stride) {
-    const int64_t end = std::min(begin + context, n);
-    const int64_t s = std::max(scored_end, begin + 1);
-    if (s < end) {
-      ScoreGroup g;
-      g.prefix.assign(doc.begin() + begin, doc.begin() + s);
-      g.continuations.emplace_back(doc.begin() + s, doc.begin() + end);
-      out.push_back(std::move(g));
-    }
-    scored_end = std::max(scored_end, end);
-    if (end == n) break;
+  // Targets [t0, t1) of each window, with as much context before t0 as the window holds.
+  for (int64_t t0 = 1; t0 < n;) {
+    const int64_t t1 = std::min(n, t0 == 1 ? context : t0 + stride);
+    const int64_t begin = std::max<int64_t>(0, t1 - context);
+    ScoreGroup g;
+    g.prefix.assign(doc.begin() + begin, doc.begin() + t0);
+    g.continuations.emplace_back(doc.begin() + t0, doc.begin() + t1);
+    out.push_back(std::move(g));
+    t0 = t1;
   }
   return out;
 }
@@ -43,7 +40,7 @@ PerplexityResult perplexity(const InferModel& model, const std::vector<std::vect
   const ZayaConfig& c = model.config();
   const int64_t context = o.context > 0 ? o.context : std::min<int64_t>(c.max_position, 2048);
   ZAYA_CHECK(context <= c.max_position, "--context {} exceeds max_position_embeddings {}", context, c.max_position);
-  const int64_t stride = o.stride > 0 ? o.stride : context;
+  const int64_t stride = o.stride > 0 ? o.stride : context - 1;
   std::vector<ScoreGroup> groups;
   PerplexityResult r;
   for (const auto& d : docs) {

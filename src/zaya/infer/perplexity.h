@@ -2,11 +2,12 @@
 // Perplexity of held-out documents (token shards or text), scored with the
 // cached decoder (scorer.h).
 //
-// A document of n tokens contributes its n - 1 next-token predictions.
-// Documents longer than the window are cut into windows of `context` tokens
-// starting every `stride` tokens (Hugging Face's strided perplexity): each
-// window scores only the tokens no earlier window scored, with the rest of
-// the window as context. stride = context gives disjoint windows; a smaller
+// A document of n tokens contributes its n - 1 next-token predictions, each
+// scored exactly once. A document longer than the window is cut into windows
+// of at most `context` tokens (Hugging Face's strided perplexity): the first
+// scores tokens 1..context-1, each later one the next `stride` tokens with
+// the rest of the window (the tokens just before them) as context. The
+// default stride, context - 1, makes windows overlap by one token; a smaller
 // stride gives every scored token more context at more compute.
 
 #include <cstdint>
@@ -21,7 +22,7 @@ namespace zaya {
 
 struct PerplexityOptions {
   int64_t context = 0;  // window length; 0: min(max_position_embeddings, 2048)
-  int64_t stride = 0;   // 0: = context
+  int64_t stride = 0;   // new tokens per later window, 1..context-1; 0: context - 1
   ScorerOptions scorer;
 };
 

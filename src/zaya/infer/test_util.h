@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "zaya/core/rng.h"
+#include "zaya/core/test_util.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/model.h"
 #include "zaya/model/params.h"

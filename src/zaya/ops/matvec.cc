@@ -41,8 +41,15 @@ inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, 
   __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
+  // Rows are contiguous, so the next tile's R rows follow this one's: fetch
+  // them one tile ahead, spread evenly over this tile's iterations. A row is
+  // often only 1-4 KB, too short for the hardware prefetcher to lock on.
+  constexpr int kLinesPerStep = R * 16 * int(sizeof(W)) / 64;
+  const char* next = reinterpret_cast<const char*>(w + R * in);
   int64_t i = 0;
   for (; i + 16 <= in; i += 16) {
+    const char* pf = next + i * R * int64_t(sizeof(W));
+    for (int l = 0; l < kLinesPerStep; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
     __m512 xv[TT];
     for (int t = 0; t < TT; ++t) xv[t] = _mm512_loadu_ps(x + t * ldx + i);
     for (int r = 0; r < R; ++r) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -98,7 +99,9 @@ const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_
 const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
 const std::vector<std::string> kParallelKeys = {"ep", "comm_timeout"};
-const std::vector<std::string> kSections = {"model", "data", "train", "optim", "schedule", "moe", "parallel"};
+const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
+const std::vector<std::string> kSections = {"model",    "data",     "train",     "optim",
+                                            "schedule", "moe",      "parallel",  "checkpoint"};
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -226,6 +229,15 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
   t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
   par.finish(kParallelKeys);
+  Section ck(table_of(root, "checkpoint", source), "checkpoint", source);
+  CheckpointConfig& cc = t.checkpoint;
+  cc.every = ck.get_int("every", cc.every, 0, int64_t(1) << 40);
+  cc.final = ck.get_bool("final", cc.final);
+  cc.keep_last = int(ck.get_int("keep_last", cc.keep_last, 1, 1 << 20));
+  cc.keep_every = ck.get_int("keep_every", cc.keep_every, 0, int64_t(1) << 40);
+  cc.async = ck.get_bool("async", cc.async);
+  cc.dir = ck.get_string("dir", cc.dir);
+  ck.finish(kCheckpointKeys);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
@@ -235,6 +247,10 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 }
 
 }  // namespace
+
+std::string TrainConfig::checkpoint_dir() const {
+  return checkpoint.dir.empty() ? (std::filesystem::path(run.out_dir) / "checkpoints").string() : checkpoint.dir;
+}
 
 TrainConfig parse_train_config(const std::string& text, const std::string& source,
                                const std::vector<std::string>& overrides) {
@@ -289,7 +305,10 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    b.beta1, b.beta2);
   s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n\n", b.skip_target,
                    t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
-  s += fmt::format("[parallel]\nep = {}\ncomm_timeout = {}\n", t.parallel.ep, t.parallel.comm_timeout);
+  s += fmt::format("[parallel]\nep = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.comm_timeout);
+  const CheckpointConfig& cc = t.checkpoint;
+  s += fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n",
+                   cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
   return s;
 }
 

@@ -42,6 +42,16 @@ struct ParallelConfig {
   double comm_timeout = 600;     // seconds a collective may wait for a peer before the run fails (0: forever)
 };
 
+// Checkpoints (docs/checkpoints.md).
+struct CheckpointConfig {
+  int64_t every = 0;        // steps between checkpoints (0: none during the run)
+  bool final = true;        // a checkpoint after the last step
+  int keep_last = 3;        // newest checkpoints kept
+  int64_t keep_every = 0;   // steps that are multiples of this are kept forever (0: none)
+  bool async = true;        // write in the background; the step loop only waits for the snapshot
+  std::string dir;          // default: OUT_DIR/checkpoints
+};
+
 struct TrainConfig {
   std::string source;           // the file it came from, for messages
   std::string model_preset;
@@ -54,6 +64,8 @@ struct TrainConfig {
   BalanceConfig balance;
   MoeLossOptions router_losses;
   ParallelConfig parallel;
+  CheckpointConfig checkpoint;
+  std::string checkpoint_dir() const;  // checkpoint.dir or OUT_DIR/checkpoints
 };
 
 // Loads and validates a TOML file; `overrides` are "section.key=value" strings

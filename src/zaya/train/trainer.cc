@@ -5,9 +5,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "zaya/core/error.h"
 #include "zaya/core/fault.h"
+#include "zaya/dist/collective.h"
+#include "zaya/io/atomic_file.h"
+#include "zaya/model/hf_config.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/data/shard_builder.h"
@@ -101,22 +105,157 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
   peak_gflops_ = options_.peak_gflops > 0 ? options_.peak_gflops : measure_f32_gemm_gflops();
   outputs_enabled_ = options_.write_outputs;
   if (!is_root()) options_.write_outputs = false;
-  if (options_.write_outputs) {
-    std::error_code ec;
-    std::filesystem::create_directories(run.out_dir, ec);
-    ZAYA_CHECK(!ec, "cannot create train.out_dir '{}': {}", run.out_dir, ec.message());
-    const std::string metrics_path = path_join(run.out_dir, "metrics.jsonl");
-    metrics_ = std::fopen(metrics_path.c_str(), "w");
-    ZAYA_CHECK(metrics_ != nullptr, "cannot write '{}'", metrics_path);
-    std::FILE* f = std::fopen(path_join(run.out_dir, "config.toml").c_str(), "w");
-    ZAYA_CHECK(f != nullptr, "cannot write '{}'", path_join(run.out_dir, "config.toml"));
-    std::fputs(train_config_to_toml(config_).c_str(), f);
-    std::fclose(f);
-  }
+  loss_window_.assign(kWindow, 0.0);
+  gnorm_window_.assign(kWindow, 0.0);
 }
 
 Trainer::~Trainer() {
   if (metrics_ != nullptr) std::fclose(metrics_);
+}
+
+void Trainer::open_outputs(bool resumed) {
+  if (!options_.write_outputs) return;
+  const RunConfig& run = config_.run;
+  std::error_code ec;
+  std::filesystem::create_directories(run.out_dir, ec);
+  ZAYA_CHECK(!ec, "cannot create train.out_dir '{}': {}", run.out_dir, ec.message());
+  const std::string metrics_path = path_join(run.out_dir, "metrics.jsonl");
+  if (resumed) {
+    // Keep the records up to the checkpoint (a crashed run may have logged
+    // steps past it), then continue the file; reload the plot's points.
+    std::vector<std::string> kept;
+    std::ifstream in(metrics_path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t at = line.find("\"step\":");
+      if (at == std::string::npos) continue;
+      const int64_t s = std::atoll(line.c_str() + at + 7);
+      if (s > step()) continue;
+      kept.push_back(line);
+      const size_t loss = line.find("\"loss\":"), val = line.find("\"val_loss\":");
+      if (loss != std::string::npos) {
+        plot_steps_.push_back(double(s));
+        plot_loss_.push_back(std::atof(line.c_str() + loss + 7));
+      } else if (val != std::string::npos) {
+        plot_val_steps_.push_back(double(s));
+        plot_val_loss_.push_back(std::atof(line.c_str() + val + 11));
+      }
+    }
+    std::string text;
+    for (const std::string& k : kept) text += k + "\n";
+    write_file_atomic(metrics_path, text);
+  }
+  metrics_ = std::fopen(metrics_path.c_str(), resumed ? "a" : "w");
+  ZAYA_CHECK(metrics_ != nullptr, "cannot write '{}'", metrics_path);
+  write_file_atomic(path_join(run.out_dir, "config.toml"), train_config_to_toml(config_));
+}
+
+void Trainer::remember(const StepResult& r) {
+  loss_window_[window_count_ % kWindow] = r.loss;
+  gnorm_window_[window_count_ % kWindow] = r.grad_norm;
+  ++window_count_;
+}
+
+nlohmann::json Trainer::checkpoint_state() const {
+  const SamplerState data = train_data_->state();
+  // The windows oldest first.
+  std::vector<double> losses, gnorms;
+  const int64_t n = std::min<int64_t>(window_count_, kWindow);
+  for (int64_t i = window_count_ - n; i < window_count_; ++i) {
+    losses.push_back(loss_window_[i % kWindow]);
+    gnorms.push_back(gnorm_window_[i % kWindow]);
+  }
+  return {{"step", step()},
+          {"optimizer_step", optimizer_->step_count()},
+          {"optimizer_state", true},
+          {"balance_step", balance_->step()},
+          {"data", {{"seed", data.seed}, {"epoch", data.epoch}, {"index", data.index}}},
+          {"loss_window", losses},
+          {"grad_norm_window", gnorms},
+          {"window_count", window_count_}};
+}
+
+std::vector<SnapshotTensor> Trainer::snapshot_tensors() const {
+  std::vector<SnapshotTensor> out;
+  const auto& entries = model_->params().entries();
+  Optimizer& opt = *optimizer_;
+  for (size_t idx : opt.owned()) {
+    const ParamEntry& e = entries[idx];
+    out.push_back({e.name, CkptDType::kF32, e.shape, model_->param_data() + e.offset});
+    out.push_back({"optim.m." + e.name, CkptDType::kF32, e.shape, opt.first_moment().data() + opt.state_offset(idx)});
+    if (!(config_.optim.use_muon && e.muon))
+      out.push_back({"optim.v." + e.name, CkptDType::kF32, e.shape, opt.second_moment().data() + opt.state_offset(idx)});
+  }
+  if (is_root()) {  // replicated state: written once
+    for (const ParamEntry& e : model_->buffers().entries())
+      out.push_back({e.name, CkptDType::kF32, e.shape, model_->buffer_data() + e.offset});
+    const int64_t layers = model_->config().num_blocks, slots = model_->config().router_slots();
+    out.push_back({"balance.m", CkptDType::kF64, {layers, slots}, balance_->first_moment().data()});
+    out.push_back({"balance.v", CkptDType::kF64, {layers, slots}, balance_->second_moment().data()});
+  }
+  return out;
+}
+
+void Trainer::ensure_checkpoint_writer() {
+  if (writer_) return;
+  if (run_id_.empty()) run_id_ = new_run_id(mesh_->world());
+  RetentionPolicy keep;
+  keep.keep_last = config_.checkpoint.keep_last;
+  keep.keep_every = config_.checkpoint.keep_every;
+  writer_ = std::make_unique<CheckpointWriter>(mesh_->world(), config_.checkpoint_dir(), run_id_, mesh_->dp_size(),
+                                               mesh_->ep_size(), keep);
+}
+
+void Trainer::save_checkpoint(bool async) {
+  ensure_checkpoint_writer();
+  writer_->save(step(), snapshot_tensors(), checkpoint_state(), train_config_to_toml(config_), async);
+  last_saved_step_ = step();
+}
+
+void Trainer::resume_from(const CheckpointReader& ck) {
+  const CheckpointMeta& meta = ck.meta();
+  // The model must be the same; everything else may change (layout, optimizer settings, out_dir...).
+  const TrainConfig saved = parse_train_config(meta.config_toml, ck.dir() + "/metadata.json (config)");
+  ZAYA_CHECK(config_to_hf_json(saved.model, "float32") == config_to_hf_json(model_->config(), "float32"),
+             "{}: the checkpoint's model ({} preset, hidden {}, {} blocks, {} experts, vocab {}) differs from this "
+             "config's; resume with the model it was trained with",
+             ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
+             saved.model.vocab_size);
+  for (const ParamEntry& e : model_->params().entries())
+    ck.read(e.name, model_->param_data() + e.offset, CkptDType::kF32, e.shape);
+  for (const ParamEntry& e : model_->buffers().entries())
+    ck.read(e.name, model_->buffer_data() + e.offset, CkptDType::kF32, e.shape);
+  const nlohmann::json& st = meta.state;
+  const bool has_optimizer = st.value("optimizer_state", false);
+  Optimizer& opt = *optimizer_;
+  opt.first_moment().zero();
+  opt.second_moment().zero();
+  if (has_optimizer) {
+    for (size_t idx : opt.owned()) {
+      const ParamEntry& e = model_->params().entries()[idx];
+      ck.read("optim.m." + e.name, opt.first_moment().data() + opt.state_offset(idx), CkptDType::kF32, e.shape);
+      if (!(config_.optim.use_muon && e.muon))
+        ck.read("optim.v." + e.name, opt.second_moment().data() + opt.state_offset(idx), CkptDType::kF32, e.shape);
+    }
+    const int64_t layers = model_->config().num_blocks, slots = model_->config().router_slots();
+    ck.read("balance.m", balance_->first_moment().data(), CkptDType::kF64, {layers, slots});
+    ck.read("balance.v", balance_->second_moment().data(), CkptDType::kF64, {layers, slots});
+    opt.set_step_count(st.at("optimizer_step").get<int64_t>());
+    balance_->set_step(st.at("balance_step").get<int64_t>());
+    const nlohmann::json& d = st.at("data");
+    train_data_->set_state({d.at("seed").get<uint64_t>(), d.at("epoch").get<uint64_t>(), d.at("index").get<uint64_t>()});
+    const std::vector<double> losses = st.value("loss_window", std::vector<double>{});
+    const std::vector<double> gnorms = st.value("grad_norm_window", std::vector<double>{});
+    window_count_ = st.value("window_count", int64_t(losses.size()));
+    for (size_t i = 0; i < losses.size() && i < gnorms.size(); ++i) {
+      const int64_t pos = window_count_ - int64_t(losses.size()) + int64_t(i);
+      loss_window_[pos % kWindow] = losses[i];
+      gnorm_window_[pos % kWindow] = gnorms[i];
+    }
+  }
+  run_id_ = meta.run_id;
+  resumed_ = true;
+  last_saved_step_ = step();
 }
 
 StepResult Trainer::train_step() {
@@ -327,6 +466,16 @@ TrainSummary Trainer::run() {
     if (unigram_entropy_ > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy_);
     std::fflush(stdout);
   }
+  // Checkpoints: never write over another run's; continue this run's.
+  run_collectively(mesh_->world(), "checking the checkpoint directory", [&] {
+    if (is_root() && !resumed_ && !list_checkpoints(config_.checkpoint_dir()).empty())
+      fail("{} already holds checkpoints (latest {}); pass --resume to continue that run, or choose another "
+           "train.out_dir / checkpoint.dir",
+           config_.checkpoint_dir(), list_checkpoints(config_.checkpoint_dir()).back());
+  });
+  const bool checkpoints = config_.checkpoint.every > 0 || config_.checkpoint.final;
+  if (checkpoints && outputs_enabled_) ensure_checkpoint_writer();
+  open_outputs(resumed_);
   TrainSummary summary;
   summary.unigram_entropy = unigram_entropy_;
   summary.peak_gflops = peak_gflops_;
@@ -335,14 +484,19 @@ TrainSummary Trainer::run() {
   double train_seconds = 0, train_flops = 0;
   int64_t train_tokens = 0;
   const int64_t first = step();
-  for (int64_t i = first; i < run.steps; ++i) {
+  const int64_t last_step = options_.stop_at > 0 ? std::min(options_.stop_at, run.steps) : run.steps;
+  for (int64_t i = first; i < last_step; ++i) {
+    if (writer_) writer_->poll();  // publish a finished background save
     StepResult r = train_step();
+    remember(r);
+    if (writer_ && config_.checkpoint.every > 0 && r.step % config_.checkpoint.every == 0)
+      save_checkpoint(config_.checkpoint.async);
     if (i == first) summary.first_loss = r.loss;
     summary.final_loss = r.loss;
     train_seconds += r.seconds;
     train_flops += r.flops;
     train_tokens += r.tokens;
-    const bool last = r.step == run.steps;
+    const bool last = r.step == last_step;
     const bool eval = val_data_ != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last);
     if (eval) {
       val = validation_loss();
@@ -373,6 +527,10 @@ TrainSummary Trainer::run() {
   summary.seconds = now_seconds() - t_start;
   summary.tokens_per_second = double(train_tokens) / train_seconds;
   summary.mfu = train_flops / train_seconds / (peak_gflops_ * 1e9);  // this rank's FLOPs against one rank's peak
+  if (writer_) {
+    if (config_.checkpoint.final && last_saved_step_ != step()) save_checkpoint(false);
+    writer_->finish();
+  }
   summary.weights_dir = path_join(run.out_dir, "final");
   if (outputs_enabled_) save_final(summary.weights_dir);
   if (options_.write_outputs) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "zaya/ckpt/reader.h"
+#include "zaya/ckpt/writer.h"
 #include "zaya/core/arena.h"
 #include "zaya/dist/mesh.h"
 #include "zaya/dist/zero.h"
@@ -53,6 +55,7 @@ struct TrainerOptions {
   bool quiet = false;           // no progress lines
   bool write_outputs = true;    // metrics, plot, final weights under run.out_dir (rank 0 writes)
   double peak_gflops = 0;       // 0: measure
+  int64_t stop_at = 0;          // stop after this step (and checkpoint it) instead of train.steps (0: no)
 };
 
 class Trainer {
@@ -82,6 +85,13 @@ class Trainer {
   double peak_gflops() const { return peak_gflops_; }
   ProcessMesh& mesh() { return *mesh_; }
   bool is_root() const { return mesh_->rank() == 0; }
+  // Continues from a checkpoint (collective; any layout can load any checkpoint).
+  void resume_from(const CheckpointReader& checkpoint);
+  // Writes a checkpoint of the current state (collective).
+  void save_checkpoint(bool async);
+  const std::string& run_id() const { return run_id_; }
+  CheckpointWriter* checkpoint_writer() { return writer_.get(); }
+
   // Per-MoE-layer routing statistics of the last step.
   const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
 
@@ -90,6 +100,11 @@ class Trainer {
   void write_loss_plot() const;
   void reduce_routing_over_world();
   void save_final(const std::string& dir);
+  void open_outputs(bool resumed);
+  void ensure_checkpoint_writer();
+  std::vector<SnapshotTensor> snapshot_tensors() const;
+  nlohmann::json checkpoint_state() const;
+  void remember(const StepResult& r);
 
   TrainConfig config_;
   TrainerOptions options_;
@@ -113,6 +128,16 @@ class Trainer {
   double unigram_entropy_ = 0;
   std::FILE* metrics_ = nullptr;
   std::vector<double> plot_steps_, plot_loss_, plot_val_steps_, plot_val_loss_;
+  // Checkpoints.
+  std::unique_ptr<CheckpointWriter> writer_;
+  std::string run_id_;
+  bool resumed_ = false;
+  int64_t last_saved_step_ = -1;
+  // The most recent step losses and gradient norms (a ring of kWindow): saved
+  // with checkpoints for spike detection.
+  static constexpr int kWindow = 128;
+  std::vector<double> loss_window_, gnorm_window_;
+  int64_t window_count_ = 0;
 };
 
 }  // namespace zaya

@@ -1,0 +1,167 @@
+// Writes the seed corpora of the fuzz targets: a few small valid files of each
+// format, made by the project's own writers so they follow format changes.
+// Usage: make_seeds DIR   (creates DIR/<target>/seed-N)
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "zaya/core/error.h"
+#include "zaya/data/shard_format.h"
+#include "zaya/io/gguf_writer.h"
+#include "zaya/model/gguf_zaya_map.h"
+#include "zaya/model/hf_config.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void put(const fs::path& dir, int n, const std::string& bytes) {
+  zaya::fuzz::write_bytes((dir / ("seed-" + std::to_string(n))).string(), bytes.data(), bytes.size());
+}
+
+// A small model: every tensor of the ZAYA mapping, zeros.
+zaya::ZayaConfig small_config() {
+  zaya::ZayaConfig c;
+  c.hidden = 8;
+  c.num_blocks = 2;
+  c.vocab_size = 8;
+  c.real_vocab_size = 8;
+  c.q_heads = 2;
+  c.kv_heads = 1;
+  c.head_dim = 4;
+  c.max_position = 16;
+  c.experts = 2;
+  c.expert_ffn = 4;
+  c.router_hidden = 4;
+  return c;
+}
+
+void gguf_seeds(const fs::path& dir, const std::string& tmp) {
+  {  // metadata of every type and tensors of every float type
+    zaya::GgufWriter w;
+    w.set_string("general.architecture", "test");
+    w.set_u32("test.u32", 7);
+    w.set_i64("test.i64", -7);
+    w.set_f32("test.f32", 0.5f);
+    w.set_f64("test.f64", 1e-5);
+    w.set_bool("test.bool", true);
+    const std::vector<uint16_t> shorts = {1, 2, 3};
+    w.set("test.u16s", zaya::GgufValue::numbers<uint16_t>(shorts));
+    w.set("test.strings", zaya::GgufValue::strings({"a", "bc"}));
+    w.set("test.nested", zaya::GgufValue::arrays({zaya::GgufValue::bools({true, false})}));
+    const float x[12] = {1, -2, 3, 0.5f, 1e-3f, 7, 8, 9, 10, 11, 12, 13};
+    w.add_f32("a.weight", {3, 4}, x);
+    w.add_f32("b.weight", {2, 2, 3}, x, zaya::GgmlType::kBF16);
+    w.add_f32("c.bias", {5}, x, zaya::GgmlType::kF16);
+    const int32_t ids[2] = {1, 2};
+    w.add_raw("d.ids", {2}, zaya::GgmlType::kI32, ids);
+    w.write(tmp);
+    put(dir, 0, read_all(tmp));
+  }
+  {  // no tensors
+    zaya::GgufWriter w(64);
+    w.set_string("general.name", "empty");
+    w.write(tmp);
+    put(dir, 1, read_all(tmp));
+  }
+  {  // a complete ZAYA model (the mapping's tensors, zeros)
+    const zaya::ZayaConfig c = small_config();
+    zaya::GgufWriter w;
+    zaya::GgufSaveOptions options;
+    options.dtype = "bf16";
+    zaya::write_zaya_gguf_metadata(c, options, w);
+    static const std::vector<float> zeros(4096, 0.0f);
+    for (const zaya::ZayaGgufTensor& t : zaya::zaya_gguf_tensor_map(c)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      if (n > int64_t(zeros.size())) zaya::fail("seed model tensor {} is too large", t.name);
+      w.add_f32(t.name, t.shape, zeros.data(), t.keep_f32 ? zaya::GgmlType::kF32 : zaya::GgmlType::kBF16);
+    }
+    w.write(tmp);
+    put(dir, 2, read_all(tmp));
+  }
+}
+
+void safetensors_seeds(const fs::path& dir, const std::string& tmp_dir) {
+  zaya::fuzz::write_fixture_shards(tmp_dir);
+  put(dir, 0, read_all(tmp_dir + "/a.safetensors"));
+  put(dir, 1, read_all(tmp_dir + "/b.safetensors"));
+}
+
+void index_seeds(const fs::path& dir) {
+  put(dir, 0, std::string(zaya::fuzz::kFixtureIndex));
+  put(dir, 1, R"({"weight_map": {"z": "b.safetensors", "x": "a.safetensors", "y": "a.safetensors"}})");
+}
+
+// flags, u16 idx length, NAME.idx, NAME.bin (see fuzz_shard_index.cc).
+std::string shard_input(const std::vector<std::vector<uint32_t>>& docs, uint32_t vocab, uint8_t flags) {
+  std::string bin;
+  std::vector<uint64_t> offsets = {0};
+  for (const auto& d : docs) {
+    bin.append(reinterpret_cast<const char*>(d.data()), d.size() * sizeof(uint32_t));
+    offsets.push_back(offsets.back() + d.size());
+  }
+  zaya::ShardIdxHeader h{};
+  std::memcpy(h.magic, zaya::kShardIdxMagic.data(), sizeof(h.magic));
+  h.version = zaya::kShardFormatVersion;
+  h.vocab_size = vocab;
+  h.num_documents = docs.size();
+  h.num_tokens = offsets.back();
+  h.bin_xxh64 = XXH64(bin.data(), bin.size(), 0);
+  std::string idx(reinterpret_cast<const char*>(&h), sizeof(h));
+  idx.append(reinterpret_cast<const char*>(offsets.data()), offsets.size() * sizeof(uint64_t));
+  std::string out;
+  out.push_back(static_cast<char>(flags));
+  out.push_back(static_cast<char>(idx.size() & 0xff));
+  out.push_back(static_cast<char>(idx.size() >> 8));
+  return out + idx + bin;
+}
+
+void shard_seeds(const fs::path& dir) {
+  put(dir, 0, shard_input({{1, 2, 3}, {}, {4, 5}}, 16, 3));
+  put(dir, 1, shard_input({}, 4, 1));
+  put(dir, 2, shard_input({{0, 1, 2, 3, 4, 5, 6, 7}}, 8, 0));
+}
+
+void config_seeds(const fs::path& dir) {
+  int n = 0;
+  for (const std::string& preset : zaya::preset_names())
+    put(dir, n++, zaya::config_to_hf_json(zaya::preset_config(preset), "bfloat16").dump(2));
+  put(dir, n++, zaya::config_to_hf_json(small_config(), "float32").dump());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    const fs::path root = argv[1];
+    const std::string tmp = zaya::fuzz::scratch_dir();
+    for (const char* target :
+         {"fuzz_gguf", "fuzz_safetensors_header", "fuzz_safetensors_dir", "fuzz_shard_index", "fuzz_hf_config"})
+      fs::create_directories(root / target);
+    gguf_seeds(root / "fuzz_gguf", tmp + "/seed.gguf");
+    safetensors_seeds(root / "fuzz_safetensors_header", tmp);
+    index_seeds(root / "fuzz_safetensors_dir");
+    shard_seeds(root / "fuzz_shard_index");
+    config_seeds(root / "fuzz_hf_config");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

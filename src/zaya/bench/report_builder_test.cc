@@ -1,0 +1,95 @@
+#include "zaya/bench/report_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "zaya/bench/comm_bench.h"
+#include "zaya/bench/gemm_table.h"
+#include "zaya/bench/membw_bench.h"
+#include "zaya/core/test_util.h"
+
+namespace zaya {
+namespace {
+
+using testing::TempDir;
+
+std::string count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return std::to_string(n);
+}
+
+TEST(Report, BuildsEverySectionFromBenchmarkJson) {
+  TempDir dir;
+  // bench comm on 2 and 4 ranks.
+  for (int ranks : {2, 4}) {
+    CommRun run;
+    run.coll = Collective::kAllReduce;
+    run.has_op = true;
+    run.group_ranks = ranks;
+    for (uint64_t size : {1024u, 65536u}) {
+      CommRow row;
+      row.size_bytes = size;
+      row.count = int64_t(size / 4);
+      row.out_of_place = {true, 10, double(size) / 1e4, double(size) / 1e4, 0, {}};
+      row.in_place = row.out_of_place;
+      run.rows.push_back(row);
+    }
+    CommBenchContext ctx;
+    ctx.world_ranks = ctx.group_ranks = ranks;
+    testing::write_file(dir.file("comm" + std::to_string(ranks) + ".json"),
+                        comm_bench_json(CommBenchOptions{}, ctx, {run}).dump());
+  }
+  // bench gemm, a 2 x 2 sweep.
+  GemmEfficiencyTable t;
+  t.peak_gflops["f32"] = 100;
+  for (int64_t m : {64, 128})
+    for (int64_t n : {64, 256}) {
+      GemmTableEntry e;
+      e.shape = {m, n, 64, false, false};
+      e.gflops = double(m + n) / 4;
+      e.efficiency = e.gflops / 100;
+      e.seconds = 1e-5;
+      t.entries.push_back(e);
+    }
+  testing::write_file(dir.file("gemm.json"), t.to_json().dump());
+  // bench membw.
+  MembwOptions mo;
+  std::vector<MembwPoint> pts;
+  for (uint64_t ws : {16384u, 65536u}) pts.push_back({"triad", 1, ws, ws, 100, 1, 50.0, 40.0});
+  testing::write_file(dir.file("membw.json"), membw_json(mo, pts).dump());
+  // metrics.jsonl of zaya train, and something unknown.
+  testing::write_file(dir.file("metrics.jsonl"), "{\"step\":1,\"loss\":7.5}\n{\"step\":2,\"loss\":7.0}\n");
+  testing::write_file(dir.file("other.json"), "{\"hello\":1}");
+
+  std::vector<ReportInput> inputs;
+  for (const char* f : {"comm2.json", "comm4.json", "gemm.json", "membw.json", "metrics.jsonl", "other.json"})
+    inputs.push_back(load_report_input(dir.file(f)));
+  EXPECT_EQ(inputs[0].kind, "comm");
+  EXPECT_EQ(inputs[4].kind, "metrics");
+  EXPECT_EQ(inputs[5].kind, "");
+  const Report r = build_report(inputs, "test <report>");
+  ASSERT_EQ(r.sections.size(), 4u);  // comm, gemm, membw, train
+  EXPECT_EQ(r.sections[0].id, "comm");
+  // One plot per collective (both rank counts in it) and one overview per rank count.
+  ASSERT_EQ(r.sections[0].figures.size(), 3u);
+  EXPECT_EQ(r.sections[0].figures[0].file, "comm_all_reduce.svg");
+  EXPECT_NE(r.sections[0].figures[0].svg.find("2 ranks"), std::string::npos);
+  EXPECT_NE(r.sections[0].figures[0].svg.find("4 ranks"), std::string::npos);
+  ASSERT_EQ(r.sections[1].figures.size(), 1u);  // one heat map: f32 nn K=64
+  EXPECT_NE(r.sections[1].figures[0].svg.find("class=\"cell\""), std::string::npos);
+  const std::string html = render_report_html(r);
+  EXPECT_EQ(count_of(html, "<svg"), std::to_string(3 + 1 + 1 + 1));
+  EXPECT_EQ(html.find("<?xml"), std::string::npos);  // inlined without declarations
+  EXPECT_NE(html.find("test &lt;report&gt;"), std::string::npos);
+  EXPECT_NE(html.find("not recognised"), std::string::npos);
+  const std::vector<std::string> files = write_report(r, dir.file("out"));
+  EXPECT_EQ(files.size(), 7u);
+  for (const std::string& f : files) EXPECT_TRUE(std::filesystem::exists(f)) << f;
+  testing::write_file(dir.file("bad.json"), "{not json");
+  testing::expect_error([&] { load_report_input(dir.file("bad.json")); }, "bad.json: not JSON");
+}
+
+}  // namespace
+}  // namespace zaya

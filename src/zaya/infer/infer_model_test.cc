@@ -1,0 +1,264 @@
+// Loading inference weights: dtype conversions, memory-mapped bf16 used in
+// place, and every kind of bad input (missing or unexpected tensor, wrong
+// shape or dtype, unknown config key, a tokenizer that does not fit) failing
+// with a message that names it. Also the Gemma 3 vocabulary layout: a
+// tokenizer smaller than the padded embedding, padding ids never sampled.
+#include "zaya/infer/infer_model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "zaya/data/test_util.h"
+#include "zaya/infer/generator.h"
+#include "zaya/infer/test_util.h"
+#include "zaya/infer/text.h"
+#include "zaya/io/safetensors_dir.h"
+#include "zaya/model/hf_checkpoint.h"
+#include "zaya/model/hf_config.h"
+
+namespace zaya {
+namespace {
+
+// Writes `model` as model.safetensors + config.json, letting `edit` change a
+// tensor: return false to drop it; it may change the name, shape or dtype.
+struct TensorEdit {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool as_i32 = false;
+};
+void write_model(const ZayaModel& model, const std::string& dir,
+                 const std::function<bool(TensorEdit&)>& edit, std::vector<std::vector<int32_t>>& keep_alive) {
+  std::filesystem::create_directories(dir);
+  SafetensorsWriter w;
+  auto add = [&](const ParamEntry& e, const float* src) {
+    TensorEdit t{e.name, e.shape};
+    if (!edit(t)) return;
+    if (t.as_i32) {
+      keep_alive.emplace_back(e.numel, 1);
+      w.add_i32(t.name, t.shape, keep_alive.back().data());
+    } else {
+      int64_t n = 1;
+      for (int64_t s : t.shape) n *= s;
+      ASSERT_LE(n, e.numel);
+      w.add_bf16(t.name, t.shape, src);
+    }
+  };
+  for (const ParamEntry& e : model.params().entries()) add(e, model.param_data() + e.offset);
+  for (const ParamEntry& e : model.buffers().entries()) add(e, model.buffer_data() + e.offset);
+  w.write(dir + "/model.safetensors");
+  std::ofstream(dir + "/config.json") << config_to_hf_json(model.config(), "bfloat16").dump(2);
+}
+
+std::string load_error(const std::string& dir) {
+  return testing::error_of([&] { InferModel::load(dir); });
+}
+
+// Bytes of every weight matrix (not the float32 vectors).
+int64_t matrix_bytes(const InferModel& m) {
+  const InferWeights& w = m.weights();
+  int64_t n = w.embed.bytes();
+  for (const auto& a : w.attn) n += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
+  for (const auto& mo : w.moe) {
+    n += mo.down.bytes() + mo.mlp0.bytes() + mo.mlp2.bytes() + mo.mlp4.bytes();
+    for (size_t e = 0; e < mo.fc1.size(); ++e) n += mo.fc1[e].bytes() + mo.fc2[e].bytes();
+  }
+  return n;
+}
+
+TEST(InferModel, DtypeOptions) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 41);
+  testing::TempDir dir;
+  HfSaveOptions save;
+  save.dtype = "bf16";
+  save_hf_model(*model, dir.path(), save);
+  auto as_stored = InferModel::load(dir.path());
+  EXPECT_EQ(as_stored->matrix_dtype(), "bf16");
+  // Everything but the repacked grouped conv is used in place from the mapping.
+  int64_t conv = 0;
+  for (const auto& a : as_stored->weights().attn) conv += a.conv_b.bytes();
+  EXPECT_EQ(as_stored->mapped_bytes(), matrix_bytes(*as_stored) - conv);
+  InferLoadOptions f32;
+  f32.dtype = "f32";
+  auto widened = InferModel::load(dir.path(), f32);
+  EXPECT_EQ(widened->matrix_dtype(), "f32");
+  EXPECT_EQ(widened->mapped_matrices(), 0);
+  EXPECT_EQ(matrix_bytes(*widened), 2 * matrix_bytes(*as_stored));
+  auto from_memory = InferModel::from_model(*model, "bf16");
+  EXPECT_EQ(from_memory->matrix_dtype(), "bf16");
+  EXPECT_EQ(from_memory->weight_bytes().total, as_stored->weight_bytes().total);
+  EXPECT_EQ(InferModel::from_model(*model)->matrix_dtype(), "f32");
+  testing::expect_error([&] { InferModel::from_model(*model, "fp8"); }, "dtype 'fp8' is invalid; allowed: auto, bf16, f32");
+  InferLoadOptions bad;
+  bad.dtype = "int4";
+  testing::expect_error([&] { InferModel::load(dir.path(), bad); }, "--dtype 'int4' is invalid");
+}
+
+TEST(InferModel, BadCheckpointsNameTheProblem) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 42);
+  std::vector<std::vector<int32_t>> keep;
+  const std::string q = "model.layers.2.self_attn.qkv.linear_q.weight";
+  {
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [&](TensorEdit& t) { return t.name != q; }, keep);
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("missing tensor '" + q + "'"), std::string::npos) << e;
+  }
+  {
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [&](TensorEdit& t) {
+      if (t.name == q) t.shape = {t.shape[0] - 1, t.shape[1]};
+      return true;
+    }, keep);
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("tensor '" + q + "': expected shape [64, 64], found [63, 64]"), std::string::npos) << e;
+  }
+  {
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [&](TensorEdit& t) {
+      t.as_i32 = t.name == q;
+      return true;
+    }, keep);
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("'" + q + "' has dtype I32; weight matrices must be BF16, F32, F16 or F64"), std::string::npos)
+        << e;
+  }
+  {
+    testing::TempDir dir;
+    const std::string norm = "model.layers.1.input_norm.weight";
+    write_model(*model, dir.path(), [&](TensorEdit& t) {
+      t.as_i32 = t.name == norm;
+      return true;
+    }, keep);
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("'" + norm + "' has dtype I32"), std::string::npos) << e;
+  }
+  {
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [&](TensorEdit& t) {
+      if (t.name == q) t.name = "model.layers.2.self_attn.qkv.linear_qq.weight";
+      return true;
+    }, keep);
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("missing tensor '" + q + "'"), std::string::npos) << e;
+  }
+  {
+    // A config.json that does not describe the weights (one expert fewer).
+    ZayaConfig fewer = c;
+    fewer.experts = c.experts - 1;
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [](TensorEdit&) { return true; }, keep);
+    nlohmann::json j = config_to_hf_json(fewer, "bfloat16");
+    std::ofstream(dir.file("config.json")) << j.dump();
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("expected shape"), std::string::npos) << e;  // the router's slot count differs first
+  }
+  {
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [](TensorEdit&) { return true; }, keep);
+    nlohmann::json j = config_to_hf_json(c, "bfloat16");
+    j["hiden_size"] = 64;
+    std::ofstream(dir.file("config.json")) << j.dump();
+    const std::string e = load_error(dir.path());
+    EXPECT_NE(e.find("unknown config key \"hiden_size\""), std::string::npos) << e;
+  }
+  {
+    // A tied lm_head.weight is accepted (spec §6.1); any other stray tensor is not.
+    testing::TempDir dir;
+    write_model(*model, dir.path(), [](TensorEdit& t) {
+      if (t.name == "model.final_norm.weight") t.name = "lm_head.weight";
+      return true;
+    }, keep);
+    EXPECT_NE(load_error(dir.path()).find("missing tensor 'model.final_norm.weight'"), std::string::npos);
+  }
+}
+
+TEST(InferModel, StrayTensorIsRejected) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 43);
+  testing::TempDir dir;
+  save_hf_model(*model, dir.path());
+  // Append a stray tensor by rewriting the file with one more entry.
+  SafetensorsWriter w;
+  for (const ParamEntry& e : model->params().entries()) w.add_f32(e.name, e.shape, model->param_data() + e.offset);
+  for (const ParamEntry& e : model->buffers().entries()) w.add_f32(e.name, e.shape, model->buffer_data() + e.offset);
+  const float one = 1;
+  w.add_f32("model.layers.0.self_attn.rotary_emb.inv_freq", {1}, &one);
+  w.write(dir.file("model.safetensors"));
+  const std::string e = load_error(dir.path());
+  EXPECT_NE(e.find("unexpected tensor 'model.layers.0.self_attn.rotary_emb.inv_freq'"), std::string::npos) << e;
+}
+
+// Gemma 3's layout: the tokenizer (pad 0, eos 1, bos 2, unk 3, byte fallback)
+// has fewer pieces than the padded embedding, and config.json has no
+// zaya_real_vocab_size (as ZAYA1-base's: 262,144 pieces, 262,272 rows).
+TEST(Tokenizer, GemmaLayoutPaddedVocabulary) {
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  EXPECT_EQ(tok.pad_id(), 0);
+  EXPECT_EQ(tok.eos_id(), 1);
+  EXPECT_EQ(tok.bos_id(), 2);
+  ZayaConfig c = testing::small_test_config();
+  c.vocab_size = 512;  // 400 pieces padded to a multiple of 128
+  c.real_vocab_size = 512;
+  auto model = testing::random_model(c, 44);
+  float* embed = model->param_data() + model->params().at("model.embed_tokens.weight").offset;
+  for (int64_t v = tok.vocab_size(); v < c.vocab_size; ++v)
+    for (int64_t i = 0; i < c.hidden; ++i) embed[v * c.hidden + i] = 30.0f;
+  testing::TempDir dir;
+  save_hf_model(*model, dir.path());
+  nlohmann::json j;
+  std::ifstream(dir.file("config.json")) >> j;
+  j.erase("zaya_real_vocab_size");
+  std::ofstream(dir.file("config.json")) << j.dump(2);
+  auto im = InferModel::load(dir.path());
+  EXPECT_EQ(im->config().real_vocab_size, 512);
+  const int64_t sample_vocab = check_tokenizer(tok, im->config(), dir.path());
+  EXPECT_EQ(sample_vocab, 400);
+  GenerationRequest r;
+  r.prompt = {tok.bos_id()};
+  for (int32_t id : tok.encode("In the beginning")) r.prompt.push_back(id);
+  r.max_new_tokens = 30;
+  r.sampling.temperature = 1.5;
+  r.sampling.top_k = 0;
+  r.sampling.top_p = 1;
+  GeneratorOptions o;
+  o.sample_vocab = sample_vocab;
+  const auto out = generate(*im, {r}, o)[0].tokens;
+  ASSERT_EQ(out.size(), 30u);
+  for (int32_t id : out) EXPECT_LT(id, 400);
+  EXPECT_NO_THROW(tok.decode(out));
+}
+
+TEST(Tokenizer, MismatchIsAnError) {
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());  // 400 pieces, bos 2
+  ZayaConfig c = testing::small_test_config();                       // 320 rows
+  EXPECT_NE(testing::error_of([&] { check_tokenizer(tok, c, "m"); }).find("has 400 pieces but model m has only 320"),
+            std::string::npos);
+  c.vocab_size = 512;
+  c.real_vocab_size = 512;
+  c.bos_token_id = 5;
+  EXPECT_NE(testing::error_of([&] { check_tokenizer(tok, c, "m"); }).find("BOS id 2 but model m expects bos_token_id 5"),
+            std::string::npos);
+}
+
+TEST(TextStream, HoldsBackIncompleteCharacters) {
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  const std::string text = "caf\xc3\xa9 \xe2\x98\x83 snow";  // characters spelled in byte pieces
+  const std::vector<int32_t> ids = tok.encode(text);
+  TextStream s(tok);
+  std::string shown;
+  for (int32_t id : ids) {
+    const std::string add = s.push(id);
+    shown += add;
+    // Never a partial UTF-8 sequence or a replacement character on screen.
+    EXPECT_EQ(shown.find("\xEF\xBF\xBD"), std::string::npos);
+  }
+  shown += s.flush();
+  EXPECT_EQ(shown, text);
+}
+
+}  // namespace
+}  // namespace zaya

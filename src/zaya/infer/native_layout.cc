@@ -1,0 +1,177 @@
+#include "zaya/infer/native_layout.h"
+
+#include <set>
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+namespace {
+
+using json = nlohmann::json;
+
+// Keys of the upstream ZayaConfig and Hugging Face bookkeeping.
+const std::set<std::string> kNativeKeys = {
+    "model_type", "architectures", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "hidden_act", "max_position_embeddings", "initializer_range", "rms_norm_eps",
+    "use_cache", "tie_word_embeddings", "rope_parameters", "rope_theta", "partial_rotary_factor", "rope_scaling",
+    "rope_type", "sliding_window", "attention_dropout", "moe_intermediate_size", "num_experts_per_tok",
+    "num_experts", "output_router_logits", "router_aux_loss_coef", "layer_types", "pad_token_id", "bos_token_id",
+    "eos_token_id", "head_dim", "attention_bias", "lm_head_bias", "router_hidden_size", "cca_time0", "cca_time1",
+    "transformers_version", "torch_dtype", "dtype", "_name_or_path", "auto_map", "zaya_real_vocab_size"};
+
+[[noreturn]] void bad(const std::string& source, const std::string& key, const json& v, const std::string& want) {
+  fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
+}
+
+int64_t int_key(const json& j, const std::string& source, const char* key, int64_t def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number_integer()) bad(source, key, j[key], "an integer");
+  return j[key].get<int64_t>();
+}
+
+double num_key(const json& j, const std::string& source, const char* key, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) bad(source, key, j[key], "a number");
+  return j[key].get<double>();
+}
+
+void require_value(const json& j, const std::string& source, const char* key, const json& want,
+                   const std::string& why) {
+  if (j.contains(key) && !j[key].is_null() && j[key] != want) bad(source, key, j[key], why);
+}
+
+}  // namespace
+
+bool is_native_zaya_config(const json& j) {
+  return j.is_object() && !j.contains("zaya_layers") &&
+         (j.contains("layer_types") || j.contains("num_experts") || j.contains("moe_intermediate_size") ||
+          j.contains("router_hidden_size"));
+}
+
+ZayaConfig native_config_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) fail("{}: expected a JSON object", source);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!kNativeKeys.count(it.key()))
+      fail("{}: unknown config key \"{}\" for the native ZAYA1 layout (docs/inference.md)", source, it.key());
+  require_value(j, source, "model_type", "zaya", "\"zaya\"");
+  require_value(j, source, "hidden_act", "silu", "\"silu\" (SwiGLU experts)");
+  require_value(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding)");
+  require_value(j, source, "attention_bias", false, "false");
+  require_value(j, source, "lm_head_bias", false, "false");
+  require_value(j, source, "num_experts_per_tok", 1, "1 (ZAYA1 routes top-1)");
+  if (j.contains("sliding_window") && !j["sliding_window"].is_null())
+    bad(source, "sliding_window", j["sliding_window"], "null (sliding-window layers are not supported)");
+  if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
+    bad(source, "rope_scaling", j["rope_scaling"], "null or false (no RoPE scaling)");
+
+  ZayaConfig c;
+  c.hidden = int_key(j, source, "hidden_size", 2048);
+  c.num_blocks = int_key(j, source, "num_hidden_layers", 40);
+  if (j.contains("layer_types")) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || int64_t(lt.size()) != c.num_blocks)
+      bad(source, "layer_types", lt, fmt::format("a list of {} layer types (num_hidden_layers)", c.num_blocks));
+    for (const json& t : lt)
+      if (t != "hybrid") bad(source, "layer_types", lt, "\"hybrid\" for every layer (hybrid_sliding is not supported)");
+  }
+  c.q_heads = int_key(j, source, "num_attention_heads", 8);
+  c.kv_heads = int_key(j, source, "num_key_value_heads", 2);
+  c.head_dim = int_key(j, source, "head_dim", 128);
+  c.conv_kernel0 = int_key(j, source, "cca_time0", 2);
+  c.conv_kernel1 = int_key(j, source, "cca_time1", 2);
+  c.experts = int_key(j, source, "num_experts", 16);
+  c.expert_ffn = int_key(j, source, "moe_intermediate_size", 2048);
+  c.router_hidden = int_key(j, source, "router_hidden_size", 256);
+  c.top_k = 1;
+  c.use_skip = true;  // num_experts + 1 router classes, the last the skip expert
+  c.use_eda = true;
+  c.norm_eps = num_key(j, source, "rms_norm_eps", 1e-5);
+  c.router_norm_eps = c.norm_eps;  // the native router norm uses rms_norm_eps (spec §8.2)
+  c.max_position = int_key(j, source, "max_position_embeddings", 131072);
+  c.vocab_size = int_key(j, source, "vocab_size", 262272);
+  c.real_vocab_size = int_key(j, source, "zaya_real_vocab_size", c.vocab_size);
+  // RoPE: {"hybrid": {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor": ...}},
+  // a flat object, or top-level keys; the hub file also carries a stray top-level "rope_type".
+  c.rope_theta = num_key(j, source, "rope_theta", 5e6);
+  c.partial_rotary_factor = num_key(j, source, "partial_rotary_factor", 0.5);
+  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
+    const json& rp = j["rope_parameters"];
+    if (!rp.is_object()) bad(source, "rope_parameters", rp, "an object");
+    const json& p = rp.contains("hybrid") ? rp["hybrid"] : rp;
+    if (!p.is_object()) bad(source, "rope_parameters.hybrid", p, "an object");
+    if (p.contains("rope_type") && p["rope_type"] != "default")
+      bad(source, "rope_parameters.rope_type", p["rope_type"], "\"default\" (no RoPE scaling)");
+    c.rope_theta = num_key(p, source, "rope_theta", c.rope_theta);
+    c.partial_rotary_factor = num_key(p, source, "partial_rotary_factor", c.partial_rotary_factor);
+  }
+  c.pad_token_id = int_key(j, source, "pad_token_id", 0);
+  c.bos_token_id = int_key(j, source, "bos_token_id", 2);
+  if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
+    const json first = {{"eos_token_id", j["eos_token_id"][0]}};
+    c.eos_token_id = int_key(first, source, "eos_token_id", 1);
+  } else {
+    c.eos_token_id = int_key(j, source, "eos_token_id", 106);
+  }
+  c.validate(source);
+  return c;
+}
+
+NativeTensorRef native_tensor_for(const std::string& legacy, const ZayaConfig& c) {
+  auto starts = [&](const std::string& s) { return legacy.rfind(s, 0) == 0; };
+  if (legacy == "model.embed_tokens.weight") return {legacy};
+  if (legacy == "model.final_norm.weight") return {"model.norm.weight"};
+  if (starts("model.res_scale."))
+    return {fmt::format("model.layers.{}.post_mlp_residual_scale.{}", c.num_blocks - 1,
+                        legacy.substr(std::string("model.res_scale.").size()))};
+  ZAYA_CHECK(starts("model.layers."), "internal error: no native name for tensor '{}'", legacy);
+  const size_t dot = legacy.find('.', 13);
+  const int64_t n = std::stoll(legacy.substr(13, dot - 13));
+  const std::string rest = legacy.substr(dot + 1);
+  const int64_t i = n / 2;
+  const std::string layer = fmt::format("model.layers.{}.", i);
+  auto tail_after = [&](const std::string& prefix) { return rest.substr(prefix.size()); };
+  if (rest == "input_norm.weight")
+    return {layer + (n % 2 == 0 ? "input_layernorm.weight" : "post_attention_layernorm.weight")};
+  if (rest.rfind("res_scale.", 0) == 0) {
+    const std::string field = tail_after("res_scale.");
+    if (n == 0) return {"model.input_" + field};  // hidden_states_scale / _bias of the embedding
+    if (n % 2 == 1) return {layer + "post_attention_residual_scale." + field};
+    return {fmt::format("model.layers.{}.post_mlp_residual_scale.{}", i - 1, field)};
+  }
+  static const std::pair<const char*, const char*> kAttention[] = {
+      {"self_attn.qkv.linear_q.weight", "self_attn.qkv_proj.q_proj.weight"},
+      {"self_attn.qkv.linear_k.weight", "self_attn.qkv_proj.k_proj.weight"},
+      {"self_attn.qkv.val_proj1.weight", "self_attn.qkv_proj.v_proj_current.weight"},
+      {"self_attn.qkv.val_proj2.weight", "self_attn.qkv_proj.v_proj_delayed.weight"},
+      {"self_attn.qkv.conv_qk.0.weight", "self_attn.qkv_proj.conv_qk_depthwise.weight"},
+      {"self_attn.qkv.conv_qk.0.bias", "self_attn.qkv_proj.conv_qk_depthwise.bias"},
+      {"self_attn.qkv.conv_qk.1.weight", "self_attn.qkv_proj.conv_qk_grouped.weight"},
+      {"self_attn.qkv.conv_qk.1.bias", "self_attn.qkv_proj.conv_qk_grouped.bias"},
+      {"self_attn.qkv.temp", "self_attn.qk_norm.temp"},
+      {"self_attn.o_proj.weight", "self_attn.o_proj.weight"},
+      {"zaya_block.router.down_proj.weight", "mlp.gate.down_proj.weight"},
+      {"zaya_block.router.down_proj.bias", "mlp.gate.down_proj.bias"},
+      {"zaya_block.router.router_states_scale", "mlp.gate.router_states_scale"},
+      {"zaya_block.router.balancing_biases", "mlp.gate.balancing_biases"},
+      {"zaya_block.router.rmsnorm_eda.weight", "mlp.gate.router_mlp.norm.weight"},
+      {"zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight"},
+      {"zaya_block.router.router_mlp.0.bias", "mlp.gate.router_mlp.fc1.bias"},
+      {"zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight"},
+      {"zaya_block.router.router_mlp.2.bias", "mlp.gate.router_mlp.fc2.bias"},
+      {"zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight"},
+  };
+  for (const auto& [from, to] : kAttention)
+    if (rest == from) return {layer + to};
+  const std::string experts = "zaya_block.experts.local_experts.";
+  if (rest.rfind(experts, 0) == 0) {
+    const std::string tail = tail_after(experts);
+    const size_t d2 = tail.find('.');
+    const int64_t e = std::stoll(tail.substr(0, d2));
+    const std::string which = tail.substr(d2 + 1);
+    if (which == "linear_fc1.weight") return {layer + "mlp.experts.gate_up_proj", e};
+    if (which == "linear_fc2.weight") return {layer + "mlp.experts.down_proj", e};
+  }
+  fail("internal error: no native name for tensor '{}'", legacy);
+}
+
+}  // namespace zaya

@@ -1,0 +1,38 @@
+#pragma once
+// The native layout of the later ZAYA1 checkpoints (ZAYA1-8B, 74B-preview;
+// upstream transformers `models/zaya`, spec §6.3): 40 combined decoder layers
+// instead of 80 alternating half-layers, renamed tensors, experts stacked in
+// one [E, 2F, D] / [E, D, F] tensor per layer, and a config.json with
+// `num_hidden_layers`, `layer_types`, `num_experts`, `moe_intermediate_size`,
+// `router_hidden_size`, `head_dim` and `rope_parameters`.
+//
+// The compute graph is the legacy one with two semantic differences (spec §8):
+// a token routed to the skip expert gets output 0 (legacy: p_skip * x), and
+// the router's RMSNorm uses rms_norm_eps (legacy ZAYA1-base: 1e-6).
+// InferModel::load detects the layout from config.json and maps every legacy
+// tensor name to its native tensor (and expert slice), so one engine serves both.
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "zaya/model/config.h"
+
+namespace zaya {
+
+// True for a native config.json (it has no "zaya_layers" but native keys).
+bool is_native_zaya_config(const nlohmann::json& json);
+
+// Parses and validates a native config.json; errors name `source` and the key.
+ZayaConfig native_config_from_json(const nlohmann::json& json, const std::string& source);
+
+// Where a legacy tensor (spec §6.1 name) lives in a native checkpoint: the
+// native tensor's name and, for an expert weight, its index in the stacked tensor.
+struct NativeTensorRef {
+  std::string name;
+  int64_t expert = -1;
+};
+NativeTensorRef native_tensor_for(const std::string& legacy_name, const ZayaConfig& config);
+
+}  // namespace zaya

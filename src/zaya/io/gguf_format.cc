@@ -1,0 +1,161 @@
+#include "zaya/io/gguf_format.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+namespace zaya {
+
+std::string_view gguf_type_name(GgufType type) {
+  switch (type) {
+    case GgufType::kU8: return "uint8";
+    case GgufType::kI8: return "int8";
+    case GgufType::kU16: return "uint16";
+    case GgufType::kI16: return "int16";
+    case GgufType::kU32: return "uint32";
+    case GgufType::kI32: return "int32";
+    case GgufType::kF32: return "float32";
+    case GgufType::kBool: return "bool";
+    case GgufType::kString: return "string";
+    case GgufType::kArray: return "array";
+    case GgufType::kU64: return "uint64";
+    case GgufType::kI64: return "int64";
+    case GgufType::kF64: return "float64";
+  }
+  return "unknown";
+}
+
+std::optional<GgufType> gguf_type_from_raw(uint32_t raw) {
+  if (raw > static_cast<uint32_t>(GgufType::kF64)) return std::nullopt;
+  return static_cast<GgufType>(raw);
+}
+
+size_t gguf_type_size(GgufType type) {
+  switch (type) {
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool: return 1;
+    case GgufType::kU16:
+    case GgufType::kI16: return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32: return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64: return 8;
+    case GgufType::kString:
+    case GgufType::kArray: return 0;
+  }
+  return 0;
+}
+
+bool gguf_type_is_integer(GgufType type) {
+  switch (type) {
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kU16:
+    case GgufType::kI16:
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kU64:
+    case GgufType::kI64: return true;
+    default: return false;
+  }
+}
+
+std::optional<GgmlType> ggml_type_from_raw(uint32_t raw) {
+  switch (raw) {
+    case 0: return GgmlType::kF32;
+    case 1: return GgmlType::kF16;
+    case 24: return GgmlType::kI8;
+    case 25: return GgmlType::kI16;
+    case 26: return GgmlType::kI32;
+    case 27: return GgmlType::kI64;
+    case 28: return GgmlType::kF64;
+    case 30: return GgmlType::kBF16;
+    default: return std::nullopt;
+  }
+}
+
+std::string_view ggml_type_name(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32: return "F32";
+    case GgmlType::kF16: return "F16";
+    case GgmlType::kI8: return "I8";
+    case GgmlType::kI16: return "I16";
+    case GgmlType::kI32: return "I32";
+    case GgmlType::kI64: return "I64";
+    case GgmlType::kF64: return "F64";
+    case GgmlType::kBF16: return "BF16";
+  }
+  return "unknown";
+}
+
+std::string ggml_raw_type_name(uint32_t raw) {
+  // enum ggml_type as of GGML_TYPE_COUNT = 40; empty entries were removed from the format.
+  static constexpr std::array<std::string_view, 40> kNames = {
+      "F32",     "F16",    "Q4_0",    "Q4_1",  "",       "",     "Q5_0",   "Q5_1",   "Q8_0", "Q8_1",
+      "Q2_K",    "Q3_K",   "Q4_K",    "Q5_K",  "Q6_K",   "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL",  "IQ3_S",  "IQ2_S",   "IQ4_XS", "I8",    "I16",  "I32",    "I64",    "F64",  "IQ1_M",
+      "BF16",    "",       "",        "",      "TQ1_0",  "TQ2_0", "",      "",       "",     "MXFP4"};
+  if (raw < kNames.size() && !kNames[raw].empty()) return std::string(kNames[raw]);
+  return "unknown";
+}
+
+size_t ggml_type_size(GgmlType type) {
+  switch (type) {
+    case GgmlType::kI8: return 1;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kI16: return 2;
+    case GgmlType::kF32:
+    case GgmlType::kI32: return 4;
+    case GgmlType::kI64:
+    case GgmlType::kF64: return 8;
+  }
+  return 0;
+}
+
+bool ggml_type_is_float(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 || type == GgmlType::kF64;
+}
+
+uint16_t float_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // quiet NaN
+  // 65520 = 0x477ff000 is halfway between the largest half (65504) and 2^16;
+  // the tie goes to the even neighbour, which is infinity.
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (abs <= 0x33000000u) return sign;  // at most 2^-25 (half the smallest subnormal): rounds to zero
+  uint32_t h;
+  uint32_t rem;
+  uint32_t halfway;
+  if (abs < 0x38800000u) {  // below 2^-14: a half subnormal, units of 2^-24
+    const uint32_t exponent = abs >> 23;
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;  // 14..24 in this range
+    h = mantissa >> shift;
+    rem = mantissa & ((uint32_t{1} << shift) - 1);
+    halfway = uint32_t{1} << (shift - 1);
+  } else {  // normal: rebias the exponent, drop 13 mantissa bits
+    const uint32_t rebased = abs - (uint32_t{127 - 15} << 23);
+    h = rebased >> 13;
+    rem = rebased & 0x1fffu;
+    halfway = 0x1000u;
+  }
+  if (rem > halfway || (rem == halfway && (h & 1u))) ++h;  // a carry moves into the exponent, as it should
+  return static_cast<uint16_t>(sign | h);
+}
+
+bool gguf_align_up(uint64_t offset, uint64_t alignment, uint64_t* out) {
+  const uint64_t mask = alignment - 1;
+  if (offset > UINT64_MAX - mask) return false;
+  *out = (offset + mask) & ~mask;
+  return true;
+}
+
+}  // namespace zaya

@@ -1,0 +1,302 @@
+// The ZAYA <-> GGUF mapping: tensor names and stacking, and the config as
+// metadata (docs/formats-gguf.md). Reading and writing files: gguf_zaya.cc.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "zaya/core/error.h"
+#include "zaya/io/safetensors_header.h"
+#include "zaya/io/utf8.h"
+#include "zaya/model/gguf_zaya_map.h"
+#include "zaya/model/params.h"
+
+namespace zaya {
+namespace {
+
+// Standard llama.cpp keys (ggml docs/gguf.md, "LLM"), with [llm] = zaya.
+constexpr const char* kContextLength = "zaya.context_length";
+constexpr const char* kEmbeddingLength = "zaya.embedding_length";
+constexpr const char* kBlockCount = "zaya.block_count";
+constexpr const char* kVocabSize = "zaya.vocab_size";
+constexpr const char* kHeadCount = "zaya.attention.head_count";
+constexpr const char* kHeadCountKv = "zaya.attention.head_count_kv";
+constexpr const char* kKeyLength = "zaya.attention.key_length";
+constexpr const char* kValueLength = "zaya.attention.value_length";
+constexpr const char* kNormEps = "zaya.attention.layer_norm_rms_epsilon";
+constexpr const char* kRopeFreqBase = "zaya.rope.freq_base";
+constexpr const char* kRopeDims = "zaya.rope.dimension_count";
+constexpr const char* kExpertCount = "zaya.expert_count";
+constexpr const char* kExpertUsedCount = "zaya.expert_used_count";
+constexpr const char* kExpertFfn = "zaya.expert_feed_forward_length";
+constexpr const char* kBosId = "tokenizer.ggml.bos_token_id";
+constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
+constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
+// zaya.cpp's own keys: what a ZayaConfig needs beyond the standard ones. The
+// _f64 twins keep doubles exact (the standard keys are float32).
+constexpr const char* kLayout = "zaya.tensor_data_layout";
+constexpr const char* kRealVocab = "zaya.real_vocab_size";
+constexpr const char* kConvKernel0 = "zaya.attention.conv_kernel_depthwise";
+constexpr const char* kConvKernel1 = "zaya.attention.conv_kernel_grouped";
+constexpr const char* kNormEps64 = "zaya.attention.layer_norm_rms_epsilon_f64";
+constexpr const char* kRopeFreqBase64 = "zaya.rope.freq_base_f64";
+constexpr const char* kRotaryFactor = "zaya.rope.partial_rotary_factor";
+constexpr const char* kRouterHidden = "zaya.router.hidden_size";
+constexpr const char* kRouterSkip = "zaya.router.skip_expert";
+constexpr const char* kRouterEda = "zaya.router.eda";
+constexpr const char* kRouterNormEps = "zaya.router.norm_epsilon";
+
+// llama_ftype values for general.file_type.
+constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyBF16 = 32;
+
+// Upper bounds checked before a value enters the config, so that no size
+// product in ParamTable (or ZayaConfig::validate) can overflow int64 on a
+// hostile file.
+constexpr int64_t kMaxSize = int64_t{1} << 20;     // widths: hidden, ffn, router
+constexpr int64_t kMaxHeadDim = int64_t{1} << 16;  // head size
+constexpr int64_t kMaxHeads = int64_t{1} << 12;    // head counts
+constexpr int64_t kMaxVocab = int64_t{1} << 31;  // vocabulary, context, token ids
+
+uint32_t as_u32(const char* key, int64_t v) {
+  ZAYA_CHECK(v >= 0 && v <= int64_t{UINT32_MAX}, "GGUF metadata '{}' = {} does not fit in a uint32", key, v);
+  return static_cast<uint32_t>(v);
+}
+
+int64_t bounded(const GgufMetadata& m, const char* key, int64_t lo, int64_t hi) {
+  const uint64_t v = m.get_uint(key);
+  if (v < static_cast<uint64_t>(lo) || v > static_cast<uint64_t>(hi))
+    fail("{}: metadata key '{}' is {}, outside the range {}..{}", m.label(), key, v, lo, hi);
+  return static_cast<int64_t>(v);
+}
+
+// The float32 standard key, or its exact float64 twin when present (they must agree).
+double exact_float(const GgufMetadata& m, const char* key32, const char* key64) {
+  const double v32 = m.get_float(key32);
+  if (!m.has(key64)) return v32;
+  const double v64 = m.get_float(key64);
+  if (static_cast<float>(v64) != static_cast<float>(v32))
+    fail("{}: metadata keys '{}' ({}) and '{}' ({}) disagree", m.label(), key32, v32, key64, v64);
+  return v64;
+}
+
+}  // namespace
+
+GgmlType zaya_gguf_dtype(const std::string& dtype) {
+  if (dtype == "f32") return GgmlType::kF32;
+  if (dtype == "bf16") return GgmlType::kBF16;
+  if (dtype == "f16") return GgmlType::kF16;
+  fail("GGUF export dtype '{}' is invalid; allowed: f32, bf16, f16", dtype);
+}
+
+std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& c) {
+  const ParamTable params(c, true);
+  const ParamTable buffers(c, false);
+  auto entry = [&](const std::string& legacy) -> const ParamEntry* {
+    const ParamEntry* e = params.find(legacy);
+    return e != nullptr ? e : buffers.find(legacy);
+  };
+  std::vector<ZayaGgufTensor> out;
+  auto single = [&](std::string name, const std::string& legacy) {
+    const ParamEntry* e = entry(legacy);
+    ZAYA_CHECK(e != nullptr, "internal error: the GGUF mapping names '{}', which the parameter table lacks", legacy);
+    out.push_back({std::move(name), e->shape, {{legacy, 0, e->numel}}, e->shape.size() == 1});
+  };
+  // A residual merge (x + b) * s, spec §5: hidden-states scale/bias, and the
+  // residual's where the table has them (not on half-layer 0).
+  auto merge = [&](const std::string& name, const std::string& legacy) {
+    single(name + "_hs.weight", legacy + "res_scale.hidden_states_scale");
+    single(name + "_hs.bias", legacy + "res_scale.hidden_states_bias");
+    if (entry(legacy + "res_scale.residual_scale") != nullptr) {
+      single(name + "_res.weight", legacy + "res_scale.residual_scale");
+      single(name + "_res.bias", legacy + "res_scale.residual_bias");
+    }
+  };
+  const int64_t E = c.experts, F = c.expert_ffn, D = c.hidden;
+
+  single("token_embd.weight", "model.embed_tokens.weight");
+  for (int b = 0; b < c.num_blocks; ++b) {
+    const std::string blk = fmt::format("blk.{}.", b);
+    const std::string a = layer_prefix(2 * b), qkv = a + "self_attn.qkv.";
+    single(blk + "attn_norm.weight", a + "input_norm.weight");
+    merge(blk + "attn_merge", a);
+    single(blk + "attn_q.weight", qkv + "linear_q.weight");
+    single(blk + "attn_k.weight", qkv + "linear_k.weight");
+    single(blk + "attn_v_cur.weight", qkv + "val_proj1.weight");
+    single(blk + "attn_v_prev.weight", qkv + "val_proj2.weight");
+    single(blk + "attn_conv_dw.weight", qkv + "conv_qk.0.weight");
+    single(blk + "attn_conv_dw.bias", qkv + "conv_qk.0.bias");
+    single(blk + "attn_conv_grp.weight", qkv + "conv_qk.1.weight");
+    single(blk + "attn_conv_grp.bias", qkv + "conv_qk.1.bias");
+    single(blk + "attn_temp.weight", qkv + "temp");
+    single(blk + "attn_output.weight", a + "self_attn.o_proj.weight");
+
+    const std::string m = layer_prefix(2 * b + 1), r = m + "zaya_block.router.";
+    single(blk + "ffn_norm.weight", m + "input_norm.weight");
+    merge(blk + "ffn_merge", m);
+    single(blk + "ffn_router_down.weight", r + "down_proj.weight");
+    single(blk + "ffn_router_down.bias", r + "down_proj.bias");
+    if (entry(r + "router_states_scale") != nullptr) single(blk + "ffn_router_eda.weight", r + "router_states_scale");
+    single(blk + "ffn_router_norm.weight", r + "rmsnorm_eda.weight");
+    single(blk + "ffn_router_fc1.weight", r + "router_mlp.0.weight");
+    single(blk + "ffn_router_fc1.bias", r + "router_mlp.0.bias");
+    single(blk + "ffn_router_fc2.weight", r + "router_mlp.2.weight");
+    single(blk + "ffn_router_fc2.bias", r + "router_mlp.2.bias");
+    single(blk + "ffn_router_out.weight", r + "router_mlp.4.weight");
+    single(blk + "exp_probs_b.bias", r + "balancing_biases");
+
+    // Stacked experts (llama.cpp's layout): fc1 [2F, D] splits into gate rows
+    // [0, F) and up rows [F, 2F); fc2 [D, F] is the down projection.
+    ZayaGgufTensor gate{blk + "ffn_gate_exps.weight", {E, F, D}, {}, false};
+    ZayaGgufTensor up{blk + "ffn_up_exps.weight", {E, F, D}, {}, false};
+    ZayaGgufTensor down{blk + "ffn_down_exps.weight", {E, D, F}, {}, false};
+    const std::string x = m + "zaya_block.experts.local_experts.";
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string fc1 = fmt::format("{}{}.linear_fc1.weight", x, e);
+      const std::string fc2 = fmt::format("{}{}.linear_fc2.weight", x, e);
+      const ParamEntry* e1 = entry(fc1);
+      const ParamEntry* e2 = entry(fc2);
+      const std::vector<int64_t> fc1_shape{2 * F, D}, fc2_shape{D, F};
+      ZAYA_CHECK(e1 != nullptr && e2 != nullptr && e1->shape == fc1_shape && e2->shape == fc2_shape,
+                 "internal error: the parameter table's experts of half-layer {} differ from the GGUF mapping",
+                 2 * b + 1);
+      gate.segments.push_back({fc1, 0, F * D});
+      up.segments.push_back({fc1, F * D, F * D});
+      down.segments.push_back({fc2, 0, D * F});
+    }
+    out.push_back(std::move(gate));
+    out.push_back(std::move(up));
+    out.push_back(std::move(down));
+  }
+  single("output_norm.weight", "model.final_norm.weight");
+  merge("output_merge", "model.");
+
+  // Every element of every parameter and buffer in exactly one segment: a new
+  // parameter that the mapping forgets fails here, not silently in a file.
+  std::unordered_map<std::string, std::vector<std::pair<int64_t, int64_t>>> runs;
+  for (const ZayaGgufTensor& t : out)
+    for (const ZayaGgufSegment& s : t.segments) runs[s.legacy_name].emplace_back(s.first, s.count);
+  for (const ParamTable* table : {&params, &buffers})
+    for (const ParamEntry& e : table->entries()) {
+      auto it = runs.find(e.name);
+      ZAYA_CHECK(it != runs.end(), "internal error: tensor '{}' has no place in the GGUF mapping", e.name);
+      auto& r = it->second;
+      std::sort(r.begin(), r.end());
+      int64_t next = 0;
+      for (auto [first, count] : r) {
+        ZAYA_CHECK(first == next, "internal error: the GGUF mapping covers tensor '{}' unevenly", e.name);
+        next += count;
+      }
+      ZAYA_CHECK(next == e.numel, "internal error: the GGUF mapping covers {} of the {} elements of '{}'", next,
+                 e.numel, e.name);
+      runs.erase(it);
+    }
+  ZAYA_CHECK(runs.empty(), "internal error: the GGUF mapping names tensors the parameter table lacks");
+  return out;
+}
+
+void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& options, GgufWriter& w) {
+  const GgmlType dtype = zaya_gguf_dtype(options.dtype);
+  w.set_string("general.architecture", kZayaGgufArchitecture);
+  w.set_string("general.name", options.name);
+  w.set_u32("general.file_type", dtype == GgmlType::kF32    ? kFileTypeAllF32
+                                 : dtype == GgmlType::kF16 ? kFileTypeMostlyF16
+                                                           : kFileTypeMostlyBF16);
+  w.set_string(kLayout, kZayaGgufLayout);
+  w.set_u32(kContextLength, as_u32(kContextLength, c.max_position));
+  w.set_u32(kEmbeddingLength, as_u32(kEmbeddingLength, c.hidden));
+  w.set_u32(kBlockCount, as_u32(kBlockCount, c.num_blocks));
+  w.set_u32(kVocabSize, as_u32(kVocabSize, c.vocab_size));
+  w.set_u32(kRealVocab, as_u32(kRealVocab, c.real_vocab_size));
+  w.set_u32(kHeadCount, as_u32(kHeadCount, c.q_heads));
+  w.set_u32(kHeadCountKv, as_u32(kHeadCountKv, c.kv_heads));
+  w.set_u32(kKeyLength, as_u32(kKeyLength, c.head_dim));
+  w.set_u32(kValueLength, as_u32(kValueLength, c.head_dim));
+  w.set_u32(kConvKernel0, as_u32(kConvKernel0, c.conv_kernel0));
+  w.set_u32(kConvKernel1, as_u32(kConvKernel1, c.conv_kernel1));
+  w.set_f32(kNormEps, static_cast<float>(c.norm_eps));
+  w.set_f64(kNormEps64, c.norm_eps);
+  w.set_f32(kRopeFreqBase, static_cast<float>(c.rope_theta));
+  w.set_f64(kRopeFreqBase64, c.rope_theta);
+  w.set_u32(kRopeDims, as_u32(kRopeDims, c.rotary_dim()));
+  w.set_f64(kRotaryFactor, c.partial_rotary_factor);
+  w.set_u32(kExpertCount, as_u32(kExpertCount, c.experts));
+  w.set_u32(kExpertUsedCount, as_u32(kExpertUsedCount, c.top_k));
+  w.set_u32(kExpertFfn, as_u32(kExpertFfn, c.expert_ffn));
+  w.set_u32(kRouterHidden, as_u32(kRouterHidden, c.router_hidden));
+  w.set_bool(kRouterSkip, c.use_skip);
+  w.set_bool(kRouterEda, c.use_eda);
+  w.set_f64(kRouterNormEps, c.router_norm_eps);
+  w.set_u32(kBosId, as_u32(kBosId, c.bos_token_id));
+  w.set_u32(kEosId, as_u32(kEosId, c.eos_token_id));
+  w.set_u32(kPadId, as_u32(kPadId, c.pad_token_id));
+}
+
+ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
+  const std::string& arch = m.get_string("general.architecture");
+  if (arch != kZayaGgufArchitecture)
+    fail("{}: general.architecture is '{}', expected '{}' (not a ZAYA model)", m.label(), printable(arch),
+         kZayaGgufArchitecture);
+  const std::string& layout = m.get_string(kLayout);
+  if (layout != kZayaGgufLayout)
+    fail("{}: {} is '{}'; this zaya.cpp reads '{}' (written by a newer or different tool?)", m.label(), kLayout,
+         printable(layout), kZayaGgufLayout);
+  ZayaConfig c;
+  c.max_position = bounded(m, kContextLength, 1, kMaxVocab);
+  c.hidden = bounded(m, kEmbeddingLength, 1, kMaxSize);
+  c.num_blocks = bounded(m, kBlockCount, 1, 1024);
+  c.vocab_size = bounded(m, kVocabSize, 1, kMaxVocab);
+  c.real_vocab_size = m.has(kRealVocab) ? bounded(m, kRealVocab, 1, kMaxVocab) : c.vocab_size;
+  c.q_heads = bounded(m, kHeadCount, 1, kMaxHeads);
+  c.kv_heads = bounded(m, kHeadCountKv, 1, kMaxHeads);
+  c.head_dim = bounded(m, kKeyLength, 1, kMaxHeadDim);
+  if (m.has(kValueLength) && bounded(m, kValueLength, 1, kMaxHeadDim) != c.head_dim)
+    fail("{}: {} ({}) differs from {} ({}); CCA heads have one size", m.label(), kValueLength,
+         m.get_uint(kValueLength), kKeyLength, c.head_dim);
+  c.conv_kernel0 = m.has(kConvKernel0) ? bounded(m, kConvKernel0, 1, 64) : 2;
+  c.conv_kernel1 = m.has(kConvKernel1) ? bounded(m, kConvKernel1, 1, 64) : 2;
+  c.norm_eps = exact_float(m, kNormEps, kNormEps64);
+  c.rope_theta = exact_float(m, kRopeFreqBase, kRopeFreqBase64);
+  const int64_t rope_dims = bounded(m, kRopeDims, 1, kMaxSize);
+  c.partial_rotary_factor =
+      m.has(kRotaryFactor) ? m.get_float(kRotaryFactor) : double(rope_dims) / double(c.head_dim);
+  c.experts = bounded(m, kExpertCount, 1, 1024);
+  c.top_k = bounded(m, kExpertUsedCount, 1, 1024);
+  c.expert_ffn = bounded(m, kExpertFfn, 1, kMaxSize);
+  c.router_hidden = bounded(m, kRouterHidden, 1, kMaxSize);
+  c.use_skip = m.get_bool(kRouterSkip);
+  c.use_eda = m.get_bool(kRouterEda);
+  c.router_norm_eps = m.get_float(kRouterNormEps);
+  if (m.has(kBosId)) c.bos_token_id = bounded(m, kBosId, 0, kMaxVocab);
+  if (m.has(kEosId)) c.eos_token_id = bounded(m, kEosId, 0, kMaxVocab);
+  if (m.has(kPadId)) c.pad_token_id = bounded(m, kPadId, 0, kMaxVocab);
+  c.validate(m.label());
+  if (c.rotary_dim() != rope_dims)
+    fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim,
+         kRotaryFactor, c.partial_rotary_factor, c.rotary_dim());
+  return c;
+}
+
+void check_zaya_gguf_tensors(std::string_view label, const std::vector<ZayaGgufTensor>& map,
+                             const std::vector<GgufTensorInfo>& tensors) {
+  std::unordered_map<std::string, const GgufTensorInfo*> by_name;
+  for (const GgufTensorInfo& t : tensors) by_name.emplace(t.name, &t);
+  std::unordered_set<std::string> expected;
+  for (const ZayaGgufTensor& t : map) {
+    expected.insert(t.name);
+    auto it = by_name.find(t.name);
+    ZAYA_CHECK(it != by_name.end(), "{}: tensor '{}' (shape {}, from '{}') is missing", label, t.name,
+               format_shape(t.shape), t.segments.front().legacy_name);
+    const GgufTensorInfo& info = *it->second;
+    ZAYA_CHECK(gguf_same_shape(info.shape, t.shape), "{}: tensor '{}' has shape {}, the config gives {}", label,
+               t.name, format_shape(info.shape), format_shape(t.shape));
+    ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64",
+               label, t.name, ggml_type_name(info.type));
+  }
+  for (const GgufTensorInfo& t : tensors)
+    ZAYA_CHECK(expected.count(t.name) != 0, "{}: unexpected tensor '{}' (not part of the ZAYA mapping for this config)",
+               label, printable(t.name));
+}
+
+}  // namespace zaya

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Inference end to end: the cached decoder gives the same text as the
+# full-sequence reference (greedy and sampled), batched JSONL requests equal
+# single runs, stop strings, score, eval (perplexity of text and shards,
+# multiple choice), bench infer, and bad input with clear errors.
+source "$(dirname "$0")/common.bash" "$@"
+
+prepare_data 512
+write_config train.toml 12
+"$ZAYA" train --config "$WORK/train.toml" --quiet >/dev/null
+M=$WORK/run/final
+
+# Cached decoder == full-sequence reference, greedy and seeded sampling.
+for args in "--temperature 0" "--temperature 0.9 --top-k 30 --top-p 0.9 --seed 7"; do
+  # shellcheck disable=SC2086
+  "$ZAYA" generate --model "$M" --prompt "And God said" --max-new-tokens 24 $args >"$WORK/cached.txt"
+  # shellcheck disable=SC2086
+  "$ZAYA" generate --model "$M" --prompt "And God said" --max-new-tokens 24 $args --full-sequence >"$WORK/full.txt"
+  cmp -s "$WORK/cached.txt" "$WORK/full.txt" || fail "cached and full-sequence generation differ ($args): $(cat "$WORK/cached.txt") vs $(cat "$WORK/full.txt")"
+done
+echo "ok: cached decoder == full-sequence generation"
+
+# Batched JSONL requests (continuous batching over 2 slots) equal single runs.
+cat >"$WORK/prompts.jsonl" <<'EOF'
+{"prompt": "In the beginning", "seed": 1, "max_new_tokens": 12}
+{"prompt": "And the LORD spake unto Moses, saying", "seed": 2, "max_new_tokens": 5}
+{"prompt": "Blessed", "seed": 3, "max_new_tokens": 9, "temperature": 0}
+EOF
+"$ZAYA" generate --model "$M" --prompts "$WORK/prompts.jsonl" --batch 2 --step-tokens 8 --stats >"$WORK/batch.jsonl" 2>"$WORK/stats.txt"
+[[ $(wc -l <"$WORK/batch.jsonl") == 3 ]] || fail "expected 3 JSONL results: $(cat "$WORK/batch.jsonl")"
+grep -q "decode .* ms/step" "$WORK/stats.txt" || fail "no timing line: $(cat "$WORK/stats.txt")"
+i=0
+while IFS= read -r line; do
+  prompt=$(sed -E 's/.*"prompt":"([^"]*)".*/\1/' <<<"$line")
+  completion=$(sed -E 's/.*"completion":"([^"]*)".*/\1/' <<<"$line")
+  seed=$((i + 1))
+  n=$(sed -n "$((i + 1))p" "$WORK/prompts.jsonl" | sed -E 's/.*"max_new_tokens": ([0-9]+).*/\1/')
+  extra=""
+  [[ $i == 2 ]] && extra="--temperature 0"
+  # shellcheck disable=SC2086
+  single=$("$ZAYA" generate --model "$M" --prompt "$prompt" --seed $seed --max-new-tokens "$n" $extra)
+  # JSON escapes newlines; compare with them escaped the same way.
+  single_escaped=$(printf '%s' "${single#"$prompt"}" | sed -z 's/\n/\\n/g')
+  [[ "$single_escaped" == "$completion" ]] || fail "request $i: batched '$completion' != single '$single_escaped'"
+  i=$((i + 1))
+done <"$WORK/batch.jsonl"
+echo "ok: batched requests == single runs"
+
+# A stop string ends the text before it.
+"$ZAYA" generate --model "$M" --prompt "And" --temperature 0 --max-new-tokens 30 >"$WORK/free.txt"
+word=$(head -c 12 "$WORK/free.txt" | tail -c 3)
+"$ZAYA" generate --model "$M" --prompt "And" --temperature 0 --max-new-tokens 30 --stop "$word" >"$WORK/stopped.txt"
+[[ $(wc -c <"$WORK/stopped.txt") -lt $(wc -c <"$WORK/free.txt") ]] || fail "--stop did not shorten the text"
+
+# score: cached == full-sequence.
+echo '[[2, 100, 200, 300, 1], [2, 7, 8]]' >"$WORK/ids.json"
+"$ZAYA" score --model "$M" --tokens "$WORK/ids.json" >"$WORK/s1.txt"
+"$ZAYA" score --model "$M" --tokens "$WORK/ids.json" --full-sequence >"$WORK/s2.txt"
+paste "$WORK/s1.txt" "$WORK/s2.txt" | awk -F'loss ' '{ split($2, a, " "); split($3, b, " "); d = a[1] - b[1];
+  if (d > 1e-4 || d < -1e-4) { print "differ: " $0; exit 1 } }' || fail "score differs from --full-sequence"
+
+# eval: perplexity of text and shards, multiple choice.
+awk 'NR > 30 && NR < 45' "$SRC/data/kjv/kjv.txt" >"$WORK/heldout.txt"
+cat >"$WORK/mc.jsonl" <<'EOF'
+{"context": "In the beginning God created the", "choices": [" heaven and the earth.", " sea"], "gold": 0, "id": 1}
+{"context": "And God said, Let there be ", "choices": ["light", "darkness"], "gold": 0}
+{"context_ids": [2, 100, 200], "choices_ids": [[5], [6, 7]], "gold": 1}
+EOF
+"$ZAYA" eval --model "$M" --text "$WORK/heldout.txt" --shards "$WORK/data/val" --max-tokens 1500 --context 128 \
+  --mc "$WORK/mc.jsonl" --json "$WORK/eval.json" --per-item "$WORK/items.jsonl" | tee "$WORK/eval.txt"
+grep -q "perplexity .*heldout.txt (text).*ppl [0-9.]*, [0-9.]* bits/byte" "$WORK/eval.txt" || fail "no text perplexity"
+grep -q "perplexity .*data/val (shards).*ppl [0-9.]*" "$WORK/eval.txt" || fail "no shard perplexity"
+grep -q "multiple choice .*mc.jsonl: 3 items: acc [0-9.]* ± [0-9.]*, acc_norm" "$WORK/eval.txt" || fail "no mc line"
+grep -q '"acc_norm"' "$WORK/eval.json" || fail "eval JSON"
+[[ $(wc -l <"$WORK/items.jsonl") == 3 ]] || fail "per-item output"
+
+# bench infer: a few points, with the roofline in the JSON.
+"$ZAYA" bench infer --preset tiny --prefill 32 --batch 1,2 --context 16 --decode-steps 3 --warmup 1 \
+  --json "$WORK/bench.json" | tee "$WORK/bench.txt"
+grep -q '"ratio_to_roofline"' "$WORK/bench.json" || fail "bench JSON lacks the roofline"
+grep -q "STREAM triad" "$WORK/bench.txt" || fail "bench prints no bandwidth"
+
+# Bad input: clear errors naming the file, field or flag.
+expect_error 1 "nothing to evaluate" -- "$ZAYA" eval --model "$M"
+expect_error 1 "--dtype 'int8' is invalid; allowed: auto, bf16, f32" -- "$ZAYA" generate --model "$M" --dtype int8
+echo '{"context_ids": [2], "choices_ids": [[3]], "gold": 4}' >"$WORK/badmc.jsonl"
+expect_error 1 "badmc.jsonl:1: \"gold\" = 4 is invalid" -- "$ZAYA" eval --model "$M" --mc "$WORK/badmc.jsonl"
+echo '{"prompt": "x", "temprature": 1}' >"$WORK/badprompts.jsonl"
+expect_error 1 "badprompts.jsonl:1: unknown key \"temprature\"" -- "$ZAYA" generate --model "$M" --prompts "$WORK/badprompts.jsonl"
+"$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size 1024 --out "$WORK/big" >/dev/null
+expect_error 1 "big.model' has 1024 pieces but model .* has only 512 embedding rows" -- \
+  "$ZAYA" generate --model "$M" --tokenizer "$WORK/big.model" --prompt x
+cp -r "$M" "$WORK/wrongcfg"
+sed -i 's/"kv_channels": 32/"kv_channels": 16/' "$WORK/wrongcfg/config.json"
+expect_error 1 "expected shape" -- "$ZAYA" eval --model "$WORK/wrongcfg" --shards "$WORK/data/val"
+cp -r "$M" "$WORK/unknown"
+sed -i 's/"rope_theta"/"rope_thetta"/' "$WORK/unknown/config.json"
+expect_error 1 'unknown config key "rope_thetta"' -- "$ZAYA" generate --model "$WORK/unknown" --prompt x
+expect_error 1 "give exactly one of --preset and --model" -- "$ZAYA" bench infer
+echo "infer: OK"
