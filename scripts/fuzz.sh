@@ -33,7 +33,7 @@ targets=("${@:-${all_targets[@]}}")
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S "$root/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-ninja -C "$build" >/dev/null
+ninja -C "$build" >"$build/build.log" 2>&1 || { cat "$build/build.log"; echo "fuzz.sh: build failed" >&2; exit 1; }
 rm -rf "$build/seeds"
 "$build/make_seeds" "$build/seeds"
 mkdir -p "$build/artifacts"

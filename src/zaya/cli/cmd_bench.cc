@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/timer.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/mesh.h"
 #include "zaya/model/params.h"
@@ -22,13 +24,16 @@ struct BenchTrainOptions {
   std::vector<std::string> overrides;
   int64_t micro_batch = 8, seq_len = 256, grad_accum = 1, steps = 10, warmup = 2;
   int threads = 0;
+  int64_t checkpoint_every = 0;  // async checkpoints during the timed steps (0: none)
+  std::string checkpoint_dir = "runs/bench/checkpoints";
 };
 
 void bench_train(const BenchTrainOptions& o) {
   std::vector<std::string> overrides = {
       fmt::format("train.micro_batch={}", o.micro_batch), fmt::format("train.seq_len={}", o.seq_len),
       fmt::format("train.grad_accum={}", o.grad_accum), fmt::format("train.steps={}", o.warmup + o.steps),
-      fmt::format("train.threads={}", o.threads), "schedule.warmup_steps=0"};
+      fmt::format("train.threads={}", o.threads), "schedule.warmup_steps=0",
+      fmt::format("checkpoint.dir={}", o.checkpoint_dir), "checkpoint.keep_last=1"};
   overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
   // Under mpirun: every rank runs its share; the report is rank 0's.
   auto world = make_world_comm();
@@ -44,6 +49,8 @@ void bench_train(const BenchTrainOptions& o) {
   });
   check_same_on_all_ranks(*world, train_config_to_toml(config), "the benchmark configuration");
   auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep);
+  if (o.checkpoint_every > 0 && mesh->rank() == 0) std::filesystem::remove_all(o.checkpoint_dir);
+  mesh->world().barrier();
   TrainerOptions topt;
   topt.synthetic_data = true;
   topt.quiet = true;
@@ -62,7 +69,20 @@ void bench_train(const BenchTrainOptions& o) {
   profile_reset();
   // Per rank: seconds, flops, own tokens, best step, exposed/overlapped comm, gather, expert exchange.
   double t[8] = {0, 0, 0, 1e30, 0, 0, 0, 0};
+  double ckpt_stall = 0, ckpt_write = 0, ckpt_bytes = 0;
+  int saves = 0;
   for (int64_t i = 0; i < o.steps; ++i) {
+    const double c0 = now_seconds();
+    if (trainer->checkpoint_writer()) trainer->checkpoint_writer()->poll();
+    if (o.checkpoint_every > 0 && i > 0 && i % o.checkpoint_every == 0) {
+      trainer->save_checkpoint(true);
+      ckpt_write += trainer->checkpoint_writer()->last_stats().write_seconds;  // of the previous save, if any
+      ckpt_bytes = double(trainer->checkpoint_writer()->last_stats().bytes);
+      ++saves;
+    }
+    const double stall = now_seconds() - c0;
+    ckpt_stall += stall;
+    t[0] += stall;
     StepResult r = trainer->train_step();
     t[0] += r.seconds;
     t[1] += r.flops;
@@ -73,6 +93,18 @@ void bench_train(const BenchTrainOptions& o) {
     t[6] += r.param_gather;
     t[7] += r.expert_exchange;
   }
+  if (trainer->checkpoint_writer()) {
+    const double f0 = now_seconds();
+    trainer->checkpoint_writer()->finish();
+    const SaveStats& st = trainer->checkpoint_writer()->last_stats();
+    if (root && saves > 0)
+      fmt::print("  checkpoints: {} async saves of {:.0f} MB (rank 0); the step loop stalled {:.3f} s per save "
+                 "(snapshot); background write {:.2f} s = {:.2f} GB/s; final wait {:.2f} s\n",
+                 saves, double(st.bytes) / 1e6, ckpt_stall / saves, st.write_seconds,
+                 double(st.bytes) / st.write_seconds / 1e9, now_seconds() - f0);
+  }
+  (void)ckpt_write;
+  (void)ckpt_bytes;
   std::vector<double> all(8 * size_t(W));
   mesh->world().all_gather(t, all.data(), 8, DType::kF64);
   const double peak = trainer->peak_gflops();
@@ -168,6 +200,10 @@ void add_bench_train_command(CLI::App& bench) {
   train->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   train->add_option("--set", o->overrides, "override a config key: section.key=value");
   train->add_option("--json", o->json_out, "write the results as JSON");
+  train->add_option("--checkpoint-every", o->checkpoint_every,
+                    "save an async checkpoint every N timed steps (the overhead is part of the step time)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  train->add_option("--checkpoint-dir", o->checkpoint_dir, "where those checkpoints go (emptied first)");
   train->callback([o] { bench_train(*o); });
 }
 

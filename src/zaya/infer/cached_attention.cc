@@ -196,9 +196,10 @@ int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context) {
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,
-                      int64_t per_thread) {
-  ZAYA_ASSERT(s.kv_heads >= 1 && s.q_heads % s.kv_heads == 0);
-  std::vector<Task> tasks;
+                      int64_t per_thread, int threads) {
+  ZAYA_ASSERT(s.kv_heads >= 1 && s.q_heads % s.kv_heads == 0 && threads >= 1);
+  thread_local std::vector<Task> tasks;  // reused: no allocation per decode step
+  tasks.clear();
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const CachedAttentionChunk& ch = chunks[ci];
     ZAYA_ASSERT(cached_attention_scratch_floats(s.q_heads / s.kv_heads, ch.past + ch.count) <= per_thread);
@@ -210,9 +211,10 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
     }
   }
   const int64_t n = int64_t(tasks.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  const Task* all = tasks.data();  // the calling thread's vector, shared with the team
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1)
   for (int64_t i = 0; i < n; ++i) {
-    const Task& t = tasks[i];
+    const Task& t = all[i];
     float* mine = scratch + int64_t(omp_get_thread_num()) * per_thread;
     if (t.row0 < 0) rows_task(chunks[t.chunk], s, t.head, mine);
     else block_task(chunks[t.chunk], s, t.head, t.row0, mine);

@@ -32,8 +32,8 @@ struct CachedAttentionChunk {
 // Scratch floats one thread needs for a context of max_context keys.
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context);
 
-// `scratch` holds omp_get_max_threads() * per_thread floats.
+// Runs on at most `threads` OpenMP threads; `scratch` holds threads * per_thread floats.
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape,
-                      float* scratch, int64_t per_thread);
+                      float* scratch, int64_t per_thread, int threads);
 
 }  // namespace zaya

@@ -9,7 +9,6 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
-#include "zaya/infer/cached_attention.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cca_mix.h"
 #include "zaya/ops/cross_entropy.h"
@@ -93,6 +92,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, TK = T * c.top_k;
   const int64_t chunks = std::min(T, slots_);
   const int threads = omp_get_max_threads();
+  threads_ = threads;
   attn_scratch_per_thread_ = cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_);
   auto carve = [&](Arena& a) {
     h_TD_ = a.carve(T * D);
@@ -205,7 +205,8 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
              "{} chunks in one step; at most {} fit", chunks.size(), std::min(slots_, options_.max_step_tokens));
   // Validate everything before any state changes.
   int64_t T = 0;
-  std::vector<char> seen(slots_, 0);
+  std::vector<char>& seen = seen_;
+  seen.assign(slots_, 0);
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const StepChunk& ch = chunks[ci];
     ZAYA_CHECK(ch.slot >= 0 && ch.slot < slots_, "chunk {}: sequence slot {} is outside 0..{}", ci, ch.slot,
@@ -256,7 +257,8 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   // Embedding (no scaling, spec §5).
   {
     ZAYA_PROFILE_SCOPE("infer.embed");
-    std::vector<int32_t> ids(T);
+    std::vector<int32_t>& ids = ids_;
+    ids.resize(T);
     int64_t k = 0;
     for (const StepChunk& ch : chunks)
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
@@ -413,8 +415,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
 
 void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   const ZayaConfig& c = config_;
-  std::vector<CachedAttentionChunk> work;
-  work.reserve(chunks.size());
+  std::vector<CachedAttentionChunk>& work = attn_work_;
+  work.clear();
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const int64_t r0 = chunk_row0_[ci];
     work.push_back({q_TQ_ + r0 * c.q_width(), o_TQ_ + r0 * c.q_width(), kcache(b, chunks[ci].slot),
@@ -422,7 +424,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
   }
   cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, c.head_dim}, attn_scratch_,
-                   attn_scratch_per_thread_);
+                   attn_scratch_per_thread_, threads_);
 }
 
 void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float* r_out) {

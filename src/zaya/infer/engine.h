@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/infer/cached_attention.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/linear.h"
 #include "zaya/ops/moe_dispatch.h"
@@ -132,6 +133,10 @@ class InferenceEngine {
   float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TK_ = nullptr;
   float *xp_TD_ = nullptr, *h_T2F_ = nullptr, *act_TF_ = nullptr, *y_TD_ = nullptr, *hid_TD_ = nullptr;
   int64_t attn_scratch_per_thread_ = 0;
+  int threads_ = 1;                 // OpenMP threads the attention scratch is sized for
+  std::vector<char> seen_;          // per-step scratch, reused
+  std::vector<int32_t> ids_;
+  std::vector<CachedAttentionChunk> attn_work_;
   std::vector<int32_t> choice_TK_;
   ExpertPlan plan_;
   std::vector<int32_t> row_pos_;    // position of each row in its sequence

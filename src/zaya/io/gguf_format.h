@@ -41,6 +41,10 @@ inline constexpr uint32_t kGgufMaxAlignment = uint32_t{1} << 20;
 // Arrays may nest (the spec allows it; ggml does not); deeper nesting than
 // this is rejected so a hostile file cannot exhaust the stack.
 inline constexpr int kGgufMaxArrayDepth = 8;
+// Elements of nested arrays in one file. Each costs a GgufValue in memory (about
+// 12 times its 12 encoded bytes), so their number is capped on its own; files
+// in the wild have none (ggml cannot read them).
+inline constexpr uint64_t kGgufMaxNestedArrayElements = uint64_t{1} << 20;
 
 // Metadata value types (gguf_metadata_value_type).
 enum class GgufType : uint32_t {

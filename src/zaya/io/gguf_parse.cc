@@ -31,6 +31,7 @@ class Reader {
   Reader(std::string_view label, std::span<const uint8_t> file) : label_(label), file_(file) {}
 
   uint64_t pos() const { return pos_; }
+  uint64_t nested_elements = 0;  // elements of nested arrays so far (kGgufMaxNestedArrayElements)
   uint64_t remaining() const { return file_.size() - pos_; }
   void set_context(std::string context) { context_ = std::move(context); }
 
@@ -151,6 +152,10 @@ GgufValue parse_array(Reader& r, int depth) {
       strings.push_back(r.string("string", std::numeric_limits<uint64_t>::max(), static_cast<int64_t>(i)));
     return GgufValue::strings(std::move(strings));
   }
+  if (count > kGgufMaxNestedArrayElements - r.nested_elements)
+    r.error("array length at byte {} is {} arrays, more than the file's limit of {} nested array elements", at,
+            count, kGgufMaxNestedArrayElements);
+  r.nested_elements += count;
   std::vector<GgufValue> arrays;
   arrays.reserve(count);
   for (uint64_t i = 0; i < count; ++i) arrays.push_back(parse_array(r, depth + 1));

@@ -88,6 +88,9 @@ std::vector<BadCase> bad_cases() {
   std::string nested = header(0, 1).str("k.v").u32(9).s;  // 10 nested arrays of arrays, then an empty u8 array
   for (int i = 0; i < 10; ++i) nested += Bytes().u32(9).u64(1).s;
   nested += Bytes().u32(0).u64(0).s;
+  std::string many_empty_arrays;  // (kGgufMaxNestedArrayElements + 1) empty uint8 arrays
+  const std::string empty_array = Bytes().u32(0).u64(0).s;
+  for (uint64_t i = 0; i <= kGgufMaxNestedArrayElements; ++i) many_empty_arrays += empty_array;
   return {
       {"empty file", "", {"bad.gguf", "0 bytes", "too short"}},
       {"short file", std::string("GGUF\3\0\0\0", 8), {"8 bytes", "too short"}},
@@ -124,6 +127,8 @@ std::vector<BadCase> bad_cases() {
       {"array of bools with a 3", one_kv(9, Bytes().u32(7).u64(3).u8(1).u8(3).u8(0).s),
        {"bool array element 1", "is 3"}},
       {"arrays nested too deep", nested, {"'k.v'", "nest more than 8 deep"}},
+      {"too many nested arrays", one_kv(9, Bytes().u32(9).u64(kGgufMaxNestedArrayElements + 1).s + many_empty_arrays),
+       {"'k.v'", "1048577 arrays", "limit of 1048576 nested array elements"}},
       {"alignment of the wrong type", header(0, 1).str("general.alignment").u32(10).u64(32).s,
        {"general.alignment", "uint64 32", "expected a uint32"}},
       {"alignment 0", header(0, 1).str("general.alignment").u32(4).u32(0).s, {"is 0", "power of two"}},

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 
 #include "zaya/core/error.h"
@@ -437,17 +438,20 @@ void Trainer::save_final(const std::string& dir) {
   std::vector<int64_t> counts(mesh_->ep_size(), region);
   mesh_->ep().all_gather_v(model_->param_data() + dense, gathered.data(), counts.data(), DType::kF32);
   if (!is_root()) return;
-  std::vector<NamedTensor> tensors;
+  // Where every tensor is now, then the canonical order of a full table
+  // (so the file is the same whatever ep was).
+  std::map<std::string, const float*> where;
   for (const ParamEntry& e : mine.entries())
-    if (e.offset < dense) tensors.push_back({e.name, e.shape, model_->param_data() + e.offset, false});
+    if (e.offset < dense) where[e.name] = model_->param_data() + e.offset;
   const int64_t local = c.experts / mesh_->ep_size();
-  std::vector<std::unique_ptr<ParamTable>> tables;
   for (int r = 0; r < mesh_->ep_size(); ++r) {
-    tables.push_back(std::make_unique<ParamTable>(c, true, ExpertRange{r * local, local}));
-    for (const ParamEntry& e : tables.back()->entries())
-      if (e.offset >= dense)
-        tensors.push_back({e.name, e.shape, gathered.data() + r * region + (e.offset - dense), false});
+    const ParamTable table(c, true, ExpertRange{r * local, local});
+    for (const ParamEntry& e : table.entries())
+      if (e.offset >= dense) where[e.name] = gathered.data() + r * region + (e.offset - dense);
   }
+  std::vector<NamedTensor> tensors;
+  const ParamTable full(c, true);
+  for (const ParamEntry& e : full.entries()) tensors.push_back({e.name, e.shape, where.at(e.name), false});
   for (const ParamEntry& e : model_->buffers().entries())
     tensors.push_back({e.name, e.shape, model_->buffer_data() + e.offset, true});
   save_hf_tensors(c, tensors, dir, save);
