@@ -6,14 +6,15 @@
 #   env: NPS ("2 4": rank counts for bench comm), COMM_MAX (64M), MODEL (small),
 #        BIG_MODEL (zaya1-base; empty to skip), IO_DIR (OUT_DIR), IO_SIZE (1G),
 #        DATASET (runs/data/kjv/train if present), ROUTING (runs/tiny/metrics.jsonl if present),
-#        MEMBW_MAX (2G), MPIRUN (mpirun --oversubscribe --allow-run-as-root)
+#        MEMBW_MAX (2G), MPIRUN (mpirun --oversubscribe --allow-run-as-root),
+#        TIME_STAT (mean: nccl-tests' time; median resists a shared machine's stalls)
 set -euo pipefail
 ZAYA=$(realpath "${1:?usage: characterize.sh ZAYA_BINARY OUT_DIR}"); OUT=${2:?usage: characterize.sh ZAYA_BINARY OUT_DIR}
 mkdir -p "$OUT/json"
 J=$OUT/json
 read -r -a MPI <<<"${MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
 NPS=${NPS:-"2 4"} COMM_MAX=${COMM_MAX:-64M} MODEL=${MODEL:-small} BIG_MODEL=${BIG_MODEL-zaya1-base}
-IO_DIR=${IO_DIR:-$OUT} IO_SIZE=${IO_SIZE:-1G} MEMBW_MAX=${MEMBW_MAX:-2G}
+IO_DIR=${IO_DIR:-$OUT} IO_SIZE=${IO_SIZE:-1G} MEMBW_MAX=${MEMBW_MAX:-2G} TIME_STAT=${TIME_STAT:-mean}
 DATASET=${DATASET:-$( [[ -f runs/data/kjv/train.bin ]] && echo runs/data/kjv/train || true)}
 ROUTING=${ROUTING:-$( [[ -f runs/tiny/metrics.jsonl ]] && echo runs/tiny/metrics.jsonl || true)}
 log() { echo "== $*" >&2; }
@@ -21,16 +22,18 @@ log() { echo "== $*" >&2; }
 for np in $NPS; do
   log "bench comm, $np ranks"
   OMP_NUM_THREADS=1 "${MPI[@]}" -np "$np" "$ZAYA" bench comm all -b 8 -e "$COMM_MAX" -f 4 -n 20 -w 5 -I 1 \
+    --time-stat "$TIME_STAT" \
     --json "$J/comm_np$np.json" | tee "$OUT/comm_np$np.txt"
   if ((np % 2 == 0 && np >= 4)); then
     OMP_NUM_THREADS=1 "${MPI[@]}" -np "$np" "$ZAYA" bench comm all_reduce -b 1K -e "$COMM_MAX" -f 4 --split "MOD 2" \
+      --time-stat "$TIME_STAT" \
       --json "$J/comm_np${np}_mod2.json" | tee "$OUT/comm_np${np}_mod2.txt"
   fi
 done
 if [[ -n $ROUTING ]]; then
   log "bench comm all_to_all_v from $ROUTING"
   OMP_NUM_THREADS=1 "${MPI[@]}" -np 2 "$ZAYA" bench comm all_to_all_v --routing "$ROUTING" --routing-layer max \
-    --write-matrix "$OUT/routing_matrix.txt" -b 1K -e "$COMM_MAX" -f 4 --json "$J/comm_a2av_routing.json" \
+    --write-matrix "$OUT/routing_matrix.txt" -b 1K -e "$COMM_MAX" -f 4 --time-stat "$TIME_STAT" --json "$J/comm_a2av_routing.json" \
     | tee "$OUT/comm_a2av_routing.txt"
 fi
 log "bench gemm sweep"

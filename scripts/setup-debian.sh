@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package zaya.cpp needs to build, test and run.
+# Installs every Debian 12 package zaya.cpp needs to build, test and run
+# (clang and its runtimes are for the fuzz targets of scripts/test.sh).
 # Usage: sudo scripts/setup-debian.sh [--dev]
 #   --dev  also installs what only developers need: python3-torch (to
 #          regenerate the golden files, tools/make_golden.py, and for the
@@ -18,6 +19,7 @@ packages=(
   libsentencepiece-dev sentencepiece
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   gnuplot-nox
+  clang libclang-rt-14-dev libomp-dev
 )
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(python3-torch python3-numpy libopenblas0-openmp bible-kjv librsvg2-bin)

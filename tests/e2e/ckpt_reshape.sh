@@ -53,6 +53,19 @@ cmp -s "$WORK/hf/model.safetensors" "$WORK/ref/final/model.safetensors" || fail 
 "$ZAYA" ckpt import --in "$WORK/hf" --out "$WORK/imported" --config "$WORK/base.toml" >/dev/null
 "$ZAYA" ckpt compare --weights-only "$WORK/ref/checkpoints/step_00000020" "$WORK/imported/step_00000000" ||
   fail "import changed a weight"
+# GGUF (stacked expert tensors): f32 round trip bit for bit; bf16 is smaller and close.
+"$ZAYA" ckpt export --in "$WORK/ref/checkpoints/step_00000020" --out "$WORK/model.gguf" --format gguf >/dev/null
+"$ZAYA" ckpt import --in "$WORK/model.gguf" --out "$WORK/from_gguf" --config "$WORK/base.toml" >/dev/null
+"$ZAYA" ckpt compare --weights-only "$WORK/ref/checkpoints/step_00000020" "$WORK/from_gguf/step_00000000" ||
+  fail "GGUF round trip changed a weight"
+"$ZAYA" ckpt export --in "$WORK/ref/checkpoints/step_00000020" --out "$WORK/model16.gguf" --format gguf --dtype bf16 \
+  >/dev/null
+"$ZAYA" ckpt import --in "$WORK/model16.gguf" --out "$WORK/from_gguf16" --config "$WORK/base.toml" >/dev/null
+"$ZAYA" ckpt compare --weights-only --tolerance 0.02 "$WORK/ref/checkpoints/step_00000020" \
+  "$WORK/from_gguf16/step_00000000" || fail "bf16 GGUF round trip"
+[[ $(stat -c %s "$WORK/model16.gguf") -lt $(stat -c %s "$WORK/model.gguf") ]] || fail "bf16 GGUF is not smaller"
+expect_error 1 "only for --format gguf" -- "$ZAYA" ckpt export --in "$WORK/ref/checkpoints/step_00000020" \
+  --out "$WORK/x" --dtype f16
 "$ZAYA" train --config "$WORK/base.toml" --quiet --set train.steps=22 --set train.out_dir="$WORK/ft" \
   --resume "$WORK/imported/step_00000000" --stop-at 2 >/dev/null || fail "training from an imported model"
 echo "checkpoint reshape: OK"

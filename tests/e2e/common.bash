@@ -57,3 +57,11 @@ out_dir = "$WORK/run"
 warmup_steps = $warmup
 TOML
 }
+
+# The fault-tolerance tests' job: 12 steps of 4 sequences, a checkpoint every 3 steps.
+write_ft_config() {
+  prepare_data 512
+  write_config "$1" 12
+  sed -i 's/^micro_batch = 8/micro_batch = 4/' "$WORK/$1"
+  printf '[checkpoint]\nevery = 3\n' >>"$WORK/$1"
+}

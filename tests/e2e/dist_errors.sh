@@ -30,8 +30,8 @@ expect_mpi_error "training configuration differs between ranks: rank\(s\) 1 do n
   -np 1 "$ZAYA" train --config "$WORK/good.toml" : -np 1 "$ZAYA" train --config "$WORK/good.toml" --set optim.lr=0.01
 # A rank that fails at start-up: every rank names it.
 expect_mpi_error "start-up failed on rank 1 of 2: injected start-up fault" "0 1" -- \
-  -x ZAYA_FAULT=startup:rank=1 -np 2 "$ZAYA" train --config "$WORK/good.toml"
+  -np 2 "$ZAYA" train --config "$WORK/good.toml" --inject startup:rank=1
 # A rank that fails in the middle of training: the job stops at once (MPI_Abort), the rank says why.
-expect_mpi_error "injected fault \(ZAYA_FAULT\) at step 3 on rank 1" "1" -- \
-  -x ZAYA_FAULT=step:rank=1,step=3 -np 2 "$ZAYA" train --config "$WORK/good.toml"
+expect_mpi_error "injected fault at step 3 on rank 1" "1" -- \
+  -np 2 "$ZAYA" train --config "$WORK/good.toml" --inject step:rank=1,step=3
 echo "dist errors: OK"

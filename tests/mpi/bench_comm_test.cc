@@ -6,6 +6,7 @@
 
 #include "zaya/bench/comm_bench.h"
 #include "zaya/bench/comm_split.h"
+#include "zaya/core/error.h"
 #include "tests/mpi/mpi_test_env.h"
 
 namespace zaya {
@@ -109,6 +110,27 @@ TEST(BenchComm, SingleCorruptedElementIsCountedExactly) {
       }
     }
   }
+}
+
+TEST(BenchComm, TimeStatisticsAndAveraging) {
+  Comm& w = world();
+  for (const char* stat : {"median", "min"}) {
+    CommBenchOptions o = small_sweep();
+    o.iters = 7;
+    o.time_stat = stat;
+    o.average = 3;
+    CommBench bench(w, w, o);
+    const CommRun run = bench.run(Collective::kAllReduce, DType::kF32, ReduceOp::kSum);
+    for (const CommRow& row : run.rows) {
+      const SampleStats& it = row.out_of_place.iter_us;
+      EXPECT_DOUBLE_EQ(row.out_of_place.time_us, std::string(stat) == "median" ? it.p50 : it.min);
+      EXPECT_NEAR(row.out_of_place.algbw, double(row.count) * 4 / 1e3 / row.out_of_place.time_us,
+                  1e-9 * row.out_of_place.algbw);
+    }
+  }
+  CommBenchOptions bad = small_sweep();
+  bad.time_stat = "p90";
+  EXPECT_THROW(CommBench(w, w, bad), Error);
 }
 
 TEST(BenchComm, SplitGroupsRunInParallel) {

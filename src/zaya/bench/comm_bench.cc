@@ -98,6 +98,8 @@ CommBench::CommBench(Comm& world, Comm& group, CommBenchOptions options)
   ZAYA_CHECK(o.check >= 0, "check iterations (-c) must be >= 0, got {}", o.check);
   ZAYA_CHECK(o.average >= 0 && o.average <= 3, "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got {}",
              o.average);
+  ZAYA_CHECK(o.time_stat == "mean" || o.time_stat == "median" || o.time_stat == "min",
+             "--time-stat '{}' is invalid; allowed: mean, median, min", o.time_stat);
   size_sweep(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);  // validates the sweep
   world_timeout_ = world_.timeout();
   group_timeout_ = group_.timeout();
@@ -256,11 +258,13 @@ CommSample CommBench::measure(const CommRun& run, Buffers& b, bool in_place) {
     for (int a = 0; a < o.agg_iters; ++a) issue(run, b, in_place, shift(int64_t(it) * o.agg_iters + a));
     per_iter[size_t(it)] = (now_seconds() - ti) / double(o.agg_iters);
   }
-  const double seconds = combine_over_world((now_seconds() - t0) / double(o.iters * o.agg_iters));
+  double seconds = combine_over_world((now_seconds() - t0) / double(o.iters * o.agg_iters));
   std::vector<double> slowest(per_iter.size());
   world_.all_reduce(per_iter.data(), slowest.data(), slowest.size(), DType::kF64, ReduceOp::kMax);
   for (double& x : slowest) x *= 1e6;
   sample.iter_us = summarize(std::move(slowest));
+  if (o.time_stat == "median") seconds = sample.iter_us.p50 * 1e-6;
+  if (o.time_stat == "min") seconds = sample.iter_us.min * 1e-6;
   sample.time_us = seconds * 1e6;
 
   const int n = group_.size();
@@ -397,6 +401,7 @@ nlohmann::json comm_bench_json(const CommBenchOptions& o, const CommBenchContext
                            {"agg_iters", o.agg_iters},
                            {"check", o.check},
                            {"average", o.average},
+                           {"time_stat", o.time_stat},
                            {"root", o.root},
                            {"timeout_s", o.timeout},
                            {"fault", comm_fault_name(o.fault)},

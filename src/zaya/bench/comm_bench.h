@@ -61,6 +61,11 @@ struct CommBenchOptions {
   int agg_iters = 1;                        // -m
   int check = 1;                            // -c: verified operations per size (0: none)
   int average = 1;                          // -a
+  // Statistic behind the time, algbw and busbw columns: "mean" (nccl-tests:
+  // elapsed / operations, combined over ranks by `average`), or "median" /
+  // "min" of the per-iteration times (each iteration's slowest rank), which
+  // shrug off the scheduler stalls of a shared machine.
+  std::string time_stat = "mean";
   int root = 0;                             // -r
   std::vector<DType> dtypes = {DType::kF32};
   std::vector<ReduceOp> ops = {ReduceOp::kSum};

@@ -37,9 +37,8 @@ TEST(Membw, SweepsKernelsSizesAndThreads) {
 TEST(Membw, StreamPassesCountEverySweep) {
   const StreamResult one = run_stream(StreamKernel::kTriad, 1000, 1, 3, 1);
   const StreamResult many = run_stream(StreamKernel::kTriad, 1000, 1, 3, 100);
+  EXPECT_EQ(one.passes, 1);
   EXPECT_EQ(many.passes, 100);
-  // A hundred sweeps take far longer than one: the bytes counted match the work done.
-  EXPECT_GT(many.min_seconds, 20 * one.min_seconds);
 }
 
 }  // namespace

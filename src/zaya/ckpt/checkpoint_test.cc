@@ -10,6 +10,7 @@
 #include "zaya/ckpt/offline.h"
 #include "zaya/ckpt/reader.h"
 #include "zaya/ckpt/writer.h"
+#include "zaya/core/fault.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/test_util.h"
 
@@ -133,10 +134,10 @@ TEST(Checkpoint, WriteErrorsLeaveEarlierCheckpointsIntact) {
   auto self = make_self_comm();
   CheckpointWriter w(*self, tmp.path(), "run-1", 1, 1, {});
   Saved s;
-  ::setenv("ZAYA_FAULT", "ckpt-write:rank=0", 1);  // the background write fails (as on a full disk)
+  set_fault_plan("ckpt-write:rank=0");  // the background write fails (as on a full disk)
   w.save(2, s.tensors(), {{"step", 2}}, "", true);
   testing::expect_error([&] { w.finish(); }, "injected checkpoint write fault");
-  ::unsetenv("ZAYA_FAULT");
+  set_fault_plan("");
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / ".step_00000002.partial"));
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / "step_00000002"));
   EXPECT_GT(CheckpointReader::open(good).verify(), 0u);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "zaya/ckpt/reader.h"
@@ -261,6 +262,12 @@ void CheckpointWriter::publish() {
     const std::string final_dir = (fs::path(root_) / checkpoint_dir_name(step_)).string();
     rename_file(tmp_dir_, final_dir);
     sync_parent_directory(final_dir);
+    if (fault_planned("corrupt-ckpt", 0, step_)) {  // injected: damage the shard file just published
+      const std::string shard = (fs::path(final_dir) / meta.files[0].name).string();
+      std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(std::min<uint64_t>(128, meta.files[0].bytes / 2));
+      f.write("\xde\xad\xbe\xef", 4);
+    }
     apply_retention();
   });
 }

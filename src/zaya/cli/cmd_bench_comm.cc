@@ -26,7 +26,7 @@ struct BenchCommOptions {
   int iters = 20, warmup = 5, agg_iters = 1, check = 1, average = 1, root = 0, cycles = 1, iter_stats = 0;
   std::vector<std::string> dtypes = {"float"}, ops = {"sum"};
   double timeout = 0, min_bw = 0, stall_seconds = 3600;
-  std::string split, matrix, routing, routing_layer = "mean", write_matrix, json_out, fault = "none";
+  std::string split, matrix, routing, routing_layer = "mean", write_matrix, json_out, fault = "none", time_stat = "mean";
   int64_t routing_step = -1;
 };
 
@@ -137,6 +137,7 @@ void bench_comm(const BenchCommOptions& o) {
     opt.agg_iters = o.agg_iters;
     opt.check = o.check;
     opt.average = o.average;
+    opt.time_stat = o.time_stat;
     opt.root = o.root;
     opt.timeout = o.timeout;
     opt.fault = parse_comm_fault(o.fault);
@@ -210,9 +211,10 @@ void bench_comm(const BenchCommOptions& o) {
       fmt::print("# zaya bench comm: {} ranks, {} group(s) of {}{}\n", ctx.world_ranks, ctx.groups, ctx.group_ranks,
                  ctx.split.empty() ? "" : fmt::format(" (split {})", ctx.split));
       fmt::print("# minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} "
-                 "timeout: {}{}\n",
+                 "time: {} timeout: {}{}\n",
                  opt.min_bytes, opt.max_bytes, opt.step_factor > 1 ? opt.step_factor : opt.step_bytes,
                  opt.step_factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.agg_iters, opt.check,
+                 opt.time_stat == "mean" ? std::string("mean") : opt.time_stat + " of iterations",
                  opt.timeout > 0 ? fmt::format("{} s", opt.timeout) : "none",
                  opt.fault != CommFault::kNone ? fmt::format(" fault: {}", comm_fault_name(opt.fault)) : "");
       fmt::print("#\n# Using ranks\n");
@@ -297,6 +299,10 @@ void add_bench_comm_command(CLI::App& bench) {
   cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce (default 0)")->check(CLI::Range(0, 1 << 30));
   cmd->add_option("-a,--average", o->average, "time over ranks: 0 rank 0, 1 mean (default), 2 min, 3 max")
       ->check(CLI::Range(0, 3));
+  cmd->add_option("--time-stat", o->time_stat,
+                  "time/algbw/busbw from the mean (nccl-tests, default), or the median or min of the iterations "
+                  "(robust on shared machines)")
+      ->check(CLI::IsMember({"mean", "median", "min"}));
   cmd->add_option("-N,--run_cycles", o->cycles, "run the whole sweep N times, 0: forever (default 1)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-I,--iter-stats", o->iter_stats, "1: print per-iteration min/max/p99/cv columns (always in JSON)")

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "zaya/ckpt/offline.h"
@@ -16,6 +17,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
 #include "zaya/dist/comm.h"
+#include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
@@ -80,39 +82,68 @@ void reshape(const std::string& in, const std::string& out_root, int dp, int ep)
              checkpoint_dir_name(ck.meta().step), dp, ep, dp * ep, now_seconds() - t0);
 }
 
-void export_safetensors(const std::string& in, const std::string& out, const std::string& dtype) {
-  CheckpointReader ck = CheckpointReader::open(in);
-  const TrainConfig config = checkpoint_config(ck);
-  ParamTable params(config.model, true), buffers(config.model, false);
-  Arena p(params.total_floats()), b(std::max<int64_t>(1, buffers.total_floats()));
+// A checkpoint's weights (parameters, then buffers) in full precision, under
+// their legacy names: what every export format writes.
+struct ExportedWeights {
+  TrainConfig config;
+  int64_t step = 0;
+  std::unique_ptr<Arena> params, buffers;
   std::vector<NamedTensor> tensors;
+};
+
+ExportedWeights read_weights(const std::string& in) {
+  CheckpointReader ck = CheckpointReader::open(in);
+  ExportedWeights w;
+  w.config = checkpoint_config(ck);
+  w.step = ck.meta().step;
+  ParamTable params(w.config.model, true), buffers(w.config.model, false);
+  w.params = std::make_unique<Arena>(params.total_floats());
+  w.buffers = std::make_unique<Arena>(std::max<int64_t>(1, buffers.total_floats()));
   for (const ParamEntry& e : params.entries()) {
-    ck.read(e.name, p.data() + e.offset, CkptDType::kF32, e.shape);
-    tensors.push_back({e.name, e.shape, p.data() + e.offset, false});
+    ck.read(e.name, w.params->data() + e.offset, CkptDType::kF32, e.shape);
+    w.tensors.push_back({e.name, e.shape, w.params->data() + e.offset, false});
   }
   for (const ParamEntry& e : buffers.entries()) {
-    ck.read(e.name, b.data() + e.offset, CkptDType::kF32, e.shape);
-    tensors.push_back({e.name, e.shape, b.data() + e.offset, true});
+    ck.read(e.name, w.buffers->data() + e.offset, CkptDType::kF32, e.shape);
+    w.tensors.push_back({e.name, e.shape, w.buffers->data() + e.offset, true});
+  }
+  return w;
+}
+
+void export_weights(const std::string& in, const std::string& out, const std::string& format,
+                    const std::string& dtype) {
+  const ExportedWeights w = read_weights(in);
+  if (format == "gguf") {
+    GgufSaveOptions save;
+    save.dtype = dtype;
+    write_zaya_gguf(w.config.model, w.tensors, out, save);
+    fmt::print("wrote {} (GGUF, {}, stacked expert tensors) from step {}\n", out, dtype, w.step);
+    return;
   }
   HfSaveOptions save;
   save.dtype = dtype;
-  save_hf_tensors(config.model, tensors, out, save);
-  fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names) from step {}\n", out, dtype,
-             ck.meta().step);
+  save_hf_tensors(w.config.model, w.tensors, out, save);
+  fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names) from step {}\n", out, dtype, w.step);
 }
 
-void import_hf(const std::string& in, const std::string& out_root, const std::string& config_path) {
+// A Hugging Face ZAYA1 directory or one of our GGUF files as a step-0 checkpoint.
+void import_weights(const std::string& in, const std::string& out_root, const std::string& config_path) {
   TrainConfig config = load_train_config(config_path);
-  auto model = load_hf_model(in);
+  const bool is_gguf = fs::is_regular_file(in);
+  std::unique_ptr<ZayaModel> model;
+  std::optional<ZayaGgufFile> gguf;
+  if (is_gguf) gguf.emplace(ZayaGgufFile::open(in));
+  else model = load_hf_model(in);
+  const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
   // The config's vocabulary is decided by the data when not given: take the model's.
   ZayaConfig want = config.model;
   if (config.vocab_from_tokenizer) {
-    want.vocab_size = model->config().vocab_size;
-    want.real_vocab_size = model->config().real_vocab_size;
+    want.vocab_size = source.vocab_size;
+    want.real_vocab_size = source.real_vocab_size;
     config.model = want;
     config.vocab_from_tokenizer = false;
   }
-  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(model->config(), "float32"),
+  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(source, "float32"),
              "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
              "--config {}`)",
              config_path, in, in, config_path);
@@ -122,13 +153,15 @@ void import_hf(const std::string& in, const std::string& out_root, const std::st
   header.step = 0;
   header.state = {{"step", 0}, {"optimizer_state", false}, {"imported_from", fs::absolute(in).string()}};
   header.config_toml = train_config_to_toml(config);
-  const ParamTable& params = model->params();
-  const ParamTable& buffers = model->buffers();
-  write_checkpoint_offline(out_root, header, 1, 1, checkpoint_layout(model->config(), 1, 1, true, false),
+  write_checkpoint_offline(out_root, header, 1, 1, checkpoint_layout(source, 1, 1, true, false),
                            [&](const OfflineTensor& t, void* dst) {
-                             const ParamEntry* e = params.find(t.name);
+                             if (is_gguf) {
+                               gguf->read_legacy(t.name, static_cast<float*>(dst), t.shape);
+                               return;
+                             }
+                             const ParamEntry* e = model->params().find(t.name);
                              const float* src = e ? model->param_data() + e->offset
-                                                  : model->buffer_data() + buffers.at(t.name).offset;
+                                                  : model->buffer_data() + model->buffers().at(t.name).offset;
                              std::memcpy(dst, src, sizeof(float) * size_t(t.numel()));
                            });
   fmt::print("wrote {}/{}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
@@ -223,10 +256,10 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--in", o->in, "checkpoint directory")->required();
   ex->add_option("--out", o->out, "output directory (safetensors) or file (gguf)")->required();
   ex->add_option("--format", o->format, "safetensors or gguf")->check(CLI::IsMember({"safetensors", "gguf"}));
-  ex->add_option("--dtype", o->dtype, "f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  ex->add_option("--dtype", o->dtype, "f32 or bf16 (gguf also f16)")->check(CLI::IsMember({"f32", "bf16", "f16"}));
   ex->callback([o] {
-    ZAYA_CHECK(o->format == "safetensors", "--format gguf is not available in this build");
-    export_safetensors(o->in, o->out, o->dtype);
+    ZAYA_CHECK(o->format == "gguf" || o->dtype != "f16", "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
+    export_weights(o->in, o->out, o->format, o->dtype);
   });
   auto* cmp = ckpt->add_subcommand("compare", "compare two checkpoints tensor by tensor (bit for bit by default)");
   cmp->add_option("a", o->in, "checkpoint directory")->required();
@@ -237,13 +270,13 @@ void add_ckpt_command(CLI::App& app) {
     const int n = compare(o->in, o->out, o->tolerance, o->weights_only);
     ZAYA_CHECK(n == 0, "{} tensor(s) differ", n);
   });
-  auto* im = ckpt->add_subcommand("import", "a Hugging Face ZAYA1 directory as a step-0 checkpoint to train from");
-  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy ZAYA1 names)")->required();
+  auto* im = ckpt->add_subcommand("import", "a Hugging Face ZAYA1 directory or a zaya GGUF file as a step-0 checkpoint to train from");
+  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy ZAYA1 names) or .gguf file")->required();
   im->add_option("--out", o->out, "checkpoint root to write step_00000000 into")->required();
   im->add_option("--config", o->config, "the training config to continue with (its [model] must match)")
       ->required()
       ->check(CLI::ExistingFile);
-  im->callback([o] { import_hf(o->in, o->out, o->config); });
+  im->callback([o] { import_weights(o->in, o->out, o->config); });
 }
 
 }  // namespace zaya::cli

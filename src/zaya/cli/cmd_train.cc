@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "zaya/cli/commands.h"
+#include "zaya/core/fault.h"
 #include "zaya/dist/collective.h"
 #include "zaya/train/trainer.h"
 
@@ -59,12 +60,17 @@ void add_train_command(CLI::App& app) {
     bool quiet = false;
     std::string resume;  // "" no, "latest", or a checkpoint directory
     int64_t stop_at = 0;
+    std::string inject, heartbeat_dir;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("train", "train a model from a TOML config (configs/tiny.toml)");
   cmd->add_option("--config", o->config, "training config (TOML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", o->overrides, "override a config key: section.key=value (repeatable)");
   cmd->add_flag("--quiet", o->quiet, "no progress lines");
+  cmd->add_option("--inject", o->inject,
+                  "inject faults for testing, e.g. kill:rank=1,step=37 (kinds: kill, hang, nan, slow, preempt, step, "
+                  "startup, ckpt-write, corrupt-ckpt; docs/fault-tolerance.md)");
+  cmd->add_option("--heartbeat-dir", o->heartbeat_dir, "write per-rank heartbeats there (set by zaya launch)");
   cmd->add_option("--stop-at", o->stop_at,
                   "stop after this step, with a checkpoint (the schedule still follows train.steps), e.g. to "
                   "continue later with --resume")
@@ -77,6 +83,7 @@ void add_train_command(CLI::App& app) {
   cmd->callback([o] {
     // Under mpirun every rank runs this; each start-up stage ends with an
     // agreement, so a failure on one rank is reported by all and none hangs.
+    if (!o->inject.empty()) set_fault_plan(o->inject);
     auto world = make_world_comm();
     TrainConfig config;
     run_collectively(*world, "loading the config", [&] { config = load_train_config(o->config, o->overrides); });
@@ -92,6 +99,7 @@ void add_train_command(CLI::App& app) {
     TrainerOptions options;
     options.quiet = o->quiet;
     options.stop_at = o->stop_at;
+    options.heartbeat_dir = o->heartbeat_dir;
     std::unique_ptr<Trainer> trainer;
     run_collectively(mesh->world(), "start-up", [&] { trainer = std::make_unique<Trainer>(config, options, mesh); });
     if (!o->resume.empty()) resume(*trainer, config, o->resume);

@@ -12,7 +12,16 @@ void require(bool ok, const std::string& source, const char* field, int64_t valu
 }  // namespace
 
 void ZayaConfig::validate(const std::string& source) const {
+  // Plain fields first, so that the derived sizes below cannot overflow.
   require(hidden >= 8 && hidden <= 65536, source, "hidden_size", hidden, "8..65536");
+  require(q_heads >= 1 && q_heads <= 4096, source, "cca_num_q_heads", q_heads, "1..4096");
+  require(kv_heads >= 1 && kv_heads <= 4096, source, "num_query_groups", kv_heads, "1..4096");
+  require(head_dim >= 2 && head_dim <= 65536, source, "kv_channels (head_dim)", head_dim, "2..65536");
+  require(experts >= 1 && experts <= 63, source, "experts", experts, "1..63 (+ skip slot <= 64 slots)");
+  require(vocab_size >= 1 && vocab_size <= (int64_t(1) << 31), source, "vocab_size", vocab_size, "1..2^31");
+  require(expert_ffn >= 1 && expert_ffn <= (int64_t(1) << 20), source, "expert_ffn", expert_ffn, "1..2^20");
+  require(router_hidden >= 1 && router_hidden <= 65536, source, "zaya_mlp_expansion", router_hidden, "1..65536");
+  require(top_k >= 1 && top_k <= 63, source, "moe_router_topk", top_k, "1..63");
   require(num_blocks >= 1 && num_blocks <= 1024, source, "num_blocks", num_blocks, "1..1024");
   require(real_vocab_size >= 4, source, "real_vocab_size", real_vocab_size, ">= 4");
   require(vocab_size >= real_vocab_size, source, "vocab_size", vocab_size, ">= real_vocab_size (padded)");

@@ -152,7 +152,12 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   c.experts = layer_value(j, source, "zaya_layers", 1, c.experts);
   if (j.contains("head_dim")) c.head_dim = get_int(j, source, "head_dim", c.head_dim);
   else if (j.contains("kv_channels")) c.head_dim = get_int(j, source, "kv_channels", c.head_dim);
-  else c.head_dim = c.hidden / get_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
+  else {
+    const int64_t heads = get_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
+    if (heads < 1 || heads > c.hidden)
+      bad(source, "num_attention_heads", j["num_attention_heads"], "an integer in 1..hidden_size");
+    c.head_dim = c.hidden / heads;
+  }
   c.q_heads = layer_value(j, source, "cca_num_q_heads", 0, c.q_heads);
   c.kv_heads = j.contains("num_query_groups_list") ? layer_value(j, source, "num_query_groups_list", 0, c.kv_heads)
                                                    : get_int(j, source, "num_key_value_heads", c.kv_heads);

@@ -45,6 +45,19 @@ class Section {
     if (!n->is_boolean()) bad(key, *n, "true or false");
     return *n->value<bool>();
   }
+  std::vector<int64_t> get_int_list(const char* key, const std::vector<int64_t>& def, int64_t lo, int64_t hi) {
+    const toml::node* n = node(key);
+    if (n == nullptr) return def;
+    const std::string expect = fmt::format("a list of integers in {}..{}", lo, hi);
+    if (!n->is_array()) bad(key, *n, expect);
+    std::vector<int64_t> out;
+    for (const toml::node& item : *n->as_array()) {
+      auto v = item.value<int64_t>();
+      if (!item.is_integer() || !v || *v < lo || *v > hi) bad(key, *n, expect);
+      out.push_back(*v);
+    }
+    return out;
+  }
   std::string get_string(const char* key, const std::string& def, const std::vector<std::string>& allowed = {}) {
     const toml::node* n = node(key);
     if (n == nullptr) return def;
@@ -100,8 +113,10 @@ const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_bet
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
 const std::vector<std::string> kParallelKeys = {"ep", "comm_timeout"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
-const std::vector<std::string> kSections = {"model",    "data",     "train",     "optim",
-                                            "schedule", "moe",      "parallel",  "checkpoint"};
+const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",    "rollback_after",  "max_rollbacks",
+                                          "on_save_error", "straggler_ratio", "skip_steps"};
+const std::vector<std::string> kSections = {"model",    "data",     "train",      "optim", "schedule",
+                                            "moe",      "parallel", "checkpoint", "ft"};
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -238,6 +253,16 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   cc.async = ck.get_bool("async", cc.async);
   cc.dir = ck.get_string("dir", cc.dir);
   ck.finish(kCheckpointKeys);
+  Section f(table_of(root, "ft", source), "ft", source);
+  FaultToleranceConfig& ft = t.ft;
+  ft.spike_z = f.get_double("spike_z", ft.spike_z, 0.0, 1e6);
+  ft.spike_warmup = int(f.get_int("spike_warmup", ft.spike_warmup, 2, 128));
+  ft.rollback_after = int(f.get_int("rollback_after", ft.rollback_after, 0, 1 << 20));
+  ft.max_rollbacks = int(f.get_int("max_rollbacks", ft.max_rollbacks, 1, 1 << 20));
+  ft.on_save_error = f.get_string("on_save_error", ft.on_save_error, {"continue", "stop"});
+  ft.straggler_ratio = f.get_double("straggler_ratio", ft.straggler_ratio, 1.0, 1e6);
+  ft.skip_steps = f.get_int_list("skip_steps", ft.skip_steps, 1, int64_t(1) << 40);
+  f.finish(kFtKeys);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
@@ -307,8 +332,13 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
   s += fmt::format("[parallel]\nep = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.comm_timeout);
   const CheckpointConfig& cc = t.checkpoint;
-  s += fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n",
+  s += fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",
                    cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
+  const FaultToleranceConfig& ft = t.ft;
+  s += fmt::format("[ft]\nspike_z = {}\nspike_warmup = {}\nrollback_after = {}\nmax_rollbacks = {}\n", ft.spike_z,
+                   ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
+  s += fmt::format("on_save_error = \"{}\"\n", ft.on_save_error);
+  s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
   return s;
 }
 

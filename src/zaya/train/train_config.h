@@ -52,6 +52,18 @@ struct CheckpointConfig {
   std::string dir;          // default: OUT_DIR/checkpoints
 };
 
+// Numerical fault handling (docs/fault-tolerance.md).
+struct FaultToleranceConfig {
+  double spike_z = 6.0;         // skip a step whose loss or gradient norm is this many standard deviations
+                                // above the recent window (0: off)
+  int spike_warmup = 20;        // accepted steps in the window before spikes are judged
+  int rollback_after = 3;       // consecutive skipped steps that trigger a rollback to the last checkpoint (0: off)
+  int max_rollbacks = 3;        // rollbacks to the same checkpoint before the run stops with an error
+  std::string on_save_error = "continue";  // continue | stop
+  double straggler_ratio = 1.5; // report a rank whose step time exceeds the fastest rank's by this factor
+  std::vector<int64_t> skip_steps;  // steps to skip deliberately (reproducing a run that skipped them)
+};
+
 struct TrainConfig {
   std::string source;           // the file it came from, for messages
   std::string model_preset;
@@ -65,6 +77,7 @@ struct TrainConfig {
   MoeLossOptions router_losses;
   ParallelConfig parallel;
   CheckpointConfig checkpoint;
+  FaultToleranceConfig ft;
   std::string checkpoint_dir() const;  // checkpoint.dir or OUT_DIR/checkpoints
 };
 

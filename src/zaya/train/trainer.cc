@@ -4,7 +4,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <thread>
 #include <map>
 #include <fstream>
 
@@ -12,6 +15,7 @@
 #include "zaya/core/fault.h"
 #include "zaya/dist/collective.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/append_file.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
@@ -51,8 +55,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
              config_.source, config_.parallel.ep, mesh_->ep_size());
   distributed_ = mesh_->world_size() > 1;
   if (!is_root()) options_.quiet = true;
-  ZAYA_CHECK(!fault_planned("startup", mesh_->rank()), "injected start-up fault (ZAYA_FAULT) on rank {}",
-             mesh_->rank());
+  ZAYA_CHECK(!fault_planned("startup", mesh_->rank()), "injected start-up fault on rank {}", mesh_->rank());
   const RunConfig& run = config_.run;
   ZayaConfig& mc = config_.model;
   if (options_.synthetic_data) {
@@ -108,6 +111,10 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
   if (!is_root()) options_.write_outputs = false;
   loss_window_.assign(kWindow, 0.0);
   gnorm_window_.assign(kWindow, 0.0);
+  if (!options_.heartbeat_dir.empty()) {
+    heartbeat_ = Heartbeat(options_.heartbeat_dir, mesh_->rank());
+    heartbeat_.beat("setup", step_);
+  }
 }
 
 Trainer::~Trainer() {
@@ -166,8 +173,9 @@ nlohmann::json Trainer::checkpoint_state() const {
     losses.push_back(loss_window_[i % kWindow]);
     gnorms.push_back(gnorm_window_[i % kWindow]);
   }
-  return {{"step", step()},
+  return {{"step", step_},
           {"optimizer_step", optimizer_->step_count()},
+          {"consecutive_skips", consecutive_skips_},
           {"optimizer_state", true},
           {"balance_step", balance_->step()},
           {"data", {{"seed", data.seed}, {"epoch", data.epoch}, {"index", data.index}}},
@@ -242,6 +250,7 @@ void Trainer::resume_from(const CheckpointReader& ck) {
     ck.read("balance.m", balance_->first_moment().data(), CkptDType::kF64, {layers, slots});
     ck.read("balance.v", balance_->second_moment().data(), CkptDType::kF64, {layers, slots});
     opt.set_step_count(st.at("optimizer_step").get<int64_t>());
+    consecutive_skips_ = st.value("consecutive_skips", 0);
     balance_->set_step(st.at("balance_step").get<int64_t>());
     const nlohmann::json& d = st.at("data");
     train_data_->set_state({d.at("seed").get<uint64_t>(), d.at("epoch").get<uint64_t>(), d.at("index").get<uint64_t>()});
@@ -255,6 +264,7 @@ void Trainer::resume_from(const CheckpointReader& ck) {
     }
   }
   run_id_ = meta.run_id;
+  step_ = st.value("step", meta.step);
   resumed_ = true;
   last_saved_step_ = step();
 }
@@ -269,8 +279,11 @@ StepResult Trainer::train_step() {
 
 StepResult Trainer::compute_gradients() {
   const RunConfig& run = config_.run;
-  ZAYA_CHECK(!fault_planned("step", mesh_->rank(), step() + 1), "injected fault (ZAYA_FAULT) at step {} on rank {}",
-             step() + 1, mesh_->rank());
+  const double t0 = now_seconds();
+  if (auto f = planned_fault("slow", mesh_->rank(), step_ + 1))  // injected: this rank computes slowly
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f->ms));
+  ZAYA_CHECK(!fault_planned("step", mesh_->rank(), step_ + 1), "injected fault at step {} on rank {}", step_ + 1,
+             mesh_->rank());
   {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
     grad_arena_.zero();
@@ -298,6 +311,20 @@ StepResult Trainer::compute_gradients() {
                    overlap ? &layer_done_ : nullptr);
   }
   if (distributed_) sync_->finish();
+  // Own work only: the wait for other ranks' gradients and expert rows is theirs.
+  r.compute_seconds = now_seconds() - t0 - (distributed_ ? sync_->exposed_seconds() : 0.0) -
+                      workspace_->exchange_seconds();
+  if (fault_planned("spike", mesh_->rank(), step_ + 1)) {  // injected: a loss spike on this rank
+    r.loss *= 1000.0;
+    for (size_t idx : optimizer_->owned()) {
+      const ParamEntry& e = model_->params().entries()[idx];
+      for (int64_t i = 0; i < e.numel; ++i) grad_arena_.data()[e.offset + i] *= 1000.0f;
+    }
+  }
+  if (fault_planned("nan", mesh_->rank(), step_ + 1)) {  // injected: a NaN in this rank's loss and gradients
+    r.loss = std::nan("");
+    grad_arena_.data()[model_->params().entries()[optimizer_->owned().front()].offset] = std::nanf("");
+  }
   r.rank_tokens = B * S * accum;
   r.tokens = r.rank_tokens * W;
   return r;
@@ -323,45 +350,74 @@ void Trainer::reduce_routing_over_world() {
   }
 }
 
+const char* Trainer::skip_reason(const StepResult& r) const {
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) return "nan";
+  const int64_t next = step_ + 1;
+  for (int64_t s : config_.ft.skip_steps)
+    if (s == next) return "scheduled";
+  // Spikes: z-score against the window of recent accepted steps (llm.c's outlier detector).
+  const int64_t n = std::min<int64_t>(window_count_, kWindow);
+  if (config_.ft.spike_z <= 0 || n < config_.ft.spike_warmup) return nullptr;
+  auto z = [&](const std::vector<double>& w, double x) {
+    double mean = 0, sq = 0;
+    for (int64_t i = 0; i < n; ++i) mean += w[i];
+    mean /= double(n);
+    for (int64_t i = 0; i < n; ++i) sq += (w[i] - mean) * (w[i] - mean);
+    const double sd = std::sqrt(sq / double(n));
+    return sd > 0 ? (x - mean) / sd : 0.0;
+  };
+  if (z(loss_window_, r.loss) > config_.ft.spike_z) return "loss-spike";
+  if (z(gnorm_window_, r.grad_norm) > config_.ft.spike_z) return "grad-norm-spike";
+  return nullptr;
+}
+
 void Trainer::apply_update(StepResult& r) {
   const ZayaConfig& c = model_->config();
-  const double lr_scale = lr_multiplier(config_.schedule, optimizer_->step_count());
+  const double lr_scale = lr_multiplier(config_.schedule, step_);
   r.lr = config_.optim.lr * lr_scale;
   {
     ZAYA_PROFILE_SCOPE("optim.step");
-    if (distributed_) {
-      // One all-reduce for the loss parts and the squared gradient norm of every shard.
-      double sums[3] = {r.loss, r.router_loss, optimizer_->owned_sum_squares(grad_arena_.data())};
-      mesh_->world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
-      r.loss = sums[0] / double(r.tokens);
-      r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_->world_size());
-      ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
-      r.grad_norm = std::sqrt(sums[2]);
+    // One all-reduce for the loss parts and the squared gradient norm of every shard.
+    double sums[3] = {r.loss, r.router_loss, optimizer_->owned_sum_squares(grad_arena_.data())};
+    if (distributed_) mesh_->world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
+    r.loss = sums[0] / double(r.tokens);
+    r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_->world_size());
+    r.grad_norm = std::sqrt(sums[2]);
+    // The values are global, so every rank takes the same decision.
+    r.skipped = skip_reason(r);
+    if (r.skipped == nullptr) {
       const double clip = (config_.optim.grad_clip > 0 && r.grad_norm > config_.optim.grad_clip)
                               ? config_.optim.grad_clip / r.grad_norm
                               : 1.0;
       optimizer_->update(model_->param_data(), grad_arena_.data(), lr_scale, clip);
-      sync_->all_gather_parameters();
+      if (distributed_) sync_->all_gather_parameters();
+    }
+    if (distributed_) {
       reduce_routing_over_world();
       r.grad_reduce_exposed = sync_->exposed_seconds();
       r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
-      r.param_gather = sync_->gather_seconds();
-    } else {
-      r.loss /= double(r.tokens);
-      r.router_loss /= double(config_.run.grad_accum);
-      ZAYA_CHECK(std::isfinite(r.loss), "training loss is not finite ({}) at step {}", r.loss, step() + 1);
-      r.grad_norm = optimizer_->step(model_->param_data(), grad_arena_.data(), lr_scale);
+      r.param_gather = r.skipped == nullptr ? sync_->gather_seconds() : 0.0;
     }
   }
   r.expert_exchange = workspace_->exchange_seconds();
-  // Balancing biases from the whole step's routing (global batch): identical on every rank.
   double routed_rows = 0;
   for (int64_t l = 0; l < c.num_blocks; ++l) {
     choice_counts_[l] = workspace_->routing()[l].choices_N;
     for (int64_t e = 0; e < c.experts; ++e) routed_rows += choice_counts_[l][e];
   }
-  balance_->update(choice_counts_, model_->balancing_biases());
-  r.step = optimizer_->step_count();
+  ++step_;
+  r.step = step_;
+  if (r.skipped == nullptr) {
+    // Balancing biases from the whole step's routing (global batch): identical on every rank.
+    balance_->update(choice_counts_, model_->balancing_biases());
+    remember(r);
+    consecutive_skips_ = 0;
+  } else {
+    incident("skipped-step", fmt::format("step {}: {} (loss {:.6g}, gradient norm {:.6g}); the update was not applied",
+                                         r.step, r.skipped, r.loss, r.grad_norm));
+    ++consecutive_skips_;
+    if (config_.ft.rollback_after > 0 && consecutive_skips_ >= config_.ft.rollback_after) rollback_pending_ = true;
+  }
   // Model FLOPs done by this rank: its tokens, and its share of the routed rows.
   const double W = double(mesh_->world_size());
   r.flops = 3.0 * model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
@@ -404,9 +460,10 @@ void Trainer::log_metrics(const StepResult& r, double elapsed, double eta_second
   fmt::print(metrics_,
              "{{\"step\":{},\"loss\":{:.6f},\"router_loss\":{:.6f},\"lr\":{:.6e},\"grad_norm\":{:.5f},"
              "\"tokens\":{},\"step_seconds\":{:.4f},\"tokens_per_second\":{:.1f},\"mfu\":{:.4f},\"elapsed\":{:.2f},"
-             "\"eta\":{:.1f},\"routing\":[{}]}}\n",
+             "\"eta\":{:.1f},{}\"routing\":[{}]}}\n",
              r.step, r.loss, r.router_loss, r.lr, r.grad_norm, r.tokens, r.seconds, double(r.tokens) / r.seconds,
-             r.flops / r.seconds / (peak_gflops_ * 1e9), elapsed, eta_seconds, routing);
+             r.flops / r.seconds / (peak_gflops_ * 1e9), elapsed, eta_seconds,
+             r.skipped ? fmt::format("\"skipped\":\"{}\",", r.skipped) : "", routing);
   std::fflush(metrics_);
 }
 
@@ -457,6 +514,118 @@ void Trainer::save_final(const std::string& dir) {
   save_hf_tensors(c, tensors, dir, save);
 }
 
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int) { g_stop_signal = 1; }
+
+}  // namespace
+
+void Trainer::install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+bool Trainer::stop_requested() {
+  int32_t flag = g_stop_signal ? 1 : 0;
+  const std::string control = path_join(path_join(config_.run.out_dir, "control"), "stop");
+  if (is_root() && std::filesystem::exists(control)) {
+    flag = 1;
+    std::error_code ec;
+    std::filesystem::remove(control, ec);
+  }
+  if (distributed_) mesh_->world().all_reduce(&flag, &flag, 1, DType::kI32, ReduceOp::kMax);
+  return flag != 0;
+}
+
+void Trainer::inject_faults_at_step_start() {
+  const int rank = mesh_->rank();
+  const int64_t s = step_ + 1;
+  if (fault_planned("kill", rank, s)) std::raise(SIGKILL);
+  if (fault_planned("hang", rank, s))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // no heartbeat, no progress
+  if (fault_planned("preempt", rank, s)) std::raise(SIGTERM);
+}
+
+void Trainer::incident(const std::string& event, const std::string& detail) {
+  if (!is_root()) return;
+  fmt::print(stderr, "warning: {}: {}\n", event, detail);
+  if (!outputs_enabled_) return;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const nlohmann::json j = {{"time", now}, {"source", "trainer"}, {"event", event}, {"step", step_},
+                            {"detail", detail}};
+  append_line(path_join(config_.run.out_dir, "incidents.jsonl"), j.dump());
+}
+
+void Trainer::guarded_save(const std::function<void()>& save) {
+  try {
+    save();
+  } catch (const CollectiveError& e) {
+    // Every rank saw the failure; the previous checkpoints are intact.
+    if (config_.ft.on_save_error == "stop") throw;
+    incident("save-failed", std::string(e.what()) + "; training continues, the next save will try again");
+  }
+}
+
+void Trainer::report_stragglers(double my_seconds, int64_t step) {
+  const int W = mesh_->world_size();
+  straggler_times_.resize(size_t(W));
+  mesh_->world().all_gather(&my_seconds, straggler_times_.data(), 1, DType::kF64);
+  const auto [lo, hi] = std::minmax_element(straggler_times_.begin(), straggler_times_.end());
+  const int slowest = int(hi - straggler_times_.begin());
+  if (metrics_)
+    fmt::print(metrics_, "{{\"step\":{},\"rank_step_seconds\":[{:.4f}],\"slowest_rank\":{}}}\n", step,
+               fmt::join(straggler_times_, ","), slowest);
+  if (*lo > 0 && *hi > config_.ft.straggler_ratio * *lo)
+    incident("straggler", fmt::format("rank {} took {:.3f} s over the last steps, the fastest rank {:.3f} s ({:.1f}x)",
+                                      slowest, *hi, *lo, *hi / *lo));
+}
+
+void Trainer::rollback() {
+  rollback_pending_ = false;
+  consecutive_skips_ = 0;
+  if (writer_) guarded_save([&] { writer_->finish(); });
+  // The newest checkpoint (rank 0 chooses, everyone loads the same one).
+  std::string path;
+  if (is_root()) {
+    const auto all = list_checkpoints(config_.checkpoint_dir());
+    if (!all.empty()) path = all.back();
+  }
+  int64_t length = int64_t(path.size());
+  mesh_->world().broadcast(&length, 1, DType::kI64, 0);
+  path.resize(size_t(length));
+  mesh_->world().broadcast(path.data(), size_t(length), DType::kU8, 0);
+  if (path.empty())
+    throw CollectiveError(fmt::format("{} consecutive steps were skipped (up to step {}) and there is no checkpoint "
+                                      "to roll back to; lower the learning rate or check the data",
+                                      config_.ft.rollback_after, step_));
+  if (++rollbacks_[path] > config_.ft.max_rollbacks)
+    throw CollectiveError(fmt::format("rolled back to {} {} times and the trouble persists (up to step {}); stopping",
+                                      path, config_.ft.max_rollbacks, step_));
+  const int64_t bad = step_;
+  const SamplerState data = train_data_->state();
+  run_collectively(mesh_->world(), "rolling back to " + path, [&] { resume_from(CheckpointReader::open(path)); });
+  // Continue with the data after the offending window: the batches of steps
+  // (checkpoint, bad] are not seen again.
+  train_data_->set_state(data);
+  incident("rollback", fmt::format("{} consecutive skipped steps up to step {}: rolled back to {} (step {}) and "
+                                   "skipped the data of steps {}..{}",
+                                   config_.ft.rollback_after, bad, path, step_, step_ + 1, bad));
+  if (metrics_) {
+    std::fclose(metrics_);
+    metrics_ = nullptr;
+    plot_steps_.clear();
+    plot_loss_.clear();
+    plot_val_steps_.clear();
+    plot_val_loss_.clear();
+    open_outputs(true);  // keeps the records up to the checkpoint's step
+  }
+}
+
 TrainSummary Trainer::run() {
   const RunConfig& run = config_.run;
   const ZayaConfig& c = model_->config();
@@ -489,13 +658,36 @@ TrainSummary Trainer::run() {
   int64_t train_tokens = 0;
   const int64_t first = step();
   const int64_t last_step = options_.stop_at > 0 ? std::min(options_.stop_at, run.steps) : run.steps;
-  for (int64_t i = first; i < last_step; ++i) {
-    if (writer_) writer_->poll();  // publish a finished background save
+  install_stop_handlers();
+  bool first_step = true;
+  while (step_ < last_step) {
+    heartbeat_.beat("step", step_ + 1);
+    guarded_save([&] {
+      if (writer_) writer_->poll();  // publish a finished background save
+    });
+    inject_faults_at_step_start();
+    if (stop_requested()) {
+      incident("preempted", fmt::format("stop requested at step {}: saving a checkpoint and exiting with code {}",
+                                        step_, kExitPreempted));
+      heartbeat_.beat("checkpoint", step_);
+      if (writer_) {
+        writer_->finish();
+        if (last_saved_step_ != step_) save_checkpoint(false);
+      }
+      throw Preempted();
+    }
     StepResult r = train_step();
-    remember(r);
-    if (writer_ && config_.checkpoint.every > 0 && r.step % config_.checkpoint.every == 0)
-      save_checkpoint(config_.checkpoint.async);
-    if (i == first) summary.first_loss = r.loss;
+    straggler_seconds_ += r.compute_seconds;
+    if (rollback_pending_) {
+      rollback();
+      continue;
+    }
+    if (writer_ && config_.checkpoint.every > 0 && r.step % config_.checkpoint.every == 0) {
+      heartbeat_.beat("checkpoint", r.step);
+      guarded_save([&] { save_checkpoint(config_.checkpoint.async); });
+    }
+    if (first_step) summary.first_loss = r.loss;
+    first_step = false;
     summary.final_loss = r.loss;
     train_seconds += r.seconds;
     train_flops += r.flops;
@@ -503,37 +695,43 @@ TrainSummary Trainer::run() {
     const bool last = r.step == last_step;
     const bool eval = val_data_ != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last);
     if (eval) {
+      heartbeat_.beat("eval", r.step);
       val = validation_loss();
       plot_val_steps_.push_back(double(r.step));
       plot_val_loss_.push_back(val);
       if (metrics_) fmt::print(metrics_, "{{\"step\":{},\"val_loss\":{:.6f}}}\n", r.step, val);
     }
     if (r.step % run.log_every == 0 || last || eval) {
+      if (distributed_) report_stragglers(straggler_seconds_, r.step);
+      straggler_seconds_ = 0;
       const double elapsed = now_seconds() - t_start;
-      const double per_step = train_seconds / double(r.step - first);
+      const double per_step = train_seconds / double(std::max<int64_t>(1, r.step - first));
       const double eta = per_step * double(run.steps - r.step);
       plot_steps_.push_back(double(r.step));
       plot_loss_.push_back(r.loss);
       log_metrics(r, elapsed, eta);
       if (!options_.quiet) {
         fmt::print("step {:>6}/{} | loss {:.4f} | val {} | lr {:.2e} | gnorm {:.3f} | {} tok/s | MFU {:.1f}% | {} | "
-                   "ETA {}\n",
+                   "ETA {}{}\n",
                    r.step, run.steps, r.loss, std::isnan(val) ? std::string("  -   ") : fmt::format("{:.4f}", val),
                    r.lr, r.grad_norm, format_rate(double(train_tokens) / train_seconds),
                    100.0 * train_flops / train_seconds / (peak_gflops_ * 1e9), format_duration(elapsed),
-                   format_duration(eta));
+                   format_duration(eta), r.skipped ? fmt::format(" | SKIPPED ({})", r.skipped) : "");
         std::fflush(stdout);
       }
     }
   }
+  heartbeat_.beat("finishing", step_);
   summary.steps = step();
   summary.final_val_loss = val;
   summary.seconds = now_seconds() - t_start;
   summary.tokens_per_second = double(train_tokens) / train_seconds;
   summary.mfu = train_flops / train_seconds / (peak_gflops_ * 1e9);  // this rank's FLOPs against one rank's peak
   if (writer_) {
-    if (config_.checkpoint.final && last_saved_step_ != step()) save_checkpoint(false);
-    writer_->finish();
+    guarded_save([&] {
+      writer_->finish();
+      if (config_.checkpoint.final && last_saved_step_ != step()) save_checkpoint(false);
+    });
   }
   summary.weights_dir = path_join(run.out_dir, "final");
   if (outputs_enabled_) save_final(summary.weights_dir);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,17 +19,30 @@
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
 #include "zaya/train/batch_source.h"
+#include "zaya/train/heartbeat.h"
 #include "zaya/train/train_config.h"
 
 namespace zaya {
 
+// The exit code of a run that stopped for a preemption (SIGTERM/SIGINT, or the
+// supervisor's stop request) after saving a checkpoint: "try again later".
+inline constexpr int kExitPreempted = 75;
+
+// Thrown by Trainer::run() on every rank after the preemption checkpoint is saved.
+class Preempted : public std::exception {
+ public:
+  const char* what() const noexcept override { return "preempted: checkpoint saved, exiting for a restart"; }
+};
+
 struct StepResult {
-  int64_t step = 0;           // optimizer steps done, after this one
+  int64_t step = 0;           // steps done, after this one (skipped steps count)
+  const char* skipped = nullptr;  // why this step's update was skipped (nan, loss-spike, ...), or null
   double loss = 0;            // mean cross-entropy over the step's tokens
   double router_loss = 0;     // aux + z losses (0 if disabled)
   double grad_norm = 0;       // before clipping
   double lr = 0;
   double seconds = 0;
+  double compute_seconds = 0;  // this rank's forward + backward, without waiting for other ranks (stragglers)
   double flops = 0;           // model FLOPs of the step (forward + backward), this rank
   int64_t tokens = 0;         // tokens of the step, all ranks
   int64_t rank_tokens = 0;    // tokens this rank processed
@@ -56,6 +70,7 @@ struct TrainerOptions {
   bool write_outputs = true;    // metrics, plot, final weights under run.out_dir (rank 0 writes)
   double peak_gflops = 0;       // 0: measure
   int64_t stop_at = 0;          // stop after this step (and checkpoint it) instead of train.steps (0: no)
+  std::string heartbeat_dir;    // write heartbeats there for a supervisor (empty: none)
 };
 
 class Trainer {
@@ -81,7 +96,8 @@ class Trainer {
 
   ZayaModel& model() { return *model_; }
   const TrainConfig& config() const { return config_; }
-  int64_t step() const { return optimizer_->step_count(); }
+  // Steps done (attempts: a skipped step counts, its update did not happen).
+  int64_t step() const { return step_; }
   double peak_gflops() const { return peak_gflops_; }
   ProcessMesh& mesh() { return *mesh_; }
   bool is_root() const { return mesh_->rank() == 0; }
@@ -105,6 +121,14 @@ class Trainer {
   std::vector<SnapshotTensor> snapshot_tensors() const;
   nlohmann::json checkpoint_state() const;
   void remember(const StepResult& r);
+  const char* skip_reason(const StepResult& r) const;
+  void incident(const std::string& event, const std::string& detail);
+  bool stop_requested();
+  void inject_faults_at_step_start();
+  void rollback();
+  void report_stragglers(double my_seconds, int64_t step);
+  void install_stop_handlers();
+  void guarded_save(const std::function<void()>& save);
 
   TrainConfig config_;
   TrainerOptions options_;
@@ -138,6 +162,14 @@ class Trainer {
   static constexpr int kWindow = 128;
   std::vector<double> loss_window_, gnorm_window_;
   int64_t window_count_ = 0;
+  // Fault tolerance.
+  int64_t step_ = 0;
+  int consecutive_skips_ = 0;
+  bool rollback_pending_ = false;
+  Heartbeat heartbeat_;
+  double straggler_seconds_ = 0;  // this rank's step seconds since the last straggler report
+  std::vector<double> straggler_times_;
+  std::map<std::string, int> rollbacks_;  // rollbacks per checkpoint
 };
 
 }  // namespace zaya
