@@ -57,6 +57,13 @@ void reduce_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+template <bool Max>
+void reduce_u8(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint8_t*>(in);
+  auto* b = static_cast<uint8_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Max ? std::max(a[i], b[i]) : std::min(a[i], b[i]);
+}
+
 uint16_t float_to_f16(float f) {
   // Round to nearest even; enough for sums of half values (rarely used).
   uint32_t u;
@@ -115,6 +122,14 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
       MPI_Op_create(t == DType::kBF16 ? fns_bf16[kind] : fns_f16[kind], 1, &ops[kind]);
     }
     return ops[kind];
+  }
+  if (t == DType::kU8 && (kind == 2 || kind == 3)) {
+    // MPICH 4.0.2 (Debian 12) compares MPI_UINT8_T and MPI_UNSIGNED_CHAR as
+    // signed in MPI_MIN/MPI_MAX (max(200, 10) = 10); our own op is right everywhere.
+    static MPI_Op u8_ops[2] = {MPI_OP_NULL, MPI_OP_NULL};
+    if (u8_ops[kind - 2] == MPI_OP_NULL)
+      MPI_Op_create(kind == 2 ? reduce_u8<false> : reduce_u8<true>, 1, &u8_ops[kind - 2]);
+    return u8_ops[kind - 2];
   }
   static const MPI_Op builtin[4] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
   return builtin[kind];
