@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Inference end to end: the cached decoder gives the same text as the
-# full-sequence reference (greedy and sampled), batched JSONL requests equal
+# full-sequence reference (greedy and sampled), a training checkpoint loads
+# like the exported directory, batched JSONL requests equal
 # single runs, stop strings, score, eval (perplexity of text and shards,
 # multiple choice), bench infer, and bad input with clear errors.
 source "$(dirname "$0")/common.bash" "$@"
@@ -19,6 +20,15 @@ for args in "--temperature 0" "--temperature 0.9 --top-k 30 --top-p 0.9 --seed 7
   cmp -s "$WORK/cached.txt" "$WORK/full.txt" || fail "cached and full-sequence generation differ ($args): $(cat "$WORK/cached.txt") vs $(cat "$WORK/full.txt")"
 done
 echo "ok: cached decoder == full-sequence generation"
+
+# The training checkpoint (step_N, metadata.json) loads like the exported directory.
+ck=$(ls -d "$WORK/run/checkpoints"/step_* | tail -1)
+[[ -f $ck/metadata.json ]] || fail "no training checkpoint under $WORK/run/checkpoints"
+"$ZAYA" generate --model "$M" --prompt "In the beginning" --max-new-tokens 16 --seed 4 >"$WORK/from_final.txt"
+"$ZAYA" generate --model "$ck" --tokenizer "$M/tokenizer.model" --prompt "In the beginning" --max-new-tokens 16 \
+  --seed 4 >"$WORK/from_ckpt.txt"
+cmp -s "$WORK/from_final.txt" "$WORK/from_ckpt.txt" || fail "checkpoint and exported weights generate differently"
+echo "ok: training checkpoint == exported model directory"
 
 # Batched JSONL requests (continuous batching over 2 slots) equal single runs.
 cat >"$WORK/prompts.jsonl" <<'EOF'

@@ -43,7 +43,7 @@ void bench_infer(const BenchInferOptions& o) {
     InferLoadOptions lo;
     lo.dtype = o.dtype;
     lo.prefetch = true;  // time the decoder, not the disk
-    model = InferModel::load(o.model, lo);
+    model = InferModel::open(o.model, lo);
     name = o.model;
   }
   InferBenchOptions bo = o.bench;
@@ -80,7 +80,7 @@ void add_bench_infer_command(CLI::App& bench) {
   auto o = std::make_shared<BenchInferOptions>();
   auto* cmd = bench.add_subcommand("infer", "prefill tokens/s and decode ms/token with the bandwidth roofline");
   cmd->add_option("--preset", o->preset, "random weights of a preset: tiny, small");
-  cmd->add_option("--model", o->model, "a model directory (weights memory-mapped)");
+  cmd->add_option("--model", o->model, "a model directory (weights memory-mapped) or training checkpoint");
   cmd->add_option("--dtype", o->dtype, "weights: bf16 (default), f32, or auto (as stored)");
   cmd->add_option("--prefill", o->bench.prefill_lengths, "prompt lengths to prefill (empty list: skip)")
       ->delimiter(',');

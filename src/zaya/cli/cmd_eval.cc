@@ -35,14 +35,14 @@ void run_eval(const EvalOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
-  auto model = InferModel::load(o.model, lo);
+  auto model = InferModel::open(o.model, lo);
   const ZayaConfig& c = model->config();
   // The tokenizer: given, or next to the weights; only text needs one.
-  const std::string tok_path = default_tokenizer_path(o.model, o.tokenizer);
+  const std::string tok_path = default_tokenizer_path(o.model, o.tokenizer, model->tokenizer_hint());
   std::optional<Tokenizer> tok;
   int64_t vocab = c.real_vocab_size;
   std::error_code ec;
-  if (!o.tokenizer.empty() || std::filesystem::exists(tok_path, ec)) {
+  if (!o.tokenizer.empty() || std::filesystem::exists(tok_path, ec)) {  // only text needs one
     tok.emplace(Tokenizer::load(tok_path));
     vocab = check_tokenizer(*tok, c, o.model);
   }
@@ -132,7 +132,7 @@ void run_eval(const EvalOptions& o) {
 void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand("eval", "perplexity on held-out data and multiple-choice log-likelihood scoring");
-  cmd->add_option("--model", o->model, "model directory (config.json + safetensors)")->required();
+  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint")->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
   cmd->add_option("--text", o->texts, "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
       ->check(CLI::ExistingFile);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -87,12 +88,11 @@ void run_generate(const GenerateCliOptions& o) {
   ZAYA_CHECK(o.prompts_file.empty() || o.prompt.empty(), "give --prompt or --prompts, not both");
   ZAYA_CHECK(!o.full_sequence || o.prompts_file.empty(), "--full-sequence runs one prompt; drop --prompts");
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  const std::string tok_path = default_tokenizer_path(o.model, o.tokenizer);
-  Tokenizer tok = Tokenizer::load(tok_path);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
   lo.prefetch = o.prefetch;
-  auto model = InferModel::load(o.model, lo);
+  auto model = InferModel::open(o.model, lo);
+  Tokenizer tok = Tokenizer::load(default_tokenizer_path(o.model, o.tokenizer, model->tokenizer_hint()));
   const ZayaConfig& c = model->config();
   const int64_t sample_vocab = check_tokenizer(tok, c, o.model);
 
@@ -139,27 +139,38 @@ void run_generate(const GenerateCliOptions& o) {
     fmt::print("{}", texts[0]);
     std::fflush(stdout);
   }
-  auto visible = [&](size_t i, const std::string& added) {
-    // Appends `added`, cutting at a stop string; returns the part to show, and whether it stopped.
+  // While streaming, the last (longest stop string - 1) bytes are held back:
+  // they may turn out to start a stop string, which is never printed.
+  size_t hold = 0;
+  for (const std::string& s : o.stop_texts) hold = std::max(hold, s.empty() ? 0 : s.size() - 1);
+  size_t printed = 0;  // bytes of shown[0] already on stdout (streaming)
+  auto append = [&](size_t i, const std::string& added) {
+    // Appends `added`, cutting at the first stop string.
     const size_t before = shown[i].size();
     shown[i] += added;
     for (const std::string& s : o.stop_texts) {
+      if (s.empty()) continue;
       const size_t at = shown[i].find(s, before >= s.size() ? before - s.size() + 1 : 0);
       if (at != std::string::npos) {
         shown[i].resize(at);
         stopped_by_text[i] = 1;
       }
     }
-    return shown[i].size() > before ? shown[i].substr(before) : std::string();
+  };
+  auto emit = [&](bool final) {
+    const size_t upto = final || stopped_by_text[0] ? shown[0].size()
+                                                    : (shown[0].size() > hold ? shown[0].size() - hold : 0);
+    if (upto > printed) {
+      fmt::print("{}", shown[0].substr(printed, upto - printed));
+      std::fflush(stdout);
+      printed = upto;
+    }
   };
   auto on_token = [&](size_t i, int32_t id) {
     if (std::find(requests[i].stop_ids.begin(), requests[i].stop_ids.end(), id) != requests[i].stop_ids.end())
       return true;  // the stop token itself is not printed
-    const std::string out = visible(i, streams[i].push(id));
-    if (stream_stdout && !out.empty()) {
-      fmt::print("{}", out);
-      std::fflush(stdout);
-    }
+    append(i, streams[i].push(id));
+    if (stream_stdout) emit(false);
     return !stopped_by_text[i];
   };
   // Multi-request output in request order, each printed as soon as it and all before it are done.
@@ -183,8 +194,8 @@ void run_generate(const GenerateCliOptions& o) {
     }
   };
   auto on_finish = [&](size_t i, const GenerationResult& r) {
-    const std::string tail = stopped_by_text[i] ? std::string() : visible(i, streams[i].flush());
-    if (stream_stdout) fmt::print("{}", tail);
+    if (!stopped_by_text[i]) append(i, streams[i].flush());
+    if (stream_stdout) emit(true);
     finished[i] = r;
     done[i] = 1;
     print_ready();
@@ -243,7 +254,8 @@ void run_generate(const GenerateCliOptions& o) {
 void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateCliOptions>();
   auto* cmd = app.add_subcommand("generate", "generate text from a model directory (cached decoder)");
-  cmd->add_option("--model", o->model, "model directory (config.json + safetensors, sharded or not)")->required();
+  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint (step_N)")
+      ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
   cmd->add_option("--prompt", o->prompt, "text to continue");
   cmd->add_option("--prompts", o->prompts_file,

@@ -36,7 +36,7 @@ void add_score_command(CLI::App& app) {
       fail("{}: invalid JSON: {}", o->tokens, e.what());
     }
     ZAYA_CHECK(j.is_array(), "{}: expected a JSON list of token-id lists", o->tokens);
-    auto im = InferModel::load(o->model);
+    auto im = InferModel::open(o->model);
     const int64_t V = im->config().real_vocab_size;
     std::vector<std::vector<int32_t>> seqs;
     for (size_t i = 0; i < j.size(); ++i) {

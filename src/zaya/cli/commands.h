@@ -2,6 +2,8 @@
 // Each verb of the `zaya` program registers its options and its action here.
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace zaya::cli {
 
@@ -14,6 +16,12 @@ void add_bench_command(CLI::App& app);  // "bench", with the subcommands below
 void add_eval_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_ckpt_command(CLI::App& app);
+void add_launch_command(CLI::App& app);
+void add_size_command(CLI::App& app);     // zaya size (hardware-aware sizing)
+void add_plan_command(CLI::App& app);     // zaya plan (step time / memory / latency)
+void add_profile_command(CLI::App& app);  // zaya profile (hardware profiles)
+// What follows `--` on a `zaya launch` command line (main() splits it off).
+std::vector<std::string>& launch_job_args();
 
 // Subcommands of `zaya bench` (each in its own cmd_bench_*.cc).
 void add_bench_train_command(CLI::App& bench);

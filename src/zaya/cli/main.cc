@@ -4,11 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
+#include "zaya/train/trainer.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zaya: train, evaluate and run ZAYA1-family mixture-of-experts models"};
@@ -23,11 +25,29 @@ int main(int argc, char** argv) {
   zaya::cli::add_eval_command(app);
   zaya::cli::add_report_command(app);
   zaya::cli::add_ckpt_command(app);
+  zaya::cli::add_launch_command(app);
+  zaya::cli::add_size_command(app);
+  zaya::cli::add_plan_command(app);
+  zaya::cli::add_profile_command(app);
+  // `zaya launch [options] -- train ...`: the job's arguments are not ours to parse.
+  if (argc > 1 && std::string(argv[1]) == "launch") {
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        for (int j = i + 1; j < argc; ++j) zaya::cli::launch_job_args().push_back(argv[j]);
+        argc = i;
+        break;
+      }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, version or the usage error
     return code == 0 ? 0 : 2;      // usage errors exit with 2, failures with 1
+  } catch (const zaya::Preempted& e) {
+    // Every rank stopped at the same step boundary after the checkpoint.
+    std::fflush(stdout);
+    fmt::print(stderr, "{}\n", e.what());
+    return zaya::kExitPreempted;
   } catch (const zaya::CollectiveError& e) {
     // Every rank failed together (start-up agreement): a normal exit.
     std::fflush(stdout);

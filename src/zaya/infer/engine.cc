@@ -364,8 +364,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     }
   }
   if (T <= kMatvecMaxTokens) {
-    // Decode: the groups' small products in one parallel region.
-#pragma omp parallel for schedule(static)
+    // Decode: the groups' small products in one parallel region, if worth one.
+#pragma omp parallel for schedule(static) if (T * C * d2 >= kDecodeParallelMinMacs)
     for (int64_t g = 0; g < G; ++g) {
       const WeightMatrix wg = w.conv_b.row_slice(g * d, (g + 1) * d);
       matvec_rows(wg.type, wg.data, d2, 0, d, xg_T2d_ + g * T * d2, d2, T, c_TC_ + g * d, C, false);
@@ -423,8 +423,13 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
                     vcache(b, chunks[ci].slot), max_context_ * c.head_dim, chunk_past_[ci], chunks[ci].count});
     stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
   }
+  // Short decode attention (a few hundred KB of cache) is not worth a parallel
+  // region (see kDecodeParallelMinMacs): one thread for less than 1M multiply-adds.
+  int64_t macs = 0;
+  for (size_t ci = 0; ci < chunks.size(); ++ci)
+    macs += 2 * c.q_heads * c.head_dim * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
   cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, c.head_dim}, attn_scratch_,
-                   attn_scratch_per_thread_, threads_);
+                   attn_scratch_per_thread_, macs < kDecodeParallelMinMacs ? 1 : threads_);
 }
 
 void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float* r_out) {

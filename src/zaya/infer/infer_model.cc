@@ -11,10 +11,12 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/ckpt/reader.h"
 #include "zaya/infer/native_layout.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
+#include "zaya/train/train_config.h"
 
 namespace zaya {
 
@@ -358,6 +360,33 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   b.native = m->native_;
   b.build();
   return m;
+}
+
+std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, const InferLoadOptions& options) {
+  check_weight_dtype_option(options.dtype, "--dtype");
+  const CheckpointReader ck = CheckpointReader::open(dir);
+  const TrainConfig config = parse_train_config(ck.meta().config_toml, dir + "/metadata.json (config)");
+  auto held = std::make_unique<ZayaModel>(config.model);
+  auto read_table = [&](const ParamTable& table, float* base) {
+    for (const ParamEntry& e : table.entries()) {
+      ZAYA_CHECK(ck.has(e.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match its config", dir,
+                 e.name, format_shape(e.shape));
+      ck.read(e.name, base + e.offset, CkptDType::kF32, e.shape);
+    }
+  };
+  read_table(held->params(), held->param_data());
+  read_table(held->buffers(), held->buffer_data());
+  std::unique_ptr<InferModel> m = from_model(*held, options.dtype == "bf16" ? "bf16" : "f32");
+  m->held_ = std::move(held);
+  m->source_ = dir;
+  m->tokenizer_hint_ = config.data.tokenizer;
+  return m;
+}
+
+std::unique_ptr<InferModel> InferModel::open(const std::string& dir, const InferLoadOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(dir) / "metadata.json", ec)) return load_checkpoint(dir, options);
+  return load(dir, options);
 }
 
 std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const std::string& dtype) {

@@ -111,6 +111,12 @@ class InferModel {
  public:
   // Loads a Hugging Face directory; errors name the file, tensor, shape or dtype.
   static std::unique_ptr<InferModel> load(const std::string& dir, const InferLoadOptions& options = {});
+  // A training checkpoint directory (step_XXXXXXXX with metadata.json,
+  // docs/checkpoints.md): its f32 weights are read into memory (the format is
+  // not mappable in place), then used as from_model does.
+  static std::unique_ptr<InferModel> load_checkpoint(const std::string& dir, const InferLoadOptions& options = {});
+  // Either of the two: a checkpoint when DIR/metadata.json exists, else a Hugging Face directory.
+  static std::unique_ptr<InferModel> open(const std::string& dir, const InferLoadOptions& options = {});
   // Views of (or bf16 copies from) a model held in memory; `model` must outlive the result.
   // dtype: "auto"/"f32" (the f32 arena in place) or "bf16".
   static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const std::string& dtype = "auto");
@@ -125,6 +131,8 @@ class InferModel {
   const WeightBytes& weight_bytes() const { return bytes_; }
   // Where the weights came from (a directory, or "memory").
   const std::string& source() const { return source_; }
+  // The tokenizer a training checkpoint's config names (data.tokenizer), else empty.
+  const std::string& tokenizer_hint() const { return tokenizer_hint_; }
   // "native" for the 40-layer layout of ZAYA1-8B and later (native_layout.h), else "legacy".
   const char* layout() const { return native_ ? "native" : "legacy"; }
   // Native semantics: a token routed to the skip expert gets output 0 (legacy: p_skip * x).
@@ -139,7 +147,8 @@ class InferModel {
 
   ZayaConfig config_;
   InferWeights weights_;
-  std::string matrix_dtype_, source_;
+  std::string matrix_dtype_, source_, tokenizer_hint_;
+  std::unique_ptr<ZayaModel> held_;             // weights read from a training checkpoint
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
   bool native_ = false;

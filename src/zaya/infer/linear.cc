@@ -72,6 +72,10 @@ void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64
                        bool accumulate) {
   if (tokens <= 0) return;
   if (use_matvec(tokens, w, bf16_activations_)) {
+    if (tokens * w.rows * w.cols < kDecodeParallelMinMacs) {
+      matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate);
+      return;
+    }
     matvec(w.type, w.data, w.cols, w.rows, x, ldx, tokens, y, ldy, accumulate);
   } else if (w.type == WeightType::kF32) {
     gemm<float>(false, true, tokens, w.rows, w.cols, 1.0f, x, ldx, static_cast<const float*>(w.data), w.cols,
@@ -90,7 +94,10 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
     all_matvec = all_matvec && use_matvec(tokens, *p.w, bf16_activations_);
     rows += p.w->rows;
   }
-  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel()) {
+  int64_t cols = 0;
+  for (const Part& p : parts) cols = std::max(cols, p.w->cols);
+  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel() ||
+      tokens * rows * cols < kDecodeParallelMinMacs) {
     for (const Part& p : parts) run(y + p.col, ldy, x, ldx, tokens, *p.w);
     return;
   }

@@ -23,6 +23,16 @@ namespace zaya {
 
 inline constexpr int64_t kMatvecMaxTokens = 16;
 
+// A decode product smaller than this many multiply-adds (2 MB of bf16 weights)
+// runs on the calling thread. One thread streams such a matrix in ~100 us; on
+// a machine whose cores are shared with other jobs an OpenMP region can wait a
+// scheduler tick (milliseconds) for a descheduled worker, and a decode step of
+// the `small` preset opened ~50 regions: 2 threads measured 6-70 ms/step
+// against 4 ms on one thread, side by side (docs/inference.md). Above it the
+// rows are split over the threads (ZAYA1-base: every projection but the
+// router's first layer, and the LM head).
+inline constexpr int64_t kDecodeParallelMinMacs = int64_t(1) << 20;
+
 class LinearRunner {
  public:
   // max_in / max_out: the widest matrix this runner will see.

@@ -21,9 +21,12 @@ int64_t check_tokenizer(const Tokenizer& tok, const ZayaConfig& c, const std::st
   return tok.vocab_size();
 }
 
-std::string default_tokenizer_path(const std::string& model_dir, const std::string& given) {
+std::string default_tokenizer_path(const std::string& model_dir, const std::string& given, const std::string& hint) {
   if (!given.empty()) return given;
-  return (std::filesystem::path(model_dir) / "tokenizer.model").string();
+  const std::string next_to = (std::filesystem::path(model_dir) / "tokenizer.model").string();
+  std::error_code ec;
+  if (!hint.empty() && !std::filesystem::exists(next_to, ec)) return hint;
+  return next_to;
 }
 
 namespace {

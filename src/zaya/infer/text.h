@@ -18,8 +18,11 @@ namespace zaya {
 // 262,272 rows hold 262,144 Gemma 3 pieces, spec §7).
 int64_t check_tokenizer(const Tokenizer& tokenizer, const ZayaConfig& config, const std::string& model_label);
 
-// The tokenizer next to the weights (MODEL/tokenizer.model) unless one is given.
-std::string default_tokenizer_path(const std::string& model_dir, const std::string& given);
+// The tokenizer to use: `given`, else MODEL/tokenizer.model when it exists,
+// else `hint` (the tokenizer a training checkpoint's config names) when set,
+// else MODEL/tokenizer.model (whose absence the loader then reports).
+std::string default_tokenizer_path(const std::string& model_dir, const std::string& given,
+                                   const std::string& hint = "");
 
 // Streams decoded text: push() returns what the new id adds to the text.
 // Decoding the whole continuation each time (rather than piece by piece)

@@ -1,0 +1,76 @@
+#pragma once
+// Training step time on a hardware profile (docs/plan.md): for a config and a
+// layout (world = dp x ep ranks, micro-batch, sequence length, accumulation)
+//
+//   compute   = accum x (every forward/backward GEMM of a micro-batch, from
+//               GemmModel + the bandwidth-bound ops, stream_ops.h)
+//   optimizer = the busiest rank's ZeRO-1 shard: Muon's Newton-Schulz GEMMs
+//               + element-wise updates (dist/zero.h assigns whole tensors)
+//   comm      = ZeRO-1 gradient reduce-scatter (dense region over the world,
+//               expert region over dp) + parameter all-gather, and with ep > 1
+//               four all-to-alls per MoE layer and micro-batch (dispatch and
+//               combine, forward and backward)
+//   step      = compute + optimizer + exposed comm, where the reduce-scatter
+//               hides behind the last micro-batch's backward when `overlap`
+//
+// MFU = model FLOPs (3 x model_forward_flops, the FLOPs `zaya bench train`
+// counts) / step time / the profile's peak of the GEMM dtype.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/bench/gemm_shapes.h"
+#include "zaya/model/config.h"
+#include "zaya/plan/gemm_model.h"
+#include "zaya/plan/hardware_profile.h"
+
+namespace zaya {
+
+struct TrainLayout {
+  int64_t world = 1; // devices (ranks)
+  int64_t ep = 1;
+  int64_t micro_batch = 8, seq_len = 256, grad_accum = 1;
+  std::string dtype = "f32";     // forward/backward GEMMs
+  std::string ns_dtype = "bf16"; // Muon's Newton-Schulz GEMMs
+  bool muon = true;
+  int ns_steps = 5;
+  double skip_fraction = 0;
+  int overlap = -1; // hide the reduce-scatter behind backward: 1 yes, 0 no, -1
+                    // auto (GPUs yes, CPUs no)
+  double grad_bytes = 4;  // bytes per gradient element reduced
+  double param_bytes = 4; // bytes per parameter element gathered
+  int64_t dp() const { return world / ep; }
+  int64_t tokens_per_step() const {
+    return world * micro_batch * seq_len * grad_accum;
+  }
+  // Throws naming the flag on an impossible layout (ep not dividing experts or
+  // world, ...).
+  void validate(const ZayaConfig &c, const HardwareProfile &p) const;
+};
+
+struct GemmTime {
+  ModelGemm gemm;
+  double seconds = 0; // count x one call, per micro-batch
+  GemmEstimate estimate;
+};
+
+struct StepPrediction {
+  double gemm_fwd = 0, gemm_bwd = 0, stream = 0; // per micro-batch
+  double compute = 0;                            // accum x per micro-batch
+  double optimizer_gemm = 0, optimizer_stream = 0;
+  double grad_reduce = 0, grad_reduce_exposed = 0, param_gather = 0,
+         expert_all_to_all = 0;
+  double step = 0;
+  double tokens_per_second = 0;    // all ranks
+  double model_flops_per_rank = 0; // per step
+  double mfu = 0;
+  double peak_gflops = 0;
+  std::vector<GemmTime> gemms;    // per micro-batch
+  std::vector<std::string> notes; // missing curves, approximations
+};
+
+StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &layout,
+                            const GemmModel &gemm);
+
+} // namespace zaya

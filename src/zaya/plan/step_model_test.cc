@@ -1,0 +1,85 @@
+#include "zaya/plan/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include "zaya/core/error.h"
+#include "zaya/model/model.h"
+#include "zaya/plan/builtin_profiles.h"
+
+namespace zaya {
+namespace {
+
+TrainLayout gpu_layout() {
+  TrainLayout L;
+  L.micro_batch = 1;
+  L.seq_len = 1024;
+  L.dtype = "bf16";
+  L.grad_bytes = L.param_bytes = 2;
+  return L;
+}
+
+TEST(StepModel, OneDeviceHasNoCommunication) {
+  const GemmModel g(*find_builtin_profile("mi300x-pollara"));
+  const StepPrediction r =
+      predict_step(preset_config("small"), gpu_layout(), g);
+  EXPECT_EQ(r.grad_reduce + r.param_gather + r.expert_all_to_all, 0);
+  EXPECT_GT(r.gemm_fwd, 0);
+  EXPECT_GT(r.gemm_bwd, r.gemm_fwd); // two GEMMs per forward one
+  EXPECT_GT(r.optimizer_gemm, 0);
+  EXPECT_NEAR(r.step, r.compute + r.optimizer_gemm + r.optimizer_stream, 1e-12);
+}
+
+TEST(StepModel, AccountingIsConsistent) {
+  const GemmModel g(*find_builtin_profile("h100"));
+  const ZayaConfig c = preset_config("small");
+  TrainLayout L = gpu_layout();
+  const StepPrediction one = predict_step(c, L, g);
+  L.grad_accum = 4;
+  const StepPrediction four = predict_step(c, L, g);
+  EXPECT_NEAR(four.compute, 4 * one.compute, 1e-9 * four.compute);
+  EXPECT_NEAR(four.tokens_per_second, double(4 * 1024) / four.step, 1e-6);
+  const double routed = double(c.num_blocks) * 1024 * double(c.top_k);
+  EXPECT_NEAR(four.model_flops_per_rank,
+              4 * 3 * model_forward_flops(c, 1, 1024, routed), 1);
+  EXPECT_NEAR(four.mfu, four.model_flops_per_rank / four.step / (989400e9),
+              1e-12);
+}
+
+TEST(StepModel, ZeroOneShardsTheOptimizerAndAddsCollectives) {
+  const GemmModel g(*find_builtin_profile("mi300x-pollara"));
+  const ZayaConfig c = preset_config("zaya1-base");
+  TrainLayout L = gpu_layout();
+  const StepPrediction one = predict_step(c, L, g);
+  L.world = 8;
+  const StepPrediction eight = predict_step(c, L, g);
+  EXPECT_LT(eight.optimizer_gemm,
+            one.optimizer_gemm /
+                4); // whole tensors per rank: about 1/8, never all
+  EXPECT_GT(eight.grad_reduce, 0);
+  EXPECT_GT(eight.param_gather, 0);
+  EXPECT_LE(eight.grad_reduce_exposed, eight.grad_reduce); // overlapped on GPUs
+  EXPECT_EQ(eight.expert_all_to_all, 0);
+  L.ep = 8;
+  const StepPrediction ep = predict_step(c, L, g);
+  EXPECT_GT(ep.expert_all_to_all, 0);
+}
+
+TEST(StepModel, RejectsImpossibleLayouts) {
+  const GemmModel g(*find_builtin_profile("h100"));
+  TrainLayout L = gpu_layout();
+  L.world = 6;
+  L.ep = 4;
+  EXPECT_THROW(predict_step(preset_config("small"), L, g), Error);
+  L.world = 4096;
+  L.ep = 1;
+  try {
+    predict_step(preset_config("small"), L, g);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("1..1024"), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
+} // namespace zaya
