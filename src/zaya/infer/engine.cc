@@ -424,7 +424,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
   }
   // Short decode attention (a few hundred KB of cache) is not worth a parallel
-  // region (see kDecodeParallelMinMacs): one thread for less than 1M multiply-adds.
+  // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
   int64_t macs = 0;
   for (size_t ci = 0; ci < chunks.size(); ++ci)
     macs += 2 * c.q_heads * c.head_dim * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);

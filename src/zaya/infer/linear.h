@@ -23,15 +23,14 @@ namespace zaya {
 
 inline constexpr int64_t kMatvecMaxTokens = 16;
 
-// A decode product smaller than this many multiply-adds (2 MB of bf16 weights)
-// runs on the calling thread. One thread streams such a matrix in ~100 us; on
-// a machine whose cores are shared with other jobs an OpenMP region can wait a
-// scheduler tick (milliseconds) for a descheduled worker, and a decode step of
-// the `small` preset opened ~50 regions: 2 threads measured 6-70 ms/step
-// against 4 ms on one thread, side by side (docs/inference.md). Above it the
-// rows are split over the threads (ZAYA1-base: every projection but the
-// router's first layer, and the LM head).
-inline constexpr int64_t kDecodeParallelMinMacs = int64_t(1) << 20;
+// A decode product smaller than this many multiply-adds (256 KB of bf16
+// weights) runs on the calling thread: below it an OpenMP fork/join costs more
+// than it saves. Measured side by side on a quiet machine (`small` preset,
+// 2 threads, docs/inference.md): 1M -> 1.75 ms/token (only the LM head in
+// parallel), 128K -> 1.15 ms/token (expert and attention projections too).
+// On cores shared with other busy jobs every region can wait a scheduler tick
+// for a descheduled worker; there `--threads 1` is faster.
+inline constexpr int64_t kDecodeParallelMinMacs = int64_t(1) << 17;
 
 class LinearRunner {
  public:
