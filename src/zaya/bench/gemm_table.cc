@@ -1,10 +1,10 @@
 #include "zaya/bench/gemm_table.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 namespace {
@@ -180,15 +180,7 @@ GemmEfficiencyTable GemmEfficiencyTable::from_json(const nlohmann::json& j, cons
 }
 
 GemmEfficiencyTable GemmEfficiencyTable::load(const std::string& path) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "{}: cannot open the GEMM efficiency table", path);
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
-  return from_json(j, path);
+  return from_json(read_json_file(path, "GEMM efficiency table"), path);
 }
 
 double GemmEfficiencyTable::efficiency(GemmDType dtype, const GemmShape& s) const {

@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/dist/comm.h"
+#include "zaya/io/json_file.h"
 #include "zaya/plan/builtin_profiles.h"
 #include "zaya/plan/comm_import.h"
 #include "zaya/plan/profile_measure.h"
@@ -31,14 +31,7 @@ struct ProfileCliOptions {
 void add_comm(const ProfileCliOptions &o) {
   HardwareProfile p = resolve_profile(o.show_name);
   for (const std::string &path : o.comm_files) {
-    std::ifstream f(path);
-    ZAYA_CHECK(f.good(), "cannot read '{}'", path);
-    nlohmann::json j;
-    try {
-      f >> j;
-    } catch (const nlohmann::json::exception &e) {
-      fail("{}: not valid JSON ({})", path, e.what());
-    }
+    const nlohmann::json j = read_json_file(path, "--comm file");
     const std::vector<CommCurve> curves =
         comm_curves_from_bench_json(j, path, o.scope);
     merge_comm_curves(p, curves);

@@ -178,15 +178,6 @@ bool is_valid_key(const std::string& key) {
   return std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
-bool is_valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 uint64_t parse_alignment(std::string_view label, const GgufMetadata& metadata) {
   const GgufValue* v = metadata.find(kGgufAlignmentKey);
   if (v == nullptr) return kGgufDefaultAlignment;

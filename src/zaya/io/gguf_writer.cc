@@ -42,15 +42,6 @@ bool is_snake_case_key(std::string_view key) {
   return true;
 }
 
-bool is_valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 // Converts n floats into `type`'s encoding at dst.
 void encode_floats(GgmlType type, const float* src, size_t n, uint8_t* dst) {
   switch (type) {

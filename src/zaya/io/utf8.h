@@ -13,6 +13,9 @@ namespace zaya {
 // surrogate, code point above U+10FFFF, or a sequence cut off by the end).
 size_t utf8_sequence_length(std::string_view s, size_t pos);
 
+// Whether all of s is well-formed UTF-8.
+bool is_valid_utf8(std::string_view s);
+
 // Text taken from a file, made safe for an error message printed on a
 // terminal: control characters and bytes that are not UTF-8 are shown as \xNN
 // escapes and anything past max_bytes is cut ("..."), so a hostile name can

@@ -66,16 +66,7 @@ void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& t
 }
 
 void save_gguf_model(const ZayaModel& model, const std::string& path, const GgufSaveOptions& options) {
-  ZAYA_CHECK(model.params().experts().count == model.config().experts,
-             "this rank holds experts {}..{} of {}: gather every expert before a GGUF export",
-             model.params().experts().first, model.params().experts().first + model.params().experts().count - 1,
-             model.config().experts);
-  std::vector<NamedTensor> tensors;
-  for (const ParamEntry& e : model.params().entries())
-    tensors.push_back({e.name, e.shape, model.param_data() + e.offset, false});
-  for (const ParamEntry& e : model.buffers().entries())
-    tensors.push_back({e.name, e.shape, model.buffer_data() + e.offset, true});
-  write_zaya_gguf(model.config(), tensors, path, options);
+  write_zaya_gguf(model.config(), complete_model_tensors(model), path, options);
 }
 
 ZayaGgufFile ZayaGgufFile::open(const std::string& path) {

@@ -13,6 +13,7 @@
 #include "zaya/core/test_util.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
+#include "zaya/model/test_config.h"
 
 namespace zaya {
 namespace {
@@ -20,19 +21,7 @@ namespace {
 using testing::TempDir;
 
 ZayaConfig test_config() {
-  ZayaConfig c;
-  c.hidden = 32;
-  c.num_blocks = 3;
-  c.vocab_size = 96;
-  c.real_vocab_size = 90;
-  c.q_heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 8;
-  c.rope_theta = 10000;
-  c.max_position = 64;
-  c.experts = 4;
-  c.expert_ffn = 12;
-  c.router_hidden = 16;
+  ZayaConfig c = testing::model_test_config();
   c.norm_eps = 1e-5;  // not exact in float32: the _f64 twin must carry it
   c.router_norm_eps = 1e-6;
   return c;

@@ -29,7 +29,7 @@ void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& t
                     config_to_hf_json(config, dtype).dump(2) + "\n");
 }
 
-void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options) {
+std::vector<NamedTensor> complete_model_tensors(const ZayaModel& model) {
   ZAYA_CHECK(model.params().experts().count == model.config().experts,
              "this rank holds experts {}..{} of {}: gather every expert before saving a complete model",
              model.params().experts().first, model.params().experts().first + model.params().experts().count - 1,
@@ -39,7 +39,11 @@ void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveO
     tensors.push_back({e.name, e.shape, model.param_data() + e.offset, false});
   for (const ParamEntry& e : model.buffers().entries())
     tensors.push_back({e.name, e.shape, model.buffer_data() + e.offset, true});
-  save_hf_tensors(model.config(), tensors, dir, options);
+  return tensors;
+}
+
+void save_hf_model(const ZayaModel& model, const std::string& dir, const HfSaveOptions& options) {
+  save_hf_tensors(model.config(), complete_model_tensors(model), dir, options);
 }
 
 void load_hf_weights(ZayaModel& model, const std::string& dir) {

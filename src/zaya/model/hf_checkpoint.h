@@ -28,6 +28,10 @@ struct NamedTensor {
   bool always_f32 = false;  // buffers (balancing biases) stay F32 whatever the dtype
 };
 
+// Every parameter, then every buffer, of a model that holds all its experts
+// (a rank of an expert-parallel run holds only some: an error naming them).
+std::vector<NamedTensor> complete_model_tensors(const ZayaModel& model);
+
 // The general form: any list of tensors (e.g. gathered from expert-parallel ranks).
 void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
                      const HfSaveOptions& options = {});

@@ -6,26 +6,12 @@
 #include <vector>
 
 #include "zaya/core/rng.h"
+#include "zaya/model/test_config.h"
 
 namespace zaya {
 namespace {
 
-ZayaConfig test_config() {
-  ZayaConfig c;
-  c.hidden = 32;
-  c.num_blocks = 3;
-  c.vocab_size = 96;
-  c.real_vocab_size = 90;
-  c.q_heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 8;
-  c.rope_theta = 10000;
-  c.max_position = 64;
-  c.experts = 4;
-  c.expert_ffn = 12;
-  c.router_hidden = 16;
-  return c;
-}
+ZayaConfig test_config() { return testing::model_test_config(); }
 
 TEST(Model, ParameterCountsOfZaya1Base) {
   ParamCounts p = count_parameters(preset_config("zaya1-base"));

@@ -1,10 +1,10 @@
 #include "zaya/plan/hardware_profile.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/json_file.h"
 #include "zaya/plan/builtin_profiles.h"
 
 namespace zaya {
@@ -265,15 +265,7 @@ void HardwareProfile::validate(const std::string &source) const {
 }
 
 HardwareProfile HardwareProfile::load(const std::string &path) {
-  std::ifstream f(path);
-  ZAYA_CHECK(f.good(), "cannot read hardware profile '{}'", path);
-  nlohmann::json j;
-  try {
-    f >> j;
-  } catch (const nlohmann::json::exception &e) {
-    fail("{}: not valid JSON ({})", path, e.what());
-  }
-  return from_json(j, path);
+  return from_json(read_json_file(path, "hardware profile"), path);
 }
 
 void HardwareProfile::save(const std::string &path) const {

@@ -1,9 +1,9 @@
 #include "zaya/plan/plan_options.h"
 
-#include <fstream>
 
 #include "zaya/bench/gemm_run.h"
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
@@ -16,14 +16,7 @@ PlanSetup setup_plan(const PlanCommonOptions &o) {
   for (const std::string &path : o.gemm_tables) {
     // A `zaya bench gemm --json` file, or a profile whose measured table is
     // wanted.
-    std::ifstream f(path);
-    ZAYA_CHECK(f.good(), "cannot read --gemm-table '{}'", path);
-    nlohmann::json j;
-    try {
-      f >> j;
-    } catch (const nlohmann::json::exception &e) {
-      fail("{}: not valid JSON ({})", path, e.what());
-    }
+    const nlohmann::json j = read_json_file(path, "--gemm-table");
     if (j.is_object() && j.value("format", "") == "zaya.hardware_profile") {
       const HardwareProfile other = HardwareProfile::from_json(j, path);
       ZAYA_CHECK(other.gemm_table.has_value(),
