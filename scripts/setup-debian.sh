@@ -20,6 +20,7 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   gnuplot-nox
   clang libclang-rt-14-dev libomp-dev
+  python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)
 )
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(python3-torch python3-numpy libopenblas0-openmp bible-kjv librsvg2-bin)

@@ -4,7 +4,7 @@ set -euo pipefail
 ZAYA=${1:?usage: test.sh ZAYA_BINARY SOURCE_DIR}
 SRC=${2:?usage: test.sh ZAYA_BINARY SOURCE_DIR}
 WORK=$(mktemp -d /tmp/zaya-e2e.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+[[ -n ${ZAYA_KEEP_WORK:-} ]] || trap 'rm -rf "$WORK"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -64,4 +64,28 @@ write_ft_config() {
   write_config "$1" 12
   sed -i 's/^micro_batch = 8/micro_batch = 4/' "$WORK/$1"
   printf '[checkpoint]\nevery = 3\n' >>"$WORK/$1"
+}
+
+# expect_same_training REF RUN IDS_JSON STEPS: the run in $WORK/RUN logged STEPS
+# losses within 1e-3 nats of $WORK/REF's, the same last validation loss, and
+# its final weights score IDS_JSON within 1e-3 of REF's (float32 sums in
+# another order: layouts agree closely, not bitwise).
+expect_same_training() {
+  local ref=$1 run=$2 ids=$3 steps=$4
+  paste <(losses "$WORK/$ref/metrics.jsonl") <(losses "$WORK/$run/metrics.jsonl") |
+    awk -v L="$run" -v N="$steps" '{ d = $1 - $2; if (d < 0) d = -d; if (d > max) max = d }
+      END { printf "%s: largest loss difference over %d steps %.2e\n", L, NR, max; exit !(NR == N && max < 1e-3) }' ||
+    fail "$run: losses differ from $ref by 1e-3 or more (or not $steps steps)"
+  local v1 v2 s1 s2
+  v1=$(grep -o '"val_loss":[0-9.]*' "$WORK/$ref/metrics.jsonl" | tail -1 | cut -d: -f2)
+  v2=$(grep -o '"val_loss":[0-9.]*' "$WORK/$run/metrics.jsonl" | tail -1 | cut -d: -f2)
+  awk -v a="$v1" -v b="$v2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3) }' ||
+    fail "$run: validation loss $v2 vs $v1"
+  for r in "$ref" "$run"; do
+    [[ -f $WORK/$r.score ]] || "$ZAYA" score --model "$WORK/$r/final" --tokens "$ids" --json "$WORK/$r.score" >/dev/null
+  done
+  s1=$(grep -o '"mean_loss": *[0-9.]*' "$WORK/$ref.score" | grep -o '[0-9.]*$')
+  s2=$(grep -o '"mean_loss": *[0-9.]*' "$WORK/$run.score" | grep -o '[0-9.]*$')
+  awk -v a="$s1" -v b="$s2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3) }' ||
+    fail "$run: final weights score $s2, $ref's $s1"
 }

@@ -23,21 +23,5 @@ run ep2 2 4 2
 run dp2ep2 4 2 2
 
 echo '[[2, 10, 20, 30, 40, 50, 60, 70]]' >"$WORK/ids.json"
-"$ZAYA" score --model "$WORK/single/final" --tokens "$WORK/ids.json" --json "$WORK/single.score" >/dev/null
-for layout in dp2 dp4 ep2 dp2ep2; do
-  [[ $(losses "$WORK/$layout/metrics.jsonl" | wc -l) == 20 ]] || fail "$layout: expected 20 logged losses"
-  paste <(losses "$WORK/single/metrics.jsonl") <(losses "$WORK/$layout/metrics.jsonl") |
-    awk -v L="$layout" '{ d = $1 - $2; if (d < 0) d = -d; if (d > max) max = d }
-      END { printf "%s: largest loss difference over 20 steps %.2e\n", L, max; exit !(max < 1e-3) }' ||
-    fail "$layout: losses differ from the single-rank run by 1e-3 or more"
-  v1=$(grep -o '"val_loss":[0-9.]*' "$WORK/single/metrics.jsonl" | tail -1 | cut -d: -f2)
-  v2=$(grep -o '"val_loss":[0-9.]*' "$WORK/$layout/metrics.jsonl" | tail -1 | cut -d: -f2)
-  awk -v a="$v1" -v b="$v2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3) }' ||
-    fail "$layout: validation loss $v2 vs $v1"
-  "$ZAYA" score --model "$WORK/$layout/final" --tokens "$WORK/ids.json" --json "$WORK/$layout.score" >/dev/null
-  s1=$(grep -o '"mean_loss": *[0-9.]*' "$WORK/single.score" | grep -o '[0-9.]*$')
-  s2=$(grep -o '"mean_loss": *[0-9.]*' "$WORK/$layout.score" | grep -o '[0-9.]*$')
-  awk -v a="$s1" -v b="$s2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3) }' ||
-    fail "$layout: final weights score $s2, single-rank weights $s1"
-done
+for layout in dp2 dp4 ep2 dp2ep2; do expect_same_training single "$layout" "$WORK/ids.json" 20; done
 echo "dist layouts: OK"

@@ -28,7 +28,7 @@ json CheckpointMeta::to_json() const {
   j["version"] = kCheckpointVersion;
   j["run_id"] = run_id;
   j["step"] = step;
-  j["layout"] = {{"world", world}, {"dp", dp}, {"ep", ep}};
+  j["layout"] = {{"world", world}, {"dp", dp}, {"ep", ep}, {"cp", cp}};
   json files_j = json::array();
   for (const CkptFile& f : files) files_j.push_back({{"name", f.name}, {"bytes", f.bytes}});
   j["files"] = files_j;
@@ -89,7 +89,8 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
   m.world = int(need_int(layout, "world", source, "layout", 1, 1 << 20));
   m.dp = int(need_int(layout, "dp", source, "layout", 1, 1 << 20));
   m.ep = int(need_int(layout, "ep", source, "layout", 1, 1 << 20));
-  if (int64_t(m.dp) * m.ep != m.world) bad(source, "layout", "dp x ep does not equal world");
+  if (layout.contains("cp")) m.cp = int(need_int(layout, "cp", source, "layout", 1, 1 << 20));
+  if (int64_t(m.dp) * m.ep * m.cp != m.world) bad(source, "layout", "dp x ep x cp does not equal world");
   const json& files = need(j, "files", source, "");
   if (!files.is_array() || files.size() > 1000000) bad(source, "files", "expected a list of files");
   for (size_t i = 0; i < files.size(); ++i) {

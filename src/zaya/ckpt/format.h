@@ -55,7 +55,8 @@ struct CkptFile {
 struct CheckpointMeta {
   std::string run_id;
   int64_t step = 0;
-  int world = 1, dp = 1, ep = 1;     // the layout that wrote it
+  int world = 1, dp = 1, ep = 1;     // the layout that wrote it (world = dp x ep x cp)
+  int cp = 1;                         // context-parallel ranks (absent in older checkpoints: 1)
   std::vector<CkptFile> files;
   std::map<std::string, CkptTensor> tensors;
   nlohmann::json state;              // trainer state: sampler, optimizer/controller steps, loss windows

@@ -61,8 +61,14 @@ std::string new_run_id(Comm& world) {
 }
 
 CheckpointWriter::CheckpointWriter(Comm& world, std::string root, std::string run_id, int dp, int ep,
-                                   RetentionPolicy retention)
-    : world_(world), root_(std::move(root)), run_id_(std::move(run_id)), dp_(dp), ep_(ep), retention_(retention) {
+                                   RetentionPolicy retention, int cp)
+    : world_(world),
+      root_(std::move(root)),
+      run_id_(std::move(run_id)),
+      dp_(dp),
+      ep_(ep),
+      cp_(cp),
+      retention_(retention) {
   ZAYA_CHECK(retention_.keep_last >= 1, "checkpoint.keep_last = {} is invalid; allowed: >= 1", retention_.keep_last);
   thread_ = std::thread([this] { worker(); });
 }
@@ -235,6 +241,7 @@ void CheckpointWriter::publish() {
     meta.world = world_.size();
     meta.dp = dp_;
     meta.ep = ep_;
+    meta.cp = cp_;
     meta.state = state_;
     meta.config_toml = config_;
     for (int r = 0; r < world_.size(); ++r) {

@@ -50,7 +50,8 @@ struct SaveStats {
 class CheckpointWriter {
  public:
   // world: all ranks; root: the checkpoint directory of the run.
-  CheckpointWriter(Comm& world, std::string root, std::string run_id, int dp, int ep, RetentionPolicy retention);
+  CheckpointWriter(Comm& world, std::string root, std::string run_id, int dp, int ep, RetentionPolicy retention,
+                   int cp = 1);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -76,7 +77,7 @@ class CheckpointWriter {
 
   Comm& world_;
   std::string root_, run_id_;
-  int dp_, ep_;
+  int dp_, ep_, cp_;
   RetentionPolicy retention_;
   // This rank's pending save.
   bool pending_ = false;

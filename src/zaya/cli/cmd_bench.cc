@@ -1,6 +1,7 @@
 // zaya bench train: training throughput (tokens/s) and MFU on synthetic tokens.
 #include <fmt/format.h>
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -43,12 +44,13 @@ void bench_train(const BenchTrainOptions& o) {
                                     fmt::format("[model]\npreset = \"{}\"\n[data]\ndir = \"-\"\n", o.preset),
                                     "zaya bench train", overrides)
                               : load_train_config(o.config, overrides);
-    ZAYA_CHECK(world->size() % config.parallel.ep == 0,
-               "the world of {} ranks does not fit parallel.ep = {} (the world size must be a multiple of ep)",
-               world->size(), config.parallel.ep);
+    ZAYA_CHECK(world->size() % (config.parallel.ep * config.parallel.cp) == 0,
+               "the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {} (the world size must be a "
+               "multiple of ep * cp)",
+               world->size(), config.parallel.ep, config.parallel.cp);
   });
   check_same_on_all_ranks(*world, train_config_to_toml(config), "the benchmark configuration");
-  auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep);
+  auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep, config.parallel.cp);
   if (o.checkpoint_every > 0 && mesh->rank() == 0) std::filesystem::remove_all(o.checkpoint_dir);
   mesh->world().barrier();
   TrainerOptions topt;
@@ -62,9 +64,9 @@ void bench_train(const BenchTrainOptions& o) {
   const ParamCounts counts = count_parameters(trainer->model().config());
   if (root)
     fmt::print("zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step per rank, "
-               "{} rank(s) (dp {} x ep {}), {} threads per rank\n",
+               "{} rank(s) (dp {} x ep {} x cp {}), {} threads per rank\n",
                o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch,
-               o.seq_len, o.grad_accum, W, mesh->dp_size(), mesh->ep_size(), omp_get_max_threads());
+               o.seq_len, o.grad_accum, W, mesh->dp_size(), mesh->ep_size(), mesh->cp_size(), omp_get_max_threads());
   for (int64_t i = 0; i < o.warmup; ++i) trainer->train_step();
   profile_reset();
   // Per rank: seconds, flops, own tokens, best step, exposed/overlapped comm, gather, expert exchange.
@@ -107,6 +109,17 @@ void bench_train(const BenchTrainOptions& o) {
   (void)ckpt_bytes;
   std::vector<double> all(8 * size_t(W));
   mesh->world().all_gather(t, all.data(), 8, DType::kF64);
+  // Memory per rank: the activation workspace (exact) and the process's peak resident set.
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  double mem[2] = {double(trainer->workspace_bytes()), double(usage.ru_maxrss) * 1024.0};
+  std::vector<double> all_mem(2 * size_t(W));
+  mesh->world().all_gather(mem, all_mem.data(), 2, DType::kF64);
+  double max_workspace = 0, max_rss = 0;
+  for (int q = 0; q < W; ++q) {
+    max_workspace = std::max(max_workspace, all_mem[2 * q]);
+    max_rss = std::max(max_rss, all_mem[2 * q + 1]);
+  }
   const double peak = trainer->peak_gflops();
   if (!root) return;
   const double steps = double(o.steps);
@@ -121,6 +134,8 @@ void bench_train(const BenchTrainOptions& o) {
   fmt::print("  {:.0f} tokens/s aggregate, {:.1f} GFLOP/s model FLOPs per rank, MFU {:.1f}% of one rank's measured "
              "f32 GEMM peak ({:.0f} GFLOP/s)\n",
              tps, t[1] / t[0] / 1e9, 100 * mfu, peak);
+  fmt::print("  memory per rank (largest): activation workspace {:.1f} MB, peak resident {:.1f} MB\n",
+             max_workspace / 1e6, max_rss / 1e6);
   if (W > 1) {
     fmt::print("  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather   expert all-to-all\n");
     for (int q = 0; q < W; ++q) {
@@ -159,6 +174,7 @@ void bench_train(const BenchTrainOptions& o) {
                         {"world", W},
                         {"dp", mesh->dp_size()},
                         {"ep", mesh->ep_size()},
+                        {"cp", mesh->cp_size()},
                         {"threads", omp_get_max_threads()},
                         {"steps", o.steps},
                         {"warmup", o.warmup},
@@ -167,6 +183,8 @@ void bench_train(const BenchTrainOptions& o) {
                         {"model_gflops_per_second", t[1] / t[0] / 1e9},
                         {"peak_f32_gemm_gflops", peak},
                         {"mfu", mfu},
+                        {"workspace_bytes_per_rank", max_workspace},
+                        {"peak_rss_bytes_per_rank", max_rss},
                         {"ranks", ranks}};
     std::ofstream f(o.json_out);
     ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);

@@ -39,14 +39,18 @@ void inspect(const std::string& dir, bool tensors, const std::string& json_out) 
   const TrainConfig config = checkpoint_config(ck);
   uint64_t bytes = 0;
   for (const CkptFile& f : m.files) bytes += f.bytes;
-  fmt::print("{}\n  run {}, step {}, written by {} rank(s) (dp {} x ep {})\n", dir, m.run_id, m.step, m.world, m.dp,
-             m.ep);
+  fmt::print("{}\n  run {}, step {}, written by {} rank(s) (dp {} x ep {}{})\n", dir, m.run_id, m.step, m.world,
+             m.dp, m.ep, m.cp > 1 ? fmt::format(" x cp {}", m.cp) : "");
   fmt::print("  model: {} preset, hidden {}, {} blocks, {} experts (top-{}), vocab {}\n", config.model_preset,
              config.model.hidden, config.model.num_blocks, config.model.experts, config.model.top_k,
              config.model.vocab_size);
   fmt::print("  {} tensors in {} files, {:.1f} MB; optimizer state: {}\n", m.tensors.size(), m.files.size(),
              double(bytes) / 1e6, m.state.value("optimizer_state", false) ? "yes" : "no");
   if (m.state.contains("data")) fmt::print("  data position: {}\n", m.state["data"].dump());
+  if (m.state.contains("recipe"))  // a multi-phase run (docs/context-extension.md)
+    fmt::print("  recipe phase {} '{}' (began after step {}){}\n", m.state["recipe"].value("phase", 0),
+               m.state["recipe"].value("name", ""), m.state["recipe"].value("phase_start", int64_t(0)),
+               m.state["recipe"].contains("mixture") ? ", mixture: " + m.state["recipe"]["mixture"].dump() : "");
   for (const CkptFile& f : m.files) fmt::print("    {:<32} {:>14} bytes\n", f.name, f.bytes);
   if (tensors)
     for (const auto& [name, t] : m.tensors)

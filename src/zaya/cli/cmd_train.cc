@@ -90,12 +90,13 @@ void add_train_command(CLI::App& app) {
     check_same_on_all_ranks(*world, train_config_to_toml(config), "the training configuration");
     std::shared_ptr<ProcessMesh> mesh;
     run_collectively(*world, "building the process mesh", [&] {
-      ZAYA_CHECK(world->size() % config.parallel.ep == 0,
-                 "{}: the world of {} ranks does not fit parallel.ep = {}: the world size must be a multiple of ep "
-                 "(dp = world / ep)",
-                 config.source, world->size(), config.parallel.ep);
+      const int ep = config.parallel.ep, cp = config.parallel.cp;
+      ZAYA_CHECK(world->size() % (ep * cp) == 0,
+                 "{}: the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {}: the world size must be "
+                 "a multiple of ep * cp (dp = world / (ep * cp))",
+                 config.source, world->size(), ep, cp);
     });
-    mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep);
+    mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep, config.parallel.cp);
     TrainerOptions options;
     options.quiet = o->quiet;
     options.stop_at = o->stop_at;

@@ -4,17 +4,34 @@
 
 namespace zaya {
 
-ProcessMesh::ProcessMesh(std::unique_ptr<Comm> world, int ep) : world_(std::move(world)) {
+ProcessMesh::ProcessMesh(std::unique_ptr<Comm> world, int ep, int cp) : world_(std::move(world)) {
   const int n = world_->size();
-  ZAYA_CHECK(ep >= 1 && n % ep == 0,
-             "the world of {} ranks does not fit parallel.ep = {}: the world size must be a multiple of ep "
-             "(dp = world / ep)",
-             n, ep);
+  ZAYA_CHECK(ep >= 1 && cp >= 1 && n % (ep * cp) == 0,
+             "the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {}: the world size must be a "
+             "multiple of ep * cp (dp = world / (ep * cp))",
+             n, ep, cp);
   ep_size_ = ep;
-  dp_size_ = n / ep;
+  cp_size_ = cp;
+  dp_size_ = n / (ep * cp);
   const int r = world_->rank();
-  ep_ = world_->split(r / ep, r % ep, "ep");
-  dp_ = world_->split(r % ep, r / ep, "dp");
+  cp_ = world_->split(r / cp, r % cp, "cp");
+  ep_ = world_->split(dp_rank() * cp + cp_rank(), ep_rank(), "ep");
+  dp_ = world_->split(ep_rank(), dp_rank() * cp + cp_rank(), "dp");
+}
+
+void ProcessMesh::set_cp(int cp) {
+  if (cp == cp_size_) return;
+  const int n = world_->size();
+  ZAYA_CHECK(ep_size_ == 1, "changing parallel.cp from {} to {} needs parallel.ep = 1 (it is {})", cp_size_, cp,
+             ep_size_);
+  ZAYA_CHECK(cp >= 1 && n % cp == 0, "the world of {} ranks does not fit cp = {}: the world size must be a multiple",
+             n, cp);
+  const double timeout = cp_->timeout();
+  cp_size_ = cp;
+  dp_size_ = n / cp;
+  const int r = world_->rank();
+  cp_ = world_->split(r / cp, r % cp, "cp");
+  cp_->set_timeout(timeout);
 }
 
 }  // namespace zaya

@@ -81,7 +81,7 @@ GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* gr
       buckets_.back().end = e[i].offset + e[i].numel;
     }
   }
-  owned_ = zero_owned_entries(table, mesh.rank(), mesh.world_size(), mesh.dp_rank(), mesh.dp_size());
+  owned_ = zero_owned_entries(table, mesh.rank(), mesh.world_size(), mesh.dp().rank(), mesh.dp().size());
   for (Bucket& b : buckets_) {
     const Region& reg = regions_[b.region];
     for (int q = 0; q < reg.group->size(); ++q)

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "zaya/core/profiler.h"
+#include "zaya/model/context_parallel.h"
 
 #include "zaya/ops/attention.h"
 #include "zaya/ops/cca_conv.h"
@@ -29,12 +30,26 @@ AttentionShape attn_shape(const ZayaConfig& c, const BatchShape& b) {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
+// The sequences the convolutions and the value shift run over: whole
+// sequences, or under context parallelism each of this rank's 2B chunks (with
+// the halo as their history).
+BatchShape conv_pieces(const BatchShape& b) {
+  if (b.cp == nullptr) return b;
+  BatchShape p = b;
+  p.batch = b.batch * 2;
+  p.seq = b.cp->chunk;
+  return p;
+}
+
+// Rows of convA's output: S + 1 per convolved sequence (two chunks per sequence under cp).
+int64_t conv_a_rows(int64_t B, int64_t S, int cp) { return cp > 1 ? B * (S + 2) : B * (S + 1); }
+
 }  // namespace
 
-void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena) {
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena, int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
   a.qkv_TP = arena.carve(T * fused_width(c));
-  a.conv_a_BPC = arena.carve(B * (S + 1) * c.conv_channels());
+  a.conv_a_BPC = arena.carve(conv_a_rows(B, S, cp) * c.conv_channels());
   a.q_pre_TQ = arena.carve(T * Q);
   a.k_pre_TK = arena.carve(T * K);
   a.q_inv_TH = arena.carve(T * c.q_heads);
@@ -44,13 +59,14 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   a.v_TK = arena.carve(T * K);
   a.lse_BHS = arena.carve(B * c.q_heads * S);
   a.o_TQ = arena.carve(T * Q);
+  if (cp > 1) a.hist_N2P = arena.carve(2 * B * 2 * fused_width(c));
 }
 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads,
-                             Arena& arena) {
-  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels();
+                             Arena& arena, int cp) {
+  const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels(), P = fused_width(c);
   CcaConvShape cs{B, S, C, c.head_dim, 0};
-  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim};
+  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim, S * cp};
   s.c_TC = arena.carve(T * C);
   s.conv = arena.carve(2 * cca_conv_scratch_floats(cs));
   s.attn = arena.carve(attention_scratch_floats(as, threads));
@@ -62,7 +78,18 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   s.dk_pre_TK = arena.carve(T * K);
   s.dc_TC = arena.carve(T * C);
   s.dqkv_TP = arena.carve(T * fused_width(c));
-  s.da_BPC = arena.carve(B * (S + 1) * C);
+  s.da_BPC = arena.carve(conv_a_rows(B, S, cp) * C);
+  if (cp > 1) {
+    const int64_t full = B * S * cp * K;
+    s.k_full_BSK = arena.carve(full);
+    s.v_full_BSK = arena.carve(full);
+    s.dk_full_BSK = arena.carve(full);
+    s.dv_full_BSK = arena.carve(full);
+    s.stage = arena.carve(2 * full);
+    s.halo_send = arena.carve(4 * B * P);
+    s.halo_recv = arena.carve(4 * B * P);
+    s.dhist_N2P = arena.carve(2 * B * 2 * P);
+  }
 }
 
 void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
@@ -73,16 +100,40 @@ void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, Att
     linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
   }
   ZAYA_PROFILE_SCOPE("attn.fwd.conv_norm_rope_attention_oproj");
+  const ContextParallel* cp = b.cp;
+  const float* hist = nullptr;
+  if (cp != nullptr) {
+    ZAYA_PROFILE_SCOPE("attn.fwd.cp_halo");
+    cp_halo_forward(*cp, a.qkv_TP, b.batch, P, a.hist_N2P, s.halo_send, s.halo_recv);
+    hist = a.hist_N2P;
+  }
+  const BatchShape pieces = conv_pieces(b);
   cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK,
-                          w.conv_b_b_C, conv_shape(c, b), s.conv);
-  const CcaMixShape mix = mix_shape(c, b);
-  cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix);
-  cca_values_forward<float>(a.v_TK, a.qkv_TP, mix);
-  l2norm_heads_forward<float>(a.q_TQ, a.q_inv_TH, a.q_pre_TQ, nullptr, T, c.q_heads, c.head_dim);
+                          w.conv_b_b_C, conv_shape(c, pieces), s.conv, hist);
+  cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix_shape(c, b));
+  cca_values_forward<float>(a.v_TK, a.qkv_TP, mix_shape(c, pieces), hist);
+  // Under context parallelism V, then K, travel while the queries are normalised and rotated.
+  const int64_t K = c.kv_width();
+  Request gather_v, gather_k;
+  if (cp != nullptr) gather_v = cp_gather_begin(*cp, a.v_TK, b.batch, K, s.stage + b.batch * cp->full_seq() * K);
   l2norm_heads_forward<float>(a.k_TK, a.k_inv_TH, a.k_pre_TK, w.temp_Hk, T, c.kv_heads, c.head_dim);
-  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, false);
   rope_apply<float>(a.k_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, false);
-  attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, a.k_TK, a.v_TK, attn_shape(c, b), s.attn);
+  if (cp != nullptr) gather_k = cp_gather_begin(*cp, a.k_TK, b.batch, K, s.stage);
+  l2norm_heads_forward<float>(a.q_TQ, a.q_inv_TH, a.q_pre_TQ, nullptr, T, c.q_heads, c.head_dim);
+  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, false);
+  AttentionShape as = attn_shape(c, b);
+  const float* k = a.k_TK;
+  const float* v = a.v_TK;
+  if (cp != nullptr) {
+    ZAYA_PROFILE_SCOPE("attn.fwd.cp_gather_kv");
+    cp_gather_end(*cp, gather_k, s.stage, s.k_full_BSK, b.batch, K);
+    cp_gather_end(*cp, gather_v, s.stage + b.batch * cp->full_seq() * K, s.v_full_BSK, b.batch, K);
+    as.kv_seq = cp->full_seq();
+    as.q_pos = b.pos_T;  // the same local positions in every sequence
+    k = s.k_full_BSK;
+    v = s.v_full_BSK;
+  }
+  attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
   linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
 }
 
@@ -98,8 +149,29 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
   zero(s.dq_TQ, T * Q);
   zero(s.dk_TK, T * K);
   zero(s.dv_TK, T * K);
-  attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS,
-                            attn_shape(c, b), s.attn);
+  const ContextParallel* cp = b.cp;
+  if (cp == nullptr) {
+    attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS,
+                              attn_shape(c, b), s.attn);
+  } else {
+    // Gather K and V again (not kept: memory per rank stays O(S / cp) per layer),
+    // then return each rank's share of their gradients.
+    ZAYA_PROFILE_SCOPE("attn.bwd.cp_attention");
+    const int64_t full = b.batch * cp->full_seq() * K;
+    Request gk = cp_gather_begin(*cp, a.k_TK, b.batch, K, s.stage);
+    Request gv = cp_gather_begin(*cp, a.v_TK, b.batch, K, s.stage + full);
+    cp_gather_end(*cp, gk, s.stage, s.k_full_BSK, b.batch, K);
+    cp_gather_end(*cp, gv, s.stage + full, s.v_full_BSK, b.batch, K);
+    AttentionShape as = attn_shape(c, b);
+    as.kv_seq = cp->full_seq();
+    as.q_pos = b.pos_T;
+    zero(s.dk_full_BSK, full);
+    zero(s.dv_full_BSK, full);
+    attention_backward<float>(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
+                              a.o_TQ, a.lse_BHS, as, s.attn);
+    cp_reduce_scatter(*cp, s.dk_full_BSK, s.dk_TK, b.batch, K, s.stage);
+    cp_reduce_scatter(*cp, s.dv_full_BSK, s.dv_TK, b.batch, K, s.stage);
+  }
   // RoPE is a rotation: its backward is the inverse rotation.
   rope_apply<float>(s.dq_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, true);
   rope_apply<float>(s.dk_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, true);
@@ -111,13 +183,22 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
   l2norm_heads_backward<float>(s.dk_pre_TK, g.temp_Hk, s.dk_TK, a.k_pre_TK, a.k_inv_TH, w.temp_Hk, T, c.kv_heads,
                                c.head_dim);
   // mean terms, values, convolutions -> gradient of the fused projection
-  const CcaMixShape mix = mix_shape(c, b);
   zero(s.dqkv_TP, T * P);
-  cca_mean_terms_backward<float>(s.dc_TC, s.dqkv_TP, s.dq_pre_TQ, s.dk_pre_TK, mix);
-  cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix);
+  cca_mean_terms_backward<float>(s.dc_TC, s.dqkv_TP, s.dq_pre_TQ, s.dk_pre_TK, mix_shape(c, b));
+  const BatchShape pieces = conv_pieces(b);
+  float* dhist = nullptr;
+  if (cp != nullptr) {
+    dhist = s.dhist_N2P;
+    zero(dhist, 2 * b.batch * 2 * P);
+  }
+  cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
   cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_CdK, g.conv_b_b_C, s.dc_TC,
-                           a.qkv_TP, a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, b), s.da_BPC,
-                           s.conv);
+                           a.qkv_TP, a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, pieces), s.da_BPC,
+                           s.conv, cp != nullptr ? a.hist_N2P : nullptr, dhist);
+  if (cp != nullptr) {
+    ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
+    cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);
+  }
   linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
 }
 

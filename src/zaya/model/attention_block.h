@@ -6,6 +6,10 @@
 //   V   = [v_cur(t), v_prev(t - 1)]     two value time streams
 //   Q, K <- L2-normalised to sqrt(d) (K times temp), then partial RoPE
 //   O   = causal GQA softmax attention;  out = O Wo^T
+// Under context parallelism (shape.cp) the rows are this rank's two chunks of
+// each sequence: the convolutions and the value shift read a halo of the two
+// projection rows before each chunk, and attention all-gathers K and V
+// (model/context_parallel.h).
 
 #include <cstdint>
 
@@ -29,6 +33,7 @@ struct AttentionActs {
   float* v_TK = nullptr;
   float* lse_BHS = nullptr;    // attention row log-sum-exp
   float* o_TQ = nullptr;       // attention output before o_proj
+  float* hist_N2P = nullptr;   // context parallelism: the two projection rows before each chunk
 };
 
 // Scratch shared by all attention half-layers (sized for the largest batch).
@@ -45,12 +50,25 @@ struct AttentionScratch {
   float* dc_TC = nullptr;
   float* dqkv_TP = nullptr;
   float* da_BPC = nullptr;
+  // Context parallelism only: whole-sequence K/V and their gradients, the
+  // gather/scatter staging buffer, halo messages and the halo's gradient.
+  float* k_full_BSK = nullptr;
+  float* v_full_BSK = nullptr;
+  float* dk_full_BSK = nullptr;
+  float* dv_full_BSK = nullptr;
+  float* stage = nullptr;  // 2 * B * S * K
+  float* halo_send = nullptr;
+  float* halo_recv = nullptr;
+  float* dhist_N2P = nullptr;
 };
 
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).
-void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena);
+// seq: rows per sequence on this rank; cp: context-parallel ranks (the whole
+// sequence has seq * cp tokens).
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena,
+                          int cp = 1);
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
-                             Arena& arena);
+                             Arena& arena, int cp = 1);
 
 // out_TD = block(x_TD).
 void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,

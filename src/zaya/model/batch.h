@@ -1,6 +1,7 @@
 #pragma once
 // The shape of one forward/backward call: B sequences of S tokens, T = B * S
-// rows, token t of sequence b at position t (positions restart per sequence).
+// rows, token t of sequence b at position pos_T[t] (t % S, or under context
+// parallelism the positions of this rank's chunks, model/context_parallel.h).
 
 #include <cstdint>
 
@@ -8,12 +9,15 @@
 
 namespace zaya {
 
+struct ContextParallel;
+
 struct BatchShape {
   int64_t batch = 0;
   int64_t seq = 0;
   int64_t tokens() const { return batch * seq; }
   const int32_t* pos_T = nullptr;  // position of each row
   const RopeTable* rope = nullptr;
+  const ContextParallel* cp = nullptr;  // null: whole sequences on this rank
 };
 
 }  // namespace zaya

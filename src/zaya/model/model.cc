@@ -42,15 +42,23 @@ void ZayaModel::init(uint64_t seed) {
   init_buffers(config_, buffers_, buffer_arena_.data());
 }
 
-ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool training, Comm* ep)
-    : max_batch_(B), max_seq_(S), training_(training), ep_(ep) {
+ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp)
+    : max_batch_(B), max_seq_(S_full), training_(training), ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
   ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks",
              c.experts, ep_ranks);
-  ZAYA_CHECK(B >= 1 && S >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S);
-  ZAYA_CHECK(S <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S, c.max_position);
+  ZAYA_CHECK(B >= 1 && S_full >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S_full);
+  ZAYA_CHECK(S_full <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S_full,
+             c.max_position);
+  int cp_ranks = 1;
+  if (cp != nullptr && cp->size() > 1) {
+    cp_comm_ = cp;
+    cp_ = make_context_parallel(*cp, S_full);  // validates the sequence length
+    cp_ranks = cp->size();
+  }
+  const int64_t S = S_full / cp_ranks;  // rows per sequence on this rank
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
-  rope_.build(S, c.rotary_dim(), c.rope_theta);
+  rope_.build(S_full, c.rotary_dim(), c.rope_theta);
   pos_T_.resize(T);
   targets_T_.assign(T, -1);
   ids_T_.assign(T, 0);
@@ -73,7 +81,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
     moe_.clear();
     moe_.resize(c.num_blocks);
     for (int64_t b = 0; b < c.num_blocks; ++b) {
-      carve_attention_acts(attn_[b], c, B, S, a);
+      carve_attention_acts(attn_[b], c, B, S, a, cp_ranks);
       carve_moe_acts(moe_[b], c, B, S, ep_ranks, a);
     }
     logits_TV_ = a.carve(T * V);
@@ -81,7 +89,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S, bool t
     lse_T_ = a.carve(T);
   };
   auto carve_scratch = [&](Arena& a) {
-    carve_attention_scratch(attn_scratch_, c, B, S, threads, a);
+    carve_attention_scratch(attn_scratch_, c, B, S, threads, a, cp_ranks);
     carve_moe_scratch(moe_scratch_, c, B, S, ep_ranks, a);
     if (training) {
       dres_a_TD_ = a.carve(T * D);
@@ -115,20 +123,37 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   const ModelWeights& w = model.weights();
   ZAYA_CHECK(B >= 1 && B <= ws.max_batch_ && S >= 1 && S <= ws.max_seq_,
              "batch {} x sequence {} does not fit the workspace ({} x {})", B, S, ws.max_batch_, ws.max_seq_);
-  const int64_t T = B * S, D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
-  for (int64_t t = 0; t < T; ++t) {
-    ZAYA_CHECK(ids[t] >= 0 && ids[t] < V, "token id {} at position {} is outside the vocabulary (0..{})", ids[t],
-               t, V - 1);
-    ws.pos_T_[t] = int32_t(t % S);
-    ws.ids_T_[t] = ids[t];
-    ws.targets_T_[t] = targets != nullptr ? targets[t] : -1;
-    ZAYA_CHECK(ws.targets_T_[t] < c.real_vocab_size, "target id {} at position {} is outside the vocabulary",
-               ws.targets_T_[t], t);
+  const int64_t D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
+  // This rank's rows: whole sequences, or its chunks of each (context parallelism).
+  const ContextParallel* cp = nullptr;
+  int64_t L = S;
+  if (ws.cp_comm_ != nullptr) {
+    ws.cp_ = make_context_parallel(*ws.cp_comm_, S);
+    cp = &ws.cp_;
+    L = cp->local_seq();
+    cp_local_positions(*cp, ws.pos_T_.data());
+    for (int64_t b = 1; b < B; ++b) std::copy_n(ws.pos_T_.data(), L, ws.pos_T_.data() + b * L);
+    cp_take_local(*cp, ids, ws.ids_T_.data(), B);
+    if (targets != nullptr) cp_take_local(*cp, targets, ws.targets_T_.data(), B);
+  } else {
+    for (int64_t t = 0; t < B * S; ++t) ws.pos_T_[t] = int32_t(t % S);
+    std::copy_n(ids, B * S, ws.ids_T_.data());
+    if (targets != nullptr) std::copy_n(targets, B * S, ws.targets_T_.data());
   }
-  ws.shape_ = {B, S, ws.pos_T_.data(), &ws.rope_};
+  const int64_t T = B * L;
+  if (targets == nullptr) std::fill_n(ws.targets_T_.data(), T, -1);
+  for (int64_t t = 0; t < T; ++t) {
+    ZAYA_CHECK(ws.ids_T_[t] >= 0 && ws.ids_T_[t] < V, "token id {} at position {} is outside the vocabulary (0..{})",
+               ws.ids_T_[t], ws.pos_T_[t], V - 1);
+    ZAYA_CHECK(ws.targets_T_[t] < c.real_vocab_size, "target id {} at position {} is outside the vocabulary",
+               ws.targets_T_[t], ws.pos_T_[t]);
+  }
+  ws.shape_ = {B, L, ws.pos_T_.data(), &ws.rope_, cp};
   // Embedding (no scaling, spec §5).
+  const int32_t* local_ids = ws.ids_T_.data();
 #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < T; ++t) std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(ids[t]) * D, 4 * D);
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(local_ids[t]) * D, 4 * D);
 
   LossParts parts;
   const float* h = ws.embed_out_TD_;

@@ -17,6 +17,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/model/attention_block.h"
 #include "zaya/model/config.h"
+#include "zaya/model/context_parallel.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/model/params.h"
 #include "zaya/model/weights.h"
@@ -67,15 +68,24 @@ class ModelWorkspace {
  public:
   // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
   // skips the backward scratch. ep: the expert-parallel group when the model's
-  // experts are spread over ranks (null: this rank holds all of them).
-  ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr);
+  // experts are spread over ranks (null: this rank holds all of them). cp: the
+  // context-parallel group sharing the same sequences (null or one rank: whole
+  // sequences here); each of its ranks then holds max_seq / cp tokens of every
+  // sequence (model/context_parallel.h).
+  ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
+                 Comm* cp = nullptr);
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
-  // Logits of the last forward [B*S, V]; after backward they hold dlogits.
+  // Context-parallel ranks (1: none).
+  int cp_size() const { return cp_comm_ != nullptr ? cp_comm_->size() : 1; }
+  // Rows of the last forward: B * S, or B * S / cp under context parallelism
+  // (this rank's chunks, in the order of model/context_parallel.h).
+  int64_t rows() const { return shape_.tokens(); }
+  // Logits of the last forward [rows, V]; after backward they hold dlogits.
   float* logits() { return logits_TV_; }
   const float* logits() const { return logits_TV_; }
-  // Per-token cross-entropy of the last forward [B*S] (0 where there was no target).
+  // Per-token cross-entropy of the last forward [rows] (0 where there was no target).
   const float* token_loss() const { return loss_T_; }
   std::vector<RoutingStats>& routing() { return routing_; }
   // Seconds spent in expert-parallel all-to-all exchanges since the last reset_routing().
@@ -91,6 +101,8 @@ class ModelWorkspace {
   int64_t max_batch_, max_seq_;
   bool training_;
   Comm* ep_ = nullptr;
+  Comm* cp_comm_ = nullptr;
+  ContextParallel cp_;
   BatchShape shape_;
   RopeTable rope_;
   std::vector<int32_t> pos_T_;
@@ -117,7 +129,9 @@ class ModelWorkspace {
 };
 
 // Forward pass over ids_BS (B sequences of S tokens); targets_BS may be null
-// (no loss) and entries < 0 are ignored. Logits stay in ws.logits().
+// (no loss) and entries < 0 are ignored. Logits stay in ws.logits(). Under
+// context parallelism every rank of the cp group passes the same whole
+// sequences and computes its own chunks (logits, losses: those rows only).
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS,
                         const int32_t* targets_BS, int64_t batch, int64_t seq, const MoeLossOptions& loss);
 

@@ -1,6 +1,9 @@
 #pragma once
 // Causal softmax attention with grouped KV heads (spec §3 step 8):
 //   O_h = softmax(Q_h K_j^T / sqrt(d) + causal mask) V_j,  j = h / (Hq / Hk)
+// Context parallelism (issue [cp]) gives a rank some query rows of each
+// sequence and all its keys: then q_pos names each query row's position in the
+// sequence (strictly increasing) and key c is visible to row i when c <= q_pos[i].
 // Queries are processed in blocks so the masked upper triangle is mostly
 // skipped; probabilities are not stored: the backward pass recomputes them from
 // the saved row log-sum-exp (as FlashAttention does), so memory is O(T * H).
@@ -11,6 +14,10 @@ namespace zaya {
 
 struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t kv_seq = 0;              // keys per sequence (0: seq)
+  const int32_t* q_pos = nullptr;  // position of each of the seq query rows (null: 0..seq-1)
+  int64_t keys() const { return kv_seq > 0 ? kv_seq : seq; }
+  int64_t pos(int64_t i) const { return q_pos != nullptr ? q_pos[i] : i; }
   int64_t q_width() const { return q_heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };
@@ -19,15 +26,15 @@ inline constexpr int64_t kAttentionQueryBlock = 64;
 
 // Scratch floats for `threads` OpenMP threads.
 inline int64_t attention_scratch_floats(const AttentionShape& s, int threads) {
-  return int64_t(threads) * 2 * kAttentionQueryBlock * s.seq;
+  return int64_t(threads) * 2 * kAttentionQueryBlock * s.keys();
 }
 
-// q_TQ [B*S, Hq*d], k_TK / v_TK [B*S, Hk*d]; writes o_TQ and lse_BHS [B, Hq, S].
+// q_TQ [B*S, Hq*d], k_TK / v_TK [B*keys, Hk*d]; writes o_TQ and lse_BHS [B, Hq, S].
 template <typename T>
 void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK,
                        const AttentionShape& shape, T* scratch);
 
-// Adds into dq_TQ, dk_TK, dv_TK.
+// Adds into dq_TQ, dk_TK, dv_TK (dk/dv: [B*keys, Hk*d]).
 template <typename T>
 void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q_TQ, const T* k_TK,
                         const T* v_TK, const T* o_TQ, const T* lse_BHS, const AttentionShape& shape, T* scratch);

@@ -80,6 +80,53 @@ TEST(Attention, Gradients) {
   testing::expect_gradient("attention v", c.v, dv, loss);
 }
 
+// Context parallelism: some query rows (two chunks, as positions q_pos) against
+// all keys give those rows of full attention, and the gradients of those rows'
+// outputs (dK, dV over all keys).
+TEST(Attention, QueryRowsAtPositionsMatchFullAttention) {
+  AttnCase c({2, 80, 4, 2, 3});
+  const std::vector<int32_t> pos = [] {
+    std::vector<int32_t> p;
+    for (int32_t i = 10; i < 20; ++i) p.push_back(i);  // chunk 1 of 8
+    for (int32_t i = 60; i < 70; ++i) p.push_back(i);  // chunk 6 of 8
+    return p;
+  }();
+  const int64_t B = c.shape.batch, S = c.shape.seq, R = int64_t(pos.size()), QW = c.shape.q_width();
+  AttentionShape sub = c.shape;
+  sub.seq = R;
+  sub.kv_seq = S;
+  sub.q_pos = pos.data();
+  Vec q_rows(B * R * QW);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t e = 0; e < QW; ++e) q_rows[(b * R + r) * QW + e] = c.q[(b * S + pos[r]) * QW + e];
+  Vec o(B * R * QW), lse(B * c.shape.q_heads * R), scratch(attention_scratch_floats(sub, 64));
+  attention_forward<double>(o.data(), lse.data(), q_rows.data(), c.k.data(), c.v.data(), sub, scratch.data());
+  Vec full_lse;
+  Vec full = c.forward(&full_lse);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t e = 0; e < QW; ++e)
+        ASSERT_NEAR(o[(b * R + r) * QW + e], full[(b * S + pos[r]) * QW + e], 1e-12) << b << " " << r;
+  // Backward: a probe on the chosen rows only.
+  Vec probe_rows = random_vector(B * R * QW, 6), probe_full(B * S * QW, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t e = 0; e < QW; ++e) probe_full[(b * S + pos[r]) * QW + e] = probe_rows[(b * R + r) * QW + e];
+  Vec dq(q_rows.size(), 0.0), dk(c.k.size(), 0.0), dv(c.v.size(), 0.0);
+  attention_backward<double>(dq.data(), dk.data(), dv.data(), probe_rows.data(), q_rows.data(), c.k.data(),
+                             c.v.data(), o.data(), lse.data(), sub, scratch.data());
+  Vec fdq(c.q.size(), 0.0), fdk(c.k.size(), 0.0), fdv(c.v.size(), 0.0), fscratch(attention_scratch_floats(c.shape, 64));
+  attention_backward<double>(fdq.data(), fdk.data(), fdv.data(), probe_full.data(), c.q.data(), c.k.data(),
+                             c.v.data(), full.data(), full_lse.data(), c.shape, fscratch.data());
+  for (size_t i = 0; i < dk.size(); ++i) ASSERT_NEAR(dk[i], fdk[i], 1e-12) << i;
+  for (size_t i = 0; i < dv.size(); ++i) ASSERT_NEAR(dv[i], fdv[i], 1e-12) << i;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t e = 0; e < QW; ++e)
+        ASSERT_NEAR(dq[(b * R + r) * QW + e], fdq[(b * S + pos[r]) * QW + e], 1e-12);
+}
+
 TEST(Attention, FloatMatchesDouble) {
   AttnCase c({2, 130, 8, 2, 16});
   Vec want = c.forward();

@@ -33,20 +33,29 @@ void for_channel_ranges(int64_t C, Body body) {
   }
 }
 
+// Row t' - 2 + k (k = 0: older tap, 1: newer) of sequence b, in the sequence
+// or its history; null for zero padding.
+template <typename T>
+T* tap_row(T* x_BSL, T* hist_B2L, int64_t b, int64_t tp, int k, int64_t S, int64_t L) {
+  const int64_t t = tp - 2 + k;
+  if (t >= 0) return x_BSL + (b * S + t) * L;
+  return hist_B2L != nullptr ? hist_B2L + (b * 2 + 2 + t) * L : nullptr;
+}
+
 }  // namespace
 
 template <typename T>
 void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
-                      const CcaConvShape& sh, T* scratch) {
+                      const CcaConvShape& sh, T* scratch, const T* hist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
-  // convA (depthwise): a[t'] = bA + wA0 * qk[t'-2] + wA1 * qk[t'-1], zero outside the sequence.
+  // convA (depthwise): a[t'] = bA + wA0 * qk[t'-2] + wA1 * qk[t'-1], zero (or history) before the sequence.
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t tp = 0; tp < P; ++tp) {
       T* a = a_BPC + (b * P + tp) * C;
-      const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * L : nullptr;
-      const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * L : nullptr;
+      const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
+      const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
       for (int64_t c = 0; c < C; ++c) {
         T v = bA[c];
         if (older) v += wA[c * 2 + 0] * older[c];
@@ -73,7 +82,8 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 
 template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC,
-                       const T* a_BPC, const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch) {
+                       const T* a_BPC, const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch,
+                       const T* hist, T* dhist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
   T* w_tap = scratch;
@@ -108,20 +118,16 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
         const T* da = da_BPC + (b * P + tp) * C;
-        const T* older = tp >= 2 ? qk_BSC + (b * S + tp - 2) * L : nullptr;
-        const T* newer = tp >= 1 ? qk_BSC + (b * S + tp - 1) * L : nullptr;
-        T* dolder = tp >= 2 ? dqk_BSC + (b * S + tp - 2) * L : nullptr;
-        T* dnewer = tp >= 1 ? dqk_BSC + (b * S + tp - 1) * L : nullptr;
+        const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
+        const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
+        T* dolder = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 0, S, L);
+        T* dnewer = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 1, S, L);
         for (int64_t c = c0; c < c1; ++c) {
           dbA[c] += da[c];
-          if (older) {
-            dwA[c * 2 + 0] += older[c] * da[c];
-            dolder[c] += wA[c * 2 + 0] * da[c];
-          }
-          if (newer) {
-            dwA[c * 2 + 1] += newer[c] * da[c];
-            dnewer[c] += wA[c * 2 + 1] * da[c];
-          }
+          if (older) dwA[c * 2 + 0] += older[c] * da[c];
+          if (dolder) dolder[c] += wA[c * 2 + 0] * da[c];
+          if (newer) dwA[c * 2 + 1] += newer[c] * da[c];
+          if (dnewer) dnewer[c] += wA[c * 2 + 1] * da[c];
         }
       }
     }
@@ -129,14 +135,14 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
 }
 
 template void cca_conv_forward<float>(float*, float*, const float*, const float*, const float*, const float*,
-                                      const float*, const CcaConvShape&, float*);
+                                      const float*, const CcaConvShape&, float*, const float*);
 template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*,
-                                       const double*, const double*, const CcaConvShape&, double*);
+                                       const double*, const double*, const CcaConvShape&, double*, const double*);
 template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*,
                                        const float*, const float*, const float*, const CcaConvShape&, float*,
-                                       float*);
+                                       float*, const float*, float*);
 template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*,
                                         const double*, const double*, const double*, const double*,
-                                        const CcaConvShape&, double*, double*);
+                                        const CcaConvShape&, double*, double*, const double*, double*);
 
 }  // namespace zaya

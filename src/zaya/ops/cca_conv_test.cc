@@ -97,6 +97,39 @@ TEST(CcaConv, Gradients) {
   testing::expect_gradient("conv bB", k.bB, dbB, loss);
 }
 
+// Context parallelism: the sequence's tail (rows 3..S-1) convolved with the two
+// rows before it as history gives the tail of the whole sequence's output, and
+// the gradients of the history rows are those of rows 1 and 2.
+TEST(CcaConv, HistoryRowsContinueASequence) {
+  ConvCase k;
+  const int64_t S = k.shape.seq, C = k.shape.channels, L = k.shape.qk_ld(), d = k.shape.head_dim, h0 = 3;
+  k.shape.batch = 1;
+  CcaConvShape tail = k.shape;
+  tail.seq = S - h0;
+  Vec full = k.forward();
+  const double* hist = k.qk.data() + (h0 - 2) * L;  // rows 1 and 2
+  const double* qk_tail = k.qk.data() + h0 * L;
+  Vec c(tail.seq * C), a((tail.seq + 1) * C), scratch(2 * cca_conv_scratch_floats(tail));
+  cca_conv_forward<double>(c.data(), a.data(), qk_tail, k.wA.data(), k.bA.data(), k.wB.data(), k.bB.data(), tail,
+                           scratch.data(), hist);
+  for (int64_t i = 0; i < tail.seq * C; ++i) ASSERT_NEAR(c[i], full[h0 * C + i], 1e-12) << i;
+  // Backward of a probe on the tail only, against the whole sequence's.
+  Vec probe_tail = random_vector(tail.seq * C, 17), probe(S * C, 0.0);
+  std::copy(probe_tail.begin(), probe_tail.end(), probe.begin() + h0 * C);
+  Vec da((tail.seq + 1) * C), dqk(tail.seq * L, 0.0), dhist(2 * L, 0.0);
+  Vec dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * d * 2, 0.0), dbB(C, 0.0);
+  cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe_tail.data(), qk_tail,
+                            a.data(), k.wA.data(), k.wB.data(), tail, da.data(), scratch.data(), hist, dhist.data());
+  Vec full_a;
+  k.forward(&full_a);
+  Vec fda((S + 1) * C), fdqk(S * L, 0.0), fdwA(C * 2, 0.0), fdbA(C, 0.0), fdwB(C * d * 2, 0.0), fdbB(C, 0.0);
+  cca_conv_backward<double>(fdqk.data(), fdwA.data(), fdbA.data(), fdwB.data(), fdbB.data(), probe.data(),
+                            k.qk.data(), full_a.data(), k.wA.data(), k.wB.data(), k.shape, fda.data(), scratch.data());
+  for (int64_t i = 0; i < 2 * L; ++i) ASSERT_NEAR(dhist[i], fdqk[(h0 - 2) * L + i], 1e-12) << i;
+  for (int64_t i = 0; i < tail.seq * L; ++i) ASSERT_NEAR(dqk[i], fdqk[h0 * L + i], 1e-12) << i;
+  for (int64_t i = 0; i < C * 2; ++i) ASSERT_NEAR(dwA[i], fdwA[i], 1e-12) << i;
+}
+
 TEST(CcaConv, FloatMatchesDouble) {
   ConvCase k;
   k.shape = {3, 70, 24, 8, 0};

@@ -57,7 +57,7 @@ void cca_mean_terms_backward(T* dc_TC, T* dqkv, const T* dq_TQ, const T* dk_TK, 
 }
 
 template <typename T>
-void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s) {
+void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hist) {
   const int64_t KW = s.kv_width(), half = KW / 2, off = s.q_width() + KW;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
@@ -66,18 +66,15 @@ void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s) {
       const T* cur = qkv + row * s.in_stride + off;
       T* v = v_TK + row * KW;
       for (int64_t i = 0; i < half; ++i) v[i] = cur[i];
-      if (t == 0) {
-        for (int64_t i = 0; i < half; ++i) v[half + i] = T(0);
-      } else {
-        const T* prev = qkv + (row - 1) * s.in_stride + off + half;
-        for (int64_t i = 0; i < half; ++i) v[half + i] = prev[i];
-      }
+      const T* prev = t > 0 ? qkv + (row - 1) * s.in_stride + off + half
+                            : hist != nullptr ? hist + (b * 2 + 1) * s.in_stride + off + half : nullptr;
+      for (int64_t i = 0; i < half; ++i) v[half + i] = prev != nullptr ? prev[i] : T(0);
     }
   }
 }
 
 template <typename T>
-void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s) {
+void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s, T* dhist) {
   const int64_t KW = s.kv_width(), half = KW / 2, off = s.q_width() + KW;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < s.batch; ++b) {
@@ -91,6 +88,10 @@ void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s) {
         const T* dv_next = dv_TK + (row + 1) * KW + half;
         for (int64_t i = 0; i < half; ++i) dcur[half + i] += dv_next[i];
       }
+      if (t == 0 && dhist != nullptr) {
+        T* dprev = dhist + (b * 2 + 1) * s.in_stride + off + half;
+        for (int64_t i = 0; i < half; ++i) dprev[i] += dv[half + i];
+      }
     }
   }
 }
@@ -99,9 +100,9 @@ template void cca_mean_terms_forward<float>(float*, float*, const float*, const 
 template void cca_mean_terms_forward<double>(double*, double*, const double*, const double*, const CcaMixShape&);
 template void cca_mean_terms_backward<float>(float*, float*, const float*, const float*, const CcaMixShape&);
 template void cca_mean_terms_backward<double>(double*, double*, const double*, const double*, const CcaMixShape&);
-template void cca_values_forward<float>(float*, const float*, const CcaMixShape&);
-template void cca_values_forward<double>(double*, const double*, const CcaMixShape&);
-template void cca_values_backward<float>(float*, const float*, const CcaMixShape&);
-template void cca_values_backward<double>(double*, const double*, const CcaMixShape&);
+template void cca_values_forward<float>(float*, const float*, const CcaMixShape&, const float*);
+template void cca_values_forward<double>(double*, const double*, const CcaMixShape&, const double*);
+template void cca_values_backward<float>(float*, const float*, const CcaMixShape&, float*);
+template void cca_values_backward<double>(double*, const double*, const CcaMixShape&, double*);
 
 }  // namespace zaya

@@ -30,11 +30,14 @@ void cca_mean_terms_forward(T* q_TQ, T* k_TK, const T* c_TC, const T* qkv, const
 template <typename T>
 void cca_mean_terms_backward(T* dc_TC, T* dqkv, const T* dq_TQ, const T* dk_TK, const CcaMixShape& s);
 
-// v_TK from the fused projection's value columns (after q and k).
+// v_TK from the fused projection's value columns (after q and k). hist_B2P
+// (context parallelism, issue [cp]): the two fused-projection rows before each
+// sequence, row 1 giving v_prev[-1]; null means zeros (a sequence start).
 template <typename T>
-void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s);
-// Adds dv_TK back into dqkv's value columns (the delayed stream one step earlier).
+void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hist_B2P = nullptr);
+// Adds dv_TK back into dqkv's value columns (the delayed stream one step
+// earlier), and the first row's delayed-stream gradient into dhist_B2P when given.
 template <typename T>
-void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s);
+void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s, T* dhist_B2P = nullptr);
 
 }  // namespace zaya

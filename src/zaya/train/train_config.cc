@@ -4,99 +4,18 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
 
 #include "zaya/core/error.h"
+#include "zaya/train/config_section.h"
+#include "zaya/train/recipe_config.h"
 
 namespace zaya {
 namespace {
-
-// Reads the keys of one TOML table, remembering which were used so that
-// unknown keys (typos) are reported instead of silently ignored.
-class Section {
- public:
-  Section(const toml::table* table, std::string name, std::string source)
-      : table_(table), name_(std::move(name)), source_(std::move(source)) {}
-
-  bool has(const char* key) const { return table_ != nullptr && table_->contains(key); }
-
-  int64_t get_int(const char* key, int64_t def, int64_t lo, int64_t hi) {
-    const toml::node* n = node(key);
-    if (n == nullptr) return def;
-    auto v = n->value<int64_t>();
-    if (!v || !n->is_integer()) bad(key, *n, fmt::format("an integer in {}..{}", lo, hi));
-    if (*v < lo || *v > hi) bad(key, *n, fmt::format("an integer in {}..{}", lo, hi));
-    return *v;
-  }
-  double get_double(const char* key, double def, double lo, double hi) {
-    const toml::node* n = node(key);
-    if (n == nullptr) return def;
-    if (!n->is_number()) bad(key, *n, fmt::format("a number in [{}, {}]", lo, hi));
-    double v = *n->value<double>();
-    if (!(v >= lo && v <= hi)) bad(key, *n, fmt::format("a number in [{}, {}]", lo, hi));
-    return v;
-  }
-  bool get_bool(const char* key, bool def) {
-    const toml::node* n = node(key);
-    if (n == nullptr) return def;
-    if (!n->is_boolean()) bad(key, *n, "true or false");
-    return *n->value<bool>();
-  }
-  std::vector<int64_t> get_int_list(const char* key, const std::vector<int64_t>& def, int64_t lo, int64_t hi) {
-    const toml::node* n = node(key);
-    if (n == nullptr) return def;
-    const std::string expect = fmt::format("a list of integers in {}..{}", lo, hi);
-    if (!n->is_array()) bad(key, *n, expect);
-    std::vector<int64_t> out;
-    for (const toml::node& item : *n->as_array()) {
-      auto v = item.value<int64_t>();
-      if (!item.is_integer() || !v || *v < lo || *v > hi) bad(key, *n, expect);
-      out.push_back(*v);
-    }
-    return out;
-  }
-  std::string get_string(const char* key, const std::string& def, const std::vector<std::string>& allowed = {}) {
-    const toml::node* n = node(key);
-    if (n == nullptr) return def;
-    std::string expect = allowed.empty() ? "a string" : "one of: " + fmt::format("{}", fmt::join(allowed, ", "));
-    if (!n->is_string()) bad(key, *n, expect);
-    std::string v = *n->value<std::string>();
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) bad(key, *n, expect);
-    return v;
-  }
-  // Every key of the table must have been read.
-  void finish(const std::vector<std::string>& known) const {
-    if (table_ == nullptr) return;
-    for (auto&& [k, v] : *table_) {
-      std::string key(k.str());
-      if (used_.count(key) == 0)
-        fail("{}: unknown key '{}.{}'{}; allowed keys in [{}]: {}", where(v), name_, key,
-             v.is_table() ? " (a table)" : "", name_, fmt::join(known, ", "));
-    }
-  }
-
- private:
-  const toml::node* node(const char* key) {
-    used_.insert(key);
-    return table_ == nullptr ? nullptr : table_->get(key);
-  }
-  std::string where(const toml::node& n) const {
-    const auto& src = n.source();
-    if (src.begin.line > 0) return fmt::format("{}:{}", source_, src.begin.line);
-    return source_;
-  }
-  [[noreturn]] void bad(const char* key, const toml::node& n, const std::string& expected) const {
-    std::ostringstream value;
-    n.visit([&](auto&& v) { value << v; });
-    fail("{}: {}.{} = {} is invalid; allowed: {}", where(n), name_, key, value.str(), expected);
-  }
-  const toml::table* table_;
-  std::string name_, source_;
-  std::set<std::string> used_;
-};
 
 const std::vector<std::string> kModelKeys = {
     "preset", "hidden_size", "num_blocks", "vocab_size", "real_vocab_size", "q_heads", "kv_heads", "head_dim",
@@ -111,12 +30,12 @@ const std::vector<std::string> kOptimKeys = {"lr", "beta1", "beta2", "eps", "wei
 const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
 const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
-const std::vector<std::string> kParallelKeys = {"ep", "comm_timeout"};
+const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
 const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",    "rollback_after",  "max_rollbacks",
                                           "on_save_error", "straggler_ratio", "skip_steps"};
 const std::vector<std::string> kSections = {"model",    "data",     "train",      "optim", "schedule",
-                                            "moe",      "parallel", "checkpoint", "ft"};
+                                            "moe",      "parallel", "checkpoint", "ft",    "phase"};
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -126,6 +45,7 @@ const toml::table* table_of(const toml::table& root, const char* name, const std
 }
 
 void apply_override(toml::table& root, const std::string& assignment, const std::string& source) {
+  if (assignment.rfind("phase.", 0) == 0) return apply_phase_override(root, assignment, source);
   const size_t eq = assignment.find('=');
   const size_t dot = assignment.find('.');
   if (eq == std::string::npos || dot == std::string::npos || dot > eq)
@@ -177,17 +97,27 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
   m.finish(kModelKeys);
 
+  // A recipe ([[phase]] tables, recipe.h): the phases own the data, the
+  // sequence length, the step count and the schedule.
+  const bool recipe = root.contains("phase");
+  const std::string recipe_why = "the config has [[phase]] tables, and with phases ";
   Section d(table_of(root, "data", source), "data", source);
+  if (recipe) d.forbid("dir", recipe_why + "each phase names its datasets in [[phase.data]] tables");
   t.data.dir = d.get_string("dir", "");
   t.data.tokenizer = d.get_string("tokenizer", "");
   d.finish(kDataKeys);
-  ZAYA_CHECK(!t.data.dir.empty(), "{}: data.dir is missing; set it to a directory made by `zaya data shards`",
+  ZAYA_CHECK(recipe || !t.data.dir.empty(), "{}: data.dir is missing; set it to a directory made by `zaya data shards`",
              source);
 
   Section r(table_of(root, "train", source), "train", source);
   RunConfig& run = t.run;
   run.seed = uint64_t(r.get_int("seed", int64_t(run.seed), 0, INT64_MAX));
   run.micro_batch = r.get_int("micro_batch", run.micro_batch, 1, 1 << 16);
+  if (recipe) {
+    r.forbid("seq_len", recipe_why + "each phase sets its seq_len");
+    r.forbid("steps", recipe_why + "the steps come from each phase's token budget: ceil(tokens / (micro_batch x "
+                                   "seq_len x grad_accum x data replicas)); use --stop-at to stop early");
+  }
   run.seq_len = r.get_int("seq_len", run.seq_len, 1, 1 << 20);
   run.grad_accum = r.get_int("grad_accum", run.grad_accum, 1, 1 << 16);
   run.steps = r.get_int("steps", run.steps, 1, int64_t(1) << 40);
@@ -198,7 +128,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.out_dir = r.get_string("out_dir", run.out_dir);
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
   r.finish(kTrainKeys);
-  ZAYA_CHECK(run.seq_len <= c.max_position,
+  ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source,
              run.seq_len, c.max_position);
 
@@ -218,7 +148,34 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   o.finish(kOptimKeys);
   op.validate(source);
 
+  if (recipe) {
+    PhaseDefaults pd;
+    pd.micro_batch = run.micro_batch;
+    pd.lr = op.lr;
+    pd.rope_theta = c.rope_theta;
+    pd.max_position = c.max_position;
+    pd.cp = int(std::max<int64_t>(1, root["parallel"]["cp"].value_or<int64_t>(1)));  // validated with [parallel]
+    pd.ep = int(std::max<int64_t>(1, root["parallel"]["ep"].value_or<int64_t>(1)));
+    t.phases = parse_phases(root, source, pd);
+    // The first phase's shape; the trainer moves from phase to phase and sets
+    // model.rope_theta to each phase's (so a checkpoint's config carries the
+    // RoPE base its weights were trained with last).
+    run.micro_batch = t.phases[0].micro_batch;
+    run.seq_len = t.phases[0].seq_len;
+    // Nominal steps, for the smallest world every phase fits (ep x the cp
+    // sizes' least common multiple); the trainer plans for its own world.
+    int64_t world = 1;
+    for (const PhaseConfig& p : t.phases) world = std::lcm(world, int64_t(p.cp));
+    t.parallel.ep = pd.ep;
+    run.steps = 0;
+    for (const PhasePlan& p : plan_phases(t, world * pd.ep)) run.steps += p.steps;
+  }
+
   Section s(table_of(root, "schedule", source), "schedule", source);
+  if (recipe)
+    for (const std::string& k : kScheduleKeys)
+      s.forbid(k.c_str(), recipe_why + "the learning-rate schedule is WSD within each phase (phase keys lr, "
+                                       "warmup_steps, decay_fraction, min_lr_ratio)");
   ScheduleConfig& sc = t.schedule;
   sc.kind = s.get_string("kind", sc.kind, {"cosine", "wsd", "constant"});
   sc.warmup_steps = s.get_int("warmup_steps", std::min<int64_t>(100, run.steps / 10), 0, run.steps);
@@ -242,6 +199,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 
   Section par(table_of(root, "parallel", source), "parallel", source);
   t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
+  t.parallel.cp = int(par.get_int("cp", t.parallel.cp, 1, 4096));
   t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
   par.finish(kParallelKeys);
   Section ck(table_of(root, "checkpoint", source), "checkpoint", source);
@@ -266,6 +224,11 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
+  const int64_t cp_unit = 4 * int64_t(t.parallel.cp);  // 2 cp chunks of at least 2 tokens (model/context_parallel.h)
+  ZAYA_CHECK(t.parallel.cp == 1 || (t.run.seq_len % (2 * t.parallel.cp) == 0 && t.run.seq_len >= cp_unit),
+             "{}: train.seq_len = {} does not fit parallel.cp = {}; allowed: a multiple of 2 * cp = {} and at least "
+             "{} (every rank holds two chunks of at least 2 tokens of each sequence)",
+             source, t.run.seq_len, t.parallel.cp, 2 * t.parallel.cp, cp_unit);
 
   c.validate(source);
   return t;
@@ -310,10 +273,16 @@ std::string train_config_to_toml(const TrainConfig& t) {
   s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
                    c.top_k, c.use_skip, c.use_eda, c.norm_eps);
   s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
-  s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
+  // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
+  const bool recipe = !t.phases.empty();
+  if (recipe) s += fmt::format("[data]\ntokenizer = \"{}\"\n\n", t.data.tokenizer);
+  else s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
   const RunConfig& r = t.run;
-  s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\nseq_len = {}\ngrad_accum = {}\nsteps = {}\n", r.seed,
-                   r.micro_batch, r.seq_len, r.grad_accum, r.steps);
+  if (recipe)
+    s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\ngrad_accum = {}\n", r.seed, r.micro_batch, r.grad_accum);
+  else
+    s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\nseq_len = {}\ngrad_accum = {}\nsteps = {}\n", r.seed,
+                     r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n",
                    r.eval_every, r.eval_batches, r.log_every, r.threads, r.out_dir);
   s += fmt::format("save_dtype = \"{}\"\n\n", r.save_dtype);
@@ -323,14 +292,16 @@ std::string train_config_to_toml(const TrainConfig& t) {
   s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\nns_dtype = \"{}\"\ngrad_clip = {}\n\n",
                    o.muon_momentum, o.muon_nesterov, o.ns_steps, o.ns_dtype, o.grad_clip);
   const ScheduleConfig& sc = t.schedule;
-  s += fmt::format("[schedule]\nkind = \"{}\"\nwarmup_steps = {}\nmin_lr_ratio = {}\ndecay_fraction = {}\n\n",
-                   sc.kind, sc.warmup_steps, sc.min_lr_ratio, sc.decay_fraction);
+  if (!recipe)
+    s += fmt::format("[schedule]\nkind = \"{}\"\nwarmup_steps = {}\nmin_lr_ratio = {}\ndecay_fraction = {}\n\n",
+                     sc.kind, sc.warmup_steps, sc.min_lr_ratio, sc.decay_fraction);
   const BalanceConfig& b = t.balance;
   s += fmt::format("[moe]\nbalance = {}\nbalance_lr = {}\nbalance_beta1 = {}\nbalance_beta2 = {}\n", b.enabled, b.lr,
                    b.beta1, b.beta2);
   s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n\n", b.skip_target,
                    t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
-  s += fmt::format("[parallel]\nep = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.comm_timeout);
+  s += fmt::format("[parallel]\nep = {}\ncp = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.cp,
+                   t.parallel.comm_timeout);
   const CheckpointConfig& cc = t.checkpoint;
   s += fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",
                    cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
@@ -339,6 +310,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
   s += fmt::format("on_save_error = \"{}\"\n", ft.on_save_error);
   s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
+  s += phases_to_toml(t.phases);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
 #include "zaya/optim/schedule.h"
+#include "zaya/train/recipe.h"
 
 namespace zaya {
 
@@ -36,9 +37,10 @@ struct RunConfig {
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 
-// Process layout under mpirun: world = dp x ep (dp = world / ep).
+// Process layout under mpirun: world = dp x ep x cp (dp = world / (ep * cp)).
 struct ParallelConfig {
   int ep = 1;                    // expert-parallel ranks (experts split over them)
+  int cp = 1;                    // context-parallel ranks (each sequence split over them, model/context_parallel.h)
   double comm_timeout = 600;     // seconds a collective may wait for a peer before the run fails (0: forever)
 };
 
@@ -78,6 +80,12 @@ struct TrainConfig {
   ParallelConfig parallel;
   CheckpointConfig checkpoint;
   FaultToleranceConfig ft;
+  // [[phase]] tables (recipe.h, docs/context-extension.md); empty: one implicit
+  // phase from [train], [schedule] and [data]. With phases, run.micro_batch and
+  // run.seq_len are the first phase's after parsing, run.steps the sum of the
+  // phase steps for one data replica; the trainer plans them for its own layout
+  // and sets them, and model.rope_theta, to the current phase's as it goes.
+  std::vector<PhaseConfig> phases;
   std::string checkpoint_dir() const;  // checkpoint.dir or OUT_DIR/checkpoints
 };
 

@@ -45,6 +45,19 @@ std::string format_rate(double tokens_per_s) {
 
 std::string path_join(const std::string& a, const std::string& b) { return (std::filesystem::path(a) / b).string(); }
 
+// The model's vocabulary from the token shards' (`what` names them in errors):
+// the real size from the data, embedding rows padded to a multiple of 128
+// (spec §7, Megatron), unless the config set the sizes explicitly.
+void adopt_data_vocab(const TrainConfig& config, ZayaConfig& mc, int64_t data_vocab, const std::string& what) {
+  if (config.vocab_from_tokenizer) {
+    mc.real_vocab_size = data_vocab;
+    mc.vocab_size = (data_vocab + 127) / 128 * 128;
+  } else {
+    ZAYA_CHECK(data_vocab <= mc.real_vocab_size, "{}: {} use a vocabulary of {} ids but model.real_vocab_size is {}",
+               config.source, what, data_vocab, mc.real_vocab_size);
+  }
+}
+
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::shared_ptr<ProcessMesh> mesh)
@@ -53,28 +66,40 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
   if (!mesh_) mesh_ = std::make_shared<ProcessMesh>(make_self_comm(), 1);
   ZAYA_CHECK(mesh_->ep_size() == config_.parallel.ep, "{}: parallel.ep = {} but the process mesh has ep = {}",
              config_.source, config_.parallel.ep, mesh_->ep_size());
+  ZAYA_CHECK(mesh_->cp_size() == config_.parallel.cp || !config_.phases.empty(),
+             "{}: parallel.cp = {} but the process mesh has cp = {}", config_.source, config_.parallel.cp,
+             mesh_->cp_size());
   distributed_ = mesh_->world_size() > 1;
   if (!is_root()) options_.quiet = true;
   ZAYA_CHECK(!fault_planned("startup", mesh_->rank()), "injected start-up fault on rank {}", mesh_->rank());
   const RunConfig& run = config_.run;
   ZayaConfig& mc = config_.model;
+  // Recipes (recipe.h): every phase laid out for this layout's data replicas; the run starts in the first.
+  plans_ = plan_phases(config_, mesh_->world_size());
+  if (!config_.phases.empty()) {
+    config_.run.steps = plans_.back().end_step();
+    config_.run.micro_batch = plans_[0].micro_batch;
+    config_.run.seq_len = plans_[0].seq_len;
+    mc.rope_theta = plans_[0].rope_theta;
+    mesh_->set_cp(plans_[0].cp);  // a phase may run with its own cp (ep = 1)
+  }
   if (options_.synthetic_data) {
     train_data_ = std::make_unique<SyntheticBatchSource>(mc.real_vocab_size, run.seed);
+  } else if (!config_.phases.empty()) {
+    recipe_data_ = std::make_unique<RecipeData>(config_);
+    adopt_data_vocab(config_, mc, recipe_data_->vocab_size(), "the recipe's token shards");
+    unigram_entropy_ = unigram_entropy(recipe_data_->main_train_shard(0));
+    auto train = recipe_data_->train_source(0, run.seq_len, run.seed);
+    mixture_ = train.get();
+    train_data_ = std::move(train);
+    val_data_ = recipe_data_->val_source(0, run.seq_len);
   } else {
     auto train = std::make_unique<ShardBatchSource>(path_join(config_.data.dir, "train"), run.seq_len, run.seed,
                                                     SamplerOrder::kShuffled);
     val_data_ = std::make_unique<ShardBatchSource>(path_join(config_.data.dir, "val"), run.seq_len, 0,
                                                    SamplerOrder::kSequential);
-    const int64_t data_vocab = train->shard().vocab_size();
-    if (config_.vocab_from_tokenizer) {
-      // Real vocabulary from the data; embedding rows padded to a multiple of 128 (spec §7, Megatron).
-      mc.real_vocab_size = data_vocab;
-      mc.vocab_size = (data_vocab + 127) / 128 * 128;
-    } else {
-      ZAYA_CHECK(data_vocab <= mc.real_vocab_size,
-                 "{}: the token shards in '{}' use a vocabulary of {} ids but model.real_vocab_size is {}",
-                 config_.source, config_.data.dir, data_vocab, mc.real_vocab_size);
-    }
+    adopt_data_vocab(config_, mc, train->shard().vocab_size(),
+                     fmt::format("the token shards in '{}'", config_.data.dir));
     ZAYA_CHECK(val_data_->shard().vocab_size() == train->shard().vocab_size(),
                "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)",
                config_.source, config_.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
@@ -87,7 +112,8 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
   model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh_->ep_rank() * local_experts, local_experts});
   model_->init(run.seed);  // every tensor's values depend only on its name: ranks agree without a broadcast
   workspace_ = std::make_unique<ModelWorkspace>(mc, run.micro_batch, run.seq_len, true,
-                                                mesh_->ep_size() > 1 ? &mesh_->ep() : nullptr);
+                                                mesh_->ep_size() > 1 ? &mesh_->ep() : nullptr,
+                                                mesh_->cp_size() > 1 ? &mesh_->cp() : nullptr);
   grad_arena_.reset(model_->params().total_floats());
   grad_arena_.zero();
   grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
@@ -95,6 +121,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
     mesh_->world().set_timeout(config_.parallel.comm_timeout);
     mesh_->ep().set_timeout(config_.parallel.comm_timeout);
     mesh_->dp().set_timeout(config_.parallel.comm_timeout);
+    mesh_->cp().set_timeout(config_.parallel.comm_timeout);
     sync_ = std::make_unique<GradientSync>(model_->params(), *mesh_, grad_arena_.data(), model_->param_data());
     layer_done_ = [this](int n) { sync_->layer_done(n); };
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim, &sync_->owned_entries());
@@ -173,7 +200,7 @@ nlohmann::json Trainer::checkpoint_state() const {
     losses.push_back(loss_window_[i % kWindow]);
     gnorms.push_back(gnorm_window_[i % kWindow]);
   }
-  return {{"step", step_},
+  nlohmann::json state = {{"step", step_},
           {"optimizer_step", optimizer_->step_count()},
           {"consecutive_skips", consecutive_skips_},
           {"optimizer_state", true},
@@ -182,6 +209,14 @@ nlohmann::json Trainer::checkpoint_state() const {
           {"loss_window", losses},
           {"grad_norm_window", gnorms},
           {"window_count", window_count_}};
+  if (!config_.phases.empty()) {
+    // The phase (counted from 1), the step it began at and, with real data, every dataset's position.
+    nlohmann::json recipe = {{"phase", phase_ + 1}, {"name", plans_[phase_].name},
+                             {"phase_start", plans_[phase_].first_step}};
+    if (mixture_ != nullptr) recipe["mixture"] = mixture_state_to_json(mixture_->mixture_state());
+    state["recipe"] = recipe;
+  }
+  return state;
 }
 
 std::vector<SnapshotTensor> Trainer::snapshot_tensors() const {
@@ -212,7 +247,7 @@ void Trainer::ensure_checkpoint_writer() {
   keep.keep_last = config_.checkpoint.keep_last;
   keep.keep_every = config_.checkpoint.keep_every;
   writer_ = std::make_unique<CheckpointWriter>(mesh_->world(), config_.checkpoint_dir(), run_id_, mesh_->dp_size(),
-                                               mesh_->ep_size(), keep);
+                                               mesh_->ep_size(), keep, mesh_->cp_size());
 }
 
 void Trainer::save_checkpoint(bool async) {
@@ -225,7 +260,19 @@ void Trainer::resume_from(const CheckpointReader& ck) {
   const CheckpointMeta& meta = ck.meta();
   // The model must be the same; everything else may change (layout, optimizer settings, out_dir...).
   const TrainConfig saved = parse_train_config(meta.config_toml, ck.dir() + "/metadata.json (config)");
-  ZAYA_CHECK(config_to_hf_json(saved.model, "float32") == config_to_hf_json(model_->config(), "float32"),
+  // The RoPE base and the longest position shape no parameter: a context
+  // extension changes them (a recipe phase sets its own RoPE base below).
+  ZayaConfig saved_model = saved.model;
+  if (is_root() && !options_.quiet &&
+      (saved_model.rope_theta != model_->config().rope_theta ||
+       saved_model.max_position != model_->config().max_position) && config_.phases.empty())
+    fmt::print("note: {} was trained with rope_theta {:g} and max_position_embeddings {}; continuing with {:g} and "
+               "{}\n",
+               ck.dir(), saved_model.rope_theta, saved_model.max_position, model_->config().rope_theta,
+               model_->config().max_position);
+  saved_model.rope_theta = model_->config().rope_theta;
+  saved_model.max_position = model_->config().max_position;
+  ZAYA_CHECK(config_to_hf_json(saved_model, "float32") == config_to_hf_json(model_->config(), "float32"),
              "{}: the checkpoint's model ({} preset, hidden {}, {} blocks, {} experts, vocab {}) differs from this "
              "config's; resume with the model it was trained with",
              ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
@@ -236,6 +283,24 @@ void Trainer::resume_from(const CheckpointReader& ck) {
     ck.read(e.name, model_->buffer_data() + e.offset, CkptDType::kF32, e.shape);
   const nlohmann::json& st = meta.state;
   const bool has_optimizer = st.value("optimizer_state", false);
+  if (!config_.phases.empty()) {
+    // The checkpoint's phase (or, from a checkpoint without one, the phase of its step).
+    size_t phase = phase_at_step(plans_, st.value("step", meta.step));
+    if (st.contains("recipe")) {
+      const nlohmann::json& rc = st.at("recipe");
+      const int64_t number = rc.at("phase").get<int64_t>(), start = rc.at("phase_start").get<int64_t>();
+      ZAYA_CHECK(number >= 1 && size_t(number) <= plans_.size() && plans_[size_t(number) - 1].first_step == start,
+                 "{}: the checkpoint is in phase {} of its recipe, which began at step {}, but this run has {} "
+                 "phases{}: the phases' steps depend on their tokens and the global batch (micro_batch x seq_len x "
+                 "grad_accum x data replicas); resume with the checkpoint's recipe and global batch",
+                 ck.dir(), number, start, plans_.size(),
+                 number >= 1 && size_t(number) <= plans_.size()
+                     ? fmt::format(" and its phase {} begins at step {}", number, plans_[size_t(number) - 1].first_step)
+                     : std::string());
+      phase = size_t(number) - 1;
+    }
+    enter_phase(phase);
+  }
   Optimizer& opt = *optimizer_;
   opt.first_moment().zero();
   opt.second_moment().zero();
@@ -253,7 +318,11 @@ void Trainer::resume_from(const CheckpointReader& ck) {
     consecutive_skips_ = st.value("consecutive_skips", 0);
     balance_->set_step(st.at("balance_step").get<int64_t>());
     const nlohmann::json& d = st.at("data");
-    train_data_->set_state({d.at("seed").get<uint64_t>(), d.at("epoch").get<uint64_t>(), d.at("index").get<uint64_t>()});
+    if (mixture_ != nullptr && st.contains("recipe") && st["recipe"].contains("mixture"))
+      mixture_->set_mixture_state(mixture_state_from_json(st["recipe"]["mixture"]));
+    else if (config_.phases.empty() == !st.contains("recipe"))  // (a recipe's phase starts its data afresh)
+      train_data_->set_state(
+          {d.at("seed").get<uint64_t>(), d.at("epoch").get<uint64_t>(), d.at("index").get<uint64_t>()});
     const std::vector<double> losses = st.value("loss_window", std::vector<double>{});
     const std::vector<double> gnorms = st.value("grad_norm_window", std::vector<double>{});
     window_count_ = st.value("window_count", int64_t(losses.size()));
@@ -290,12 +359,14 @@ StepResult Trainer::compute_gradients() {
   }
   workspace_->reset_routing();
   const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_->world_size();
+  // The cp ranks of a group share sequences: world / cp groups read distinct ones.
+  const int64_t data_ranks = mesh_->data_ranks();
   // Mean over every token of the global batch (all ranks): gradients summed over ranks are then exact.
-  const float xent_scale = 1.0f / float(B * S * accum * W);
+  const float xent_scale = 1.0f / float(B * S * accum * data_ranks);
   const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
   StepResult r;
   for (int64_t a = 0; a < accum; ++a) {
-    train_data_->next(ids_.data(), targets_.data(), B, S, mesh_->rank(), int(W));
+    train_data_->next(ids_.data(), targets_.data(), B, S, mesh_->data_rank(), int(data_ranks));
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
@@ -325,8 +396,8 @@ StepResult Trainer::compute_gradients() {
     r.loss = std::nan("");
     grad_arena_.data()[model_->params().entries()[optimizer_->owned().front()].offset] = std::nanf("");
   }
-  r.rank_tokens = B * S * accum;
-  r.tokens = r.rank_tokens * W;
+  r.rank_tokens = B * S * accum / mesh_->cp_size();
+  r.tokens = B * S * accum * data_ranks;
   return r;
 }
 
@@ -373,7 +444,7 @@ const char* Trainer::skip_reason(const StepResult& r) const {
 
 void Trainer::apply_update(StepResult& r) {
   const ZayaConfig& c = model_->config();
-  const double lr_scale = lr_multiplier(config_.schedule, step_);
+  const double lr_scale = phase_lr_multiplier(plans_[phase_], step_);
   r.lr = config_.optim.lr * lr_scale;
   {
     ZAYA_PROFILE_SCOPE("optim.step");
@@ -418,10 +489,13 @@ void Trainer::apply_update(StepResult& r) {
     ++consecutive_skips_;
     if (config_.ft.rollback_after > 0 && consecutive_skips_ >= config_.ft.rollback_after) rollback_pending_ = true;
   }
-  // Model FLOPs done by this rank: its tokens, and its share of the routed rows.
-  const double W = double(mesh_->world_size());
-  r.flops = 3.0 * model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
-                                      routed_rows / W);
+  // Model FLOPs done by this rank: its tokens (1 / cp of its sequences, with
+  // the same share of causal attention under zig-zag), and its share of the routed rows.
+  const double W = double(mesh_->world_size()), cp = double(mesh_->cp_size());
+  r.flops = 3.0 *
+            model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
+                                routed_rows / W * cp) /
+            cp;
 }
 
 double Trainer::validation_loss() {
@@ -431,8 +505,8 @@ double Trainer::validation_loss() {
   double sum = 0;
   int64_t n = 0;
   for (int64_t i = 0; i < run.eval_batches; ++i) {
-    val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_->rank(),
-                    mesh_->world_size());
+    val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_->data_rank(),
+                    mesh_->data_ranks());
     LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len,
                                     {});
     sum += parts.xent_sum;
@@ -482,9 +556,11 @@ void Trainer::write_loss_plot() const {
 void Trainer::save_final(const std::string& dir) {
   HfSaveOptions save;
   save.dtype = config_.run.save_dtype;
-  const ZayaConfig& c = model_->config();
+  // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
+  ZayaConfig c = model_->config();
+  c.rope_theta = config_.model.rope_theta;
   if (mesh_->ep_size() == 1) {
-    if (is_root()) save_hf_model(*model_, dir, save);
+    if (is_root()) save_hf_tensors(c, complete_model_tensors(*model_), dir, save);
     return;
   }
   // Expert parallel: gather every rank's expert region within its ep group
@@ -608,10 +684,12 @@ void Trainer::rollback() {
                                       path, config_.ft.max_rollbacks, step_));
   const int64_t bad = step_;
   const SamplerState data = train_data_->state();
+  const size_t bad_phase = phase_;
   run_collectively(mesh_->world(), "rolling back to " + path, [&] { resume_from(CheckpointReader::open(path)); });
   // Continue with the data after the offending window: the batches of steps
-  // (checkpoint, bad] are not seen again.
-  train_data_->set_state(data);
+  // (checkpoint, bad] are not seen again (a checkpoint in an earlier recipe
+  // phase replays that phase's data from the checkpoint instead).
+  if (phase_ == bad_phase) train_data_->set_state(data);
   incident("rollback", fmt::format("{} consecutive skipped steps up to step {}: rolled back to {} (step {}) and "
                                    "skipped the data of steps {}..{}",
                                    config_.ft.rollback_after, bad, path, step_, step_ + 1, bad));
@@ -624,6 +702,60 @@ void Trainer::rollback() {
     plot_val_loss_.clear();
     open_outputs(true);  // keeps the records up to the checkpoint's step
   }
+}
+
+void Trainer::enter_phase(size_t phase) {
+  if (phase == phase_) return;
+  const PhasePlan& p = plans_[phase];
+  phase_ = phase;
+  RunConfig& run = config_.run;
+  run.micro_batch = p.micro_batch;
+  run.seq_len = p.seq_len;
+  config_.model.rope_theta = p.rope_theta;
+  if (p.cp != mesh_->cp_size()) {
+    // Another context-parallel layout: new cp groups (ep = 1, checked by the
+    // config); a pending checkpoint is published first, and the next one is
+    // written with the new layout.
+    const bool had_writer = writer_ != nullptr;
+    if (had_writer) {
+      guarded_save([&] { writer_->finish(); });
+      writer_.reset();
+    }
+    workspace_.reset();  // holds the old cp communicator
+    mesh_->set_cp(p.cp);
+    if (had_writer) ensure_checkpoint_writer();
+  }
+  // The workspace holds everything shaped by the batch and the RoPE table
+  // (built from model.rope_theta): a new one for the phase's shape, built as
+  // the constructor builds it. The old one goes first (memory).
+  workspace_.reset();
+  workspace_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, true,
+                                                mesh_->ep_size() > 1 ? &mesh_->ep() : nullptr,
+                                                mesh_->cp_size() > 1 ? &mesh_->cp() : nullptr);
+  ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
+  targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
+  if (recipe_data_) {
+    auto train = recipe_data_->train_source(phase, run.seq_len, run.seed);
+    mixture_ = train.get();
+    train_data_ = std::move(train);
+    val_data_ = recipe_data_->val_source(phase, run.seq_len);
+  }
+}
+
+void Trainer::announce_phase() {
+  if (config_.phases.empty()) return;
+  const PhasePlan& p = plans_[phase_];
+  if (!options_.quiet) {
+    fmt::print("{}\n", describe_phase(config_, phase_, p));
+    std::fflush(stdout);
+  }
+  // "step" is the phase's first step (records up to a checkpoint's step are kept on resume).
+  if (metrics_)
+    fmt::print(metrics_,
+               "{{\"step\":{},\"phase\":{},\"name\":{},\"steps\":{},\"micro_batch\":{},\"seq_len\":{},"
+               "\"rope_theta\":{},\"peak_lr\":{:.6e}}}\n",
+               p.first_step + 1, phase_ + 1, nlohmann::json(p.name).dump(), p.steps, p.micro_batch, p.seq_len,
+               p.rope_theta, config_.optim.lr * p.lr_ratio);
 }
 
 TrainSummary Trainer::run() {
@@ -660,7 +792,12 @@ TrainSummary Trainer::run() {
   const int64_t last_step = options_.stop_at > 0 ? std::min(options_.stop_at, run.steps) : run.steps;
   install_stop_handlers();
   bool first_step = true;
+  if (step_ == plans_[phase_].first_step) announce_phase();
   while (step_ < last_step) {
+    if (phase_ + 1 < plans_.size() && step_ >= plans_[phase_ + 1].first_step) {
+      enter_phase(phase_at_step(plans_, step_));
+      announce_phase();
+    }
     heartbeat_.beat("step", step_ + 1);
     guarded_save([&] {
       if (writer_) writer_->poll();  // publish a finished background save
@@ -693,7 +830,8 @@ TrainSummary Trainer::run() {
     train_flops += r.flops;
     train_tokens += r.tokens;
     const bool last = r.step == last_step;
-    const bool eval = val_data_ != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last);
+    const bool eval = val_data_ != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last ||
+                                               r.step == plans_[phase_].end_step());
     if (eval) {
       heartbeat_.beat("eval", r.step);
       val = validation_loss();

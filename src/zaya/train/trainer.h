@@ -20,6 +20,7 @@
 #include "zaya/optim/optimizer.h"
 #include "zaya/train/batch_source.h"
 #include "zaya/train/heartbeat.h"
+#include "zaya/train/recipe_data.h"
 #include "zaya/train/train_config.h"
 
 namespace zaya {
@@ -99,6 +100,8 @@ class Trainer {
   // Steps done (attempts: a skipped step counts, its update did not happen).
   int64_t step() const { return step_; }
   double peak_gflops() const { return peak_gflops_; }
+  // Bytes of this rank's activations and backward scratch (the batch-sized workspace).
+  int64_t workspace_bytes() const { return workspace_->bytes(); }
   ProcessMesh& mesh() { return *mesh_; }
   bool is_root() const { return mesh_->rank() == 0; }
   // Continues from a checkpoint (collective; any layout can load any checkpoint).
@@ -107,6 +110,10 @@ class Trainer {
   void save_checkpoint(bool async);
   const std::string& run_id() const { return run_id_; }
   CheckpointWriter* checkpoint_writer() { return writer_.get(); }
+
+  // The phase the run is in (recipe.h; 0 without [[phase]] tables) and the plan of every phase.
+  size_t phase() const { return phase_; }
+  const std::vector<PhasePlan>& phases() const { return plans_; }
 
   // Per-MoE-layer routing statistics of the last step.
   const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
@@ -129,6 +136,8 @@ class Trainer {
   void report_stragglers(double my_seconds, int64_t step);
   void install_stop_handlers();
   void guarded_save(const std::function<void()>& save);
+  void enter_phase(size_t phase);
+  void announce_phase();
 
   TrainConfig config_;
   TrainerOptions options_;
@@ -170,6 +179,12 @@ class Trainer {
   double straggler_seconds_ = 0;  // this rank's step seconds since the last straggler report
   std::vector<double> straggler_times_;
   std::map<std::string, int> rollbacks_;  // rollbacks per checkpoint
+  // Recipes (recipe.h): every phase's plan for this layout, the current phase,
+  // the datasets of all phases, and train_data_ as a mixture (null without phases or with synthetic data).
+  std::vector<PhasePlan> plans_;
+  size_t phase_ = 0;
+  std::unique_ptr<RecipeData> recipe_data_;
+  MixtureBatchSource* mixture_ = nullptr;
 };
 
 }  // namespace zaya

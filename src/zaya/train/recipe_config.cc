@@ -1,0 +1,107 @@
+#include "zaya/train/recipe_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "zaya/core/error.h"
+#include "zaya/train/config_section.h"
+
+namespace zaya {
+
+std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string& source, const PhaseDefaults& d) {
+  const toml::node* node = root.get("phase");
+  if (node == nullptr) return {};
+  const toml::array* phases = node->as_array();
+  if (phases == nullptr || !phases->is_array_of_tables() || phases->empty())
+    fail("{}: 'phase' is invalid; allowed: [[phase]] tables (double brackets), one per phase, each with its "
+         "[[phase.data]] tables",
+         source);
+  std::vector<PhaseConfig> out;
+  for (size_t i = 0; i < phases->size(); ++i) {
+    const std::string name = fmt::format("phase[{}]", i + 1);
+    Section s((*phases)[i].as_table(), name, source);
+    PhaseConfig p;
+    p.name = s.get_string("name", fmt::format("phase {}", i + 1));
+    s.require("tokens", "allowed: an integer >= 1, the phase's token budget (its steps are ceil(tokens / "
+                        "global tokens per step))");
+    p.tokens = s.get_int("tokens", 0, 1, int64_t(1) << 60);
+    s.require("seq_len", fmt::format("allowed: an integer in 1..{} (model.max_position_embeddings)", d.max_position));
+    p.seq_len = s.get_int("seq_len", 0, 1, d.max_position);
+    p.cp = int(s.get_int("cp", d.cp, 1, 4096));
+    // Another cp re-cuts only the cp groups; with experts spread over ep ranks
+    // their groups (and so each rank's experts) would change too.
+    ZAYA_CHECK(p.cp == d.cp || d.ep == 1,
+               "{}: {}.cp = {} differs from parallel.cp = {}, which needs parallel.ep = 1 (it is {}); allowed: cp = {} "
+               "in every phase, or ep = 1",
+               s.where_table(), name, p.cp, d.cp, d.ep, d.cp);
+    // Context parallelism splits every sequence into 2 * cp chunks of at least 2 tokens (model/context_parallel.h).
+    ZAYA_CHECK(p.cp <= 1 || (p.seq_len % (2 * p.cp) == 0 && p.seq_len >= 4 * p.cp),
+               "{}: {}.seq_len = {} does not fit {}cp = {}; allowed: a multiple of 2 * cp = {} and at least {}",
+               s.where_table(), name, p.seq_len, p.cp == d.cp ? "parallel." : name + ".", p.cp, 2 * p.cp, 4 * p.cp);
+    p.rope_theta = s.get_double("rope_theta", d.rope_theta, 1.0, 1e12, true);
+    p.micro_batch = s.get_int("micro_batch", d.micro_batch, 1, 1 << 16);
+    p.lr = s.get_double("lr", d.lr, 1e-9, 1.0);
+    p.warmup_steps = s.get_int("warmup_steps", p.warmup_steps, 0, int64_t(1) << 40);
+    p.decay_fraction = s.get_double("decay_fraction", p.decay_fraction, 0.0, 1.0);
+    p.min_lr_ratio = s.get_double("min_lr_ratio", p.min_lr_ratio, 0.0, 1.0);
+    const toml::array* data = s.get_table_array("data", "[[phase.data]] tables with dir and weight");
+    if (data == nullptr)
+      fail("{}: {}.data is missing; give the phase at least one [[phase.data]] table with dir = \"DIR\" (made by "
+           "`zaya data shards`) and weight = W (> 0)",
+           s.where_table(), name);
+    for (size_t j = 0; j < data->size(); ++j) {
+      Section ds((*data)[j].as_table(), fmt::format("{}.data[{}]", name, j + 1), source);
+      PhaseData pd;
+      ds.require("dir", "allowed: a directory with train.{bin,idx} and val.{bin,idx} (zaya data shards)");
+      pd.dir = ds.get_string("dir", "");
+      ZAYA_CHECK(!pd.dir.empty(), "{}: {}.data[{}].dir is empty; allowed: a directory made by `zaya data shards`",
+                 ds.where_table(), name, j + 1);
+      pd.weight = ds.get_double("weight", pd.weight, 0.0, 1e12, true);
+      ds.finish(kPhaseDataKeys);
+      for (size_t k = 0; k < p.data.size(); ++k)
+        ZAYA_CHECK(p.data[k].dir != pd.dir,
+                   "{}: {}.data[{}].dir = '{}' repeats {}.data[{}]; allowed: each dataset once per phase (raise its "
+                   "weight instead)",
+                   ds.where_table(), name, j + 1, pd.dir, name, k + 1);
+      p.data.push_back(pd);
+    }
+    s.finish(kPhaseKeys);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void apply_phase_override(toml::table& root, const std::string& assignment, const std::string& source) {
+  // phase.N.key=value
+  const size_t eq = assignment.find('=');
+  const size_t dot = assignment.find('.', 6);
+  const std::string usage = "expected phase.N.key=value with N counting the [[phase]] tables from 1, e.g. "
+                            "phase.2.tokens=1000000";
+  ZAYA_CHECK(eq != std::string::npos && dot != std::string::npos && dot < eq,
+             "{}: override '{}' is invalid; {}", source, assignment, usage);
+  const std::string index = assignment.substr(6, dot - 6), key = assignment.substr(dot + 1, eq - dot - 1);
+  char* end = nullptr;
+  const long n = std::strtol(index.c_str(), &end, 10);
+  toml::array* phases = root.get_as<toml::array>("phase");
+  const size_t count = phases == nullptr ? 0 : phases->size();
+  ZAYA_CHECK(!index.empty() && *end == '\0' && n >= 1 && size_t(n) <= count,
+             "{}: override '{}': phase '{}' is invalid; allowed: 1..{} (the config has {} [[phase]] tables)", source,
+             assignment, index, count, count);
+  ZAYA_CHECK(std::find(kPhaseKeys.begin(), kPhaseKeys.end(), key) != kPhaseKeys.end() && key != "data",
+             "{}: override '{}': unknown key '{}'; allowed: {}", source, assignment, key,
+             fmt::join(kPhaseKeys.begin(), kPhaseKeys.end() - 1, ", "));
+  const std::string value = assignment.substr(eq + 1);
+  toml::table parsed;
+  try {
+    parsed = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    parsed.insert_or_assign("v", value);  // a bare word: take it as a string (names)
+  }
+  toml::table* table = (*phases)[size_t(n - 1)].as_table();
+  ZAYA_ASSERT(table != nullptr);
+  table->insert_or_assign(key, *parsed.get("v"));
+}
+
+}  // namespace zaya
