@@ -1,5 +1,6 @@
 #include "zaya/model/attention_block.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "zaya/core/profiler.h"
@@ -42,7 +43,7 @@ BatchShape conv_pieces(const BatchShape& b) {
 }
 
 // Rows of convA's output: S + 1 per convolved sequence (two chunks per sequence under cp).
-int64_t conv_a_rows(int64_t B, int64_t S, int cp) { return cp > 1 ? B * (S + 2) : B * (S + 1); }
+int64_t conv_a_rows(int64_t B, int64_t S, int cp) { return cp > 0 ? B * (S + 2) : B * (S + 1); }
 
 }  // namespace
 
@@ -59,14 +60,14 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   a.v_TK = arena.carve(T * K);
   a.lse_BHS = arena.carve(B * c.q_heads * S);
   a.o_TQ = arena.carve(T * Q);
-  if (cp > 1) a.hist_N2P = arena.carve(2 * B * 2 * fused_width(c));
+  if (cp > 0) a.hist_N2P = arena.carve(2 * B * 2 * fused_width(c));
 }
 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads,
                              Arena& arena, int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels(), P = fused_width(c);
   CcaConvShape cs{B, S, C, c.head_dim, 0};
-  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim, S * cp};
+  AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp, 1)};
   s.c_TC = arena.carve(T * C);
   s.conv = arena.carve(2 * cca_conv_scratch_floats(cs));
   s.attn = arena.carve(attention_scratch_floats(as, threads));
@@ -79,7 +80,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   s.dc_TC = arena.carve(T * C);
   s.dqkv_TP = arena.carve(T * fused_width(c));
   s.da_BPC = arena.carve(conv_a_rows(B, S, cp) * C);
-  if (cp > 1) {
+  if (cp > 0) {
     const int64_t full = B * S * cp * K;
     s.k_full_BSK = arena.carve(full);
     s.v_full_BSK = arena.carve(full);

@@ -63,12 +63,12 @@ struct AttentionScratch {
 };
 
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).
-// seq: rows per sequence on this rank; cp: context-parallel ranks (the whole
-// sequence has seq * cp tokens).
+// seq: rows per sequence on this rank; cp: 0 without context parallelism,
+// else the ranks of the cp group (the whole sequence has seq * cp tokens).
 void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena,
-                          int cp = 1);
+                          int cp = 0);
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
-                             Arena& arena, int cp = 1);
+                             Arena& arena, int cp = 0);
 
 // out_TD = block(x_TD).
 void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,

@@ -50,13 +50,13 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   ZAYA_CHECK(B >= 1 && S_full >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S_full);
   ZAYA_CHECK(S_full <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S_full,
              c.max_position);
-  int cp_ranks = 1;
-  if (cp != nullptr && cp->size() > 1) {
+  int cp_ranks = 0;  // 0: whole sequences, no context-parallel exchanges
+  if (cp != nullptr) {
     cp_comm_ = cp;
     cp_ = make_context_parallel(*cp, S_full);  // validates the sequence length
     cp_ranks = cp->size();
   }
-  const int64_t S = S_full / cp_ranks;  // rows per sequence on this rank
+  const int64_t S = S_full / std::max(cp_ranks, 1);  // rows per sequence on this rank
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
   rope_.build(S_full, c.rotary_dim(), c.rope_theta);
   pos_T_.resize(T);

@@ -69,9 +69,10 @@ class ModelWorkspace {
   // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
   // skips the backward scratch. ep: the expert-parallel group when the model's
   // experts are spread over ranks (null: this rank holds all of them). cp: the
-  // context-parallel group sharing the same sequences (null or one rank: whole
-  // sequences here); each of its ranks then holds max_seq / cp tokens of every
-  // sequence (model/context_parallel.h).
+  // context-parallel group sharing the same sequences (null: whole sequences
+  // here); each of its ranks then holds max_seq / cp tokens of every sequence
+  // (model/context_parallel.h). A group of one rank runs the same exchanges
+  // with itself (tests).
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
                  Comm* cp = nullptr);
 

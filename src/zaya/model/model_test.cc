@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zaya/core/rng.h"
+#include "zaya/dist/comm.h"
 #include "zaya/model/test_config.h"
 
 namespace zaya {
@@ -89,6 +90,44 @@ TEST(Model, DirectionalDerivativesMatchFiniteDifferences) {
     ++checked;
   }
   EXPECT_GT(checked, 50);
+}
+
+// The context-parallel path on a group of one rank (its two chunks, the halo
+// and the K/V gather as copies to itself) computes what the plain path does:
+// the exchanges' bookkeeping, checked in one process (and under the
+// sanitizers); tests/mpi/context_parallel_test.cc checks 2 to 4 ranks.
+TEST(Model, ContextParallelPathOnOneRankMatchesPlainPath) {
+  ZayaConfig c = test_config();
+  ZayaModel model(c);
+  model.init(5);
+  float* p = model.param_data();
+  const int64_t n = model.params().total_floats();
+  for (int64_t i = 0; i < n; ++i) p[i] += 0.05f * normal01(78, 1, i);
+  const int64_t B = 2, S = 20;
+  std::vector<int32_t> ids(B * S), targets(B * S);
+  for (int64_t i = 0; i < B * S; ++i) {
+    ids[i] = int32_t((i * 17 + 2) % c.real_vocab_size);
+    targets[i] = int32_t((i * 7 + 3) % c.real_vocab_size);
+  }
+  auto self = make_self_comm();
+  ModelWorkspace plain(c, B, S, true), split(c, B, S, true, nullptr, self.get());
+  std::vector<float> g_plain(n, 0.0f), g_split(n, 0.0f);
+  ModelWeights gp = bind_weights(c, model.params(), g_plain.data());
+  ModelWeights gs = bind_weights(c, model.params(), g_split.data());
+  LossParts lp = model_forward(model, plain, ids.data(), targets.data(), B, S, {});
+  LossParts ls = model_forward(model, split, ids.data(), targets.data(), B, S, {});
+  EXPECT_NEAR(ls.xent_sum, lp.xent_sum, 1e-6 * std::fabs(lp.xent_sum));
+  for (int64_t i = 0; i < B * S * c.vocab_size; ++i) ASSERT_NEAR(split.logits()[i], plain.logits()[i], 1e-5) << i;
+  model_backward(model, plain, gp, 1.0f / float(B * S), 1.0f, {});
+  model_backward(model, split, gs, 1.0f / float(B * S), 1.0f, {});
+  for (const ParamEntry& e : model.params().entries()) {
+    double diff = 0, norm = 0;
+    for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      diff += double(g_split[i] - g_plain[i]) * double(g_split[i] - g_plain[i]);
+      norm += double(g_plain[i]) * g_plain[i];
+    }
+    EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-8) << e.name;
+  }
 }
 
 }  // namespace
