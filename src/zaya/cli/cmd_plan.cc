@@ -44,10 +44,12 @@ void run_plan(const PlanCliOptions &o) {
   fmt::print("zaya plan: {} ({:.2f}B params, {:.2f}B active) on {} ({})\n",
              o.common.model, counts.total / 1e9, counts.active / 1e9, p.name,
              p.description);
-  fmt::print("  layout: {} device(s) = dp {} x ep {}, micro-batch {} x seq {} "
+  fmt::print("  layout: {} device(s) = dp {} x ep {}{}, micro-batch {} x seq {} "
              "x accum {} = {} tokens/step "
              "({} sequences), {} GEMMs, Muon {}\n",
-             L.world, L.dp(), L.ep, L.micro_batch, L.seq_len, L.grad_accum,
+             L.world, L.dp(), L.ep,
+             L.cp > 1 ? fmt::format(" x cp {}", L.cp) : "", L.micro_batch,
+             L.seq_len, L.grad_accum,
              L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype,
              L.muon
                  ? fmt::format("on ({} NS steps, {})", L.ns_steps, L.ns_dtype)
@@ -67,9 +69,12 @@ void run_plan(const PlanCliOptions &o) {
   if (L.world > 1)
     fmt::print("  communication        reduce-scatter {:.4f} s (exposed {:.4f} "
                "s), all-gather {:.4f} s, expert "
-               "all-to-all {:.4f} s\n",
+               "all-to-all {:.4f} s{}\n",
                r.grad_reduce, r.grad_reduce_exposed, r.param_gather,
-               r.expert_all_to_all);
+               r.expert_all_to_all,
+               L.cp > 1 ? fmt::format(", context-parallel K/V {:.4f} s",
+                                      r.context_parallel)
+                        : "");
   fmt::print("  step                 {:10.4f} s   {:.0f} tokens/s (all "
              "devices)   MFU {:.1f}% of {:.0f} GFLOP/s "
              "{} ({})\n",
@@ -160,6 +165,7 @@ void run_plan(const PlanCliOptions &o) {
          {{"world", L.world},
           {"dp", L.dp()},
           {"ep", L.ep},
+          {"cp", L.cp},
           {"micro_batch", L.micro_batch},
           {"seq_len", L.seq_len},
           {"grad_accum", L.grad_accum},
@@ -175,6 +181,7 @@ void run_plan(const PlanCliOptions &o) {
           {"grad_reduce_exposed_seconds", r.grad_reduce_exposed},
           {"param_gather_seconds", r.param_gather},
           {"expert_all_to_all_seconds", r.expert_all_to_all},
+          {"context_parallel_seconds", r.context_parallel},
           {"step_seconds", r.step},
           {"tokens_per_second", r.tokens_per_second},
           {"mfu", r.mfu}}},

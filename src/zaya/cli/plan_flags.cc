@@ -14,9 +14,12 @@ void add_plan_common_options(CLI::App &cmd, PlanCommonOptions &o) {
   cmd.add_option(
       "--gemm-table", o.gemm_tables,
       "`zaya bench gemm --json` files to take GEMM times from first");
-  cmd.add_option("--world", o.world, "devices (ranks) = dp x ep")
+  cmd.add_option("--world", o.world, "devices (ranks) = dp x ep x cp")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cmd.add_option("--ep", o.ep, "expert-parallel ranks")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cmd.add_option("--cp", o.cp,
+                 "context-parallel ranks (each sequence split over them)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cmd.add_option(
          "--micro-batch", o.micro_batch,

@@ -22,6 +22,15 @@ TEST(MemoryModel, ShardsOptimizerStateAndScalesActivations) {
   EXPECT_NEAR(one.weights, one.params_held * 2, 1); // bf16 copy
   L.micro_batch = 2;
   EXPECT_NEAR(predict_memory(c, L).activations, 2 * many.activations, 1);
+  // Context parallelism: 1/cp of the tokens' activations and logits per rank,
+  // plus one layer's whole-sequence K/V buffers.
+  L.micro_batch = 1;
+  L.cp = 4;
+  const MemoryPrediction cp = predict_memory(c, L);
+  const double kv = 6.0 * 4096 * double(c.kv_width()) * 4;
+  EXPECT_NEAR(cp.activations, many.activations / 4 + kv, 1);
+  EXPECT_NEAR(cp.logits, many.logits / 4, 1);
+  EXPECT_EQ(cp.optimizer, many.optimizer);  // dense over the world, experts over dp x cp: the same shards
 }
 
 TEST(LatencyModel, CcaCompressesTheKvCacheAndDecodeIsBandwidthBound) {

@@ -49,15 +49,22 @@ MemoryPrediction predict_memory(const ZayaConfig &c, const TrainLayout &L) {
       adam += double(e.numel);
     }
   }
-  const double share = (dense / double(L.world) + expert / double(L.dp())) /
+  const double share =
+      (dense / double(L.world) + expert / double(L.expert_replicas())) /
                        std::max(1.0, m.params_held);
   m.optimizer =
       share * (muon * 4 + adam * 8 + (mixed ? m.params_held * 4 : 0)) +
       biggest * 4;
-  const double T = double(L.micro_batch * L.seq_len);
+  // This rank's tokens: 1/cp of each sequence under context parallelism, plus
+  // one layer's whole-sequence K/V, their gradients and the gather staging
+  // (model/attention_block.h: 6 buffers of B x S x kv_width floats).
+  const double T = double(L.micro_batch * L.seq_len) / double(L.cp);
   const double act_bytes = mixed ? 2 : 4;
   m.activations = T * double(c.num_blocks) *
                   activation_floats_per_token(c, L.skip_fraction) * act_bytes;
+  if (L.cp > 1)
+    m.activations +=
+        6 * double(L.micro_batch * L.seq_len) * double(c.kv_width()) * 4;
   // f32 logits and their gradient (zaya_high_prec), plus loss / log-sum-exp
   // rows.
   m.logits = T * double(c.vocab_size) * 4 * 2;

@@ -31,6 +31,7 @@ PlanSetup setup_plan(const PlanCommonOptions &o) {
   TrainLayout &L = s.layout;
   L.world = o.world;
   L.ep = o.ep;
+  L.cp = o.cp;
   L.micro_batch = o.micro_batch > 0 ? o.micro_batch : (gpu ? 1 : 8);
   L.seq_len = o.seq_len > 0 ? o.seq_len : (gpu ? 4096 : 256);
   L.dtype = o.dtype.empty() ? (gpu ? "bf16" : "f32") : o.dtype;
@@ -51,11 +52,14 @@ PlanSetup setup_plan(const PlanCommonOptions &o) {
   if (o.global_batch > 0) {
     ZAYA_CHECK(o.grad_accum == 0,
                "give --global-batch or --grad-accum, not both");
-    const int64_t per_micro = L.world * L.micro_batch;
+    ZAYA_CHECK(L.cp >= 1 && L.world % L.cp == 0,
+               "--cp = {} is invalid; allowed: a divisor of --world ({})", L.cp,
+               L.world);
+    const int64_t per_micro = L.data_ranks() * L.micro_batch;
     ZAYA_CHECK(o.global_batch % per_micro == 0,
-               "--global-batch = {} is invalid; allowed: a multiple of world x "
-               "micro-batch = {} x {} = {}",
-               o.global_batch, L.world, L.micro_batch, per_micro);
+               "--global-batch = {} is invalid; allowed: a multiple of world / "
+               "cp x micro-batch = {} x {} = {}",
+               o.global_batch, L.data_ranks(), L.micro_batch, per_micro);
     L.grad_accum = o.global_batch / per_micro;
   } else {
     L.grad_accum = o.grad_accum > 0 ? o.grad_accum : 1;

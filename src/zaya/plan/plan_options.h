@@ -19,7 +19,7 @@ struct PlanCommonOptions {
   std::string model = "zaya1-base"; // preset, config.json or model directory
   std::vector<std::string> gemm_tables; // `zaya bench gemm --json` files
                                         // searched before the profile's table
-  int64_t world = 1, ep = 1;
+  int64_t world = 1, ep = 1, cp = 1;
   int64_t micro_batch = 0, seq_len = 0; // 0: 1 x 4096 on GPUs, 8 x 256 on CPUs
                                         // (zaya bench train's default)
   int64_t grad_accum = 0;               // 0: from --global-batch, else 1

@@ -81,6 +81,14 @@ void TrainLayout::validate(const ZayaConfig &c,
   ZAYA_CHECK(ep >= 1 && world % ep == 0,
              "--ep = {} is invalid; allowed: a divisor of --world ({})", ep,
              world);
+  ZAYA_CHECK(cp >= 1 && world % (ep * cp) == 0,
+             "--cp = {} is invalid; allowed: world / ep ({}) a multiple of cp",
+             cp, world / ep);
+  ZAYA_CHECK(cp == 1 || (seq_len % (2 * cp) == 0 && seq_len >= 4 * cp),
+             "--seq-len = {} does not fit --cp = {}; allowed: a multiple of 2 "
+             "x cp = {} and at least {} (two chunks of at least 2 tokens per "
+             "rank)",
+             seq_len, cp, 2 * cp, 4 * cp);
   ZAYA_CHECK(
       c.experts % ep == 0,
       "--ep = {} is invalid; allowed: a divisor of the expert count ({})", ep,
@@ -113,27 +121,37 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
     GemmTime t;
     t.gemm = g;
     t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep,
-                             t.estimate);
+                             t.estimate) /
+                double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
     r.gemms.push_back(std::move(t));
   }
   const double act_bytes = L.dtype == "bf16" ? 2 : 4;
   r.stream = model_stream_work(c, L.micro_batch, L.seq_len, L.ep,
                                L.skip_fraction, true)
-                 .seconds(p, act_bytes);
+                 .seconds(p, act_bytes) /
+             double(L.cp);
+  if (L.cp > 1)
+    r.notes.push_back(fmt::format(
+        "cp {}: each rank takes 1/{} of every GEMM, timed at the whole "
+        "sequence's shapes (the smaller shapes' efficiency is not modelled)",
+        L.cp, L.cp));
   const double micro = r.gemm_fwd + r.gemm_bwd + r.stream;
   r.compute = double(L.grad_accum) * micro;
 
-  // Optimizer: the busiest rank's ZeRO-1 shard (whole tensors per rank).
-  const int64_t dp = L.dp(), per_rank = c.experts / L.ep;
+  // Optimizer: the busiest rank's ZeRO-1 shard (whole tensors per rank);
+  // experts are sharded over the dp x cp ranks holding them.
+  const int64_t dp = L.expert_replicas(), per_rank = c.experts / L.ep;
   std::map<std::pair<int64_t, int64_t>, double> ns_cache;
   for (int64_t ep_rank = 0; ep_rank < std::min<int64_t>(L.ep, 2);
        ++ep_rank) { // ep ranks are alike up to expert ids
     const ParamTable table(c, true, ExpertRange{ep_rank * per_rank, per_rank});
     // dp ranks differ by shard; look at every one (a few thousand entries,
-    // cheap).
+    // cheap). Rank g of the expert group is dp replica g / cp, cp rank g % cp
+    // (dist/mesh.h: world rank = (dp_rank x ep + ep_rank) x cp + cp_rank).
     for (int64_t dp_rank = 0; dp_rank < dp; ++dp_rank) {
-      const int64_t world_rank = dp_rank * L.ep + ep_rank;
+      const int64_t world_rank =
+          (dp_rank / L.cp * L.ep + ep_rank) * L.cp + dp_rank % L.cp;
       std::vector<size_t> owned =
           L.world > 1 ? zero_owned_entries(table, int(world_rank), int(L.world),
                                            int(dp_rank), int(dp))
@@ -193,10 +211,19 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
     r.grad_reduce =
         add("reduce_scatter", L.world, dense * L.grad_bytes, buckets) +
         add("reduce_scatter", dp, expert * L.grad_bytes, buckets);
+    if (L.cp > 1) {
+      // Whole-sequence K and V of every attention layer (f32, as gathered).
+      const double kv = double(T) * double(c.kv_width()) * 4;
+      r.context_parallel =
+          double(L.grad_accum) * double(c.num_blocks) *
+          (4 * add("all_gather", L.cp, kv, 1) +
+           2 * add("reduce_scatter", L.cp, kv, 1));
+    }
     r.param_gather = add("all_gather", L.world, dense * L.param_bytes, 1) +
                      add("all_gather", dp, expert * L.param_bytes, 1);
     if (L.ep > 1) {
-      const double rows = double(T) * double(c.top_k) * (1 - L.skip_fraction);
+      const double rows = double(T) / double(L.cp) * double(c.top_k) *
+                          (1 - L.skip_fraction);
       r.expert_all_to_all =
           double(L.grad_accum) * 4 * double(c.num_blocks) *
           add("all_to_all", L.ep, rows * double(c.hidden) * act_bytes, 1);
@@ -206,14 +233,15 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
     r.grad_reduce_exposed =
         overlap ? std::max(0.0, r.grad_reduce - r.gemm_bwd) : r.grad_reduce;
   }
-  r.step = r.compute + r.expert_all_to_all + r.optimizer_gemm +
+  r.step = r.compute + r.expert_all_to_all + r.context_parallel +
+           r.optimizer_gemm +
            r.optimizer_stream + r.grad_reduce_exposed + r.param_gather;
 
   const double routed = double(c.num_blocks) * double(T) * double(c.top_k) *
                         (1 - L.skip_fraction);
   r.model_flops_per_rank =
       3 * model_forward_flops(c, L.micro_batch, L.seq_len, routed) *
-      double(L.grad_accum);
+      double(L.grad_accum) / double(L.cp);
   r.peak_gflops = p.peak_gflops(L.dtype);
   r.mfu = r.model_flops_per_rank / r.step / (r.peak_gflops * 1e9);
   r.tokens_per_second = double(L.tokens_per_step()) / r.step;

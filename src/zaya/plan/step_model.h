@@ -1,15 +1,24 @@
 #pragma once
 // Training step time on a hardware profile (docs/plan.md): for a config and a
-// layout (world = dp x ep ranks, micro-batch, sequence length, accumulation)
+// layout (world = dp x ep x cp ranks, micro-batch, sequence length, accumulation)
 //
 //   compute   = accum x (every forward/backward GEMM of a micro-batch, from
 //               GemmModel + the bandwidth-bound ops, stream_ops.h)
 //   optimizer = the busiest rank's ZeRO-1 shard: Muon's Newton-Schulz GEMMs
 //               + element-wise updates (dist/zero.h assigns whole tensors)
 //   comm      = ZeRO-1 gradient reduce-scatter (dense region over the world,
-//               expert region over dp) + parameter all-gather, and with ep > 1
-//               four all-to-alls per MoE layer and micro-batch (dispatch and
-//               combine, forward and backward)
+//               expert region over the dp x cp ranks holding the same
+//               experts) + parameter all-gather, with ep > 1 four all-to-alls
+//               per MoE layer and micro-batch (dispatch and combine, forward
+//               and backward), and with cp > 1 per attention layer and
+//               micro-batch the K/V all-gathers (2 forward, 2 backward) and
+//               the reduce-scatters of their gradients (2)
+//
+// Context parallelism gives each rank 1/cp of every GEMM of a micro-batch
+// (rows of the token-wise ones, balanced attention pairs under zig-zag:
+// model/context_parallel.h); the GEMMs are timed at the whole sequence's
+// shapes and divided by cp, so the lower efficiency of the smaller shapes is
+// not modelled (a note says so).
 //   step      = compute + optimizer + exposed comm, where the reduce-scatter
 //               hides behind the last micro-batch's backward when `overlap`
 //
@@ -30,6 +39,7 @@ namespace zaya {
 struct TrainLayout {
   int64_t world = 1; // devices (ranks)
   int64_t ep = 1;
+  int64_t cp = 1;    // context-parallel ranks: each sequence split over them
   int64_t micro_batch = 8, seq_len = 256, grad_accum = 1;
   std::string dtype = "f32";     // forward/backward GEMMs
   std::string ns_dtype = "bf16"; // Muon's Newton-Schulz GEMMs
@@ -40,9 +50,13 @@ struct TrainLayout {
                     // auto (GPUs yes, CPUs no)
   double grad_bytes = 4;  // bytes per gradient element reduced
   double param_bytes = 4; // bytes per parameter element gathered
-  int64_t dp() const { return world / ep; }
+  // Data-parallel replicas; the ranks holding the same experts (dp x cp).
+  int64_t dp() const { return world / (ep * cp); }
+  int64_t expert_replicas() const { return world / ep; }
+  // Ranks reading distinct sequences (every rank of a cp group shares them).
+  int64_t data_ranks() const { return world / cp; }
   int64_t tokens_per_step() const {
-    return world * micro_batch * seq_len * grad_accum;
+    return data_ranks() * micro_batch * seq_len * grad_accum;
   }
   // Throws naming the flag on an impossible layout (ep not dividing experts or
   // world, ...).
@@ -61,6 +75,7 @@ struct StepPrediction {
   double optimizer_gemm = 0, optimizer_stream = 0;
   double grad_reduce = 0, grad_reduce_exposed = 0, param_gather = 0,
          expert_all_to_all = 0;
+  double context_parallel = 0; // K/V all-gathers and reduce-scatters (cp > 1)
   double step = 0;
   double tokens_per_second = 0;    // all ranks
   double model_flops_per_rank = 0; // per step

@@ -64,14 +64,53 @@ TEST(StepModel, ZeroOneShardsTheOptimizerAndAddsCollectives) {
   EXPECT_GT(ep.expert_all_to_all, 0);
 }
 
+// Context parallelism: the same global batch (2 ranks, one sequence, cp 2)
+// takes half of every GEMM per rank, adds the K/V gathers and halves the
+// model FLOPs per rank; tokens per step count the sequence once.
+TEST(StepModel, ContextParallelSplitsTheComputeAndAddsKvCollectives) {
+  const GemmModel g(*find_builtin_profile("mi300x-pollara"));
+  const ZayaConfig c = preset_config("zaya1-base");
+  TrainLayout L = gpu_layout();
+  L.seq_len = 32768;
+  const StepPrediction one = predict_step(c, L, g);
+  L.world = 2;
+  L.cp = 2;
+  const StepPrediction cp = predict_step(c, L, g);
+  EXPECT_EQ(L.tokens_per_step(), 32768);
+  EXPECT_EQ(L.dp(), 1);
+  EXPECT_EQ(L.expert_replicas(), 2);
+  EXPECT_NEAR(cp.gemm_fwd, one.gemm_fwd / 2, 1e-9 * one.gemm_fwd);
+  EXPECT_NEAR(cp.compute, one.compute / 2, 1e-9 * one.compute);
+  EXPECT_NEAR(cp.model_flops_per_rank, one.model_flops_per_rank / 2, 1);
+  EXPECT_GT(cp.context_parallel, 0);
+  EXPECT_NEAR(cp.step,
+              cp.compute + cp.context_parallel + cp.optimizer_gemm + cp.optimizer_stream +
+                  cp.grad_reduce_exposed + cp.param_gather,
+              1e-9 * cp.step);
+  EXPECT_EQ(one.context_parallel, 0);
+}
+
 TEST(StepModel, RejectsImpossibleLayouts) {
   const GemmModel g(*find_builtin_profile("h100"));
   TrainLayout L = gpu_layout();
   L.world = 6;
   L.ep = 4;
   EXPECT_THROW(predict_step(preset_config("small"), L, g), Error);
-  L.world = 4096;
+  L.world = 4;
   L.ep = 1;
+  L.cp = 3;  // not a divisor of the world
+  EXPECT_THROW(predict_step(preset_config("small"), L, g), Error);
+  L.cp = 4;
+  L.seq_len = 1004;  // not a multiple of 2 x cp
+  try {
+    predict_step(preset_config("small"), L, g);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("--seq-len = 1004 does not fit --cp = 4"), std::string::npos) << e.what();
+  }
+  L.cp = 1;
+  L.seq_len = 1024;
+  L.world = 4096;
   try {
     predict_step(preset_config("small"), L, g);
     FAIL() << "no error";
