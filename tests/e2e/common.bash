@@ -66,12 +66,18 @@ write_ft_config() {
   printf '[checkpoint]\nevery = 3\n' >>"$WORK/$1"
 }
 
-# expect_same_training REF RUN IDS_JSON STEPS: the run in $WORK/RUN logged STEPS
-# losses within 1e-3 nats of $WORK/REF's, the same last validation loss, and
-# its final weights score IDS_JSON within 1e-3 of REF's (float32 sums in
-# another order: layouts agree closely, not bitwise).
+# expect_same_training REF RUN IDS_JSON STEPS: the run in $WORK/RUN logged the
+# same first-step gradient norm as $WORK/REF (same weights, same batch: within
+# 1e-4 relative), STEPS losses within 1e-3 nats of REF's, the same last
+# validation loss, and its final weights score IDS_JSON within 1e-3 of REF's
+# (float32 sums in another order: layouts agree closely, not bitwise).
 expect_same_training() {
   local ref=$1 run=$2 ids=$3 steps=$4
+  local g1 g2
+  g1=$(grep -o '"grad_norm":[0-9.e+-]*' "$WORK/$ref/metrics.jsonl" | head -1 | cut -d: -f2)
+  g2=$(grep -o '"grad_norm":[0-9.e+-]*' "$WORK/$run/metrics.jsonl" | head -1 | cut -d: -f2)
+  awk -v a="$g1" -v b="$g2" 'BEGIN { d = (a - b) / a; if (d < 0) d = -d; exit !(a > 0 && d < 1e-4) }' ||
+    fail "$run: first-step gradient norm $g2, $ref's $g1"
   paste <(losses "$WORK/$ref/metrics.jsonl") <(losses "$WORK/$run/metrics.jsonl") |
     awk -v L="$run" -v N="$steps" '{ d = $1 - $2; if (d < 0) d = -d; if (d > max) max = d }
       END { printf "%s: largest loss difference over %d steps %.2e\n", L, NR, max; exit !(NR == N && max < 1e-3) }' ||
