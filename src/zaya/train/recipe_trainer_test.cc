@@ -174,6 +174,54 @@ TEST(RecipeTrainer, RollsBackWithinAndAcrossPhases) {
   }
 }
 
+// The spike detector compares a step with the recent steps of its own phase:
+// a new sequence length, RoPE base or mixture moves the loss and gradient
+// norm by design (a full small-recipe run skipped the first long-context steps
+// as "spikes" and gave up before this).
+TEST(RecipeTrainer, SpikeDetectorStartsOverInEachPhase) {
+  RecipeFixture f;
+  TrainConfig c = f.config("spikes");
+  Trainer t(c, options(5));
+  t.run();
+  EXPECT_EQ(t.spike_window_steps(), 1);  // step 5 only: phase 2 began after step 4
+  Trainer u(c, options());
+  u.resume_from(CheckpointReader::open(c.checkpoint_dir() + "/step_00000005"));
+  u.run();
+  EXPECT_EQ(u.spike_window_steps(), 3);  // steps 5..7, restored and continued
+}
+
+// A rollback from phase 2 to a checkpoint of phase 1 skips phase 2's bad
+// batches when the run enters it again, as within a phase: the step after the
+// checkpoint trains on other data than in a run without the fault.
+TEST(RecipeTrainer, RollbackIntoAnEarlierPhaseSkipsTheBadBatches) {
+  RecipeFixture f;
+  TrainConfig clean = f.config("clean");
+  clean.checkpoint.every = 4;
+  Trainer ref(clean, options());
+  ref.run();
+  TrainConfig c = f.config("faulty");
+  c.checkpoint.every = 4;
+  c.ft.rollback_after = 1;
+  set_fault_plan("nan:rank=0,step=5");
+  Trainer t(c, options());
+  t.run();
+  set_fault_plan("");
+  EXPECT_EQ(t.step(), 7);
+  auto loss_at = [](const std::string& metrics, int64_t step) {
+    std::istringstream in(testing::read_file(metrics));
+    const std::string key = fmt::format("{{\"step\":{},\"loss\":", step);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
+    return -1.0;
+  };
+  const double want = loss_at(clean.run.out_dir + "/metrics.jsonl", 5);
+  const double got = loss_at(c.run.out_dir + "/metrics.jsonl", 5);
+  ASSERT_GT(want, 0);
+  ASSERT_GT(got, 0);
+  EXPECT_NE(got, want);  // step 5's batch (the bad one) was skipped
+  EXPECT_EQ(count_lines(c.run.out_dir + "/incidents.jsonl", "\"event\":\"rollback\""), 1);
+}
+
 TEST(RecipeTrainer, RejectsDatasetsOfDifferentVocabularies) {
   RecipeFixture f;
   std::filesystem::create_directories(f.dir.file("c"));

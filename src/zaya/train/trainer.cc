@@ -687,9 +687,13 @@ void Trainer::rollback() {
   const size_t bad_phase = phase_;
   run_collectively(mesh_->world(), "rolling back to " + path, [&] { resume_from(CheckpointReader::open(path)); });
   // Continue with the data after the offending window: the batches of steps
-  // (checkpoint, bad] are not seen again (a checkpoint in an earlier recipe
-  // phase replays that phase's data from the checkpoint instead).
-  if (phase_ == bad_phase) train_data_->set_state(data);
+  // (checkpoint, bad] are not seen again. A checkpoint in an earlier recipe
+  // phase replays that phase from the checkpoint, and the bad phase, when the
+  // run enters it again, starts after its bad batches.
+  if (phase_ == bad_phase)
+    train_data_->set_state(data);
+  else
+    data_after_rollback_.emplace(bad_phase, data);
   incident("rollback", fmt::format("{} consecutive skipped steps up to step {}: rolled back to {} (step {}) and "
                                    "skipped the data of steps {}..{}",
                                    config_.ft.rollback_after, bad, path, step_, step_ + 1, bad));
@@ -796,6 +800,15 @@ TrainSummary Trainer::run() {
   while (step_ < last_step) {
     if (phase_ + 1 < plans_.size() && step_ >= plans_[phase_ + 1].first_step) {
       enter_phase(phase_at_step(plans_, step_));
+      // A new sequence length, RoPE base or mixture moves the loss and the
+      // gradient norm by design: the spike detector starts over (it judges
+      // again after ft.spike_warmup accepted steps of the new phase).
+      window_count_ = 0;
+      if (data_after_rollback_ && data_after_rollback_->first == phase_) {
+        // Rolled back into the previous phase: skip this phase's bad batches now.
+        train_data_->set_state(data_after_rollback_->second);
+        data_after_rollback_.reset();
+      }
       announce_phase();
     }
     heartbeat_.beat("step", step_ + 1);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,8 @@ class Trainer {
 
   // The phase the run is in (recipe.h; 0 without [[phase]] tables) and the plan of every phase.
   size_t phase() const { return phase_; }
+  // Accepted steps in the spike detector's window (it starts over in each recipe phase).
+  int64_t spike_window_steps() const { return std::min<int64_t>(window_count_, kWindow); }
   const std::vector<PhasePlan>& phases() const { return plans_; }
 
   // Per-MoE-layer routing statistics of the last step.
@@ -183,6 +186,9 @@ class Trainer {
   // the datasets of all phases, and train_data_ as a mixture (null without phases or with synthetic data).
   std::vector<PhasePlan> plans_;
   size_t phase_ = 0;
+  // After a rollback into an earlier phase: the data position the bad phase
+  // resumes from when the run enters it again.
+  std::optional<std::pair<size_t, SamplerState>> data_after_rollback_;
   std::unique_ptr<RecipeData> recipe_data_;
   MixtureBatchSource* mixture_ = nullptr;
 };
