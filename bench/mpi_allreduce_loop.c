@@ -32,9 +32,12 @@ static size_t parse_size(const char* s) {
   char* end = NULL;
   double v = strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024.0; break;
-    case 'M': case 'm': v *= 1048576.0; break;
-    case 'G': case 'g': v *= 1073741824.0; break;
+    case 'K':
+    case 'k': v *= 1024.0; break;
+    case 'M':
+    case 'm': v *= 1048576.0; break;
+    case 'G':
+    case 'g': v *= 1073741824.0; break;
     default: break;
   }
   return (size_t)v;
@@ -54,7 +57,9 @@ int main(int argc, char** argv) {
       case 'R': rotate = atoi(optarg); break;
       case 'I': nonblocking = atoi(optarg); break;
       default:
-        fprintf(stderr, "usage: %s [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-R rotate 0|1] [-I nonblocking 0|1]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-R rotate 0|1] [-I nonblocking 0|1]\n",
+                argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }

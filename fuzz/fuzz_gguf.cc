@@ -62,8 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!zaya::ggml_type_is_float(t.type)) continue;
       values.resize(static_cast<size_t>(t.numel));
       zaya::gguf_convert_to_f32(kLabel, t.name, t.type,
-                                std::span<const uint8_t>(data + layout.data_offset + t.offset, t.nbytes),
-                                values.data(), static_cast<uint64_t>(t.numel));
+                                std::span<const uint8_t>(data + layout.data_offset + t.offset, t.nbytes), values.data(),
+                                static_cast<uint64_t>(t.numel));
     }
     // The ZAYA view of the same file: config from metadata, then the tensor set.
     expect_error_or_value([&] {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package zaya.cpp needs to build, test and run
-# (clang and its runtimes are for the fuzz targets of scripts/test.sh).
+# (clang and its runtimes are for the fuzz targets of scripts/test.sh, clang-format for its style check).
 # Usage: sudo scripts/setup-debian.sh [--dev]
 #   --dev  also installs what only developers need: python3-torch (to
 #          regenerate the golden files, tools/make_golden.py, and for the
@@ -19,7 +19,7 @@ packages=(
   libsentencepiece-dev sentencepiece
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   gnuplot-nox
-  clang libclang-rt-14-dev libomp-dev
+  clang libclang-rt-14-dev libomp-dev clang-format
   python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)
 )
 if [[ "${1:-}" == "--dev" ]]; then

@@ -4,10 +4,10 @@
 // and all_to_all_v follows an imbalanced traffic matrix.
 #include <gtest/gtest.h>
 
+#include "tests/mpi/mpi_test_env.h"
 #include "zaya/bench/comm_bench.h"
 #include "zaya/bench/comm_split.h"
 #include "zaya/core/error.h"
-#include "tests/mpi/mpi_test_env.h"
 
 namespace zaya {
 namespace {
@@ -66,8 +66,8 @@ TEST(BenchComm, EveryOpAndTypeOfAllReduceVerifies) {
     for (ReduceOp op : all_reduce_ops()) {
       if (!comm_combination_valid(Collective::kAllReduce, t, op)) continue;
       EXPECT_EQ(total_wrong(bench.run(Collective::kAllReduce, t, op)), 0) << dtype_name(t) << " " << reduce_op_name(op);
-      EXPECT_EQ(total_wrong(bench.run(Collective::kReduceScatter, t, op)), 0) << dtype_name(t) << " "
-                                                                               << reduce_op_name(op);
+      EXPECT_EQ(total_wrong(bench.run(Collective::kReduceScatter, t, op)), 0)
+          << dtype_name(t) << " " << reduce_op_name(op);
     }
 }
 

@@ -6,9 +6,9 @@
 #include <numeric>
 #include <vector>
 
+#include "tests/mpi/mpi_test_env.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
-#include "tests/mpi/mpi_test_env.h"
 
 namespace zaya {
 namespace {

@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <vector>
 
+#include "tests/mpi/mpi_test_env.h"
 #include "zaya/core/rng.h"
 #include "zaya/model/model.h"
 #include "zaya/model/test_config.h"
-#include "tests/mpi/mpi_test_env.h"
 
 namespace zaya {
 namespace {
@@ -97,8 +97,8 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S) {
   }
   EXPECT_GT(checked, 50);
   if (world().rank() == 0)
-    std::printf("cp %d, B %lld x S %lld: worst relative gradient difference %.2e, logits %.2e\n", cp_size,
-                (long long)B, (long long)S, worst, max_err / max_abs);
+    std::printf("cp %d, B %lld x S %lld: worst relative gradient difference %.2e, logits %.2e\n", cp_size, (long long)B,
+                (long long)S, worst, max_err / max_abs);
 }
 
 TEST(ContextParallel, LossAndGradientsMatchOneRank) {
@@ -106,7 +106,7 @@ TEST(ContextParallel, LossAndGradientsMatchOneRank) {
   for (int cp = 2; cp <= n; ++cp) {
     if (n % cp != 0) continue;
     check_cp_matches_single_rank(cp, 2, 12 * cp);  // chunks of 6 tokens
-    check_cp_matches_single_rank(cp, 1, 4 * cp);                      // the shortest: 2 tokens per chunk
+    check_cp_matches_single_rank(cp, 1, 4 * cp);   // the shortest: 2 tokens per chunk
   }
 }
 

@@ -3,8 +3,8 @@
 // any rank's failure (mpirun then fails too).
 #include <gtest/gtest.h>
 
-#include "zaya/dist/comm.h"
 #include "tests/mpi/mpi_test_env.h"
+#include "zaya/dist/comm.h"
 
 namespace zaya::testing {
 Comm* g_world = nullptr;

@@ -131,25 +131,17 @@ void CommBench::issue(const CommRun& run, Buffers& b, bool in_place, size_t shif
   uint8_t* v = b.recv.get() + shift;
   const size_t block = size_t(count) * b.elem;
   switch (run.coll) {
-    case Collective::kAllReduce:
-      group_.all_reduce(in_place ? v : s, v, size_t(count), t, run.op);
-      break;
-    case Collective::kReduce:
-      group_.reduce(in_place ? v : s, v, size_t(count), t, run.op, run.root);
-      break;
+    case Collective::kAllReduce: group_.all_reduce(in_place ? v : s, v, size_t(count), t, run.op); break;
+    case Collective::kReduce: group_.reduce(in_place ? v : s, v, size_t(count), t, run.op, run.root); break;
     case Collective::kReduceScatter:
-      if (in_place) group_.reduce_scatter(v, v + size_t(r) * block, size_t(count), t, run.op);
-      else group_.reduce_scatter(s, v, size_t(count), t, run.op);
+      if (in_place)
+        group_.reduce_scatter(v, v + size_t(r) * block, size_t(count), t, run.op);
+      else
+        group_.reduce_scatter(s, v, size_t(count), t, run.op);
       break;
-    case Collective::kAllGather:
-      group_.all_gather(in_place ? v + size_t(r) * block : s, v, size_t(count), t);
-      break;
-    case Collective::kBroadcast:
-      group_.broadcast(v, size_t(count), t, run.root);
-      break;
-    case Collective::kAllToAll:
-      group_.all_to_all(s, v, size_t(count), t);
-      break;
+    case Collective::kAllGather: group_.all_gather(in_place ? v + size_t(r) * block : s, v, size_t(count), t); break;
+    case Collective::kBroadcast: group_.broadcast(v, size_t(count), t, run.root); break;
+    case Collective::kAllToAll: group_.all_to_all(s, v, size_t(count), t); break;
     case Collective::kAllToAllV:
       group_.all_to_all_v(s, b.sc.data(), b.sd.data(), v, b.rc.data(), b.rd.data(), t);
       break;
@@ -175,8 +167,10 @@ int64_t CommBench::verify(const CommRun& run, Buffers& b, bool in_place, uint64_
   std::memset(recv, 0xA5, b.capacity);
   const bool drop = options_.fault == CommFault::kDropRank && r == n - 1;
   auto input = [&](uint8_t* buf, uint64_t first, int64_t elems) {
-    if (drop) std::memset(buf, 0, size_t(elems) * e);
-    else data.fill_input(buf, r, first, elems);
+    if (drop)
+      std::memset(buf, 0, size_t(elems) * e);
+    else
+      data.fill_input(buf, r, first, elems);
   };
   uint8_t* in = in_place ? recv : send;
   uint8_t* out = recv;  // where the checked result lands
@@ -386,7 +380,8 @@ nlohmann::json sample_json(const CommSample& s) {
 
 }  // namespace
 
-nlohmann::json comm_bench_json(const CommBenchOptions& o, const CommBenchContext& ctx, const std::vector<CommRun>& runs) {
+nlohmann::json comm_bench_json(const CommBenchOptions& o, const CommBenchContext& ctx,
+                               const std::vector<CommRun>& runs) {
   const CommBenchSummary s = summarize_comm_runs(runs);
   nlohmann::json config = {{"world_ranks", ctx.world_ranks},
                            {"group_ranks", ctx.group_ranks},

@@ -66,11 +66,11 @@ struct CommBenchOptions {
   // "min" of the per-iteration times (each iteration's slowest rank), which
   // shrug off the scheduler stalls of a shared machine.
   std::string time_stat = "mean";
-  int root = 0;                             // -r
+  int root = 0;  // -r
   std::vector<DType> dtypes = {DType::kF32};
   std::vector<ReduceOp> ops = {ReduceOp::kSum};
-  double timeout = 0;                       // -T seconds (0: none)
-  std::optional<TrafficMatrix> matrix;      // all_to_all_v (default: uniform)
+  double timeout = 0;                   // -T seconds (0: none)
+  std::optional<TrafficMatrix> matrix;  // all_to_all_v (default: uniform)
   CommFault fault = CommFault::kNone;
   double stall_seconds = 3600;
 };
@@ -94,7 +94,7 @@ struct CommRun {
   DType dtype = DType::kF32;
   bool has_op = false;
   ReduceOp op = ReduceOp::kSum;
-  int root = -1;            // -1: no root
+  int root = -1;  // -1: no root
   int group_ranks = 1;
   std::string matrix_source;  // all_to_all_v
   double imbalance = 1;       // all_to_all_v: busiest rank / mean
@@ -102,7 +102,7 @@ struct CommRun {
 };
 
 struct CommBenchSummary {
-  double avg_busbw = 0;     // mean busbw over every measured sample (nccl-tests' "Avg bus bandwidth")
+  double avg_busbw = 0;  // mean busbw over every measured sample (nccl-tests' "Avg bus bandwidth")
   int64_t samples = 0;
   int64_t wrong_total = 0;  // over every verified sample
   bool verified = false;    // at least one sample was verified

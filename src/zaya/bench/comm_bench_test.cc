@@ -182,8 +182,8 @@ TEST(TrafficMatrix, ParsesAndScales) {
   std::vector<int64_t> c = scale_traffic(m, 100);
   EXPECT_EQ(c, (std::vector<int64_t>{20, 40, 60, 80}));
   TrafficLoad load = traffic_load(c, 2);
-  EXPECT_EQ(load.max_rank_elems, 140);          // rank 1 sends 60 + 80
-  EXPECT_EQ(load.max_rank_remote_elems, 60);    // rank 1 sends 60 to rank 0 (and rank 1 receives 40 from rank 0)
+  EXPECT_EQ(load.max_rank_elems, 140);        // rank 1 sends 60 + 80
+  EXPECT_EQ(load.max_rank_remote_elems, 60);  // rank 1 sends 60 to rank 0 (and rank 1 receives 40 from rank 0)
   EXPECT_DOUBLE_EQ(load.imbalance, 1.4);
   // Uniform: nccl-tests' all_to_all figures.
   TrafficLoad u = traffic_load(scale_traffic(uniform_traffic_matrix(4), 400), 4);
@@ -200,13 +200,13 @@ TEST(TrafficMatrix, ParsesAndScales) {
 TEST(TrafficMatrix, DerivedFromRoutingLoads) {
   testing::TempDir dir;
   // Two MoE layers, four experts; expert-parallel size 2: rank 0 holds experts 0-1, rank 1 experts 2-3.
-  const std::string path = dir.write(
-      "metrics.jsonl",
-      "{\"step\":5,\"loss\":3.0}\n"
-      "{\"step\":10,\"routing\":[{\"layer\":1,\"load\":[0.4,0.2,0.2,0.2],\"skip\":0.1},"
-      "{\"layer\":3,\"load\":[0.1,0.1,0.1,0.7],\"skip\":0.0}]}\n"
-      "{\"step\":20,\"routing\":[{\"layer\":1,\"load\":[0.25,0.25,0.25,0.25],\"skip\":0.0},"
-      "{\"layer\":3,\"load\":[0.25,0.25,0.25,0.25],\"skip\":0.0}]}\n");
+  const std::string path =
+      dir.write("metrics.jsonl",
+                "{\"step\":5,\"loss\":3.0}\n"
+                "{\"step\":10,\"routing\":[{\"layer\":1,\"load\":[0.4,0.2,0.2,0.2],\"skip\":0.1},"
+                "{\"layer\":3,\"load\":[0.1,0.1,0.1,0.7],\"skip\":0.0}]}\n"
+                "{\"step\":20,\"routing\":[{\"layer\":1,\"load\":[0.25,0.25,0.25,0.25],\"skip\":0.0},"
+                "{\"layer\":3,\"load\":[0.25,0.25,0.25,0.25],\"skip\":0.0}]}\n");
   TrafficMatrix last = traffic_matrix_from_routing(path, 2);
   EXPECT_EQ(last.w, (std::vector<double>{0.5, 0.5, 0.5, 0.5}));
   TrafficMatrix mean = traffic_matrix_from_routing(path, 2, {10, "mean"});
@@ -219,7 +219,8 @@ TEST(TrafficMatrix, DerivedFromRoutingLoads) {
   EXPECT_NE(worst.source.find("most imbalanced"), std::string::npos);
   TrafficMatrix per_expert = traffic_matrix_from_routing(path, 4, {10, "3"});
   EXPECT_NEAR(per_expert.at(2, 3), 0.7, 1e-12);
-  expect_error([&] { traffic_matrix_from_routing(path, 3); }, "4 experts cannot be split evenly over an expert-parallel size of 3");
+  expect_error([&] { traffic_matrix_from_routing(path, 3); },
+               "4 experts cannot be split evenly over an expert-parallel size of 3");
   expect_error([&] { traffic_matrix_from_routing(path, 2, {11, "mean"}); }, "no line with routing loads for step 11");
   expect_error([&] { traffic_matrix_from_routing(path, 2, {10, "7"}); }, "no routing record for layer 7; layers: 1, 3");
   const std::string bad = dir.write("bad.jsonl", "{\"step\":1}\nnot json\n");

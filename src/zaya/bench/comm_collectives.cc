@@ -7,10 +7,9 @@
 namespace zaya {
 
 const std::vector<Collective>& all_collectives() {
-  static const std::vector<Collective> all = {Collective::kAllReduce, Collective::kReduceScatter,
-                                              Collective::kAllGather, Collective::kBroadcast,
-                                              Collective::kReduce,    Collective::kAllToAll,
-                                              Collective::kAllToAllV, Collective::kSendRecv};
+  static const std::vector<Collective> all = {
+      Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
+      Collective::kReduce,    Collective::kAllToAll,      Collective::kAllToAllV, Collective::kSendRecv};
   return all;
 }
 
@@ -41,9 +40,10 @@ Collective parse_collective(const std::string& name) {
   }
   if (key == "bcast") return Collective::kBroadcast;
   if (key == "alltoallv") return Collective::kAllToAllV;
-  fail("unknown collective '{}'; allowed: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, "
-       "all_to_all_v, send_recv, or all",
-       name);
+  fail(
+      "unknown collective '{}'; allowed: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, "
+      "all_to_all_v, send_recv, or all",
+      name);
 }
 
 bool collective_reduces(Collective c) {
@@ -63,9 +63,7 @@ CollGeometry coll_geometry(Collective c, uint64_t bytes, size_t e, int n) {
     case Collective::kAllReduce:
     case Collective::kBroadcast:
     case Collective::kReduce:
-    case Collective::kSendRecv:
-      g.count = g.send_elems = g.recv_elems = elems;
-      break;
+    case Collective::kSendRecv: g.count = g.send_elems = g.recv_elems = elems; break;
     case Collective::kReduceScatter:
       g.count = per_rank;
       g.send_elems = per_rank * n;
@@ -116,10 +114,10 @@ DType parse_dtype(const std::string& name) {
   static const struct {
     const char* name;
     DType t;
-  } names[] = {{"float", DType::kF32},   {"float32", DType::kF32}, {"f32", DType::kF32},    {"double", DType::kF64},
+  } names[] = {{"float", DType::kF32},   {"float32", DType::kF32}, {"f32", DType::kF32},       {"double", DType::kF64},
                {"float64", DType::kF64}, {"f64", DType::kF64},     {"bfloat16", DType::kBF16}, {"bf16", DType::kBF16},
-               {"half", DType::kF16},    {"float16", DType::kF16}, {"f16", DType::kF16},    {"int32", DType::kI32},
-               {"int", DType::kI32},     {"int64", DType::kI64},   {"uint8", DType::kU8},   {"u8", DType::kU8}};
+               {"half", DType::kF16},    {"float16", DType::kF16}, {"f16", DType::kF16},       {"int32", DType::kI32},
+               {"int", DType::kI32},     {"int64", DType::kI64},   {"uint8", DType::kU8},      {"u8", DType::kU8}};
   for (const auto& n : names)
     if (name == n.name) return n.t;
   fail("unknown data type '{}'; allowed: float, double, bfloat16, half, int32, int64, uint8, or all", name);
@@ -137,8 +135,6 @@ std::vector<DType> all_dtypes() {
 std::vector<ReduceOp> all_reduce_ops() {
   return {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg};
 }
-bool is_floating(DType t) {
-  return t == DType::kF32 || t == DType::kF64 || t == DType::kBF16 || t == DType::kF16;
-}
+bool is_floating(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DType::kBF16 || t == DType::kF16; }
 
 }  // namespace zaya

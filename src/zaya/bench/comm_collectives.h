@@ -38,17 +38,17 @@ const char* collective_name(Collective c);  // "all_reduce", ...
 // alltoall, sendrecv, ...) and "bcast"; throws zaya::Error listing the choices.
 Collective parse_collective(const std::string& name);
 
-bool collective_reduces(Collective c);        // takes a reduction op
-bool collective_has_root(Collective c);       // broadcast, reduce
+bool collective_reduces(Collective c);           // takes a reduction op
+bool collective_has_root(Collective c);          // broadcast, reduce
 bool collective_has_out_of_place(Collective c);  // not broadcast (Comm::broadcast works in place)
 bool collective_has_in_place(Collective c);      // not all_to_all(_v), send_recv
 
 // Buffers of one rank for a message of `bytes` (elements, not bytes).
 struct CollGeometry {
-  int64_t count = 0;       // the operation's count argument
-  int64_t send_elems = 0;  // out-of-place send buffer
-  int64_t recv_elems = 0;  // out-of-place receive buffer
-  uint64_t size_bytes = 0; // the size column
+  int64_t count = 0;        // the operation's count argument
+  int64_t send_elems = 0;   // out-of-place send buffer
+  int64_t recv_elems = 0;   // out-of-place receive buffer
+  uint64_t size_bytes = 0;  // the size column
 };
 CollGeometry coll_geometry(Collective c, uint64_t bytes, size_t elem_bytes, int nranks);
 

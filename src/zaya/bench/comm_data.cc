@@ -70,9 +70,7 @@ VerifiableData::VerifiableData(DType dtype, ReduceOp op, bool reduces, int nrank
       k_ = 1;
       break;
     case ReduceOp::kMin:
-    case ReduceOp::kMax:
-      k_ = spread_limit;
-      break;
+    case ReduceOp::kMax: k_ = spread_limit; break;
     case ReduceOp::kAvg:
       ZAYA_CHECK(is_floating(dtype), "ReduceOp avg needs a floating-point type, got {}", dtype_name(dtype));
       if (3 * n <= limit) {

@@ -22,12 +22,18 @@ SplitSpec parse_split(const std::string& text) {
   if (word.empty() && rest.empty()) return spec;
   if (word == "NONE" && rest.empty()) return spec;
   const char* allowed = "allowed: 'MOD n', 'DIV n', 'AND mask', 'OR mask', 'XOR mask' (n decimal or 0x hex), or NONE";
-  if (word == "AND" || word == "MASK") spec.op = SplitSpec::Op::kAnd;
-  else if (word == "OR") spec.op = SplitSpec::Op::kOr;
-  else if (word == "XOR") spec.op = SplitSpec::Op::kXor;
-  else if (word == "MOD") spec.op = SplitSpec::Op::kMod;
-  else if (word == "DIV") spec.op = SplitSpec::Op::kDiv;
-  else fail("--split '{}': unknown operation '{}'; {}", text, word, allowed);
+  if (word == "AND" || word == "MASK")
+    spec.op = SplitSpec::Op::kAnd;
+  else if (word == "OR")
+    spec.op = SplitSpec::Op::kOr;
+  else if (word == "XOR")
+    spec.op = SplitSpec::Op::kXor;
+  else if (word == "MOD")
+    spec.op = SplitSpec::Op::kMod;
+  else if (word == "DIV")
+    spec.op = SplitSpec::Op::kDiv;
+  else
+    fail("--split '{}': unknown operation '{}'; {}", text, word, allowed);
   char* end = nullptr;
   errno = 0;
   spec.value = std::strtoull(rest.c_str(), &end, 0);

@@ -28,9 +28,9 @@ struct GemmTiming {
   GemmShape shape;
   GemmDType dtype = GemmDType::kF32;
   int calls = 0;
-  double best_seconds = 0;    // fastest call
+  double best_seconds = 0;  // fastest call
   double median_seconds = 0;
-  double gflops = 0;          // from the fastest call
+  double gflops = 0;  // from the fastest call
 };
 
 // Times one GEMM shape on freshly allocated, randomly filled operands.
@@ -51,13 +51,13 @@ GemmShape padded_shape(const GemmShape& s, int64_t align);
 // One measured shape with its judgement.
 struct GemmResult {
   GemmTiming timing;
-  double efficiency = 0;         // gflops / peak
-  double intensity = 0;          // FLOP / byte
-  bool memory_bound = false;     // intensity below the machine balance peak / bandwidth
+  double efficiency = 0;      // gflops / peak
+  double intensity = 0;       // FLOP / byte
+  bool memory_bound = false;  // intensity below the machine balance peak / bandwidth
   bool falls_off = false;
-  std::string falloff_reason;    // why, for the table
+  std::string falloff_reason;  // why, for the table
   bool has_padded = false;
-  GemmTiming padded;             // timing of padded_shape, when measured
+  GemmTiming padded;  // timing of padded_shape, when measured
 };
 
 // Marks shapes slower per FLOP than `threshold` x the best shape of the same

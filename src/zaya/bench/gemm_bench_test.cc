@@ -45,8 +45,10 @@ TEST(GemmShapes, ModelGemmsMatchTheModelFlopCount) {
     double fwd = 0, bwd = 0, attn_fwd = 0;
     for (const ModelGemm& g : gemms) {
       const double f = g.shape.flops() * g.count;
-      if (g.phase == "fwd") fwd += f;
-      else bwd += f;
+      if (g.phase == "fwd")
+        fwd += f;
+      else
+        bwd += f;
       if (g.phase == "fwd" && g.approximate) attn_fwd += f;
     }
     const double T = double(o.micro_batch * o.seq_len), L = double(c.num_blocks);
@@ -161,7 +163,11 @@ TEST(GemmTable, RoundTripsAndEstimates) {
   EXPECT_NEAR(back.estimate_seconds(GemmDType::kF32, {1024, 1024, 1024, false, true}), 2.0 * std::pow(1024, 3) / 90e9,
               1e-12);
   expect_error([&] { back.efficiency(GemmDType::kBF16, a.shape); }, "has no bf16 entries");
-  expect_error([] { GemmEfficiencyTable::from_json({{"format", "x"}}, "bad.json"); }, "bad.json: not a GEMM efficiency");
+  expect_error(
+      [] {
+        GemmEfficiencyTable::from_json({{"format", "x"}}, "bad.json");
+      },
+      "bad.json: not a GEMM efficiency");
 }
 
 }  // namespace

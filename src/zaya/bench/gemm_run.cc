@@ -1,7 +1,7 @@
 #include "zaya/bench/gemm_run.h"
 
-#include <algorithm>
 #include <fmt/ranges.h>
+#include <algorithm>
 
 #include <filesystem>
 
@@ -117,8 +117,8 @@ GemmEfficiencyTable run_gemm_model(const ZayaConfig& c, const std::string& name,
   for (GemmDType d : o.dtypes) {
     const std::vector<int> entry = measure(t, d, shapes, o, on_entry);
     for (size_t i = 0; i < gemms.size(); ++i)
-      t.model_gemms.push_back({gemms[i].name, gemms[i].phase, d, gemms[i].shape, gemms[i].count,
-                               gemms[i].approximate, entry[i]});
+      t.model_gemms.push_back(
+          {gemms[i].name, gemms[i].phase, d, gemms[i].shape, gemms[i].count, gemms[i].approximate, entry[i]});
   }
   finalize_peaks(t, o);
   return t;
@@ -129,8 +129,9 @@ ZayaConfig load_model_config(const std::string& spec) {
     if (spec == p) return preset_config(spec);
   std::filesystem::path path(spec);
   if (std::filesystem::is_directory(path)) path /= "config.json";
-  ZAYA_CHECK(std::filesystem::exists(path), "--model '{}' is neither a preset ({}) nor a config.json or model directory",
-             spec, fmt::format("{}", fmt::join(preset_names(), ", ")));
+  ZAYA_CHECK(std::filesystem::exists(path),
+             "--model '{}' is neither a preset ({}) nor a config.json or model directory", spec,
+             fmt::format("{}", fmt::join(preset_names(), ", ")));
   return load_hf_config(path.string());
 }
 

@@ -17,11 +17,11 @@ namespace zaya {
 struct GemmRunOptions {
   std::vector<GemmDType> dtypes = {GemmDType::kF32, GemmDType::kBF16};
   GemmTimingOptions timing;
-  int64_t align = 0;            // > 0: also time each unaligned shape padded to multiples of this
-  double falloff = 0.85;        // mark_falloffs threshold
+  int64_t align = 0;                   // > 0: also time each unaligned shape padded to multiples of this
+  double falloff = 0.85;               // mark_falloffs threshold
   double peak_f32 = 0, peak_bf16 = 0;  // GFLOP/s; 0: measure
   int64_t peak_side_f32 = 2048, peak_side_bf16 = 4096;
-  double membw_gbps = 0;        // DRAM bandwidth for the roofline; 0: measure (STREAM triad)
+  double membw_gbps = 0;                // DRAM bandwidth for the roofline; 0: measure (STREAM triad)
   double max_bytes = 8.0 * (1u << 30);  // skip shapes whose operands exceed this
 };
 

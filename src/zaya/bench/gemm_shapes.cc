@@ -76,8 +76,8 @@ std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& 
 
 int64_t expected_expert_tokens(const ZayaConfig& c, const ModelGemmOptions& o) {
   if (o.expert_tokens > 0) return o.expert_tokens;
-  const double t = double(o.micro_batch * o.seq_len) * double(o.ep) * double(c.top_k) * (1.0 - o.skip_fraction) /
-                   double(c.experts);
+  const double t =
+      double(o.micro_batch * o.seq_len) * double(o.ep) * double(c.top_k) * (1.0 - o.skip_fraction) / double(c.experts);
   return std::max<int64_t>(1, int64_t(std::llround(t)));
 }
 

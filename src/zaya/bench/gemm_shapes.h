@@ -38,16 +38,16 @@ struct ModelGemm {
   std::string name;   // e.g. "moe.expert.fc1"
   std::string phase;  // "fwd", "bwd.dx" (input gradient), "bwd.dw" (weight gradient)
   GemmShape shape;
-  double count = 0;   // calls per micro-batch step
+  double count = 0;          // calls per micro-batch step
   bool approximate = false;  // attention blocks: shapes vary with the query block; the mean is used
 };
 
 struct ModelGemmOptions {
   int64_t micro_batch = 8;
   int64_t seq_len = 256;
-  int64_t ep = 1;               // expert-parallel ranks (experts per rank = experts / ep)
-  double skip_fraction = 0;     // share of routed choices that go to the skip expert
-  int64_t expert_tokens = 0;    // rows per expert GEMM; 0: the expected value (below)
+  int64_t ep = 1;             // expert-parallel ranks (experts per rank = experts / ep)
+  double skip_fraction = 0;   // share of routed choices that go to the skip expert
+  int64_t expert_tokens = 0;  // rows per expert GEMM; 0: the expected value (below)
 };
 
 // Expected rows of one expert's GEMMs: the tokens of all ep ranks, top_k

@@ -109,9 +109,15 @@ nlohmann::json GemmEfficiencyTable::to_json() const {
                         {"gflops", t.second > 0 ? t.first / t.second / 1e9 : 0},
                         {"efficiency", t.second > 0 && peak > 0 ? t.first / t.second / 1e9 / peak : 0}};
     }
-    out["model"] = {{"config", model},         {"micro_batch", micro_batch}, {"seq_len", seq_len},
-                    {"tokens", micro_batch * seq_len}, {"ep", ep},       {"skip_fraction", skip_fraction},
-                    {"expert_tokens", expert_tokens}, {"gemms", gemms},   {"summary", summary}};
+    out["model"] = {{"config", model},
+                    {"micro_batch", micro_batch},
+                    {"seq_len", seq_len},
+                    {"tokens", micro_batch * seq_len},
+                    {"ep", ep},
+                    {"skip_fraction", skip_fraction},
+                    {"expert_tokens", expert_tokens},
+                    {"gemms", gemms},
+                    {"summary", summary}};
   }
   return out;
 }
@@ -188,7 +194,8 @@ double GemmEfficiencyTable::efficiency(GemmDType dtype, const GemmShape& s) cons
   double best_d = std::numeric_limits<double>::infinity();
   for (const GemmTableEntry& e : entries) {
     if (e.dtype != dtype) continue;
-    double d = std::abs(std::log(double(e.shape.m) / double(s.m))) + std::abs(std::log(double(e.shape.n) / double(s.n))) +
+    double d = std::abs(std::log(double(e.shape.m) / double(s.m))) +
+               std::abs(std::log(double(e.shape.n) / double(s.n))) +
                std::abs(std::log(double(e.shape.k) / double(s.k)));
     if (e.shape.trans_a != s.trans_a || e.shape.trans_b != s.trans_b) d += std::log(2.0);
     if (d < best_d) {

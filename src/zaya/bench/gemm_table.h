@@ -20,11 +20,11 @@ struct GemmTableEntry {
   GemmDType dtype = GemmDType::kF32;
   GemmShape shape;
   double gflops = 0;
-  double efficiency = 0;       // gflops / peak of the dtype
-  double seconds = 0;          // fastest call
+  double efficiency = 0;  // gflops / peak of the dtype
+  double seconds = 0;     // fastest call
   double median_seconds = 0;
   int calls = 0;
-  double intensity = 0;        // FLOP / byte
+  double intensity = 0;  // FLOP / byte
   bool memory_bound = false;
   bool falls_off = false;
   std::string falloff_reason;

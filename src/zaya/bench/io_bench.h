@@ -34,25 +34,25 @@ struct IoBenchOptions {
   uint64_t file_bytes = uint64_t(1) << 30;
   int files = 1;
   uint64_t block_bytes = uint64_t(4) << 20;
-  bool direct = false;           // O_DIRECT for the checkpoint files and page reads
-  bool keep = false;             // keep the written files
-  std::string dataset;           // token shard prefix (PREFIX.bin) or a file; empty: the first checkpoint file
+  bool direct = false;  // O_DIRECT for the checkpoint files and page reads
+  bool keep = false;    // keep the written files
+  std::string dataset;  // token shard prefix (PREFIX.bin) or a file; empty: the first checkpoint file
   int64_t page_reads = 20000;
   int io_threads = 1;
   int64_t samples = 1000;
-  int64_t seq_len = 4096;        // tokens per training sequence (s)
-  int bytes_per_token = 4;       // b (uint32 token shards)
+  int64_t seq_len = 4096;   // tokens per training sequence (s)
+  int bytes_per_token = 4;  // b (uint32 token shards)
   // The model's step (io_model.h).
-  double batch = 4096;           // G
-  double step_seconds = 2.5;     // t
-  double iops = 0;               // I_max; 0: the measured page IOPS
+  double batch = 4096;        // G
+  double step_seconds = 2.5;  // t
+  double iops = 0;            // I_max; 0: the measured page IOPS
   uint64_t seed = 1;
 };
 
 struct IoPhase {
   bool ran = false;
   double bytes = 0, seconds = 0, gbps = 0;
-  double sync_seconds = 0;       // write: the fsync share
+  double sync_seconds = 0;          // write: the fsync share
   double resident_after_evict = 0;  // fraction of pages still cached when the cold read began
 };
 
@@ -68,14 +68,14 @@ struct IoSamples {
   bool ran = false;
   int64_t samples = 0;
   uint64_t window_bytes = 0;
-  double ideal_pages = 0;          // s b / P per sample
-  double pages_touched = 0;        // per sample, from the offsets
-  double faults_random = 0;        // major faults per sample, MADV_RANDOM
-  double sigma = 0;                // faults_random / ideal_pages
-  double extra_faults = 0;         // m = faults_random - ideal_pages
-  double seconds_random = 0;       // per sample
-  double read_amplification = 0;   // readahead pass: bytes read from storage / useful bytes (0: unknown)
-  double seconds_readahead = 0;    // per sample
+  double ideal_pages = 0;         // s b / P per sample
+  double pages_touched = 0;       // per sample, from the offsets
+  double faults_random = 0;       // major faults per sample, MADV_RANDOM
+  double sigma = 0;               // faults_random / ideal_pages
+  double extra_faults = 0;        // m = faults_random - ideal_pages
+  double seconds_random = 0;      // per sample
+  double read_amplification = 0;  // readahead pass: bytes read from storage / useful bytes (0: unknown)
+  double seconds_readahead = 0;   // per sample
   double resident_after_evict = 0;
 };
 

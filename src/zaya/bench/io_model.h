@@ -19,13 +19,13 @@
 namespace zaya {
 
 struct StorageModelInput {
-  double batch = 4096;          // G
-  double seq_len = 4096;        // s
-  double bytes_per_token = 4;   // b
-  double page_size = 4096;      // P
-  double step_seconds = 2.5;    // t
-  double iops = 70000;          // I_max
-  double sigma = 1;             // scatter factor
+  double batch = 4096;         // G
+  double seq_len = 4096;       // s
+  double bytes_per_token = 4;  // b
+  double page_size = 4096;     // P
+  double step_seconds = 2.5;   // t
+  double iops = 70000;         // I_max
+  double sigma = 1;            // scatter factor
 };
 
 struct StorageModel {
@@ -33,8 +33,8 @@ struct StorageModel {
   double ideal_pages_per_step = 0;  // G s b / P
   double io_per_step = 0;           // N_io
   double required_iops = 0;
-  double break_even_seconds = 0;    // t_break
-  double headroom = 0;              // t / t_break (> 1: storage-safe)
+  double break_even_seconds = 0;  // t_break
+  double headroom = 0;            // t / t_break (> 1: storage-safe)
   bool storage_safe = false;
 };
 

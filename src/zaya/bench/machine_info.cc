@@ -47,9 +47,8 @@ MachineInfo machine_info() {
 }
 
 nlohmann::json machine_json(const MachineInfo& m) {
-  return {{"host", m.host},           {"cpu", m.cpu},   {"logical_cpus", m.logical_cpus},
-          {"memory_gib", m.memory_gib}, {"page_size", m.page_size}, {"isa", m.isa},
-          {"omp_threads", m.omp_threads}};
+  return {{"host", m.host},           {"cpu", m.cpu}, {"logical_cpus", m.logical_cpus}, {"memory_gib", m.memory_gib},
+          {"page_size", m.page_size}, {"isa", m.isa}, {"omp_threads", m.omp_threads}};
 }
 
 }  // namespace zaya

@@ -9,11 +9,11 @@ namespace zaya {
 
 struct MachineInfo {
   std::string host;
-  std::string cpu;        // /proc/cpuinfo "model name"
+  std::string cpu;  // /proc/cpuinfo "model name"
   int logical_cpus = 0;
   double memory_gib = 0;
   long page_size = 4096;
-  std::string isa;        // oneDNN's effective ISA, e.g. avx512_core_amx
+  std::string isa;  // oneDNN's effective ISA, e.g. avx512_core_amx
   int omp_threads = 0;
 };
 

@@ -82,11 +82,16 @@ std::vector<MembwPoint> run_membw(const MembwOptions& o, const std::function<voi
   for (const std::string& k : o.kernels) {
     StreamKernel kernel = StreamKernel::kCopy;
     int arrays = 2;
-    if (k == "copy") kernel = StreamKernel::kCopy;
-    else if (k == "scale") kernel = StreamKernel::kScale;
-    else if (k == "add") kernel = StreamKernel::kAdd, arrays = 3;
-    else if (k == "triad") kernel = StreamKernel::kTriad, arrays = 3;
-    else ZAYA_CHECK(k == "memcpy", "unknown kernel '{}'; allowed: copy, scale, add, triad, memcpy", k);
+    if (k == "copy")
+      kernel = StreamKernel::kCopy;
+    else if (k == "scale")
+      kernel = StreamKernel::kScale;
+    else if (k == "add")
+      kernel = StreamKernel::kAdd, arrays = 3;
+    else if (k == "triad")
+      kernel = StreamKernel::kTriad, arrays = 3;
+    else
+      ZAYA_CHECK(k == "memcpy", "unknown kernel '{}'; allowed: copy, scale, add, triad, memcpy", k);
     for (int t : threads) {
       ZAYA_CHECK(t >= 1, "thread counts must be positive, got {}", t);
       for (uint64_t ws = o.min_bytes; ws <= o.max_bytes; ws *= o.step_factor) {

@@ -19,12 +19,12 @@ namespace zaya {
 
 struct MembwOptions {
   std::vector<std::string> kernels = {"copy", "scale", "add", "triad", "memcpy"};
-  std::vector<int> threads;                   // empty: 1, 2, 4, ... and the maximum
-  uint64_t min_bytes = uint64_t(16) << 10;    // working set
+  std::vector<int> threads;                 // empty: 1, 2, 4, ... and the maximum
+  uint64_t min_bytes = uint64_t(16) << 10;  // working set
   uint64_t max_bytes = uint64_t(2) << 30;
   uint64_t step_factor = 2;
   int reps = 5;
-  double bytes_per_rep = 256.0 * (1 << 20);   // traffic per timed repetition, at least one sweep
+  double bytes_per_rep = 256.0 * (1 << 20);  // traffic per timed repetition, at least one sweep
 };
 
 struct MembwPoint {

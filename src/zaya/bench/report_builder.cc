@@ -74,7 +74,8 @@ Report build_report(const std::vector<ReportInput>& inputs, const std::string& t
     return out;
   };
   // A malformed document names the files of its kind instead of failing anonymously.
-  auto add = [&](const std::vector<const ReportInput*>& v, ReportSection (*make)(const std::vector<const ReportInput*>&)) {
+  auto add = [&](const std::vector<const ReportInput*>& v,
+                 ReportSection (*make)(const std::vector<const ReportInput*>&)) {
     if (v.empty()) return;
     try {
       report.sections.push_back(make(v));

@@ -12,21 +12,21 @@
 namespace zaya {
 
 struct ReportFigure {
-  std::string file;     // e.g. "comm_all_reduce.svg"
+  std::string file;  // e.g. "comm_all_reduce.svg"
   std::string title;
-  std::string svg;      // the document
+  std::string svg;  // the document
 };
 
 struct ReportSection {
   std::string id, title;
-  std::string html;     // tables and notes (already escaped)
+  std::string html;  // tables and notes (already escaped)
   std::vector<ReportFigure> figures;
 };
 
 struct ReportInput {
   std::string path;
-  std::string kind;     // "comm", "gemm", "membw", "io", "train", "metrics", or "" (not recognised)
-  nlohmann::json doc;   // metrics: an array of the lines
+  std::string kind;    // "comm", "gemm", "membw", "io", "train", "metrics", or "" (not recognised)
+  nlohmann::json doc;  // metrics: an array of the lines
 };
 
 struct Report {

@@ -124,12 +124,13 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
                       verified ? std::to_string(wrong) : "not verified"});
     }
   }
-  sec.html = "<p>Bus bandwidth as nccl-tests defines it (algbw times 2(n-1)/n for all-reduce, (n-1)/n for "
-             "reduce-scatter, all-gather and all-to-all, 1 otherwise), out-of-place where the collective has that "
-             "form. Peak is the best busbw over the sizes; latency is the time at the smallest size.</p>\n" +
-             html_table({"file", "collective", "dtype", "op", "ranks", "groups", "peak busbw (GB/s)", "at size",
-                         "smallest-size time (us)", "#wrong"},
-                        rows);
+  sec.html =
+      "<p>Bus bandwidth as nccl-tests defines it (algbw times 2(n-1)/n for all-reduce, (n-1)/n for "
+      "reduce-scatter, all-gather and all-to-all, 1 otherwise), out-of-place where the collective has that "
+      "form. Peak is the best busbw over the sizes; latency is the time at the smallest size.</p>\n" +
+      html_table({"file", "collective", "dtype", "op", "ranks", "groups", "peak busbw (GB/s)", "at size",
+                  "smallest-size time (us)", "#wrong"},
+                 rows);
   for (auto& [coll, v] : by_coll) {
     disambiguate(v.first, v.second);
     sec.figures.push_back(line_figure("comm_" + slug(coll) + ".svg", coll + ": bus bandwidth vs message size",
@@ -139,9 +140,8 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
   for (auto& [ranks, v] : by_ranks) {
     disambiguate(v.first, v.second);
     sec.figures.push_back(line_figure(fmt::format("comm_overview_{}ranks.svg", ranks),
-                                      fmt::format("all collectives on {} ranks (float)", ranks),
-                                      "message size (bytes)", "busbw (GB/s)", AxisScale::kLog10, AxisScale::kLinear,
-                                      v.first));
+                                      fmt::format("all collectives on {} ranks (float)", ranks), "message size (bytes)",
+                                      "busbw (GB/s)", AxisScale::kLog10, AxisScale::kLinear, v.first));
   }
   return sec;
 }
@@ -188,8 +188,8 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
             v.push_back(it == value[dt].end() ? NAN : it->second);
           }
         HeatmapOptions opt;
-        opt.title = fmt::format("{} GEMMs of {} ({} tokens), % of the {} peak", dt, str(m, "config"),
-                                num(m, "tokens"), dt);
+        opt.title =
+            fmt::format("{} GEMMs of {} ({} tokens), % of the {} peak", dt, str(m, "config"), num(m, "tokens"), dt);
         opt.x_label = "phase";
         opt.y_label = "GEMM";
         opt.value_label = "% of peak";
@@ -198,8 +198,8 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
         opt.cell_decimals = 0;
         opt.height = std::max(300, 60 + 26 * int(ax.first.size()));
         opt.width = 900;
-        sec.figures.push_back({fmt::format("{}_model_{}.svg", stem, dt), opt.title,
-                               SvgHeatmap(opt, ax.first, ax.second, v).render()});
+        sec.figures.push_back(
+            {fmt::format("{}_model_{}.svg", stem, dt), opt.title, SvgHeatmap(opt, ax.first, ax.second, v).render()});
       }
       const json summary = m.value("summary", json::object());
       for (const auto& [dt, s] : summary.items())
@@ -243,14 +243,15 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
           {fmt::format("{}_{}_{}_k{}.svg", stem, dt, layout, k), opt.title, SvgHeatmap(opt, rl, cl, v).render()});
     }
   }
-  sec.html = "<p>Efficiency is GFLOP/s of the fastest call over the measured peak (the best of a large square GEMM "
-             "and every measured shape). A shape falls off when it is clearly slower per FLOP than a shape it "
-             "contains, or slower in total than its padded version (tile and wave quantization).</p>\n" +
-             html_table({"file", "dtype", "peak GFLOP/s", "DRAM GB/s", "ridge FLOP/byte"}, peaks);
+  sec.html =
+      "<p>Efficiency is GFLOP/s of the fastest call over the measured peak (the best of a large square GEMM "
+      "and every measured shape). A shape falls off when it is clearly slower per FLOP than a shape it "
+      "contains, or slower in total than its padded version (tile and wave quantization).</p>\n" +
+      html_table({"file", "dtype", "peak GFLOP/s", "DRAM GB/s", "ridge FLOP/byte"}, peaks);
   if (!models.empty())
-    sec.html += html_table({"file", "model", "dtype", "tokens", "rows per expert", "GEMM ms per micro-batch",
-                            "GFLOP/s", "% of peak"},
-                           models);
+    sec.html += html_table(
+        {"file", "model", "dtype", "tokens", "rows per expert", "GEMM ms per micro-batch", "GFLOP/s", "% of peak"},
+        models);
   if (!falloffs.empty())
     sec.html += "<p>Shapes that fall off:</p>\n" +
                 html_table({"file", "dtype", "layout", "MxNxK", "% of peak", "why"}, falloffs);
@@ -280,18 +281,18 @@ ReportSection membw_report_section(const std::vector<const ReportInput*>& inputs
     for (const auto& [key, s] : curves) {
       const std::string& kernel = kernels[size_t(key.first)];
       by_threads[key.second].push_back(s);
-      if (kernel == "triad") triad[fmt::format("triad, {} threads", key.second)] = {
-          fmt::format("{} thread{}", key.second, key.second == 1 ? "" : "s"), s.x, s.y};
+      if (kernel == "triad")
+        triad[fmt::format("triad, {} threads", key.second)] = {
+            fmt::format("{} thread{}", key.second, key.second == 1 ? "" : "s"), s.x, s.y};
       const double best = *std::max_element(s.y.begin(), s.y.end());
       rows.push_back({base_name(in->path), kernel, std::to_string(key.second), fixed(s.y.front(), 1),
                       format_bytes(s.x.front()), fixed(best, 1), fixed(s.y.back(), 1), format_bytes(s.x.back())});
     }
     const std::string stem = figure_stem("membw", in->path);
     for (const auto& [t, series] : by_threads)
-      sec.figures.push_back(line_figure(fmt::format("{}_{}t.svg", stem, t),
-                                        fmt::format("memory bandwidth, {} thread{}", t, t == 1 ? "" : "s"),
-                                        "working set (bytes)", "GB/s (best)", AxisScale::kLog10, AxisScale::kLog10,
-                                        series));
+      sec.figures.push_back(line_figure(
+          fmt::format("{}_{}t.svg", stem, t), fmt::format("memory bandwidth, {} thread{}", t, t == 1 ? "" : "s"),
+          "working set (bytes)", "GB/s (best)", AxisScale::kLog10, AxisScale::kLog10, series));
     if (triad.size() > 1) {
       std::vector<Series> v;
       for (const auto& [k, s] : triad) v.push_back(s);
@@ -299,10 +300,11 @@ ReportSection membw_report_section(const std::vector<const ReportInput*>& inputs
                                         "working set (bytes)", "GB/s (best)", AxisScale::kLog10, AxisScale::kLog10, v));
     }
   }
-  sec.html = "<p>Best of the repetitions, STREAM byte counting (copy/scale 16 bytes per element, add/triad 24, "
-             "memcpy twice its size). The working set is all arrays a kernel touches; the steps of the curves are "
-             "the cache levels.</p>\n" +
-             html_table({"file", "kernel", "threads", "smallest GB/s", "at", "best GB/s", "largest GB/s", "at"}, rows);
+  sec.html =
+      "<p>Best of the repetitions, STREAM byte counting (copy/scale 16 bytes per element, add/triad 24, "
+      "memcpy twice its size). The working set is all arrays a kernel touches; the steps of the curves are "
+      "the cache levels.</p>\n" +
+      html_table({"file", "kernel", "threads", "smallest GB/s", "at", "best GB/s", "largest GB/s", "at"}, rows);
   return sec;
 }
 
@@ -315,8 +317,8 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
   double step = 0;
   for (const ReportInput* in : inputs) {
     const json& d = in->doc;
-    const json& w = d.value("checkpoint_write", json()), r = d.value("checkpoint_read", json());
-    const json& p = d.value("random_pages", json()), s = d.value("sample_reads", json());
+    const json &w = d.value("checkpoint_write", json()), r = d.value("checkpoint_read", json());
+    const json &p = d.value("random_pages", json()), s = d.value("sample_reads", json());
     rows.push_back({base_name(in->path), w.is_object() ? fixed(num(w, "gbps"), 3) : "-",
                     r.is_object() ? fixed(num(r, "gbps"), 3) : "-", p.is_object() ? fixed(num(p, "iops"), 0) : "-",
                     p.is_object() ? fixed(num(p["latency_us"], "p99"), 1) : "-",
@@ -337,14 +339,15 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
     }
     curves.push_back(std::move(c));
   }
-  sec.html = "<p>Checkpoint write includes the fsync; reads and page reads start from a cold page cache. sigma is "
-             "the scatter factor of spec/paper-notes.md section 3, measured as page faults per training window over "
-             "the ideal s*b/P; read amplification is bytes fetched per useful byte with the default readahead.</p>\n" +
-             html_table({"file", "ckpt write GB/s", "ckpt read GB/s", "page IOPS", "page p99 (us)", "sigma",
-                         "read amplification"},
-                        rows) +
-             html_table({"file", "G", "s", "I_max", "sigma", "IOPS needed", "t_break (s)", "step t (s)", "verdict"},
-                        model_rows);
+  sec.html =
+      "<p>Checkpoint write includes the fsync; reads and page reads start from a cold page cache. sigma is "
+      "the scatter factor of spec/paper-notes.md section 3, measured as page faults per training window over "
+      "the ideal s*b/P; read amplification is bytes fetched per useful byte with the default readahead.</p>\n" +
+      html_table(
+          {"file", "ckpt write GB/s", "ckpt read GB/s", "page IOPS", "page p99 (us)", "sigma", "read amplification"},
+          rows) +
+      html_table({"file", "G", "s", "I_max", "sigma", "IOPS needed", "t_break (s)", "step t (s)", "verdict"},
+                 model_rows);
   LinePlotOptions opt;
   opt.title = "break-even step time vs scatter factor";
   opt.x_label = "scatter factor sigma";
@@ -377,8 +380,7 @@ ReportSection train_report_section(const std::vector<const ReportInput*>& inputs
       }
     loss.push_back(std::move(s));
   }
-  if (!rows.empty())
-    sec.html += html_table({"file", "model", "tokens/s", "step (s)", "MFU %"}, rows);
+  if (!rows.empty()) sec.html += html_table({"file", "model", "tokens/s", "step (s)", "MFU %"}, rows);
   if (!loss.empty())
     sec.figures.push_back(line_figure("train_loss.svg", "training loss", "step", "loss (nats/token)",
                                       AxisScale::kLinear, AxisScale::kLinear, loss));

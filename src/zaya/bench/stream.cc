@@ -19,9 +19,7 @@ const char* stream_kernel_name(StreamKernel k) {
   return "?";
 }
 
-int stream_bytes_per_element(StreamKernel k) {
-  return k == StreamKernel::kCopy || k == StreamKernel::kScale ? 16 : 24;
-}
+int stream_bytes_per_element(StreamKernel k) { return k == StreamKernel::kCopy || k == StreamKernel::kScale ? 16 : 24; }
 
 StreamResult run_stream(StreamKernel kernel, int64_t n, int threads, int reps, int passes) {
   const int nt = threads > 0 ? threads : omp_get_max_threads();

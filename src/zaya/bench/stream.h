@@ -15,9 +15,9 @@ int stream_bytes_per_element(StreamKernel k);
 
 struct StreamResult {
   StreamKernel kernel = StreamKernel::kTriad;
-  int64_t elements = 0;   // per array
+  int64_t elements = 0;  // per array
   int threads = 0;
-  double best_gbps = 0;   // GB/s (1e9 bytes), best of the timed repetitions, as STREAM reports
+  double best_gbps = 0;  // GB/s (1e9 bytes), best of the timed repetitions, as STREAM reports
   double mean_gbps = 0;
   double min_seconds = 0;  // of one repetition
   int passes = 1;          // sweeps per repetition

@@ -125,7 +125,7 @@ TrafficMatrix traffic_matrix_from_routing(const std::string& path, int ep, const
       load.push_back(v.get<double>());
     }
     const int64_t layer = rec.contains("layer") && rec["layer"].is_number_integer() ? rec["layer"].get<int64_t>()
-                                                                                     : int64_t(layers.size());
+                                                                                    : int64_t(layers.size());
     if (!layers.empty())
       ZAYA_CHECK(load.size() == layers.front().second.size(), "{}: layer {} has {} experts, layer {} has {}", where,
                  layer, load.size(), layers.front().first, layers.front().second.size());
@@ -184,8 +184,8 @@ TrafficMatrix traffic_matrix_from_routing(const std::string& path, int ep, const
   m.w.resize(size_t(ep) * size_t(ep));
   for (int i = 0; i < ep; ++i)
     for (int j = 0; j < ep; ++j) m.w[size_t(i) * size_t(ep) + size_t(j)] = per_rank[size_t(j)];
-  const int64_t step = chosen.contains("step") && chosen["step"].is_number_integer() ? chosen["step"].get<int64_t>()
-                                                                                      : -1;
+  const int64_t step =
+      chosen.contains("step") && chosen["step"].is_number_integer() ? chosen["step"].get<int64_t>() : -1;
   m.source = fmt::format("routing {} step {} layer {}, {} experts over {} ranks", path, step, layer_name, experts, ep);
   return m;
 }

@@ -2,9 +2,9 @@
 // one rank, and every kind of damage turning into a clear error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <vector>
 
 #include "zaya/ckpt/offline.h"
@@ -92,18 +92,27 @@ TEST(Checkpoint, DamageIsAClearError) {
   std::string flipped = original_shard;
   flipped[100] ^= 0x40;
   testing::write_file(shard, flipped);
-  testing::expect_error([&] { CheckpointReader::open(dir).read("a", a.data(), CkptDType::kF32, {10, 100}); },
-                        "checksum mismatch in tensor 'a'");
+  testing::expect_error(
+      [&] {
+        CheckpointReader::open(dir).read("a", a.data(), CkptDType::kF32, {10, 100});
+      },
+      "checksum mismatch in tensor 'a'");
   testing::expect_error([&] { CheckpointReader::open(dir).verify(); }, "checksum mismatch");
   // A truncated shard.
   testing::write_file(shard, original_shard.substr(0, 500));
   testing::expect_error([&] { CheckpointReader::open(dir); }, "truncated or replaced");
   testing::write_file(shard, original_shard);
   // Wrong shape or dtype requested.
-  testing::expect_error([&] { CheckpointReader::open(dir).read("a", a.data(), CkptDType::kF32, {100, 10}); },
-                        "has shape [10, 100], expected [100, 10]");
-  testing::expect_error([&] { CheckpointReader::open(dir).read("c", a.data(), CkptDType::kF32, {2, 3}); },
-                        "tensor 'c' is F64, expected F32");
+  testing::expect_error(
+      [&] {
+        CheckpointReader::open(dir).read("a", a.data(), CkptDType::kF32, {100, 10});
+      },
+      "has shape [10, 100], expected [100, 10]");
+  testing::expect_error(
+      [&] {
+        CheckpointReader::open(dir).read("c", a.data(), CkptDType::kF32, {2, 3});
+      },
+      "tensor 'c' is F64, expected F32");
   testing::expect_error([&] { CheckpointReader::open(dir).read("nope", a.data(), CkptDType::kF32, {1}); },
                         "no tensor 'nope'");
   // Inconsistent metadata.

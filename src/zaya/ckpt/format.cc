@@ -79,7 +79,8 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
     bad(source, "format", fmt::format("expected \"{}\" (not a zaya checkpoint)", kCheckpointFormat));
   const int64_t version = need_int(j, "version", source, "", 1, 1000);
   if (version != kCheckpointVersion)
-    bad(source, "version", fmt::format("{} is not supported (this zaya reads version {})", version, kCheckpointVersion));
+    bad(source, "version",
+        fmt::format("{} is not supported (this zaya reads version {})", version, kCheckpointVersion));
   CheckpointMeta m;
   const json& run = need(j, "run_id", source, "");
   if (!run.is_string()) bad(source, "run_id", "expected a string");
@@ -111,16 +112,20 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
     CkptTensor t;
     t.name = it.key();
     const json& dt = need(it.value(), "dtype", source, where);
-    if (dt == "F32") t.dtype = CkptDType::kF32;
-    else if (dt == "F64") t.dtype = CkptDType::kF64;
-    else bad(source, where + ".dtype", dt.dump() + " is not supported; allowed: \"F32\", \"F64\"");
+    if (dt == "F32")
+      t.dtype = CkptDType::kF32;
+    else if (dt == "F64")
+      t.dtype = CkptDType::kF64;
+    else
+      bad(source, where + ".dtype", dt.dump() + " is not supported; allowed: \"F32\", \"F64\"");
     const json& shape = need(it.value(), "shape", source, where);
     if (!shape.is_array() || shape.size() > 8) bad(source, where + ".shape", "expected a list of at most 8 sizes");
     int64_t numel = 1;
     for (const json& d : shape) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 40))
         bad(source, where + ".shape", "sizes must be integers in 0..2^40");
-      if (d.get<int64_t>() > 0 && numel > (int64_t(1) << 50) / d.get<int64_t>()) bad(source, where + ".shape", "too large");
+      if (d.get<int64_t>() > 0 && numel > (int64_t(1) << 50) / d.get<int64_t>())
+        bad(source, where + ".shape", "too large");
       numel *= d.get<int64_t>();
       t.shape.push_back(d.get<int64_t>());
     }
@@ -147,8 +152,9 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
       if (s.bytes != uint64_t(s.count) * ckpt_dtype_bytes(t.dtype))
         bad(source, sw, fmt::format("{} bytes do not hold {} {} elements", s.bytes, s.count, ckpt_dtype_name(t.dtype)));
       if (s.offset > m.files[s.file].bytes || s.bytes > m.files[s.file].bytes - s.offset)
-        bad(source, sw, fmt::format("bytes {}..{} lie outside {} ({} bytes)", s.offset, s.offset + s.bytes,
-                                    m.files[s.file].name, m.files[s.file].bytes));
+        bad(source, sw,
+            fmt::format("bytes {}..{} lie outside {} ({} bytes)", s.offset, s.offset + s.bytes, m.files[s.file].name,
+                        m.files[s.file].bytes));
       t.slices.push_back(s);
     }
     // The slices must tile the tensor exactly.

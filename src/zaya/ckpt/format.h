@@ -31,12 +31,12 @@ size_t ckpt_dtype_bytes(CkptDType t);
 const char* ckpt_dtype_name(CkptDType t);
 
 struct CkptSlice {
-  int32_t file = 0;        // index into CheckpointMeta::files
-  uint64_t offset = 0;     // byte offset in that file
+  int32_t file = 0;     // index into CheckpointMeta::files
+  uint64_t offset = 0;  // byte offset in that file
   uint64_t bytes = 0;
-  int64_t start = 0;       // first element (flat, row-major) of the global tensor
-  int64_t count = 0;       // elements
-  uint64_t xxh3 = 0;       // XXH3-64 of the slice's bytes
+  int64_t start = 0;  // first element (flat, row-major) of the global tensor
+  int64_t count = 0;  // elements
+  uint64_t xxh3 = 0;  // XXH3-64 of the slice's bytes
 };
 
 struct CkptTensor {
@@ -55,12 +55,12 @@ struct CkptFile {
 struct CheckpointMeta {
   std::string run_id;
   int64_t step = 0;
-  int world = 1, dp = 1, ep = 1;     // the layout that wrote it (world = dp x ep x cp)
-  int cp = 1;                         // context-parallel ranks (absent in older checkpoints: 1)
+  int world = 1, dp = 1, ep = 1;  // the layout that wrote it (world = dp x ep x cp)
+  int cp = 1;                     // context-parallel ranks (absent in older checkpoints: 1)
   std::vector<CkptFile> files;
   std::map<std::string, CkptTensor> tensors;
-  nlohmann::json state;              // trainer state: sampler, optimizer/controller steps, loss windows
-  std::string config_toml;           // the resolved training config
+  nlohmann::json state;     // trainer state: sampler, optimizer/controller steps, loss windows
+  std::string config_toml;  // the resolved training config
 
   nlohmann::json to_json() const;
   // Validates structure and consistency (slices inside their files, covering

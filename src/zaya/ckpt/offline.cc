@@ -67,7 +67,8 @@ void write_checkpoint_offline(const std::string& root, const CheckpointMeta& hea
   meta.tensors.clear();
   int64_t largest = 0;
   for (const auto& list : per_rank)
-    for (const OfflineTensor& t : list) largest = std::max<int64_t>(largest, t.numel() * int64_t(ckpt_dtype_bytes(t.dtype)));
+    for (const OfflineTensor& t : list)
+      largest = std::max<int64_t>(largest, t.numel() * int64_t(ckpt_dtype_bytes(t.dtype)));
   auto buffer = aligned_alloc_array<char>(size_t(std::max<int64_t>(largest, 64)));
   static const char kZeros[64] = {};
   try {

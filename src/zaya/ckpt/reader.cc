@@ -65,15 +65,15 @@ uint64_t CheckpointReader::verify() const {
       buf.resize(s.bytes);
       files_[s.file].read_exact(buf.data(), s.bytes, s.offset, "tensor '" + name + "'");
       const uint64_t h = checksum_bytes(buf.data(), s.bytes);
-      ZAYA_CHECK(h == s.xxh3, "{}/{}: checksum mismatch in tensor '{}' (bytes {}..{}): stored {:016x}, computed {:016x}",
-                 dir_, meta_.files[s.file].name, name, s.offset, s.offset + s.bytes, s.xxh3, h);
+      ZAYA_CHECK(h == s.xxh3,
+                 "{}/{}: checksum mismatch in tensor '{}' (bytes {}..{}): stored {:016x}, computed {:016x}", dir_,
+                 meta_.files[s.file].name, name, s.offset, s.offset + s.bytes, s.xxh3, h);
       total += s.bytes;
     }
   return total;
 }
 
-std::vector<std::string> set_aside_checkpoints_after(const std::string& root, int64_t step,
-                                                     const std::string& suffix) {
+std::vector<std::string> set_aside_checkpoints_after(const std::string& root, int64_t step, const std::string& suffix) {
   std::vector<std::string> moved;
   for (const std::string& dir : list_checkpoints(root)) {
     const int64_t s = std::stoll(fs::path(dir).filename().string().substr(5));

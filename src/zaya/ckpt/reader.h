@@ -41,8 +41,7 @@ std::vector<std::string> list_checkpoints(const std::string& root);
 // step_XXXXXXXX.<suffix> (kept, not deleted: data already written is never
 // lost), so that a run resumed from `step` can write those steps again.
 // Returns the renamed directories.
-std::vector<std::string> set_aside_checkpoints_after(const std::string& root, int64_t step,
-                                                     const std::string& suffix);
+std::vector<std::string> set_aside_checkpoints_after(const std::string& root, int64_t step, const std::string& suffix);
 
 // XXH3-64 of a byte range.
 uint64_t checksum_bytes(const void* data, size_t bytes);

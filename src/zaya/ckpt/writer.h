@@ -43,7 +43,7 @@ struct SaveStats {
   double snapshot_seconds = 0;  // the step loop's stall
   double write_seconds = 0;     // this rank's background write (file, checksums, fsync)
   double publish_seconds = 0;
-  uint64_t bytes = 0;           // this rank's shard
+  uint64_t bytes = 0;  // this rank's shard
   int64_t step = -1;
 };
 

@@ -32,18 +32,18 @@ struct BenchTrainOptions {
 void bench_train(const BenchTrainOptions& o) {
   std::vector<std::string> overrides = {
       fmt::format("train.micro_batch={}", o.micro_batch), fmt::format("train.seq_len={}", o.seq_len),
-      fmt::format("train.grad_accum={}", o.grad_accum), fmt::format("train.steps={}", o.warmup + o.steps),
-      fmt::format("train.threads={}", o.threads), "schedule.warmup_steps=0",
+      fmt::format("train.grad_accum={}", o.grad_accum),   fmt::format("train.steps={}", o.warmup + o.steps),
+      fmt::format("train.threads={}", o.threads),         "schedule.warmup_steps=0",
       fmt::format("checkpoint.dir={}", o.checkpoint_dir), "checkpoint.keep_last=1"};
   overrides.insert(overrides.end(), o.overrides.begin(), o.overrides.end());
   // Under mpirun: every rank runs its share; the report is rank 0's.
   auto world = make_world_comm();
   TrainConfig config;
   run_collectively(*world, "loading the config", [&] {
-    config = o.config.empty() ? parse_train_config(
-                                    fmt::format("[model]\npreset = \"{}\"\n[data]\ndir = \"-\"\n", o.preset),
-                                    "zaya bench train", overrides)
-                              : load_train_config(o.config, overrides);
+    config = o.config.empty()
+                 ? parse_train_config(fmt::format("[model]\npreset = \"{}\"\n[data]\ndir = \"-\"\n", o.preset),
+                                      "zaya bench train", overrides)
+                 : load_train_config(o.config, overrides);
     ZAYA_CHECK(world->size() % (config.parallel.ep * config.parallel.cp) == 0,
                "the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {} (the world size must be a "
                "multiple of ep * cp)",
@@ -63,10 +63,11 @@ void bench_train(const BenchTrainOptions& o) {
   const int W = mesh->world_size();
   const ParamCounts counts = count_parameters(trainer->model().config());
   if (root)
-    fmt::print("zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step per rank, "
-               "{} rank(s) (dp {} x ep {} x cp {}), {} threads per rank\n",
-               o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch,
-               o.seq_len, o.grad_accum, W, mesh->dp_size(), mesh->ep_size(), mesh->cp_size(), omp_get_max_threads());
+    fmt::print(
+        "zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step per rank, "
+        "{} rank(s) (dp {} x ep {} x cp {}), {} threads per rank\n",
+        o.config.empty() ? o.preset : o.config, counts.total / 1e6, counts.active / 1e6, o.micro_batch, o.seq_len,
+        o.grad_accum, W, mesh->dp_size(), mesh->ep_size(), mesh->cp_size(), omp_get_max_threads());
   for (int64_t i = 0; i < o.warmup; ++i) trainer->train_step();
   profile_reset();
   // Per rank: seconds, flops, own tokens, best step, exposed/overlapped comm, gather, expert exchange.
@@ -100,10 +101,11 @@ void bench_train(const BenchTrainOptions& o) {
     trainer->checkpoint_writer()->finish();
     const SaveStats& st = trainer->checkpoint_writer()->last_stats();
     if (root && saves > 0)
-      fmt::print("  checkpoints: {} async saves of {:.0f} MB (rank 0); the step loop stalled {:.3f} s per save "
-                 "(snapshot); background write {:.2f} s = {:.2f} GB/s; final wait {:.2f} s\n",
-                 saves, double(st.bytes) / 1e6, ckpt_stall / saves, st.write_seconds,
-                 double(st.bytes) / st.write_seconds / 1e9, now_seconds() - f0);
+      fmt::print(
+          "  checkpoints: {} async saves of {:.0f} MB (rank 0); the step loop stalled {:.3f} s per save "
+          "(snapshot); background write {:.2f} s = {:.2f} GB/s; final wait {:.2f} s\n",
+          saves, double(st.bytes) / 1e6, ckpt_stall / saves, st.write_seconds,
+          double(st.bytes) / st.write_seconds / 1e9, now_seconds() - f0);
   }
   (void)ckpt_write;
   (void)ckpt_bytes;
@@ -131,9 +133,10 @@ void bench_train(const BenchTrainOptions& o) {
   const double tps = tokens / slowest, mfu = t[1] / t[0] / (peak * 1e9);
   fmt::print("  step time {:.3f} s (best {:.3f} s) over {} steps after {} warm-up\n", t[0] / steps, t[3], o.steps,
              o.warmup);
-  fmt::print("  {:.0f} tokens/s aggregate, {:.1f} GFLOP/s model FLOPs per rank, MFU {:.1f}% of one rank's measured "
-             "f32 GEMM peak ({:.0f} GFLOP/s)\n",
-             tps, t[1] / t[0] / 1e9, 100 * mfu, peak);
+  fmt::print(
+      "  {:.0f} tokens/s aggregate, {:.1f} GFLOP/s model FLOPs per rank, MFU {:.1f}% of one rank's measured "
+      "f32 GEMM peak ({:.0f} GFLOP/s)\n",
+      tps, t[1] / t[0] / 1e9, 100 * mfu, peak);
   fmt::print("  memory per rank (largest): activation workspace {:.1f} MB, peak resident {:.1f} MB\n",
              max_workspace / 1e6, max_rss / 1e6);
   if (W > 1) {
@@ -218,8 +221,9 @@ void add_bench_train_command(CLI::App& bench) {
   train->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   train->add_option("--set", o->overrides, "override a config key: section.key=value");
   train->add_option("--json", o->json_out, "write the results as JSON");
-  train->add_option("--checkpoint-every", o->checkpoint_every,
-                    "save an async checkpoint every N timed steps (the overhead is part of the step time)")
+  train
+      ->add_option("--checkpoint-every", o->checkpoint_every,
+                   "save an async checkpoint every N timed steps (the overhead is part of the step time)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   train->add_option("--checkpoint-dir", o->checkpoint_dir, "where those checkpoints go (emptied first)");
   train->callback([o] { bench_train(*o); });

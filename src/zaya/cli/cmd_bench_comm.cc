@@ -26,7 +26,8 @@ struct BenchCommOptions {
   int iters = 20, warmup = 5, agg_iters = 1, check = 1, average = 1, root = 0, cycles = 1, iter_stats = 0;
   std::vector<std::string> dtypes = {"float"}, ops = {"sum"};
   double timeout = 0, min_bw = 0, stall_seconds = 3600;
-  std::string split, matrix, routing, routing_layer = "mean", write_matrix, json_out, fault = "none", time_stat = "mean";
+  std::string split, matrix, routing, routing_layer = "mean", write_matrix, json_out, fault = "none",
+                                      time_stat = "mean";
   int64_t routing_step = -1;
 };
 
@@ -38,8 +39,9 @@ std::string format_time_us(double us) {
 }
 
 std::string format_sample(const CommSample& s, bool iter_stats) {
-  if (!s.ran) return fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}{}", "N/A", "N/A", "N/A", "N/A",
-                                 iter_stats ? fmt::format("  {:>7}  {:>7}  {:>7}  {:>5}", "", "", "", "") : "");
+  if (!s.ran)
+    return fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}{}", "N/A", "N/A", "N/A", "N/A",
+                       iter_stats ? fmt::format("  {:>7}  {:>7}  {:>7}  {:>5}", "", "", "", "") : "");
   std::string out = fmt::format("  {}  {:6.2f}  {:6.2f}  {:>6}", format_time_us(s.time_us), s.algbw, s.busbw,
                                 s.wrong >= 0 ? std::to_string(s.wrong) : std::string("N/A"));
   if (iter_stats)
@@ -49,8 +51,8 @@ std::string format_sample(const CommSample& s, bool iter_stats) {
 }
 
 void print_table_header(const CommRun& run, bool iter_stats) {
-  const std::string extra = iter_stats ? fmt::format("  {:>7}  {:>7}  {:>7}  {:>5}", "i_min", "i_max", "i_p99", "i_cv%")
-                                       : "";
+  const std::string extra =
+      iter_stats ? fmt::format("  {:>7}  {:>7}  {:>7}  {:>5}", "i_min", "i_max", "i_p99", "i_cv%") : "";
   const std::string units = iter_stats ? fmt::format("  {:>7}  {:>7}  {:>7}  {:>5}", "(us)", "(us)", "(us)", "") : "";
   const int half = 34 + int(extra.size());
   fmt::print("#\n# {} {}{}{}\n", collective_name(run.coll), dtype_name(run.dtype),
@@ -124,8 +126,10 @@ void bench_comm(const BenchCommOptions& o) {
     CommBenchOptions opt;
     opt.collectives.clear();
     for (const std::string& c : o.collectives) {
-      if (c == "all") opt.collectives = all_collectives();
-      else opt.collectives.push_back(parse_collective(c));
+      if (c == "all")
+        opt.collectives = all_collectives();
+      else
+        opt.collectives.push_back(parse_collective(c));
     }
     ZAYA_CHECK(!opt.collectives.empty(), "no collective to run");
     opt.min_bytes = parse_byte_size(o.min_bytes, "-b/--minbytes");
@@ -144,8 +148,10 @@ void bench_comm(const BenchCommOptions& o) {
     opt.stall_seconds = o.stall_seconds;
     opt.dtypes.clear();
     for (const std::string& d : o.dtypes) {
-      if (d == "all") opt.dtypes = all_dtypes();
-      else opt.dtypes.push_back(parse_dtype(d));
+      if (d == "all")
+        opt.dtypes = all_dtypes();
+      else
+        opt.dtypes.push_back(parse_dtype(d));
     }
     opt.ops.clear();
     bool all_ops = false;
@@ -168,8 +174,10 @@ void bench_comm(const BenchCommOptions& o) {
     int64_t leader = group->rank() == 0, groups = 0, sizes[2] = {group->size(), -group->size()}, extremes[2];
     world->all_reduce(&leader, &groups, 1, DType::kI64, ReduceOp::kSum);
     world->all_reduce(sizes, extremes, 2, DType::kI64, ReduceOp::kMax);
-    ZAYA_CHECK(extremes[0] == -extremes[1], "--split '{}' makes groups of different sizes ({} to {} ranks); use a "
-               "split that divides the ranks evenly", o.split, -extremes[1], extremes[0]);
+    ZAYA_CHECK(extremes[0] == -extremes[1],
+               "--split '{}' makes groups of different sizes ({} to {} ranks); use a "
+               "split that divides the ranks evenly",
+               o.split, -extremes[1], extremes[0]);
     opt.matrix = load_matrix(*world, *group, o);
 
     CommBenchContext ctx;
@@ -194,14 +202,17 @@ void bench_comm(const BenchCommOptions& o) {
           continue;
         }
         for (ReduceOp op : opt.ops) {
-          if (comm_combination_valid(c, t, op)) combos.push_back({c, t, op});
-          else ZAYA_CHECK(all_ops, "-o avg needs a floating-point data type, got {}", dtype_name(t));
+          if (comm_combination_valid(c, t, op))
+            combos.push_back({c, t, op});
+          else
+            ZAYA_CHECK(all_ops, "-o avg needs a floating-point data type, got {}", dtype_name(t));
         }
       }
     if (group->size() < 2)
       std::erase_if(combos, [&](const Combo& x) {
         if (x.c != Collective::kSendRecv) return false;
-        ZAYA_CHECK(opt.collectives.size() > 1, "send_recv needs at least 2 ranks per group; run it under mpirun -np 2 or more");
+        ZAYA_CHECK(opt.collectives.size() > 1,
+                   "send_recv needs at least 2 ranks per group; run it under mpirun -np 2 or more");
         return true;
       });
     CommBench bench(*world, *group, opt);
@@ -210,13 +221,14 @@ void bench_comm(const BenchCommOptions& o) {
     if (root_rank) {
       fmt::print("# zaya bench comm: {} ranks, {} group(s) of {}{}\n", ctx.world_ranks, ctx.groups, ctx.group_ranks,
                  ctx.split.empty() ? "" : fmt::format(" (split {})", ctx.split));
-      fmt::print("# minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} "
-                 "time: {} timeout: {}{}\n",
-                 opt.min_bytes, opt.max_bytes, opt.step_factor > 1 ? opt.step_factor : opt.step_bytes,
-                 opt.step_factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.agg_iters, opt.check,
-                 opt.time_stat == "mean" ? std::string("mean") : opt.time_stat + " of iterations",
-                 opt.timeout > 0 ? fmt::format("{} s", opt.timeout) : "none",
-                 opt.fault != CommFault::kNone ? fmt::format(" fault: {}", comm_fault_name(opt.fault)) : "");
+      fmt::print(
+          "# minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} "
+          "time: {} timeout: {}{}\n",
+          opt.min_bytes, opt.max_bytes, opt.step_factor > 1 ? opt.step_factor : opt.step_bytes,
+          opt.step_factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.agg_iters, opt.check,
+          opt.time_stat == "mean" ? std::string("mean") : opt.time_stat + " of iterations",
+          opt.timeout > 0 ? fmt::format("{} s", opt.timeout) : "none",
+          opt.fault != CommFault::kNone ? fmt::format(" fault: {}", comm_fault_name(opt.fault)) : "");
       fmt::print("#\n# Using ranks\n");
       for (const std::string& line : ctx.rank_lines) fmt::print("#  {}\n", line);
       std::fflush(stdout);
@@ -238,10 +250,13 @@ void bench_comm(const BenchCommOptions& o) {
     const bool gate_failed = o.min_bw > 0 && s.avg_busbw < 0.9 * o.min_bw;
     if (root_rank) {
       fmt::print("# Out of bounds values : {} {}\n", s.wrong_total,
-                 !s.verified ? "(not verified)" : s.wrong_total ? "FAILED" : "OK");
+                 !s.verified     ? "(not verified)"
+                 : s.wrong_total ? "FAILED"
+                                 : "OK");
       fmt::print("# Avg bus bandwidth    : {:g} {}\n#\n", s.avg_busbw,
-                 o.min_bw <= 0 ? "" : gate_failed ? fmt::format("FAILED (below 0.9 x --min-bw {:g})", o.min_bw)
-                                                  : fmt::format("OK (--min-bw {:g})", o.min_bw));
+                 o.min_bw <= 0 ? ""
+                 : gate_failed ? fmt::format("FAILED (below 0.9 x --min-bw {:g})", o.min_bw)
+                               : fmt::format("OK (--min-bw {:g})", o.min_bw));
       std::fflush(stdout);
       if (!o.json_out.empty()) write_file_atomic(o.json_out, comm_bench_json(opt, ctx, runs).dump(2) + "\n");
     }
@@ -273,8 +288,7 @@ CLI::Validator size_validator() {
 
 void add_bench_comm_command(CLI::App& bench) {
   auto o = std::make_shared<BenchCommOptions>();
-  auto* cmd = bench.add_subcommand(
-      "comm", "collective microbenchmarks (nccl-tests semantics); run under mpirun -np N");
+  auto* cmd = bench.add_subcommand("comm", "collective microbenchmarks (nccl-tests semantics); run under mpirun -np N");
   cmd->add_option("collectives", o->collectives,
                   "all_reduce (default), reduce_scatter, all_gather, broadcast, reduce, all_to_all, all_to_all_v, "
                   "send_recv, or all")
@@ -282,12 +296,12 @@ void add_bench_comm_command(CLI::App& bench) {
   cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message size, e.g. 8, 64K, 32M (default 32M)")
       ->check(size_validator());
   cmd->add_option("-e,--maxbytes", o->max_bytes, "largest message size (default 32M)")->check(size_validator());
-  cmd->add_option("-i,--stepbytes", o->step_bytes, "size increment when -f is 1 (default 1M)")
-      ->check(size_validator());
+  cmd->add_option("-i,--stepbytes", o->step_bytes, "size increment when -f is 1 (default 1M)")->check(size_validator());
   cmd->add_option("-f,--stepfactor", o->step_factor, "size multiplier between steps (default 1: use -i)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
   cmd->add_option("-n,--iters", o->iters, "timed iterations per size (default 20)")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("-w,--warmup_iters,--warmup", o->warmup, "warm-up operations at the largest and smallest size (default 5)")
+  cmd->add_option("-w,--warmup_iters,--warmup", o->warmup,
+                  "warm-up operations at the largest and smallest size (default 5)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-m,--agg_iters", o->agg_iters, "operations per timed iteration (default 1)")
       ->check(CLI::Range(1, 1 << 20));

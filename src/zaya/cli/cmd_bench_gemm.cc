@@ -49,8 +49,8 @@ void print_start(const GemmEfficiencyTable& t) {
   fmt::print("# zaya bench gemm: {} threads, CPU {}, oneDNN ISA {}\n", t.machine.value("omp_threads", 0),
              t.machine.value("cpu", std::string("?")), t.machine.value("isa", std::string("?")));
   for (const auto& [d, peak] : t.peak_gflops)
-    fmt::print("# peak {:>4}: {:8.1f} GFLOP/s; roofline ridge {:.1f} FLOP/byte at {:.1f} GB/s DRAM (STREAM triad)\n",
-               d, peak, t.membw_gbps > 0 ? peak / t.membw_gbps : 0.0, t.membw_gbps);
+    fmt::print("# peak {:>4}: {:8.1f} GFLOP/s; roofline ridge {:.1f} FLOP/byte at {:.1f} GB/s DRAM (STREAM triad)\n", d,
+               peak, t.membw_gbps > 0 ? peak / t.membw_gbps : 0.0, t.membw_gbps);
   std::fflush(stdout);
 }
 
@@ -92,15 +92,15 @@ void print_model(const GemmEfficiencyTable& t) {
       totals[dtype].first += g.shape.flops() * g.count;
       totals[dtype].second += e.seconds * g.count;
       fmt::print("{:>5} {:<22} {:<13} {:>6} {:>7} {:>7} {:>10.0f} {:>9.1f} {:>6.1f} {:>10.3f} {:>5.1f}%  {}{}\n", dtype,
-                 g.name, g.phase + " " + layout, g.shape.m, g.shape.n, g.shape.k, g.count, e.gflops,
-                 100 * e.efficiency, ms, 100 * ms / (step * 1e3), g.approximate ? "(mean attention block) " : "",
-                 note_of(e));
+                 g.name, g.phase + " " + layout, g.shape.m, g.shape.n, g.shape.k, g.count, e.gflops, 100 * e.efficiency,
+                 ms, 100 * ms / (step * 1e3), g.approximate ? "(mean attention block) " : "", note_of(e));
     }
     const auto& tot = totals[dtype];
-    fmt::print("# {} GEMMs of one micro-batch (forward + backward): {:.1f} ms, {:.1f} GFLOP -> {:.1f} GFLOP/s = "
-               "{:.1f}% of peak\n\n",
-               dtype, 1e3 * tot.second, tot.first / 1e9, tot.first / tot.second / 1e9,
-               100 * tot.first / tot.second / 1e9 / t.peak_gflops.at(dtype));
+    fmt::print(
+        "# {} GEMMs of one micro-batch (forward + backward): {:.1f} ms, {:.1f} GFLOP -> {:.1f} GFLOP/s = "
+        "{:.1f}% of peak\n\n",
+        dtype, 1e3 * tot.second, tot.first / 1e9, tot.first / tot.second / 1e9,
+        100 * tot.first / tot.second / 1e9 / t.peak_gflops.at(dtype));
   }
 }
 
@@ -130,7 +130,8 @@ void bench_gemm(const BenchGemmOptions& o) {
   std::vector<std::string> skipped;
   auto on_entry = [&](GemmDType d, const GemmShape& s, const GemmTableEntry* e) {
     if (e == nullptr) skipped.push_back(fmt::format("{} {} {}x{}x{}", gemm_dtype_name(d), s.layout(), s.m, s.n, s.k));
-    if (progress) fmt::print(stderr, "\r  measured {} shapes, last {} {}x{}x{}      ", ++done, gemm_dtype_name(d), s.m, s.n, s.k);
+    if (progress)
+      fmt::print(stderr, "\r  measured {} shapes, last {} {}x{}x{}      ", ++done, gemm_dtype_name(d), s.m, s.n, s.k);
   };
   if (model_mode) {
     ZAYA_CHECK(o.shapes.empty(), "--model measures the model's own shapes; drop --shape");
@@ -173,10 +174,11 @@ void bench_gemm(const BenchGemmOptions& o) {
     fmt::print("# skipped (operands beyond --max-memory {}): {}\n", o.max_memory, fmt::join(skipped, ", "));
   int falloffs = 0;
   for (const GemmTableEntry& e : table.entries) falloffs += e.falls_off;
-  fmt::print("# {} of {} measured shapes fall off (below {:.0f}% of a contained shape's GFLOP/s, or slower than "
-             "their padded version{})\n",
-             falloffs, table.entries.size(), 100 * o.falloff,
-             r.align > 0 ? fmt::format(" at multiples of {}", r.align) : ", not measured: --align 0");
+  fmt::print(
+      "# {} of {} measured shapes fall off (below {:.0f}% of a contained shape's GFLOP/s, or slower than "
+      "their padded version{})\n",
+      falloffs, table.entries.size(), 100 * o.falloff,
+      r.align > 0 ? fmt::format(" at multiples of {}", r.align) : ", not measured: --align 0");
   if (!o.json_out.empty()) write_file_atomic(o.json_out, table.to_json().dump(2) + "\n");
 }
 
@@ -190,16 +192,20 @@ void add_bench_gemm_command(CLI::App& bench) {
   cmd->add_option("-n,--n", o->n, "N values (same forms)")->capture_default_str();
   cmd->add_option("-k,--k", o->k, "K values (same forms)")->capture_default_str();
   cmd->add_option("--shape", o->shapes, "explicit MxNxK shapes instead of the M, N, K product")->delimiter(',');
-  cmd->add_option("--dtype", o->dtypes, "f32, bf16 (default both)")->delimiter(',')
+  cmd->add_option("--dtype", o->dtypes, "f32, bf16 (default both)")
+      ->delimiter(',')
       ->check(CLI::IsMember({"f32", "bf16"}));
-  cmd->add_option("--layout", o->layouts, "nn (default), nt, tn, tt: transposes of A and B")->delimiter(',')
+  cmd->add_option("--layout", o->layouts, "nn (default), nt, tn, tt: transposes of A and B")
+      ->delimiter(',')
       ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}));
-  cmd->add_option("--model", o->model, "benchmark this model's forward+backward GEMMs: preset, config.json or model dir");
+  cmd->add_option("--model", o->model,
+                  "benchmark this model's forward+backward GEMMs: preset, config.json or model dir");
   cmd->add_option("--micro-batch", o->micro_batch, "--model: sequences per micro-batch (default 8)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->add_option("--seq-len", o->seq_len, "--model: tokens per sequence (default 256)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  cmd->add_option("--ep", o->ep, "--model: expert-parallel ranks (default 1)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cmd->add_option("--ep", o->ep, "--model: expert-parallel ranks (default 1)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cmd->add_option("--skip-fraction", o->skip_fraction, "--model: share of routed tokens taking the skip expert")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--expert-tokens", o->expert_tokens, "--model: rows per expert GEMM (default: the expected value)")
@@ -207,12 +213,16 @@ void add_bench_gemm_command(CLI::App& bench) {
   cmd->add_option("--align", o->align,
                   "also time each shape padded to multiples of this (default 64 with --model, else 0: off)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 16));
-  cmd->add_option("--falloff", o->falloff, "fall-off threshold as a fraction (default 0.85)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--min-time", o->min_time, "seconds of calls per shape (default 0.1)")->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--min-calls", o->min_calls, "timed calls per shape at least (default 3)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--falloff", o->falloff, "fall-off threshold as a fraction (default 0.85)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--min-time", o->min_time, "seconds of calls per shape (default 0.1)")
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--min-calls", o->min_calls, "timed calls per shape at least (default 3)")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--peak-f32", o->peak_f32, "f32 peak in GFLOP/s (default: measured)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--peak-bf16", o->peak_bf16, "bf16 peak in GFLOP/s (default: measured)")->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--peak-size", o->peak_side, "side of the square GEMM that measures the peak (default 2048 f32, 4096 bf16)")
+  cmd->add_option("--peak-size", o->peak_side,
+                  "side of the square GEMM that measures the peak (default 2048 f32, 4096 bf16)")
       ->check(CLI::Range(int64_t(0), int64_t(65536)));
   cmd->add_option("--membw-gbps", o->membw, "DRAM GB/s for the roofline (default: measured, STREAM triad)")
       ->check(CLI::Range(0.0, 1e9));

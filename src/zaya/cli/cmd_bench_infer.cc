@@ -55,9 +55,10 @@ void bench_infer(const BenchInferOptions& o) {
   const ParamCounts pc = count_parameters(model->config());
   fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", name,
              pc.total / 1e6, pc.active / 1e6, model->matrix_dtype(), omp_get_max_threads());
-  fmt::print("  bytes per decode step at batch 1: dense {:.2f} MB + one expert per layer {:.2f} MB + LM head {:.2f} MB"
-             " (+ KV cache)\n",
-             wb.dense / 1e6, wb.per_expert * model->config().num_blocks / 1e6, wb.lm_head / 1e6);
+  fmt::print(
+      "  bytes per decode step at batch 1: dense {:.2f} MB + one expert per layer {:.2f} MB + LM head {:.2f} MB"
+      " (+ KV cache)\n",
+      wb.dense / 1e6, wb.per_expert * model->config().num_blocks / 1e6, wb.lm_head / 1e6);
   auto bandwidth = [](int64_t bytes) {
     if (bytes <= 0) return measure_dram_bandwidth_gbps(0);
     // Triad over three arrays holding `bytes` in all (at least 24 MB).

@@ -26,9 +26,10 @@ struct BenchIoOptions {
 std::string evicted_note(double resident) {
   if (resident < 0) return " (page-cache residency unknown)";
   if (resident > 0.05)
-    return fmt::format(" WARNING: {:.0f}% of the pages stayed cached; the file system ignored the eviction, so this "
-                       "measures memory, not storage",
-                       100 * resident);
+    return fmt::format(
+        " WARNING: {:.0f}% of the pages stayed cached; the file system ignored the eviction, so this "
+        "measures memory, not storage",
+        100 * resident);
   return "";
 }
 
@@ -43,10 +44,10 @@ void bench_io(BenchIoOptions o) {
     const uint64_t total = uint64_t(p.total) * 12;
     io.files = o.ranks;
     io.file_bytes = (total / uint64_t(o.ranks) + 4095) / 4096 * 4096;
-    what = fmt::format("{} checkpoint of {} ({:.2f}B parameters x 12 bytes: f32 weights + 2 AdamW moments) in {} "
-                       "shard(s) of {}",
-                       format_bytes(double(total)), o.model, double(p.total) / 1e9, o.ranks,
-                       format_bytes(double(io.file_bytes)));
+    what = fmt::format(
+        "{} checkpoint of {} ({:.2f}B parameters x 12 bytes: f32 weights + 2 AdamW moments) in {} "
+        "shard(s) of {}",
+        format_bytes(double(total)), o.model, double(p.total) / 1e9, o.ranks, format_bytes(double(io.file_bytes)));
   }
   fmt::print("# zaya bench io: {} in {}{}\n", what, io.dir, io.direct ? ", O_DIRECT" : "");
   std::fflush(stdout);
@@ -59,17 +60,18 @@ void bench_io(BenchIoOptions o) {
   }
   fmt::print("dataset           {} ({})\n", r.dataset_path, format_bytes(double(r.dataset_bytes)));
   if (r.pages.ran)
-    fmt::print("random {} B page reads, {} thread(s): {:.0f} IOPS  latency p50 {:.1f} us  p99 {:.1f} us  ({} reads){}\n",
-               r.page_size, io.io_threads, r.pages.iops, r.pages.latency_us.p50, r.pages.latency_us.p99,
-               r.pages.reads, evicted_note(r.pages.resident_after_evict));
+    fmt::print(
+        "random {} B page reads, {} thread(s): {:.0f} IOPS  latency p50 {:.1f} us  p99 {:.1f} us  ({} reads){}\n",
+        r.page_size, io.io_threads, r.pages.iops, r.pages.latency_us.p50, r.pages.latency_us.p99, r.pages.reads,
+        evicted_note(r.pages.resident_after_evict));
   if (r.samples.ran) {
     const IoSamples& s = r.samples;
     fmt::print("training windows  {} random windows of seq {} + 1 tokens ({} B) via mmap, cold:\n", s.samples,
                io.seq_len, s.window_bytes);
-    fmt::print("  ideal pages per sample s*b/P = {:.2f}; pages touched {:.2f}; page faults {:.2f} (MADV_RANDOM), "
-               "{:.1f} us per sample{}\n",
-               s.ideal_pages, s.pages_touched, s.faults_random, s.seconds_random * 1e6,
-               evicted_note(s.resident_after_evict));
+    fmt::print(
+        "  ideal pages per sample s*b/P = {:.2f}; pages touched {:.2f}; page faults {:.2f} (MADV_RANDOM), "
+        "{:.1f} us per sample{}\n",
+        s.ideal_pages, s.pages_touched, s.faults_random, s.seconds_random * 1e6, evicted_note(s.resident_after_evict));
     fmt::print("  scatter factor sigma = faults / ideal = {:.3f}  (m = {:.2f} extra faults per sample)\n", s.sigma,
                s.extra_faults);
     if (s.read_amplification > 0)
@@ -80,10 +82,11 @@ void bench_io(BenchIoOptions o) {
   }
   const StorageModelInput& in = r.model_input;
   const StorageModel& m = r.model;
-  fmt::print("\nstorage model (paper-notes section 3): G = {:g} sequences x s = {:g} tokens x b = {:g} B, P = {:g} B, "
-             "t = {:g} s, I_max = {:.0f} IOPS ({}), sigma = {:.3f} ({})\n",
-             in.batch, in.seq_len, in.bytes_per_token, in.page_size, in.step_seconds, in.iops,
-             io.iops > 0 ? "given" : "measured", in.sigma, r.samples.ran ? "measured" : "assumed");
+  fmt::print(
+      "\nstorage model (paper-notes section 3): G = {:g} sequences x s = {:g} tokens x b = {:g} B, P = {:g} B, "
+      "t = {:g} s, I_max = {:.0f} IOPS ({}), sigma = {:.3f} ({})\n",
+      in.batch, in.seq_len, in.bytes_per_token, in.page_size, in.step_seconds, in.iops,
+      io.iops > 0 ? "given" : "measured", in.sigma, r.samples.ran ? "measured" : "assumed");
   fmt::print("  per step: {} in {:.0f} pages ideal, {:.0f} I/O operations -> {:.0f} IOPS needed\n",
              format_bytes(m.bytes_per_step), m.ideal_pages_per_step, m.io_per_step, m.required_iops);
   fmt::print("  break-even step time t_break = {:.4g} s: {} (t / t_break = {:.2f})\n", m.break_even_seconds,
@@ -103,7 +106,8 @@ void bench_io(BenchIoOptions o) {
 
 void add_bench_io_command(CLI::App& bench) {
   auto o = std::make_shared<BenchIoOptions>();
-  auto* cmd = bench.add_subcommand("io", "checkpoint write/read, dataset page reads, scatter factor and break-even step time");
+  auto* cmd =
+      bench.add_subcommand("io", "checkpoint write/read, dataset page reads, scatter factor and break-even step time");
   auto size = CLI::Validator([](std::string& s) { return byte_size_error(s); }, "SIZE");
   IoBenchOptions& io = o->io;
   cmd->add_option("--dir", io.dir, "directory on the storage to test (default .)")->check(CLI::ExistingDirectory);
@@ -127,7 +131,8 @@ void add_bench_io_command(CLI::App& bench) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   cmd->add_option("--seq-len", io.seq_len, "tokens per sequence, s (default 4096)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
-  cmd->add_option("--bytes-per-token", io.bytes_per_token, "b (default 4: uint32 token shards)")->check(CLI::Range(1, 8));
+  cmd->add_option("--bytes-per-token", io.bytes_per_token, "b (default 4: uint32 token shards)")
+      ->check(CLI::Range(1, 8));
   cmd->add_option("--batch", io.batch, "sequences per step, G (default 4096, ZAYA1)")->check(CLI::Range(1.0, 1e12));
   cmd->add_option("--step-time", io.step_seconds, "seconds per training step, t (default 2.5, ZAYA1)")
       ->check(CLI::Range(0.0, 1e9));

@@ -33,9 +33,10 @@ void bench_membw(const BenchMembwOptions& o) {
   m.step_factor = o.factor;
   m.reps = o.reps;
   const std::vector<int> threads = m.threads.empty() ? default_thread_counts(omp_get_max_threads()) : m.threads;
-  fmt::print("# zaya bench membw: best of {} repetitions, GB/s (1e9 bytes/s), STREAM byte counting; working set = "
-             "bytes of all arrays touched\n",
-             m.reps);
+  fmt::print(
+      "# zaya bench membw: best of {} repetitions, GB/s (1e9 bytes/s), STREAM byte counting; working set = "
+      "bytes of all arrays touched\n",
+      m.reps);
   // Columns: kernel x threads; rows: working sets. Printed as each row completes.
   std::vector<std::string> columns;
   for (const std::string& k : m.kernels)
@@ -43,8 +44,9 @@ void bench_membw(const BenchMembwOptions& o) {
   const bool progress = isatty(STDERR_FILENO);
   size_t done = 0;
   std::vector<MembwPoint> points = run_membw(m, [&](const MembwPoint& p) {
-    if (progress) fmt::print(stderr, "\r  {} points, last {} {} threads {}      ", ++done, p.kernel, p.threads,
-                             format_bytes(double(p.nominal)));
+    if (progress)
+      fmt::print(stderr, "\r  {} points, last {} {} threads {}      ", ++done, p.kernel, p.threads,
+                 format_bytes(double(p.nominal)));
   });
   if (progress) fmt::print(stderr, "\r{:70}\r", "");
   // One row per nominal working set (the exact bytes differ slightly per kernel: whole elements per array).

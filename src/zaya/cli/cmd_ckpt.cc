@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "zaya/ckpt/offline.h"
 #include "zaya/ckpt/reader.h"
@@ -39,8 +39,8 @@ void inspect(const std::string& dir, bool tensors, const std::string& json_out) 
   const TrainConfig config = checkpoint_config(ck);
   uint64_t bytes = 0;
   for (const CkptFile& f : m.files) bytes += f.bytes;
-  fmt::print("{}\n  run {}, step {}, written by {} rank(s) (dp {} x ep {}{})\n", dir, m.run_id, m.step, m.world,
-             m.dp, m.ep, m.cp > 1 ? fmt::format(" x cp {}", m.cp) : "");
+  fmt::print("{}\n  run {}, step {}, written by {} rank(s) (dp {} x ep {}{})\n", dir, m.run_id, m.step, m.world, m.dp,
+             m.ep, m.cp > 1 ? fmt::format(" x cp {}", m.cp) : "");
   fmt::print("  model: {} preset, hidden {}, {} blocks, {} experts (top-{}), vocab {}\n", config.model_preset,
              config.model.hidden, config.model.num_blocks, config.model.experts, config.model.top_k,
              config.model.vocab_size);
@@ -79,9 +79,8 @@ void reshape(const std::string& in, const std::string& out_root, int dp, int ep)
   CheckpointMeta header = ck.meta();
   header.config_toml = train_config_to_toml(config);
   const double t0 = now_seconds();
-  write_checkpoint_offline(out_root, header, dp, ep, layout, [&](const OfflineTensor& t, void* dst) {
-    ck.read(t.name, dst, t.dtype, t.shape);
-  });
+  write_checkpoint_offline(out_root, header, dp, ep, layout,
+                           [&](const OfflineTensor& t, void* dst) { ck.read(t.name, dst, t.dtype, t.shape); });
   fmt::print("wrote {}/{} for dp {} x ep {} ({} shard files) in {:.1f} s\n", out_root,
              checkpoint_dir_name(ck.meta().step), dp, ep, dp * ep, now_seconds() - t0);
 }
@@ -136,8 +135,10 @@ void import_weights(const std::string& in, const std::string& out_root, const st
   const bool is_gguf = fs::is_regular_file(in);
   std::unique_ptr<ZayaModel> model;
   std::optional<ZayaGgufFile> gguf;
-  if (is_gguf) gguf.emplace(ZayaGgufFile::open(in));
-  else model = load_hf_model(in);
+  if (is_gguf)
+    gguf.emplace(ZayaGgufFile::open(in));
+  else
+    model = load_hf_model(in);
   const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
   // The config's vocabulary is decided by the data when not given: take the model's.
   ZayaConfig want = config.model;
@@ -157,20 +158,21 @@ void import_weights(const std::string& in, const std::string& out_root, const st
   header.step = 0;
   header.state = {{"step", 0}, {"optimizer_state", false}, {"imported_from", fs::absolute(in).string()}};
   header.config_toml = train_config_to_toml(config);
-  write_checkpoint_offline(out_root, header, 1, 1, checkpoint_layout(source, 1, 1, true, false),
-                           [&](const OfflineTensor& t, void* dst) {
-                             if (is_gguf) {
-                               gguf->read_legacy(t.name, static_cast<float*>(dst), t.shape);
-                               return;
-                             }
-                             const ParamEntry* e = model->params().find(t.name);
-                             const float* src = e ? model->param_data() + e->offset
-                                                  : model->buffer_data() + model->buffers().at(t.name).offset;
-                             std::memcpy(dst, src, sizeof(float) * size_t(t.numel()));
-                           });
-  fmt::print("wrote {}/{}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
-             "{}/{})\n",
-             out_root, checkpoint_dir_name(0), in, config_path, out_root, checkpoint_dir_name(0));
+  write_checkpoint_offline(
+      out_root, header, 1, 1, checkpoint_layout(source, 1, 1, true, false), [&](const OfflineTensor& t, void* dst) {
+        if (is_gguf) {
+          gguf->read_legacy(t.name, static_cast<float*>(dst), t.shape);
+          return;
+        }
+        const ParamEntry* e = model->params().find(t.name);
+        const float* src =
+            e ? model->param_data() + e->offset : model->buffer_data() + model->buffers().at(t.name).offset;
+        std::memcpy(dst, src, sizeof(float) * size_t(t.numel()));
+      });
+  fmt::print(
+      "wrote {}/{}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
+      "{}/{})\n",
+      out_root, checkpoint_dir_name(0), in, config_path, out_root, checkpoint_dir_name(0));
 }
 
 // Tensor-by-tensor comparison; returns the number of tensors that differ.
@@ -274,8 +276,10 @@ void add_ckpt_command(CLI::App& app) {
     const int n = compare(o->in, o->out, o->tolerance, o->weights_only);
     ZAYA_CHECK(n == 0, "{} tensor(s) differ", n);
   });
-  auto* im = ckpt->add_subcommand("import", "a Hugging Face ZAYA1 directory or a zaya GGUF file as a step-0 checkpoint to train from");
-  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy ZAYA1 names) or .gguf file")->required();
+  auto* im = ckpt->add_subcommand(
+      "import", "a Hugging Face ZAYA1 directory or a zaya GGUF file as a step-0 checkpoint to train from");
+  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy ZAYA1 names) or .gguf file")
+      ->required();
   im->add_option("--out", o->out, "checkpoint root to write step_00000000 into")->required();
   im->add_option("--config", o->config, "the training config to continue with (its [model] must match)")
       ->required()

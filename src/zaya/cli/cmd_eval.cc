@@ -63,20 +63,21 @@ void run_eval(const EvalOptions& o) {
                         {"threads", omp_get_max_threads()},
                         {"perplexity", nlohmann::json::array()},
                         {"multiple_choice", nlohmann::json::array()}};
-  auto report_ppl = [&](const std::string& name, const std::string& kind,
-                        const std::vector<std::vector<int32_t>>& docs, int64_t bytes) {
+  auto report_ppl = [&](const std::string& name, const std::string& kind, const std::vector<std::vector<int32_t>>& docs,
+                        int64_t bytes) {
     const double t0 = now_seconds();
     const PerplexityResult r = perplexity(*model, docs, po);
     const double dt = now_seconds() - t0;
     std::string bpb = bytes > 0 ? fmt::format(", {:.4f} bits/byte", r.bits_per_byte(bytes)) : "";
-    fmt::print("  perplexity {} ({}): {} documents, {} windows, {} tokens: loss {:.4f} nats/token, ppl {:.3f}{} "
-               "[{:.1f} s, {:.0f} tokens/s]\n",
-               name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt,
-               dt > 0 ? double(r.tokens) / dt : 0.0);
-    nlohmann::json j = {{"data", name},           {"kind", kind},         {"documents", r.documents},
-                        {"windows", r.windows},   {"tokens", r.tokens},   {"nll_sum", r.nll},
-                        {"loss", r.mean_nll()},   {"perplexity", r.perplexity()},
-                        {"seconds", dt}};
+    fmt::print(
+        "  perplexity {} ({}): {} documents, {} windows, {} tokens: loss {:.4f} nats/token, ppl {:.3f}{} "
+        "[{:.1f} s, {:.0f} tokens/s]\n",
+        name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt,
+        dt > 0 ? double(r.tokens) / dt : 0.0);
+    nlohmann::json j = {
+        {"data", name},       {"kind", kind},     {"documents", r.documents}, {"windows", r.windows},
+        {"tokens", r.tokens}, {"nll_sum", r.nll}, {"loss", r.mean_nll()},     {"perplexity", r.perplexity()},
+        {"seconds", dt}};
     if (bytes > 0) {
       j["bytes"] = bytes;
       j["bits_per_byte"] = r.bits_per_byte(bytes);
@@ -114,7 +115,7 @@ void run_eval(const EvalOptions& o) {
     if (per_item.is_open())
       for (size_t i = 0; i < items.size(); ++i) {
         const McItemResult& r = s.per_item[i];
-        nlohmann::json j = {{"data", path},        {"index", i},        {"id", items[i].id},
+        nlohmann::json j = {{"data", path},          {"index", i},        {"id", items[i].id},
                             {"gold", items[i].gold}, {"pred", r.pred},    {"pred_norm", r.pred_norm},
                             {"logprobs", r.logprob}, {"greedy", r.greedy}};
         per_item << j.dump() << "\n";
@@ -132,9 +133,11 @@ void run_eval(const EvalOptions& o) {
 void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand("eval", "perplexity on held-out data and multiple-choice log-likelihood scoring");
-  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint")->required();
+  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint")
+      ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
-  cmd->add_option("--text", o->texts, "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
+  cmd->add_option("--text", o->texts,
+                  "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--shards", o->shards, "perplexity of a token shard PREFIX (PREFIX.bin/.idx; repeatable)");
   cmd->add_option("--mc", o->mc, "multiple-choice items, JSONL (docs/inference.md; repeatable)")

@@ -61,15 +61,21 @@ std::vector<std::pair<std::string, GenerationRequest>> read_prompts(const std::s
         return v.get<double>();
       };
       if (k == "prompt") continue;
-      if (k == "max_new_tokens") r.max_new_tokens = want_int();
-      else if (k == "seed") r.sampling.seed = uint64_t(want_int());
-      else if (k == "temperature") r.sampling.temperature = want_num();
-      else if (k == "top_k") r.sampling.top_k = want_int();
-      else if (k == "top_p") r.sampling.top_p = want_num();
-      else if (k == "id") continue;
+      if (k == "max_new_tokens")
+        r.max_new_tokens = want_int();
+      else if (k == "seed")
+        r.sampling.seed = uint64_t(want_int());
+      else if (k == "temperature")
+        r.sampling.temperature = want_num();
+      else if (k == "top_k")
+        r.sampling.top_k = want_int();
+      else if (k == "top_p")
+        r.sampling.top_p = want_num();
+      else if (k == "id")
+        continue;
       else
-        fail("{}:{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id", path,
-             n, k);
+        fail("{}:{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id", path, n,
+             k);
     }
     try {
       r.sampling.validate();
@@ -158,8 +164,8 @@ void run_generate(const GenerateCliOptions& o) {
     }
   };
   auto emit = [&](bool final) {
-    const size_t upto = final || stopped_by_text[0] ? shown[0].size()
-                                                    : (shown[0].size() > hold ? shown[0].size() - hold : 0);
+    const size_t upto =
+        final || stopped_by_text[0] ? shown[0].size() : (shown[0].size() > hold ? shown[0].size() - hold : 0);
     if (upto > printed) {
       fmt::print("{}", shown[0].substr(printed, upto - printed));
       std::fflush(stdout);
@@ -227,9 +233,9 @@ void run_generate(const GenerateCliOptions& o) {
                "zaya generate: {} request(s), {} prompt tokens, {} generated; prefill {:.3f} s ({:.0f} tokens/s), "
                "decode {} steps {:.2f} ms/step ({:.1f} tokens/s), first token after {:.3f} s, weights {} ({})\n",
                st.requests, st.prompt_tokens, st.generated_tokens, st.prefill_seconds,
-               st.prefill_seconds > 0 ? double(st.prompt_tokens) / st.prefill_seconds : 0.0, st.decode_steps,
-               decode_ms, st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0,
-               st.first_token_seconds, model->matrix_dtype(), model->mapped_matrices() > 0 ? "memory-mapped" : "in memory");
+               st.prefill_seconds > 0 ? double(st.prompt_tokens) / st.prefill_seconds : 0.0, st.decode_steps, decode_ms,
+               st.decode_seconds > 0 ? double(st.decode_tokens) / st.decode_seconds : 0.0, st.first_token_seconds,
+               model->matrix_dtype(), model->mapped_matrices() > 0 ? "memory-mapped" : "in memory");
   }
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"requests", st.requests},

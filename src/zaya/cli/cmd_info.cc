@@ -43,8 +43,8 @@ void add_info_command(CLI::App& app) {
     fmt::print("{}\n", name);
     fmt::print("  layout: {} blocks = {} half-layers (CCA attention, MoE), hidden {}, vocab {} ({} real)\n",
                c.num_blocks, c.half_layers(), c.hidden, c.vocab_size, c.real_vocab_size);
-    fmt::print("  attention: CCGQA {} query heads, {} KV heads, head dim {}, rotary dim {}, theta {:g}\n",
-               c.q_heads, c.kv_heads, c.head_dim, c.rotary_dim(), c.rope_theta);
+    fmt::print("  attention: CCGQA {} query heads, {} KV heads, head dim {}, rotary dim {}, theta {:g}\n", c.q_heads,
+               c.kv_heads, c.head_dim, c.rotary_dim(), c.rope_theta);
     fmt::print("  MoE: {} experts of width {}{}, top-{}, router width {}{}\n", c.experts, c.expert_ffn,
                c.use_skip ? " + skip expert" : "", c.top_k, c.router_hidden, c.use_eda ? " with EDA" : "");
     fmt::print("  parameters: {:>15L} total ({:.3f}B)\n", p.total, p.total / 1e9);
@@ -52,8 +52,7 @@ void add_info_command(CLI::App& app) {
                p.total_without_embedding() / 1e9);
     fmt::print("              {:>15L} active per token, without the embedding ({:.3f}B)\n",
                p.active_without_embedding(), p.active_without_embedding() / 1e9);
-    fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active,
-               p.active / 1e9);
+    fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active, p.active / 1e9);
     if (!json_out->empty()) {
       std::ofstream f(*json_out);
       ZAYA_CHECK(f.good(), "cannot write '{}'", *json_out);

@@ -31,20 +31,25 @@ std::string self_path() {
 void add_launch_command(CLI::App& app) {
   auto o = std::make_shared<SupervisorOptions>();
   auto* cmd = app.add_subcommand(
-      "launch", "run training under a supervisor that restarts it from the last checkpoint on failure, hang or "
-                "preemption: zaya launch -n 4 -- train --config my.toml");
+      "launch",
+      "run training under a supervisor that restarts it from the last checkpoint on failure, hang or "
+      "preemption: zaya launch -n 4 -- train --config my.toml");
   cmd->add_option("-n,--ranks", o->ranks, "MPI ranks (1: no mpirun)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mpirun", o->mpirun, "the MPI launcher");
   cmd->add_option("--mpirun-arg", o->mpirun_args, "an argument for the launcher (repeatable), e.g. --oversubscribe");
-  cmd->add_option("--max-restarts", o->max_restarts, "failures tolerated before giving up")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--backoff", o->backoff_seconds, "seconds before the first restart (doubling)")->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--max-restarts", o->max_restarts, "failures tolerated before giving up")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--backoff", o->backoff_seconds, "seconds before the first restart (doubling)")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--backoff-max", o->backoff_max_seconds, "longest restart delay")->check(CLI::Range(0.0, 86400.0));
-  cmd->add_option("--setup-timeout", o->setup_timeout, "seconds a rank may spend starting up")->check(CLI::Range(1.0, 1e7));
+  cmd->add_option("--setup-timeout", o->setup_timeout, "seconds a rank may spend starting up")
+      ->check(CLI::Range(1.0, 1e7));
   cmd->add_option("--min-step-timeout", o->min_step_timeout, "a step is a hang only after this many seconds...")
       ->check(CLI::Range(0.1, 1e7));
   cmd->add_option("--step-timeout-factor", o->step_timeout_factor, "...and this many times the slowest step seen")
       ->check(CLI::Range(1.0, 1e6));
-  cmd->add_option("--checkpoint-timeout", o->checkpoint_timeout, "seconds a checkpoint may take")->check(CLI::Range(1.0, 1e7));
+  cmd->add_option("--checkpoint-timeout", o->checkpoint_timeout, "seconds a checkpoint may take")
+      ->check(CLI::Range(1.0, 1e7));
   cmd->add_option("--inject", o->inject, "fault injection for the first attempt only (testing)");
   // The job follows `--`: main() splits the command line there (job_args()).
   cmd->footer("The job follows --: zaya launch [options] -- train --config FILE [train options]");
@@ -52,7 +57,8 @@ void add_launch_command(CLI::App& app) {
     SupervisorOptions opts = *o;
     opts.train_args = launch_job_args();
     ZAYA_CHECK(!opts.train_args.empty() && opts.train_args[0] == "train",
-               "zaya launch: the command after -- must be `train ...`, got '{}'", opts.train_args.empty() ? "" : opts.train_args[0]);
+               "zaya launch: the command after -- must be `train ...`, got '{}'",
+               opts.train_args.empty() ? "" : opts.train_args[0]);
     // The run's directories, from the same config and --set overrides the job will use.
     std::string config;
     std::vector<std::string> overrides;

@@ -34,116 +34,99 @@ struct PlanCliOptions {
 
 double gib(double bytes) { return bytes / double(1 << 30); }
 
-void run_plan(const PlanCliOptions &o) {
+void run_plan(const PlanCliOptions& o) {
   const PlanSetup s = setup_plan(o.common);
-  const ZayaConfig &c = s.config;
-  const TrainLayout &L = s.layout;
-  const HardwareProfile &p = s.profile;
-  const GemmModel &gemm = *s.gemm;
+  const ZayaConfig& c = s.config;
+  const TrainLayout& L = s.layout;
+  const HardwareProfile& p = s.profile;
+  const GemmModel& gemm = *s.gemm;
   const ParamCounts counts = count_parameters(c);
-  fmt::print("zaya plan: {} ({:.2f}B params, {:.2f}B active) on {} ({})\n",
-             o.common.model, counts.total / 1e9, counts.active / 1e9, p.name,
-             p.description);
-  fmt::print("  layout: {} device(s) = dp {} x ep {}{}, micro-batch {} x seq {} "
-             "x accum {} = {} tokens/step "
-             "({} sequences), {} GEMMs, Muon {}\n",
-             L.world, L.dp(), L.ep,
-             L.cp > 1 ? fmt::format(" x cp {}", L.cp) : "", L.micro_batch,
-             L.seq_len, L.grad_accum,
-             L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype,
-             L.muon
-                 ? fmt::format("on ({} NS steps, {})", L.ns_steps, L.ns_dtype)
-                 : "off");
+  fmt::print("zaya plan: {} ({:.2f}B params, {:.2f}B active) on {} ({})\n", o.common.model, counts.total / 1e9,
+             counts.active / 1e9, p.name, p.description);
+  fmt::print(
+      "  layout: {} device(s) = dp {} x ep {}{}, micro-batch {} x seq {} "
+      "x accum {} = {} tokens/step "
+      "({} sequences), {} GEMMs, Muon {}\n",
+      L.world, L.dp(), L.ep, L.cp > 1 ? fmt::format(" x cp {}", L.cp) : "", L.micro_batch, L.seq_len, L.grad_accum,
+      L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype,
+      L.muon ? fmt::format("on ({} NS steps, {})", L.ns_steps, L.ns_dtype) : "off");
   const StepPrediction r = predict_step(c, L, gemm);
   fmt::print("\n# training step (per device)\n");
   fmt::print("  GEMMs forward        {:10.4f} s per micro-batch\n", r.gemm_fwd);
   fmt::print("  GEMMs backward       {:10.4f} s per micro-batch\n", r.gemm_bwd);
   fmt::print("  bandwidth-bound ops  {:10.4f} s per micro-batch\n", r.stream);
-  fmt::print("  compute              {:10.4f} s ({} micro-batches)\n",
-             r.compute, L.grad_accum);
-  fmt::print("  optimizer            {:10.4f} s (Newton-Schulz GEMMs {:.4f} s, "
-             "element-wise {:.4f} s; busiest "
-             "ZeRO-1 shard)\n",
-             r.optimizer_gemm + r.optimizer_stream, r.optimizer_gemm,
-             r.optimizer_stream);
+  fmt::print("  compute              {:10.4f} s ({} micro-batches)\n", r.compute, L.grad_accum);
+  fmt::print(
+      "  optimizer            {:10.4f} s (Newton-Schulz GEMMs {:.4f} s, "
+      "element-wise {:.4f} s; busiest "
+      "ZeRO-1 shard)\n",
+      r.optimizer_gemm + r.optimizer_stream, r.optimizer_gemm, r.optimizer_stream);
   if (L.world > 1)
-    fmt::print("  communication        reduce-scatter {:.4f} s (exposed {:.4f} "
-               "s), all-gather {:.4f} s, expert "
-               "all-to-all {:.4f} s{}\n",
-               r.grad_reduce, r.grad_reduce_exposed, r.param_gather,
-               r.expert_all_to_all,
-               L.cp > 1 ? fmt::format(", context-parallel K/V {:.4f} s",
-                                      r.context_parallel)
-                        : "");
-  fmt::print("  step                 {:10.4f} s   {:.0f} tokens/s (all "
-             "devices)   MFU {:.1f}% of {:.0f} GFLOP/s "
-             "{} ({})\n",
-             r.step, r.tokens_per_second, 100 * r.mfu, r.peak_gflops, L.dtype,
-             L.dtype == "f32" ? p.peak_f32_gflops.source
-                              : p.peak_bf16_gflops.source);
-  for (const std::string &n : r.notes)
-    fmt::print("  note: {}\n", n);
+    fmt::print(
+        "  communication        reduce-scatter {:.4f} s (exposed {:.4f} "
+        "s), all-gather {:.4f} s, expert "
+        "all-to-all {:.4f} s{}\n",
+        r.grad_reduce, r.grad_reduce_exposed, r.param_gather, r.expert_all_to_all,
+        L.cp > 1 ? fmt::format(", context-parallel K/V {:.4f} s", r.context_parallel) : "");
+  fmt::print(
+      "  step                 {:10.4f} s   {:.0f} tokens/s (all "
+      "devices)   MFU {:.1f}% of {:.0f} GFLOP/s "
+      "{} ({})\n",
+      r.step, r.tokens_per_second, 100 * r.mfu, r.peak_gflops, L.dtype,
+      L.dtype == "f32" ? p.peak_f32_gflops.source : p.peak_bf16_gflops.source);
+  for (const std::string& n : r.notes) fmt::print("  note: {}\n", n);
   std::vector<GemmTime> top = r.gemms;
-  std::sort(top.begin(), top.end(), [](const GemmTime &a, const GemmTime &b) {
-    return a.seconds > b.seconds;
-  });
+  std::sort(top.begin(), top.end(), [](const GemmTime& a, const GemmTime& b) { return a.seconds > b.seconds; });
   if (o.top_gemms > 0) {
-    fmt::print("\n# largest GEMMs of a micro-batch\n  {:<22} {:<7} {:>20} "
-               "{:>8} {:>10} {:>6}  basis\n",
-               "gemm", "phase", "MxNxK", "calls", "seconds", "%peak");
+    fmt::print(
+        "\n# largest GEMMs of a micro-batch\n  {:<22} {:<7} {:>20} "
+        "{:>8} {:>10} {:>6}  basis\n",
+        "gemm", "phase", "MxNxK", "calls", "seconds", "%peak");
     for (int i = 0; i < std::min<int>(o.top_gemms, int(top.size())); ++i) {
-      const GemmTime &g = top[size_t(i)];
-      fmt::print("  {:<22} {:<7} {:>20} {:>8.0f} {:>10.4f} {:>5.0f}%  {}\n",
-                 g.gemm.name, g.gemm.phase,
-                 fmt::format("{}x{}x{}", g.gemm.shape.m, g.gemm.shape.n,
-                             g.gemm.shape.k),
-                 g.gemm.count, g.seconds, 100 * g.estimate.efficiency,
-                 g.estimate.basis);
+      const GemmTime& g = top[size_t(i)];
+      fmt::print("  {:<22} {:<7} {:>20} {:>8.0f} {:>10.4f} {:>5.0f}%  {}\n", g.gemm.name, g.gemm.phase,
+                 fmt::format("{}x{}x{}", g.gemm.shape.m, g.gemm.shape.n, g.gemm.shape.k), g.gemm.count, g.seconds,
+                 100 * g.estimate.efficiency, g.estimate.basis);
     }
   }
   const MemoryPrediction m = predict_memory(c, L);
-  fmt::print("\n# memory per device\n  weights {:.2f} GiB, gradients {:.2f} "
-             "GiB, optimizer {:.2f} GiB (ZeRO-1 shard), "
-             "activations {:.2f} GiB, logits {:.2f} GiB: total {:.2f} GiB of "
-             "{:.1f} GiB{}\n",
-             gib(m.weights), gib(m.gradients), gib(m.optimizer),
-             gib(m.activations), gib(m.logits), gib(m.total()),
-             p.memory_gib.value,
-             gib(m.total()) > p.memory_gib.value ? "  DOES NOT FIT" : "");
+  fmt::print(
+      "\n# memory per device\n  weights {:.2f} GiB, gradients {:.2f} "
+      "GiB, optimizer {:.2f} GiB (ZeRO-1 shard), "
+      "activations {:.2f} GiB, logits {:.2f} GiB: total {:.2f} GiB of "
+      "{:.1f} GiB{}\n",
+      gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.logits), gib(m.total()),
+      p.memory_gib.value, gib(m.total()) > p.memory_gib.value ? "  DOES NOT FIT" : "");
   InferenceLayout il;
   il.batch = o.batch;
   il.context = o.context;
   il.dtype = o.infer_dtype.empty() ? L.dtype : o.infer_dtype;
   il.skip_fraction = L.skip_fraction;
   const LatencyPrediction lat = predict_latency(c, il, gemm);
-  fmt::print("\n# inference on one device ({}, batch {}, context {})\n",
-             il.dtype, il.batch, il.context);
-  fmt::print("  prefill  {:.4f} s ({:.0f} tokens/s)\n", lat.prefill_seconds,
-             lat.prefill_tokens_per_second);
-  fmt::print("  decode   {:.5f} s per step ({:.0f} tokens/s), {}: {:.2f} GB "
-             "weights ({:.1f} of {} experts per layer) "
-             "+ {:.3f} GB KV cache (CCA; {:.3f} GB uncompressed, {:.1f}x)\n",
-             lat.decode_seconds, lat.decode_tokens_per_second,
-             lat.decode_memory_bound ? "bandwidth-bound" : "compute-bound",
-             lat.weight_bytes / 1e9, lat.experts_touched, c.experts,
-             lat.kv_bytes / 1e9, lat.kv_bytes_uncompressed / 1e9,
-             lat.kv_bytes_uncompressed / std::max(1.0, lat.kv_bytes));
+  fmt::print("\n# inference on one device ({}, batch {}, context {})\n", il.dtype, il.batch, il.context);
+  fmt::print("  prefill  {:.4f} s ({:.0f} tokens/s)\n", lat.prefill_seconds, lat.prefill_tokens_per_second);
+  fmt::print(
+      "  decode   {:.5f} s per step ({:.0f} tokens/s), {}: {:.2f} GB "
+      "weights ({:.1f} of {} experts per layer) "
+      "+ {:.3f} GB KV cache (CCA; {:.3f} GB uncompressed, {:.1f}x)\n",
+      lat.decode_seconds, lat.decode_tokens_per_second, lat.decode_memory_bound ? "bandwidth-bound" : "compute-bound",
+      lat.weight_bytes / 1e9, lat.experts_touched, c.experts, lat.kv_bytes / 1e9, lat.kv_bytes_uncompressed / 1e9,
+      lat.kv_bytes_uncompressed / std::max(1.0, lat.kv_bytes));
   nlohmann::json tj = nlohmann::json::array();
   if (o.tradeoff) {
-    fmt::print("\n# MoE width trade-off at equal total expert parameters ({} x "
-               "{} per layer)\n",
-               c.experts, c.expert_ffn);
-    fmt::print("  {:>7} {:>7} {:>5} {:>10} {:>10} {:>12} {:>7} {:>12} {:>9}\n",
-               "experts", "width", "top-k", "active B", "total B",
-               "train tok/s", "MFU", "decode ms", "touched");
-    for (const MoeTradeoffRow &t : moe_tradeoff(c, L, il, gemm)) {
-      fmt::print("  {:>7} {:>7} {:>5} {:>10.3f} {:>10.3f} {:>12.0f} {:>6.1f}% "
-                 "{:>12.3f} {:>9.1f}{}\n",
-                 t.config.experts, t.config.expert_ffn, t.config.top_k,
-                 t.active_params / 1e9, t.total_params / 1e9,
-                 t.train_tokens_per_second, 100 * t.train_mfu,
-                 1e3 * t.decode_seconds, t.experts_touched,
-                 t.is_base ? "  <- this config" : "");
+    fmt::print(
+        "\n# MoE width trade-off at equal total expert parameters ({} x "
+        "{} per layer)\n",
+        c.experts, c.expert_ffn);
+    fmt::print("  {:>7} {:>7} {:>5} {:>10} {:>10} {:>12} {:>7} {:>12} {:>9}\n", "experts", "width", "top-k", "active B",
+               "total B", "train tok/s", "MFU", "decode ms", "touched");
+    for (const MoeTradeoffRow& t : moe_tradeoff(c, L, il, gemm)) {
+      fmt::print(
+          "  {:>7} {:>7} {:>5} {:>10.3f} {:>10.3f} {:>12.0f} {:>6.1f}% "
+          "{:>12.3f} {:>9.1f}{}\n",
+          t.config.experts, t.config.expert_ffn, t.config.top_k, t.active_params / 1e9, t.total_params / 1e9,
+          t.train_tokens_per_second, 100 * t.train_mfu, 1e3 * t.decode_seconds, t.experts_touched,
+          t.is_base ? "  <- this config" : "");
       tj.push_back({{"experts", t.config.experts},
                     {"expert_ffn", t.config.expert_ffn},
                     {"top_k", t.config.top_k},
@@ -156,76 +139,69 @@ void run_plan(const PlanCliOptions &o) {
     }
   }
   if (!o.json_out.empty()) {
-    nlohmann::json j = {
-        {"plan", "zaya"},
-        {"format_version", 1},
-        {"model", o.common.model},
-        {"profile", p.name},
-        {"layout",
-         {{"world", L.world},
-          {"dp", L.dp()},
-          {"ep", L.ep},
-          {"cp", L.cp},
-          {"micro_batch", L.micro_batch},
-          {"seq_len", L.seq_len},
-          {"grad_accum", L.grad_accum},
-          {"dtype", L.dtype},
-          {"muon", L.muon}}},
-        {"step",
-         {{"gemm_fwd_seconds", r.gemm_fwd},
-          {"gemm_bwd_seconds", r.gemm_bwd},
-          {"stream_seconds", r.stream},
-          {"compute_seconds", r.compute},
-          {"optimizer_seconds", r.optimizer_gemm + r.optimizer_stream},
-          {"grad_reduce_seconds", r.grad_reduce},
-          {"grad_reduce_exposed_seconds", r.grad_reduce_exposed},
-          {"param_gather_seconds", r.param_gather},
-          {"expert_all_to_all_seconds", r.expert_all_to_all},
-          {"context_parallel_seconds", r.context_parallel},
-          {"step_seconds", r.step},
-          {"tokens_per_second", r.tokens_per_second},
-          {"mfu", r.mfu}}},
-        {"memory_bytes",
-         {{"weights", m.weights},
-          {"gradients", m.gradients},
-          {"optimizer", m.optimizer},
-          {"activations", m.activations},
-          {"logits", m.logits},
-          {"total", m.total()}}},
-        {"inference",
-         {{"batch", il.batch},
-          {"context", il.context},
-          {"prefill_seconds", lat.prefill_seconds},
-          {"decode_seconds", lat.decode_seconds},
-          {"kv_bytes", lat.kv_bytes},
-          {"kv_bytes_uncompressed", lat.kv_bytes_uncompressed}}},
-        {"moe_tradeoff", tj}};
+    nlohmann::json j = {{"plan", "zaya"},
+                        {"format_version", 1},
+                        {"model", o.common.model},
+                        {"profile", p.name},
+                        {"layout",
+                         {{"world", L.world},
+                          {"dp", L.dp()},
+                          {"ep", L.ep},
+                          {"cp", L.cp},
+                          {"micro_batch", L.micro_batch},
+                          {"seq_len", L.seq_len},
+                          {"grad_accum", L.grad_accum},
+                          {"dtype", L.dtype},
+                          {"muon", L.muon}}},
+                        {"step",
+                         {{"gemm_fwd_seconds", r.gemm_fwd},
+                          {"gemm_bwd_seconds", r.gemm_bwd},
+                          {"stream_seconds", r.stream},
+                          {"compute_seconds", r.compute},
+                          {"optimizer_seconds", r.optimizer_gemm + r.optimizer_stream},
+                          {"grad_reduce_seconds", r.grad_reduce},
+                          {"grad_reduce_exposed_seconds", r.grad_reduce_exposed},
+                          {"param_gather_seconds", r.param_gather},
+                          {"expert_all_to_all_seconds", r.expert_all_to_all},
+                          {"context_parallel_seconds", r.context_parallel},
+                          {"step_seconds", r.step},
+                          {"tokens_per_second", r.tokens_per_second},
+                          {"mfu", r.mfu}}},
+                        {"memory_bytes",
+                         {{"weights", m.weights},
+                          {"gradients", m.gradients},
+                          {"optimizer", m.optimizer},
+                          {"activations", m.activations},
+                          {"logits", m.logits},
+                          {"total", m.total()}}},
+                        {"inference",
+                         {{"batch", il.batch},
+                          {"context", il.context},
+                          {"prefill_seconds", lat.prefill_seconds},
+                          {"decode_seconds", lat.decode_seconds},
+                          {"kv_bytes", lat.kv_bytes},
+                          {"kv_bytes_uncompressed", lat.kv_bytes_uncompressed}}},
+                        {"moe_tradeoff", tj}};
     write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
 }
 
-} // namespace
+}  // namespace
 
-void add_plan_command(CLI::App &app) {
+void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanCliOptions>();
-  auto *cmd =
-      app.add_subcommand("plan", "predict step time, memory, MFU and inference "
+  auto* cmd = app.add_subcommand("plan",
+                                 "predict step time, memory, MFU and inference "
                                  "latency on a hardware profile");
   add_plan_common_options(*cmd, o->common);
-  cmd->add_option("--batch", o->batch, "inference: sequences decoded together")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--context", o->context, "inference: context length")
-      ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option(
-         "--infer-dtype", o->infer_dtype,
-         "inference weights and KV cache: f32 or bf16 (default: --dtype)")
+  cmd->add_option("--batch", o->batch, "inference: sequences decoded together")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--context", o->context, "inference: context length")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--infer-dtype", o->infer_dtype, "inference weights and KV cache: f32 or bf16 (default: --dtype)")
       ->check(CLI::IsMember({"f32", "bf16"}));
-  cmd->add_flag("!--no-tradeoff", o->tradeoff,
-                "skip the MoE width trade-off table");
-  cmd->add_option("--top-gemms", o->top_gemms, "GEMMs listed (0: none)")
-      ->check(CLI::Range(0, 1000));
+  cmd->add_flag("!--no-tradeoff", o->tradeoff, "skip the MoE width trade-off table");
+  cmd->add_option("--top-gemms", o->top_gemms, "GEMMs listed (0: none)")->check(CLI::Range(0, 1000));
   cmd->add_option("--json", o->json_out, "write the prediction as JSON");
   cmd->callback([o] { run_plan(*o); });
 }
 
-} // namespace zaya::cli
+}  // namespace zaya::cli

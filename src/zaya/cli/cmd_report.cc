@@ -42,10 +42,8 @@ void report(const ReportOptions& o) {
   const Report r = build_report(inputs, o.title);
   const std::vector<std::string> written = write_report(r, o.out);
   fmt::print("zaya report: {} input file(s), {} section(s)\n", inputs.size(), r.sections.size());
-  for (const ReportInput& in : inputs)
-    fmt::print("  {:<10} {}\n", in.kind.empty() ? "(ignored)" : in.kind, in.path);
-  for (const ReportSection& s : r.sections)
-    fmt::print("  section {:<8} {} figure(s)\n", s.id, s.figures.size());
+  for (const ReportInput& in : inputs) fmt::print("  {:<10} {}\n", in.kind.empty() ? "(ignored)" : in.kind, in.path);
+  for (const ReportSection& s : r.sections) fmt::print("  section {:<8} {} figure(s)\n", s.id, s.figures.size());
   fmt::print("wrote {} files; open {}\n", written.size(), written.back());
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"verb", "report"}, {"out", o.out}, {"files", written}};
@@ -61,7 +59,8 @@ void report(const ReportOptions& o) {
 void add_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
   auto* cmd = app.add_subcommand("report", "plots and an HTML page from benchmark JSON files");
-  cmd->add_option("inputs", o->inputs, "JSON files of zaya bench comm/gemm/membw/io/train, metrics.jsonl, or directories")
+  cmd->add_option("inputs", o->inputs,
+                  "JSON files of zaya bench comm/gemm/membw/io/train, metrics.jsonl, or directories")
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--out", o->out, "output directory for the SVG files and index.html (default report)");

@@ -26,56 +26,50 @@ struct SizeCliOptions {
 };
 
 void run_size(SizeCliOptions o) {
-  if (!o.check.empty())
-    o.common.model = o.check;
+  if (!o.check.empty()) o.common.model = o.check;
   const PlanSetup s = setup_plan(o.common);
-  const GemmModel &gemm = *s.gemm;
-  const HardwareProfile &p = s.profile;
+  const GemmModel& gemm = *s.gemm;
+  const HardwareProfile& p = s.profile;
   if (!o.check.empty()) {
-    ZAYA_CHECK(o.total == 0 && o.active == 0 && o.compute == 0,
-               "--check takes no target (--total/--active/--compute)");
-    const std::vector<SizingFinding> findings =
-        check_config(s.config, s.layout, gemm);
-    fmt::print("zaya size --check {} on {} (align {}, tile {}x{}, {} compute "
-               "units), micro-batch {} x seq {}:\n",
-               o.check, p.name, p.align, p.tile_m, p.tile_n, p.compute_units,
-               s.layout.micro_batch, s.layout.seq_len);
+    ZAYA_CHECK(o.total == 0 && o.active == 0 && o.compute == 0, "--check takes no target (--total/--active/--compute)");
+    const std::vector<SizingFinding> findings = check_config(s.config, s.layout, gemm);
+    fmt::print(
+        "zaya size --check {} on {} (align {}, tile {}x{}, {} compute "
+        "units), micro-batch {} x seq {}:\n",
+        o.check, p.name, p.align, p.tile_m, p.tile_n, p.compute_units, s.layout.micro_batch, s.layout.seq_len);
     if (findings.empty()) {
       fmt::print("  every dimension follows the rules: nothing to flag\n");
       return;
     }
-    for (const SizingFinding &f : findings)
-      fmt::print("  {} = {}: should be {} -> {}; predicted slowdown of the "
-                 "micro-batch's GEMMs per FLOP: {:+.1f}% "
-                 "({})\n",
-                 f.field, f.value, f.rule, f.suggested, 100 * f.slowdown,
-                 f.basis);
+    for (const SizingFinding& f : findings)
+      fmt::print(
+          "  {} = {}: should be {} -> {}; predicted slowdown of the "
+          "micro-batch's GEMMs per FLOP: {:+.1f}% "
+          "({})\n",
+          f.field, f.value, f.rule, f.suggested, 100 * f.slowdown, f.basis);
     return;
   }
   SizeTarget t;
   t.total_params = o.total;
   t.active_params = o.active;
   t.compute_flops = o.compute;
-  const std::vector<SizeProposal> props =
-      propose_configs(t, s.layout, gemm, o.count);
-  fmt::print("zaya size on {}: {} proposals, best predicted MFU first (layout: "
-             "{} device(s), ep {}, micro-batch {} x "
-             "seq {}, {})\n",
-             p.name, props.size(), s.layout.world, s.layout.ep,
-             s.layout.micro_batch, s.layout.seq_len, s.layout.dtype);
-  if (!o.save_dir.empty())
-    std::filesystem::create_directories(o.save_dir);
+  const std::vector<SizeProposal> props = propose_configs(t, s.layout, gemm, o.count);
+  fmt::print(
+      "zaya size on {}: {} proposals, best predicted MFU first (layout: "
+      "{} device(s), ep {}, micro-batch {} x "
+      "seq {}, {})\n",
+      p.name, props.size(), s.layout.world, s.layout.ep, s.layout.micro_batch, s.layout.seq_len, s.layout.dtype);
+  if (!o.save_dir.empty()) std::filesystem::create_directories(o.save_dir);
   int i = 0;
-  for (const SizeProposal &sp : props) {
-    const ZayaConfig &c = sp.config;
-    fmt::print("\n[{}] hidden {}, {} blocks, {}q/{}kv heads x {}, {} experts x "
-               "{} top-{}, router {}, vocab {}: "
-               "{:.3f}B total, {:.3f}B active\n",
-               ++i, c.hidden, c.num_blocks, c.q_heads, c.kv_heads, c.head_dim,
-               c.experts, c.expert_ffn, c.top_k, c.router_hidden, c.vocab_size,
-               sp.total_params / 1e9, sp.active_params / 1e9);
-    for (const std::string &r : sp.reasons)
-      fmt::print("    - {}\n", r);
+  for (const SizeProposal& sp : props) {
+    const ZayaConfig& c = sp.config;
+    fmt::print(
+        "\n[{}] hidden {}, {} blocks, {}q/{}kv heads x {}, {} experts x "
+        "{} top-{}, router {}, vocab {}: "
+        "{:.3f}B total, {:.3f}B active\n",
+        ++i, c.hidden, c.num_blocks, c.q_heads, c.kv_heads, c.head_dim, c.experts, c.expert_ffn, c.top_k,
+        c.router_hidden, c.vocab_size, sp.total_params / 1e9, sp.active_params / 1e9);
+    for (const std::string& r : sp.reasons) fmt::print("    - {}\n", r);
     if (!o.save_dir.empty()) {
       const std::string path = fmt::format("{}/proposal{}.json", o.save_dir, i);
       write_file_atomic(path, config_to_hf_json(c, "bfloat16").dump(2) + "\n");
@@ -84,29 +78,22 @@ void run_size(SizeCliOptions o) {
   }
 }
 
-} // namespace
+}  // namespace
 
-void add_size_command(CLI::App &app) {
+void add_size_command(CLI::App& app) {
   auto o = std::make_shared<SizeCliOptions>();
-  auto *cmd = app.add_subcommand(
-      "size", "propose hardware-aware ZAYA1-style configs, or --check one");
+  auto* cmd = app.add_subcommand("size", "propose hardware-aware ZAYA1-style configs, or --check one");
   add_plan_common_options(*cmd, o->common);
   cmd->add_option("--check", o->check,
                   "flag the inefficient dimensions of this config (preset, "
                   "config.json, dir)");
-  cmd->add_option("--total", o->total, "target total parameters (e.g. 8.8e9)")
+  cmd->add_option("--total", o->total, "target total parameters (e.g. 8.8e9)")->check(CLI::PositiveNumber);
+  cmd->add_option("--active", o->active, "target active parameters per token")->check(CLI::PositiveNumber);
+  cmd->add_option("--compute", o->compute, "training budget in FLOPs (compute-optimal: 6 N x 20 N)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--active", o->active, "target active parameters per token")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--compute", o->compute,
-                  "training budget in FLOPs (compute-optimal: 6 N x 20 N)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--count", o->count, "proposals shown")
-      ->check(CLI::Range(1, 20));
-  cmd->add_option(
-      "--save", o->save_dir,
-      "write each proposal as DIR/proposalN.json (HF config.json keys)");
+  cmd->add_option("--count", o->count, "proposals shown")->check(CLI::Range(1, 20));
+  cmd->add_option("--save", o->save_dir, "write each proposal as DIR/proposalN.json (HF config.json keys)");
   cmd->callback([o] { run_size(*o); });
 }
 
-} // namespace zaya::cli
+}  // namespace zaya::cli

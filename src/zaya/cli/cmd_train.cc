@@ -47,8 +47,8 @@ void resume(Trainer& trainer, const TrainConfig& config, const std::string& what
       failures += fmt::format("\n  {}", e.what());
     }
   }
-  throw CollectiveError(fmt::format("--resume: no checkpoint in {} could be loaded:{}", config.checkpoint_dir(),
-                                    failures));
+  throw CollectiveError(
+      fmt::format("--resume: no checkpoint in {} could be loaded:{}", config.checkpoint_dir(), failures));
 }
 
 }  // namespace

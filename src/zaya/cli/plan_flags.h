@@ -7,6 +7,6 @@
 
 namespace zaya::cli {
 
-void add_plan_common_options(CLI::App &cmd, PlanCommonOptions &o);
+void add_plan_common_options(CLI::App& cmd, PlanCommonOptions& o);
 
-} // namespace zaya::cli
+}  // namespace zaya::cli

@@ -8,7 +8,8 @@ namespace zaya {
 namespace {
 
 TEST(Bf16, RoundTripAndRounding) {
-  for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 0.15625f, 65536.0f, -0.0078125f}) EXPECT_EQ(bf16_to_float(float_to_bf16(f)), f);
+  for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 0.15625f, 65536.0f, -0.0078125f})
+    EXPECT_EQ(bf16_to_float(float_to_bf16(f)), f);
   // 1 + 2^-8 lies exactly between two bf16 values; ties go to even (1.0).
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);

@@ -24,15 +24,13 @@ template <typename... Args>
 }  // namespace zaya
 
 // Checks an invariant that bad input can break; the message goes to the user.
-#define ZAYA_CHECK(cond, ...)                \
-  do {                                       \
-    if (!(cond)) ::zaya::fail(__VA_ARGS__);  \
+#define ZAYA_CHECK(cond, ...)               \
+  do {                                      \
+    if (!(cond)) ::zaya::fail(__VA_ARGS__); \
   } while (0)
 
 // Checks an internal invariant (a bug in zaya.cpp if it fails).
-#define ZAYA_ASSERT(cond)                                                              \
-  do {                                                                                 \
-    if (!(cond))                                                                       \
-      ::zaya::fail("internal error: {}:{}: assertion '{}' failed", __FILE__, __LINE__, \
-                   #cond);                                                             \
+#define ZAYA_ASSERT(cond)                                                                                 \
+  do {                                                                                                    \
+    if (!(cond)) ::zaya::fail("internal error: {}:{}: assertion '{}' failed", __FILE__, __LINE__, #cond); \
   } while (0)

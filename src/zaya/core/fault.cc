@@ -10,7 +10,7 @@
 namespace zaya {
 namespace {
 
-const char* kKinds[] = {"kill", "hang", "nan",     "spike",      "slow",
+const char* kKinds[] = {"kill",    "hang", "nan",     "spike",      "slow",
                         "preempt", "step", "startup", "ckpt-write", "corrupt-ckpt"};
 
 std::vector<FaultSpec> parse(const std::string& spec) {
@@ -24,8 +24,10 @@ std::vector<FaultSpec> parse(const std::string& spec) {
     f.kind = item.substr(0, colon);
     bool known = false;
     for (const char* k : kKinds) known |= f.kind == k;
-    ZAYA_CHECK(known, "fault '{}' has an unknown kind '{}'; allowed: kill, hang, nan, spike, slow, preempt, step, "
-               "startup, ckpt-write, corrupt-ckpt", item, f.kind);
+    ZAYA_CHECK(known,
+               "fault '{}' has an unknown kind '{}'; allowed: kill, hang, nan, spike, slow, preempt, step, "
+               "startup, ckpt-write, corrupt-ckpt",
+               item, f.kind);
     if (colon != std::string::npos) {
       std::stringstream fields(item.substr(colon + 1));
       std::string field;
@@ -36,10 +38,14 @@ std::vector<FaultSpec> parse(const std::string& spec) {
         char* end = nullptr;
         const double v = std::strtod(value.c_str(), &end);
         ZAYA_CHECK(end != value.c_str() && *end == '\0', "fault '{}': {} = '{}' is not a number", item, key, value);
-        if (key == "rank") f.rank = int(v);
-        else if (key == "step") f.step = int64_t(v);
-        else if (key == "ms") f.ms = v;
-        else fail("fault '{}': unknown field '{}'; allowed: rank, step, ms", item, key);
+        if (key == "rank")
+          f.rank = int(v);
+        else if (key == "step")
+          f.step = int64_t(v);
+        else if (key == "ms")
+          f.ms = v;
+        else
+          fail("fault '{}': unknown field '{}'; allowed: rank, step, ms", item, key);
       }
     }
     out.push_back(f);

@@ -40,6 +40,6 @@ class ProfileScope {
 // ZAYA_PROFILE_SCOPE("name"): time the rest of the enclosing block.
 #define ZAYA_PROFILE_CONCAT2(a, b) a##b
 #define ZAYA_PROFILE_CONCAT(a, b) ZAYA_PROFILE_CONCAT2(a, b)
-#define ZAYA_PROFILE_SCOPE(name)                                                     \
+#define ZAYA_PROFILE_SCOPE(name)                                                               \
   static const int ZAYA_PROFILE_CONCAT(zaya_region_, __LINE__) = ::zaya::profile_region(name); \
   ::zaya::ProfileScope ZAYA_PROFILE_CONCAT(zaya_scope_, __LINE__)(ZAYA_PROFILE_CONCAT(zaya_region_, __LINE__))

@@ -56,8 +56,8 @@ bool LineReader::next(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   size_t bad = find_invalid_utf8(line);
   if (bad != std::string_view::npos)
-    fail("{}: line {}: invalid UTF-8 (byte 0x{:02x} at column {}); the corpus must be UTF-8 text", path_,
-         line_number_, static_cast<unsigned char>(line[bad]), bad + 1);
+    fail("{}: line {}: invalid UTF-8 (byte 0x{:02x} at column {}); the corpus must be UTF-8 text", path_, line_number_,
+         static_cast<unsigned char>(line[bad]), bad + 1);
   return true;
 }
 

@@ -55,13 +55,13 @@ TEST(DataCorpus, KjvHasOneDocumentPerChapter) {
 TEST(DataCorpus, Utf8Validation) {
   EXPECT_EQ(find_invalid_utf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(find_invalid_utf8("caf\xc3\xa9 \xe2\x98\x83 \xf0\x9f\x98\x80"), std::string_view::npos);
-  EXPECT_EQ(find_invalid_utf8("ab\xff"), 2u);              // never valid
-  EXPECT_EQ(find_invalid_utf8("\xc0\x80"), 0u);            // overlong NUL
-  EXPECT_EQ(find_invalid_utf8("x\xe0\x80\x80"), 1u);       // overlong 3-byte
-  EXPECT_EQ(find_invalid_utf8("\xed\xa0\x80"), 0u);        // UTF-16 surrogate
-  EXPECT_EQ(find_invalid_utf8("\xf4\x90\x80\x80"), 0u);    // above U+10FFFF
-  EXPECT_EQ(find_invalid_utf8("ok\xe2\x98"), 2u);          // truncated sequence
-  EXPECT_EQ(find_invalid_utf8("\xe2\x28\xa1"), 0u);        // bad continuation
+  EXPECT_EQ(find_invalid_utf8("ab\xff"), 2u);            // never valid
+  EXPECT_EQ(find_invalid_utf8("\xc0\x80"), 0u);          // overlong NUL
+  EXPECT_EQ(find_invalid_utf8("x\xe0\x80\x80"), 1u);     // overlong 3-byte
+  EXPECT_EQ(find_invalid_utf8("\xed\xa0\x80"), 0u);      // UTF-16 surrogate
+  EXPECT_EQ(find_invalid_utf8("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("ok\xe2\x98"), 2u);        // truncated sequence
+  EXPECT_EQ(find_invalid_utf8("\xe2\x28\xa1"), 0u);      // bad continuation
 }
 
 TEST(DataCorpus, InvalidUtf8NamesLineAndColumn) {

@@ -119,9 +119,13 @@ TEST(Mixture, StateRoundTripAndReplay) {
 
 TEST(Mixture, Errors) {
   Shards s;
-  EXPECT_NE(testing::error_of([&] { MixtureSampler(s.all(), {1, 0, 1}, 8, 1, 0); }).find("weight 0 is invalid"),
+  EXPECT_NE(testing::error_of([&] {
+              MixtureSampler(s.all(), {1, 0, 1}, 8, 1, 0);
+            }).find("weight 0 is invalid"),
             std::string::npos);
-  EXPECT_NE(testing::error_of([&] { MixtureSampler(s.all(), {1, 1}, 8, 1, 0); }).find("one weight per dataset"),
+  EXPECT_NE(testing::error_of([&] {
+              MixtureSampler(s.all(), {1, 1}, 8, 1, 0);
+            }).find("one weight per dataset"),
             std::string::npos);
   MixtureSampler m(s.all(), {1, 1, 1}, 8, 1, 0);
   MixtureState wrong;

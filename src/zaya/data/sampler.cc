@@ -10,8 +10,7 @@ TokenSampler::TokenSampler(const ShardReader& shard, int64_t seq, SamplerOrder o
   ZAYA_CHECK(seq >= 1, "{}: sequence length {} must be at least 1", shard.idx_path(), seq);
   const uint64_t tokens = shard.num_tokens();
   const uint64_t useq = static_cast<uint64_t>(seq);
-  ZAYA_CHECK(tokens > useq,
-             "{}: shard has {} tokens, too few for one window of sequence length {} (needs {} tokens)",
+  ZAYA_CHECK(tokens > useq, "{}: shard has {} tokens, too few for one window of sequence length {} (needs {} tokens)",
              shard.idx_path(), tokens, seq, useq + 1);
   num_windows_ = (tokens - 1) / useq;
 }
@@ -25,16 +24,16 @@ uint64_t TokenSampler::window_at(uint64_t epoch, uint64_t index) const {
 }
 
 void TokenSampler::window(uint64_t w, int32_t* input_S, int32_t* target_S) const {
-  ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}",
-             shard_->idx_path(), w, num_windows_, seq_);
+  ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}", shard_->idx_path(), w,
+             num_windows_, seq_);
   const uint64_t start = w * static_cast<uint64_t>(seq_);
   const uint32_t* t = shard_->tokens() + start;
   const uint32_t vocab = shard_->vocab_size();
   // A corrupt id would index past the embedding table; the check costs one
   // compare per token and turns that into an error naming the position.
   for (int64_t i = 0; i <= seq_; ++i)
-    ZAYA_CHECK(t[i] < vocab, "{}: token {} is {}, not below the vocab size {}", shard_->bin_path(), start + i,
-               t[i], vocab);
+    ZAYA_CHECK(t[i] < vocab, "{}: token {} is {}, not below the vocab size {}", shard_->bin_path(), start + i, t[i],
+               vocab);
   for (int64_t i = 0; i < seq_; ++i) {
     input_S[i] = static_cast<int32_t>(t[i]);
     target_S[i] = static_cast<int32_t>(t[i + 1]);
@@ -49,8 +48,8 @@ void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t bat
                               int64_t total) {
   ZAYA_CHECK(seq == seq_, "{}: next() asked for sequence length {}, but the sampler was built for {}",
              shard_->idx_path(), seq, seq_);
-  ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total,
-             "{}: slice {}..{} of a draw of {} windows is invalid", shard_->idx_path(), first, first + batch, total);
+  ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total, "{}: slice {}..{} of a draw of {} windows is invalid",
+             shard_->idx_path(), first, first + batch, total);
   for (int64_t i = 0; i < total; ++i) {
     if (state_.index == num_windows_) {
       ++state_.epoch;

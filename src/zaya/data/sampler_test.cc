@@ -117,7 +117,7 @@ TEST(Sampler, ResumeGivesTheSameBatches) {
   TempDir dir;
   ShardReader shard = counting_shard(dir, 500);
   TokenSampler full(shard, 16, SamplerOrder::kShuffled, 9);  // 31 windows per epoch
-  std::vector<uint64_t> expected = draw(full, 10, 7);          // crosses two epoch boundaries
+  std::vector<uint64_t> expected = draw(full, 10, 7);        // crosses two epoch boundaries
 
   TokenSampler first(shard, 16, SamplerOrder::kShuffled, 9);
   std::vector<uint64_t> got = draw(first, 4, 7);

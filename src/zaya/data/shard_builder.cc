@@ -185,8 +185,8 @@ double unigram_entropy(const ShardReader& shard) {
   const uint32_t* t = shard.tokens();
   const uint64_t n = shard.num_tokens();
   for (uint64_t i = 0; i < n; ++i) {
-    ZAYA_CHECK(t[i] < shard.vocab_size(), "{}: token {} is {}, not below the vocab size {}", shard.bin_path(), i,
-               t[i], shard.vocab_size());
+    ZAYA_CHECK(t[i] < shard.vocab_size(), "{}: token {} is {}, not below the vocab size {}", shard.bin_path(), i, t[i],
+               shard.vocab_size());
     ++counts[t[i]];
   }
   return unigram_entropy(counts);

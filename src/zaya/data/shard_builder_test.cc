@@ -79,8 +79,7 @@ TEST(ShardBuild, OutputIsIdenticalForAnyThreadCount) {
   build_token_shards(options_for(dir, "three"));
   omp_set_num_threads(saved);
   for (const char* f : {"train.bin", "train.idx", "val.bin", "val.idx"})
-    EXPECT_EQ(read_file(dir.file(std::string("one/") + f)), read_file(dir.file(std::string("three/") + f)))
-        << f;
+    EXPECT_EQ(read_file(dir.file(std::string("one/") + f)), read_file(dir.file(std::string("three/") + f))) << f;
 }
 
 TEST(ShardBuild, SplitIsSeededSpreadAndNeverEmpty) {

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "zaya/core/error.h"
-#include "zaya/io/file_descriptor.h"
 #include "zaya/data/shard_format.h"
+#include "zaya/io/file_descriptor.h"
 
 namespace zaya {
 namespace {
@@ -37,8 +37,8 @@ void read_index(const std::string& idx_path, ShardIdxHeader& h, std::vector<uint
              idx_bytes, kShardIdxHeaderBytes);
   idx.read_exact(&h, sizeof(h), 0, "the header");
   ZAYA_CHECK(std::memcmp(h.magic, kShardIdxMagic.data(), sizeof(h.magic)) == 0,
-             "{}: magic is '{}', expected '{}' (not a zaya token index)", idx_path,
-             printable(h.magic, sizeof(h.magic)), kShardIdxMagic);
+             "{}: magic is '{}', expected '{}' (not a zaya token index)", idx_path, printable(h.magic, sizeof(h.magic)),
+             kShardIdxMagic);
   ZAYA_CHECK(h.version == kShardFormatVersion, "{}: format version {} is not supported; expected {}", idx_path,
              h.version, kShardFormatVersion);
   ZAYA_CHECK(h.vocab_size > 0 && h.vocab_size <= static_cast<uint32_t>(INT32_MAX),
@@ -55,8 +55,8 @@ void read_index(const std::string& idx_path, ShardIdxHeader& h, std::vector<uint
 
   ZAYA_CHECK(offsets[0] == 0, "{}: document offset 0 is {}, expected 0", idx_path, offsets[0]);
   for (uint64_t d = 1; d <= h.num_documents; ++d)
-    ZAYA_CHECK(offsets[d] >= offsets[d - 1], "{}: document offset {} ({}) is smaller than offset {} ({})",
-               idx_path, d, offsets[d], d - 1, offsets[d - 1]);
+    ZAYA_CHECK(offsets[d] >= offsets[d - 1], "{}: document offset {} ({}) is smaller than offset {} ({})", idx_path, d,
+               offsets[d], d - 1, offsets[d - 1]);
   ZAYA_CHECK(offsets.back() == h.num_tokens,
              "{}: last document offset (offset {}) is {}, but the header's token count is {}", idx_path,
              h.num_documents, offsets.back(), h.num_tokens);
@@ -145,8 +145,8 @@ void ShardReader::verify_checksum() const {
 void ShardReader::check_token_ids() const {
   const uint64_t n = num_tokens();
   for (uint64_t i = 0; i < n; ++i)
-    ZAYA_CHECK(tokens_[i] < vocab_size_, "{}: token {} is {}, not below the vocab size {} recorded in {}",
-               bin_path(), i, tokens_[i], vocab_size_, idx_path());
+    ZAYA_CHECK(tokens_[i] < vocab_size_, "{}: token {} is {}, not below the vocab size {} recorded in {}", bin_path(),
+               i, tokens_[i], vocab_size_, idx_path());
 }
 
 }  // namespace zaya

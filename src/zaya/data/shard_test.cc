@@ -200,8 +200,8 @@ TEST(Shard, CorruptOffsets) {
   uint64_t value = o16 - 1;  // offset 17 below offset 16 (offsets of this shard are distinct enough)
   ASSERT_GT(o16, 0u);
   patch(idx_path, 40 + 8 * 17, &value, 8);
-  expect_open_error(prefix, {fmt::format("tokens.idx: document offset 17 ({}) is smaller than offset 16 ({})",
-                                         value, o16)});
+  expect_open_error(prefix,
+                    {fmt::format("tokens.idx: document offset 17 ({}) is smaller than offset 16 ({})", value, o16)});
   write_file(idx_path, good);
   value = 3;
   patch(idx_path, 40, &value, 8);

@@ -21,8 +21,8 @@ std::string idx_tmp(const std::string& prefix) { return shard_idx_path(prefix) +
 
 ShardWriter::ShardWriter(std::string prefix, uint32_t vocab_size)
     : prefix_(std::move(prefix)), vocab_size_(vocab_size) {
-  ZAYA_CHECK(vocab_size_ > 0 && vocab_size_ <= static_cast<uint32_t>(INT32_MAX),
-             "{}: vocab_size {} is outside [1, {}]", shard_idx_path(prefix_), vocab_size_, INT32_MAX);
+  ZAYA_CHECK(vocab_size_ > 0 && vocab_size_ <= static_cast<uint32_t>(INT32_MAX), "{}: vocab_size {} is outside [1, {}]",
+             shard_idx_path(prefix_), vocab_size_, INT32_MAX);
   std::filesystem::path parent = std::filesystem::path(prefix_).parent_path();
   if (!parent.empty()) {
     std::error_code ec;

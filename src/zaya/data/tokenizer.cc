@@ -141,8 +141,8 @@ void validate(const TokenizerTrainOptions& o) {
              o.character_coverage);
   ZAYA_CHECK(o.max_sentences >= 0, "tokenizer training: max_sentences {} is negative; expected >= 0 (0 = all)",
              o.max_sentences);
-  ZAYA_CHECK(o.num_threads >= 1 && o.num_threads <= 1024,
-             "tokenizer training: num_threads {} is outside [1, 1024]", o.num_threads);
+  ZAYA_CHECK(o.num_threads >= 1 && o.num_threads <= 1024, "tokenizer training: num_threads {} is outside [1, 1024]",
+             o.num_threads);
 }
 
 // The number of training sentences (chunks) the corpus yields.
@@ -167,8 +167,7 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
              "{}: tokenizer model not found (expected a SentencePiece .model file)", model_path);
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   auto status = sp->Load(model_path);
-  ZAYA_CHECK(status.ok(), "{}: cannot load as a SentencePiece tokenizer model ({})", model_path,
-             status.ToString());
+  ZAYA_CHECK(status.ok(), "{}: cannot load as a SentencePiece tokenizer model ({})", model_path, status.ToString());
   ZAYA_CHECK(sp->GetPieceSize() > 0, "{}: SentencePiece model has no pieces", model_path);
   return Tokenizer(std::move(sp), model_path);
 }
@@ -220,8 +219,7 @@ void Tokenizer::train(const TokenizerTrainOptions& o) {
 
   sentencepiece::SentencePieceProcessor sp;
   status = sp.LoadFromSerializedProto(serialized);
-  ZAYA_CHECK(status.ok(), "{}: SentencePiece produced a model it cannot load: {}", o.corpus_path,
-             status.ToString());
+  ZAYA_CHECK(status.ok(), "{}: SentencePiece produced a model it cannot load: {}", o.corpus_path, status.ToString());
   std::string vocab;
   for (int id = 0; id < sp.GetPieceSize(); ++id)
     vocab += fmt::format("{}\t{}\n", escape_piece(sp.IdToPiece(id)), sp.GetScore(id));
@@ -237,8 +235,8 @@ void Tokenizer::train(const TokenizerTrainOptions& o) {
 }
 
 void Tokenizer::check_id(int32_t id, std::string_view what) const {
-  ZAYA_CHECK(id >= 0 && id < sp_->GetPieceSize(), "{}: {} {} is outside the vocabulary [0, {})", model_path_,
-             what, id, sp_->GetPieceSize());
+  ZAYA_CHECK(id >= 0 && id < sp_->GetPieceSize(), "{}: {} {} is outside the vocabulary [0, {})", model_path_, what, id,
+             sp_->GetPieceSize());
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {

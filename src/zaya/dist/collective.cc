@@ -43,9 +43,10 @@ void check_same_on_all_ranks(Comm& comm, const std::string& text, const std::str
   for (int r = 1; r < comm.size(); ++r)
     if (all[r] != all[0]) differing += (differing.empty() ? "" : ", ") + std::to_string(r);
   if (!differing.empty())
-    throw CollectiveError(fmt::format("{} differs between ranks: rank(s) {} do not match rank 0; start every rank "
-                                      "with the same files and options",
-                                      what, differing));
+    throw CollectiveError(
+        fmt::format("{} differs between ranks: rank(s) {} do not match rank 0; start every rank "
+                    "with the same files and options",
+                    what, differing));
 }
 
 }  // namespace zaya

@@ -81,8 +81,7 @@ class Comm {
   virtual Request ireduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   virtual Request iall_gather(const void* send, void* recv, size_t count, DType dtype) = 0;
   // `counts` must stay valid until the request completes.
-  virtual Request ireduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype,
-                                    ReduceOp op) = 0;
+  virtual Request ireduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype, ReduceOp op) = 0;
   virtual Request iall_gather_v(const void* send, void* recv, const int64_t* counts, DType dtype) = 0;
   virtual Request isend(const void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual Request irecv(void* buf, size_t count, DType dtype, int peer, int tag) = 0;

@@ -69,8 +69,8 @@ class SelfComm : public Comm {
   void all_gather(const void* s, void* r, size_t n, DType t) override { copy(s, r, n, t); }
   void broadcast(void*, size_t, DType, int root) override { check_root(root); }
   void all_to_all(const void* s, void* r, size_t n, DType t) override { copy(s, r, n, t); }
-  void all_to_all_v(const void* s, const int64_t* sc, const int64_t* sd, void* r, const int64_t* rc,
-                    const int64_t* rd, DType t) override {
+  void all_to_all_v(const void* s, const int64_t* sc, const int64_t* sd, void* r, const int64_t* rc, const int64_t* rd,
+                    DType t) override {
     ZAYA_CHECK(sc[0] == rc[0], "all_to_all_v on one rank: send count {} != receive count {}", sc[0], rc[0]);
     copy(static_cast<const char*>(s) + sd[0] * dtype_bytes(t), static_cast<char*>(r) + rd[0] * dtype_bytes(t),
          size_t(sc[0]), t);

@@ -24,8 +24,8 @@ void ProcessMesh::set_cp(int cp) {
   const int n = world_->size();
   ZAYA_CHECK(ep_size_ == 1, "changing parallel.cp from {} to {} needs parallel.ep = 1 (it is {})", cp_size_, cp,
              ep_size_);
-  ZAYA_CHECK(cp >= 1 && n % cp == 0, "the world of {} ranks does not fit cp = {}: the world size must be a multiple",
-             n, cp);
+  ZAYA_CHECK(cp >= 1 && n % cp == 0, "the world of {} ranks does not fit cp = {}: the world size must be a multiple", n,
+             cp);
   const double timeout = cp_->timeout();
   cp_size_ = cp;
   dp_size_ = n / cp;

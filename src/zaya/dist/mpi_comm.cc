@@ -106,16 +106,16 @@ bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DTy
 MPI_Op mpi_op(DType t, ReduceOp op) {
   static MPI_Op bf16_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   static MPI_Op f16_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  const int kind = op == ReduceOp::kSum || op == ReduceOp::kAvg ? 0 : op == ReduceOp::kProd ? 1
-                   : op == ReduceOp::kMin                        ? 2
-                                                                 : 3;
+  const int kind = op == ReduceOp::kSum || op == ReduceOp::kAvg ? 0
+                   : op == ReduceOp::kProd                      ? 1
+                   : op == ReduceOp::kMin                       ? 2
+                                                                : 3;
   if (t == DType::kBF16 || t == DType::kF16) {
     MPI_Op* ops = t == DType::kBF16 ? bf16_ops : f16_ops;
     if (ops[kind] == MPI_OP_NULL) {
-      MPI_User_function* fns_bf16[4] = {reduce_16bit<bf16_to_float, float_to_bf16, 0>,
-                                        reduce_16bit<bf16_to_float, float_to_bf16, 1>,
-                                        reduce_16bit<bf16_to_float, float_to_bf16, 2>,
-                                        reduce_16bit<bf16_to_float, float_to_bf16, 3>};
+      MPI_User_function* fns_bf16[4] = {
+          reduce_16bit<bf16_to_float, float_to_bf16, 0>, reduce_16bit<bf16_to_float, float_to_bf16, 1>,
+          reduce_16bit<bf16_to_float, float_to_bf16, 2>, reduce_16bit<bf16_to_float, float_to_bf16, 3>};
       MPI_User_function* fns_f16[4] = {
           reduce_16bit<f16_to_float, float_to_f16, 0>, reduce_16bit<f16_to_float, float_to_f16, 1>,
           reduce_16bit<f16_to_float, float_to_f16, 2>, reduce_16bit<f16_to_float, float_to_f16, 3>};
@@ -154,8 +154,7 @@ void divide(void* buf, size_t count, DType t, int n) {
       for (size_t i = 0; i < count; ++i) b[i] = float_to_f16(f16_to_float(b[i]) / float(n));
       break;
     }
-    default:
-      fail("ReduceOp avg needs a floating-point type, got {}", dtype_name(t));
+    default: fail("ReduceOp avg needs a floating-point type, got {}", dtype_name(t));
   }
 }
 
@@ -422,9 +421,10 @@ class MpiComm : public Comm {
         check(MPI_Test(&r.request, &done, MPI_STATUS_IGNORE), r.what);
         if (done) break;
         if (now_seconds() > deadline)
-          fail("{} on communicator '{}' (rank {} of {}) did not complete within {} s: a rank is missing, hung or "
-               "failed",
-               r.what, name_, rank_, size_, timeout_seconds_);
+          fail(
+              "{} on communicator '{}' (rank {} of {}) did not complete within {} s: a rank is missing, hung or "
+              "failed",
+              r.what, name_, rank_, size_, timeout_seconds_);
         sched_yield();
       }
     }

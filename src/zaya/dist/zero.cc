@@ -108,8 +108,8 @@ void GradientSync::launch(Bucket& b) {
   const int64_t mine = reg.mine_begin();
   float* recv = reg.reduced.data() + std::clamp(b.begin - mine, int64_t(0), reg.mine_end() - mine);
   if (first_launch_ < 0) first_launch_ = now_seconds();
-  in_flight_.push_back(reg.group->ireduce_scatter_v(grads_ + b.begin, recv, b.counts.data(), DType::kF32,
-                                                    ReduceOp::kSum));
+  in_flight_.push_back(
+      reg.group->ireduce_scatter_v(grads_ + b.begin, recv, b.counts.data(), DType::kF32, ReduceOp::kSum));
   b.launched = true;
   reduced_floats_ += b.end - b.begin;
 }

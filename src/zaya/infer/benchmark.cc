@@ -116,8 +116,8 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
     fmt::print("prefill (one sequence, {}-token steps):\n  {:>8} {:>10} {:>12}\n", o.step_tokens, "tokens", "ms",
                "tokens/s");
   for (int64_t S : o.prefill_lengths) {
-    ZAYA_CHECK(S >= 1 && S <= c.max_position, "--prefill {} is invalid; allowed: 1..{} (max_position_embeddings)",
-               S, c.max_position);
+    ZAYA_CHECK(S >= 1 && S <= c.max_position, "--prefill {} is invalid; allowed: 1..{} (max_position_embeddings)", S,
+               c.max_position);
     r.prefill.push_back(bench_prefill(model, o, S));
     const PrefillPoint& p = r.prefill.back();
     if (verbose) {
@@ -126,10 +126,11 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
     }
   }
   if (verbose && !o.batches.empty())
-    fmt::print("decode (one token per sequence per step; roofline = bytes read / bandwidth):\n"
-               "  {:>5} {:>7} {:>9} {:>9} {:>10} {:>9} {:>8} {:>9} {:>8} {:>9} {:>7}\n",
-               "batch", "context", "ms/step", "tokens/s", "MB/step", "experts", "DRAM ms", "x DRAM", "WS GB/s",
-               "WS ms", "x WS");
+    fmt::print(
+        "decode (one token per sequence per step; roofline = bytes read / bandwidth):\n"
+        "  {:>5} {:>7} {:>9} {:>9} {:>10} {:>9} {:>8} {:>9} {:>8} {:>9} {:>7}\n",
+        "batch", "context", "ms/step", "tokens/s", "MB/step", "experts", "DRAM ms", "x DRAM", "WS GB/s", "WS ms",
+        "x WS");
   for (int64_t B : o.batches)
     for (int64_t L0 : o.contexts) {
       ZAYA_CHECK(B >= 1, "--batch {} is invalid; allowed: >= 1", B);
@@ -144,8 +145,7 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
       if (verbose) {
         fmt::print("  {:>5} {:>7} {:>9.3f} {:>9.1f} {:>10.2f} {:>9.1f} {:>8.3f} {:>9.2f} {:>8.1f} {:>9.3f} {:>7.2f}\n",
                    p.batch, p.context, p.ms_per_step, p.tokens_per_second, p.bytes_per_step / 1e6,
-                   p.expert_loads_per_step, p.roofline_ms, p.ratio, p.ws_bandwidth_gbps, p.ws_roofline_ms,
-                   p.ws_ratio);
+                   p.expert_loads_per_step, p.roofline_ms, p.ratio, p.ws_bandwidth_gbps, p.ws_roofline_ms, p.ws_ratio);
         std::fflush(stdout);
       }
     }
@@ -154,16 +154,17 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
 
 nlohmann::json infer_bench_json(const InferModel& model, const InferBenchOptions& o, const InferBenchResult& r) {
   const WeightBytes& wb = model.weight_bytes();
-  nlohmann::json j = {{"bench", "infer"},
-                      {"model", model.source()},
-                      {"weights_dtype", model.matrix_dtype()},
-                      {"threads", omp_get_max_threads()},
-                      {"bf16_activations", o.bf16_activations},
-                      {"dram_gbps", r.dram_gbps},
-                      {"weight_bytes", {{"dense", wb.dense}, {"per_expert", wb.per_expert},
-                                        {"lm_head", wb.lm_head}, {"total", wb.total}}},
-                      {"prefill", nlohmann::json::array()},
-                      {"decode", nlohmann::json::array()}};
+  nlohmann::json j = {
+      {"bench", "infer"},
+      {"model", model.source()},
+      {"weights_dtype", model.matrix_dtype()},
+      {"threads", omp_get_max_threads()},
+      {"bf16_activations", o.bf16_activations},
+      {"dram_gbps", r.dram_gbps},
+      {"weight_bytes",
+       {{"dense", wb.dense}, {"per_expert", wb.per_expert}, {"lm_head", wb.lm_head}, {"total", wb.total}}},
+      {"prefill", nlohmann::json::array()},
+      {"decode", nlohmann::json::array()}};
   for (const PrefillPoint& p : r.prefill)
     j["prefill"].push_back({{"tokens", p.tokens}, {"seconds", p.seconds}, {"tokens_per_second", p.tokens_per_second}});
   for (const DecodePoint& p : r.decode)

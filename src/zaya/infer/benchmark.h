@@ -33,7 +33,7 @@ struct InferBenchOptions {
   int64_t decode_steps = 16;
   int64_t warmup_steps = 2;
   int64_t prefill_reps = 2;
-  int64_t step_tokens = 512;   // prefill chunk
+  int64_t step_tokens = 512;  // prefill chunk
   bool bf16_activations = true;
   uint64_t seed = 1;
   bool working_set_roofline = true;
@@ -41,22 +41,22 @@ struct InferBenchOptions {
 
 struct PrefillPoint {
   int64_t tokens = 0;
-  double seconds = 0;       // best of the repetitions
+  double seconds = 0;  // best of the repetitions
   double tokens_per_second = 0;
 };
 
 struct DecodePoint {
   int64_t batch = 0, context = 0;
-  double ms_per_step = 0;         // mean over the timed steps (one token per sequence)
+  double ms_per_step = 0;  // mean over the timed steps (one token per sequence)
   double best_ms_per_step = 0;
-  double tokens_per_second = 0;   // batch / step time
-  double bytes_per_step = 0;      // weights + KV read by one step (mean)
+  double tokens_per_second = 0;  // batch / step time
+  double bytes_per_step = 0;     // weights + KV read by one step (mean)
   double weight_bytes_per_step = 0;
   double kv_bytes_per_step = 0;
   double expert_loads_per_step = 0;
-  double roofline_ms = 0;         // bytes / DRAM bandwidth
-  double ratio = 0;               // ms_per_step / roofline_ms
-  double ws_bandwidth_gbps = 0;   // STREAM at the step's working-set size
+  double roofline_ms = 0;        // bytes / DRAM bandwidth
+  double ratio = 0;              // ms_per_step / roofline_ms
+  double ws_bandwidth_gbps = 0;  // STREAM at the step's working-set size
   double ws_roofline_ms = 0;
   double ws_ratio = 0;
 };

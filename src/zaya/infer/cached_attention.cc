@@ -25,8 +25,8 @@ constexpr int64_t kQueryBlock = 64;  // query rows per sgemm block
 
 struct Task {
   int32_t chunk;
-  int32_t head;     // KV head (row path) or query head (block path)
-  int64_t row0;     // first query row of the block (block path), -1 for the row path
+  int32_t head;  // KV head (row path) or query head (block path)
+  int64_t row0;  // first query row of the block (block path), -1 for the row path
 };
 
 // Softmax of p[0..n) in place; returns nothing (the row sums to 1).
@@ -72,7 +72,8 @@ void scores_avx512(const float* q, const float* kc, int64_t d, int64_t G, int64_
     for (; t < keys; ++t) {
       const float* k = kc + t * d;
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t v = 0; v < nv; ++v) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), _mm512_loadu_ps(k + 16 * v), acc);
+      for (int64_t v = 0; v < nv; ++v)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), _mm512_loadu_ps(k + 16 * v), acc);
       sg[t] = scale * _mm512_reduce_add_ps(acc);
     }
   }
@@ -216,8 +217,10 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
   for (int64_t i = 0; i < n; ++i) {
     const Task& t = all[i];
     float* mine = scratch + int64_t(omp_get_thread_num()) * per_thread;
-    if (t.row0 < 0) rows_task(chunks[t.chunk], s, t.head, mine);
-    else block_task(chunks[t.chunk], s, t.head, t.row0, mine);
+    if (t.row0 < 0)
+      rows_task(chunks[t.chunk], s, t.head, mine);
+    else
+      block_task(chunks[t.chunk], s, t.head, t.row0, mine);
   }
 }
 

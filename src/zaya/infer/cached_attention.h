@@ -33,7 +33,7 @@ struct CachedAttentionChunk {
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context);
 
 // Runs on at most `threads` OpenMP threads; `scratch` holds threads * per_thread floats.
-void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape,
-                      float* scratch, int64_t per_thread, int threads);
+void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape, float* scratch,
+                      int64_t per_thread, int threads);
 
 }  // namespace zaya

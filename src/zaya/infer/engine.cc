@@ -56,8 +56,8 @@ void EngineOptions::validate(const ZayaConfig& c) const {
              max_sequences);
   ZAYA_CHECK(max_context >= 0 && max_context <= c.max_position,
              "context length {} is invalid; allowed: 1..{} (max_position_embeddings)", max_context, c.max_position);
-  ZAYA_CHECK(max_step_tokens >= 1 && max_step_tokens <= (1 << 20),
-             "tokens per step {} is invalid; allowed: 1..1048576", max_step_tokens);
+  ZAYA_CHECK(max_step_tokens >= 1 && max_step_tokens <= (1 << 20), "tokens per step {} is invalid; allowed: 1..1048576",
+             max_step_tokens);
 }
 
 InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& options)
@@ -175,8 +175,7 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
 
 void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  ZAYA_CHECK(length >= 0 && length <= max_context_, "synthetic length {} exceeds the context {}", length,
-             max_context_);
+  ZAYA_CHECK(length >= 0 && length <= max_context_, "synthetic length {} exceeds the context {}", length, max_context_);
   const float scale = 1.0f / std::sqrt(float(config_.head_dim));
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     float* k = kcache(b, slot);
@@ -187,7 +186,8 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
       for (int64_t t = 0; t < length; ++t)
         for (int64_t i = 0; i < d; ++i) {
           // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
-          const uint64_t hsh = (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
+          const uint64_t hsh =
+              (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
           const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
           k[(j * max_context_ + t) * d + i] = u * scale * 4;
           v[(j * max_context_ + t) * d + i] = u;
@@ -284,8 +284,8 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     const float* norm = n % 2 == 0 ? w.attn[b].input_norm_D : w.moe[b].input_norm_D;
     {
       SerialIf serial(T * D <= kSerialElements);
-      residual_scale_forward<float>(res_cur, h_TD_, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D,
-                                    m.res_bias_D, T, D);
+      residual_scale_forward<float>(res_cur, h_TD_, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D, m.res_bias_D, T,
+                                    D);
       rmsnorm_forward<float>(x_TD_, rstd_T_, res_cur, norm, T, D, float(c.norm_eps));
     }
     if (n % 2 == 0) {
@@ -300,12 +300,11 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   }
   const MergeVectors& fm = w.final_merge;
   SerialIf serial(T * D <= kSerialElements);
-  residual_scale_forward<float>(res_cur, h_TD_, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D,
-                                fm.res_bias_D, T, D);
+  residual_scale_forward<float>(res_cur, h_TD_, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D, fm.res_bias_D, T,
+                                D);
   // Only the rows that want logits need the final norm.
   const int64_t L = int64_t(logit_rows_.size());
-  for (int64_t i = 0; i < L; ++i)
-    std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
+  for (int64_t i = 0; i < L; ++i) std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
   rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) lengths_[ch.slot] += ch.count;
 }

@@ -34,9 +34,9 @@
 namespace zaya {
 
 struct EngineOptions {
-  int64_t max_sequences = 1;     // slots
-  int64_t max_context = 0;       // tokens per slot; 0: max_position_embeddings
-  int64_t max_step_tokens = 256; // rows of one step (prefill chunk size)
+  int64_t max_sequences = 1;      // slots
+  int64_t max_context = 0;        // tokens per slot; 0: max_position_embeddings
+  int64_t max_step_tokens = 256;  // rows of one step (prefill chunk size)
   // bf16 weights with many rows: bf16 GEMM (AMX) with activations rounded to
   // bf16 (true), or the exact f32-activation kernel (false). See linear.h.
   bool bf16_activations = true;
@@ -133,17 +133,17 @@ class InferenceEngine {
   float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TK_ = nullptr;
   float *xp_TD_ = nullptr, *h_T2F_ = nullptr, *act_TF_ = nullptr, *y_TD_ = nullptr, *hid_TD_ = nullptr;
   int64_t attn_scratch_per_thread_ = 0;
-  int threads_ = 1;                 // OpenMP threads the attention scratch is sized for
-  std::vector<char> seen_;          // per-step scratch, reused
+  int threads_ = 1;         // OpenMP threads the attention scratch is sized for
+  std::vector<char> seen_;  // per-step scratch, reused
   std::vector<int32_t> ids_;
   std::vector<CachedAttentionChunk> attn_work_;
   std::vector<int32_t> choice_TK_;
   ExpertPlan plan_;
-  std::vector<int32_t> row_pos_;    // position of each row in its sequence
-  std::vector<int32_t> row_chunk_;  // chunk of each row
-  std::vector<int32_t> a_chunk_;    // chunk of each conv-A row (a chunk of S rows has S + 1)
-  std::vector<int64_t> chunk_row0_; // first row of each chunk
-  std::vector<int64_t> chunk_past_; // slot length before the step
+  std::vector<int32_t> row_pos_;     // position of each row in its sequence
+  std::vector<int32_t> row_chunk_;   // chunk of each row
+  std::vector<int32_t> a_chunk_;     // chunk of each conv-A row (a chunk of S rows has S + 1)
+  std::vector<int64_t> chunk_row0_;  // first row of each chunk
+  std::vector<int64_t> chunk_past_;  // slot length before the step
   std::vector<int64_t> logit_rows_;
   std::vector<int32_t> logit_chunk_;
   std::vector<int64_t> logit_pos_;

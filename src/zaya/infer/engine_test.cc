@@ -54,8 +54,7 @@ TEST(Engine, PrefillThenDecodeMatchesFullSequence) {
   // (a long prefill takes the sgemm attention path, a short one the decode path).
   for (int64_t prefill : {1, 2, 3, 5, 17, 40}) {
     const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
-    EXPECT_LT(logits_error(got.data(), ref.data(), 40, c.vocab_size, c.real_vocab_size), 2e-5)
-        << "prefill " << prefill;
+    EXPECT_LT(logits_error(got.data(), ref.data(), 40, c.vocab_size, c.real_vocab_size), 2e-5) << "prefill " << prefill;
   }
 }
 

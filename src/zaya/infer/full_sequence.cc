@@ -13,8 +13,7 @@ std::vector<int32_t> generate_full_sequence(const ZayaModel& model, const std::v
   ZAYA_CHECK(!prompt.empty(), "the prompt is empty (it needs at least the BOS token)");
   const int64_t max_len = std::min<int64_t>(c.max_position, int64_t(prompt.size()) + o.max_new_tokens);
   ZAYA_CHECK(int64_t(prompt.size()) < max_len || o.max_new_tokens == 0,
-             "the prompt ({} tokens) leaves no room under max_position_embeddings ({})", prompt.size(),
-             c.max_position);
+             "the prompt ({} tokens) leaves no room under max_position_embeddings ({})", prompt.size(), c.max_position);
   ModelWorkspace ws(c, 1, max_len, false);
   std::vector<int32_t> ids = prompt, out;
   std::vector<std::pair<float, int32_t>> scratch;

@@ -25,8 +25,8 @@ std::vector<int32_t> generate_full_sequence(const ZayaModel& model, const std::v
                                             const std::function<bool(int32_t)>& on_token = {});
 
 struct SequenceScore {
-  double mean_loss = 0;   // mean next-token cross-entropy over positions 1..n-1 (nats)
-  int64_t tokens = 0;     // scored positions (n - 1)
+  double mean_loss = 0;       // mean next-token cross-entropy over positions 1..n-1 (nats)
+  int64_t tokens = 0;         // scored positions (n - 1)
   std::vector<float> logits;  // [n, real_vocab] if requested
 };
 

@@ -27,8 +27,8 @@ constexpr uint64_t kSamplingStream = 0x9e4e;
 
 struct Active {
   size_t request = 0;
-  int64_t fed = 0;        // prompt tokens already in the cache
-  int32_t last = -1;      // last sampled token, fed at the next step
+  int64_t fed = 0;    // prompt tokens already in the cache
+  int32_t last = -1;  // last sampled token, fed at the next step
   Rng rng;
   bool busy = false;
 };
@@ -154,11 +154,14 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       ++st.generated_tokens;
       a.last = next;
       const bool keep = !on_token || on_token(a.request, next);
-      if (!keep) finish(s, FinishReason::kCancelled);
+      if (!keep)
+        finish(s, FinishReason::kCancelled);
       else if (std::find(req.stop_ids.begin(), req.stop_ids.end(), next) != req.stop_ids.end())
         finish(s, FinishReason::kStop);
-      else if (int64_t(results[a.request].tokens.size()) >= req.max_new_tokens) finish(s, FinishReason::kLength);
-      else if (engine.length(s) >= engine.max_context()) finish(s, FinishReason::kContext);
+      else if (int64_t(results[a.request].tokens.size()) >= req.max_new_tokens)
+        finish(s, FinishReason::kLength);
+      else if (engine.length(s) >= engine.max_context())
+        finish(s, FinishReason::kContext);
     }
   }
   st.total_seconds = now_seconds() - t_start;

@@ -22,26 +22,26 @@
 namespace zaya {
 
 struct GenerationRequest {
-  std::vector<int32_t> prompt;   // at least one token (usually BOS first)
+  std::vector<int32_t> prompt;  // at least one token (usually BOS first)
   int64_t max_new_tokens = 128;
   SamplingOptions sampling;
-  std::vector<int32_t> stop_ids; // generation ends after emitting one of these (it is kept in the output)
+  std::vector<int32_t> stop_ids;  // generation ends after emitting one of these (it is kept in the output)
 };
 
 enum class FinishReason { kStop, kLength, kContext, kCancelled };
 const char* finish_reason_name(FinishReason r);
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;   // generated ids, prompt excluded
+  std::vector<int32_t> tokens;  // generated ids, prompt excluded
   FinishReason finish = FinishReason::kLength;
 };
 
 struct GeneratorOptions {
-  int64_t max_batch = 1;        // sequences decoded together
-  int64_t max_context = 0;      // 0: the longest prompt + max_new_tokens, capped at max_position_embeddings
-  int64_t step_tokens = 256;    // tokens per forward step (prefill chunk size)
-  int64_t sample_vocab = 0;     // ids >= this are never sampled; 0: the config's real vocabulary
-  bool bf16_activations = true; // see EngineOptions
+  int64_t max_batch = 1;         // sequences decoded together
+  int64_t max_context = 0;       // 0: the longest prompt + max_new_tokens, capped at max_position_embeddings
+  int64_t step_tokens = 256;     // tokens per forward step (prefill chunk size)
+  int64_t sample_vocab = 0;      // ids >= this are never sampled; 0: the config's real vocabulary
+  bool bf16_activations = true;  // see EngineOptions
 };
 
 struct GenerationStats {
@@ -49,10 +49,10 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   int64_t steps = 0;
-  int64_t decode_steps = 0;      // steps without prompt tokens
-  int64_t decode_tokens = 0;     // tokens those steps produced
-  double prefill_seconds = 0;    // steps that carried prompt tokens
-  double decode_seconds = 0;     // steps that did not
+  int64_t decode_steps = 0;        // steps without prompt tokens
+  int64_t decode_tokens = 0;       // tokens those steps produced
+  double prefill_seconds = 0;      // steps that carried prompt tokens
+  double decode_seconds = 0;       // steps that did not
   double first_token_seconds = 0;  // from the start to the first sampled token
   double total_seconds = 0;
 };

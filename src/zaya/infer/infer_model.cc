@@ -9,9 +9,9 @@
 #include <fstream>
 #include <set>
 
+#include "zaya/ckpt/reader.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
-#include "zaya/ckpt/reader.h"
 #include "zaya/infer/native_layout.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
@@ -21,8 +21,8 @@
 namespace zaya {
 
 void check_weight_dtype_option(const std::string& dtype, const std::string& flag) {
-  ZAYA_CHECK(dtype == "auto" || dtype == "bf16" || dtype == "f32", "{} '{}' is invalid; allowed: auto, bf16, f32",
-             flag, dtype);
+  ZAYA_CHECK(dtype == "auto" || dtype == "bf16" || dtype == "f32", "{} '{}' is invalid; allowed: auto, bf16, f32", flag,
+             dtype);
 }
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors
@@ -54,8 +54,8 @@ struct InferModel::Builder {
     used.insert(r.name);
     if (st != nullptr)
       ZAYA_CHECK(st->has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
-                 label, r.name, format_shape(r.expert >= 0 ? std::vector<int64_t>{m.config_.experts, shape[0], shape[1]}
-                                                           : shape));
+                 label, r.name,
+                 format_shape(r.expert >= 0 ? std::vector<int64_t>{m.config_.experts, shape[0], shape[1]} : shape));
   }
 
   // Float pointer of a tensor held by the in-memory model.
@@ -135,15 +135,14 @@ struct InferModel::Builder {
         }
         break;
       case SafetensorsDtype::kF16:
-      case SafetensorsDtype::kF64:
-        break;
+      case SafetensorsDtype::kF64: break;
       default:
         fail("{}: tensor '{}' has dtype {}; weight matrices must be BF16, F32, F16 or F64", path, name,
              dtype_name(info.dtype));
     }
     // Converted (or merely realigned) copy.
-    const WeightType to = want == "f32" ? WeightType::kF32
-                          : want == "bf16" ? WeightType::kBF16
+    const WeightType to = want == "f32"                           ? WeightType::kF32
+                          : want == "bf16"                        ? WeightType::kBF16
                           : info.dtype == SafetensorsDtype::kBF16 ? WeightType::kBF16
                                                                   : WeightType::kF32;
     if (to == WeightType::kBF16 && info.dtype == SafetensorsDtype::kBF16) {
@@ -179,9 +178,7 @@ struct InferModel::Builder {
           dst[i] = float(v);
           break;
         }
-        default:
-          std::memcpy(dst + i, src + 4 * i, 4);
-          break;
+        default: std::memcpy(dst + i, src + 4 * i, 4); break;
       }
     }
   }
@@ -274,13 +271,11 @@ struct InferModel::Builder {
       // The same strictness as the training loader: anything else is a sign of a wrong config.json.
       for (const std::string& name : st->names()) {
         if (used.count(name) || name == "lm_head.weight") continue;  // lm_head is tied (spec §6.1)
-        fail("{}: unexpected tensor '{}' (not part of the layout config.json describes; wrong config.json?)",
-             label, name);
+        fail("{}: unexpected tensor '{}' (not part of the layout config.json describes; wrong config.json?)", label,
+             name);
       }
     }
-    m.matrix_dtype_ = matrix_types.size() > 1 ? "mixed"
-                      : matrix_types.count(WeightType::kBF16) ? "bf16"
-                                                              : "f32";
+    m.matrix_dtype_ = matrix_types.size() > 1 ? "mixed" : matrix_types.count(WeightType::kBF16) ? "bf16" : "f32";
     count_bytes();
   }
 
@@ -348,8 +343,8 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   }
   // The native 40-layer layout (ZAYA1-8B and later) or the legacy one (ZAYA1-base).
   m->native_ = is_native_zaya_config(config_json);
-  m->config_ = m->native_ ? native_config_from_json(config_json, config_path)
-                          : config_from_hf_json(config_json, config_path);
+  m->config_ =
+      m->native_ ? native_config_from_json(config_json, config_path) : config_from_hf_json(config_json, config_path);
   m->source_ = dir;
   m->files_.emplace(SafetensorsDir::open(dir));
   if (options.prefetch) prefetch_mapping(*m->files_);

@@ -56,7 +56,7 @@ struct MergeVectors {
 struct InferAttention {
   const float* input_norm_D = nullptr;
   MergeVectors merge;
-  WeightMatrix q, k, v_cur, v_prev;  // linear_q [Q, D], linear_k [K, D], val_proj1/2 [K/2, D]
+  WeightMatrix q, k, v_cur, v_prev;    // linear_q [Q, D], linear_k [K, D], val_proj1/2 [K/2, D]
   const float* conv_a_w_C2 = nullptr;  // depthwise taps [C, 2] (tap 0 = older step)
   const float* conv_a_b_C = nullptr;
   // Grouped conv, repacked: row o = (WB[o, :, 0], WB[o, :, 1]), so group g
@@ -70,16 +70,16 @@ struct InferAttention {
 struct InferMoe {
   const float* input_norm_D = nullptr;
   MergeVectors merge;
-  WeightMatrix down;                      // [R, D]
+  WeightMatrix down;  // [R, D]
   const float* down_b_R = nullptr;
   const float* states_scale_R = nullptr;  // EDA scale; null on the first MoE half-layer
   const float* eda_norm_R = nullptr;
-  WeightMatrix mlp0, mlp2, mlp4;          // [R, R], [R, R], [N, R]
+  WeightMatrix mlp0, mlp2, mlp4;  // [R, R], [R, R], [N, R]
   const float* mlp0_b_R = nullptr;
   const float* mlp2_b_R = nullptr;
   const float* balancing_bias_N = nullptr;
-  std::vector<WeightMatrix> fc1;          // per expert [2F, D] (gate rows, then up rows)
-  std::vector<WeightMatrix> fc2;          // per expert [D, F]
+  std::vector<WeightMatrix> fc1;  // per expert [2F, D] (gate rows, then up rows)
+  std::vector<WeightMatrix> fc2;  // per expert [D, F]
 };
 
 struct InferWeights {
@@ -148,12 +148,12 @@ class InferModel {
   ZayaConfig config_;
   InferWeights weights_;
   std::string matrix_dtype_, source_, tokenizer_hint_;
-  std::unique_ptr<ZayaModel> held_;             // weights read from a training checkpoint
+  std::unique_ptr<ZayaModel> held_;  // weights read from a training checkpoint
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
   bool native_ = false;
-  std::optional<SafetensorsDir> files_;          // keeps the mapping alive
-  std::vector<AlignedPtr<uint8_t>> owned_;       // converted matrices and small tensors
+  std::optional<SafetensorsDir> files_;     // keeps the mapping alive
+  std::vector<AlignedPtr<uint8_t>> owned_;  // converted matrices and small tensors
 };
 
 // Validates a dtype option: "auto", "bf16" or "f32" (the message names `flag`).

@@ -28,8 +28,8 @@ struct TensorEdit {
   std::vector<int64_t> shape;
   bool as_i32 = false;
 };
-void write_model(const ZayaModel& model, const std::string& dir,
-                 const std::function<bool(TensorEdit&)>& edit, std::vector<std::vector<int32_t>>& keep_alive) {
+void write_model(const ZayaModel& model, const std::string& dir, const std::function<bool(TensorEdit&)>& edit,
+                 std::vector<std::vector<int32_t>>& keep_alive) {
   std::filesystem::create_directories(dir);
   SafetensorsWriter w;
   auto add = [&](const ParamEntry& e, const float* src) {
@@ -59,7 +59,8 @@ std::string load_error(const std::string& dir) {
 int64_t matrix_bytes(const InferModel& m) {
   const InferWeights& w = m.weights();
   int64_t n = w.embed.bytes();
-  for (const auto& a : w.attn) n += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
+  for (const auto& a : w.attn)
+    n += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
   for (const auto& mo : w.moe) {
     n += mo.down.bytes() + mo.mlp0.bytes() + mo.mlp2.bytes() + mo.mlp4.bytes();
     for (size_t e = 0; e < mo.fc1.size(); ++e) n += mo.fc1[e].bytes() + mo.fc2[e].bytes();
@@ -90,7 +91,8 @@ TEST(InferModel, DtypeOptions) {
   EXPECT_EQ(from_memory->matrix_dtype(), "bf16");
   EXPECT_EQ(from_memory->weight_bytes().total, as_stored->weight_bytes().total);
   EXPECT_EQ(InferModel::from_model(*model)->matrix_dtype(), "f32");
-  testing::expect_error([&] { InferModel::from_model(*model, "fp8"); }, "dtype 'fp8' is invalid; allowed: auto, bf16, f32");
+  testing::expect_error([&] { InferModel::from_model(*model, "fp8"); },
+                        "dtype 'fp8' is invalid; allowed: auto, bf16, f32");
   InferLoadOptions bad;
   bad.dtype = "int4";
   testing::expect_error([&] { InferModel::load(dir.path(), bad); }, "--dtype 'int4' is invalid");
@@ -103,25 +105,32 @@ TEST(InferModel, BadCheckpointsNameTheProblem) {
   const std::string q = "model.layers.2.self_attn.qkv.linear_q.weight";
   {
     testing::TempDir dir;
-    write_model(*model, dir.path(), [&](TensorEdit& t) { return t.name != q; }, keep);
+    write_model(
+        *model, dir.path(), [&](TensorEdit& t) { return t.name != q; }, keep);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("missing tensor '" + q + "'"), std::string::npos) << e;
   }
   {
     testing::TempDir dir;
-    write_model(*model, dir.path(), [&](TensorEdit& t) {
-      if (t.name == q) t.shape = {t.shape[0] - 1, t.shape[1]};
-      return true;
-    }, keep);
+    write_model(
+        *model, dir.path(),
+        [&](TensorEdit& t) {
+          if (t.name == q) t.shape = {t.shape[0] - 1, t.shape[1]};
+          return true;
+        },
+        keep);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("tensor '" + q + "': expected shape [64, 64], found [63, 64]"), std::string::npos) << e;
   }
   {
     testing::TempDir dir;
-    write_model(*model, dir.path(), [&](TensorEdit& t) {
-      t.as_i32 = t.name == q;
-      return true;
-    }, keep);
+    write_model(
+        *model, dir.path(),
+        [&](TensorEdit& t) {
+          t.as_i32 = t.name == q;
+          return true;
+        },
+        keep);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("'" + q + "' has dtype I32; weight matrices must be BF16, F32, F16 or F64"), std::string::npos)
         << e;
@@ -129,19 +138,25 @@ TEST(InferModel, BadCheckpointsNameTheProblem) {
   {
     testing::TempDir dir;
     const std::string norm = "model.layers.1.input_norm.weight";
-    write_model(*model, dir.path(), [&](TensorEdit& t) {
-      t.as_i32 = t.name == norm;
-      return true;
-    }, keep);
+    write_model(
+        *model, dir.path(),
+        [&](TensorEdit& t) {
+          t.as_i32 = t.name == norm;
+          return true;
+        },
+        keep);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("'" + norm + "' has dtype I32"), std::string::npos) << e;
   }
   {
     testing::TempDir dir;
-    write_model(*model, dir.path(), [&](TensorEdit& t) {
-      if (t.name == q) t.name = "model.layers.2.self_attn.qkv.linear_qq.weight";
-      return true;
-    }, keep);
+    write_model(
+        *model, dir.path(),
+        [&](TensorEdit& t) {
+          if (t.name == q) t.name = "model.layers.2.self_attn.qkv.linear_qq.weight";
+          return true;
+        },
+        keep);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("missing tensor '" + q + "'"), std::string::npos) << e;
   }
@@ -150,7 +165,8 @@ TEST(InferModel, BadCheckpointsNameTheProblem) {
     ZayaConfig fewer = c;
     fewer.experts = c.experts - 1;
     testing::TempDir dir;
-    write_model(*model, dir.path(), [](TensorEdit&) { return true; }, keep);
+    write_model(
+        *model, dir.path(), [](TensorEdit&) { return true; }, keep);
     nlohmann::json j = config_to_hf_json(fewer, "bfloat16");
     std::ofstream(dir.file("config.json")) << j.dump();
     const std::string e = load_error(dir.path());
@@ -158,7 +174,8 @@ TEST(InferModel, BadCheckpointsNameTheProblem) {
   }
   {
     testing::TempDir dir;
-    write_model(*model, dir.path(), [](TensorEdit&) { return true; }, keep);
+    write_model(
+        *model, dir.path(), [](TensorEdit&) { return true; }, keep);
     nlohmann::json j = config_to_hf_json(c, "bfloat16");
     j["hiden_size"] = 64;
     std::ofstream(dir.file("config.json")) << j.dump();
@@ -168,10 +185,13 @@ TEST(InferModel, BadCheckpointsNameTheProblem) {
   {
     // A tied lm_head.weight is accepted (spec §6.1); any other stray tensor is not.
     testing::TempDir dir;
-    write_model(*model, dir.path(), [](TensorEdit& t) {
-      if (t.name == "model.final_norm.weight") t.name = "lm_head.weight";
-      return true;
-    }, keep);
+    write_model(
+        *model, dir.path(),
+        [](TensorEdit& t) {
+          if (t.name == "model.final_norm.weight") t.name = "lm_head.weight";
+          return true;
+        },
+        keep);
     EXPECT_NE(load_error(dir.path()).find("missing tensor 'model.final_norm.weight'"), std::string::npos);
   }
 }
@@ -240,8 +260,9 @@ TEST(Tokenizer, MismatchIsAnError) {
   c.vocab_size = 512;
   c.real_vocab_size = 512;
   c.bos_token_id = 5;
-  EXPECT_NE(testing::error_of([&] { check_tokenizer(tok, c, "m"); }).find("BOS id 2 but model m expects bos_token_id 5"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_of([&] { check_tokenizer(tok, c, "m"); }).find("BOS id 2 but model m expects bos_token_id 5"),
+      std::string::npos);
 }
 
 TEST(TextStream, HoldsBackIncompleteCharacters) {

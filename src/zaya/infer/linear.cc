@@ -96,8 +96,7 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
   }
   int64_t cols = 0;
   for (const Part& p : parts) cols = std::max(cols, p.w->cols);
-  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel() ||
-      tokens * rows * cols < kDecodeParallelMinMacs) {
+  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel() || tokens * rows * cols < kDecodeParallelMinMacs) {
     for (const Part& p : parts) run(y + p.col, ldy, x, ldx, tokens, *p.w);
     return;
   }
@@ -110,8 +109,7 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
     int64_t base = 0;
     for (const Part& p : parts) {
       const int64_t r0 = std::max(g0, base) - base, r1 = std::min(g1, base + p.w->rows) - base;
-      if (r0 < r1)
-        matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
+      if (r0 < r1) matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
       base += p.w->rows;
     }
   }

@@ -56,9 +56,9 @@ class LinearRunner {
                       bool accumulate);
   int64_t max_in_, max_out_;
   bool bf16_activations_;
-  int64_t chunk_rows_ = 0;       // rows per bf16 GEMM call
-  AlignedPtr<uint16_t> xb_;      // [chunk_rows, max_in] activations in bf16
-  AlignedPtr<float> cbuf_;       // [chunk_rows, max_out] GEMM output
+  int64_t chunk_rows_ = 0;   // rows per bf16 GEMM call
+  AlignedPtr<uint16_t> xb_;  // [chunk_rows, max_in] activations in bf16
+  AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output
 };
 
 }  // namespace zaya

@@ -58,18 +58,23 @@ std::vector<McItem> read_mc_items(const std::string& path, const Tokenizer* tok,
       static const char* kKeys[] = {"context", "choices", "gold", "context_ids", "choices_ids", "id", "meta"};
       bool known = false;
       for (const char* k : kKeys) known = known || it.key() == k;
-      ZAYA_CHECK(known, "{}: unknown key \"{}\"; allowed: context + choices or context_ids + choices_ids, gold, id, meta",
-                 at, it.key());
+      ZAYA_CHECK(known,
+                 "{}: unknown key \"{}\"; allowed: context + choices or context_ids + choices_ids, gold, id, meta", at,
+                 it.key());
     }
     McItem item;
     if (j.contains("id")) item.id = j["id"];
-    ZAYA_CHECK(j.contains("gold") && j["gold"].is_number_integer(), "{}: \"gold\" (the correct choice's index) is "
-               "missing or not an integer", at);
+    ZAYA_CHECK(j.contains("gold") && j["gold"].is_number_integer(),
+               "{}: \"gold\" (the correct choice's index) is "
+               "missing or not an integer",
+               at);
     item.gold = j["gold"].get<int64_t>();
     const bool text = j.contains("context") || j.contains("choices");
     const bool ids = j.contains("context_ids") || j.contains("choices_ids");
-    ZAYA_CHECK(text != ids, "{}: give either \"context\" + \"choices\" (text) or \"context_ids\" + \"choices_ids\" "
-               "(token ids)", at);
+    ZAYA_CHECK(text != ids,
+               "{}: give either \"context\" + \"choices\" (text) or \"context_ids\" + \"choices_ids\" "
+               "(token ids)",
+               at);
     if (text) {
       ZAYA_CHECK(tok != nullptr, "{}: text items need a tokenizer (--tokenizer, or MODEL/tokenizer.model)", at);
       ZAYA_CHECK(j.contains("context") && j["context"].is_string(), "{}: \"context\" must be a string", at);
@@ -101,7 +106,8 @@ std::vector<McItem> read_mc_items(const std::string& path, const Tokenizer* tok,
       item.context = id_list(j["context_ids"], at + ": \"context_ids\"", vocab);
       ZAYA_CHECK(!item.context.empty(), "{}: \"context_ids\" is empty (start it with BOS)", at);
       for (size_t k = 0; k < j["choices_ids"].size(); ++k) {
-        item.choices.push_back(id_list(j["choices_ids"][k], at + ": \"choices_ids\"[" + std::to_string(k) + "]", vocab));
+        item.choices.push_back(
+            id_list(j["choices_ids"][k], at + ": \"choices_ids\"[" + std::to_string(k) + "]", vocab));
         ZAYA_CHECK(!item.choices.back().empty(), "{}: \"choices_ids\"[{}] is empty", at, k);
         item.choice_length.push_back(double(item.choices.back().size()));
       }

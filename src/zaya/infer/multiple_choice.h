@@ -28,10 +28,10 @@
 namespace zaya {
 
 struct McItem {
-  nlohmann::json id;                         // null when absent
-  std::vector<int32_t> context;              // scored prefix (with BOS for text items)
-  std::vector<std::vector<int32_t>> choices; // continuation tokens
-  std::vector<double> choice_length;         // characters (text) or tokens (ids), for acc_norm
+  nlohmann::json id;                          // null when absent
+  std::vector<int32_t> context;               // scored prefix (with BOS for text items)
+  std::vector<std::vector<int32_t>> choices;  // continuation tokens
+  std::vector<double> choice_length;          // characters (text) or tokens (ids), for acc_norm
   int64_t gold = 0;
 };
 

@@ -36,8 +36,11 @@ json native_config(const ZayaConfig& c) {
           {"max_position_embeddings", c.max_position},
           {"rms_norm_eps", c.norm_eps},
           {"tie_word_embeddings", true},
-          {"rope_parameters", {{"hybrid", {{"rope_type", "default"}, {"rope_theta", c.rope_theta},
-                                           {"partial_rotary_factor", c.partial_rotary_factor}}}}},
+          {"rope_parameters",
+           {{"hybrid",
+             {{"rope_type", "default"},
+              {"rope_theta", c.rope_theta},
+              {"partial_rotary_factor", c.partial_rotary_factor}}}}},
           {"rope_type", "default"},  // the stray key of the hub file
           {"sliding_window", nullptr},
           {"moe_intermediate_size", c.expert_ffn},
@@ -63,8 +66,10 @@ void save_native(const ZayaModel& model, const std::string& dir, std::vector<std
   std::map<std::string, std::vector<std::pair<int64_t, const ParamEntry*>>> stacked;
   auto add = [&](const ParamEntry& e, const float* base) {
     const NativeTensorRef r = native_tensor_for(e.name, c);
-    if (r.expert >= 0) stacked[r.name].emplace_back(r.expert, &e);
-    else w.add_bf16(r.name, e.shape, base + e.offset);
+    if (r.expert >= 0)
+      stacked[r.name].emplace_back(r.expert, &e);
+    else
+      w.add_bf16(r.name, e.shape, base + e.offset);
   };
   for (const ParamEntry& e : model.params().entries()) add(e, model.param_data());
   for (const ParamEntry& e : model.buffers().entries()) add(e, model.buffer_data());
@@ -150,7 +155,8 @@ TEST(NativeLayout, SameLogitsAsLegacyCheckpoint) {
         lb[0] = 5.0f;
         nb[c.skip_slot()] = 5.0f;
         for (ZayaModel* m : {legacy.get(), native.get()}) {
-          const ParamEntry& fc2 = m->params().at(layer_prefix(int(2 * l + 1)) + "zaya_block.experts.local_experts.0.linear_fc2.weight");
+          const ParamEntry& fc2 =
+              m->params().at(layer_prefix(int(2 * l + 1)) + "zaya_block.experts.local_experts.0.linear_fc2.weight");
           std::fill(m->param_data() + fc2.offset, m->param_data() + fc2.offset + fc2.numel, 0.0f);
         }
       }

@@ -57,12 +57,12 @@ PerplexityResult perplexity(const InferModel& model, const std::vector<std::vect
   return r;
 }
 
-std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab,
-                                                  int64_t max_documents, int64_t max_tokens) {
+std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab, int64_t max_documents,
+                                                  int64_t max_tokens) {
   ShardReader shard = ShardReader::open(prefix);
   ZAYA_CHECK(int64_t(shard.vocab_size()) <= model_vocab,
-             "{}.idx: the shard was tokenized with {} ids but the model has {} (vocab_size); wrong tokenizer?",
-             prefix, shard.vocab_size(), model_vocab);
+             "{}.idx: the shard was tokenized with {} ids but the model has {} (vocab_size); wrong tokenizer?", prefix,
+             shard.vocab_size(), model_vocab);
   std::vector<std::vector<int32_t>> out;
   int64_t tokens = 0;
   for (uint64_t d = 0; d < shard.num_documents(); ++d) {
@@ -83,8 +83,7 @@ std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int
 
 std::vector<std::vector<int32_t>> text_documents(const std::string& path, const Tokenizer& tok, int64_t max_documents,
                                                  int64_t max_tokens, int64_t* bytes) {
-  ZAYA_CHECK(tok.bos_id() >= 0 && tok.eos_id() >= 0, "{}: the tokenizer defines no BOS/EOS ids",
-             tok.model_path());
+  ZAYA_CHECK(tok.bos_id() >= 0 && tok.eos_id() >= 0, "{}: the tokenizer defines no BOS/EOS ids", tok.model_path());
   CorpusReader reader(path);
   CorpusDocument doc;
   std::vector<std::vector<int32_t>> out;

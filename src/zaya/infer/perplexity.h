@@ -29,8 +29,8 @@ struct PerplexityOptions {
 struct PerplexityResult {
   int64_t documents = 0;  // documents with at least 2 tokens
   int64_t windows = 0;
-  int64_t tokens = 0;     // predictions scored
-  double nll = 0;         // their summed negative log-likelihood (nats)
+  int64_t tokens = 0;  // predictions scored
+  double nll = 0;      // their summed negative log-likelihood (nats)
   double mean_nll() const { return tokens > 0 ? nll / double(tokens) : 0.0; }
   double perplexity() const;
   // nll in bits per byte of text (0 when bytes is 0).
@@ -46,8 +46,8 @@ PerplexityResult perplexity(const InferModel& model, const std::vector<std::vect
 // Documents of a token shard (PREFIX.bin/.idx), as stored ([bos] tokens [eos]).
 // Fails if the shard's vocabulary is larger than the model's. At most
 // max_documents documents / max_tokens tokens (0: no limit).
-std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab,
-                                                  int64_t max_documents, int64_t max_tokens);
+std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab, int64_t max_documents,
+                                                  int64_t max_tokens);
 
 // Documents of a text corpus (blank-line separated, corpus.h), each encoded as
 // [bos] tokens [eos] as `zaya data shards` does. Adds the documents' UTF-8

@@ -24,7 +24,9 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   }
   const float inv_t = float(1.0 / o.temperature);
   // Candidates as (exp(logit / T - max), id), sorted by probability (ties: lower id first).
-  auto by_prob = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto by_prob = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   double total = 0;  // the mass the nucleus is measured against
   int64_t n = 0;
   if (o.top_k > 0 && o.top_k < real_vocab) {

@@ -15,8 +15,7 @@ namespace zaya {
 namespace {
 
 // Frequencies of `draws` samples.
-std::vector<double> frequencies(const std::vector<float>& logits, int64_t vocab, const SamplingOptions& o,
-                                int draws) {
+std::vector<double> frequencies(const std::vector<float>& logits, int64_t vocab, const SamplingOptions& o, int draws) {
   std::vector<double> f(logits.size(), 0.0);
   Rng rng{o.seed, 1, 0};
   std::vector<std::pair<float, int32_t>> scratch;

@@ -85,8 +85,8 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
                    vocab - 1);
       const int64_t need = int64_t(gr.prefix.size() + cont.size()) - 1;
       ZAYA_CHECK(need <= c.max_position,
-                 "scoring request {}: context + continuation {} = {} tokens exceeds max_position_embeddings {}", g,
-                 k, need + 1, c.max_position);
+                 "scoring request {}: context + continuation {} = {} tokens exceeds max_position_embeddings {}", g, k,
+                 need + 1, c.max_position);
       context = std::max(context, need);
     }
     widest = std::max(widest, int64_t(gr.continuations.size()));
@@ -130,7 +130,8 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
         const int64_t left = int64_t(prefix.size()) - fed[i];
         if (left == 0) continue;
         const int64_t take = std::min(budget, left);
-        chunks.push_back({base[i], prefix.data() + fed[i], take, take == left ? LogitsWanted::kLast : LogitsWanted::kNone});
+        chunks.push_back(
+            {base[i], prefix.data() + fed[i], take, take == left ? LogitsWanted::kLast : LogitsWanted::kNone});
         chunk_group.push_back(i);
         fed[i] += take;
         budget -= take;
@@ -154,7 +155,7 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
     for (;;) {
       std::vector<StepChunk> chunks;
       std::vector<std::pair<size_t, size_t>> chunk_of;  // (group, continuation)
-      std::vector<int64_t> chunk_start;                  // continuation index of the chunk's first token
+      std::vector<int64_t> chunk_start;                 // continuation index of the chunk's first token
       int64_t budget = eo.max_step_tokens;
       for (size_t i = 0; i < n && budget > 0; ++i)
         for (size_t k = 0; k < groups[g0 + i].continuations.size() && budget > 0; ++k) {

@@ -24,23 +24,23 @@ struct ScoreGroup {
 };
 
 struct ContinuationScore {
-  double logprob = 0;   // sum of log p over the continuation's tokens (nats)
+  double logprob = 0;  // sum of log p over the continuation's tokens (nats)
   int64_t tokens = 0;
-  bool greedy = true;   // every token was the argmax
+  bool greedy = true;  // every token was the argmax
 };
 
 struct ScorerOptions {
-  int64_t max_batch = 16;       // sequences in flight (at least the largest group's continuations)
-  int64_t step_tokens = 512;    // tokens per forward step
-  int64_t score_vocab = 0;      // softmax over ids below this; 0: the config's real vocabulary
-  bool bf16_activations = true; // see EngineOptions
+  int64_t max_batch = 16;        // sequences in flight (at least the largest group's continuations)
+  int64_t step_tokens = 512;     // tokens per forward step
+  int64_t score_vocab = 0;       // softmax over ids below this; 0: the config's real vocabulary
+  bool bf16_activations = true;  // see EngineOptions
 };
 
 // Returns scores[g][k] for continuation k of group g. progress(done, total) is
 // called after each batch of groups.
-std::vector<std::vector<ContinuationScore>> score_groups(
-    const InferModel& model, const std::vector<ScoreGroup>& groups, const ScorerOptions& options,
-    const std::function<void(size_t, size_t)>& progress = {});
+std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model, const std::vector<ScoreGroup>& groups,
+                                                         const ScorerOptions& options,
+                                                         const std::function<void(size_t, size_t)>& progress = {});
 
 // log p(target) and whether target is the argmax, from one row of logits over
 // ids [0, vocab) (the padding rows beyond are excluded).

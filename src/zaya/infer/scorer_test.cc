@@ -46,7 +46,8 @@ TEST(Scorer, SharedPrefixScoresMatchReference) {
   for (int g = 0; g < 4; ++g) {
     ScoreGroup gr;
     gr.prefix = random_tokens(1 + 4 * g, c.real_vocab_size, 50 + g);
-    for (int k = 0; k <= g % 4; ++k) gr.continuations.push_back(random_tokens(1 + 3 * k, c.real_vocab_size, 60 + 10 * g + k));
+    for (int k = 0; k <= g % 4; ++k)
+      gr.continuations.push_back(random_tokens(1 + 3 * k, c.real_vocab_size, 60 + 10 * g + k));
     groups.push_back(gr);
   }
   ScorerOptions o;
@@ -90,8 +91,8 @@ TEST(Perplexity, MatchesTrainingCrossEntropy) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 32);
   auto im = InferModel::from_model(*model);
-  std::vector<std::vector<int32_t>> docs = {random_tokens(30, c.real_vocab_size, 1),
-                                            random_tokens(12, c.real_vocab_size, 2), {7}};
+  std::vector<std::vector<int32_t>> docs = {
+      random_tokens(30, c.real_vocab_size, 1), random_tokens(12, c.real_vocab_size, 2), {7}};
   double want = 0;
   for (const auto& d : docs) {
     if (d.size() < 2) continue;

@@ -13,8 +13,7 @@
 
 namespace zaya {
 
-FileDescriptor::FileDescriptor(FileDescriptor&& other) noexcept
-    : fd_(other.fd_), path_(std::move(other.path_)) {
+FileDescriptor::FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
   other.fd_ = -1;
 }
 
@@ -90,8 +89,7 @@ void FileDescriptor::close() {
 }
 
 void rename_file(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    fail("{}: cannot rename to {}: {}", from, to, std::strerror(errno));
+  if (std::rename(from.c_str(), to.c_str()) != 0) fail("{}: cannot rename to {}: {}", from, to, std::strerror(errno));
 }
 
 void sync_parent_directory(const std::string& path) {

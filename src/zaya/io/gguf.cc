@@ -45,8 +45,8 @@ void GgufFile::read_f32_range(const std::string& name, uint64_t first, uint64_t 
   const GgufTensorInfo& t = tensor(name);
   const auto numel = static_cast<uint64_t>(t.numel);
   if (first > numel || count > numel - first)
-    fail("{}: tensor '{}': elements [{}, +{}) requested, but it has {} elements", path(), printable(name), first,
-         count, numel);
+    fail("{}: tensor '{}': elements [{}, +{}) requested, but it has {} elements", path(), printable(name), first, count,
+         numel);
   const size_t size = ggml_type_size(t.type);
   gguf_convert_to_f32(path(), name, t.type, bytes(name).subspan(first * size, count * size), dst, count);
 }

@@ -95,10 +95,10 @@ std::string_view ggml_type_name(GgmlType type) {
 std::string ggml_raw_type_name(uint32_t raw) {
   // enum ggml_type as of GGML_TYPE_COUNT = 40; empty entries were removed from the format.
   static constexpr std::array<std::string_view, 40> kNames = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",  "",       "",     "Q5_0",   "Q5_1",   "Q8_0", "Q8_1",
-      "Q2_K",    "Q3_K",   "Q4_K",    "Q5_K",  "Q6_K",   "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
-      "IQ4_NL",  "IQ3_S",  "IQ2_S",   "IQ4_XS", "I8",    "I16",  "I32",    "I64",    "F64",  "IQ1_M",
-      "BF16",    "",       "",        "",      "TQ1_0",  "TQ2_0", "",      "",       "",     "MXFP4"};
+      "F32",    "F16",   "Q4_0",  "Q4_1",   "",      "",      "Q5_0",    "Q5_1",   "Q8_0",    "Q8_1",
+      "Q2_K",   "Q3_K",  "Q4_K",  "Q5_K",   "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+      "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8",    "I16",   "I32",     "I64",    "F64",     "IQ1_M",
+      "BF16",   "",      "",      "",       "TQ1_0", "TQ2_0", "",        "",       "",        "MXFP4"};
   if (raw < kNames.size() && !kNames[raw].empty()) return std::string(kNames[raw]);
   return "unknown";
 }

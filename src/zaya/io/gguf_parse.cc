@@ -17,9 +17,9 @@ namespace {
 constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;
 // The smallest possible encodings, used to reject counts that the bytes left
 // cannot hold before anything is allocated for them.
-constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;                // key length, 1-byte key, value type, 1-byte value
-constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 4 + 8;    // name length, 1-byte name, n_dims, type, offset
-constexpr uint64_t kMinArrayBytes = 4 + 8;                     // element type, element count
+constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;              // key length, 1-byte key, value type, 1-byte value
+constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 4 + 8;  // name length, 1-byte name, n_dims, type, offset
+constexpr uint64_t kMinArrayBytes = 4 + 8;                   // element type, element count
 constexpr uint64_t kStringLengthBytes = 8;
 constexpr uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
@@ -42,8 +42,7 @@ class Reader {
 
   void need(uint64_t n, std::string_view field) const {
     if (n > remaining())
-      error("{} at byte {} needs {} bytes, but the file ends {} bytes later (truncated?)", field, pos_, n,
-            remaining());
+      error("{} at byte {} needs {} bytes, but the file ends {} bytes later (truncated?)", field, pos_, n, remaining());
   }
 
   const uint8_t* take(uint64_t n, std::string_view field) {
@@ -73,8 +72,8 @@ class Reader {
     if (len > max_bytes)
       error("{} at byte {} is {} bytes long, more than the {}-byte limit", where(), at, len, max_bytes);
     if (len > remaining())
-      error("{} at byte {} is {} bytes long, but the file ends {} bytes later (truncated or corrupt)", where(), at,
-            len, remaining());
+      error("{} at byte {} is {} bytes long, but the file ends {} bytes later (truncated or corrupt)", where(), at, len,
+            remaining());
     const uint8_t* p = take(len, field);
     return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
   }
@@ -130,13 +129,12 @@ GgufValue parse_array(Reader& r, int depth) {
   const uint64_t at = r.pos();
   const uint64_t count = r.u64("array length");
   const size_t size = gguf_type_size(element_type);
-  const uint64_t min_bytes = size > 0                                ? size
-                             : element_type == GgufType::kString ? kStringLengthBytes
-                                                                   : kMinArrayBytes;
+  const uint64_t min_bytes = size > 0 ? size : element_type == GgufType::kString ? kStringLengthBytes : kMinArrayBytes;
   if (count > r.remaining() / min_bytes)
-    r.error("array length at byte {} is {} {} elements, which need at least {} bytes each, but the file ends {} "
-            "bytes later",
-            at, count, gguf_type_name(element_type), min_bytes, r.remaining());
+    r.error(
+        "array length at byte {} is {} {} elements, which need at least {} bytes each, but the file ends {} "
+        "bytes later",
+        at, count, gguf_type_name(element_type), min_bytes, r.remaining());
   if (size > 0) {
     const uint64_t start = r.pos();
     const uint8_t* p = r.take(count * size, "array elements");
@@ -153,8 +151,8 @@ GgufValue parse_array(Reader& r, int depth) {
     return GgufValue::strings(std::move(strings));
   }
   if (count > kGgufMaxNestedArrayElements - r.nested_elements)
-    r.error("array length at byte {} is {} arrays, more than the file's limit of {} nested array elements", at,
-            count, kGgufMaxNestedArrayElements);
+    r.error("array length at byte {} is {} arrays, more than the file's limit of {} nested array elements", at, count,
+            kGgufMaxNestedArrayElements);
   r.nested_elements += count;
   std::vector<GgufValue> arrays;
   arrays.reserve(count);
@@ -163,7 +161,8 @@ GgufValue parse_array(Reader& r, int depth) {
 }
 
 GgufValue parse_value(Reader& r, GgufType type, int depth) {
-  if (type == GgufType::kString) return GgufValue::string(r.string("string value", std::numeric_limits<uint64_t>::max()));
+  if (type == GgufType::kString)
+    return GgufValue::string(r.string("string value", std::numeric_limits<uint64_t>::max()));
   if (type == GgufType::kArray) return parse_array(r, depth + 1);
   const uint64_t at = r.pos();
   const uint64_t bits = r.uint(gguf_type_size(type), "value");
@@ -223,8 +222,8 @@ GgufTensorInfo parse_tensor_info(Reader& r, uint64_t index, uint64_t alignment,
   if (!type) {
     const std::string name = ggml_raw_type_name(raw_type);
     if (name == "unknown") r.error("ggml type at byte {} is {}, which is not a ggml type", type_at, raw_type);
-    r.error("ggml type is {} ({}), a quantised type; zaya.cpp reads F32, F16, BF16, F64, I8, I16, I32 and I64",
-            name, raw_type);
+    r.error("ggml type is {} ({}), a quantised type; zaya.cpp reads F32, F16, BF16, F64, I8, I16, I32 and I64", name,
+            raw_type);
   }
   t.type = *type;
   if (__builtin_mul_overflow(numel, static_cast<uint64_t>(ggml_type_size(t.type)), &t.nbytes))
@@ -274,8 +273,8 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
     fail("{}: GGUF version reads as {:#x}: a big-endian file? Only little-endian GGUF is supported", label,
          layout.version);
   if (layout.version != 2 && layout.version != kGgufVersion)
-    fail("{}: GGUF version {} is not supported; expected {} (version 2 has the same layout and is accepted too)",
-         label, layout.version, kGgufVersion);
+    fail("{}: GGUF version {} is not supported; expected {} (version 2 has the same layout and is accepted too)", label,
+         layout.version, kGgufVersion);
   const uint64_t tensor_count = r.u64("tensor count");
   const uint64_t kv_count = r.u64("metadata count");
   if (kv_count > r.remaining() / kMinKvBytes)
@@ -297,8 +296,8 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
   layout.alignment = parse_alignment(label, layout.metadata);
 
   if (tensor_count > r.remaining() / kMinTensorInfoBytes)
-    fail("{}: header claims {} tensors, but the {} bytes after the metadata can hold at most {} tensor infos",
-         label, tensor_count, r.remaining(), r.remaining() / kMinTensorInfoBytes);
+    fail("{}: header claims {} tensors, but the {} bytes after the metadata can hold at most {} tensor infos", label,
+         tensor_count, r.remaining(), r.remaining() / kMinTensorInfoBytes);
   std::unordered_set<std::string> names;
   layout.tensors.reserve(tensor_count);
   for (uint64_t i = 0; i < tensor_count; ++i)
@@ -309,15 +308,17 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
   if (layout.data_offset <= file.size()) {
     layout.data_size = file.size() - layout.data_offset;
   } else if (!layout.tensors.empty()) {
-    fail("{}: the tensor data section would start at byte {} (the end of the tensor infos, {}, rounded up to the "
-         "alignment {}), past the end of the {}-byte file (truncated?)",
-         label, layout.data_offset, r.pos(), layout.alignment, file.size());
+    fail(
+        "{}: the tensor data section would start at byte {} (the end of the tensor infos, {}, rounded up to the "
+        "alignment {}), past the end of the {}-byte file (truncated?)",
+        label, layout.data_offset, r.pos(), layout.alignment, file.size());
   }
   for (const GgufTensorInfo& t : layout.tensors)
     if (t.offset > layout.data_size || t.nbytes > layout.data_size - t.offset)
-      fail("{}: tensor '{}': data at offset {} ({} bytes of {} {}) runs past the end of the {}-byte data section "
-           "(truncated file?)",
-           label, printable(t.name), t.offset, t.nbytes, t.numel, ggml_type_name(t.type), layout.data_size);
+      fail(
+          "{}: tensor '{}': data at offset {} ({} bytes of {} {}) runs past the end of the {}-byte data section "
+          "(truncated file?)",
+          label, printable(t.name), t.offset, t.nbytes, t.numel, ggml_type_name(t.type), layout.data_size);
   check_overlaps(label, layout.tensors);
   return layout;
 }

@@ -40,8 +40,8 @@ struct GgufLayout {
   uint64_t alignment = kGgufDefaultAlignment;
   GgufMetadata metadata;
   std::vector<GgufTensorInfo> tensors;  // in file order
-  uint64_t data_offset = 0;  // file offset of the data section (end of the tensor infos, aligned)
-  uint64_t data_size = 0;    // bytes from data_offset to the end of the file
+  uint64_t data_offset = 0;             // file offset of the data section (end of the tensor infos, aligned)
+  uint64_t data_size = 0;               // bytes from data_offset to the end of the file
 };
 
 // Validates `file` (the complete file contents) and returns its layout.
@@ -51,8 +51,8 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
 // Converts `count` elements of a float tensor (F32, F16, BF16 or F64) encoded
 // little-endian in `src` (count * element size bytes) to float. Throws
 // zaya::Error naming `label` and `name` for any other type.
-void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType type,
-                         std::span<const uint8_t> src, float* dst, uint64_t count);
+void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType type, std::span<const uint8_t> src,
+                         float* dst, uint64_t count);
 
 // Shapes compare equal when they match after dropping leading 1s: ggml writers
 // drop trailing size-1 ggml dims, so [1, F, D] is stored as [F, D].

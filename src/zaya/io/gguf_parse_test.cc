@@ -68,7 +68,9 @@ std::string one_tensor(std::vector<uint64_t> dims = {4}, uint32_t type = 0, uint
   return b.s;
 }
 
-std::span<const uint8_t> as_span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+std::span<const uint8_t> as_span(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
 
 GgufLayout parse(const std::string& file) { return parse_gguf_layout("bad.gguf", as_span(file)); }
 
@@ -79,9 +81,7 @@ struct BadCase {
 };
 
 // A file whose only metadata pair has key "k.v", value type `type` and value bytes `value`.
-std::string one_kv(uint32_t type, const std::string& value) {
-  return header(0, 1).str("k.v").u32(type).raw(value).s;
-}
+std::string one_kv(uint32_t type, const std::string& value) { return header(0, 1).str("k.v").u32(type).raw(value).s; }
 
 std::vector<BadCase> bad_cases() {
   const uint64_t huge = uint64_t{1} << 62;
@@ -100,64 +100,83 @@ std::vector<BadCase> bad_cases() {
       {"future version", header(0, 0, 4).s, {"version 4 is not supported"}},
       {"absurd kv count", header(0, huge).s, {"claims 4611686018427387904 metadata pairs"}},
       {"absurd tensor count", header(huge, 0).s, {"claims 4611686018427387904 tensors"}},
-      {"key longer than the limit", header(0, 1).u64(70000).s + std::string(80000, 'k'),
+      {"key longer than the limit",
+       header(0, 1).u64(70000).s + std::string(80000, 'k'),
        {"metadata pair 0 of 1", "key at byte 24 is 70000 bytes long", "65535"}},
-      {"key past the end", header(0, 1).u64(40).raw("short").s + std::string(20, 'x'),
+      {"key past the end",
+       header(0, 1).u64(40).raw("short").s + std::string(20, 'x'),
        {"key at byte 24 is 40 bytes long", "file ends"}},
       {"empty key", header(0, 1).str("").u32(0).u8(1).u8(0).s, {"key '' is not a GGUF key"}},
       {"key with a space", header(0, 1).str("a b").u32(0).u8(1).s, {"key 'a b' is not a GGUF key"}},
       {"key with a control byte", header(0, 1).str("a\nb").u32(0).u8(1).s, {"key 'a\\x0ab'"}},
-      {"duplicate key", header(0, 2).str("k.v").u32(0).u8(1).str("k.v").u32(0).u8(2).s,
+      {"duplicate key",
+       header(0, 2).str("k.v").u32(0).u8(1).str("k.v").u32(0).u8(2).s,
        {"metadata key 'k.v'", "appears twice"}},
       {"unknown value type", one_kv(13, "x"), {"metadata key 'k.v'", "value type at byte", "is 13"}},
-      {"truncated value type", header(0, 1).str("k.v").raw(std::string("\4\0\0", 3)).s,
+      {"truncated value type",
+       header(0, 1).str("k.v").raw(std::string("\4\0\0", 3)).s,
        {"'k.v'", "value type at byte 35 needs 4 bytes"}},
       {"truncated u64", one_kv(10, "abc"), {"'k.v'", "value at byte 39 needs 8 bytes"}},
       {"bool of 2", one_kv(7, "\2"), {"'k.v'", "bool value", "is 2, expected 0 or 1"}},
-      {"string past the end", one_kv(8, Bytes().u64(1000).raw("abc").s),
+      {"string past the end",
+       one_kv(8, Bytes().u64(1000).raw("abc").s),
        {"'k.v'", "string value at byte 39 is 1000 bytes long", "file ends"}},
       {"string of 2^64-1 bytes", one_kv(8, Bytes().u64(~uint64_t{0}).s), {"'k.v'", "18446744073709551615 bytes"}},
-      {"array of huge length", one_kv(9, Bytes().u32(0).u64(huge).s),
+      {"array of huge length",
+       one_kv(9, Bytes().u32(0).u64(huge).s),
        {"'k.v'", "array length", "4611686018427387904 uint8 elements"}},
       {"array of u64 past the end", one_kv(9, Bytes().u32(10).u64(3).u64(1).s), {"3 uint64 elements"}},
       {"array of strings of huge length", one_kv(9, Bytes().u32(8).u64(huge).s), {"string elements"}},
-      {"array element string past the end", one_kv(9, Bytes().u32(8).u64(2).str("ok").u64(99).s),
+      {"array element string past the end",
+       one_kv(9, Bytes().u32(8).u64(2).str("ok").u64(99).s),
        {"'k.v'", "string (array element 1)", "99 bytes long"}},
       {"array of unknown type", one_kv(9, Bytes().u32(77).u64(0).s), {"array element type", "is 77"}},
-      {"array of bools with a 3", one_kv(9, Bytes().u32(7).u64(3).u8(1).u8(3).u8(0).s),
+      {"array of bools with a 3",
+       one_kv(9, Bytes().u32(7).u64(3).u8(1).u8(3).u8(0).s),
        {"bool array element 1", "is 3"}},
       {"arrays nested too deep", nested, {"'k.v'", "nest more than 8 deep"}},
-      {"too many nested arrays", one_kv(9, Bytes().u32(9).u64(kGgufMaxNestedArrayElements + 1).s + many_empty_arrays),
+      {"too many nested arrays",
+       one_kv(9, Bytes().u32(9).u64(kGgufMaxNestedArrayElements + 1).s + many_empty_arrays),
        {"'k.v'", "1048577 arrays", "limit of 1048576 nested array elements"}},
-      {"alignment of the wrong type", header(0, 1).str("general.alignment").u32(10).u64(32).s,
+      {"alignment of the wrong type",
+       header(0, 1).str("general.alignment").u32(10).u64(32).s,
        {"general.alignment", "uint64 32", "expected a uint32"}},
       {"alignment 0", header(0, 1).str("general.alignment").u32(4).u32(0).s, {"is 0", "power of two"}},
       {"alignment 48", header(0, 1).str("general.alignment").u32(4).u32(48).s, {"is 48", "power of two"}},
       {"alignment 2^21", header(0, 1).str("general.alignment").u32(4).u32(1u << 21).s, {"is 2097152"}},
-      {"tensor name too long", header(1, 0).tensor(std::string(65, 'n'), {1}, 0, 0).pad().s + std::string(32, '\0'),
+      {"tensor name too long",
+       header(1, 0).tensor(std::string(65, 'n'), {1}, 0, 0).pad().s + std::string(32, '\0'),
        {"tensor info 0", "65 bytes long", "64-byte limit"}},
-      {"empty tensor name", header(1, 0).tensor("", {1}, 0, 0).pad().s + std::string(32, '\0'),
+      {"empty tensor name",
+       header(1, 0).tensor("", {1}, 0, 0).pad().s + std::string(32, '\0'),
        {"tensor info 0", "tensor name is empty"}},
-      {"tensor name not UTF-8", header(1, 0).tensor("w\xff", {1}, 0, 0).pad().s + std::string(32, '\0'),
+      {"tensor name not UTF-8",
+       header(1, 0).tensor("w\xff", {1}, 0, 0).pad().s + std::string(32, '\0'),
        {"'w\\xff'", "not valid UTF-8"}},
-      {"tensor name with NUL", header(1, 0).tensor(std::string("w\0x", 3), {1}, 0, 0).pad().s + std::string(32, '\0'),
+      {"tensor name with NUL",
+       header(1, 0).tensor(std::string("w\0x", 3), {1}, 0, 0).pad().s + std::string(32, '\0'),
        {"without NUL"}},
-      {"duplicate tensor", header(2, 0).tensor("w", {1}, 0, 0).tensor("w", {1}, 0, 32).pad().s + std::string(64, '\0'),
+      {"duplicate tensor",
+       header(2, 0).tensor("w", {1}, 0, 0).tensor("w", {1}, 0, 32).pad().s + std::string(64, '\0'),
        {"tensor 'w'", "appears twice"}},
       {"5 dimensions", one_tensor({1, 1, 1, 1, 4}), {"tensor 'w'", "n_dims", "is 5, more than 4"}},
       {"dimension above 2^63", one_tensor({uint64_t{1} << 63}), {"tensor 'w'", "dimension 0", "9223372036854775808"}},
-      {"element count overflow", one_tensor({uint64_t{1} << 40, uint64_t{1} << 40}),
+      {"element count overflow",
+       one_tensor({uint64_t{1} << 40, uint64_t{1} << 40}),
        {"tensor 'w'", "dimensions [1099511627776, 1099511627776]", "more than 2^63-1 elements"}},
       {"byte count overflow", one_tensor({uint64_t{1} << 62}, 28), {"tensor 'w'", "need more than 2^64 bytes"}},
       {"quantised type", one_tensor({4}, 12), {"tensor 'w'", "Q4_K (12)", "quantised"}},
       {"unknown ggml type", one_tensor({4}, 99), {"tensor 'w'", "is 99, which is not a ggml type"}},
       {"removed ggml type", one_tensor({4}, 4), {"tensor 'w'", "is 4, which is not a ggml type"}},
-      {"offset not aligned", one_tensor({4}, 0, 8), {"tensor 'w'", "data offset", "is 8, not a multiple of the alignment 32"}},
+      {"offset not aligned",
+       one_tensor({4}, 0, 8),
+       {"tensor 'w'", "data offset", "is 8, not a multiple of the alignment 32"}},
       {"data past the end", one_tensor({4}, 0, 0, 12), {"tensor 'w'", "16 bytes of 4 F32", "12-byte data section"}},
       {"offset past the end", one_tensor({4}, 0, uint64_t{1} << 60), {"tensor 'w'", "offset 1152921504606846976"}},
       {"offset + size wraps", one_tensor({4}, 0, ~uint64_t{31}), {"tensor 'w'", "runs past the end"}},
       {"data section past the end", header(1, 0).tensor("w", {4}, 0, 0).s, {"data section would start at byte 64"}},
-      {"truncated tensor info", header(1, 0).str("w").u32(2).u64(4).u64(4).u8(0).s,
+      {"truncated tensor info",
+       header(1, 0).str("w").u32(2).u64(4).u64(4).u8(0).s,
        {"tensor 'w'", "ggml type at byte", "needs 4 bytes"}},
       {"overlapping tensors",
        header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad().s + std::string(64, '\0'),
@@ -199,8 +218,8 @@ TEST(GgufParse, AcceptsValidVariants) {
   EXPECT_TRUE(l.tensors[3].shape.empty());
   EXPECT_EQ(l.tensors[3].numel, 1);
   // A custom alignment moves the data section.
-  const std::string a = header(1, 1).str("general.alignment").u32(4).u32(256).tensor("w", {4}, 0, 0).pad(256).s +
-                        std::string(16, '\0');
+  const std::string a =
+      header(1, 1).str("general.alignment").u32(4).u32(256).tensor("w", {4}, 0, 0).pad(256).s + std::string(16, '\0');
   GgufLayout la = parse(a);
   EXPECT_EQ(la.alignment, 256u);
   EXPECT_EQ(la.data_offset, 256u);

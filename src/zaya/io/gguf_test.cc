@@ -107,10 +107,10 @@ TEST(GgufFormat, FloatToF16RoundsToNearestEven) {
   EXPECT_EQ(float_to_f16(65519.99f), 0x7bffu);
   EXPECT_EQ(float_to_f16(65520.0f), 0x7c00u);  // halfway to 2^16: ties to even -> inf
   EXPECT_EQ(float_to_f16(-1e9f), 0xfc00u);
-  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001u);       // smallest subnormal
-  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -25)), 0x0000u);       // tie -> even (0)
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001u);  // smallest subnormal
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -25)), 0x0000u);  // tie -> even (0)
   EXPECT_EQ(float_to_f16(std::ldexp(1.5f, -25)), 0x0001u);
-  EXPECT_EQ(float_to_f16(std::ldexp(3.0f, -25)), 0x0002u);       // 1.5 units: tie -> even (2)
+  EXPECT_EQ(float_to_f16(std::ldexp(3.0f, -25)), 0x0002u);         // 1.5 units: tie -> even (2)
   EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00u);  // tie -> even (1.0)
   EXPECT_EQ(float_to_f16(1.0f + std::ldexp(3.0f, -11)), 0x3c02u);  // tie -> even (odd mantissa rounds up)
   EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -14) * (1 - std::ldexp(1.0f, -12))), 0x0400u);  // rounds up to normal
@@ -144,7 +144,7 @@ TEST(Gguf, MetadataOfEveryTypeRoundTrips) {
   w.set("t.arr_str", GgufValue::strings({"a", "", "ccc"}));
   w.set("t.arr_empty", GgufValue::strings({}));
   w.set("t.nested", GgufValue::arrays({GgufValue::numbers<double>(f64s), GgufValue::strings({"x"}),
-                                        GgufValue::arrays({GgufValue::bools({false})})}));
+                                       GgufValue::arrays({GgufValue::bools({false})})}));
   const std::string path = dir.file("meta.gguf");
   w.write(path);
   EXPECT_EQ(std::filesystem::file_size(path), w.file_size());
@@ -178,9 +178,9 @@ struct TensorCase {
 TEST(Gguf, TensorsRoundTripWithTheSpecLayout) {
   TempDir dir;
   const std::vector<TensorCase> cases = {
-      {"a.weight", {3, 5}, GgmlType::kF32},   {"b.weight", {2, 3, 4}, GgmlType::kBF16},
-      {"c.bias", {7}, GgmlType::kF16},        {"scalar", {}, GgmlType::kF32},
-      {"empty", {0, 4}, GgmlType::kF32},      {"d.weight", {1, 2, 3, 5}, GgmlType::kF64},
+      {"a.weight", {3, 5}, GgmlType::kF32}, {"b.weight", {2, 3, 4}, GgmlType::kBF16},
+      {"c.bias", {7}, GgmlType::kF16},      {"scalar", {}, GgmlType::kF32},
+      {"empty", {0, 4}, GgmlType::kF32},    {"d.weight", {1, 2, 3, 5}, GgmlType::kF64},
       {"e.weight", {33}, GgmlType::kBF16},
   };
   std::vector<std::vector<float>> data;
@@ -260,7 +260,7 @@ TEST(Gguf, PiecesRangesAndCustomAlignment) {
   EXPECT_EQ(std::vector<uint8_t>(raw.begin(), raw.end()), bytes);
 
   expect_failure([&] { f.read_f32("stacked", back.data(), {9}); },
-                        {"p.gguf", "'stacked'", "expected shape [9], found [3, 3]"});
+                 {"p.gguf", "'stacked'", "expected shape [9], found [3, 3]"});
   expect_failure([&] { f.read_f32_range("stacked", 6, 4, part.data()); }, {"'stacked'", "has 9 elements"});
   expect_failure([&] { f.read_f32("raw_i8", back.data(), {4}); }, {"'raw_i8'", "ggml type I8"});
   expect_failure([&] { f.tensor("nope"); }, {"p.gguf", "no tensor named 'nope'"});
@@ -284,7 +284,7 @@ TEST(GgufWriter, RejectsInvalidInput) {
   expect_failure([&] { w.add_f32("neg", {-1}, x); }, {"'neg'", "shape [-1]"});
   expect_failure([&] { w.add_f32("big", {int64_t{1} << 62, 4}, x); }, {"'big'", "2^63-1"});
   expect_failure([&] { w.add_f32_pieces("p", {5}, {std::span<const float>(x, 4)}); },
-                        {"'p'", "pieces hold 4 floats, the shape 5"});
+                 {"'p'", "pieces hold 4 floats, the shape 5"});
   expect_failure([&] { w.add_f32("i", {4}, x, GgmlType::kI32); }, {"'i'", "I32"});
   w.add_f32("t", {4}, x);
   expect_failure([&] { w.add_f32("t", {4}, x); }, {"'t' added twice"});
@@ -301,8 +301,8 @@ TEST(GgufWriter, HeaderBytesFollowTheSpec) {
   const std::string s = testing::read_file(path);
   EXPECT_EQ(s.substr(0, 4), "GGUF");
   EXPECT_EQ(static_cast<uint8_t>(s[4]), 3);  // version, little-endian u32
-  EXPECT_EQ(read_u64(s, 8), 1u);              // tensor count
-  EXPECT_EQ(read_u64(s, 16), 2u);             // general.architecture + general.alignment
+  EXPECT_EQ(read_u64(s, 8), 1u);             // tensor count
+  EXPECT_EQ(read_u64(s, 16), 2u);            // general.architecture + general.alignment
   EXPECT_EQ(read_u64(s, 24), std::string("general.architecture").size());
   EXPECT_EQ(s.substr(32, 20), "general.architecture");
 }

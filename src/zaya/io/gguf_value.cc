@@ -168,8 +168,7 @@ std::string GgufValue::describe() const {
     case GgufType::kF32:
     case GgufType::kF64: return fmt::format("{} {}", gguf_type_name(type_), as_float());
     case GgufType::kString: return fmt::format("string \"{}\"", printable(string_, 60));
-    case GgufType::kArray:
-      return fmt::format("array of {} {}", count_, gguf_type_name(element_type_));
+    case GgufType::kArray: return fmt::format("array of {} {}", count_, gguf_type_name(element_type_));
     default:
       if (is_signed(type_)) return fmt::format("{} {}", gguf_type_name(type_), sign_extend(type_, bits_));
       return fmt::format("{} {}", gguf_type_name(type_), bits_);

@@ -10,8 +10,8 @@
 // Arrays of fixed-size elements keep their elements packed little-endian (as
 // in the file), so a hostile array costs no more memory than its bytes.
 
-#include <cstddef>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -97,13 +97,13 @@ class GgufValue {
   void check_array(const char* what) const;
 
   GgufType type_ = GgufType::kU8;
-  uint64_t bits_ = 0;         // scalar payload: the value's little-endian bytes, zero-extended
-  std::string string_;        // kString
+  uint64_t bits_ = 0;                      // scalar payload: the value's little-endian bytes, zero-extended
+  std::string string_;                     // kString
   GgufType element_type_ = GgufType::kU8;  // kArray: element type, count and elements
   uint64_t count_ = 0;
-  std::string packed_;                 // fixed-size elements
-  std::vector<std::string> strings_;   // string elements
-  std::vector<GgufValue> arrays_;      // nested arrays
+  std::string packed_;                // fixed-size elements
+  std::vector<std::string> strings_;  // string elements
+  std::vector<GgufValue> arrays_;     // nested arrays
 };
 
 struct GgufKeyValue {
@@ -152,15 +152,24 @@ template <typename T>
 GgufValue GgufValue::numbers(std::span<const T> values) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "use GgufValue::bools for bool arrays");
   GgufType type;
-  if constexpr (std::is_same_v<T, uint8_t>) type = GgufType::kU8;
-  else if constexpr (std::is_same_v<T, int8_t>) type = GgufType::kI8;
-  else if constexpr (std::is_same_v<T, uint16_t>) type = GgufType::kU16;
-  else if constexpr (std::is_same_v<T, int16_t>) type = GgufType::kI16;
-  else if constexpr (std::is_same_v<T, uint32_t>) type = GgufType::kU32;
-  else if constexpr (std::is_same_v<T, int32_t>) type = GgufType::kI32;
-  else if constexpr (std::is_same_v<T, uint64_t>) type = GgufType::kU64;
-  else if constexpr (std::is_same_v<T, int64_t>) type = GgufType::kI64;
-  else if constexpr (std::is_same_v<T, float>) type = GgufType::kF32;
+  if constexpr (std::is_same_v<T, uint8_t>)
+    type = GgufType::kU8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    type = GgufType::kI8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    type = GgufType::kU16;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    type = GgufType::kI16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    type = GgufType::kU32;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    type = GgufType::kI32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    type = GgufType::kU64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    type = GgufType::kI64;
+  else if constexpr (std::is_same_v<T, float>)
+    type = GgufType::kF32;
   else {
     static_assert(std::is_same_v<T, double>, "unsupported element type");
     type = GgufType::kF64;

@@ -70,9 +70,9 @@ void encode_floats(GgmlType type, const float* src, size_t n, uint8_t* dst) {
 }  // namespace
 
 GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
-  ZAYA_CHECK(alignment >= 8 && alignment % 8 == 0 && (alignment & (alignment - 1)) == 0 &&
-                 alignment <= kGgufMaxAlignment,
-             "GGUF alignment {} is invalid; allowed: a power of two from 8 to {}", alignment, kGgufMaxAlignment);
+  ZAYA_CHECK(
+      alignment >= 8 && alignment % 8 == 0 && (alignment & (alignment - 1)) == 0 && alignment <= kGgufMaxAlignment,
+      "GGUF alignment {} is invalid; allowed: a power of two from 8 to {}", alignment, kGgufMaxAlignment);
 }
 
 void GgufWriter::set(std::string key, GgufValue value) {

@@ -41,9 +41,9 @@ class GgufWriter {
     GgmlType type = GgmlType::kF32;
     int64_t numel = 0;
     uint64_t nbytes = 0;
-    uint64_t offset = 0;                      // within the data section
+    uint64_t offset = 0;                         // within the data section
     std::vector<std::span<const float>> pieces;  // float sources, concatenated (borrowed)
-    const void* raw = nullptr;                // or: already-encoded bytes (borrowed)
+    const void* raw = nullptr;                   // or: already-encoded bytes (borrowed)
   };
 
   // `alignment`: a power of two, a multiple of 8 (the spec's rule), at most 1 MiB.

@@ -11,8 +11,8 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
-#include "zaya/io/safetensors_writer.h"
 #include "zaya/core/test_util.h"
+#include "zaya/io/safetensors_writer.h"
 
 namespace zaya {
 namespace {

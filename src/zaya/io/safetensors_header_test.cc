@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "zaya/core/error.h"
-#include "zaya/io/safetensors_file.h"
 #include "zaya/core/test_util.h"
+#include "zaya/io/safetensors_file.h"
 
 namespace zaya {
 namespace {

@@ -76,7 +76,8 @@ int stop_group(pid_t pid, double grace_seconds) {
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   return "unknown status";
 }
 
@@ -108,8 +109,7 @@ int supervise(const SupervisorOptions& o) {
   double max_step_seconds = 0;  // learned across attempts
   double failed_at = -1;        // when the last failure was detected (for recovery times)
   std::string failed_kind;
-  const bool user_resume =
-      std::find(o.train_args.begin(), o.train_args.end(), "--resume") != o.train_args.end();
+  const bool user_resume = std::find(o.train_args.begin(), o.train_args.end(), "--resume") != o.train_args.end();
   for (int attempt = 1;; ++attempt) {
     // The command of this attempt.
     std::vector<std::string> argv;
@@ -171,9 +171,12 @@ int supervise(const SupervisorOptions& o) {
         // How long may this rank stay in its current phase?
         const std::string phase = w.seen ? w.last.phase : "setup";
         double limit = o.setup_timeout;
-        if (phase == "step") limit = std::max(o.min_step_timeout, o.step_timeout_factor * max_step_seconds);
-        else if (phase == "checkpoint" || phase == "finishing") limit = o.checkpoint_timeout;
-        else if (phase == "eval") limit = o.eval_timeout;
+        if (phase == "step")
+          limit = std::max(o.min_step_timeout, o.step_timeout_factor * max_step_seconds);
+        else if (phase == "checkpoint" || phase == "finishing")
+          limit = o.checkpoint_timeout;
+        else if (phase == "eval")
+          limit = o.eval_timeout;
         const double since = w.seen ? w.changed_at : started;
         if (now - since > limit && hang.empty())
           hang = fmt::format("rank {} made no progress for {:.1f} s in phase '{}' at step {} (limit {:.1f} s)", r,
@@ -219,7 +222,8 @@ int supervise(const SupervisorOptions& o) {
     log.write(failed_kind, attempt, what);
     failed_at = now;
     if (++failures > o.max_restarts) {
-      log.write("gave-up", attempt, {{"reason", fmt::format("{} failures, restart budget {}", failures, o.max_restarts)}});
+      log.write("gave-up", attempt,
+                {{"reason", fmt::format("{} failures, restart budget {}", failures, o.max_restarts)}});
       return 1;
     }
     const double delay = std::min(o.backoff_max_seconds, o.backoff_seconds * std::pow(2.0, failures - 1));

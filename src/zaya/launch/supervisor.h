@@ -20,23 +20,23 @@
 namespace zaya {
 
 struct SupervisorOptions {
-  int ranks = 1;                           // 1: run the trainer directly; >1: under mpirun
+  int ranks = 1;  // 1: run the trainer directly; >1: under mpirun
   std::string mpirun = "mpirun";
-  std::vector<std::string> mpirun_args;    // extra launcher arguments (hostfile, mapping, MCA, -x)
-  std::vector<std::string> train_args;     // `train --config ...` for the zaya binary
-  std::string zaya_binary;                 // the program to run (this executable)
-  std::string out_dir;                     // the run's train.out_dir
-  std::string checkpoint_dir;              // where the run's checkpoints are
-  int max_restarts = 5;                    // failures (crash, hang) tolerated before giving up
+  std::vector<std::string> mpirun_args;  // extra launcher arguments (hostfile, mapping, MCA, -x)
+  std::vector<std::string> train_args;   // `train --config ...` for the zaya binary
+  std::string zaya_binary;               // the program to run (this executable)
+  std::string out_dir;                   // the run's train.out_dir
+  std::string checkpoint_dir;            // where the run's checkpoints are
+  int max_restarts = 5;                  // failures (crash, hang) tolerated before giving up
   int max_preemptions = 100;
-  double backoff_seconds = 1.0;            // first restart delay, doubled each failure
+  double backoff_seconds = 1.0;  // first restart delay, doubled each failure
   double backoff_max_seconds = 60.0;
-  double setup_timeout = 600.0;            // start-up and loading, per attempt
-  double min_step_timeout = 60.0;          // a step may take this long at least...
-  double step_timeout_factor = 10.0;       // ...or this many times the slowest step seen
+  double setup_timeout = 600.0;       // start-up and loading, per attempt
+  double min_step_timeout = 60.0;     // a step may take this long at least...
+  double step_timeout_factor = 10.0;  // ...or this many times the slowest step seen
   double checkpoint_timeout = 900.0;
   double eval_timeout = 900.0;
-  std::string inject;                      // fault injection for the first attempt only (tests)
+  std::string inject;  // fault injection for the first attempt only (tests)
 };
 
 // Runs the job to completion. Returns the exit code for `zaya launch`:

@@ -63,8 +63,8 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   if (cp > 0) a.hist_N2P = arena.carve(2 * B * 2 * fused_width(c));
 }
 
-void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads,
-                             Arena& arena, int cp) {
+void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads, Arena& arena,
+                             int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels(), P = fused_width(c);
   CcaConvShape cs{B, S, C, c.head_dim, 0};
   AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp, 1)};
@@ -93,8 +93,8 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   }
 }
 
-void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
-                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD) {
+void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a, AttentionScratch& s,
+                             const BatchShape& b, const float* x_TD, float* out_TD) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
@@ -109,8 +109,8 @@ void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, Att
     hist = a.hist_N2P;
   }
   const BatchShape pieces = conv_pieces(b);
-  cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK,
-                          w.conv_b_b_C, conv_shape(c, pieces), s.conv, hist);
+  cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK, w.conv_b_b_C,
+                          conv_shape(c, pieces), s.conv, hist);
   cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix_shape(c, b));
   cca_values_forward<float>(a.v_TK, a.qkv_TP, mix_shape(c, pieces), hist);
   // Under context parallelism V, then K, travel while the queries are normalised and rotated.
@@ -193,9 +193,9 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
     zero(dhist, 2 * b.batch * 2 * P);
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
-  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_CdK, g.conv_b_b_C, s.dc_TC,
-                           a.qkv_TP, a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, pieces), s.da_BPC,
-                           s.conv, cp != nullptr ? a.hist_N2P : nullptr, dhist);
+  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_CdK, g.conv_b_b_C, s.dc_TC, a.qkv_TP,
+                           a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, pieces), s.da_BPC, s.conv,
+                           cp != nullptr ? a.hist_N2P : nullptr, dhist);
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);

@@ -22,25 +22,25 @@ namespace zaya {
 
 // What the forward pass keeps for backward (per attention half-layer).
 struct AttentionActs {
-  float* qkv_TP = nullptr;     // fused projection output
-  float* conv_a_BPC = nullptr; // depthwise conv output [B, S+1, C]
-  float* q_pre_TQ = nullptr;   // before QK norm
+  float* qkv_TP = nullptr;      // fused projection output
+  float* conv_a_BPC = nullptr;  // depthwise conv output [B, S+1, C]
+  float* q_pre_TQ = nullptr;    // before QK norm
   float* k_pre_TK = nullptr;
-  float* q_inv_TH = nullptr;   // 1 / ||q|| per head
+  float* q_inv_TH = nullptr;  // 1 / ||q|| per head
   float* k_inv_TH = nullptr;
-  float* q_TQ = nullptr;       // after norm and RoPE
+  float* q_TQ = nullptr;  // after norm and RoPE
   float* k_TK = nullptr;
   float* v_TK = nullptr;
-  float* lse_BHS = nullptr;    // attention row log-sum-exp
-  float* o_TQ = nullptr;       // attention output before o_proj
-  float* hist_N2P = nullptr;   // context parallelism: the two projection rows before each chunk
+  float* lse_BHS = nullptr;   // attention row log-sum-exp
+  float* o_TQ = nullptr;      // attention output before o_proj
+  float* hist_N2P = nullptr;  // context parallelism: the two projection rows before each chunk
 };
 
 // Scratch shared by all attention half-layers (sized for the largest batch).
 struct AttentionScratch {
-  float* c_TC = nullptr;         // conv output
-  float* conv = nullptr;         // 2 * cca_conv_scratch_floats
-  float* attn = nullptr;         // attention_scratch_floats
+  float* c_TC = nullptr;  // conv output
+  float* conv = nullptr;  // 2 * cca_conv_scratch_floats
+  float* attn = nullptr;  // attention_scratch_floats
   float* dO_TQ = nullptr;
   float* dq_TQ = nullptr;
   float* dk_TK = nullptr;
@@ -65,18 +65,17 @@ struct AttentionScratch {
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).
 // seq: rows per sequence on this rank; cp: 0 without context parallelism,
 // else the ranks of the cp group (the whole sequence has seq * cp tokens).
-void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena,
-                          int cp = 0);
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena, int cp = 0);
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
                              Arena& arena, int cp = 0);
 
 // out_TD = block(x_TD).
-void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a,
-                             AttentionScratch& s, const BatchShape& shape, const float* x_TD, float* out_TD);
+void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a, AttentionScratch& s,
+                             const BatchShape& shape, const float* x_TD, float* out_TD);
 
 // Adds into dx_TD and the parameter gradients g.
 void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, const AttentionWeights& g,
-                              const AttentionActs& a, AttentionScratch& s, const BatchShape& shape,
-                              const float* x_TD, const float* dout_TD, float* dx_TD);
+                              const AttentionActs& a, AttentionScratch& s, const BatchShape& shape, const float* x_TD,
+                              const float* dout_TD, float* dx_TD);
 
 }  // namespace zaya

@@ -34,9 +34,10 @@ void ZayaConfig::validate(const std::string& source) const {
   require(conv_kernel0 == 2, source, "cca_time0", conv_kernel0, "2 (the ZAYA1 kernel size)");
   require(conv_kernel1 == 2, source, "cca_time1", conv_kernel1, "2 (the ZAYA1 kernel size)");
   if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1) || rotary_dim() % 2 != 0 || rotary_dim() < 2)
-    fail("{}: partial_rotary_factor = {} is invalid; allowed: (0, 1] giving an even rotary dim >= 2 of "
-         "head_dim {}",
-         source, partial_rotary_factor, head_dim);
+    fail(
+        "{}: partial_rotary_factor = {} is invalid; allowed: (0, 1] giving an even rotary dim >= 2 of "
+        "head_dim {}",
+        source, partial_rotary_factor, head_dim);
   if (!(rope_theta > 1)) fail("{}: rope_theta = {} is invalid; allowed: > 1", source, rope_theta);
   require(max_position >= 1, source, "max_position_embeddings", max_position, ">= 1");
   require(experts >= 1, source, "experts", experts, ">= 1");

@@ -56,8 +56,8 @@ void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* l
       std::memcpy(local_BL + b * L + p * c, full_BS + b * S + cp.chunk_of(p) * c, sizeof(int32_t) * c);
 }
 
-void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, int64_t P, float* hist_N2P,
-                     float* send, float* recv) {
+void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, int64_t P, float* hist_N2P, float* send,
+                     float* recv) {
   const int last = 2 * cp.size - 1;
   const size_t n = size_t(B * 2 * P);
   std::vector<Request> pending;

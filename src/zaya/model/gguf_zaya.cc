@@ -94,8 +94,8 @@ void ZayaGgufFile::read_legacy(const std::string& name, float* dst, const std::v
   auto it = legacy_index_.find(name);
   ZAYA_CHECK(it != legacy_index_.end(), "{}: the model of this file has no tensor '{}'", file_.path(), name);
   const LegacyTensor& t = legacy_[it->second];
-  ZAYA_CHECK(t.shape == expected_shape, "{}: tensor '{}': expected shape {}, the file's config gives {}",
-             file_.path(), name, format_shape(expected_shape), format_shape(t.shape));
+  ZAYA_CHECK(t.shape == expected_shape, "{}: tensor '{}': expected shape {}, the file's config gives {}", file_.path(),
+             name, format_shape(expected_shape), format_shape(t.shape));
   for (const Source& s : sources_[it->second])
     file_.read_f32_range(s.gguf_name, s.gguf_first, static_cast<uint64_t>(s.count), dst + s.legacy_first);
 }

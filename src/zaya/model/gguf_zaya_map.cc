@@ -57,7 +57,7 @@ constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyB
 constexpr int64_t kMaxSize = int64_t{1} << 20;     // widths: hidden, ffn, router
 constexpr int64_t kMaxHeadDim = int64_t{1} << 16;  // head size
 constexpr int64_t kMaxHeads = int64_t{1} << 12;    // head counts
-constexpr int64_t kMaxVocab = int64_t{1} << 31;  // vocabulary, context, token ids
+constexpr int64_t kMaxVocab = int64_t{1} << 31;    // vocabulary, context, token ids
 
 uint32_t as_u32(const char* key, int64_t v) {
   ZAYA_CHECK(v >= 0 && v <= int64_t{UINT32_MAX}, "GGUF metadata '{}' = {} does not fit in a uint32", key, v);
@@ -200,7 +200,7 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   const GgmlType dtype = zaya_gguf_dtype(options.dtype);
   w.set_string("general.architecture", kZayaGgufArchitecture);
   w.set_string("general.name", options.name);
-  w.set_u32("general.file_type", dtype == GgmlType::kF32    ? kFileTypeAllF32
+  w.set_u32("general.file_type", dtype == GgmlType::kF32   ? kFileTypeAllF32
                                  : dtype == GgmlType::kF16 ? kFileTypeMostlyF16
                                                            : kFileTypeMostlyBF16);
   w.set_string(kLayout, kZayaGgufLayout);
@@ -252,15 +252,14 @@ ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
   c.kv_heads = bounded(m, kHeadCountKv, 1, kMaxHeads);
   c.head_dim = bounded(m, kKeyLength, 1, kMaxHeadDim);
   if (m.has(kValueLength) && bounded(m, kValueLength, 1, kMaxHeadDim) != c.head_dim)
-    fail("{}: {} ({}) differs from {} ({}); CCA heads have one size", m.label(), kValueLength,
-         m.get_uint(kValueLength), kKeyLength, c.head_dim);
+    fail("{}: {} ({}) differs from {} ({}); CCA heads have one size", m.label(), kValueLength, m.get_uint(kValueLength),
+         kKeyLength, c.head_dim);
   c.conv_kernel0 = m.has(kConvKernel0) ? bounded(m, kConvKernel0, 1, 64) : 2;
   c.conv_kernel1 = m.has(kConvKernel1) ? bounded(m, kConvKernel1, 1, 64) : 2;
   c.norm_eps = exact_float(m, kNormEps, kNormEps64);
   c.rope_theta = exact_float(m, kRopeFreqBase, kRopeFreqBase64);
   const int64_t rope_dims = bounded(m, kRopeDims, 1, kMaxSize);
-  c.partial_rotary_factor =
-      m.has(kRotaryFactor) ? m.get_float(kRotaryFactor) : double(rope_dims) / double(c.head_dim);
+  c.partial_rotary_factor = m.has(kRotaryFactor) ? m.get_float(kRotaryFactor) : double(rope_dims) / double(c.head_dim);
   c.experts = bounded(m, kExpertCount, 1, 1024);
   c.top_k = bounded(m, kExpertUsedCount, 1, 1024);
   c.expert_ffn = bounded(m, kExpertFfn, 1, kMaxSize);
@@ -273,8 +272,8 @@ ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
   if (m.has(kPadId)) c.pad_token_id = bounded(m, kPadId, 0, kMaxVocab);
   c.validate(m.label());
   if (c.rotary_dim() != rope_dims)
-    fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim,
-         kRotaryFactor, c.partial_rotary_factor, c.rotary_dim());
+    fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim, kRotaryFactor,
+         c.partial_rotary_factor, c.rotary_dim());
   return c;
 }
 
@@ -289,10 +288,10 @@ void check_zaya_gguf_tensors(std::string_view label, const std::vector<ZayaGgufT
     ZAYA_CHECK(it != by_name.end(), "{}: tensor '{}' (shape {}, from '{}') is missing", label, t.name,
                format_shape(t.shape), t.segments.front().legacy_name);
     const GgufTensorInfo& info = *it->second;
-    ZAYA_CHECK(gguf_same_shape(info.shape, t.shape), "{}: tensor '{}' has shape {}, the config gives {}", label,
-               t.name, format_shape(info.shape), format_shape(t.shape));
-    ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64",
-               label, t.name, ggml_type_name(info.type));
+    ZAYA_CHECK(gguf_same_shape(info.shape, t.shape), "{}: tensor '{}' has shape {}, the config gives {}", label, t.name,
+               format_shape(info.shape), format_shape(t.shape));
+    ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64", label,
+               t.name, ggml_type_name(info.type));
   }
   for (const GgufTensorInfo& t : tensors)
     ZAYA_CHECK(expected.count(t.name) != 0, "{}: unexpected tensor '{}' (not part of the ZAYA mapping for this config)",

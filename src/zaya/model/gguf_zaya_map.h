@@ -31,7 +31,7 @@ struct ZayaGgufTensor {
   std::string name;            // e.g. blk.3.ffn_gate_exps.weight
   std::vector<int64_t> shape;  // PyTorch order (stored reversed, in ggml order)
   std::vector<ZayaGgufSegment> segments;
-  bool keep_f32 = false;       // 1-D tensors (norms, scales, biases, balancing biases) are always F32
+  bool keep_f32 = false;  // 1-D tensors (norms, scales, biases, balancing biases) are always F32
 };
 
 // The mapping for `config`: every parameter and buffer of ParamTable(config)
@@ -39,8 +39,8 @@ struct ZayaGgufTensor {
 std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& config);
 
 struct GgufSaveOptions {
-  std::string dtype = "f32";   // f32, bf16 or f16 (for tensors of 2+ dimensions; 1-D stay F32)
-  std::string name = "zaya";   // general.name
+  std::string dtype = "f32";  // f32, bf16 or f16 (for tensors of 2+ dimensions; 1-D stay F32)
+  std::string name = "zaya";  // general.name
   uint32_t alignment = kGgufDefaultAlignment;
 };
 

@@ -102,10 +102,9 @@ TEST(GgufZaya, F32RoundTripIsBitExact) {
   EXPECT_EQ(checked, model->params().entries().size() + model->buffers().entries().size());
 
   auto loaded = load_gguf_model(path);
-  EXPECT_EQ(std::memcmp(loaded->param_data(), model->param_data(), model->params().total_floats() * sizeof(float)),
+  EXPECT_EQ(std::memcmp(loaded->param_data(), model->param_data(), model->params().total_floats() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(loaded->buffer_data(), model->buffer_data(), model->buffers().total_floats() * sizeof(float)),
             0);
-  EXPECT_EQ(
-      std::memcmp(loaded->buffer_data(), model->buffer_data(), model->buffers().total_floats() * sizeof(float)), 0);
 }
 
 TEST(GgufZaya, Bf16RoundTripRoundsMatricesAndKeepsVectors) {
@@ -302,7 +301,8 @@ TEST(GgufZaya, ReadRejectsFilesThatDoNotMatchTheMapping) {
   });
   expect_failure([&] { ZayaGgufFile::open(path); }, {"unexpected tensor 'output.weight'"});
 
-  write_edited(*model, path, [](GgufWriter& w) { w.set_u32("zaya.extra_key", 1); }, keep);
+  write_edited(
+      *model, path, [](GgufWriter& w) { w.set_u32("zaya.extra_key", 1); }, keep);
   EXPECT_NO_THROW(ZayaGgufFile::open(path));  // unknown keys are fine: GGUF metadata is extensible
 
   // Metadata defects (the writer refuses to set a key twice, so rebuild the metadata by hand).

@@ -20,8 +20,10 @@ void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& t
   SafetensorsWriter w;
   w.set_metadata("format", "pt");
   for (const NamedTensor& t : tensors) {
-    if (options.dtype == "bf16" && !t.always_f32) w.add_bf16(t.name, t.shape, t.data);
-    else w.add_f32(t.name, t.shape, t.data);
+    if (options.dtype == "bf16" && !t.always_f32)
+      w.add_bf16(t.name, t.shape, t.data);
+    else
+      w.add_f32(t.name, t.shape, t.data);
   }
   write_sharded(dir, w, options.max_shard_bytes);
   const std::string dtype = options.dtype == "bf16" ? "bfloat16" : "float32";
@@ -52,8 +54,8 @@ void load_hf_weights(ZayaModel& model, const std::string& dir) {
   auto load_table = [&](const ParamTable& table, float* base) {
     for (const ParamEntry& e : table.entries()) {
       expected.insert(e.name);
-      ZAYA_CHECK(st.has(e.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
-                 dir, e.name, fmt::join(e.shape, "x"));
+      ZAYA_CHECK(st.has(e.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json", dir,
+                 e.name, fmt::join(e.shape, "x"));
       st.read_f32(e.name, base + e.offset, e.shape);
     }
   };

@@ -13,7 +13,7 @@
 namespace zaya {
 
 struct HfSaveOptions {
-  std::string dtype = "f32";                 // f32 or bf16 (balancing biases always F32)
+  std::string dtype = "f32";  // f32 or bf16 (balancing biases always F32)
   uint64_t max_shard_bytes = uint64_t(5) << 30;
 };
 

@@ -12,19 +12,72 @@ using json = nlohmann::json;
 
 // Keys that carry no information for our compute graph (training knobs of the
 // reference, bookkeeping) and are accepted silently.
-const std::set<std::string> kIgnoredKeys = {
-    "transformers_version", "_name_or_path", "auto_map", "initializer_range", "init_method_std", "use_cache",
-    "attention_dropout", "hidden_dropout", "bias_activation_fusion", "apply_rope_fusion", "fused_add_norm",
-    "lm_head_bias", "attention_bias", "add_bias_linear", "gated_linear_unit", "activation_func", "normalization",
-    "scale_residual_merge", "residual_in_fp32", "zaya_high_prec", "tie_word_embeddings", "model_type",
-    "architectures", "torch_dtype", "dtype", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-    "sliding_window", "max_window_layers", "use_sliding_window", "clamp_temp", "rope_scaling", "cca",
-    "kv_channels", "head_dim", "cca_num_q_heads", "num_query_groups_list", "num_query_groups",
-    "ffn_hidden_size_list", "ffn_hidden_size", "zaya_mlp_expansion", "zaya_layers", "hidden_size", "vocab_size",
-    "moe_router_topk", "zaya_use_mod", "zaya_use_eda", "rope_theta", "partial_rotary_factor",
-    "max_position_embeddings", "norm_epsilon", "rms_norm_eps", "bos_token_id", "eos_token_id", "pad_token_id",
-    "cca_time0", "cca_time1", "zaya_real_vocab_size", "zaya_router_norm_eps", "output_router_logits",
-    "router_aux_loss_coef", "moe_aux_loss_coeff", "layernorm_epsilon", "tokenizer_class", "rope_type"};
+const std::set<std::string> kIgnoredKeys = {"transformers_version",
+                                            "_name_or_path",
+                                            "auto_map",
+                                            "initializer_range",
+                                            "init_method_std",
+                                            "use_cache",
+                                            "attention_dropout",
+                                            "hidden_dropout",
+                                            "bias_activation_fusion",
+                                            "apply_rope_fusion",
+                                            "fused_add_norm",
+                                            "lm_head_bias",
+                                            "attention_bias",
+                                            "add_bias_linear",
+                                            "gated_linear_unit",
+                                            "activation_func",
+                                            "normalization",
+                                            "scale_residual_merge",
+                                            "residual_in_fp32",
+                                            "zaya_high_prec",
+                                            "tie_word_embeddings",
+                                            "model_type",
+                                            "architectures",
+                                            "torch_dtype",
+                                            "dtype",
+                                            "num_hidden_layers",
+                                            "num_attention_heads",
+                                            "num_key_value_heads",
+                                            "sliding_window",
+                                            "max_window_layers",
+                                            "use_sliding_window",
+                                            "clamp_temp",
+                                            "rope_scaling",
+                                            "cca",
+                                            "kv_channels",
+                                            "head_dim",
+                                            "cca_num_q_heads",
+                                            "num_query_groups_list",
+                                            "num_query_groups",
+                                            "ffn_hidden_size_list",
+                                            "ffn_hidden_size",
+                                            "zaya_mlp_expansion",
+                                            "zaya_layers",
+                                            "hidden_size",
+                                            "vocab_size",
+                                            "moe_router_topk",
+                                            "zaya_use_mod",
+                                            "zaya_use_eda",
+                                            "rope_theta",
+                                            "partial_rotary_factor",
+                                            "max_position_embeddings",
+                                            "norm_epsilon",
+                                            "rms_norm_eps",
+                                            "bos_token_id",
+                                            "eos_token_id",
+                                            "pad_token_id",
+                                            "cca_time0",
+                                            "cca_time1",
+                                            "zaya_real_vocab_size",
+                                            "zaya_router_norm_eps",
+                                            "output_router_logits",
+                                            "router_aux_loss_coef",
+                                            "moe_aux_loss_coeff",
+                                            "layernorm_epsilon",
+                                            "tokenizer_class",
+                                            "rope_type"};
 
 [[noreturn]] void bad(const std::string& source, const std::string& key, const json& v, const std::string& want) {
   fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
@@ -57,8 +110,8 @@ int64_t layer_value(const json& j, const std::string& source, const char* key, i
   for (size_t i = parity; i < v.size(); i += 2) {
     if (!v[i].is_number_integer()) bad(source, key, v, "a list of integers");
     if (value >= 0 && v[i].get<int64_t>() != value)
-      fail("{}: \"{}\" has different values across layers ({} and {}); zaya.cpp needs one value per layer kind",
-           source, key, value, v[i].get<int64_t>());
+      fail("{}: \"{}\" has different values across layers ({} and {}); zaya.cpp needs one value per layer kind", source,
+           key, value, v[i].get<int64_t>());
     value = v[i].get<int64_t>();
   }
   return value;
@@ -127,10 +180,8 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   if (!j.is_object()) fail("{}: expected a JSON object", source);
   for (auto it = j.begin(); it != j.end(); ++it)
     if (kIgnoredKeys.count(it.key()) == 0)
-      fail("{}: unknown config key \"{}\"; zaya.cpp reads the legacy ZAYA1 keys (docs/formats.md)", source,
-           it.key());
-  if (j.contains("model_type") && j["model_type"] != "zaya")
-    bad(source, "model_type", j["model_type"], "\"zaya\"");
+      fail("{}: unknown config key \"{}\"; zaya.cpp reads the legacy ZAYA1 keys (docs/formats.md)", source, it.key());
+  if (j.contains("model_type") && j["model_type"] != "zaya") bad(source, "model_type", j["model_type"], "\"zaya\"");
   if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
     bad(source, "rope_scaling", j["rope_scaling"], "false or null (no RoPE scaling)");
   if (j.contains("sliding_window") && !j["sliding_window"].is_null())
@@ -145,13 +196,15 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   for (size_t i = 0; i < layers.size(); ++i) {
     const bool ok = i % 2 == 0 ? layers[i] == "a" : layers[i].is_number_integer();
     if (!ok)
-      fail("{}: \"zaya_layers\"[{}] = {} is invalid; expected {} (attention and MoE half-layers alternate)", source,
-           i, layers[i].dump(), i % 2 == 0 ? "\"a\"" : "an expert count");
+      fail("{}: \"zaya_layers\"[{}] = {} is invalid; expected {} (attention and MoE half-layers alternate)", source, i,
+           layers[i].dump(), i % 2 == 0 ? "\"a\"" : "an expert count");
   }
   c.num_blocks = int64_t(layers.size() / 2);
   c.experts = layer_value(j, source, "zaya_layers", 1, c.experts);
-  if (j.contains("head_dim")) c.head_dim = get_int(j, source, "head_dim", c.head_dim);
-  else if (j.contains("kv_channels")) c.head_dim = get_int(j, source, "kv_channels", c.head_dim);
+  if (j.contains("head_dim"))
+    c.head_dim = get_int(j, source, "head_dim", c.head_dim);
+  else if (j.contains("kv_channels"))
+    c.head_dim = get_int(j, source, "kv_channels", c.head_dim);
   else {
     const int64_t heads = get_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
     if (heads < 1 || heads > c.hidden)

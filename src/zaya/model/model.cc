@@ -45,11 +45,10 @@ void ZayaModel::init(uint64_t seed) {
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp)
     : max_batch_(B), max_seq_(S_full), training_(training), ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
-  ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks",
-             c.experts, ep_ranks);
+  ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks", c.experts,
+             ep_ranks);
   ZAYA_CHECK(B >= 1 && S_full >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S_full);
-  ZAYA_CHECK(S_full <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S_full,
-             c.max_position);
+  ZAYA_CHECK(S_full <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S_full, c.max_position);
   int cp_ranks = 0;  // 0: whole sequences, no context-parallel exchanges
   if (cp != nullptr) {
     cp_comm_ = cp;
@@ -152,8 +151,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   // Embedding (no scaling, spec §5).
   const int32_t* local_ids = ws.ids_T_.data();
 #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(local_ids[t]) * D, 4 * D);
+  for (int64_t t = 0; t < T; ++t) std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(local_ids[t]) * D, 4 * D);
 
   LossParts parts;
   const float* h = ws.embed_out_TD_;
@@ -161,17 +159,17 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   const float* r_prev = nullptr;
   for (int64_t n = 0; n < L2; ++n) {
     const ResidualScaleWeights& m = merge_weights(w, n, L2);
-    residual_scale_forward<float>(ws.res_TD_[n], h, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D,
-                                  m.res_bias_D, T, D);
+    residual_scale_forward<float>(ws.res_TD_[n], h, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D, m.res_bias_D, T,
+                                  D);
     rmsnorm_forward<float>(ws.x_TD_[n], ws.rstd_T_[n], ws.res_TD_[n], input_norm(w, n), T, D, float(c.norm_eps));
     if (n % 2 == 0) {
       attention_block_forward(c, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
                               ws.out_TD_[n]);
     } else {
       const int64_t l = n / 2;
-      parts.router_loss += moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_,
-                                             ws.shape_, ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n],
-                                             loss, ws.routing_[l], ws.ep_);
+      parts.router_loss +=
+          moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_, ws.shape_,
+                            ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n], loss, ws.routing_[l], ws.ep_);
       r_prev = ws.moe_[l].r_TR;
     }
     h = ws.out_TD_[n];
@@ -184,8 +182,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   ZAYA_PROFILE_SCOPE("lm_head.fwd");
   linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
   if (targets != nullptr) {
-    cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V,
-                                 c.real_vocab_size);
+    cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V, c.real_vocab_size);
     for (int64_t t = 0; t < T; ++t)
       if (ws.targets_T_[t] >= 0) {
         parts.xent_sum += ws.loss_T_[t];
@@ -222,21 +219,21 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     zero(ws.dh_TD_, T * D);
     zero(dres_prev, T * D);
     residual_scale_backward<float>(ws.dh_TD_, gm.hs_scale_D, gm.hs_bias_D, dres_prev, gm.res_scale_D, gm.res_bias_D,
-                                   dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1],
-                                   m.res_scale_D, m.res_bias_D, T, D);
+                                   dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1], m.res_scale_D,
+                                   m.res_bias_D, T, D);
     const int64_t k = n - 1;  // the block whose output we now differentiate
     zero(ws.dx_TD_, T * D);
     if (k % 2 == 0) {
-      attention_block_backward(c, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape,
-                               ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_);
+      attention_block_backward(c, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape, ws.x_TD_[k],
+                               ws.dh_TD_, ws.dx_TD_);
     } else {
       const int64_t l = k / 2;
       const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].r_TR : nullptr;
-      moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev,
-                         ws.dh_TD_, ws.dx_TD_, loss, router_scale, ws.ep_);
+      moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev, ws.dh_TD_,
+                         ws.dx_TD_, loss, router_scale, ws.ep_);
     }
-    rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_,
-                            ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T, D);
+    rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_, ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T,
+                            D);
     std::swap(dres, dres_prev);
     // Half-layer n's merge was differentiated now, its norm and block one iteration ago.
     if (layer_done != nullptr && n < L2) (*layer_done)(int(n));

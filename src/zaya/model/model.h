@@ -58,9 +58,9 @@ class ZayaModel {
 
 // Loss of one forward pass, with its parts.
 struct LossParts {
-  double xent_sum = 0;     // sum of token cross-entropies over positions with a target
-  int64_t xent_tokens = 0; // number of such positions
-  double router_loss = 0;  // sum over MoE layers of Switch aux + z losses (0 if disabled)
+  double xent_sum = 0;      // sum of token cross-entropies over positions with a target
+  int64_t xent_tokens = 0;  // number of such positions
+  double router_loss = 0;   // sum over MoE layers of Switch aux + z losses (0 if disabled)
   double xent_mean() const { return xent_tokens > 0 ? xent_sum / double(xent_tokens) : 0.0; }
 };
 
@@ -95,8 +95,8 @@ class ModelWorkspace {
   int64_t bytes() const;
 
  private:
-  friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t,
-                                 int64_t, const MoeLossOptions&);
+  friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t, int64_t,
+                                 const MoeLossOptions&);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
                              const MoeLossOptions&, const std::function<void(int)>*);
   int64_t max_batch_, max_seq_;
@@ -111,10 +111,10 @@ class ModelWorkspace {
   std::vector<int32_t> ids_T_;
   Arena acts_, scratch_;
   float* embed_out_TD_ = nullptr;
-  std::vector<float*> res_TD_;   // residual at each half-layer's input, then the final merge [2L + 1]
-  std::vector<float*> x_TD_;     // normed inputs [2L + 1] (last = final norm output)
-  std::vector<float*> rstd_T_;   // [2L + 1]
-  std::vector<float*> out_TD_;   // block outputs [2L]
+  std::vector<float*> res_TD_;  // residual at each half-layer's input, then the final merge [2L + 1]
+  std::vector<float*> x_TD_;    // normed inputs [2L + 1] (last = final norm output)
+  std::vector<float*> rstd_T_;  // [2L + 1]
+  std::vector<float*> out_TD_;  // block outputs [2L]
   std::vector<AttentionActs> attn_;
   std::vector<MoeActs> moe_;
   std::vector<RoutingStats> routing_;
@@ -133,8 +133,8 @@ class ModelWorkspace {
 // (no loss) and entries < 0 are ignored. Logits stay in ws.logits(). Under
 // context parallelism every rank of the cp group passes the same whole
 // sequences and computes its own chunks (logits, losses: those rows only).
-LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS,
-                        const int32_t* targets_BS, int64_t batch, int64_t seq, const MoeLossOptions& loss);
+LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS, const int32_t* targets_BS,
+                        int64_t batch, int64_t seq, const MoeLossOptions& loss);
 
 // Backward of the last forward. Adds into `grads` (a ModelWeights bound to a
 // gradient arena) the gradient of

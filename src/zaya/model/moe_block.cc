@@ -107,15 +107,13 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
   // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
   build_expert_plan(a.plan, a.choice_TK.data(), T, K);
   experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep);
-  combine_forward<float>(out_TD, a.experts.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan, T, K, D,
-                         c.skip_slot());
+  combine_forward<float>(out_TD, a.experts.y_RD, x_TD, a.gate_TK, a.choice_TK.data(), a.plan, T, K, D, c.skip_slot());
   return extra;
 }
 
-void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a,
-                        MoeScratch& s, const BatchShape& b, const float* x_TD, const float* r_prev_TR,
-                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale,
-                        Comm* ep) {
+void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
+                        const BatchShape& b, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
+                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep) {
   const int64_t T = b.tokens(), D = c.hidden, R = c.router_hidden, N = c.router_slots(), K = c.top_k;
   ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
@@ -133,8 +131,7 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
       if (slot != kNoExpert) s.dprobs_TN[t * N + slot] += s.dgate_TK[t * K + k];
     }
   if (loss.switch_aux_coeff > 0)
-    switch_aux_loss<float>(s.dprobs_TN, a.probs_TN, a.choice_TK.data(), T, N, K, loss.switch_aux_coeff,
-                           aux_grad_scale);
+    switch_aux_loss<float>(s.dprobs_TN, a.probs_TN, a.choice_TK.data(), T, N, K, loss.switch_aux_coeff, aux_grad_scale);
   zero(s.dlogits_TN, T * N);
   softmax_rows_backward<float>(s.dlogits_TN, s.dprobs_TN, a.probs_TN, T, N);
   if (loss.z_loss_coeff > 0)

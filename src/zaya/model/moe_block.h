@@ -21,25 +21,25 @@ namespace zaya {
 
 // Kept for backward (per MoE half-layer).
 struct MoeActs {
-  float* r_TR = nullptr;       // router state after EDA, before its RMSNorm (feeds the next layer's EDA)
+  float* r_TR = nullptr;  // router state after EDA, before its RMSNorm (feeds the next layer's EDA)
   float* r_rstd_T = nullptr;
-  float* rn_TR = nullptr;      // normed router state
-  float* u1_TR = nullptr;      // pre-GELU of router_mlp.0
+  float* rn_TR = nullptr;  // normed router state
+  float* u1_TR = nullptr;  // pre-GELU of router_mlp.0
   float* g1_TR = nullptr;
-  float* u2_TR = nullptr;      // pre-GELU of router_mlp.2
+  float* u2_TR = nullptr;  // pre-GELU of router_mlp.2
   float* g2_TR = nullptr;
   float* logits_TN = nullptr;
   float* probs_TN = nullptr;
   float* gate_TK = nullptr;
   std::vector<int32_t> choice_TK;
-  ExpertPlan plan;             // routed rows grouped by (global) expert
+  ExpertPlan plan;  // routed rows grouped by (global) expert
   ExpertActs experts;
 };
 
 struct MoeScratch {
   ExpertScratch experts;
-  float* dy_RD = nullptr;      // gradient of the plan-order expert outputs
-  float* dxp_RD = nullptr;     // gradient of the plan-order expert inputs
+  float* dy_RD = nullptr;   // gradient of the plan-order expert outputs
+  float* dxp_RD = nullptr;  // gradient of the plan-order expert inputs
   float* dgate_TK = nullptr;
   float* dprobs_TN = nullptr;
   float* dlogits_TN = nullptr;
@@ -72,8 +72,7 @@ struct MoeLossOptions {
 // Lay the buffers out in `arena` (or count them, on Arena::measuring());
 // ep_ranks sizes the rows an expert-parallel rank may receive.
 void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, Arena& arena);
-void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks,
-                       Arena& arena);
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, Arena& arena);
 
 // out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
 // ep: expert-parallel group (null: one rank holds every expert).
@@ -85,9 +84,8 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
 // Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
 // layer; zero it before the last layer) and leaves there the gradient for the previous one.
 // aux_grad_scale multiplies the gradient of this layer's aux and z losses.
-void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a,
-                        MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
-                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale,
-                        Comm* ep);
+void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
+                        const BatchShape& shape, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
+                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep);
 
 }  // namespace zaya

@@ -45,8 +45,7 @@ void exchange_rows(Comm& ep, const float* send, const std::vector<int64_t>& send
   }
   ZAYA_PROFILE_SCOPE("moe.all_to_all_v");
   const double t0 = now_seconds();
-  ep.all_to_all_v(send, s.counts_a.data(), s.displs_a.data(), recv, s.counts_b.data(), s.displs_b.data(),
-                  DType::kF32);
+  ep.all_to_all_v(send, s.counts_a.data(), s.displs_a.data(), recv, s.counts_b.data(), s.displs_b.data(), DType::kF32);
   s.exchange_seconds += now_seconds() - t0;
 }
 
@@ -78,8 +77,8 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int6
   s.plan_counts_E.assign(c.experts, 0);
 }
 
-void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD,
-                     ExpertActs& a, ExpertScratch& s, Comm* ep) {
+void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
+                     ExpertScratch& s, Comm* ep) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   ExpertExchange& x = a.exchange;
   if (!distributed(ep)) {

@@ -35,10 +35,10 @@ struct ExpertExchange {
 
 struct ExpertActs {
   ExpertExchange exchange;
-  float* xe_XD = nullptr;    // expert inputs, expert-major
-  float* h_X2F = nullptr;    // fc1 outputs
-  float* act_XF = nullptr;   // swiglu(h)
-  float* y_RD = nullptr;     // expert outputs back in plan order (before gating)
+  float* xe_XD = nullptr;   // expert inputs, expert-major
+  float* h_X2F = nullptr;   // fc1 outputs
+  float* act_XF = nullptr;  // swiglu(h)
+  float* y_RD = nullptr;    // expert outputs back in plan order (before gating)
 };
 
 // Scratch shared by all MoE layers.
@@ -49,8 +49,8 @@ struct ExpertScratch {
   float* dact_XF = nullptr;
   float* dh_X2F = nullptr;
   std::vector<int64_t> counts_a, displs_a, counts_b, displs_b;  // all_to_all_v element counts [ep]
-  std::vector<int64_t> plan_counts_E;                            // rows per global expert [E]
-  double exchange_seconds = 0;                                   // time in all-to-all exchanges (reset by the caller)
+  std::vector<int64_t> plan_counts_E;                           // rows per global expert [E]
+  double exchange_seconds = 0;                                  // time in all-to-all exchanges (reset by the caller)
 };
 
 // Largest number of rows this rank's experts may receive (dropless: every
@@ -64,8 +64,8 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens,
 
 // y_RD (in a.y_RD) = expert outputs for the rows of `plan` (x_TD rows routed to experts).
 // ep: the expert-parallel group, or null for one rank.
-void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD,
-                     ExpertActs& a, ExpertScratch& s, Comm* ep);
+void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
+                     ExpertScratch& s, Comm* ep);
 
 // Given dy_RD (gradient of the plan-order outputs): adds the experts' weight
 // gradients into g and writes dxp_RD, the gradient of the plan-order inputs.

@@ -80,8 +80,8 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable, ExpertRange experts)
       add(a + "qkv.val_proj2.weight", {c.value_stream_width(), D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
       add(a + "qkv.conv_qk.0.weight", {C, 1, 2}, ParamKind::kConv, InitKind::kConvDepthwise, std, n);
       add(a + "qkv.conv_qk.0.bias", {C}, V, InitKind::kZeros, 0, n);
-      add(a + "qkv.conv_qk.1.weight", {C, d, 2}, ParamKind::kConv, InitKind::kConvGrouped,
-          std / std::sqrt(float(d)), n);
+      add(a + "qkv.conv_qk.1.weight", {C, d, 2}, ParamKind::kConv, InitKind::kConvGrouped, std / std::sqrt(float(d)),
+          n);
       add(a + "qkv.conv_qk.1.bias", {C}, V, InitKind::kZeros, 0, n);
       add(a + "qkv.temp", {c.kv_heads}, V, InitKind::kOnes, 0, n);
       add(a + "o_proj.weight", {D, c.q_width()}, ParamKind::kMatrix, InitKind::kNormal, out_std, n);
@@ -109,11 +109,9 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable, ExpertRange experts)
   for (int n = 1; n < c.half_layers(); n += 2) {
     const std::string x = layer_prefix(n) + "zaya_block.experts.local_experts.";
     for (int e = e0; e < e1; ++e)
-      add(x + std::to_string(e) + ".linear_fc1.weight", {2 * F, D}, ParamKind::kMatrix, InitKind::kNormal, std, n,
-          e);
+      add(x + std::to_string(e) + ".linear_fc1.weight", {2 * F, D}, ParamKind::kMatrix, InitKind::kNormal, std, n, e);
     for (int e = e0; e < e1; ++e)
-      add(x + std::to_string(e) + ".linear_fc2.weight", {D, F}, ParamKind::kMatrix, InitKind::kNormal, out_std, n,
-          e);
+      add(x + std::to_string(e) + ".linear_fc2.weight", {D, F}, ParamKind::kMatrix, InitKind::kNormal, out_std, n, e);
   }
   (void)E;
 }
@@ -136,9 +134,7 @@ void init_params(const ParamTable& table, float* base, const ZayaConfig& c, uint
     // neither the other tensors nor which experts this rank holds.
     const uint64_t stream = name_stream(e.name);
     switch (e.init) {
-      case InitKind::kNormal:
-        fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
-        break;
+      case InitKind::kNormal: fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream); break;
       case InitKind::kOnes:
         for (int64_t i = 0; i < e.numel; ++i) p[i] = 1.0f;
         break;

@@ -29,11 +29,11 @@ enum class ParamKind {
 };
 
 enum class InitKind {
-  kNormal,        // N(0, std)
-  kOnes,          // 1
-  kZeros,         // 0
-  kConvDepthwise, // tap 1 (current step) = 1, tap 0 = 0, plus N(0, std)
-  kConvGrouped,   // identity on tap 1 within each head group, plus N(0, std)
+  kNormal,         // N(0, std)
+  kOnes,           // 1
+  kZeros,          // 0
+  kConvDepthwise,  // tap 1 (current step) = 1, tap 0 = 0, plus N(0, std)
+  kConvGrouped,    // identity on tap 1 within each head group, plus N(0, std)
 };
 
 struct ParamEntry {
@@ -44,10 +44,10 @@ struct ParamEntry {
   ParamKind kind = ParamKind::kVector;
   InitKind init = InitKind::kZeros;
   float init_std = 0.0f;
-  int half_layer = -1;         // 0..2*num_blocks-1, or -1 for global tensors
-  int expert = -1;             // global expert index for per-expert tensors, else -1
+  int half_layer = -1;  // 0..2*num_blocks-1, or -1 for global tensors
+  int expert = -1;      // global expert index for per-expert tensors, else -1
   bool weight_decay = false;
-  bool muon = false;           // orthogonalised update (2-D hidden matrices)
+  bool muon = false;  // orthogonalised update (2-D hidden matrices)
 };
 
 // The experts a rank holds: [first, first + count) of every MoE layer.

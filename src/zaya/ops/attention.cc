@@ -107,14 +107,13 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
   }
 }
 
-template void attention_forward<float>(float*, float*, const float*, const float*, const float*,
-                                       const AttentionShape&, float*);
+template void attention_forward<float>(float*, float*, const float*, const float*, const float*, const AttentionShape&,
+                                       float*);
 template void attention_forward<double>(double*, double*, const double*, const double*, const double*,
                                         const AttentionShape&, double*);
-template void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*,
-                                        const float*, const float*, const float*, const AttentionShape&, float*);
+template void attention_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*,
+                                        const float*, const float*, const AttentionShape&, float*);
 template void attention_backward<double>(double*, double*, double*, const double*, const double*, const double*,
-                                         const double*, const double*, const double*, const AttentionShape&,
-                                         double*);
+                                         const double*, const double*, const double*, const AttentionShape&, double*);
 
 }  // namespace zaya

@@ -31,12 +31,12 @@ inline int64_t attention_scratch_floats(const AttentionShape& s, int threads) {
 
 // q_TQ [B*S, Hq*d], k_TK / v_TK [B*keys, Hk*d]; writes o_TQ and lse_BHS [B, Hq, S].
 template <typename T>
-void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK,
-                       const AttentionShape& shape, T* scratch);
+void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK, const AttentionShape& shape,
+                       T* scratch);
 
 // Adds into dq_TQ, dk_TK, dv_TK (dk/dv: [B*keys, Hk*d]).
 template <typename T>
-void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q_TQ, const T* k_TK,
-                        const T* v_TK, const T* o_TQ, const T* lse_BHS, const AttentionShape& shape, T* scratch);
+void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q_TQ, const T* k_TK, const T* v_TK,
+                        const T* o_TQ, const T* lse_BHS, const AttentionShape& shape, T* scratch);
 
 }  // namespace zaya

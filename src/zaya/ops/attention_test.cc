@@ -34,7 +34,8 @@ Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s)
         double sum = 0;
         for (double& x : sc) sum += (x = std::exp(x - mx));
         for (int64_t c = 0; c <= i; ++c)
-          for (int64_t e = 0; e < d; ++e) o[(b * S + i) * QW + h * d + e] += sc[c] / sum * v[(b * S + c) * KW + j * d + e];
+          for (int64_t e = 0; e < d; ++e)
+            o[(b * S + i) * QW + h * d + e] += sc[c] / sum * v[(b * S + c) * KW + j * d + e];
       }
   return o;
 }
@@ -114,17 +115,16 @@ TEST(Attention, QueryRowsAtPositionsMatchFullAttention) {
     for (int64_t r = 0; r < R; ++r)
       for (int64_t e = 0; e < QW; ++e) probe_full[(b * S + pos[r]) * QW + e] = probe_rows[(b * R + r) * QW + e];
   Vec dq(q_rows.size(), 0.0), dk(c.k.size(), 0.0), dv(c.v.size(), 0.0);
-  attention_backward<double>(dq.data(), dk.data(), dv.data(), probe_rows.data(), q_rows.data(), c.k.data(),
-                             c.v.data(), o.data(), lse.data(), sub, scratch.data());
+  attention_backward<double>(dq.data(), dk.data(), dv.data(), probe_rows.data(), q_rows.data(), c.k.data(), c.v.data(),
+                             o.data(), lse.data(), sub, scratch.data());
   Vec fdq(c.q.size(), 0.0), fdk(c.k.size(), 0.0), fdv(c.v.size(), 0.0), fscratch(attention_scratch_floats(c.shape, 64));
-  attention_backward<double>(fdq.data(), fdk.data(), fdv.data(), probe_full.data(), c.q.data(), c.k.data(),
-                             c.v.data(), full.data(), full_lse.data(), c.shape, fscratch.data());
+  attention_backward<double>(fdq.data(), fdk.data(), fdv.data(), probe_full.data(), c.q.data(), c.k.data(), c.v.data(),
+                             full.data(), full_lse.data(), c.shape, fscratch.data());
   for (size_t i = 0; i < dk.size(); ++i) ASSERT_NEAR(dk[i], fdk[i], 1e-12) << i;
   for (size_t i = 0; i < dv.size(); ++i) ASSERT_NEAR(dv[i], fdv[i], 1e-12) << i;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t e = 0; e < QW; ++e)
-        ASSERT_NEAR(dq[(b * R + r) * QW + e], fdq[(b * S + pos[r]) * QW + e], 1e-12);
+      for (int64_t e = 0; e < QW; ++e) ASSERT_NEAR(dq[(b * R + r) * QW + e], fdq[(b * S + pos[r]) * QW + e], 1e-12);
 }
 
 TEST(Attention, FloatMatchesDouble) {

@@ -71,7 +71,7 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t g = 0; g < G; ++g) {
       const T* a_lo = a_BPC + (b * P) * C + g * d;  // a[t]   for t = 0..S-1
-      const T* a_hi = a_lo + C;                      // a[t+1]
+      const T* a_hi = a_lo + C;                     // a[t+1]
       T* c = c_BSC + (b * S) * C + g * d;
       for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
       gemm<T>(false, true, S, d, d, T(1), a_lo, C, w_tap + g * d * d, d, T(1), c, C);
@@ -81,9 +81,9 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 }
 
 template <typename T>
-void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC,
-                       const T* a_BPC, const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch,
-                       const T* hist, T* dhist) {
+void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BPC,
+                       const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch, const T* hist,
+                       T* dhist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
   T* w_tap = scratch;
@@ -136,13 +136,13 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
 
 template void cca_conv_forward<float>(float*, float*, const float*, const float*, const float*, const float*,
                                       const float*, const CcaConvShape&, float*, const float*);
-template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*,
-                                       const double*, const double*, const CcaConvShape&, double*, const double*);
-template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*,
-                                       const float*, const float*, const float*, const CcaConvShape&, float*,
-                                       float*, const float*, float*);
-template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*,
-                                        const double*, const double*, const double*, const double*,
-                                        const CcaConvShape&, double*, double*, const double*, double*);
+template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*, const double*,
+                                       const double*, const CcaConvShape&, double*, const double*);
+template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*, const float*,
+                                       const float*, const float*, const CcaConvShape&, float*, float*, const float*,
+                                       float*);
+template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*, const double*,
+                                        const double*, const double*, const double*, const CcaConvShape&, double*,
+                                        double*, const double*, double*);
 
 }  // namespace zaya

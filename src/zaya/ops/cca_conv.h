@@ -17,10 +17,10 @@
 namespace zaya {
 
 struct CcaConvShape {
-  int64_t batch = 0;     // B sequences
-  int64_t seq = 0;       // S tokens per sequence
-  int64_t channels = 0;  // C = (Hq + Hk) * head_dim
-  int64_t head_dim = 0;  // d: group width of the grouped conv
+  int64_t batch = 0;      // B sequences
+  int64_t seq = 0;        // S tokens per sequence
+  int64_t channels = 0;   // C = (Hq + Hk) * head_dim
+  int64_t head_dim = 0;   // d: group width of the grouped conv
   int64_t qk_stride = 0;  // row stride of qk / dqk (0 = channels; the fused q/k/v projection is wider)
   int64_t qk_ld() const { return qk_stride > 0 ? qk_stride : channels; }
   int64_t groups() const { return channels / head_dim; }

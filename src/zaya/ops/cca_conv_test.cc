@@ -123,8 +123,8 @@ TEST(CcaConv, HistoryRowsContinueASequence) {
   Vec full_a;
   k.forward(&full_a);
   Vec fda((S + 1) * C), fdqk(S * L, 0.0), fdwA(C * 2, 0.0), fdbA(C, 0.0), fdwB(C * d * 2, 0.0), fdbB(C, 0.0);
-  cca_conv_backward<double>(fdqk.data(), fdwA.data(), fdbA.data(), fdwB.data(), fdbB.data(), probe.data(),
-                            k.qk.data(), full_a.data(), k.wA.data(), k.wB.data(), k.shape, fda.data(), scratch.data());
+  cca_conv_backward<double>(fdqk.data(), fdwA.data(), fdbA.data(), fdwB.data(), fdbB.data(), probe.data(), k.qk.data(),
+                            full_a.data(), k.wA.data(), k.wB.data(), k.shape, fda.data(), scratch.data());
   for (int64_t i = 0; i < 2 * L; ++i) ASSERT_NEAR(dhist[i], fdqk[(h0 - 2) * L + i], 1e-12) << i;
   for (int64_t i = 0; i < tail.seq * L; ++i) ASSERT_NEAR(dqk[i], fdqk[h0 * L + i], 1e-12) << i;
   for (int64_t i = 0; i < C * 2; ++i) ASSERT_NEAR(dwA[i], fdwA[i], 1e-12) << i;

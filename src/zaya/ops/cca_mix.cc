@@ -66,8 +66,9 @@ void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hi
       const T* cur = qkv + row * s.in_stride + off;
       T* v = v_TK + row * KW;
       for (int64_t i = 0; i < half; ++i) v[i] = cur[i];
-      const T* prev = t > 0 ? qkv + (row - 1) * s.in_stride + off + half
-                            : hist != nullptr ? hist + (b * 2 + 1) * s.in_stride + off + half : nullptr;
+      const T* prev = t > 0             ? qkv + (row - 1) * s.in_stride + off + half
+                      : hist != nullptr ? hist + (b * 2 + 1) * s.in_stride + off + half
+                                        : nullptr;
       for (int64_t i = 0; i < half; ++i) v[half + i] = prev != nullptr ? prev[i] : T(0);
     }
   }

@@ -7,8 +7,8 @@
 namespace zaya {
 
 template <typename T>
-void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens,
-                           int64_t vocab, int64_t real_vocab) {
+void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens, int64_t vocab,
+                           int64_t real_vocab) {
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
     const T* z = logits + t * vocab;
@@ -60,14 +60,12 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
   }
 }
 
-template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t,
-                                           int64_t);
-template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t,
-                                            int64_t);
+template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, int64_t);
+template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t, int64_t);
 template void cross_entropy_backward<float>(float*, const float*, const float*, const int32_t*, int64_t, int64_t,
                                             int64_t, float);
-template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t,
-                                             int64_t, int64_t, double);
+template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t, int64_t,
+                                             int64_t, double);
 template void softmax_rows<float>(float*, const float*, int64_t, int64_t);
 template void softmax_rows<double>(double*, const double*, int64_t, int64_t);
 

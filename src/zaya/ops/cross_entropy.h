@@ -17,8 +17,8 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits_TV, const int32_
 // dlogits_TV = grad_scale * (softmax - onehot), masked columns 0, rows without
 // target 0. dlogits may alias logits (in-place).
 template <typename T>
-void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, const int32_t* targets_T,
-                            int64_t tokens, int64_t vocab, int64_t real_vocab, T grad_scale);
+void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, const int32_t* targets_T, int64_t tokens,
+                            int64_t vocab, int64_t real_vocab, T grad_scale);
 
 // Row-wise softmax of x_TN into p_TN (may alias).
 template <typename T>

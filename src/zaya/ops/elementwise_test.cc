@@ -59,9 +59,9 @@ TEST(ResidualScale, GradientWithAndWithoutResidual) {
       return dot(out, probe);
     };
     Vec dh(T * D, 0.0), dr(T * D, 0.0), dhs(D, 0.0), dhb(D, 0.0), drs(D, 0.0), drb(D, 0.0);
-    residual_scale_backward<double>(dh.data(), dhs.data(), dhb.data(), dr.data(), drs.data(), drb.data(),
-                                    probe.data(), h.data(), hs.data(), hb.data(), with_res ? r.data() : nullptr,
-                                    rs.data(), rb.data(), T, D);
+    residual_scale_backward<double>(dh.data(), dhs.data(), dhb.data(), dr.data(), drs.data(), drb.data(), probe.data(),
+                                    h.data(), hs.data(), hb.data(), with_res ? r.data() : nullptr, rs.data(), rb.data(),
+                                    T, D);
     expect_gradient("h", h, dh, loss);
     expect_gradient("hs", hs, dhs, loss);
     expect_gradient("hb", hb, dhb, loss);

@@ -10,7 +10,8 @@
 namespace zaya {
 
 double measure_f32_gemm_gflops(int64_t n, int reps) {
-  auto a = aligned_alloc_array<float>(n * n), b = aligned_alloc_array<float>(n * n), c = aligned_alloc_array<float>(n * n);
+  auto a = aligned_alloc_array<float>(n * n), b = aligned_alloc_array<float>(n * n),
+       c = aligned_alloc_array<float>(n * n);
   fill_normal(a.get(), n * n, 0.0f, 1.0f, 1, 1);
   fill_normal(b.get(), n * n, 0.0f, 1.0f, 1, 2);
   gemm<float>(false, false, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n);  // warm-up, page faults

@@ -54,8 +54,8 @@ inline double max_gradient_error(const std::vector<double>& analytic, const std:
 }
 
 template <typename LossFn>
-void expect_gradient(const std::string& what, std::vector<double>& x, const std::vector<double>& analytic,
-                     LossFn loss, double tol = 1e-6) {
+void expect_gradient(const std::string& what, std::vector<double>& x, const std::vector<double>& analytic, LossFn loss,
+                     double tol = 1e-6) {
   ASSERT_EQ(x.size(), analytic.size()) << what;
   std::vector<double> numeric = numeric_gradient(x, loss);
   double err = max_gradient_error(analytic, numeric);

@@ -8,8 +8,8 @@
 namespace zaya {
 
 template <typename T>
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                    const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
 #pragma omp parallel for schedule(static) if (M * N * K > 32768)
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
@@ -26,8 +26,8 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 }
 
 template <>
-void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // oneDNN rejects K = 0; the product is empty.
     for (int64_t i = 0; i < M; ++i)
@@ -35,8 +35,7 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
     return;
   }
   LibraryCall library_call;
-  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
-                                beta, C, ldc);
+  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   ZAYA_CHECK(st == dnnl_success, "oneDNN sgemm failed (status {}) for M={} N={} K={}", int(st), M, N, K);
 }
 
@@ -47,28 +46,27 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, d
 }
 
 template <typename T>
-void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out,
-                    bool accumulate) {
+void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out, bool accumulate) {
   gemm<T>(false, true, tokens, out, in, T(1), x_TI, in, w_OI, in, accumulate ? T(1) : T(0), y_TO, out);
 }
 
 template <typename T>
-void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens,
-                     int64_t in, int64_t out) {
+void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
+                     int64_t out) {
   // dx[T,I] += dy[T,O] * w[O,I];  dw[O,I] += dy^T[O,T] * x[T,I]
   if (dx_TI != nullptr) gemm<T>(false, false, tokens, in, out, T(1), dy_TO, out, w_OI, in, T(1), dx_TI, in);
   if (dw_OI != nullptr) gemm<T>(true, false, out, in, tokens, T(1), dy_TO, out, x_TI, in, T(1), dw_OI, in);
 }
 
-template void gemm_reference<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                                    const float*, int64_t, float, float*, int64_t);
+template void gemm_reference<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                                    int64_t, float, float*, int64_t);
 template void gemm_reference<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                                      const double*, int64_t, double, double*, int64_t);
 template void linear_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool);
 template void linear_forward<double>(double*, const double*, const double*, int64_t, int64_t, int64_t, bool);
-template void linear_backward<float>(float*, float*, const float*, const float*, const float*, int64_t,
-                                     int64_t, int64_t);
-template void linear_backward<double>(double*, double*, const double*, const double*, const double*, int64_t,
-                                      int64_t, int64_t);
+template void linear_backward<float>(float*, float*, const float*, const float*, const float*, int64_t, int64_t,
+                                     int64_t);
+template void linear_backward<double>(double*, double*, const double*, const double*, const double*, int64_t, int64_t,
+                                      int64_t);
 
 }  // namespace zaya

@@ -14,13 +14,13 @@ namespace zaya {
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, op = transpose if the flag is set.
 // lda/ldb/ldc are row strides of the stored (untransposed) matrices.
 template <typename T>
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-          int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc);
 
 // The loop-nest reference for gemm (used by tests to check the fast path).
 template <typename T>
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,
-                    int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+                    const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // Linear layer as nn.Linear: y_TO (+)= x_TI * w_OI^T. `accumulate` adds into y.
 template <typename T>
@@ -29,7 +29,7 @@ void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64
 
 // Backward of linear_forward; adds into dx_TI (if not null) and dw_OI (if not null).
 template <typename T>
-void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens,
-                     int64_t in, int64_t out);
+void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
+                     int64_t out);
 
 }  // namespace zaya

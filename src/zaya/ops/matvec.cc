@@ -76,8 +76,8 @@ inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, 
 
 // Rows [r0, r1) for a block of TT tokens.
 template <int TT, typename W>
-void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y,
-                     int64_t ldy, bool accumulate) {
+void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y, int64_t ldy,
+                     bool accumulate) {
   constexpr int R = TT == 1 ? 8 : 4;
   int64_t r = r0;
   for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
@@ -85,8 +85,8 @@ void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float
 }
 
 template <typename W>
-void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens,
-                 float* y, int64_t ldy, bool accumulate) {
+void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
+                 int64_t ldy, bool accumulate) {
   // Blocks of rows outside, token blocks inside: a block of rows (<= 8 x in
   // elements) stays in L1 while every token block passes over it.
   constexpr int64_t kRowBlock = 8;
@@ -111,8 +111,8 @@ inline float widen(float v) { return v; }
 inline float widen(uint16_t v) { return bf16_to_float(v); }
 
 template <typename W>
-void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens,
-                 float* y, int64_t ldy, bool accumulate) {
+void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
+                 int64_t ldy, bool accumulate) {
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t t = 0; t < tokens; ++t) {
       const W* wr = w + r * in;

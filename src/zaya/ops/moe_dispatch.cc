@@ -41,7 +41,8 @@ void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TK, int64_t token
 template <typename T>
 void gather_rows(T* xp, const T* x, const ExpertPlan& plan, int64_t dim) {
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < plan.rows; ++r) std::copy(x + plan.row_token[r] * dim, x + (plan.row_token[r] + 1) * dim, xp + r * dim);
+  for (int64_t r = 0; r < plan.rows; ++r)
+    std::copy(x + plan.row_token[r] * dim, x + (plan.row_token[r] + 1) * dim, xp + r * dim);
 }
 
 template <typename T>
@@ -54,8 +55,10 @@ void combine_forward(T* out, const T* y, const T* x, const T* gate, const int32_
     for (int64_t k = 0; k < top_k; ++k) {
       const int64_t i = t * top_k + k;
       const T* src = nullptr;
-      if (plan.choice_row[i] >= 0) src = y + int64_t(plan.choice_row[i]) * dim;
-      else if (choice[i] == skip_slot && skip_slot >= 0) src = x + t * dim;
+      if (plan.choice_row[i] >= 0)
+        src = y + int64_t(plan.choice_row[i]) * dim;
+      else if (choice[i] == skip_slot && skip_slot >= 0)
+        src = x + t * dim;
       if (src == nullptr) continue;
       const T w = gate[i];
 #pragma omp simd

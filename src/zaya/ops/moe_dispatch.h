@@ -37,13 +37,12 @@ void combine_forward(T* out_TD, const T* y_RD, const T* x_TD, const T* gate_TK, 
 // Backward of combine_forward. Writes dy_RD (= gate * dout) for every routed
 // row, adds into dgate_TK and, for skip choices, into dx_TD.
 template <typename T>
-void combine_backward(T* dy_RD, T* dgate_TK, T* dx_TD, const T* dout_TD, const T* y_RD, const T* x_TD,
-                      const T* gate_TK, const int32_t* choice_TK, const ExpertPlan& plan, int64_t tokens,
-                      int64_t top_k, int64_t dim, int64_t skip_slot);
+void combine_backward(T* dy_RD, T* dgate_TK, T* dx_TD, const T* dout_TD, const T* y_RD, const T* x_TD, const T* gate_TK,
+                      const int32_t* choice_TK, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim,
+                      int64_t skip_slot);
 
 // dx_TD[t] += sum of dxp_RD over the rows of token t, in choice order.
 template <typename T>
-void scatter_add_rows(T* dx_TD, const T* dxp_RD, const ExpertPlan& plan, int64_t tokens, int64_t top_k,
-                      int64_t dim);
+void scatter_add_rows(T* dx_TD, const T* dxp_RD, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim);
 
 }  // namespace zaya

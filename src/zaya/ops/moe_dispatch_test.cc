@@ -21,7 +21,8 @@ TEST(MoeDispatch, PlanIsStableCountingSort) {
   build_expert_plan(plan, choice.data(), 6, 1);
   EXPECT_EQ(plan.rows, 5);
   EXPECT_EQ((std::vector<int64_t>{0, 2, 3, 5}), plan.offsets);
-  EXPECT_EQ((std::vector<int32_t>{1, 4, 5, 0, 3}), std::vector<int32_t>(plan.row_token.begin(), plan.row_token.begin() + 5));
+  EXPECT_EQ((std::vector<int32_t>{1, 4, 5, 0, 3}),
+            std::vector<int32_t>(plan.row_token.begin(), plan.row_token.begin() + 5));
   EXPECT_EQ((std::vector<int32_t>{3, 0, -1, 4, 1, 2}), plan.choice_row);
 }
 

@@ -10,8 +10,7 @@ constexpr double kNormEps = 1.1920928955078125e-07;
 }  // namespace
 
 template <typename T>
-void l2norm_heads_forward(T* y, T* inv_norm, const T* x, const T* temp, int64_t tokens, int64_t heads,
-                          int64_t d) {
+void l2norm_heads_forward(T* y, T* inv_norm, const T* x, const T* temp, int64_t tokens, int64_t heads, int64_t d) {
   const T sqrt_d = std::sqrt(T(d));
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
@@ -32,8 +31,8 @@ void l2norm_heads_forward(T* y, T* inv_norm, const T* x, const T* temp, int64_t 
 }
 
 template <typename T>
-void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* inv_norm, const T* temp,
-                           int64_t tokens, int64_t heads, int64_t d) {
+void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* inv_norm, const T* temp, int64_t tokens,
+                           int64_t heads, int64_t d) {
   const T sqrt_d = std::sqrt(T(d));
   // y = c * x * r with c = sqrt(d) * temp, r = 1/||x||:
   //   dx = c * r * (dy - xhat (xhat . dy)),  dtemp += sqrt(d) * (xhat . dy)
@@ -73,12 +72,10 @@ void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* in
   }
 }
 
-template void l2norm_heads_forward<float>(float*, float*, const float*, const float*, int64_t, int64_t,
-                                          int64_t);
-template void l2norm_heads_forward<double>(double*, double*, const double*, const double*, int64_t, int64_t,
-                                           int64_t);
-template void l2norm_heads_backward<float>(float*, float*, const float*, const float*, const float*,
-                                           const float*, int64_t, int64_t, int64_t);
+template void l2norm_heads_forward<float>(float*, float*, const float*, const float*, int64_t, int64_t, int64_t);
+template void l2norm_heads_forward<double>(double*, double*, const double*, const double*, int64_t, int64_t, int64_t);
+template void l2norm_heads_backward<float>(float*, float*, const float*, const float*, const float*, const float*,
+                                           int64_t, int64_t, int64_t);
 template void l2norm_heads_backward<double>(double*, double*, const double*, const double*, const double*,
                                             const double*, int64_t, int64_t, int64_t);
 

@@ -13,8 +13,8 @@ namespace zaya {
 // y_THd and x_THd: rows of heads*d. temp_H may be null (treated as all ones).
 // inv_norm_TH keeps 1 / max(||x||, eps) for backward.
 template <typename T>
-void l2norm_heads_forward(T* y_THd, T* inv_norm_TH, const T* x_THd, const T* temp_H, int64_t tokens,
-                          int64_t heads, int64_t d);
+void l2norm_heads_forward(T* y_THd, T* inv_norm_TH, const T* x_THd, const T* temp_H, int64_t tokens, int64_t heads,
+                          int64_t d);
 
 // Adds into dx_THd and (when temp_H is given) dtemp_H.
 template <typename T>

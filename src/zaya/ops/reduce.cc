@@ -49,7 +49,6 @@ void column_sum_product(T* out_D, const T* a_TD, const T* b_TD, const T* scale_T
 template void column_sum<float>(float*, const float*, int64_t, int64_t);
 template void column_sum<double>(double*, const double*, int64_t, int64_t);
 template void column_sum_product<float>(float*, const float*, const float*, const float*, int64_t, int64_t);
-template void column_sum_product<double>(double*, const double*, const double*, const double*, int64_t,
-                                         int64_t);
+template void column_sum_product<double>(double*, const double*, const double*, const double*, int64_t, int64_t);
 
 }  // namespace zaya

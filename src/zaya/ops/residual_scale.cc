@@ -25,9 +25,9 @@ void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T
 }
 
 template <typename T>
-void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs_D, T* drb_D,
-                             const T* dres_out_TD, const T* h_TD, const T* hs_D, const T* hb_D,
-                             const T* res_in_TD, const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim) {
+void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs_D, T* drb_D, const T* dres_out_TD,
+                             const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD, const T* rs_D,
+                             const T* rb_D, int64_t tokens, int64_t dim) {
   const bool has_res = res_in_TD != nullptr;
   // Per-channel parameter gradients: columns are split across threads, each
   // column summed over tokens in order (bit-reproducible).
@@ -68,13 +68,13 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
 
 template void residual_scale_forward<float>(float*, const float*, const float*, const float*, const float*,
                                             const float*, const float*, int64_t, int64_t);
-template void residual_scale_forward<double>(double*, const double*, const double*, const double*,
-                                             const double*, const double*, const double*, int64_t, int64_t);
-template void residual_scale_backward<float>(float*, float*, float*, float*, float*, float*, const float*,
-                                             const float*, const float*, const float*, const float*,
-                                             const float*, const float*, int64_t, int64_t);
-template void residual_scale_backward<double>(double*, double*, double*, double*, double*, double*,
-                                              const double*, const double*, const double*, const double*,
-                                              const double*, const double*, const double*, int64_t, int64_t);
+template void residual_scale_forward<double>(double*, const double*, const double*, const double*, const double*,
+                                             const double*, const double*, int64_t, int64_t);
+template void residual_scale_backward<float>(float*, float*, float*, float*, float*, float*, const float*, const float*,
+                                             const float*, const float*, const float*, const float*, const float*,
+                                             int64_t, int64_t);
+template void residual_scale_backward<double>(double*, double*, double*, double*, double*, double*, const double*,
+                                              const double*, const double*, const double*, const double*, const double*,
+                                              const double*, int64_t, int64_t);
 
 }  // namespace zaya

@@ -8,7 +8,6 @@
 
 namespace zaya {
 
-
 // res_out_TD = (h_TD + hb_D) * hs_D + [(res_in_TD + rb_D) * rs_D]; res_in_TD may be null.
 template <typename T>
 void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD,
@@ -16,8 +15,8 @@ void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T
 
 // Adds into dh_TD, dhs_D, dhb_D and, when res_in_TD is given, dres_in_TD, drs_D, drb_D.
 template <typename T>
-void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs_D, T* drb_D,
-                             const T* dres_out_TD, const T* h_TD, const T* hs_D, const T* hb_D,
-                             const T* res_in_TD, const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim);
+void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs_D, T* drb_D, const T* dres_out_TD,
+                             const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD, const T* rs_D,
+                             const T* rb_D, int64_t tokens, int64_t dim);
 
 }  // namespace zaya

@@ -23,8 +23,8 @@ void rmsnorm_forward(T* out_TD, T* rstd_T, const T* x_TD, const T* w_D, int64_t 
 }
 
 template <typename T>
-void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const T* w_D, const T* rstd_T,
-                      int64_t tokens, int64_t dim) {
+void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const T* w_D, const T* rstd_T, int64_t tokens,
+                      int64_t dim) {
   // With xhat = x * rstd:  dw += sum_t dout * xhat
   //   dx = rstd * (dout*w - xhat * mean(dout*w*xhat))
 #pragma omp parallel for schedule(static)
@@ -46,9 +46,9 @@ void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const 
 
 template void rmsnorm_forward<float>(float*, float*, const float*, const float*, int64_t, int64_t, float);
 template void rmsnorm_forward<double>(double*, double*, const double*, const double*, int64_t, int64_t, double);
-template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*, const float*,
-                                      int64_t, int64_t);
-template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*,
-                                       const double*, int64_t, int64_t);
+template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*, const float*, int64_t,
+                                      int64_t);
+template void rmsnorm_backward<double>(double*, double*, const double*, const double*, const double*, const double*,
+                                       int64_t, int64_t);
 
 }  // namespace zaya

@@ -26,13 +26,21 @@ void RopeTable::build(int64_t max_positions, int64_t rot_dim, double theta) {
 }
 
 template <>
-const float* RopeTable::cos_table<float>() const { return cos_PH.data(); }
+const float* RopeTable::cos_table<float>() const {
+  return cos_PH.data();
+}
 template <>
-const float* RopeTable::sin_table<float>() const { return sin_PH.data(); }
+const float* RopeTable::sin_table<float>() const {
+  return sin_PH.data();
+}
 template <>
-const double* RopeTable::cos_table<double>() const { return cos_PH_f64.data(); }
+const double* RopeTable::cos_table<double>() const {
+  return cos_PH_f64.data();
+}
 template <>
-const double* RopeTable::sin_table<double>() const { return sin_PH_f64.data(); }
+const double* RopeTable::sin_table<double>() const {
+  return sin_PH_f64.data();
+}
 
 template <typename T>
 void rope_apply(T* x, const int32_t* pos, int64_t tokens, int64_t heads, int64_t d, const RopeTable& table,

@@ -57,8 +57,8 @@ void softmax_rows_backward(T* dx, const T* dp, const T* p, int64_t rows, int64_t
 }
 
 template <typename T>
-T switch_aux_loss(T* dprobs, const T* probs, const int32_t* choice_TK, int64_t tokens, int64_t slots,
-                  int64_t top_k, T coeff, T grad_scale) {
+T switch_aux_loss(T* dprobs, const T* probs, const int32_t* choice_TK, int64_t tokens, int64_t slots, int64_t top_k,
+                  T coeff, T grad_scale) {
   ZAYA_ASSERT(slots <= 64);
   T f[64] = {}, P[64] = {};
   int64_t choices = 0;
@@ -78,15 +78,13 @@ T switch_aux_loss(T* dprobs, const T* probs, const int32_t* choice_TK, int64_t t
   loss *= coeff * T(slots);
   if (dprobs != nullptr) {
     for (int64_t t = 0; t < tokens; ++t)
-      for (int64_t e = 0; e < slots; ++e)
-        dprobs[t * slots + e] += grad_scale * coeff * T(slots) * f[e] / T(tokens);
+      for (int64_t e = 0; e < slots; ++e) dprobs[t * slots + e] += grad_scale * coeff * T(slots) * f[e] / T(tokens);
   }
   return loss;
 }
 
 template <typename T>
-T router_z_loss(T* dlogits, const T* logits, const T* probs, int64_t tokens, int64_t slots, T coeff,
-                T grad_scale) {
+T router_z_loss(T* dlogits, const T* logits, const T* probs, int64_t tokens, int64_t slots, T coeff, T grad_scale) {
   T loss = 0;
   for (int64_t t = 0; t < tokens; ++t) {
     const T* z = logits + t * slots;
@@ -104,16 +102,13 @@ T router_z_loss(T* dlogits, const T* logits, const T* probs, int64_t tokens, int
   return coeff * loss / T(tokens);
 }
 
-template void router_select<float>(int32_t*, float*, const float*, const float*, int64_t, int64_t, int64_t,
-                                   int64_t);
-template void router_select<double>(int32_t*, double*, const double*, const float*, int64_t, int64_t, int64_t,
-                                    int64_t);
+template void router_select<float>(int32_t*, float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t);
+template void router_select<double>(int32_t*, double*, const double*, const float*, int64_t, int64_t, int64_t, int64_t);
 template void softmax_rows_backward<float>(float*, const float*, const float*, int64_t, int64_t);
 template void softmax_rows_backward<double>(double*, const double*, const double*, int64_t, int64_t);
-template float switch_aux_loss<float>(float*, const float*, const int32_t*, int64_t, int64_t, int64_t, float,
-                                      float);
-template double switch_aux_loss<double>(double*, const double*, const int32_t*, int64_t, int64_t, int64_t,
-                                        double, double);
+template float switch_aux_loss<float>(float*, const float*, const int32_t*, int64_t, int64_t, int64_t, float, float);
+template double switch_aux_loss<double>(double*, const double*, const int32_t*, int64_t, int64_t, int64_t, double,
+                                        double);
 template float router_z_loss<float>(float*, const float*, const float*, int64_t, int64_t, float, float);
 template double router_z_loss<double>(double*, const double*, const double*, int64_t, int64_t, double, double);
 

@@ -16,12 +16,11 @@ void OptimizerConfig::validate(const std::string& source) const {
   ZAYA_CHECK(beta1 >= 0 && beta1 < 1, "{}: optim.beta1 = {} is invalid; allowed: [0, 1)", source, beta1);
   ZAYA_CHECK(beta2 >= 0 && beta2 < 1, "{}: optim.beta2 = {} is invalid; allowed: [0, 1)", source, beta2);
   ZAYA_CHECK(eps > 0, "{}: optim.eps = {} is invalid; allowed: > 0", source, eps);
-  ZAYA_CHECK(weight_decay >= 0 && weight_decay < 10, "{}: optim.weight_decay = {} is invalid; allowed: [0, 10)",
-             source, weight_decay);
-  ZAYA_CHECK(muon_momentum >= 0 && muon_momentum < 1,
-             "{}: optim.muon_momentum = {} is invalid; allowed: [0, 1)", source, muon_momentum);
-  ZAYA_CHECK(ns_steps >= 1 && ns_steps <= 20, "{}: optim.ns_steps = {} is invalid; allowed: 1..20", source,
-             ns_steps);
+  ZAYA_CHECK(weight_decay >= 0 && weight_decay < 10, "{}: optim.weight_decay = {} is invalid; allowed: [0, 10)", source,
+             weight_decay);
+  ZAYA_CHECK(muon_momentum >= 0 && muon_momentum < 1, "{}: optim.muon_momentum = {} is invalid; allowed: [0, 1)",
+             source, muon_momentum);
+  ZAYA_CHECK(ns_steps >= 1 && ns_steps <= 20, "{}: optim.ns_steps = {} is invalid; allowed: 1..20", source, ns_steps);
   ZAYA_CHECK(ns_dtype == "auto" || ns_dtype == "bf16" || ns_dtype == "f32",
              "{}: optim.ns_dtype = '{}' is invalid; allowed: auto, bf16, f32", source, ns_dtype);
   ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
@@ -30,27 +29,31 @@ void OptimizerConfig::validate(const std::string& source) const {
 void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16) {
   constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
   const int64_t m = std::min(rows, cols);
-  float* y = scratch;                // [rows, cols]
-  float* A = y + rows * cols;        // [m, m]
-  float* B = A + m * m;              // [m, m]
+  float* y = scratch;          // [rows, cols]
+  float* A = y + rows * cols;  // [m, m]
+  float* B = A + m * m;        // [m, m]
   double ss = 0;
   for (int64_t i = 0; i < rows * cols; ++i) ss += double(x[i]) * x[i];
   const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
   for (int64_t i = 0; i < rows * cols; ++i) x[i] *= inv;
   const bool wide = rows <= cols;  // work on the small Gram matrix
   if (scratch16 != nullptr) {
-    uint16_t* xb = scratch16;           // bf16(X)
-    uint16_t* mb = xb + rows * cols;    // bf16(A), then bf16(B)
+    uint16_t* xb = scratch16;         // bf16(X)
+    uint16_t* mb = xb + rows * cols;  // bf16(A), then bf16(B)
     for (int s = 0; s < steps; ++s) {
       convert_to_bf16(xb, x, rows * cols);
-      if (wide) gemm_bf16(false, true, m, m, cols, xb, cols, xb, cols, A, m);
-      else gemm_bf16(true, false, m, m, rows, xb, cols, xb, cols, A, m);
+      if (wide)
+        gemm_bf16(false, true, m, m, cols, xb, cols, xb, cols, A, m);
+      else
+        gemm_bf16(true, false, m, m, rows, xb, cols, xb, cols, A, m);
       convert_to_bf16(mb, A, m * m);
       gemm_bf16(false, false, m, m, m, mb, m, mb, m, B, m);
       for (int64_t i = 0; i < m * m; ++i) B[i] = b * A[i] + c * B[i];
       convert_to_bf16(mb, B, m * m);
-      if (wide) gemm_bf16(false, false, rows, cols, m, mb, m, xb, cols, y, cols);
-      else gemm_bf16(false, false, rows, cols, m, xb, cols, mb, m, y, cols);
+      if (wide)
+        gemm_bf16(false, false, rows, cols, m, mb, m, xb, cols, y, cols);
+      else
+        gemm_bf16(false, false, rows, cols, m, xb, cols, mb, m, y, cols);
 #pragma omp parallel for schedule(static) if (rows * cols > 65536)
       for (int64_t i = 0; i < rows * cols; ++i) x[i] = a * x[i] + y[i];
     }
@@ -58,14 +61,18 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   }
   for (int s = 0; s < steps; ++s) {
     // A = X X^T (wide) or X^T X (tall); B = b A + c A A
-    if (wide) gemm<float>(false, true, m, m, cols, 1.0f, x, cols, x, cols, 0.0f, A, m);
-    else gemm<float>(true, false, m, m, rows, 1.0f, x, cols, x, cols, 0.0f, A, m);
+    if (wide)
+      gemm<float>(false, true, m, m, cols, 1.0f, x, cols, x, cols, 0.0f, A, m);
+    else
+      gemm<float>(true, false, m, m, rows, 1.0f, x, cols, x, cols, 0.0f, A, m);
     std::memcpy(B, A, sizeof(float) * m * m);
     gemm<float>(false, false, m, m, m, c, A, m, A, m, b, B, m);
     // X = a X + B X (wide) or a X + X B (tall; B is symmetric)
     std::memcpy(y, x, sizeof(float) * rows * cols);
-    if (wide) gemm<float>(false, false, rows, cols, m, 1.0f, B, m, y, cols, a, x, cols);
-    else gemm<float>(false, false, rows, cols, m, 1.0f, y, cols, B, m, a, x, cols);
+    if (wide)
+      gemm<float>(false, false, rows, cols, m, 1.0f, B, m, y, cols, a, x, cols);
+    else
+      gemm<float>(false, false, rows, cols, m, 1.0f, y, cols, B, m, a, x, cols);
   }
 }
 

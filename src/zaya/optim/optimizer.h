@@ -78,5 +78,4 @@ class Optimizer {
   int64_t step_ = 0;
 };
 
-
 }  // namespace zaya

@@ -71,7 +71,8 @@ TEST(Optimizer, AdamWFirstStepAndMuonRms) {
   // Muon's update has the RMS of an AdamW update: 0.2 * lr (RMS matching).
   const ParamEntry& q = table.at("model.layers.0.self_attn.qkv.linear_q.weight");
   double ss = 0;
-  for (int64_t i = 0; i < q.numel; ++i) ss += double(w[q.offset + i] - w0[q.offset + i]) * (w[q.offset + i] - w0[q.offset + i]);
+  for (int64_t i = 0; i < q.numel; ++i)
+    ss += double(w[q.offset + i] - w0[q.offset + i]) * (w[q.offset + i] - w0[q.offset + i]);
   EXPECT_NEAR(std::sqrt(ss / double(q.numel)), 0.2 * 1e-2, 0.2 * 1e-2 * 0.35);
 }
 

@@ -14,10 +14,10 @@ void ScheduleConfig::validate(const std::string& source) const {
   ZAYA_CHECK(warmup_steps >= 0 && warmup_steps <= total_steps,
              "{}: schedule.warmup_steps = {} is invalid; allowed: 0..train.steps ({})", source, warmup_steps,
              total_steps);
-  ZAYA_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1,
-             "{}: schedule.min_lr_ratio = {} is invalid; allowed: 0..1", source, min_lr_ratio);
-  ZAYA_CHECK(decay_fraction > 0 && decay_fraction <= 1,
-             "{}: schedule.decay_fraction = {} is invalid; allowed: (0, 1]", source, decay_fraction);
+  ZAYA_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1, "{}: schedule.min_lr_ratio = {} is invalid; allowed: 0..1", source,
+             min_lr_ratio);
+  ZAYA_CHECK(decay_fraction > 0 && decay_fraction <= 1, "{}: schedule.decay_fraction = {} is invalid; allowed: (0, 1]",
+             source, decay_fraction);
 }
 
 double lr_multiplier(const ScheduleConfig& s, int64_t step) {

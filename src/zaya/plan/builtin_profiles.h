@@ -14,14 +14,13 @@
 
 namespace zaya {
 
-const std::vector<HardwareProfile> &builtin_profiles();
+const std::vector<HardwareProfile>& builtin_profiles();
 // Null when there is no built-in of that name.
-const HardwareProfile *find_builtin_profile(const std::string &name);
+const HardwareProfile* find_builtin_profile(const std::string& name);
 
 // An estimated busbw curve (alpha-beta shape): busbw(s) = peak s / (s +
 // s_half), at sizes 4 KiB .. 4 GiB (x4), for built-in profiles and tests.
-CommCurve alpha_beta_curve(const std::string &collective, int ranks,
-                           const std::string &scope, double peak_gbps,
+CommCurve alpha_beta_curve(const std::string& collective, int ranks, const std::string& scope, double peak_gbps,
                            double half_bytes);
 
-} // namespace zaya
+}  // namespace zaya

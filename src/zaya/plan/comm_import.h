@@ -15,12 +15,10 @@ namespace zaya {
 
 // `scope`: "intra" or "inter" (where the ranks of the run sat). Throws naming
 // `source` and the field on a malformed document.
-std::vector<CommCurve> comm_curves_from_bench_json(const nlohmann::json &j,
-                                                   const std::string &source,
-                                                   const std::string &scope);
+std::vector<CommCurve> comm_curves_from_bench_json(const nlohmann::json& j, const std::string& source,
+                                                   const std::string& scope);
 
 // Replaces the profile's curves of the same collective, group size and scope.
-void merge_comm_curves(HardwareProfile &profile,
-                       const std::vector<CommCurve> &curves);
+void merge_comm_curves(HardwareProfile& profile, const std::vector<CommCurve>& curves);
 
-} // namespace zaya
+}  // namespace zaya

@@ -23,15 +23,13 @@ namespace zaya {
 struct CommEstimate {
   double seconds = 0;
   double busbw_gbps = 0;
-  const CommCurve *curve =
-      nullptr;          // null: n = 1 or no curve (then 0 s, see `missing`)
-  bool missing = false; // the profile has no curve for this collective
+  const CommCurve* curve = nullptr;  // null: n = 1 or no curve (then 0 s, see `missing`)
+  bool missing = false;              // the profile has no curve for this collective
 };
 
-double comm_busbw_factor(const std::string &collective, int ranks);
+double comm_busbw_factor(const std::string& collective, int ranks);
 
-CommEstimate estimate_collective(const HardwareProfile &profile,
-                                 const std::string &collective, int ranks,
+CommEstimate estimate_collective(const HardwareProfile& profile, const std::string& collective, int ranks,
                                  double bytes);
 
-} // namespace zaya
+}  // namespace zaya

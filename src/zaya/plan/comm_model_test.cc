@@ -38,36 +38,34 @@ TEST(CommModel, InterpolatesAndConvertsBusbwToTime) {
   EXPECT_NEAR(at.seconds, double(4 << 20) / (40e9 / 1.75), 1e-12);
   const CommEstimate mid = estimate_collective(p, "all_reduce", 8, 2 << 20);
   EXPECT_NEAR(mid.busbw_gbps, 20.0,
-              1e-9); // halfway in log(size) between 10 and 40
+              1e-9);  // halfway in log(size) between 10 and 40
   // Below the first point: the first point's time (latency-bound).
   EXPECT_DOUBLE_EQ(estimate_collective(p, "all_reduce", 8, 1024).seconds,
                    estimate_collective(p, "all_reduce", 8, 1 << 20).seconds);
   // Above the last: constant busbw, so time grows linearly.
-  EXPECT_NEAR(estimate_collective(p, "all_reduce", 8, 16 << 20).seconds,
-              4 * at.seconds, 1e-12);
+  EXPECT_NEAR(estimate_collective(p, "all_reduce", 8, 16 << 20).seconds, 4 * at.seconds, 1e-12);
 }
 
 TEST(CommModel, PicksTheScopeAndNearestGroupSize) {
   const HardwareProfile p = two_curve_profile();
   EXPECT_EQ(estimate_collective(p, "all_reduce", 4, 1 << 20).curve->ranks, 8);
   EXPECT_EQ(estimate_collective(p, "all_reduce", 16, 1 << 20).curve->ranks,
-            64); // crosses nodes
+            64);  // crosses nodes
   EXPECT_EQ(estimate_collective(p, "all_reduce", 1, 1 << 20).seconds, 0);
   const CommEstimate none = estimate_collective(p, "all_to_all", 8, 1 << 20);
   EXPECT_TRUE(none.missing);
 }
 
 TEST(CommModel, BuiltinCurvesGrowTowardsTheirPeak) {
-  const HardwareProfile &p = *find_builtin_profile("mi300x-pollara");
+  const HardwareProfile& p = *find_builtin_profile("mi300x-pollara");
   double last = 0;
   for (double bytes = 4096; bytes < 1e9; bytes *= 8) {
-    const CommEstimate e =
-        estimate_collective(p, "reduce_scatter", 1024, bytes);
+    const CommEstimate e = estimate_collective(p, "reduce_scatter", 1024, bytes);
     EXPECT_GT(e.busbw_gbps, last);
     EXPECT_LE(e.busbw_gbps, 45.0);
     last = e.busbw_gbps;
   }
 }
 
-} // namespace
-} // namespace zaya
+}  // namespace
+}  // namespace zaya

@@ -26,30 +26,28 @@ namespace zaya {
 
 struct GemmEstimate {
   double seconds = 0;
-  double efficiency = 0;      // achieved share of the dtype's peak
-  std::string basis;          // "measured", "nearest measured MxNxK", "model"
-  double tile_efficiency = 1; // analytic model only
+  double efficiency = 0;       // achieved share of the dtype's peak
+  std::string basis;           // "measured", "nearest measured MxNxK", "model"
+  double tile_efficiency = 1;  // analytic model only
   double wave_efficiency = 1;
   bool memory_bound = false;
 };
 
 class GemmModel {
-public:
+ public:
   // `extra` tables are searched (exact shapes first) before the profile's own.
-  explicit GemmModel(const HardwareProfile &profile,
-                     std::vector<GemmEfficiencyTable> extra = {});
+  explicit GemmModel(const HardwareProfile& profile, std::vector<GemmEfficiencyTable> extra = {});
 
-  GemmEstimate estimate(const std::string &dtype, const GemmShape &shape) const;
+  GemmEstimate estimate(const std::string& dtype, const GemmShape& shape) const;
   // The analytic model alone (what the sizing rules reason with on any
   // profile).
-  GemmEstimate analytic(const std::string &dtype, const GemmShape &shape) const;
-  bool has_measurements(const std::string &dtype) const;
-  const HardwareProfile &profile() const { return profile_; }
+  GemmEstimate analytic(const std::string& dtype, const GemmShape& shape) const;
+  bool has_measurements(const std::string& dtype) const;
+  const HardwareProfile& profile() const { return profile_; }
 
-private:
-  HardwareProfile
-      profile_; // a copy: the model outlives whatever it was built from
-  std::vector<GemmEfficiencyTable> tables_; // extra first, then the profile's
+ private:
+  HardwareProfile profile_;                  // a copy: the model outlives whatever it was built from
+  std::vector<GemmEfficiencyTable> tables_;  // extra first, then the profile's
 };
 
-} // namespace zaya
+}  // namespace zaya

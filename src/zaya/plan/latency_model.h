@@ -23,25 +23,21 @@ namespace zaya {
 
 struct InferenceLayout {
   int64_t batch = 1, context = 4096;
-  std::string dtype = "bf16"; // weights, KV cache and GEMMs
+  std::string dtype = "bf16";  // weights, KV cache and GEMMs
   double skip_fraction = 0;
 };
 
 struct LatencyPrediction {
   double prefill_seconds = 0, prefill_tokens_per_second = 0;
-  double decode_seconds =
-      0; // per generated token (all sequences of the batch step together)
+  double decode_seconds = 0;  // per generated token (all sequences of the batch step together)
   double decode_tokens_per_second = 0;
-  double weight_bytes = 0;    // read per decode step
-  double experts_touched = 0; // per MoE layer
-  double kv_bytes = 0;        // KV cache of the whole batch at `context`
-  double kv_bytes_uncompressed =
-      0; // the same with MHA (2 x hidden per token and layer)
+  double weight_bytes = 0;           // read per decode step
+  double experts_touched = 0;        // per MoE layer
+  double kv_bytes = 0;               // KV cache of the whole batch at `context`
+  double kv_bytes_uncompressed = 0;  // the same with MHA (2 x hidden per token and layer)
   bool decode_memory_bound = true;
 };
 
-LatencyPrediction predict_latency(const ZayaConfig &c,
-                                  const InferenceLayout &layout,
-                                  const GemmModel &gemm);
+LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& layout, const GemmModel& gemm);
 
-} // namespace zaya
+}  // namespace zaya

@@ -19,7 +19,7 @@ TEST(MemoryModel, ShardsOptimizerStateAndScalesActivations) {
   const MemoryPrediction many = predict_memory(c, L);
   EXPECT_LT(many.optimizer, one.optimizer / 8);
   EXPECT_EQ(many.weights, one.weights);
-  EXPECT_NEAR(one.weights, one.params_held * 2, 1); // bf16 copy
+  EXPECT_NEAR(one.weights, one.params_held * 2, 1);  // bf16 copy
   L.micro_batch = 2;
   EXPECT_NEAR(predict_memory(c, L).activations, 2 * many.activations, 1);
   // Context parallelism: 1/cp of the tokens' activations and logits per rank,
@@ -42,9 +42,8 @@ TEST(LatencyModel, CcaCompressesTheKvCacheAndDecodeIsBandwidthBound) {
   const LatencyPrediction r = predict_latency(c, il, g);
   // K and V at kv_width (256) against 2 x hidden (4096) per token and layer:
   // 8x, less the tiny conv state.
-  EXPECT_NEAR(r.kv_bytes_uncompressed / r.kv_bytes,
-              double(c.hidden) / double(c.kv_width()), 0.05);
-  EXPECT_NEAR(r.experts_touched, 1.0, 1e-12); // top-1 at batch 1
+  EXPECT_NEAR(r.kv_bytes_uncompressed / r.kv_bytes, double(c.hidden) / double(c.kv_width()), 0.05);
+  EXPECT_NEAR(r.experts_touched, 1.0, 1e-12);  // top-1 at batch 1
   EXPECT_TRUE(r.decode_memory_bound);
   il.batch = 256;
   const LatencyPrediction big = predict_latency(c, il, g);
@@ -67,7 +66,7 @@ TEST(MoeTradeoff, HoldsTotalExpertWidthFixed) {
   const std::vector<MoeTradeoffRow> rows = moe_tradeoff(c, L, il, g);
   ASSERT_GE(rows.size(), 6u);
   int bases = 0;
-  for (const MoeTradeoffRow &r : rows) {
+  for (const MoeTradeoffRow& r : rows) {
     EXPECT_EQ(r.config.experts * r.config.expert_ffn, c.experts * c.expert_ffn);
     EXPECT_GT(r.train_tokens_per_second, 0);
     EXPECT_GT(r.decode_seconds, 0);
@@ -75,9 +74,8 @@ TEST(MoeTradeoff, HoldsTotalExpertWidthFixed) {
   }
   // Top-1 rows: narrower experts (more of them) mean fewer active parameters.
   int64_t last_e = 0, last_active = 0;
-  for (const MoeTradeoffRow &r : rows) {
-    if (r.config.top_k != 1)
-      continue;
+  for (const MoeTradeoffRow& r : rows) {
+    if (r.config.top_k != 1) continue;
     if (last_e > 0) {
       EXPECT_GT(r.config.experts, last_e);
       EXPECT_LT(r.active_params, last_active);
@@ -88,5 +86,5 @@ TEST(MoeTradeoff, HoldsTotalExpertWidthFixed) {
   EXPECT_EQ(bases, 1);
 }
 
-} // namespace
-} // namespace zaya
+}  // namespace
+}  // namespace zaya

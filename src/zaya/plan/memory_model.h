@@ -17,18 +17,16 @@
 namespace zaya {
 
 struct MemoryPrediction {
-  double params_held = 0; // parameters on one device
+  double params_held = 0;  // parameters on one device
   double weights = 0, gradients = 0, optimizer = 0, activations = 0,
-         logits = 0; // bytes
-  double total() const {
-    return weights + gradients + optimizer + activations + logits;
-  }
+         logits = 0;  // bytes
+  double total() const { return weights + gradients + optimizer + activations + logits; }
 };
 
-MemoryPrediction predict_memory(const ZayaConfig &c, const TrainLayout &layout);
+MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& layout);
 
 // Activation floats kept per token by one attention + MoE pair (forward, for
 // backward).
-double activation_floats_per_token(const ZayaConfig &c, double skip_fraction);
+double activation_floats_per_token(const ZayaConfig& c, double skip_fraction);
 
-} // namespace zaya
+}  // namespace zaya

@@ -4,28 +4,20 @@
 
 namespace zaya {
 
-std::vector<MoeTradeoffRow> moe_tradeoff(const ZayaConfig &base,
-                                         const TrainLayout &train,
-                                         const InferenceLayout &infer,
-                                         const GemmModel &gemm) {
+std::vector<MoeTradeoffRow> moe_tradeoff(const ZayaConfig& base, const TrainLayout& train, const InferenceLayout& infer,
+                                         const GemmModel& gemm) {
   std::vector<MoeTradeoffRow> rows;
-  const int64_t width =
-      base.experts * base.expert_ffn; // total expert width per layer (fixed)
+  const int64_t width = base.experts * base.expert_ffn;  // total expert width per layer (fixed)
   const int64_t align = gemm.profile().align;
   for (int j = -2; j <= 2; ++j) {
     const int64_t E = j < 0 ? base.experts >> -j : base.experts << j;
-    if (E < 1 || E > 63 || (j < 0 && (base.experts % (int64_t(1) << -j)) != 0))
-      continue;
-    if (width % E != 0)
-      continue;
+    if (E < 1 || E > 63 || (j < 0 && (base.experts % (int64_t(1) << -j)) != 0)) continue;
+    if (width % E != 0) continue;
     const int64_t F = width / E;
-    if (F % align != 0 && F != base.expert_ffn)
-      continue;
-    if (train.ep > 1 && E % train.ep != 0)
-      continue;
+    if (F % align != 0 && F != base.expert_ffn) continue;
+    if (train.ep > 1 && E % train.ep != 0) continue;
     for (int64_t k : {1, 2, 4}) {
-      if (k > E)
-        continue;
+      if (k > E) continue;
       MoeTradeoffRow row;
       row.config = base;
       row.config.experts = E;
@@ -47,4 +39,4 @@ std::vector<MoeTradeoffRow> moe_tradeoff(const ZayaConfig &base,
   return rows;
 }
 
-} // namespace zaya
+}  // namespace zaya

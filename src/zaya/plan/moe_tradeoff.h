@@ -20,15 +20,13 @@ struct MoeTradeoffRow {
   double train_tokens_per_second = 0, train_mfu = 0;
   double decode_seconds = 0;
   double experts_touched = 0;
-  bool is_base = false; // the config asked about
+  bool is_base = false;  // the config asked about
 };
 
 // Expert counts E' = E x 2^j (j = -2 .. 2, 1 <= E' <= 63, E x F divisible by
 // E' with F' a multiple of the profile's align) and top-k in {1, 2, 4} (k <=
 // E').
-std::vector<MoeTradeoffRow> moe_tradeoff(const ZayaConfig &base,
-                                         const TrainLayout &train,
-                                         const InferenceLayout &infer,
-                                         const GemmModel &gemm);
+std::vector<MoeTradeoffRow> moe_tradeoff(const ZayaConfig& base, const TrainLayout& train, const InferenceLayout& infer,
+                                         const GemmModel& gemm);
 
-} // namespace zaya
+}  // namespace zaya

@@ -1,34 +1,31 @@
 #include "zaya/plan/plan_options.h"
 
-
 #include "zaya/bench/gemm_run.h"
 #include "zaya/core/error.h"
 #include "zaya/io/json_file.h"
 
 namespace zaya {
 
-PlanSetup setup_plan(const PlanCommonOptions &o) {
+PlanSetup setup_plan(const PlanCommonOptions& o) {
   PlanSetup s;
   s.profile = resolve_profile(o.profile);
   s.config = load_model_config(o.model);
   s.config.validate(o.model);
   std::vector<GemmEfficiencyTable> tables;
-  for (const std::string &path : o.gemm_tables) {
+  for (const std::string& path : o.gemm_tables) {
     // A `zaya bench gemm --json` file, or a profile whose measured table is
     // wanted.
     const nlohmann::json j = read_json_file(path, "--gemm-table");
     if (j.is_object() && j.value("format", "") == "zaya.hardware_profile") {
       const HardwareProfile other = HardwareProfile::from_json(j, path);
-      ZAYA_CHECK(other.gemm_table.has_value(),
-                 "{}: this profile has no gemm_table to use as --gemm-table",
-                 path);
+      ZAYA_CHECK(other.gemm_table.has_value(), "{}: this profile has no gemm_table to use as --gemm-table", path);
       tables.push_back(*other.gemm_table);
     } else {
       tables.push_back(GemmEfficiencyTable::from_json(j, path));
     }
   }
   const bool gpu = s.profile.device_kind == "gpu";
-  TrainLayout &L = s.layout;
+  TrainLayout& L = s.layout;
   L.world = o.world;
   L.ep = o.ep;
   L.cp = o.cp;
@@ -46,14 +43,11 @@ PlanSetup setup_plan(const PlanCommonOptions &o) {
   // --grad-dtype.
   L.param_bytes = L.dtype == "bf16" ? 2 : 4;
   const std::string grad = o.grad_dtype.empty() ? L.dtype : o.grad_dtype;
-  ZAYA_CHECK(grad == "f32" || grad == "bf16",
-             "--grad-dtype = '{}' is invalid; allowed: f32, bf16", grad);
+  ZAYA_CHECK(grad == "f32" || grad == "bf16", "--grad-dtype = '{}' is invalid; allowed: f32, bf16", grad);
   L.grad_bytes = grad == "bf16" ? 2 : 4;
   if (o.global_batch > 0) {
-    ZAYA_CHECK(o.grad_accum == 0,
-               "give --global-batch or --grad-accum, not both");
-    ZAYA_CHECK(L.cp >= 1 && L.world % L.cp == 0,
-               "--cp = {} is invalid; allowed: a divisor of --world ({})", L.cp,
+    ZAYA_CHECK(o.grad_accum == 0, "give --global-batch or --grad-accum, not both");
+    ZAYA_CHECK(L.cp >= 1 && L.world % L.cp == 0, "--cp = {} is invalid; allowed: a divisor of --world ({})", L.cp,
                L.world);
     const int64_t per_micro = L.data_ranks() * L.micro_batch;
     ZAYA_CHECK(o.global_batch % per_micro == 0,
@@ -69,4 +63,4 @@ PlanSetup setup_plan(const PlanCommonOptions &o) {
   return s;
 }
 
-} // namespace zaya
+}  // namespace zaya

@@ -23,20 +23,17 @@ namespace zaya {
 
 struct ProfileMeasureOptions {
   std::string name = "this-machine";
-  std::vector<std::string>
-      models; // presets / config.json whose GEMMs to measure exactly
-  std::vector<int64_t> micro_batches = {8},
-                       seq_lens = {256}; // every combination is measured
+  std::vector<std::string> models;                             // presets / config.json whose GEMMs to measure exactly
+  std::vector<int64_t> micro_batches = {8}, seq_lens = {256};  // every combination is measured
   int64_t ep = 1;
   double gemm_min_seconds = 0.03;
   uint64_t membw_bytes = uint64_t(256) << 20;
   uint64_t comm_max_bytes = uint64_t(16) << 20;
-  bool quick = false; // tests: tiny sweeps
+  bool quick = false;  // tests: tiny sweeps
 };
 
 // `log` receives one progress line at a time (rank 0 prints it).
-HardwareProfile
-measure_profile(const ProfileMeasureOptions &options, Comm &world,
-                const std::function<void(const std::string &)> &log = {});
+HardwareProfile measure_profile(const ProfileMeasureOptions& options, Comm& world,
+                                const std::function<void(const std::string&)>& log = {});
 
-} // namespace zaya
+}  // namespace zaya

@@ -22,8 +22,7 @@ TEST(ProfileMeasure, QuickProfileIsValidAndUsable) {
   EXPECT_EQ(p.peak_f32_gflops.source, "measured");
   EXPECT_EQ(p.membw_gbps.source, "measured");
   ASSERT_TRUE(p.gemm_table.has_value());
-  const HardwareProfile q =
-      HardwareProfile::from_json(p.to_json(), "round trip");
+  const HardwareProfile q = HardwareProfile::from_json(p.to_json(), "round trip");
   EXPECT_EQ(q.gemm_table->entries.size(), p.gemm_table->entries.size());
   // Every forward/backward GEMM of the model was measured exactly.
   const GemmModel g(q);
@@ -31,11 +30,9 @@ TEST(ProfileMeasure, QuickProfileIsValidAndUsable) {
   L.micro_batch = 1;
   L.seq_len = 64;
   const StepPrediction r = predict_step(preset_config("tiny"), L, g);
-  for (const GemmTime &t : r.gemms)
-    EXPECT_EQ(t.estimate.basis, "measured")
-        << t.gemm.name << " " << t.gemm.phase;
+  for (const GemmTime& t : r.gemms) EXPECT_EQ(t.estimate.basis, "measured") << t.gemm.name << " " << t.gemm.phase;
   EXPECT_GT(r.step, 0);
 }
 
-} // namespace
-} // namespace zaya
+}  // namespace
+}  // namespace zaya

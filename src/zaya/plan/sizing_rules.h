@@ -26,39 +26,35 @@
 namespace zaya {
 
 struct SizingFinding {
-  std::string field; // config key, e.g. "expert_ffn"
+  std::string field;  // config key, e.g. "expert_ffn"
   int64_t value = 0;
   int64_t suggested = 0;
   std::string rule;
-  double slowdown = 0; // predicted extra time per FLOP of the micro-batch's
-                       // GEMMs (0.12 = 12% slower)
-  std::string basis;   // "measured" / "model"
+  double slowdown = 0;  // predicted extra time per FLOP of the micro-batch's
+                        // GEMMs (0.12 = 12% slower)
+  std::string basis;    // "measured" / "model"
 };
 
-std::vector<SizingFinding> check_config(const ZayaConfig &c,
-                                        const TrainLayout &layout,
-                                        const GemmModel &gemm);
+std::vector<SizingFinding> check_config(const ZayaConfig& c, const TrainLayout& layout, const GemmModel& gemm);
 
 // What `zaya size` is asked for.
 struct SizeTarget {
-  double total_params = 0; // one of these three
+  double total_params = 0;  // one of these three
   double active_params = 0;
-  double compute_flops = 0; // training budget: active params from 6 N D with D
-                            // = 20 N (compute-optimal)
+  double compute_flops = 0;  // training budget: active params from 6 N D with D
+                             // = 20 N (compute-optimal)
 };
 
 struct SizeProposal {
   ZayaConfig config;
   int64_t total_params = 0, active_params = 0;
   StepPrediction step;
-  std::vector<std::string>
-      reasons; // one line per choice, with the numbers behind it
+  std::vector<std::string> reasons;  // one line per choice, with the numbers behind it
 };
 
 // Up to `count` proposals, best predicted throughput per active parameter
 // first.
-std::vector<SizeProposal> propose_configs(const SizeTarget &target,
-                                          const TrainLayout &layout,
-                                          const GemmModel &gemm, int count = 3);
+std::vector<SizeProposal> propose_configs(const SizeTarget& target, const TrainLayout& layout, const GemmModel& gemm,
+                                          int count = 3);
 
-} // namespace zaya
+}  // namespace zaya

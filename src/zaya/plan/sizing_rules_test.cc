@@ -35,16 +35,14 @@ TEST(SizingRules, FlagsOffMultipleDimensionsWithASlowdown) {
   EXPECT_EQ(f[1].suggested, 2048);
   EXPECT_GT(f[1].slowdown, 0);
   EXPECT_EQ(f[2].suggested, 262208);
-  for (const SizingFinding &x : f)
-    EXPECT_EQ(x.basis, "model");
+  for (const SizingFinding& x : f) EXPECT_EQ(x.basis, "model");
 }
 
 TEST(SizingRules, FlagsTooFewRowsPerExpert) {
   const GemmModel g(*find_builtin_profile("mi300x-pollara"));
   TrainLayout L = layout();
-  L.seq_len = 512; // 512 tokens / 16 experts = 32 rows, below a 256-row tile
-  const std::vector<SizingFinding> f =
-      check_config(preset_config("zaya1-base"), L, g);
+  L.seq_len = 512;  // 512 tokens / 16 experts = 32 rows, below a 256-row tile
+  const std::vector<SizingFinding> f = check_config(preset_config("zaya1-base"), L, g);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].value, 32);
   EXPECT_GT(f[0].slowdown, 0.5);
@@ -56,7 +54,7 @@ TEST(SizingRules, ProposalsHitTheTargetWithAlignedDimensions) {
   t.total_params = 8.8e9;
   const std::vector<SizeProposal> props = propose_configs(t, layout(), g, 3);
   ASSERT_FALSE(props.empty());
-  for (const SizeProposal &p : props) {
+  for (const SizeProposal& p : props) {
     EXPECT_NEAR(double(p.total_params), 8.8e9, 0.2 * 8.8e9);
     EXPECT_EQ(p.config.head_dim % 64, 0);
     EXPECT_EQ(p.config.hidden % 256, 0);
@@ -64,11 +62,10 @@ TEST(SizingRules, ProposalsHitTheTargetWithAlignedDimensions) {
     EXPECT_TRUE(check_config(p.config, layout(), g).empty());
     EXPECT_GE(p.reasons.size(), 5u);
   }
-  for (size_t i = 1; i < props.size(); ++i)
-    EXPECT_GE(props[i - 1].step.mfu, props[i].step.mfu);
+  for (size_t i = 1; i < props.size(); ++i) EXPECT_GE(props[i - 1].step.mfu, props[i].step.mfu);
   SizeTarget none;
   EXPECT_THROW(propose_configs(none, layout(), g), Error);
 }
 
-} // namespace
-} // namespace zaya
+}  // namespace
+}  // namespace zaya

@@ -15,9 +15,8 @@ namespace {
 
 // The per-block attention GEMMs (scores, values and their gradients) and the
 // grouped convolution's per-head GEMMs; not the q/k/v and output projections.
-bool is_fused_attention(const ModelGemm &g) {
-  return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" &&
-         g.name != "attn.o_proj";
+bool is_fused_attention(const ModelGemm& g) {
+  return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" && g.name != "attn.o_proj";
 }
 
 // Flash attention reaches about this share of a dense GEMM's rate (an
@@ -30,17 +29,14 @@ constexpr double kFusedAttentionShare = 0.6;
 // one fused kernel per layer at kFusedAttentionShare of the GEMM rate, and
 // the experts of a layer as one grouped GEMM (rows stacked over the local
 // experts), each with one launch per layer.
-double gemm_seconds(const GemmModel &model, const std::string &dtype,
-                    const ModelGemm &g, int64_t blocks, int64_t local_experts,
-                    GemmEstimate &est) {
+double gemm_seconds(const GemmModel& model, const std::string& dtype, const ModelGemm& g, int64_t blocks,
+                    int64_t local_experts, GemmEstimate& est) {
   est = model.estimate(dtype, g.shape);
-  if (est.basis != "model")
-    return g.count * est.seconds;
-  const HardwareProfile &p = model.profile();
+  if (est.basis != "model") return g.count * est.seconds;
+  const HardwareProfile& p = model.profile();
   const double launch = p.op_overhead_us.value * 1e-6;
   if (is_fused_attention(g)) {
-    const double rate = p.peak_gflops(dtype) * 1e9 * p.gemm_efficiency.value *
-                        kFusedAttentionShare;
+    const double rate = p.peak_gflops(dtype) * 1e9 * p.gemm_efficiency.value * kFusedAttentionShare;
     est.efficiency = p.gemm_efficiency.value * kFusedAttentionShare;
     est.basis = "model (fused attention)";
     return g.count * g.shape.flops() / rate + double(blocks) * launch;
@@ -57,57 +53,44 @@ double gemm_seconds(const GemmModel &model, const std::string &dtype,
 
 // Newton-Schulz GEMMs of one rows x cols matrix (optim/optimizer.cc): per
 // step A = X X^T (or X^T X), B = b A + c A A, X = a X + B X (or X B).
-double newton_schulz_seconds(const GemmModel &model, const std::string &dtype,
-                             int64_t rows, int64_t cols, int steps) {
+double newton_schulz_seconds(const GemmModel& model, const std::string& dtype, int64_t rows, int64_t cols, int steps) {
   const int64_t m = std::min(rows, cols);
   const bool wide = rows <= cols;
   GemmShape gram{m, m, wide ? cols : rows, !wide, wide};
   GemmShape square{m, m, m, false, false};
   GemmShape apply{rows, cols, m, false, false};
-  return steps * (model.estimate(dtype, gram).seconds +
-                  model.estimate(dtype, square).seconds +
+  return steps * (model.estimate(dtype, gram).seconds + model.estimate(dtype, square).seconds +
                   model.estimate(dtype, apply).seconds);
 }
 
-} // namespace
+}  // namespace
 
-void TrainLayout::validate(const ZayaConfig &c,
-                           const HardwareProfile &p) const {
+void TrainLayout::validate(const ZayaConfig& c, const HardwareProfile& p) const {
   ZAYA_CHECK(world >= 1, "--world = {} is invalid; allowed: >= 1", world);
   ZAYA_CHECK(world <= p.max_devices,
              "--world = {} is invalid for profile '{}'; allowed: 1..{} "
              "(cluster.max_devices)",
              world, p.name, p.max_devices);
-  ZAYA_CHECK(ep >= 1 && world % ep == 0,
-             "--ep = {} is invalid; allowed: a divisor of --world ({})", ep,
-             world);
-  ZAYA_CHECK(cp >= 1 && world % (ep * cp) == 0,
-             "--cp = {} is invalid; allowed: world / ep ({}) a multiple of cp",
-             cp, world / ep);
+  ZAYA_CHECK(ep >= 1 && world % ep == 0, "--ep = {} is invalid; allowed: a divisor of --world ({})", ep, world);
+  ZAYA_CHECK(cp >= 1 && world % (ep * cp) == 0, "--cp = {} is invalid; allowed: world / ep ({}) a multiple of cp", cp,
+             world / ep);
   ZAYA_CHECK(cp == 1 || (seq_len % (2 * cp) == 0 && seq_len >= 4 * cp),
              "--seq-len = {} does not fit --cp = {}; allowed: a multiple of 2 "
              "x cp = {} and at least {} (two chunks of at least 2 tokens per "
              "rank)",
              seq_len, cp, 2 * cp, 4 * cp);
-  ZAYA_CHECK(
-      c.experts % ep == 0,
-      "--ep = {} is invalid; allowed: a divisor of the expert count ({})", ep,
-      c.experts);
-  ZAYA_CHECK(
-      micro_batch >= 1 && seq_len >= 1 && grad_accum >= 1,
-      "--micro-batch, --seq-len and --grad-accum must be >= 1 (got {}, {}, {})",
-      micro_batch, seq_len, grad_accum);
-  ZAYA_CHECK(dtype == "f32" || dtype == "bf16",
-             "--dtype = '{}' is invalid; allowed: f32, bf16", dtype);
-  ZAYA_CHECK(ns_dtype == "f32" || ns_dtype == "bf16",
-             "--ns-dtype = '{}' is invalid; allowed: f32, bf16", ns_dtype);
-  ZAYA_CHECK(skip_fraction >= 0 && skip_fraction < 1,
-             "--skip-fraction = {} is invalid; allowed: [0, 1)", skip_fraction);
+  ZAYA_CHECK(c.experts % ep == 0, "--ep = {} is invalid; allowed: a divisor of the expert count ({})", ep, c.experts);
+  ZAYA_CHECK(micro_batch >= 1 && seq_len >= 1 && grad_accum >= 1,
+             "--micro-batch, --seq-len and --grad-accum must be >= 1 (got {}, {}, {})", micro_batch, seq_len,
+             grad_accum);
+  ZAYA_CHECK(dtype == "f32" || dtype == "bf16", "--dtype = '{}' is invalid; allowed: f32, bf16", dtype);
+  ZAYA_CHECK(ns_dtype == "f32" || ns_dtype == "bf16", "--ns-dtype = '{}' is invalid; allowed: f32, bf16", ns_dtype);
+  ZAYA_CHECK(skip_fraction >= 0 && skip_fraction < 1, "--skip-fraction = {} is invalid; allowed: [0, 1)",
+             skip_fraction);
 }
 
-StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
-                            const GemmModel &model) {
-  const HardwareProfile &p = model.profile();
+StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const GemmModel& model) {
+  const HardwareProfile& p = model.profile();
   L.validate(c, p);
   StepPrediction r;
   const int64_t T = L.micro_batch * L.seq_len;
@@ -117,25 +100,21 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
-  for (const ModelGemm &g : model_gemms(c, mo)) {
+  for (const ModelGemm& g : model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
-    t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep,
-                             t.estimate) /
-                double(L.cp);
+    t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
     r.gemms.push_back(std::move(t));
   }
   const double act_bytes = L.dtype == "bf16" ? 2 : 4;
-  r.stream = model_stream_work(c, L.micro_batch, L.seq_len, L.ep,
-                               L.skip_fraction, true)
-                 .seconds(p, act_bytes) /
-             double(L.cp);
+  r.stream =
+      model_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, true).seconds(p, act_bytes) / double(L.cp);
   if (L.cp > 1)
-    r.notes.push_back(fmt::format(
-        "cp {}: each rank takes 1/{} of every GEMM, timed at the whole "
-        "sequence's shapes (the smaller shapes' efficiency is not modelled)",
-        L.cp, L.cp));
+    r.notes.push_back(
+        fmt::format("cp {}: each rank takes 1/{} of every GEMM, timed at the whole "
+                    "sequence's shapes (the smaller shapes' efficiency is not modelled)",
+                    L.cp, L.cp));
   const double micro = r.gemm_fwd + r.gemm_bwd + r.stream;
   r.compute = double(L.grad_accum) * micro;
 
@@ -143,33 +122,27 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
   // experts are sharded over the dp x cp ranks holding them.
   const int64_t dp = L.expert_replicas(), per_rank = c.experts / L.ep;
   std::map<std::pair<int64_t, int64_t>, double> ns_cache;
-  for (int64_t ep_rank = 0; ep_rank < std::min<int64_t>(L.ep, 2);
-       ++ep_rank) { // ep ranks are alike up to expert ids
+  for (int64_t ep_rank = 0; ep_rank < std::min<int64_t>(L.ep, 2); ++ep_rank) {  // ep ranks are alike up to expert ids
     const ParamTable table(c, true, ExpertRange{ep_rank * per_rank, per_rank});
     // dp ranks differ by shard; look at every one (a few thousand entries,
     // cheap). Rank g of the expert group is dp replica g / cp, cp rank g % cp
     // (dist/mesh.h: world rank = (dp_rank x ep + ep_rank) x cp + cp_rank).
     for (int64_t dp_rank = 0; dp_rank < dp; ++dp_rank) {
-      const int64_t world_rank =
-          (dp_rank / L.cp * L.ep + ep_rank) * L.cp + dp_rank % L.cp;
-      std::vector<size_t> owned =
-          L.world > 1 ? zero_owned_entries(table, int(world_rank), int(L.world),
-                                           int(dp_rank), int(dp))
-                      : std::vector<size_t>{};
+      const int64_t world_rank = (dp_rank / L.cp * L.ep + ep_rank) * L.cp + dp_rank % L.cp;
+      std::vector<size_t> owned = L.world > 1
+                                      ? zero_owned_entries(table, int(world_rank), int(L.world), int(dp_rank), int(dp))
+                                      : std::vector<size_t>{};
       if (L.world == 1)
-        for (size_t i = 0; i < table.entries().size(); ++i)
-          owned.push_back(i);
+        for (size_t i = 0; i < table.entries().size(); ++i) owned.push_back(i);
       double gemm = 0, muon_floats = 0, adam_floats = 0, muon_mats = 0;
       for (size_t i : owned) {
-        const ParamEntry &e = table.entries()[i];
+        const ParamEntry& e = table.entries()[i];
         if (L.muon && e.muon) {
           const int64_t rows = e.shape[0], cols = e.numel / rows;
           auto it = ns_cache.find({rows, cols});
           if (it == ns_cache.end())
             it = ns_cache
-                     .emplace(std::pair{rows, cols},
-                              newton_schulz_seconds(model, L.ns_dtype, rows,
-                                                    cols, L.ns_steps))
+                     .emplace(std::pair{rows, cols}, newton_schulz_seconds(model, L.ns_dtype, rows, cols, L.ns_steps))
                      .first;
           gemm += it->second;
           muon_floats += double(e.numel);
@@ -193,59 +166,42 @@ StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &L,
   // Communication.
   if (L.world > 1) {
     const ParamTable table(c, true, ExpertRange{0, per_rank});
-    const double dense = double(table.dense_floats()),
-                 expert = double(table.total_floats()) - dense;
-    const double buckets =
-        double(c.half_layers() + 1); // one per half-layer, plus the rest
-    auto add = [&](const std::string &coll, int64_t n, double bytes,
-                   double pieces) {
-      if (n <= 1 || bytes <= 0)
-        return 0.0;
-      const CommEstimate e =
-          estimate_collective(p, coll, int(n), bytes / pieces);
-      if (e.missing)
-        r.notes.push_back(
-            fmt::format("the profile has no {} curve: counted as free", coll));
+    const double dense = double(table.dense_floats()), expert = double(table.total_floats()) - dense;
+    const double buckets = double(c.half_layers() + 1);  // one per half-layer, plus the rest
+    auto add = [&](const std::string& coll, int64_t n, double bytes, double pieces) {
+      if (n <= 1 || bytes <= 0) return 0.0;
+      const CommEstimate e = estimate_collective(p, coll, int(n), bytes / pieces);
+      if (e.missing) r.notes.push_back(fmt::format("the profile has no {} curve: counted as free", coll));
       return pieces * e.seconds;
     };
-    r.grad_reduce =
-        add("reduce_scatter", L.world, dense * L.grad_bytes, buckets) +
-        add("reduce_scatter", dp, expert * L.grad_bytes, buckets);
+    r.grad_reduce = add("reduce_scatter", L.world, dense * L.grad_bytes, buckets) +
+                    add("reduce_scatter", dp, expert * L.grad_bytes, buckets);
     if (L.cp > 1) {
       // Whole-sequence K and V of every attention layer (f32, as gathered).
       const double kv = double(T) * double(c.kv_width()) * 4;
-      r.context_parallel =
-          double(L.grad_accum) * double(c.num_blocks) *
-          (4 * add("all_gather", L.cp, kv, 1) +
-           2 * add("reduce_scatter", L.cp, kv, 1));
+      r.context_parallel = double(L.grad_accum) * double(c.num_blocks) *
+                           (4 * add("all_gather", L.cp, kv, 1) + 2 * add("reduce_scatter", L.cp, kv, 1));
     }
-    r.param_gather = add("all_gather", L.world, dense * L.param_bytes, 1) +
-                     add("all_gather", dp, expert * L.param_bytes, 1);
+    r.param_gather =
+        add("all_gather", L.world, dense * L.param_bytes, 1) + add("all_gather", dp, expert * L.param_bytes, 1);
     if (L.ep > 1) {
-      const double rows = double(T) / double(L.cp) * double(c.top_k) *
-                          (1 - L.skip_fraction);
-      r.expert_all_to_all =
-          double(L.grad_accum) * 4 * double(c.num_blocks) *
-          add("all_to_all", L.ep, rows * double(c.hidden) * act_bytes, 1);
+      const double rows = double(T) / double(L.cp) * double(c.top_k) * (1 - L.skip_fraction);
+      r.expert_all_to_all = double(L.grad_accum) * 4 * double(c.num_blocks) *
+                            add("all_to_all", L.ep, rows * double(c.hidden) * act_bytes, 1);
     }
-    const bool overlap =
-        L.overlap == 1 || (L.overlap < 0 && p.device_kind == "gpu");
-    r.grad_reduce_exposed =
-        overlap ? std::max(0.0, r.grad_reduce - r.gemm_bwd) : r.grad_reduce;
+    const bool overlap = L.overlap == 1 || (L.overlap < 0 && p.device_kind == "gpu");
+    r.grad_reduce_exposed = overlap ? std::max(0.0, r.grad_reduce - r.gemm_bwd) : r.grad_reduce;
   }
-  r.step = r.compute + r.expert_all_to_all + r.context_parallel +
-           r.optimizer_gemm +
-           r.optimizer_stream + r.grad_reduce_exposed + r.param_gather;
+  r.step = r.compute + r.expert_all_to_all + r.context_parallel + r.optimizer_gemm + r.optimizer_stream +
+           r.grad_reduce_exposed + r.param_gather;
 
-  const double routed = double(c.num_blocks) * double(T) * double(c.top_k) *
-                        (1 - L.skip_fraction);
+  const double routed = double(c.num_blocks) * double(T) * double(c.top_k) * (1 - L.skip_fraction);
   r.model_flops_per_rank =
-      3 * model_forward_flops(c, L.micro_batch, L.seq_len, routed) *
-      double(L.grad_accum) / double(L.cp);
+      3 * model_forward_flops(c, L.micro_batch, L.seq_len, routed) * double(L.grad_accum) / double(L.cp);
   r.peak_gflops = p.peak_gflops(L.dtype);
   r.mfu = r.model_flops_per_rank / r.step / (r.peak_gflops * 1e9);
   r.tokens_per_second = double(L.tokens_per_step()) / r.step;
   return r;
 }
 
-} // namespace zaya
+}  // namespace zaya

@@ -37,55 +37,51 @@
 namespace zaya {
 
 struct TrainLayout {
-  int64_t world = 1; // devices (ranks)
+  int64_t world = 1;  // devices (ranks)
   int64_t ep = 1;
-  int64_t cp = 1;    // context-parallel ranks: each sequence split over them
+  int64_t cp = 1;  // context-parallel ranks: each sequence split over them
   int64_t micro_batch = 8, seq_len = 256, grad_accum = 1;
-  std::string dtype = "f32";     // forward/backward GEMMs
-  std::string ns_dtype = "bf16"; // Muon's Newton-Schulz GEMMs
+  std::string dtype = "f32";      // forward/backward GEMMs
+  std::string ns_dtype = "bf16";  // Muon's Newton-Schulz GEMMs
   bool muon = true;
   int ns_steps = 5;
   double skip_fraction = 0;
-  int overlap = -1; // hide the reduce-scatter behind backward: 1 yes, 0 no, -1
-                    // auto (GPUs yes, CPUs no)
-  double grad_bytes = 4;  // bytes per gradient element reduced
-  double param_bytes = 4; // bytes per parameter element gathered
+  int overlap = -1;        // hide the reduce-scatter behind backward: 1 yes, 0 no, -1
+                           // auto (GPUs yes, CPUs no)
+  double grad_bytes = 4;   // bytes per gradient element reduced
+  double param_bytes = 4;  // bytes per parameter element gathered
   // Data-parallel replicas; the ranks holding the same experts (dp x cp).
   int64_t dp() const { return world / (ep * cp); }
   int64_t expert_replicas() const { return world / ep; }
   // Ranks reading distinct sequences (every rank of a cp group shares them).
   int64_t data_ranks() const { return world / cp; }
-  int64_t tokens_per_step() const {
-    return data_ranks() * micro_batch * seq_len * grad_accum;
-  }
+  int64_t tokens_per_step() const { return data_ranks() * micro_batch * seq_len * grad_accum; }
   // Throws naming the flag on an impossible layout (ep not dividing experts or
   // world, ...).
-  void validate(const ZayaConfig &c, const HardwareProfile &p) const;
+  void validate(const ZayaConfig& c, const HardwareProfile& p) const;
 };
 
 struct GemmTime {
   ModelGemm gemm;
-  double seconds = 0; // count x one call, per micro-batch
+  double seconds = 0;  // count x one call, per micro-batch
   GemmEstimate estimate;
 };
 
 struct StepPrediction {
-  double gemm_fwd = 0, gemm_bwd = 0, stream = 0; // per micro-batch
-  double compute = 0;                            // accum x per micro-batch
+  double gemm_fwd = 0, gemm_bwd = 0, stream = 0;  // per micro-batch
+  double compute = 0;                             // accum x per micro-batch
   double optimizer_gemm = 0, optimizer_stream = 0;
-  double grad_reduce = 0, grad_reduce_exposed = 0, param_gather = 0,
-         expert_all_to_all = 0;
-  double context_parallel = 0; // K/V all-gathers and reduce-scatters (cp > 1)
+  double grad_reduce = 0, grad_reduce_exposed = 0, param_gather = 0, expert_all_to_all = 0;
+  double context_parallel = 0;  // K/V all-gathers and reduce-scatters (cp > 1)
   double step = 0;
-  double tokens_per_second = 0;    // all ranks
-  double model_flops_per_rank = 0; // per step
+  double tokens_per_second = 0;     // all ranks
+  double model_flops_per_rank = 0;  // per step
   double mfu = 0;
   double peak_gflops = 0;
-  std::vector<GemmTime> gemms;    // per micro-batch
-  std::vector<std::string> notes; // missing curves, approximations
+  std::vector<GemmTime> gemms;     // per micro-batch
+  std::vector<std::string> notes;  // missing curves, approximations
 };
 
-StepPrediction predict_step(const ZayaConfig &c, const TrainLayout &layout,
-                            const GemmModel &gemm);
+StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& layout, const GemmModel& gemm);
 
-} // namespace zaya
+}  // namespace zaya

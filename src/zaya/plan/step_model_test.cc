@@ -20,11 +20,10 @@ TrainLayout gpu_layout() {
 
 TEST(StepModel, OneDeviceHasNoCommunication) {
   const GemmModel g(*find_builtin_profile("mi300x-pollara"));
-  const StepPrediction r =
-      predict_step(preset_config("small"), gpu_layout(), g);
+  const StepPrediction r = predict_step(preset_config("small"), gpu_layout(), g);
   EXPECT_EQ(r.grad_reduce + r.param_gather + r.expert_all_to_all, 0);
   EXPECT_GT(r.gemm_fwd, 0);
-  EXPECT_GT(r.gemm_bwd, r.gemm_fwd); // two GEMMs per forward one
+  EXPECT_GT(r.gemm_bwd, r.gemm_fwd);  // two GEMMs per forward one
   EXPECT_GT(r.optimizer_gemm, 0);
   EXPECT_NEAR(r.step, r.compute + r.optimizer_gemm + r.optimizer_stream, 1e-12);
 }
@@ -39,10 +38,8 @@ TEST(StepModel, AccountingIsConsistent) {
   EXPECT_NEAR(four.compute, 4 * one.compute, 1e-9 * four.compute);
   EXPECT_NEAR(four.tokens_per_second, double(4 * 1024) / four.step, 1e-6);
   const double routed = double(c.num_blocks) * 1024 * double(c.top_k);
-  EXPECT_NEAR(four.model_flops_per_rank,
-              4 * 3 * model_forward_flops(c, 1, 1024, routed), 1);
-  EXPECT_NEAR(four.mfu, four.model_flops_per_rank / four.step / (989400e9),
-              1e-12);
+  EXPECT_NEAR(four.model_flops_per_rank, 4 * 3 * model_forward_flops(c, 1, 1024, routed), 1);
+  EXPECT_NEAR(four.mfu, four.model_flops_per_rank / four.step / (989400e9), 1e-12);
 }
 
 TEST(StepModel, ZeroOneShardsTheOptimizerAndAddsCollectives) {
@@ -53,11 +50,10 @@ TEST(StepModel, ZeroOneShardsTheOptimizerAndAddsCollectives) {
   L.world = 8;
   const StepPrediction eight = predict_step(c, L, g);
   EXPECT_LT(eight.optimizer_gemm,
-            one.optimizer_gemm /
-                4); // whole tensors per rank: about 1/8, never all
+            one.optimizer_gemm / 4);  // whole tensors per rank: about 1/8, never all
   EXPECT_GT(eight.grad_reduce, 0);
   EXPECT_GT(eight.param_gather, 0);
-  EXPECT_LE(eight.grad_reduce_exposed, eight.grad_reduce); // overlapped on GPUs
+  EXPECT_LE(eight.grad_reduce_exposed, eight.grad_reduce);  // overlapped on GPUs
   EXPECT_EQ(eight.expert_all_to_all, 0);
   L.ep = 8;
   const StepPrediction ep = predict_step(c, L, g);
@@ -84,8 +80,8 @@ TEST(StepModel, ContextParallelSplitsTheComputeAndAddsKvCollectives) {
   EXPECT_NEAR(cp.model_flops_per_rank, one.model_flops_per_rank / 2, 1);
   EXPECT_GT(cp.context_parallel, 0);
   EXPECT_NEAR(cp.step,
-              cp.compute + cp.context_parallel + cp.optimizer_gemm + cp.optimizer_stream +
-                  cp.grad_reduce_exposed + cp.param_gather,
+              cp.compute + cp.context_parallel + cp.optimizer_gemm + cp.optimizer_stream + cp.grad_reduce_exposed +
+                  cp.param_gather,
               1e-9 * cp.step);
   EXPECT_EQ(one.context_parallel, 0);
 }
@@ -105,7 +101,7 @@ TEST(StepModel, RejectsImpossibleLayouts) {
   try {
     predict_step(preset_config("small"), L, g);
     FAIL() << "no error";
-  } catch (const Error &e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--seq-len = 1004 does not fit --cp = 4"), std::string::npos) << e.what();
   }
   L.cp = 1;
@@ -114,11 +110,10 @@ TEST(StepModel, RejectsImpossibleLayouts) {
   try {
     predict_step(preset_config("small"), L, g);
     FAIL() << "no error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("1..1024"), std::string::npos)
-        << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1..1024"), std::string::npos) << e.what();
   }
 }
 
-} // namespace
-} // namespace zaya
+}  // namespace
+}  // namespace zaya

@@ -2,33 +2,24 @@
 
 namespace zaya {
 
-double StreamWork::seconds(const HardwareProfile &p,
-                           double bytes_per_float) const {
-  double t = floats * bytes_per_float / (p.stream_gbps.value * 1e9) +
-             ops * p.op_overhead_us.value * 1e-6;
-  if (p.exp_per_second.value > 0)
-    t += exps / p.exp_per_second.value;
+double StreamWork::seconds(const HardwareProfile& p, double bytes_per_float) const {
+  double t = floats * bytes_per_float / (p.stream_gbps.value * 1e9) + ops * p.op_overhead_us.value * 1e-6;
+  if (p.exp_per_second.value > 0) t += exps / p.exp_per_second.value;
   return t;
 }
 
-StreamWork model_stream_work(const ZayaConfig &c, int64_t batch, int64_t seq,
-                             int64_t ep, double skip, bool backward) {
-  const double T = double(batch * seq), D = double(c.hidden),
-               Q = double(c.q_width()), K = double(c.kv_width());
-  const double C = double(c.conv_channels()), R = double(c.router_hidden),
-               N = double(c.router_slots());
-  const double F = double(c.expert_ffn), V = double(c.vocab_size),
-               H = double(c.q_heads);
+StreamWork model_stream_work(const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep, double skip, bool backward) {
+  const double T = double(batch * seq), D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
+  const double C = double(c.conv_channels()), R = double(c.router_hidden), N = double(c.router_slots());
+  const double F = double(c.expert_ffn), V = double(c.vocab_size), H = double(c.q_heads);
   const double k = double(c.top_k) * (1 - skip);
-  const double keys =
-      (double(seq) + 64) / 2; // mean keys per query (64-query causal blocks)
+  const double keys = (double(seq) + 64) / 2;  // mean keys per query (64-query causal blocks)
   StreamWork fwd;
   // Attention half-layer, per token: residual merge (3D) + RMSNorm (2D);
   // depthwise conv (read C, write C, scratch C); q/k mean terms (3(Q+K));
   // QK norm and RoPE (4(Q+K)); value streams (2K); softmax over the keys of
   // each head (3 passes, one exp each); output (Q).
-  const double attn_floats =
-      5 * D + 3 * C + 7 * (Q + K) + 2 * K + Q + 3 * H * keys;
+  const double attn_floats = 5 * D + 3 * C + 7 * (Q + K) + 2 * K + Q + 3 * H * keys;
   const double attn_exps = H * keys;
   // MoE half-layer, per token: residual merge + norm (5D); router: EDA (3R),
   // norm (2R), two GELUs (4R), softmax and top-k over N slots (4N); experts,
@@ -46,8 +37,7 @@ StreamWork model_stream_work(const ZayaConfig &c, int64_t batch, int64_t seq,
   fwd.floats += T * (4 * D + 3 * V);
   fwd.exps += T * V;
   fwd.ops += 4;
-  if (!backward)
-    return fwd;
+  if (!backward) return fwd;
   StreamWork all = fwd;
   // Backward: every forward pass is undone with about twice the traffic
   // (read the saved activation and the incoming gradient, write the outgoing
@@ -72,4 +62,4 @@ StreamWork muon_stream_work(double n, int ns_steps) {
   return {n * (4 + 3 + 3 + 2 + 4.5 * ns_steps), 0, 4 + 3.0 * ns_steps};
 }
 
-} // namespace zaya
+}  // namespace zaya

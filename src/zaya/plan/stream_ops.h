@@ -21,26 +21,26 @@
 namespace zaya {
 
 struct StreamWork {
-  double floats = 0; // elements read or written
-  double exps = 0;   // exp / sigmoid / tanh evaluations
-  double ops = 0;    // separate kernels (parallel regions)
-  StreamWork &operator+=(const StreamWork &o) {
+  double floats = 0;  // elements read or written
+  double exps = 0;    // exp / sigmoid / tanh evaluations
+  double ops = 0;     // separate kernels (parallel regions)
+  StreamWork& operator+=(const StreamWork& o) {
     floats += o.floats;
     exps += o.exps;
     ops += o.ops;
     return *this;
   }
-  double seconds(const HardwareProfile &p, double bytes_per_float = 4) const;
+  double seconds(const HardwareProfile& p, double bytes_per_float = 4) const;
 };
 
 // Forward (and, with backward = true, forward + backward) of one micro-batch
 // of B x S tokens on one rank holding experts / ep experts.
-StreamWork model_stream_work(const ZayaConfig &c, int64_t batch, int64_t seq,
-                             int64_t ep, double skip_fraction, bool backward);
+StreamWork model_stream_work(const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep, double skip_fraction,
+                             bool backward);
 
 // Element-wise optimizer work on `floats` parameters: AdamW (m, v, weight) or
 // Muon's momentum, normalisation and Newton-Schulz element-wise steps.
 StreamWork adamw_stream_work(double floats);
 StreamWork muon_stream_work(double floats, int ns_steps);
 
-} // namespace zaya
+}  // namespace zaya

@@ -85,9 +85,9 @@ void append_axis_titles(std::string& svg, const std::string& x_label, const std:
     append_format(svg, "<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                   svg_number(x_center), svg_number(height - 10), xml_escape(x_label));
   if (!y_label.empty())
-    append_format(svg,
-                  "<text class=\"ylabel\" transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                  svg_number(y_center), xml_escape(y_label));
+    append_format(
+        svg, "<text class=\"ylabel\" transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+        svg_number(y_center), xml_escape(y_label));
 }
 
 }  // namespace zaya

@@ -18,8 +18,7 @@ class BatchSource {
   // Fills B x S input ids and next-token targets: sequences
   // rank * batch .. rank * batch + batch - 1 of a global draw of ranks * batch
   // sequences (every rank draws the same global batch and keeps its slice).
-  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
-                    int ranks = 1) = 0;
+  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) = 0;
   // Position for checkpoints (shard sources); synthetic sources report their counter as index.
   virtual SamplerState state() const = 0;
   virtual void set_state(const SamplerState& state) = 0;
@@ -29,8 +28,7 @@ class BatchSource {
 class ShardBatchSource : public BatchSource {
  public:
   ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order);
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
-            int ranks = 1) override {
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override {
     sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch);
   }
   SamplerState state() const override { return sampler_->state(); }
@@ -49,8 +47,7 @@ class ShardBatchSource : public BatchSource {
 class SyntheticBatchSource : public BatchSource {
  public:
   SyntheticBatchSource(int64_t vocab, uint64_t seed) : vocab_(vocab), seed_(seed) {}
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0,
-            int ranks = 1) override;
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override;
   SamplerState state() const override { return {seed_, 0, sequences_}; }
   void set_state(const SamplerState& s) override { sequences_ = s.index; }
 

@@ -5,12 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cstdint>
 #include <set>
 #include <sstream>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "zaya/core/error.h"

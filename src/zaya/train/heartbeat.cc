@@ -26,8 +26,7 @@ Heartbeat::Heartbeat(const std::string& dir, int rank) {
 
 void Heartbeat::beat(const char* phase, int64_t step) {
   if (!file_.is_open()) return;
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   char record[64];
   int n = std::snprintf(record, sizeof(record), "%s %lld %.3f", phase, static_cast<long long>(step), now);
   if (n < 0 || n > 62) n = 62;

@@ -92,18 +92,18 @@ std::string describe_phase(const TrainConfig& config, size_t index, const PhaseP
   std::string line = fmt::format(
       "phase {}/{} '{}': steps {}..{} ({} x {} tokens = {} x {} x {} accum x {} replicas{}), rope_theta {:g}, "
       "lr {:.2e}",
-      index + 1, std::max<size_t>(1, config.phases.size()), plan.name, plan.first_step + 1, plan.end_step(),
-      plan.steps, plan.micro_batch * plan.seq_len * config.run.grad_accum * data_replicas, plan.micro_batch,
-      plan.seq_len, config.run.grad_accum, data_replicas, plan.cp > 1 ? fmt::format(", cp {}", plan.cp) : "",
-      plan.rope_theta, config.optim.lr * plan.lr_ratio);
+      index + 1, std::max<size_t>(1, config.phases.size()), plan.name, plan.first_step + 1, plan.end_step(), plan.steps,
+      plan.micro_batch * plan.seq_len * config.run.grad_accum * data_replicas, plan.micro_batch, plan.seq_len,
+      config.run.grad_accum, data_replicas, plan.cp > 1 ? fmt::format(", cp {}", plan.cp) : "", plan.rope_theta,
+      config.optim.lr * plan.lr_ratio);
   if (index < config.phases.size()) {
     const PhaseConfig& ph = config.phases[index];
     double total = 0;
     for (const PhaseData& d : ph.data) total += d.weight;
     std::vector<std::string> parts;
     for (const PhaseData& d : ph.data) parts.push_back(fmt::format("{} {:.2f}", d.dir, d.weight / total));
-    line += fmt::format(", warmup {}, decay {:g}, data: {}", ph.warmup_steps, ph.decay_fraction,
-                        fmt::join(parts, ", "));
+    line +=
+        fmt::format(", warmup {}, decay {:g}, data: {}", ph.warmup_steps, ph.decay_fraction, fmt::join(parts, ", "));
   }
   return line;
 }

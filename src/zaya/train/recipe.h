@@ -27,16 +27,16 @@ struct PhaseData {
 
 // One [[phase]] table, every key resolved (defaults applied).
 struct PhaseConfig {
-  std::string name;            // default "phase N"
-  int64_t tokens = 0;          // token budget (all data replicas together)
+  std::string name;    // default "phase N"
+  int64_t tokens = 0;  // token budget (all data replicas together)
   int64_t seq_len = 0;
-  double rope_theta = 0;       // default model.rope_theta
-  int64_t micro_batch = 0;     // default train.micro_batch
-  double lr = 0;               // peak learning rate, default optim.lr
-  int64_t warmup_steps = 0;    // linear warmup at the start of the phase
-  double decay_fraction = 0.2; // linear decay over the last share of the phase's steps (0: none)
-  double min_lr_ratio = 0.1;   // learning rate at the end of the decay / lr
-  int cp = 1;                  // context-parallel ranks, default parallel.cp (ZAYA1's 32K phase used 2)
+  double rope_theta = 0;        // default model.rope_theta
+  int64_t micro_batch = 0;      // default train.micro_batch
+  double lr = 0;                // peak learning rate, default optim.lr
+  int64_t warmup_steps = 0;     // linear warmup at the start of the phase
+  double decay_fraction = 0.2;  // linear decay over the last share of the phase's steps (0: none)
+  double min_lr_ratio = 0.1;    // learning rate at the end of the decay / lr
+  int cp = 1;                   // context-parallel ranks, default parallel.cp (ZAYA1's 32K phase used 2)
   std::vector<PhaseData> data;
 
   // Index into `data` of the highest weight (the first of equals): its
@@ -54,8 +54,8 @@ struct PhasePlan {
   int cp = 1;                 // context-parallel ranks
   int64_t data_replicas = 1;  // ranks reading distinct sequences: world / cp
   double rope_theta = 0;
-  double lr_ratio = 1.0;   // the phase's peak learning rate / optim.lr
-  ScheduleConfig schedule; // over the phase's own steps (step 0 = its first)
+  double lr_ratio = 1.0;    // the phase's peak learning rate / optim.lr
+  ScheduleConfig schedule;  // over the phase's own steps (step 0 = its first)
   int64_t end_step() const { return first_step + steps; }
 };
 

@@ -15,17 +15,19 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
   if (node == nullptr) return {};
   const toml::array* phases = node->as_array();
   if (phases == nullptr || !phases->is_array_of_tables() || phases->empty())
-    fail("{}: 'phase' is invalid; allowed: [[phase]] tables (double brackets), one per phase, each with its "
-         "[[phase.data]] tables",
-         source);
+    fail(
+        "{}: 'phase' is invalid; allowed: [[phase]] tables (double brackets), one per phase, each with its "
+        "[[phase.data]] tables",
+        source);
   std::vector<PhaseConfig> out;
   for (size_t i = 0; i < phases->size(); ++i) {
     const std::string name = fmt::format("phase[{}]", i + 1);
     Section s((*phases)[i].as_table(), name, source);
     PhaseConfig p;
     p.name = s.get_string("name", fmt::format("phase {}", i + 1));
-    s.require("tokens", "allowed: an integer >= 1, the phase's token budget (its steps are ceil(tokens / "
-                        "global tokens per step))");
+    s.require("tokens",
+              "allowed: an integer >= 1, the phase's token budget (its steps are ceil(tokens / "
+              "global tokens per step))");
     p.tokens = s.get_int("tokens", 0, 1, int64_t(1) << 60);
     s.require("seq_len", fmt::format("allowed: an integer in 1..{} (model.max_position_embeddings)", d.max_position));
     p.seq_len = s.get_int("seq_len", 0, 1, d.max_position);
@@ -48,9 +50,10 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
     p.min_lr_ratio = s.get_double("min_lr_ratio", p.min_lr_ratio, 0.0, 1.0);
     const toml::array* data = s.get_table_array("data", "[[phase.data]] tables with dir and weight");
     if (data == nullptr)
-      fail("{}: {}.data is missing; give the phase at least one [[phase.data]] table with dir = \"DIR\" (made by "
-           "`zaya data shards`) and weight = W (> 0)",
-           s.where_table(), name);
+      fail(
+          "{}: {}.data is missing; give the phase at least one [[phase.data]] table with dir = \"DIR\" (made by "
+          "`zaya data shards`) and weight = W (> 0)",
+          s.where_table(), name);
     for (size_t j = 0; j < data->size(); ++j) {
       Section ds((*data)[j].as_table(), fmt::format("{}.data[{}]", name, j + 1), source);
       PhaseData pd;
@@ -77,10 +80,11 @@ void apply_phase_override(toml::table& root, const std::string& assignment, cons
   // phase.N.key=value
   const size_t eq = assignment.find('=');
   const size_t dot = assignment.find('.', 6);
-  const std::string usage = "expected phase.N.key=value with N counting the [[phase]] tables from 1, e.g. "
-                            "phase.2.tokens=1000000";
-  ZAYA_CHECK(eq != std::string::npos && dot != std::string::npos && dot < eq,
-             "{}: override '{}' is invalid; {}", source, assignment, usage);
+  const std::string usage =
+      "expected phase.N.key=value with N counting the [[phase]] tables from 1, e.g. "
+      "phase.2.tokens=1000000";
+  ZAYA_CHECK(eq != std::string::npos && dot != std::string::npos && dot < eq, "{}: override '{}' is invalid; {}",
+             source, assignment, usage);
   const std::string index = assignment.substr(6, dot - 6), key = assignment.substr(dot + 1, eq - dot - 1);
   char* end = nullptr;
   const long n = std::strtol(index.c_str(), &end, 10);

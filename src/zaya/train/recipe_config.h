@@ -2,9 +2,9 @@
 // Internal to the training-config parser (train_config.cc): the [[phase]]
 // tables of a recipe (recipe.h, docs/context-extension.md).
 
+#include <toml++/toml.h>
 #include <cstdint>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "zaya/train/recipe.h"
@@ -21,9 +21,9 @@ struct PhaseDefaults {
   int ep = 1;                   // parallel.ep: a phase may change cp only with ep = 1
 };
 
-inline const std::vector<std::string> kPhaseKeys = {"name",         "tokens",         "seq_len",      "rope_theta",
-                                                    "micro_batch",  "lr",             "warmup_steps", "decay_fraction",
-                                                    "min_lr_ratio", "cp",             "data"};
+inline const std::vector<std::string> kPhaseKeys = {"name",         "tokens", "seq_len",      "rope_theta",
+                                                    "micro_batch",  "lr",     "warmup_steps", "decay_fraction",
+                                                    "min_lr_ratio", "cp",     "data"};
 inline const std::vector<std::string> kPhaseDataKeys = {"dir", "weight"};
 
 // The [[phase]] tables of `root` (empty when there are none), validated.

@@ -61,8 +61,8 @@ TEST(Recipe, ParsesWithDefaultsAndPlansSteps) {
   ASSERT_EQ(t.phases.size(), 2u);
   const PhaseConfig& a = t.phases[0];
   EXPECT_EQ(a.name, "short");
-  EXPECT_EQ(a.micro_batch, 4);         // train.micro_batch
-  EXPECT_DOUBLE_EQ(a.lr, 0.002);       // optim.lr
+  EXPECT_EQ(a.micro_batch, 4);            // train.micro_batch
+  EXPECT_DOUBLE_EQ(a.lr, 0.002);          // optim.lr
   EXPECT_DOUBLE_EQ(a.rope_theta, 10000);  // the preset's
   EXPECT_DOUBLE_EQ(a.decay_fraction, 0.2);
   ASSERT_EQ(a.data.size(), 2u);

@@ -1,8 +1,8 @@
 // A two-phase recipe through the trainer: the phase switch (sequence length,
 // RoPE base, data mixture, schedule) and bit-exact resume before, at and after
 // the phase boundary.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>

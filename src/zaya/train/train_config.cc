@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "zaya/core/error.h"
 #include "zaya/train/config_section.h"
@@ -17,25 +17,41 @@
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kModelKeys = {
-    "preset", "hidden_size", "num_blocks", "vocab_size", "real_vocab_size", "q_heads", "kv_heads", "head_dim",
-    "rope_theta", "partial_rotary_factor", "max_position_embeddings", "experts", "expert_ffn", "router_hidden",
-    "top_k", "use_skip", "use_eda", "norm_eps", "router_norm_eps"};
+const std::vector<std::string> kModelKeys = {"preset",
+                                             "hidden_size",
+                                             "num_blocks",
+                                             "vocab_size",
+                                             "real_vocab_size",
+                                             "q_heads",
+                                             "kv_heads",
+                                             "head_dim",
+                                             "rope_theta",
+                                             "partial_rotary_factor",
+                                             "max_position_embeddings",
+                                             "experts",
+                                             "expert_ffn",
+                                             "router_hidden",
+                                             "top_k",
+                                             "use_skip",
+                                             "use_eda",
+                                             "norm_eps",
+                                             "router_norm_eps"};
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
-const std::vector<std::string> kTrainKeys = {"seed", "micro_batch", "seq_len", "grad_accum", "steps", "eval_every",
-                                             "eval_batches", "log_every", "threads", "out_dir", "save_dtype"};
-const std::vector<std::string> kOptimKeys = {"lr", "beta1", "beta2", "eps", "weight_decay", "muon",
-                                             "muon_momentum", "muon_nesterov", "ns_steps", "ns_dtype",
-                                             "grad_clip"};
+const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
+                                             "steps",   "eval_every",  "eval_batches", "log_every",
+                                             "threads", "out_dir",     "save_dtype"};
+const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
+                                             "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
+                                             "ns_steps",     "ns_dtype", "grad_clip"};
 const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
-const std::vector<std::string> kMoeKeys = {"balance", "balance_lr", "balance_beta1", "balance_beta2",
+const std::vector<std::string> kMoeKeys = {"balance",     "balance_lr",       "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
 const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
-const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",    "rollback_after",  "max_rollbacks",
+const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",    "rollback_after", "max_rollbacks",
                                           "on_save_error", "straggler_ratio", "skip_steps"};
-const std::vector<std::string> kSections = {"model",    "data",     "train",      "optim", "schedule",
-                                            "moe",      "parallel", "checkpoint", "ft",    "phase"};
+const std::vector<std::string> kSections = {"model", "data",     "train",      "optim", "schedule",
+                                            "moe",   "parallel", "checkpoint", "ft",    "phase"};
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -79,8 +95,8 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   c.num_blocks = m.get_int("num_blocks", c.num_blocks, 1, 1024);
   t.vocab_from_tokenizer = !m.has("vocab_size") && !m.has("real_vocab_size");
   c.vocab_size = m.get_int("vocab_size", c.vocab_size, 4, int64_t(1) << 24);
-  c.real_vocab_size = m.get_int("real_vocab_size", m.has("vocab_size") ? c.vocab_size : c.real_vocab_size, 4,
-                                int64_t(1) << 24);
+  c.real_vocab_size =
+      m.get_int("real_vocab_size", m.has("vocab_size") ? c.vocab_size : c.real_vocab_size, 4, int64_t(1) << 24);
   c.q_heads = m.get_int("q_heads", c.q_heads, 1, 1024);
   c.kv_heads = m.get_int("kv_heads", c.kv_heads, 1, 1024);
   c.head_dim = m.get_int("head_dim", c.head_dim, 2, 4096);
@@ -115,8 +131,9 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.micro_batch = r.get_int("micro_batch", run.micro_batch, 1, 1 << 16);
   if (recipe) {
     r.forbid("seq_len", recipe_why + "each phase sets its seq_len");
-    r.forbid("steps", recipe_why + "the steps come from each phase's token budget: ceil(tokens / (micro_batch x "
-                                   "seq_len x grad_accum x data replicas)); use --stop-at to stop early");
+    r.forbid("steps", recipe_why +
+                          "the steps come from each phase's token budget: ceil(tokens / (micro_batch x "
+                          "seq_len x grad_accum x data replicas)); use --stop-at to stop early");
   }
   run.seq_len = r.get_int("seq_len", run.seq_len, 1, 1 << 20);
   run.grad_accum = r.get_int("grad_accum", run.grad_accum, 1, 1 << 16);
@@ -129,8 +146,8 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
   r.finish(kTrainKeys);
   ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
-             "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source,
-             run.seq_len, c.max_position);
+             "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
+             c.max_position);
 
   Section o(table_of(root, "optim", source), "optim", source);
   OptimizerConfig& op = t.optim;
@@ -174,8 +191,9 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   Section s(table_of(root, "schedule", source), "schedule", source);
   if (recipe)
     for (const std::string& k : kScheduleKeys)
-      s.forbid(k.c_str(), recipe_why + "the learning-rate schedule is WSD within each phase (phase keys lr, "
-                                       "warmup_steps, decay_fraction, min_lr_ratio)");
+      s.forbid(k.c_str(), recipe_why +
+                              "the learning-rate schedule is WSD within each phase (phase keys lr, "
+                              "warmup_steps, decay_fraction, min_lr_ratio)");
   ScheduleConfig& sc = t.schedule;
   sc.kind = s.get_string("kind", sc.kind, {"cosine", "wsd", "constant"});
   sc.warmup_steps = s.get_int("warmup_steps", std::min<int64_t>(100, run.steps / 10), 0, run.steps);
@@ -275,20 +293,22 @@ std::string train_config_to_toml(const TrainConfig& t) {
   s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
   // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
   const bool recipe = !t.phases.empty();
-  if (recipe) s += fmt::format("[data]\ntokenizer = \"{}\"\n\n", t.data.tokenizer);
-  else s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
+  if (recipe)
+    s += fmt::format("[data]\ntokenizer = \"{}\"\n\n", t.data.tokenizer);
+  else
+    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
   const RunConfig& r = t.run;
   if (recipe)
     s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\ngrad_accum = {}\n", r.seed, r.micro_batch, r.grad_accum);
   else
     s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\nseq_len = {}\ngrad_accum = {}\nsteps = {}\n", r.seed,
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
-  s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n",
-                   r.eval_every, r.eval_batches, r.log_every, r.threads, r.out_dir);
+  s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
+                   r.eval_batches, r.log_every, r.threads, r.out_dir);
   s += fmt::format("save_dtype = \"{}\"\n\n", r.save_dtype);
   const OptimizerConfig& o = t.optim;
-  s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr,
-                   o.beta1, o.beta2, o.eps, o.weight_decay, o.use_muon);
+  s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
+                   o.beta2, o.eps, o.weight_decay, o.use_muon);
   s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\nns_dtype = \"{}\"\ngrad_clip = {}\n\n",
                    o.muon_momentum, o.muon_nesterov, o.ns_steps, o.ns_dtype, o.grad_clip);
   const ScheduleConfig& sc = t.schedule;
@@ -303,8 +323,9 @@ std::string train_config_to_toml(const TrainConfig& t) {
   s += fmt::format("[parallel]\nep = {}\ncp = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.cp,
                    t.parallel.comm_timeout);
   const CheckpointConfig& cc = t.checkpoint;
-  s += fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",
-                   cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
+  s +=
+      fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",
+                  cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
   const FaultToleranceConfig& ft = t.ft;
   s += fmt::format("[ft]\nspike_z = {}\nspike_warmup = {}\nrollback_after = {}\nmax_rollbacks = {}\n", ft.spike_z,
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);

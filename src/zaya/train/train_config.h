@@ -24,14 +24,14 @@ struct DataConfig {
 
 struct RunConfig {
   uint64_t seed = 1234;
-  int64_t micro_batch = 16;   // sequences per forward/backward
+  int64_t micro_batch = 16;  // sequences per forward/backward
   int64_t seq_len = 128;
-  int64_t grad_accum = 1;     // micro-batches per optimizer step
-  int64_t steps = 1000;       // optimizer steps
-  int64_t eval_every = 100;   // steps between validation runs (0: only at the end)
-  int64_t eval_batches = 8;   // micro-batches of validation data per run
+  int64_t grad_accum = 1;    // micro-batches per optimizer step
+  int64_t steps = 1000;      // optimizer steps
+  int64_t eval_every = 100;  // steps between validation runs (0: only at the end)
+  int64_t eval_batches = 8;  // micro-batches of validation data per run
   int64_t log_every = 10;
-  int threads = 0;            // 0: all cores (OMP_NUM_THREADS if set)
+  int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
   std::string save_dtype = "f32";  // weights written at the end: f32 or bf16
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
@@ -39,35 +39,35 @@ struct RunConfig {
 
 // Process layout under mpirun: world = dp x ep x cp (dp = world / (ep * cp)).
 struct ParallelConfig {
-  int ep = 1;                    // expert-parallel ranks (experts split over them)
-  int cp = 1;                    // context-parallel ranks (each sequence split over them, model/context_parallel.h)
-  double comm_timeout = 600;     // seconds a collective may wait for a peer before the run fails (0: forever)
+  int ep = 1;                 // expert-parallel ranks (experts split over them)
+  int cp = 1;                 // context-parallel ranks (each sequence split over them, model/context_parallel.h)
+  double comm_timeout = 600;  // seconds a collective may wait for a peer before the run fails (0: forever)
 };
 
 // Checkpoints (docs/checkpoints.md).
 struct CheckpointConfig {
-  int64_t every = 0;        // steps between checkpoints (0: none during the run)
-  bool final = true;        // a checkpoint after the last step
-  int keep_last = 3;        // newest checkpoints kept
-  int64_t keep_every = 0;   // steps that are multiples of this are kept forever (0: none)
-  bool async = true;        // write in the background; the step loop only waits for the snapshot
-  std::string dir;          // default: OUT_DIR/checkpoints
+  int64_t every = 0;       // steps between checkpoints (0: none during the run)
+  bool final = true;       // a checkpoint after the last step
+  int keep_last = 3;       // newest checkpoints kept
+  int64_t keep_every = 0;  // steps that are multiples of this are kept forever (0: none)
+  bool async = true;       // write in the background; the step loop only waits for the snapshot
+  std::string dir;         // default: OUT_DIR/checkpoints
 };
 
 // Numerical fault handling (docs/fault-tolerance.md).
 struct FaultToleranceConfig {
-  double spike_z = 6.0;         // skip a step whose loss or gradient norm is this many standard deviations
-                                // above the recent window (0: off)
-  int spike_warmup = 20;        // accepted steps in the window before spikes are judged
-  int rollback_after = 3;       // consecutive skipped steps that trigger a rollback to the last checkpoint (0: off)
-  int max_rollbacks = 3;        // rollbacks to the same checkpoint before the run stops with an error
+  double spike_z = 6.0;    // skip a step whose loss or gradient norm is this many standard deviations
+                           // above the recent window (0: off)
+  int spike_warmup = 20;   // accepted steps in the window before spikes are judged
+  int rollback_after = 3;  // consecutive skipped steps that trigger a rollback to the last checkpoint (0: off)
+  int max_rollbacks = 3;   // rollbacks to the same checkpoint before the run stops with an error
   std::string on_save_error = "continue";  // continue | stop
-  double straggler_ratio = 1.5; // report a rank whose step time exceeds the fastest rank's by this factor
-  std::vector<int64_t> skip_steps;  // steps to skip deliberately (reproducing a run that skipped them)
+  double straggler_ratio = 1.5;            // report a rank whose step time exceeds the fastest rank's by this factor
+  std::vector<int64_t> skip_steps;         // steps to skip deliberately (reproducing a run that skipped them)
 };
 
 struct TrainConfig {
-  std::string source;           // the file it came from, for messages
+  std::string source;  // the file it came from, for messages
   std::string model_preset;
   bool vocab_from_tokenizer = true;  // vocab sizes not set explicitly: take the tokenizer's
   ZayaConfig model;

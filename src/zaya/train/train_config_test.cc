@@ -21,8 +21,8 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 const char* kMinimal = "[data]\ndir = \"runs/data\"\n";
 
 TEST(TrainConfig, DefaultsPresetAndOverrides) {
-  TrainConfig t = parse_train_config(std::string(kMinimal) + "[model]\npreset = \"small\"\nexperts = 4\n",
-                                     "ok.toml", {"train.steps=42", "optim.lr=0.01", "train.out_dir=runs/x"});
+  TrainConfig t = parse_train_config(std::string(kMinimal) + "[model]\npreset = \"small\"\nexperts = 4\n", "ok.toml",
+                                     {"train.steps=42", "optim.lr=0.01", "train.out_dir=runs/x"});
   EXPECT_EQ(t.model.hidden, 512);
   EXPECT_EQ(t.model.experts, 4);
   EXPECT_EQ(t.run.steps, 42);
@@ -44,8 +44,7 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   e = error_of(std::string(kMinimal) + "[train]\nmicro_batch = 0\n");
   EXPECT_NE(e.find("train.micro_batch = 0 is invalid; allowed: an integer in 1.."), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[model]\npreset = \"huge\"\n");
-  EXPECT_NE(e.find("model.preset = 'huge' is invalid; allowed: one of: tiny, small, zaya1-base"),
-            std::string::npos)
+  EXPECT_NE(e.find("model.preset = 'huge' is invalid; allowed: one of: tiny, small, zaya1-base"), std::string::npos)
       << e;
   e = error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
   EXPECT_NE(e.find("optim.lr"), std::string::npos) << e;

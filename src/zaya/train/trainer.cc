@@ -3,25 +3,25 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
-#include <thread>
-#include <map>
 #include <fstream>
+#include <map>
+#include <thread>
 
 #include "zaya/core/error.h"
 #include "zaya/core/fault.h"
-#include "zaya/dist/collective.h"
-#include "zaya/io/atomic_file.h"
-#include "zaya/io/append_file.h"
-#include "zaya/model/hf_config.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/data/shard_builder.h"
-#include "zaya/model/hf_checkpoint.h"
+#include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
+#include "zaya/io/append_file.h"
+#include "zaya/io/atomic_file.h"
+#include "zaya/model/hf_checkpoint.h"
+#include "zaya/model/hf_config.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/optim/schedule.h"
 #include "zaya/report/svg_line_plot.h"
@@ -101,8 +101,8 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
     adopt_data_vocab(config_, mc, train->shard().vocab_size(),
                      fmt::format("the token shards in '{}'", config_.data.dir));
     ZAYA_CHECK(val_data_->shard().vocab_size() == train->shard().vocab_size(),
-               "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)",
-               config_.source, config_.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
+               "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)", config_.source,
+               config_.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
     unigram_entropy_ = unigram_entropy(train->shard());
     train_data_ = std::move(train);
   }
@@ -201,18 +201,18 @@ nlohmann::json Trainer::checkpoint_state() const {
     gnorms.push_back(gnorm_window_[i % kWindow]);
   }
   nlohmann::json state = {{"step", step_},
-          {"optimizer_step", optimizer_->step_count()},
-          {"consecutive_skips", consecutive_skips_},
-          {"optimizer_state", true},
-          {"balance_step", balance_->step()},
-          {"data", {{"seed", data.seed}, {"epoch", data.epoch}, {"index", data.index}}},
-          {"loss_window", losses},
-          {"grad_norm_window", gnorms},
-          {"window_count", window_count_}};
+                          {"optimizer_step", optimizer_->step_count()},
+                          {"consecutive_skips", consecutive_skips_},
+                          {"optimizer_state", true},
+                          {"balance_step", balance_->step()},
+                          {"data", {{"seed", data.seed}, {"epoch", data.epoch}, {"index", data.index}}},
+                          {"loss_window", losses},
+                          {"grad_norm_window", gnorms},
+                          {"window_count", window_count_}};
   if (!config_.phases.empty()) {
     // The phase (counted from 1), the step it began at and, with real data, every dataset's position.
-    nlohmann::json recipe = {{"phase", phase_ + 1}, {"name", plans_[phase_].name},
-                             {"phase_start", plans_[phase_].first_step}};
+    nlohmann::json recipe = {
+        {"phase", phase_ + 1}, {"name", plans_[phase_].name}, {"phase_start", plans_[phase_].first_step}};
     if (mixture_ != nullptr) recipe["mixture"] = mixture_state_to_json(mixture_->mixture_state());
     state["recipe"] = recipe;
   }
@@ -228,7 +228,8 @@ std::vector<SnapshotTensor> Trainer::snapshot_tensors() const {
     out.push_back({e.name, CkptDType::kF32, e.shape, model_->param_data() + e.offset});
     out.push_back({"optim.m." + e.name, CkptDType::kF32, e.shape, opt.first_moment().data() + opt.state_offset(idx)});
     if (!(config_.optim.use_muon && e.muon))
-      out.push_back({"optim.v." + e.name, CkptDType::kF32, e.shape, opt.second_moment().data() + opt.state_offset(idx)});
+      out.push_back(
+          {"optim.v." + e.name, CkptDType::kF32, e.shape, opt.second_moment().data() + opt.state_offset(idx)});
   }
   if (is_root()) {  // replicated state: written once
     for (const ParamEntry& e : model_->buffers().entries())
@@ -265,11 +266,13 @@ void Trainer::resume_from(const CheckpointReader& ck) {
   ZayaConfig saved_model = saved.model;
   if (is_root() && !options_.quiet &&
       (saved_model.rope_theta != model_->config().rope_theta ||
-       saved_model.max_position != model_->config().max_position) && config_.phases.empty())
-    fmt::print("note: {} was trained with rope_theta {:g} and max_position_embeddings {}; continuing with {:g} and "
-               "{}\n",
-               ck.dir(), saved_model.rope_theta, saved_model.max_position, model_->config().rope_theta,
-               model_->config().max_position);
+       saved_model.max_position != model_->config().max_position) &&
+      config_.phases.empty())
+    fmt::print(
+        "note: {} was trained with rope_theta {:g} and max_position_embeddings {}; continuing with {:g} and "
+        "{}\n",
+        ck.dir(), saved_model.rope_theta, saved_model.max_position, model_->config().rope_theta,
+        model_->config().max_position);
   saved_model.rope_theta = model_->config().rope_theta;
   saved_model.max_position = model_->config().max_position;
   ZAYA_CHECK(config_to_hf_json(saved_model, "float32") == config_to_hf_json(model_->config(), "float32"),
@@ -383,8 +386,8 @@ StepResult Trainer::compute_gradients() {
   }
   if (distributed_) sync_->finish();
   // Own work only: the wait for other ranks' gradients and expert rows is theirs.
-  r.compute_seconds = now_seconds() - t0 - (distributed_ ? sync_->exposed_seconds() : 0.0) -
-                      workspace_->exchange_seconds();
+  r.compute_seconds =
+      now_seconds() - t0 - (distributed_ ? sync_->exposed_seconds() : 0.0) - workspace_->exchange_seconds();
   if (fault_planned("spike", mesh_->rank(), step_ + 1)) {  // injected: a loss spike on this rank
     r.loss *= 1000.0;
     for (size_t idx : optimizer_->owned()) {
@@ -507,8 +510,8 @@ double Trainer::validation_loss() {
   for (int64_t i = 0; i < run.eval_batches; ++i) {
     val_data_->next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_->data_rank(),
                     mesh_->data_ranks());
-    LossParts parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len,
-                                    {});
+    LossParts parts =
+        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {});
     sum += parts.xent_sum;
     n += parts.xent_tokens;
   }
@@ -632,8 +635,8 @@ void Trainer::incident(const std::string& event, const std::string& detail) {
   fmt::print(stderr, "warning: {}: {}\n", event, detail);
   if (!outputs_enabled_) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const nlohmann::json j = {{"time", now}, {"source", "trainer"}, {"event", event}, {"step", step_},
-                            {"detail", detail}};
+  const nlohmann::json j = {
+      {"time", now}, {"source", "trainer"}, {"event", event}, {"step", step_}, {"detail", detail}};
   append_line(path_join(config_.run.out_dir, "incidents.jsonl"), j.dump());
 }
 
@@ -676,9 +679,10 @@ void Trainer::rollback() {
   path.resize(size_t(length));
   mesh_->world().broadcast(path.data(), size_t(length), DType::kU8, 0);
   if (path.empty())
-    throw CollectiveError(fmt::format("{} consecutive steps were skipped (up to step {}) and there is no checkpoint "
-                                      "to roll back to; lower the learning rate or check the data",
-                                      config_.ft.rollback_after, step_));
+    throw CollectiveError(
+        fmt::format("{} consecutive steps were skipped (up to step {}) and there is no checkpoint "
+                    "to roll back to; lower the learning rate or check the data",
+                    config_.ft.rollback_after, step_));
   if (++rollbacks_[path] > config_.ft.max_rollbacks)
     throw CollectiveError(fmt::format("rolled back to {} {} times and the trouble persists (up to step {}); stopping",
                                       path, config_.ft.max_rollbacks, step_));
@@ -772,15 +776,17 @@ TrainSummary Trainer::run() {
     fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, f32 GEMM peak {:.0f} GFLOP/s\n", run.steps,
                run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, omp_get_max_threads(),
                peak_gflops_);
-    if (unigram_entropy_ > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy_);
+    if (unigram_entropy_ > 0)
+      fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy_);
     std::fflush(stdout);
   }
   // Checkpoints: never write over another run's; continue this run's.
   run_collectively(mesh_->world(), "checking the checkpoint directory", [&] {
     if (is_root() && !resumed_ && !list_checkpoints(config_.checkpoint_dir()).empty())
-      fail("{} already holds checkpoints (latest {}); pass --resume to continue that run, or choose another "
-           "train.out_dir / checkpoint.dir",
-           config_.checkpoint_dir(), list_checkpoints(config_.checkpoint_dir()).back());
+      fail(
+          "{} already holds checkpoints (latest {}); pass --resume to continue that run, or choose another "
+          "train.out_dir / checkpoint.dir",
+          config_.checkpoint_dir(), list_checkpoints(config_.checkpoint_dir()).back());
   });
   const bool checkpoints = config_.checkpoint.every > 0 || config_.checkpoint.final;
   if (checkpoints && outputs_enabled_) ensure_checkpoint_writer();
@@ -862,12 +868,13 @@ TrainSummary Trainer::run() {
       plot_loss_.push_back(r.loss);
       log_metrics(r, elapsed, eta);
       if (!options_.quiet) {
-        fmt::print("step {:>6}/{} | loss {:.4f} | val {} | lr {:.2e} | gnorm {:.3f} | {} tok/s | MFU {:.1f}% | {} | "
-                   "ETA {}{}\n",
-                   r.step, run.steps, r.loss, std::isnan(val) ? std::string("  -   ") : fmt::format("{:.4f}", val),
-                   r.lr, r.grad_norm, format_rate(double(train_tokens) / train_seconds),
-                   100.0 * train_flops / train_seconds / (peak_gflops_ * 1e9), format_duration(elapsed),
-                   format_duration(eta), r.skipped ? fmt::format(" | SKIPPED ({})", r.skipped) : "");
+        fmt::print(
+            "step {:>6}/{} | loss {:.4f} | val {} | lr {:.2e} | gnorm {:.3f} | {} tok/s | MFU {:.1f}% | {} | "
+            "ETA {}{}\n",
+            r.step, run.steps, r.loss, std::isnan(val) ? std::string("  -   ") : fmt::format("{:.4f}", val), r.lr,
+            r.grad_norm, format_rate(double(train_tokens) / train_seconds),
+            100.0 * train_flops / train_seconds / (peak_gflops_ * 1e9), format_duration(elapsed), format_duration(eta),
+            r.skipped ? fmt::format(" | SKIPPED ({})", r.skipped) : "");
         std::fflush(stdout);
       }
     }

@@ -37,17 +37,17 @@ class Preempted : public std::exception {
 };
 
 struct StepResult {
-  int64_t step = 0;           // steps done, after this one (skipped steps count)
+  int64_t step = 0;               // steps done, after this one (skipped steps count)
   const char* skipped = nullptr;  // why this step's update was skipped (nan, loss-spike, ...), or null
-  double loss = 0;            // mean cross-entropy over the step's tokens
-  double router_loss = 0;     // aux + z losses (0 if disabled)
-  double grad_norm = 0;       // before clipping
+  double loss = 0;                // mean cross-entropy over the step's tokens
+  double router_loss = 0;         // aux + z losses (0 if disabled)
+  double grad_norm = 0;           // before clipping
   double lr = 0;
   double seconds = 0;
   double compute_seconds = 0;  // this rank's forward + backward, without waiting for other ranks (stragglers)
-  double flops = 0;           // model FLOPs of the step (forward + backward), this rank
-  int64_t tokens = 0;         // tokens of the step, all ranks
-  int64_t rank_tokens = 0;    // tokens this rank processed
+  double flops = 0;            // model FLOPs of the step (forward + backward), this rank
+  int64_t tokens = 0;          // tokens of the step, all ranks
+  int64_t rank_tokens = 0;     // tokens this rank processed
   // Communication (distributed runs): gradient reduction time not hidden behind
   // the backward pass, its part that was hidden, parameter all-gather, and the
   // expert-parallel all-to-all exchanges (always on the critical path).
@@ -60,7 +60,7 @@ struct TrainSummary {
   double final_val_loss = 0;
   double unigram_entropy = 0;  // of the training shard, nats/token (0 for synthetic data)
   double tokens_per_second = 0;
-  double mfu = 0;              // model FLOPs / time / measured f32 GEMM peak
+  double mfu = 0;  // model FLOPs / time / measured f32 GEMM peak
   double peak_gflops = 0;
   double seconds = 0;
   std::string weights_dir;

@@ -11,11 +11,13 @@ namespace zaya {
 namespace {
 
 TrainConfig synthetic_config(int64_t micro_batch, int64_t grad_accum, const std::string& extra = "") {
-  return parse_train_config("[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
-                            "[train]\nseq_len = 32\nsteps = 4\n" + extra,
-                            "test.toml",
-                            {"train.micro_batch=" + std::to_string(micro_batch),
-                             "train.grad_accum=" + std::to_string(grad_accum), "schedule.warmup_steps=0"});
+  return parse_train_config(
+      "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
+      "[train]\nseq_len = 32\nsteps = 4\n" +
+          extra,
+      "test.toml",
+      {"train.micro_batch=" + std::to_string(micro_batch), "train.grad_accum=" + std::to_string(grad_accum),
+       "schedule.warmup_steps=0"});
 }
 
 TrainerOptions quiet() {
