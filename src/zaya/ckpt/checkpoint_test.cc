@@ -35,11 +35,18 @@ struct Saved {
   }
 };
 
+CheckpointMeta header(nlohmann::json state, std::string config_toml = "") {
+  CheckpointMeta h;
+  h.state = std::move(state);
+  h.config_toml = std::move(config_toml);
+  return h;
+}
+
 std::string save_one(const std::string& root, int64_t step, bool async, RetentionPolicy keep = {}) {
   auto self = make_self_comm();
   CheckpointWriter w(*self, root, "run-1", 1, 1, keep);
   Saved s;
-  w.save(step, s.tensors(), {{"step", step}, {"note", "hello"}}, "[data]\ndir = \"x\"\n", async);
+  w.save(step, s.tensors(), header({{"step", step}, {"note", "hello"}}, "[data]\ndir = \"x\"\n"), async);
   w.finish();
   return (fs::path(root) / checkpoint_dir_name(step)).string();
 }
@@ -74,7 +81,7 @@ TEST(Checkpoint, RetentionKeepsNewestAndPermanent) {
   auto self = make_self_comm();
   CheckpointWriter w(*self, tmp.path(), "run", 1, 1, keep);
   Saved s;
-  for (int64_t step : {5, 10, 15, 20, 25, 30, 35}) w.save(step, s.tensors(), {{"step", step}}, "", true);
+  for (int64_t step : {5, 10, 15, 20, 25, 30, 35}) w.save(step, s.tensors(), header({{"step", step}}), true);
   w.finish();
   std::vector<std::string> names;
   for (const std::string& d : list_checkpoints(tmp.path())) names.push_back(fs::path(d).filename().string());
@@ -144,14 +151,14 @@ TEST(Checkpoint, WriteErrorsLeaveEarlierCheckpointsIntact) {
   CheckpointWriter w(*self, tmp.path(), "run-1", 1, 1, {});
   Saved s;
   set_fault_plan("ckpt-write:rank=0");  // the background write fails (as on a full disk)
-  w.save(2, s.tensors(), {{"step", 2}}, "", true);
+  w.save(2, s.tensors(), header({{"step", 2}}), true);
   testing::expect_error([&] { w.finish(); }, "injected checkpoint write fault");
   set_fault_plan("");
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / ".step_00000002.partial"));
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / "step_00000002"));
   EXPECT_GT(CheckpointReader::open(good).verify(), 0u);
   // The writer is usable again afterwards.
-  w.save(3, s.tensors(), {{"step", 3}}, "", true);
+  w.save(3, s.tensors(), header({{"step", 3}}), true);
   w.finish();
   EXPECT_EQ(list_checkpoints(tmp.path()).size(), 2u);
 }

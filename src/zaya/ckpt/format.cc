@@ -47,6 +47,8 @@ json CheckpointMeta::to_json() const {
   j["tensors"] = tensors_j;
   j["state"] = state;
   j["config"] = config_toml;
+  if (!model_config.is_null()) j["model"] = model_config;
+  if (!tokenizer.empty()) j["tokenizer"] = tokenizer;
   return j;
 }
 
@@ -174,6 +176,14 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
   const json& config = need(j, "config", source, "");
   if (!config.is_string()) bad(source, "config", "expected the training config as a string");
   m.config_toml = config.get<std::string>();
+  if (j.contains("model")) {
+    if (!j["model"].is_object()) bad(source, "model", "expected the model's config.json as an object");
+    m.model_config = j["model"];
+  }
+  if (j.contains("tokenizer")) {
+    if (!j["tokenizer"].is_string()) bad(source, "tokenizer", "expected a path");
+    m.tokenizer = j["tokenizer"].get<std::string>();
+  }
   return m;
 }
 

@@ -30,7 +30,7 @@ std::vector<std::vector<OfflineTensor>> checkpoint_layout(const ZayaConfig& c, i
   std::vector<std::vector<OfflineTensor>> out(world);
   for (int r = 0; r < world; ++r) {
     ParamTable t(c, true, ExpertRange{(r % ep) * local, local});
-    for (size_t i : zero_owned_entries(t, r, world, r / ep, dp)) {
+    for (size_t i : zero_owned_entries(zero_layout(t), r, world, r / ep, dp)) {
       const ParamEntry& e = t.entries()[i];
       out[r].push_back({e.name, CkptDType::kF32, e.shape});
       if (!with_optimizer) continue;

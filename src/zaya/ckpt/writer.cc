@@ -112,8 +112,8 @@ void CheckpointWriter::worker() {
   }
 }
 
-void CheckpointWriter::save(int64_t step, const std::vector<SnapshotTensor>& tensors, const nlohmann::json& state,
-                            const std::string& config_toml, bool async) {
+void CheckpointWriter::save(int64_t step, const std::vector<SnapshotTensor>& tensors, const CheckpointMeta& header,
+                            bool async) {
   finish();  // never two saves at once
   ZAYA_PROFILE_SCOPE("ckpt.snapshot");
   const double t0 = now_seconds();
@@ -161,8 +161,7 @@ void CheckpointWriter::save(int64_t step, const std::vector<SnapshotTensor>& ten
   buffer_used_ = off;
   file_name_ = fmt::format("shard-{:05}-of-{:05}.bin", world_.rank(), world_.size());
   step_ = step;
-  state_ = state;
-  config_ = config_toml;
+  header_ = header;
   stats_ = SaveStats{};
   stats_.step = step;
   stats_.bytes = off;
@@ -236,14 +235,16 @@ void CheckpointWriter::publish() {
   run_collectively(world_, fmt::format("publishing checkpoint step {}", step_), [&] {
     if (world_.rank() != 0) return;
     CheckpointMeta meta;
+    meta.state = header_.state;
+    meta.config_toml = header_.config_toml;
+    meta.model_config = header_.model_config;
+    meta.tokenizer = header_.tokenizer;
     meta.run_id = run_id_;
     meta.step = step_;
     meta.world = world_.size();
     meta.dp = dp_;
     meta.ep = ep_;
     meta.cp = cp_;
-    meta.state = state_;
-    meta.config_toml = config_;
     for (int r = 0; r < world_.size(); ++r) {
       const nlohmann::json part = nlohmann::json::parse(all[r]);
       meta.files.push_back({part["file"].get<std::string>(), part["bytes"].get<uint64_t>()});

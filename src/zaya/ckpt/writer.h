@@ -57,10 +57,10 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // Collective. Snapshots `tensors` and writes them (in the background when
-  // async, else before returning, published). `state` and `config_toml` go into
-  // metadata.json (taken from rank 0).
-  void save(int64_t step, const std::vector<SnapshotTensor>& tensors, const nlohmann::json& state,
-            const std::string& config_toml, bool async);
+  // async, else before returning, published). The header's state,
+  // config_toml, model_config and tokenizer go into metadata.json (taken from
+  // rank 0); its other fields are the writer's.
+  void save(int64_t step, const std::vector<SnapshotTensor>& tensors, const CheckpointMeta& header, bool async);
   // Collective; cheap. Publishes the pending save if every rank has finished writing it.
   void poll();
   // Collective. Waits for the pending save (if any) and publishes it.
@@ -83,8 +83,7 @@ class CheckpointWriter {
   bool pending_ = false;
   int64_t step_ = -1;
   std::string tmp_dir_, file_name_;
-  nlohmann::json state_;
-  std::string config_;
+  CheckpointMeta header_;
   std::vector<CkptTensor> records_;  // this rank's tensors (slices in its file)
   AlignedPtr<char> buffer_;
   uint64_t buffer_capacity_ = 0, buffer_used_ = 0;

@@ -8,9 +8,9 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/core/exit_codes.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
-#include "zaya/train/trainer.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"zaya: train, evaluate and run ZAYA1-family mixture-of-experts models"};
@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, version or the usage error
-    return code == 0 ? 0 : 2;      // usage errors exit with 2, failures with 1
+    const int code = app.exit(e);             // prints help, version or the usage error
+    return code == 0 ? 0 : zaya::kExitUsage;  // usage errors exit with 2, failures with 1
   } catch (const zaya::Preempted& e) {
     // Every rank stopped at the same step boundary after the checkpoint.
     std::fflush(stdout);
@@ -52,14 +52,14 @@ int main(int argc, char** argv) {
     // Every rank failed together (start-up agreement): a normal exit.
     std::fflush(stdout);
     fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
+    return zaya::kExitFailure;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "error: {}\n", e.what());
     // Under mpirun the other ranks may be waiting in a collective for this
     // one: stop them all now rather than let them hang.
-    if (zaya::launched_by_mpi()) zaya::abort_world(1);
-    return 1;
+    if (zaya::launched_by_mpi()) zaya::abort_world(zaya::kExitFailure);
+    return zaya::kExitFailure;
   }
   return 0;
 }

@@ -10,10 +10,10 @@
 
 namespace zaya {
 
-std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, size_t last, int parts) {
-  const auto& e = table.entries();
-  std::vector<int64_t> cuts;  // every entry boundary, in order
-  if (first == last) return std::vector<int64_t>(parts + 1, first < e.size() ? e[first].offset : table.total_floats());
+std::vector<int64_t> shard_boundaries(const ZeroLayout& layout, size_t first, size_t last, int parts) {
+  const auto& e = layout.tensors;
+  std::vector<int64_t> cuts;  // every tensor boundary, in order
+  if (first == last) return std::vector<int64_t>(parts + 1, first < e.size() ? e[first].offset : layout.total_floats);
   for (size_t i = first; i < last; ++i) cuts.push_back(e[i].offset);
   cuts.push_back(e[last - 1].offset + e[last - 1].numel);
   const int64_t begin = cuts.front(), end = cuts.back();
@@ -32,23 +32,13 @@ std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, siz
   return bounds;
 }
 
-namespace {
-
-size_t dense_entry_count(const ParamTable& table) {
-  size_t n = 0;
-  while (n < table.entries().size() && table.entries()[n].offset < table.dense_floats()) ++n;
-  return n;
-}
-
-}  // namespace
-
-std::vector<size_t> zero_owned_entries(const ParamTable& table, int world_rank, int world_size, int dp_rank,
+std::vector<size_t> zero_owned_entries(const ZeroLayout& layout, int world_rank, int world_size, int dp_rank,
                                        int dp_size) {
-  const auto& e = table.entries();
-  const size_t n_dense = dense_entry_count(table);
+  const auto& e = layout.tensors;
+  const size_t n_dense = layout.dense_count;
   std::vector<size_t> owned;
-  const std::vector<int64_t> dense = shard_boundaries(table, 0, n_dense, world_size);
-  const std::vector<int64_t> experts = shard_boundaries(table, n_dense, e.size(), dp_size);
+  const std::vector<int64_t> dense = shard_boundaries(layout, 0, n_dense, world_size);
+  const std::vector<int64_t> experts = shard_boundaries(layout, n_dense, e.size(), dp_size);
   for (size_t i = 0; i < e.size(); ++i) {
     const std::vector<int64_t>& b = i < n_dense ? dense : experts;
     const int part = i < n_dense ? world_rank : dp_rank;
@@ -57,42 +47,37 @@ std::vector<size_t> zero_owned_entries(const ParamTable& table, int world_rank, 
   return owned;
 }
 
-GradientSync::GradientSync(const ParamTable& table, ProcessMesh& mesh, float* grads, float* params)
-    : table_(table), grads_(grads), params_(params) {
-  const auto& e = table.entries();
-  const size_t n_dense = dense_entry_count(table);
+GradientSync::GradientSync(const ZeroLayout& layout, ProcessMesh& mesh, float* grads, float* params)
+    : grads_(grads), params_(params) {
+  const auto& e = layout.tensors;
+  const size_t n_dense = layout.dense_count;
   Comm* groups[2] = {&mesh.world(), &mesh.dp()};
   const size_t ranges[2][2] = {{0, n_dense}, {n_dense, e.size()}};
   for (int r = 0; r < 2; ++r) {
     Region& reg = regions_[r];
     reg.group = groups[r];
-    reg.bounds = shard_boundaries(table, ranges[r][0], ranges[r][1], reg.group->size());
+    reg.bounds = shard_boundaries(layout, ranges[r][0], ranges[r][1], reg.group->size());
     for (int q = 0; q < reg.group->size(); ++q) reg.counts.push_back(reg.bounds[q + 1] - reg.bounds[q]);
     reg.reduced.assign(size_t(reg.mine_end() - reg.mine_begin()), 0.0f);
     // Buckets: runs of consecutive entries finished by the same half-layer.
     for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i) {
-      if (buckets_.empty() || buckets_.back().region != r || buckets_.back().ready_at != e[i].half_layer) {
+      if (buckets_.empty() || buckets_.back().region != r || buckets_.back().ready_at != e[i].ready_at) {
         Bucket b;
         b.region = r;
         b.begin = e[i].offset;
-        b.ready_at = e[i].half_layer;
+        b.ready_at = e[i].ready_at;
         buckets_.push_back(b);
       }
       buckets_.back().end = e[i].offset + e[i].numel;
     }
   }
-  owned_ = zero_owned_entries(table, mesh.rank(), mesh.world_size(), mesh.dp().rank(), mesh.dp().size());
+  owned_ = zero_owned_entries(layout, mesh.rank(), mesh.world_size(), mesh.dp().rank(), mesh.dp().size());
   for (Bucket& b : buckets_) {
     const Region& reg = regions_[b.region];
     for (int q = 0; q < reg.group->size(); ++q)
       b.counts.push_back(std::max<int64_t>(0, std::min(b.end, reg.bounds[q + 1]) - std::max(b.begin, reg.bounds[q])));
   }
   in_flight_.reserve(buckets_.size());
-}
-
-bool GradientSync::owns(const ParamEntry& entry) const {
-  const Region& reg = regions_[entry.offset < table_.dense_floats() ? 0 : 1];
-  return entry.offset >= reg.mine_begin() && entry.offset < reg.mine_end();
 }
 
 void GradientSync::begin() {

@@ -9,8 +9,11 @@
 // has the full reduced gradient of each of its matrices and runs Newton-Schulz
 // on it ("distributed Muon": matrices assigned to ranks, results gathered).
 //
-// Two regions of the arena are sharded over two groups (model/params.h):
-// the dense region over the world, the expert region over the dp group.
+// Two regions of the arena are sharded over two groups: the dense region
+// (tensors every rank holds) over the world, the expert region (this rank's
+// experts) over the dp group. The arena is described by a ZeroLayout, which
+// the model's parameter table provides (model/params.h, zero_layout()); this
+// layer knows nothing of the model.
 //
 // Overlap: gradients are reduced in buckets (one per half-layer, in the order
 // the backward pass finishes them) with non-blocking reduce-scatters that run
@@ -22,29 +25,42 @@
 
 #include "zaya/dist/comm.h"
 #include "zaya/dist/mesh.h"
-#include "zaya/model/params.h"
 
 namespace zaya {
 
-// Cuts the entries [first, last) of `table` (contiguous in the arena) into
-// `parts` ranges at entry boundaries, each as close as possible to an equal
-// share of the floats. Returns parts + 1 arena offsets.
-std::vector<int64_t> shard_boundaries(const ParamTable& table, size_t first, size_t last, int parts);
+// One tensor of the arena, as ZeRO-1 sees it.
+struct ZeroTensor {
+  int64_t offset = 0;  // floats from the arena start
+  int64_t numel = 0;
+  int ready_at = -1;  // the backward step whose layer_done(n) finishes its gradient (-1: only finish())
+};
 
-// The entries a rank updates under ZeRO-1: its share of the dense region
-// (split over the world) and of its expert region (split over its dp group).
-// `table` is that rank's table (its experts). Used by GradientSync and by the
-// offline checkpoint tools to write a checkpoint laid out for another mesh.
-std::vector<size_t> zero_owned_entries(const ParamTable& table, int world_rank, int world_size, int dp_rank,
+// The arena: tensors in offset order, packed; the first `dense_count` form the
+// dense region, the rest the expert region.
+struct ZeroLayout {
+  std::vector<ZeroTensor> tensors;
+  size_t dense_count = 0;
+  int64_t total_floats = 0;
+};
+
+// Cuts the tensors [first, last) of `layout` (contiguous in the arena) into
+// `parts` ranges at tensor boundaries, each as close as possible to an equal
+// share of the floats. Returns parts + 1 arena offsets.
+std::vector<int64_t> shard_boundaries(const ZeroLayout& layout, size_t first, size_t last, int parts);
+
+// The tensors (indices into layout.tensors) a rank updates under ZeRO-1: its
+// share of the dense region (split over the world) and of its expert region
+// (split over its dp group). `layout` is that rank's (its experts). Used by
+// GradientSync and by the offline checkpoint tools to write a checkpoint laid
+// out for another mesh.
+std::vector<size_t> zero_owned_entries(const ZeroLayout& layout, int world_rank, int world_size, int dp_rank,
                                        int dp_size);
 
 class GradientSync {
  public:
-  GradientSync(const ParamTable& table, ProcessMesh& mesh, float* grads, float* params);
+  GradientSync(const ZeroLayout& layout, ProcessMesh& mesh, float* grads, float* params);
 
-  // True when this rank updates `entry` (it lies in this rank's shard).
-  bool owns(const ParamEntry& entry) const;
-  // Indices of the owned entries of the table.
+  // Indices of the owned tensors of the layout.
   const std::vector<size_t>& owned_entries() const { return owned_; }
 
   // Call before the last micro-batch's backward pass.
@@ -87,7 +103,6 @@ class GradientSync {
   void launch(Bucket& b);
   void progress();
 
-  const ParamTable& table_;
   float* grads_;
   float* params_;
   Region regions_[2];  // dense (world), experts (dp)

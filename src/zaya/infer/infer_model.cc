@@ -9,14 +9,13 @@
 #include <fstream>
 #include <set>
 
-#include "zaya/ckpt/reader.h"
+#include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
-#include "zaya/infer/native_layout.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/native_config.h"
 #include "zaya/model/params.h"
-#include "zaya/train/train_config.h"
 
 namespace zaya {
 
@@ -34,7 +33,7 @@ struct InferModel::Builder {
   const ZayaModel* zm = nullptr;
   std::string want;  // auto, bf16, f32
   std::string label;
-  bool native = false;  // tensors under native names (native_layout.h)
+  bool native = false;  // tensors under native names (model/native_config.h, tensor_table.h)
   std::set<std::string> used;
   std::set<WeightType> matrix_types;
 
@@ -44,13 +43,14 @@ struct InferModel::Builder {
     return reinterpret_cast<T*>(m.owned_.back().get());
   }
 
-  // The tensor holding legacy tensor `name` in the file (a native name and expert slice, or itself).
-  NativeTensorRef ref(const std::string& name) const {
-    return native ? native_tensor_for(name, m.config_) : NativeTensorRef{name, -1};
+  // The tensor holding entry `e` in the file (a native name and expert slice, or its legacy name).
+  NativeTensorRef ref(const ParamEntry& e) const {
+    return native ? native_tensor_ref(e.role, e.half_layer, e.expert, m.config_) : NativeTensorRef{e.name, -1};
   }
 
-  void check_present(const std::string& name, const std::vector<int64_t>& shape) {
-    const NativeTensorRef r = ref(name);
+  void check_present(const ParamEntry& e) {
+    const NativeTensorRef r = ref(e);
+    const std::vector<int64_t>& shape = e.shape;
     used.insert(r.name);
     if (st != nullptr)
       ZAYA_CHECK(st->has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
@@ -66,17 +66,12 @@ struct InferModel::Builder {
   }
 
   // A small tensor as float32 (a copy from a file, the arena in place otherwise).
-  const float* vec(const std::string& name, const std::vector<int64_t>& shape) {
-    check_present(name, shape);
-    if (zm != nullptr) return model_ptr(name);
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    float* dst = alloc<float>(n);
-    st->read_f32(ref(name).name, dst, shape);
+  const float* vec(const ParamEntry& e) {
+    check_present(e);
+    if (zm != nullptr) return model_ptr(e.name);
+    float* dst = alloc<float>(e.numel);
+    st->read_f32(ref(e).name, dst, e.shape);
     return dst;
-  }
-  const float* maybe_vec(const std::string& name, const std::vector<int64_t>& shape, bool present) {
-    return present ? vec(name, shape) : nullptr;
   }
 
   WeightMatrix convert(const float* src, int64_t rows, int64_t cols, WeightType to) {
@@ -92,21 +87,23 @@ struct InferModel::Builder {
     return {to, dst, rows, cols};
   }
 
-  WeightMatrix mat(const std::string& name, int64_t rows, int64_t cols) {
-    check_present(name, {rows, cols});
+  WeightMatrix mat(const ParamEntry& e) {
+    check_present(e);
+    const int64_t rows = e.shape[0], cols = e.shape[1];
     WeightMatrix w;
     if (zm != nullptr) {
-      const float* p = model_ptr(name);
+      const float* p = model_ptr(e.name);
       w = want == "bf16" ? convert(p, rows, cols, WeightType::kBF16) : WeightMatrix{WeightType::kF32, p, rows, cols};
     } else {
-      w = file_mat(name, rows, cols);
+      w = file_mat(e);
     }
     matrix_types.insert(w.type);
     return w;
   }
 
-  WeightMatrix file_mat(const std::string& legacy_name, int64_t rows, int64_t cols) {
-    const NativeTensorRef r = ref(legacy_name);
+  WeightMatrix file_mat(const ParamEntry& e) {
+    const int64_t rows = e.shape[0], cols = e.shape[1];
+    const NativeTensorRef r = ref(e);
     const std::string& name = r.name;
     const SafetensorsTensorInfo& info = st->info(name);
     const std::string& path = st->file_of(name).path();
@@ -184,15 +181,16 @@ struct InferModel::Builder {
   }
 
   // The grouped conv [C, d, 2] repacked to [C, 2d] (see InferAttention::conv_b).
-  WeightMatrix conv_b(const std::string& name, int64_t C, int64_t d) {
-    check_present(name, {C, d, 2});
+  WeightMatrix conv_b(const ParamEntry& e) {
+    const int64_t C = e.shape[0], d = e.shape[1];
+    check_present(e);
     std::vector<float> wb(C * d * 2);
     WeightType to = WeightType::kF32;
     if (zm != nullptr) {
-      std::memcpy(wb.data(), model_ptr(name), sizeof(float) * wb.size());
+      std::memcpy(wb.data(), model_ptr(e.name), sizeof(float) * wb.size());
       if (want == "bf16") to = WeightType::kBF16;
     } else {
-      const std::string file_name = ref(name).name;
+      const std::string file_name = ref(e).name;
       st->read_f32(file_name, wb.data(), {C, d, 2});
       const SafetensorsDtype stored = st->info(file_name).dtype;
       if (want == "bf16" || (want == "auto" && stored == SafetensorsDtype::kBF16)) to = WeightType::kBF16;
@@ -206,67 +204,19 @@ struct InferModel::Builder {
     return convert(packed.data(), C, 2 * d, to);
   }
 
-  MergeVectors merge(const std::string& p, int64_t D, bool with_residual) {
-    MergeVectors v;
-    v.hs_scale_D = vec(p + "res_scale.hidden_states_scale", {D});
-    v.hs_bias_D = vec(p + "res_scale.hidden_states_bias", {D});
-    if (with_residual) {
-      v.res_scale_D = vec(p + "res_scale.residual_scale", {D});
-      v.res_bias_D = vec(p + "res_scale.residual_bias", {D});
-    }
-    return v;
-  }
-
+  // Every tensor of the layout (tensor_table.h) into its place.
   void build() {
     const ZayaConfig& c = m.config_;
-    const int64_t D = c.hidden, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels(), d = c.head_dim;
-    const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
     InferWeights& w = m.weights_;
-    w.embed = mat("model.embed_tokens.weight", c.vocab_size, D);
-    for (int n = 0; n < c.half_layers(); ++n) {
-      const std::string p = layer_prefix(n);
-      if (n % 2 == 0) {
-        const std::string a = p + "self_attn.";
-        InferAttention at;
-        at.input_norm_D = vec(p + "input_norm.weight", {D});
-        at.merge = merge(p, D, n > 0);
-        at.q = mat(a + "qkv.linear_q.weight", Q, D);
-        at.k = mat(a + "qkv.linear_k.weight", K, D);
-        at.v_cur = mat(a + "qkv.val_proj1.weight", c.value_stream_width(), D);
-        at.v_prev = mat(a + "qkv.val_proj2.weight", c.value_stream_width(), D);
-        at.conv_a_w_C2 = vec(a + "qkv.conv_qk.0.weight", {C, 1, 2});
-        at.conv_a_b_C = vec(a + "qkv.conv_qk.0.bias", {C});
-        at.conv_b = conv_b(a + "qkv.conv_qk.1.weight", C, d);
-        at.conv_b_b_C = vec(a + "qkv.conv_qk.1.bias", {C});
-        at.temp_Hk = vec(a + "qkv.temp", {c.kv_heads});
-        at.o = mat(a + "o_proj.weight", D, Q);
-        w.attn.push_back(std::move(at));
-      } else {
-        const std::string r = p + "zaya_block.router.";
-        const std::string x = p + "zaya_block.experts.local_experts.";
-        InferMoe mo;
-        mo.input_norm_D = vec(p + "input_norm.weight", {D});
-        mo.merge = merge(p, D, true);
-        mo.down = mat(r + "down_proj.weight", R, D);
-        mo.down_b_R = vec(r + "down_proj.bias", {R});
-        mo.states_scale_R = maybe_vec(r + "router_states_scale", {R}, c.use_eda && n > 1);
-        mo.eda_norm_R = vec(r + "rmsnorm_eda.weight", {R});
-        mo.mlp0 = mat(r + "router_mlp.0.weight", R, R);
-        mo.mlp0_b_R = vec(r + "router_mlp.0.bias", {R});
-        mo.mlp2 = mat(r + "router_mlp.2.weight", R, R);
-        mo.mlp2_b_R = vec(r + "router_mlp.2.bias", {R});
-        mo.mlp4 = mat(r + "router_mlp.4.weight", N, R);
-        mo.balancing_bias_N = vec(r + "balancing_biases", {N});
-        for (int64_t e = 0; e < c.experts; ++e) {
-          mo.fc1.push_back(mat(x + std::to_string(e) + ".linear_fc1.weight", 2 * F, D));
-          mo.fc2.push_back(mat(x + std::to_string(e) + ".linear_fc2.weight", D, F));
-        }
-        w.moe.push_back(std::move(mo));
-      }
+    w.attn.resize(size_t(c.num_blocks));
+    w.moe.resize(size_t(c.num_blocks));
+    for (InferMoe& mo : w.moe) {
+      mo.fc1.resize(size_t(c.experts));
+      mo.fc2.resize(size_t(c.experts));
     }
-    w.final_norm_D = vec("model.final_norm.weight", {D});
-    w.final_merge = merge("model.", D, true);
-
+    const ParamTable params(c, true), buffers(c, false);
+    for (const ParamTable* table : {&params, &buffers})
+      for (const ParamEntry& e : table->entries()) bind(e);
     if (st != nullptr) {
       // The same strictness as the training loader: anything else is a sign of a wrong config.json.
       for (const std::string& name : st->names()) {
@@ -277,6 +227,50 @@ struct InferModel::Builder {
     }
     m.matrix_dtype_ = matrix_types.size() > 1 ? "mixed" : matrix_types.count(WeightType::kBF16) ? "bf16" : "f32";
     count_bytes();
+  }
+
+  MergeVectors& merge_at(int n) {
+    InferWeights& w = m.weights_;
+    if (n < 0) return w.final_merge;
+    return n % 2 == 0 ? w.attn[size_t(n / 2)].merge : w.moe[size_t(n / 2)].merge;
+  }
+
+  void bind(const ParamEntry& e) {
+    InferWeights& w = m.weights_;
+    InferAttention& at = w.attn[size_t(std::max(e.half_layer, 0) / 2)];
+    InferMoe& mo = w.moe[size_t(std::max(e.half_layer, 0) / 2)];
+    switch (e.role) {
+      case TensorRole::kEmbedding: w.embed = mat(e); break;
+      case TensorRole::kFinalNorm: w.final_norm_D = vec(e); break;
+      case TensorRole::kMergeHiddenScale: merge_at(e.half_layer).hs_scale_D = vec(e); break;
+      case TensorRole::kMergeHiddenBias: merge_at(e.half_layer).hs_bias_D = vec(e); break;
+      case TensorRole::kMergeResidualScale: merge_at(e.half_layer).res_scale_D = vec(e); break;
+      case TensorRole::kMergeResidualBias: merge_at(e.half_layer).res_bias_D = vec(e); break;
+      case TensorRole::kAttnNorm: at.input_norm_D = vec(e); break;
+      case TensorRole::kAttnQ: at.q = mat(e); break;
+      case TensorRole::kAttnK: at.k = mat(e); break;
+      case TensorRole::kAttnVCurrent: at.v_cur = mat(e); break;
+      case TensorRole::kAttnVDelayed: at.v_prev = mat(e); break;
+      case TensorRole::kConvDepthwise: at.conv_a_w_C2 = vec(e); break;
+      case TensorRole::kConvDepthwiseBias: at.conv_a_b_C = vec(e); break;
+      case TensorRole::kConvGrouped: at.conv_b = conv_b(e); break;
+      case TensorRole::kConvGroupedBias: at.conv_b_b_C = vec(e); break;
+      case TensorRole::kKeyTemperature: at.temp_Hk = vec(e); break;
+      case TensorRole::kAttnOut: at.o = mat(e); break;
+      case TensorRole::kMoeNorm: mo.input_norm_D = vec(e); break;
+      case TensorRole::kRouterDown: mo.down = mat(e); break;
+      case TensorRole::kRouterDownBias: mo.down_b_R = vec(e); break;
+      case TensorRole::kRouterStateScale: mo.states_scale_R = vec(e); break;
+      case TensorRole::kRouterNorm: mo.eda_norm_R = vec(e); break;
+      case TensorRole::kRouterFc1: mo.mlp0 = mat(e); break;
+      case TensorRole::kRouterFc1Bias: mo.mlp0_b_R = vec(e); break;
+      case TensorRole::kRouterFc2: mo.mlp2 = mat(e); break;
+      case TensorRole::kRouterFc2Bias: mo.mlp2_b_R = vec(e); break;
+      case TensorRole::kRouterOut: mo.mlp4 = mat(e); break;
+      case TensorRole::kBalancingBias: mo.balancing_bias_N = vec(e); break;
+      case TensorRole::kExpertFc1: mo.fc1[size_t(e.expert)] = mat(e); break;
+      case TensorRole::kExpertFc2: mo.fc2[size_t(e.expert)] = mat(e); break;
+    }
   }
 
   void count_bytes() {
@@ -360,21 +354,11 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
 std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, const InferLoadOptions& options) {
   check_weight_dtype_option(options.dtype, "--dtype");
   const CheckpointReader ck = CheckpointReader::open(dir);
-  const TrainConfig config = parse_train_config(ck.meta().config_toml, dir + "/metadata.json (config)");
-  auto held = std::make_unique<ZayaModel>(config.model);
-  auto read_table = [&](const ParamTable& table, float* base) {
-    for (const ParamEntry& e : table.entries()) {
-      ZAYA_CHECK(ck.has(e.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match its config", dir,
-                 e.name, format_shape(e.shape));
-      ck.read(e.name, base + e.offset, CkptDType::kF32, e.shape);
-    }
-  };
-  read_table(held->params(), held->param_data());
-  read_table(held->buffers(), held->buffer_data());
+  std::unique_ptr<ZayaModel> held = load_checkpoint_model(ck);
   std::unique_ptr<InferModel> m = from_model(*held, options.dtype == "bf16" ? "bf16" : "f32");
   m->held_ = std::move(held);
   m->source_ = dir;
-  m->tokenizer_hint_ = config.data.tokenizer;
+  m->tokenizer_hint_ = checkpoint_tokenizer(ck);
   return m;
 }
 

@@ -4,7 +4,7 @@
 //
 // From a Hugging Face directory (config.json + model.safetensors, or shards +
 // model.safetensors.index.json, legacy tensor names of spec §6.1, or the
-// native 40-layer layout of native_layout.h) the files
+// native 40-layer layout of model/native_config.h) the files
 // are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is used
 // in place from the mapping: ZAYA1-base's 17.7 GB of bf16 weights are never
 // widened or copied, pages are read on first touch and shared through the page
@@ -133,7 +133,7 @@ class InferModel {
   const std::string& source() const { return source_; }
   // The tokenizer a training checkpoint's config names (data.tokenizer), else empty.
   const std::string& tokenizer_hint() const { return tokenizer_hint_; }
-  // "native" for the 40-layer layout of ZAYA1-8B and later (native_layout.h), else "legacy".
+  // "native" for the 40-layer layout of ZAYA1-8B and later (model/native_config.h), else "legacy".
   const char* layout() const { return native_ ? "native" : "legacy"; }
   // Native semantics: a token routed to the skip expert gets output 0 (legacy: p_skip * x).
   bool skip_outputs_zero() const { return native_; }

@@ -3,7 +3,8 @@
 // and a native checkpoint (renamed tensors, stacked experts) giving the same
 // logits as the legacy checkpoint of the same weights, including the native
 // skip-expert semantics (output 0).
-#include "zaya/infer/native_layout.h"
+#include "zaya/model/native_config.h"
+#include "zaya/model/tensor_table.h"
 
 #include <gtest/gtest.h>
 
@@ -155,8 +156,7 @@ TEST(NativeLayout, SameLogitsAsLegacyCheckpoint) {
         lb[0] = 5.0f;
         nb[c.skip_slot()] = 5.0f;
         for (ZayaModel* m : {legacy.get(), native.get()}) {
-          const ParamEntry& fc2 =
-              m->params().at(layer_prefix(int(2 * l + 1)) + "zaya_block.experts.local_experts.0.linear_fc2.weight");
+          const ParamEntry& fc2 = m->params().at(legacy_tensor_name(TensorRole::kExpertFc2, int(2 * l + 1), 0));
           std::fill(m->param_data() + fc2.offset, m->param_data() + fc2.offset + fc2.numel, 0.0f);
         }
       }

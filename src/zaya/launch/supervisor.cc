@@ -15,9 +15,9 @@
 
 #include "zaya/ckpt/reader.h"
 #include "zaya/core/error.h"
+#include "zaya/core/exit_codes.h"
 #include "zaya/io/append_file.h"
 #include "zaya/train/heartbeat.h"
-#include "zaya/train/trainer.h"
 
 namespace zaya {
 namespace {

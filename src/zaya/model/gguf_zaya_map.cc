@@ -93,84 +93,45 @@ GgmlType zaya_gguf_dtype(const std::string& dtype) {
 std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& c) {
   const ParamTable params(c, true);
   const ParamTable buffers(c, false);
-  auto entry = [&](const std::string& legacy) -> const ParamEntry* {
-    const ParamEntry* e = params.find(legacy);
-    return e != nullptr ? e : buffers.find(legacy);
-  };
-  std::vector<ZayaGgufTensor> out;
-  auto single = [&](std::string name, const std::string& legacy) {
-    const ParamEntry* e = entry(legacy);
-    ZAYA_CHECK(e != nullptr, "internal error: the GGUF mapping names '{}', which the parameter table lacks", legacy);
-    out.push_back({std::move(name), e->shape, {{legacy, 0, e->numel}}, e->shape.size() == 1});
-  };
-  // A residual merge (x + b) * s, spec §5: hidden-states scale/bias, and the
-  // residual's where the table has them (not on half-layer 0).
-  auto merge = [&](const std::string& name, const std::string& legacy) {
-    single(name + "_hs.weight", legacy + "res_scale.hidden_states_scale");
-    single(name + "_hs.bias", legacy + "res_scale.hidden_states_bias");
-    if (entry(legacy + "res_scale.residual_scale") != nullptr) {
-      single(name + "_res.weight", legacy + "res_scale.residual_scale");
-      single(name + "_res.bias", legacy + "res_scale.residual_bias");
-    }
-  };
   const int64_t E = c.experts, F = c.expert_ffn, D = c.hidden;
-
-  single("token_embd.weight", "model.embed_tokens.weight");
-  for (int b = 0; b < c.num_blocks; ++b) {
-    const std::string blk = fmt::format("blk.{}.", b);
-    const std::string a = layer_prefix(2 * b), qkv = a + "self_attn.qkv.";
-    single(blk + "attn_norm.weight", a + "input_norm.weight");
-    merge(blk + "attn_merge", a);
-    single(blk + "attn_q.weight", qkv + "linear_q.weight");
-    single(blk + "attn_k.weight", qkv + "linear_k.weight");
-    single(blk + "attn_v_cur.weight", qkv + "val_proj1.weight");
-    single(blk + "attn_v_prev.weight", qkv + "val_proj2.weight");
-    single(blk + "attn_conv_dw.weight", qkv + "conv_qk.0.weight");
-    single(blk + "attn_conv_dw.bias", qkv + "conv_qk.0.bias");
-    single(blk + "attn_conv_grp.weight", qkv + "conv_qk.1.weight");
-    single(blk + "attn_conv_grp.bias", qkv + "conv_qk.1.bias");
-    single(blk + "attn_temp.weight", qkv + "temp");
-    single(blk + "attn_output.weight", a + "self_attn.o_proj.weight");
-
-    const std::string m = layer_prefix(2 * b + 1), r = m + "zaya_block.router.";
-    single(blk + "ffn_norm.weight", m + "input_norm.weight");
-    merge(blk + "ffn_merge", m);
-    single(blk + "ffn_router_down.weight", r + "down_proj.weight");
-    single(blk + "ffn_router_down.bias", r + "down_proj.bias");
-    if (entry(r + "router_states_scale") != nullptr) single(blk + "ffn_router_eda.weight", r + "router_states_scale");
-    single(blk + "ffn_router_norm.weight", r + "rmsnorm_eda.weight");
-    single(blk + "ffn_router_fc1.weight", r + "router_mlp.0.weight");
-    single(blk + "ffn_router_fc1.bias", r + "router_mlp.0.bias");
-    single(blk + "ffn_router_fc2.weight", r + "router_mlp.2.weight");
-    single(blk + "ffn_router_fc2.bias", r + "router_mlp.2.bias");
-    single(blk + "ffn_router_out.weight", r + "router_mlp.4.weight");
-    single(blk + "exp_probs_b.bias", r + "balancing_biases");
-
-    // Stacked experts (llama.cpp's layout): fc1 [2F, D] splits into gate rows
-    // [0, F) and up rows [F, 2F); fc2 [D, F] is the down projection.
-    ZayaGgufTensor gate{blk + "ffn_gate_exps.weight", {E, F, D}, {}, false};
-    ZayaGgufTensor up{blk + "ffn_up_exps.weight", {E, F, D}, {}, false};
-    ZayaGgufTensor down{blk + "ffn_down_exps.weight", {E, D, F}, {}, false};
-    const std::string x = m + "zaya_block.experts.local_experts.";
-    for (int64_t e = 0; e < E; ++e) {
-      const std::string fc1 = fmt::format("{}{}.linear_fc1.weight", x, e);
-      const std::string fc2 = fmt::format("{}{}.linear_fc2.weight", x, e);
-      const ParamEntry* e1 = entry(fc1);
-      const ParamEntry* e2 = entry(fc2);
-      const std::vector<int64_t> fc1_shape{2 * F, D}, fc2_shape{D, F};
-      ZAYA_CHECK(e1 != nullptr && e2 != nullptr && e1->shape == fc1_shape && e2->shape == fc2_shape,
-                 "internal error: the parameter table's experts of half-layer {} differ from the GGUF mapping",
-                 2 * b + 1);
-      gate.segments.push_back({fc1, 0, F * D});
-      up.segments.push_back({fc1, F * D, F * D});
-      down.segments.push_back({fc2, 0, D * F});
+  std::vector<ZayaGgufTensor> out;
+  auto single = [&](const ParamEntry& e) {
+    out.push_back({gguf_tensor_name(e.role, e.half_layer), e.shape, {{e.name, 0, e.numel}}, e.shape.size() == 1});
+  };
+  // Stacked experts (llama.cpp's layout): fc1 [2F, D] splits into gate rows
+  // [0, F) and up rows [F, 2F); fc2 [D, F] is the down projection.
+  auto experts = [&](int n) {
+    ZayaGgufTensor gate{gguf_tensor_name(TensorRole::kExpertFc1, n, 0), {E, F, D}, {}, false};
+    ZayaGgufTensor up{gguf_tensor_name(TensorRole::kExpertFc1, n, 1), {E, F, D}, {}, false};
+    ZayaGgufTensor down{gguf_tensor_name(TensorRole::kExpertFc2, n), {E, D, F}, {}, false};
+    for (const ParamEntry& e : params.entries()) {
+      if (e.half_layer != n) continue;
+      if (e.role == TensorRole::kExpertFc1) {
+        gate.segments.push_back({e.name, 0, F * D});
+        up.segments.push_back({e.name, F * D, F * D});
+      } else if (e.role == TensorRole::kExpertFc2) {
+        down.segments.push_back({e.name, 0, D * F});
+      }
     }
     out.push_back(std::move(gate));
     out.push_back(std::move(up));
     out.push_back(std::move(down));
+  };
+  auto dense_of = [&](const ParamTable& table, int n) {
+    for (const ParamEntry& e : table.entries())
+      if (e.half_layer == n && tensor_decl(e.role).scope != TensorScope::kExpert && e.role != TensorRole::kEmbedding)
+        single(e);
+  };
+  // File order: the embedding, each block (attention, then MoE with its
+  // balancing biases and experts), then the final norm and merge.
+  single(params.at(legacy_tensor_name(TensorRole::kEmbedding, -1)));
+  for (int n = 0; n < c.half_layers(); ++n) {
+    dense_of(params, n);
+    if (n % 2 == 0) continue;
+    dense_of(buffers, n);
+    experts(n);
   }
-  single("output_norm.weight", "model.final_norm.weight");
-  merge("output_merge", "model.");
+  dense_of(params, -1);
 
   // Every element of every parameter and buffer in exactly one segment: a new
   // parameter that the mapping forgets fails here, not silently in a file.

@@ -21,23 +21,23 @@ uint64_t name_stream(const std::string& name) {
 
 }  // namespace
 
-std::string layer_prefix(int half_layer) { return "model.layers." + std::to_string(half_layer) + "."; }
-
-void ParamTable::add(std::string name, std::vector<int64_t> shape, ParamKind kind, InitKind init, float std,
-                     int half_layer, int expert) {
+void ParamTable::add(const ZayaConfig& c, TensorRole role, int half_layer, int expert) {
+  if (!tensor_present(role, half_layer, c)) return;
+  const TensorDecl& d = tensor_decl(role);
   ParamEntry e;
-  e.name = std::move(name);
-  e.shape = std::move(shape);
+  e.role = role;
+  e.name = legacy_tensor_name(role, half_layer, expert);
+  e.shape = tensor_shape(role, c);
   e.numel = 1;
   for (int64_t s : e.shape) e.numel *= s;
   e.offset = total_;  // packed: q/k/v rows and stacked experts stay contiguous for fused GEMMs
-  e.kind = kind;
-  e.init = init;
-  e.init_std = std;
+  e.kind = d.kind;
+  e.init = d.init;
+  e.init_std = tensor_init_std(role, c);
   e.half_layer = half_layer;
   e.expert = expert;
-  e.weight_decay = kind == ParamKind::kMatrix || kind == ParamKind::kEmbedding;
-  e.muon = kind == ParamKind::kMatrix;
+  e.weight_decay = d.kind == ParamKind::kMatrix || d.kind == ParamKind::kEmbedding;
+  e.muon = d.kind == ParamKind::kMatrix;
   total_ += e.numel;
   index_[e.name] = entries_.size();
   entries_.push_back(std::move(e));
@@ -48,72 +48,34 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable, ExpertRange experts)
   ZAYA_CHECK(experts_.first >= 0 && experts_.count >= 1 && experts_.first + experts_.count <= c.experts,
              "expert range {}..{} does not fit {} experts", experts_.first, experts_.first + experts_.count - 1,
              c.experts);
-  const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, E = c.experts;
-  const int64_t C = c.conv_channels(), d = c.head_dim;
-  const float std = 0.02f;
-  // GPT-2 / spec §10: output projections scaled by 1/sqrt(2 * layers).
-  const float out_std = std / std::sqrt(2.0f * float(c.num_blocks));
-  const auto V = ParamKind::kVector;
-  auto residual_scaling = [&](const std::string& p, int n, bool with_residual) {
-    add(p + "res_scale.hidden_states_scale", {D}, V, InitKind::kOnes, 0, n);
-    add(p + "res_scale.hidden_states_bias", {D}, V, InitKind::kZeros, 0, n);
-    if (with_residual) {
-      add(p + "res_scale.residual_scale", {D}, V, InitKind::kOnes, 0, n);
-      add(p + "res_scale.residual_bias", {D}, V, InitKind::kZeros, 0, n);
-    }
+  const std::span<const TensorDecl> decls = tensor_decls();
+  // The rows of one scope in table order (buffers only in the buffer table).
+  auto add_scope = [&](TensorScope scope, int n, TensorRole skip) {
+    for (const TensorDecl& d : decls)
+      if (d.scope == scope && d.role != skip && d.buffer != trainable) add(c, d.role, n);
   };
   if (!trainable) {
-    for (int n = 1; n < c.half_layers(); n += 2)
-      add(layer_prefix(n) + "zaya_block.router.balancing_biases", {N}, V, InitKind::kZeros, 0, n);
+    for (int n = 1; n < c.half_layers(); n += 2) add_scope(TensorScope::kMoe, n, TensorRole::kMoeNorm);
     return;
   }
-  add("model.embed_tokens.weight", {c.vocab_size, D}, ParamKind::kEmbedding, InitKind::kNormal, std, -1);
+  add(c, TensorRole::kEmbedding, -1);
+  // Each half-layer: its input norm, the residual merge at its input, then its block.
   for (int n = 0; n < c.half_layers(); ++n) {
-    const std::string p = layer_prefix(n);
-    add(p + "input_norm.weight", {D}, V, InitKind::kOnes, 0, n);
-    residual_scaling(p, n, n > 0);
-    if (n % 2 == 0) {
-      const std::string a = p + "self_attn.";
-      add(a + "qkv.linear_q.weight", {c.q_width(), D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(a + "qkv.linear_k.weight", {c.kv_width(), D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(a + "qkv.val_proj1.weight", {c.value_stream_width(), D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(a + "qkv.val_proj2.weight", {c.value_stream_width(), D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(a + "qkv.conv_qk.0.weight", {C, 1, 2}, ParamKind::kConv, InitKind::kConvDepthwise, std, n);
-      add(a + "qkv.conv_qk.0.bias", {C}, V, InitKind::kZeros, 0, n);
-      add(a + "qkv.conv_qk.1.weight", {C, d, 2}, ParamKind::kConv, InitKind::kConvGrouped, std / std::sqrt(float(d)),
-          n);
-      add(a + "qkv.conv_qk.1.bias", {C}, V, InitKind::kZeros, 0, n);
-      add(a + "qkv.temp", {c.kv_heads}, V, InitKind::kOnes, 0, n);
-      add(a + "o_proj.weight", {D, c.q_width()}, ParamKind::kMatrix, InitKind::kNormal, out_std, n);
-    } else {
-      const std::string r = p + "zaya_block.router.";
-      add(r + "down_proj.weight", {R, D}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(r + "down_proj.bias", {R}, V, InitKind::kZeros, 0, n);
-      if (c.use_eda && n > 1) add(r + "router_states_scale", {R}, V, InitKind::kOnes, 0, n);
-      add(r + "rmsnorm_eda.weight", {R}, V, InitKind::kOnes, 0, n);
-      add(r + "router_mlp.0.weight", {R, R}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(r + "router_mlp.0.bias", {R}, V, InitKind::kZeros, 0, n);
-      add(r + "router_mlp.2.weight", {R, R}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-      add(r + "router_mlp.2.bias", {R}, V, InitKind::kZeros, 0, n);
-      add(r + "router_mlp.4.weight", {N, R}, ParamKind::kMatrix, InitKind::kNormal, std, n);
-    }
+    const bool attention = n % 2 == 0;
+    const TensorRole norm = attention ? TensorRole::kAttnNorm : TensorRole::kMoeNorm;
+    add(c, norm, n);
+    add_scope(TensorScope::kMerge, n, norm);
+    add_scope(attention ? TensorScope::kAttention : TensorScope::kMoe, n, norm);
   }
-  add("model.final_norm.weight", {D}, V, InitKind::kOnes, 0, -1);
-  add("model.res_scale.hidden_states_scale", {D}, V, InitKind::kOnes, 0, -1);
-  add("model.res_scale.hidden_states_bias", {D}, V, InitKind::kZeros, 0, -1);
-  add("model.res_scale.residual_scale", {D}, V, InitKind::kOnes, 0, -1);
-  add("model.res_scale.residual_bias", {D}, V, InitKind::kZeros, 0, -1);
+  add(c, TensorRole::kFinalNorm, -1);
+  add_scope(TensorScope::kMerge, -1, TensorRole::kFinalNorm);
   dense_ = total_;
   // Expert region: per MoE layer, this rank's experts' fc1 stacked [count, 2F, D], then fc2 [count, D, F].
   const int e0 = int(experts_.first), e1 = int(experts_.first + experts_.count);
   for (int n = 1; n < c.half_layers(); n += 2) {
-    const std::string x = layer_prefix(n) + "zaya_block.experts.local_experts.";
-    for (int e = e0; e < e1; ++e)
-      add(x + std::to_string(e) + ".linear_fc1.weight", {2 * F, D}, ParamKind::kMatrix, InitKind::kNormal, std, n, e);
-    for (int e = e0; e < e1; ++e)
-      add(x + std::to_string(e) + ".linear_fc2.weight", {D, F}, ParamKind::kMatrix, InitKind::kNormal, out_std, n, e);
+    for (int e = e0; e < e1; ++e) add(c, TensorRole::kExpertFc1, n, e);
+    for (int e = e0; e < e1; ++e) add(c, TensorRole::kExpertFc2, n, e);
   }
-  (void)E;
 }
 
 const ParamEntry* ParamTable::find(const std::string& name) const {
@@ -125,6 +87,16 @@ const ParamEntry& ParamTable::at(const std::string& name) const {
   const ParamEntry* e = find(name);
   if (e == nullptr) fail("internal error: no parameter named '{}'", name);
   return *e;
+}
+
+ZeroLayout zero_layout(const ParamTable& table) {
+  ZeroLayout layout;
+  for (const ParamEntry& e : table.entries()) {
+    layout.tensors.push_back({e.offset, e.numel, e.half_layer});
+    if (e.offset < table.dense_floats()) ++layout.dense_count;
+  }
+  layout.total_floats = table.total_floats();
+  return layout;
 }
 
 void init_params(const ParamTable& table, float* base, const ZayaConfig& c, uint64_t seed) {

@@ -1,8 +1,9 @@
 #pragma once
-// The parameter table: every trainable tensor of a ZayaConfig with its legacy
-// Hugging Face name (spec §6.1), shape, place in the parameter arena, how it is
-// initialised and which optimizer treats it. The same offsets address the
-// gradient arena and the optimizer-state arenas, so one table serves all.
+// The parameter table: the tensors of tensor_table.h laid out for one
+// ZayaConfig: each with its legacy name (spec §6.1), shape, place in the
+// parameter arena, how it is initialised and which optimizer treats it. The
+// same offsets address the gradient arena and the optimizer-state arenas, so
+// one table serves all.
 //
 // Layout: the dense region (everything every rank holds: embedding, attention,
 // routers, norms, residual scales) comes first, then the expert region (the
@@ -17,26 +18,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "zaya/dist/zero.h"
 #include "zaya/model/config.h"
+#include "zaya/model/tensor_table.h"
 
 namespace zaya {
 
-enum class ParamKind {
-  kEmbedding,  // tied embedding / LM head
-  kMatrix,     // 2-D hidden weight matrix (Muon)
-  kConv,       // CCA convolution weights
-  kVector,     // norm weights, biases, residual scales, EDA scales, temperatures
-};
-
-enum class InitKind {
-  kNormal,         // N(0, std)
-  kOnes,           // 1
-  kZeros,          // 0
-  kConvDepthwise,  // tap 1 (current step) = 1, tap 0 = 0, plus N(0, std)
-  kConvGrouped,    // identity on tap 1 within each head group, plus N(0, std)
-};
-
 struct ParamEntry {
+  TensorRole role = TensorRole::kEmbedding;
   std::string name;            // legacy HF name, e.g. model.layers.3.zaya_block.router.down_proj.weight
   std::vector<int64_t> shape;  // PyTorch layout
   int64_t offset = 0;          // floats from the arena start
@@ -70,14 +59,17 @@ class ParamTable {
   const ParamEntry* find(const std::string& name) const;
 
  private:
-  void add(std::string name, std::vector<int64_t> shape, ParamKind kind, InitKind init, float std, int half_layer,
-           int expert = -1);
+  void add(const ZayaConfig& config, TensorRole role, int half_layer, int expert = -1);
   std::vector<ParamEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   int64_t total_ = 0;
   int64_t dense_ = 0;
   ExpertRange experts_;
 };
+
+// The table as ZeRO-1 shards it (dist/zero.h): dense region then experts, and
+// each tensor's gradient ready when the backward pass finishes its half-layer.
+ZeroLayout zero_layout(const ParamTable& table);
 
 // Writes the initial values of every entry (deterministic in `seed`, any thread count).
 void init_params(const ParamTable& table, float* base, const ZayaConfig& config, uint64_t seed);
@@ -91,8 +83,5 @@ struct ParamCounts {
   int64_t active_without_embedding() const { return active - embedding; }
 };
 ParamCounts count_parameters(const ZayaConfig& config);
-
-// Names of the legacy layout.
-std::string layer_prefix(int half_layer);  // "model.layers.N."
 
 }  // namespace zaya

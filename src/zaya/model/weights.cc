@@ -3,74 +3,78 @@
 #include "zaya/core/error.h"
 
 namespace zaya {
+namespace {
+
+// The residual merge at merge point n (-1: the final merge).
+ResidualScaleWeights& merge_at(ModelWeights& w, int n) {
+  if (n < 0) return w.final_merge;
+  return n % 2 == 0 ? w.attn[n / 2].merge : w.moe[n / 2].merge;
+}
+
+}  // namespace
 
 ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base) {
-  auto at = [&](const std::string& name) { return base + t.at(name).offset; };
-  auto maybe = [&](const std::string& name) -> float* {
-    const ParamEntry* e = t.find(name);
-    return e ? base + e->offset : nullptr;
-  };
-  auto merge_of = [&](const std::string& p) {
-    ResidualScaleWeights m;
-    m.hs_scale_D = at(p + "res_scale.hidden_states_scale");
-    m.hs_bias_D = at(p + "res_scale.hidden_states_bias");
-    m.res_scale_D = maybe(p + "res_scale.residual_scale");
-    m.res_bias_D = maybe(p + "res_scale.residual_bias");
-    return m;
-  };
   ModelWeights w;
-  w.embed_VD = at("model.embed_tokens.weight");
-  w.final_norm_D = at("model.final_norm.weight");
-  w.final_merge = merge_of("model.");
-  for (int n = 0; n < c.half_layers(); ++n) {
-    const std::string p = layer_prefix(n);
-    if (n % 2 == 0) {
-      AttentionWeights a;
-      a.input_norm_D = at(p + "input_norm.weight");
-      a.merge = merge_of(p);
-      a.qkv_PD = at(p + "self_attn.qkv.linear_q.weight");
-      // The fused GEMM relies on q, k, v1, v2 being adjacent in the arena.
-      ZAYA_ASSERT(at(p + "self_attn.qkv.val_proj2.weight") ==
-                  a.qkv_PD + (c.q_width() + c.kv_width() + c.value_stream_width()) * c.hidden);
-      a.conv_a_w_C12 = at(p + "self_attn.qkv.conv_qk.0.weight");
-      a.conv_a_b_C = at(p + "self_attn.qkv.conv_qk.0.bias");
-      a.conv_b_w_CdK = at(p + "self_attn.qkv.conv_qk.1.weight");
-      a.conv_b_b_C = at(p + "self_attn.qkv.conv_qk.1.bias");
-      a.temp_Hk = at(p + "self_attn.qkv.temp");
-      a.o_DQ = at(p + "self_attn.o_proj.weight");
-      w.attn.push_back(a);
-    } else {
-      const std::string r = p + "zaya_block.router.";
-      const std::string x = p + "zaya_block.experts.local_experts.";
-      MoeWeights m;
-      m.input_norm_D = at(p + "input_norm.weight");
-      m.merge = merge_of(p);
-      m.down_RD = at(r + "down_proj.weight");
-      m.down_b_R = at(r + "down_proj.bias");
-      m.states_scale_R = maybe(r + "router_states_scale");
-      m.eda_norm_R = at(r + "rmsnorm_eda.weight");
-      m.mlp0_RR = at(r + "router_mlp.0.weight");
-      m.mlp0_b_R = at(r + "router_mlp.0.bias");
-      m.mlp2_RR = at(r + "router_mlp.2.weight");
-      m.mlp2_b_R = at(r + "router_mlp.2.bias");
-      m.mlp4_NR = at(r + "router_mlp.4.weight");
-      const int64_t e0 = t.experts().first, ne = t.experts().count;
-      m.expert_first = e0;
-      m.expert_count = ne;
-      m.fc1_E2FD = at(x + std::to_string(e0) + ".linear_fc1.weight");
-      m.fc2_EDF = at(x + std::to_string(e0) + ".linear_fc2.weight");
-      ZAYA_ASSERT(at(x + std::to_string(e0 + ne - 1) + ".linear_fc1.weight") ==
-                  m.fc1_E2FD + (ne - 1) * 2 * c.expert_ffn * c.hidden);
-      w.moe.push_back(m);
+  w.attn.resize(size_t(c.num_blocks));
+  w.moe.resize(size_t(c.num_blocks));
+  for (MoeWeights& m : w.moe) {
+    m.expert_first = t.experts().first;
+    m.expert_count = t.experts().count;
+  }
+  for (const ParamEntry& e : t.entries()) {
+    float* p = base + e.offset;
+    const int b = e.half_layer / 2;
+    switch (e.role) {
+      case TensorRole::kEmbedding: w.embed_VD = p; break;
+      case TensorRole::kFinalNorm: w.final_norm_D = p; break;
+      case TensorRole::kMergeHiddenScale: merge_at(w, e.half_layer).hs_scale_D = p; break;
+      case TensorRole::kMergeHiddenBias: merge_at(w, e.half_layer).hs_bias_D = p; break;
+      case TensorRole::kMergeResidualScale: merge_at(w, e.half_layer).res_scale_D = p; break;
+      case TensorRole::kMergeResidualBias: merge_at(w, e.half_layer).res_bias_D = p; break;
+      case TensorRole::kAttnNorm: w.attn[b].input_norm_D = p; break;
+      case TensorRole::kAttnQ: w.attn[b].qkv_PD = p; break;
+      case TensorRole::kAttnK:
+      case TensorRole::kAttnVCurrent: break;  // rows of qkv_PD (checked below)
+      case TensorRole::kAttnVDelayed:
+        // The fused GEMM relies on q, k, v1, v2 being adjacent in the arena.
+        ZAYA_ASSERT(p == w.attn[b].qkv_PD + (c.q_width() + c.kv_width() + c.value_stream_width()) * c.hidden);
+        break;
+      case TensorRole::kConvDepthwise: w.attn[b].conv_a_w_C12 = p; break;
+      case TensorRole::kConvDepthwiseBias: w.attn[b].conv_a_b_C = p; break;
+      case TensorRole::kConvGrouped: w.attn[b].conv_b_w_CdK = p; break;
+      case TensorRole::kConvGroupedBias: w.attn[b].conv_b_b_C = p; break;
+      case TensorRole::kKeyTemperature: w.attn[b].temp_Hk = p; break;
+      case TensorRole::kAttnOut: w.attn[b].o_DQ = p; break;
+      case TensorRole::kMoeNorm: w.moe[b].input_norm_D = p; break;
+      case TensorRole::kRouterDown: w.moe[b].down_RD = p; break;
+      case TensorRole::kRouterDownBias: w.moe[b].down_b_R = p; break;
+      case TensorRole::kRouterStateScale: w.moe[b].states_scale_R = p; break;
+      case TensorRole::kRouterNorm: w.moe[b].eda_norm_R = p; break;
+      case TensorRole::kRouterFc1: w.moe[b].mlp0_RR = p; break;
+      case TensorRole::kRouterFc1Bias: w.moe[b].mlp0_b_R = p; break;
+      case TensorRole::kRouterFc2: w.moe[b].mlp2_RR = p; break;
+      case TensorRole::kRouterFc2Bias: w.moe[b].mlp2_b_R = p; break;
+      case TensorRole::kRouterOut: w.moe[b].mlp4_NR = p; break;
+      case TensorRole::kBalancingBias: fail("internal error: a buffer in the parameter table");
+      case TensorRole::kExpertFc1:
+      case TensorRole::kExpertFc2: {
+        // This rank's experts of the layer are stacked: [E_local, 2F, D] and [E_local, D, F].
+        MoeWeights& m = w.moe[b];
+        const bool fc1 = e.role == TensorRole::kExpertFc1;
+        float*& first = fc1 ? m.fc1_E2FD : m.fc2_EDF;
+        if (e.expert == m.expert_first) first = p;
+        ZAYA_ASSERT(first != nullptr && p == first + (e.expert - m.expert_first) * e.numel);
+        break;
+      }
     }
   }
   return w;
 }
 
 std::vector<float*> bind_balancing_biases(const ZayaConfig& c, const ParamTable& buffers, float* base) {
-  std::vector<float*> out;
-  for (int n = 1; n < c.half_layers(); n += 2)
-    out.push_back(base + buffers.at(layer_prefix(n) + "zaya_block.router.balancing_biases").offset);
+  std::vector<float*> out(size_t(c.num_blocks), nullptr);
+  for (const ParamEntry& e : buffers.entries())
+    if (e.role == TensorRole::kBalancingBias) out[size_t(e.half_layer / 2)] = base + e.offset;
   return out;
 }
 

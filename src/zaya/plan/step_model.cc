@@ -129,9 +129,9 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
     // (dist/mesh.h: world rank = (dp_rank x ep + ep_rank) x cp + cp_rank).
     for (int64_t dp_rank = 0; dp_rank < dp; ++dp_rank) {
       const int64_t world_rank = (dp_rank / L.cp * L.ep + ep_rank) * L.cp + dp_rank % L.cp;
-      std::vector<size_t> owned = L.world > 1
-                                      ? zero_owned_entries(table, int(world_rank), int(L.world), int(dp_rank), int(dp))
-                                      : std::vector<size_t>{};
+      std::vector<size_t> owned =
+          L.world > 1 ? zero_owned_entries(zero_layout(table), int(world_rank), int(L.world), int(dp_rank), int(dp))
+                      : std::vector<size_t>{};
       if (L.world == 1)
         for (size_t i = 0; i < table.entries().size(); ++i) owned.push_back(i);
       double gemm = 0, muon_floats = 0, adam_floats = 0, muon_mats = 0;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "zaya/core/error.h"
-#include "zaya/train/config_section.h"
+#include "zaya/io/toml_section.h"
 
 namespace zaya {
 
@@ -22,7 +22,7 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
   std::vector<PhaseConfig> out;
   for (size_t i = 0; i < phases->size(); ++i) {
     const std::string name = fmt::format("phase[{}]", i + 1);
-    Section s((*phases)[i].as_table(), name, source);
+    TomlSection s((*phases)[i].as_table(), name, source);
     PhaseConfig p;
     p.name = s.get_string("name", fmt::format("phase {}", i + 1));
     s.require("tokens",
@@ -55,7 +55,7 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
           "`zaya data shards`) and weight = W (> 0)",
           s.where_table(), name);
     for (size_t j = 0; j < data->size(); ++j) {
-      Section ds((*data)[j].as_table(), fmt::format("{}.data[{}]", name, j + 1), source);
+      TomlSection ds((*data)[j].as_table(), fmt::format("{}.data[{}]", name, j + 1), source);
       PhaseData pd;
       ds.require("dir", "allowed: a directory with train.{bin,idx} and val.{bin,idx} (zaya data shards)");
       pd.dir = ds.get_string("dir", "");

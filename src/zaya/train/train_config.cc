@@ -11,31 +11,13 @@
 #include <sstream>
 
 #include "zaya/core/error.h"
-#include "zaya/train/config_section.h"
+#include "zaya/io/toml_section.h"
+#include "zaya/model/config_toml.h"
 #include "zaya/train/recipe_config.h"
 
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kModelKeys = {"preset",
-                                             "hidden_size",
-                                             "num_blocks",
-                                             "vocab_size",
-                                             "real_vocab_size",
-                                             "q_heads",
-                                             "kv_heads",
-                                             "head_dim",
-                                             "rope_theta",
-                                             "partial_rotary_factor",
-                                             "max_position_embeddings",
-                                             "experts",
-                                             "expert_ffn",
-                                             "router_hidden",
-                                             "top_k",
-                                             "use_skip",
-                                             "use_eda",
-                                             "norm_eps",
-                                             "router_norm_eps"};
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
 const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
                                              "steps",   "eval_every",  "eval_batches", "log_every",
@@ -86,38 +68,18 @@ TrainConfig build(const toml::table& root, const std::string& source) {
       fail("{}: unknown section '{}'; allowed: {}", source, k.str(), fmt::join(kSections, ", "));
   TrainConfig t;
   t.source = source;
-  // [model]: a preset, then explicit overrides of any size.
-  Section m(table_of(root, "model", source), "model", source);
-  t.model_preset = m.get_string("preset", "tiny", preset_names());
+  // [model]: a preset, then explicit overrides of any size (model/config_toml.h).
+  const ModelTable model = parse_model_table(table_of(root, "model", source), source);
+  t.model_preset = model.preset;
+  t.model = model.config;
+  t.vocab_from_tokenizer = model.vocab_from_tokenizer;
   ZayaConfig& c = t.model;
-  c = preset_config(t.model_preset);
-  c.hidden = m.get_int("hidden_size", c.hidden, 8, 65536);
-  c.num_blocks = m.get_int("num_blocks", c.num_blocks, 1, 1024);
-  t.vocab_from_tokenizer = !m.has("vocab_size") && !m.has("real_vocab_size");
-  c.vocab_size = m.get_int("vocab_size", c.vocab_size, 4, int64_t(1) << 24);
-  c.real_vocab_size =
-      m.get_int("real_vocab_size", m.has("vocab_size") ? c.vocab_size : c.real_vocab_size, 4, int64_t(1) << 24);
-  c.q_heads = m.get_int("q_heads", c.q_heads, 1, 1024);
-  c.kv_heads = m.get_int("kv_heads", c.kv_heads, 1, 1024);
-  c.head_dim = m.get_int("head_dim", c.head_dim, 2, 4096);
-  c.rope_theta = m.get_double("rope_theta", c.rope_theta, 1.0, 1e12);
-  c.partial_rotary_factor = m.get_double("partial_rotary_factor", c.partial_rotary_factor, 0.0, 1.0);
-  c.max_position = m.get_int("max_position_embeddings", c.max_position, 1, int64_t(1) << 24);
-  c.experts = m.get_int("experts", c.experts, 1, 63);
-  c.expert_ffn = m.get_int("expert_ffn", c.expert_ffn, 1, 1 << 20);
-  c.router_hidden = m.get_int("router_hidden", c.router_hidden, 1, 1 << 16);
-  c.top_k = m.get_int("top_k", c.top_k, 1, 63);
-  c.use_skip = m.get_bool("use_skip", c.use_skip);
-  c.use_eda = m.get_bool("use_eda", c.use_eda);
-  c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
-  c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
-  m.finish(kModelKeys);
 
   // A recipe ([[phase]] tables, recipe.h): the phases own the data, the
   // sequence length, the step count and the schedule.
   const bool recipe = root.contains("phase");
   const std::string recipe_why = "the config has [[phase]] tables, and with phases ";
-  Section d(table_of(root, "data", source), "data", source);
+  TomlSection d(table_of(root, "data", source), "data", source);
   if (recipe) d.forbid("dir", recipe_why + "each phase names its datasets in [[phase.data]] tables");
   t.data.dir = d.get_string("dir", "");
   t.data.tokenizer = d.get_string("tokenizer", "");
@@ -125,7 +87,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   ZAYA_CHECK(recipe || !t.data.dir.empty(), "{}: data.dir is missing; set it to a directory made by `zaya data shards`",
              source);
 
-  Section r(table_of(root, "train", source), "train", source);
+  TomlSection r(table_of(root, "train", source), "train", source);
   RunConfig& run = t.run;
   run.seed = uint64_t(r.get_int("seed", int64_t(run.seed), 0, INT64_MAX));
   run.micro_batch = r.get_int("micro_batch", run.micro_batch, 1, 1 << 16);
@@ -149,7 +111,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
              c.max_position);
 
-  Section o(table_of(root, "optim", source), "optim", source);
+  TomlSection o(table_of(root, "optim", source), "optim", source);
   OptimizerConfig& op = t.optim;
   op.lr = o.get_double("lr", op.lr, 1e-9, 1.0);
   op.beta1 = o.get_double("beta1", op.beta1, 0.0, 0.999999);
@@ -188,7 +150,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
     for (const PhasePlan& p : plan_phases(t, world * pd.ep)) run.steps += p.steps;
   }
 
-  Section s(table_of(root, "schedule", source), "schedule", source);
+  TomlSection s(table_of(root, "schedule", source), "schedule", source);
   if (recipe)
     for (const std::string& k : kScheduleKeys)
       s.forbid(k.c_str(), recipe_why +
@@ -203,7 +165,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   s.finish(kScheduleKeys);
   sc.validate(source);
 
-  Section e(table_of(root, "moe", source), "moe", source);
+  TomlSection e(table_of(root, "moe", source), "moe", source);
   BalanceConfig& b = t.balance;
   b.enabled = e.get_bool("balance", b.enabled);
   b.lr = e.get_double("balance_lr", b.lr, 0.0, 0.999);
@@ -215,12 +177,12 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   e.finish(kMoeKeys);
   b.validate(source);
 
-  Section par(table_of(root, "parallel", source), "parallel", source);
+  TomlSection par(table_of(root, "parallel", source), "parallel", source);
   t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
   t.parallel.cp = int(par.get_int("cp", t.parallel.cp, 1, 4096));
   t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
   par.finish(kParallelKeys);
-  Section ck(table_of(root, "checkpoint", source), "checkpoint", source);
+  TomlSection ck(table_of(root, "checkpoint", source), "checkpoint", source);
   CheckpointConfig& cc = t.checkpoint;
   cc.every = ck.get_int("every", cc.every, 0, int64_t(1) << 40);
   cc.final = ck.get_bool("final", cc.final);
@@ -229,7 +191,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   cc.async = ck.get_bool("async", cc.async);
   cc.dir = ck.get_string("dir", cc.dir);
   ck.finish(kCheckpointKeys);
-  Section f(table_of(root, "ft", source), "ft", source);
+  TomlSection f(table_of(root, "ft", source), "ft", source);
   FaultToleranceConfig& ft = t.ft;
   ft.spike_z = f.get_double("spike_z", ft.spike_z, 0.0, 1e6);
   ft.spike_warmup = int(f.get_int("spike_warmup", ft.spike_warmup, 2, 128));
@@ -280,17 +242,7 @@ TrainConfig load_train_config(const std::string& path, const std::vector<std::st
 }
 
 std::string train_config_to_toml(const TrainConfig& t) {
-  const ZayaConfig& c = t.model;
-  std::string s;
-  s += fmt::format("[model]\npreset = \"{}\"\nhidden_size = {}\nnum_blocks = {}\nvocab_size = {}\n", t.model_preset,
-                   c.hidden, c.num_blocks, c.vocab_size);
-  s += fmt::format("real_vocab_size = {}\nq_heads = {}\nkv_heads = {}\nhead_dim = {}\nrope_theta = {:.1f}\n",
-                   c.real_vocab_size, c.q_heads, c.kv_heads, c.head_dim, c.rope_theta);
-  s += fmt::format("partial_rotary_factor = {}\nmax_position_embeddings = {}\nexperts = {}\nexpert_ffn = {}\n",
-                   c.partial_rotary_factor, c.max_position, c.experts, c.expert_ffn);
-  s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
-                   c.top_k, c.use_skip, c.use_eda, c.norm_eps);
-  s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
+  std::string s = model_table_to_toml(t.model_preset, t.model);
   // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
   const bool recipe = !t.phases.empty();
   if (recipe)

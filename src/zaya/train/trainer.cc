@@ -122,7 +122,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::
     mesh_->ep().set_timeout(config_.parallel.comm_timeout);
     mesh_->dp().set_timeout(config_.parallel.comm_timeout);
     mesh_->cp().set_timeout(config_.parallel.comm_timeout);
-    sync_ = std::make_unique<GradientSync>(model_->params(), *mesh_, grad_arena_.data(), model_->param_data());
+    sync_ = std::make_unique<GradientSync>(zero_layout(model_->params()), *mesh_, grad_arena_.data(), model_->param_data());
     layer_done_ = [this](int n) { sync_->layer_done(n); };
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config_.optim, &sync_->owned_entries());
   } else {
@@ -253,7 +253,10 @@ void Trainer::ensure_checkpoint_writer() {
 
 void Trainer::save_checkpoint(bool async) {
   ensure_checkpoint_writer();
-  writer_->save(step(), snapshot_tensors(), checkpoint_state(), train_config_to_toml(config_), async);
+  CheckpointMeta header;
+  header.state = checkpoint_state();
+  header.config_toml = train_config_to_toml(config_);
+  writer_->save(step(), snapshot_tensors(), header, async);
   last_saved_step_ = step();
 }
 

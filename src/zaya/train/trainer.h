@@ -14,6 +14,7 @@
 #include "zaya/ckpt/reader.h"
 #include "zaya/ckpt/writer.h"
 #include "zaya/core/arena.h"
+#include "zaya/core/exit_codes.h"
 #include "zaya/dist/mesh.h"
 #include "zaya/dist/zero.h"
 #include "zaya/model/model.h"
@@ -26,15 +27,6 @@
 
 namespace zaya {
 
-// The exit code of a run that stopped for a preemption (SIGTERM/SIGINT, or the
-// supervisor's stop request) after saving a checkpoint: "try again later".
-inline constexpr int kExitPreempted = 75;
-
-// Thrown by Trainer::run() on every rank after the preemption checkpoint is saved.
-class Preempted : public std::exception {
- public:
-  const char* what() const noexcept override { return "preempted: checkpoint saved, exiting for a restart"; }
-};
 
 struct StepResult {
   int64_t step = 0;               // steps done, after this one (skipped steps count)

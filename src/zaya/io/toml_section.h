@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the training-config parser (train_config.cc, recipe_config.cc):
-// reading the keys of one TOML table with range checks, and reporting every
+// Reading the keys of one TOML table of a config file (the training config,
+// its [model] table, recipe phases) with range checks, reporting every
 // problem with the file, line, key, value and what is allowed.
 
 #include <fmt/format.h>
@@ -20,9 +20,9 @@ namespace zaya {
 // Reads the keys of one TOML table, remembering which were used so that
 // unknown keys (typos) are reported instead of silently ignored. `name` is how
 // the table is named in messages ("train", "phase[2]").
-class Section {
+class TomlSection {
  public:
-  Section(const toml::table* table, std::string name, std::string source)
+  TomlSection(const toml::table* table, std::string name, std::string source)
       : table_(table), name_(std::move(name)), source_(std::move(source)) {}
 
   bool has(const char* key) const { return table_ != nullptr && table_->contains(key); }

@@ -9,8 +9,8 @@
 // The compute graph is the legacy one with two semantic differences (spec §8):
 // a token routed to the skip expert gets output 0 (legacy: p_skip * x), and
 // the router's RMSNorm uses rms_norm_eps (legacy ZAYA1-base: 1e-6).
-// InferModel::load detects the layout from config.json and maps every legacy
-// tensor name to its native tensor (and expert slice), so one engine serves both.
+// InferModel::load detects the layout from config.json; the native tensor
+// names come from the tensor table (tensor_table.h), so one engine serves both.
 
 #include <cstdint>
 #include <string>
@@ -26,13 +26,5 @@ bool is_native_zaya_config(const nlohmann::json& json);
 
 // Parses and validates a native config.json; errors name `source` and the key.
 ZayaConfig native_config_from_json(const nlohmann::json& json, const std::string& source);
-
-// Where a legacy tensor (spec §6.1 name) lives in a native checkpoint: the
-// native tensor's name and, for an expert weight, its index in the stacked tensor.
-struct NativeTensorRef {
-  std::string name;
-  int64_t expert = -1;
-};
-NativeTensorRef native_tensor_for(const std::string& legacy_name, const ZayaConfig& config);
 
 }  // namespace zaya

@@ -1,11 +1,10 @@
-#include "zaya/dist/zero.h"
-
+// ZeRO-1 shards (dist/zero.h) of the model's parameter table.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
-#include "zaya/model/config.h"
+#include "zaya/model/params.h"
 
 namespace zaya {
 namespace {
@@ -15,8 +14,8 @@ namespace {
 TEST(Zero, ShardBoundariesAreBalancedAtTensorBoundaries) {
   ZayaConfig c = preset_config("small");
   ParamTable t(c, true);
-  size_t n_dense = 0;
-  while (n_dense < t.entries().size() && t.entries()[n_dense].offset < t.dense_floats()) ++n_dense;
+  const ZeroLayout layout = zero_layout(t);
+  const size_t n_dense = layout.dense_count;
   std::set<int64_t> starts;
   int64_t largest = 0;
   for (const ParamEntry& e : t.entries()) {
@@ -26,7 +25,7 @@ TEST(Zero, ShardBoundariesAreBalancedAtTensorBoundaries) {
   starts.insert(t.total_floats());
   for (int parts : {1, 2, 3, 4, 7}) {
     for (auto [first, last] : {std::pair<size_t, size_t>{0, n_dense}, {n_dense, t.entries().size()}}) {
-      std::vector<int64_t> b = shard_boundaries(t, first, last, parts);
+      std::vector<int64_t> b = shard_boundaries(layout, first, last, parts);
       ASSERT_EQ(b.size(), size_t(parts + 1));
       const int64_t begin = t.entries()[first].offset;
       const int64_t end = t.entries()[last - 1].offset + t.entries()[last - 1].numel;
@@ -56,7 +55,7 @@ TEST(Zero, EveryTensorHasExactlyOneOwner) {
     const int world = dp * ep, local = int(c.experts) / ep;
     for (int r = 0; r < world; ++r) {
       ParamTable t(c, true, ExpertRange{(r % ep) * local, local});
-      for (size_t i : zero_owned_entries(t, r, world, r / ep, dp)) ++owners[t.entries()[i].name];
+      for (size_t i : zero_owned_entries(zero_layout(t), r, world, r / ep, dp)) ++owners[t.entries()[i].name];
     }
     ParamTable full(c, true);
     EXPECT_EQ(owners.size(), full.entries().size()) << dp << "x" << ep;

@@ -1,4 +1,4 @@
-#include "zaya/infer/native_layout.h"
+#include "zaya/model/native_config.h"
 
 #include <set>
 
@@ -147,64 +147,6 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   }
   c.validate(source);
   return c;
-}
-
-NativeTensorRef native_tensor_for(const std::string& legacy, const ZayaConfig& c) {
-  auto starts = [&](const std::string& s) { return legacy.rfind(s, 0) == 0; };
-  if (legacy == "model.embed_tokens.weight") return {legacy};
-  if (legacy == "model.final_norm.weight") return {"model.norm.weight"};
-  if (starts("model.res_scale."))
-    return {fmt::format("model.layers.{}.post_mlp_residual_scale.{}", c.num_blocks - 1,
-                        legacy.substr(std::string("model.res_scale.").size()))};
-  ZAYA_CHECK(starts("model.layers."), "internal error: no native name for tensor '{}'", legacy);
-  const size_t dot = legacy.find('.', 13);
-  const int64_t n = std::stoll(legacy.substr(13, dot - 13));
-  const std::string rest = legacy.substr(dot + 1);
-  const int64_t i = n / 2;
-  const std::string layer = fmt::format("model.layers.{}.", i);
-  auto tail_after = [&](const std::string& prefix) { return rest.substr(prefix.size()); };
-  if (rest == "input_norm.weight")
-    return {layer + (n % 2 == 0 ? "input_layernorm.weight" : "post_attention_layernorm.weight")};
-  if (rest.rfind("res_scale.", 0) == 0) {
-    const std::string field = tail_after("res_scale.");
-    if (n == 0) return {"model.input_" + field};  // hidden_states_scale / _bias of the embedding
-    if (n % 2 == 1) return {layer + "post_attention_residual_scale." + field};
-    return {fmt::format("model.layers.{}.post_mlp_residual_scale.{}", i - 1, field)};
-  }
-  static const std::pair<const char*, const char*> kAttention[] = {
-      {"self_attn.qkv.linear_q.weight", "self_attn.qkv_proj.q_proj.weight"},
-      {"self_attn.qkv.linear_k.weight", "self_attn.qkv_proj.k_proj.weight"},
-      {"self_attn.qkv.val_proj1.weight", "self_attn.qkv_proj.v_proj_current.weight"},
-      {"self_attn.qkv.val_proj2.weight", "self_attn.qkv_proj.v_proj_delayed.weight"},
-      {"self_attn.qkv.conv_qk.0.weight", "self_attn.qkv_proj.conv_qk_depthwise.weight"},
-      {"self_attn.qkv.conv_qk.0.bias", "self_attn.qkv_proj.conv_qk_depthwise.bias"},
-      {"self_attn.qkv.conv_qk.1.weight", "self_attn.qkv_proj.conv_qk_grouped.weight"},
-      {"self_attn.qkv.conv_qk.1.bias", "self_attn.qkv_proj.conv_qk_grouped.bias"},
-      {"self_attn.qkv.temp", "self_attn.qk_norm.temp"},
-      {"self_attn.o_proj.weight", "self_attn.o_proj.weight"},
-      {"zaya_block.router.down_proj.weight", "mlp.gate.down_proj.weight"},
-      {"zaya_block.router.down_proj.bias", "mlp.gate.down_proj.bias"},
-      {"zaya_block.router.router_states_scale", "mlp.gate.router_states_scale"},
-      {"zaya_block.router.balancing_biases", "mlp.gate.balancing_biases"},
-      {"zaya_block.router.rmsnorm_eda.weight", "mlp.gate.router_mlp.norm.weight"},
-      {"zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight"},
-      {"zaya_block.router.router_mlp.0.bias", "mlp.gate.router_mlp.fc1.bias"},
-      {"zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight"},
-      {"zaya_block.router.router_mlp.2.bias", "mlp.gate.router_mlp.fc2.bias"},
-      {"zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight"},
-  };
-  for (const auto& [from, to] : kAttention)
-    if (rest == from) return {layer + to};
-  const std::string experts = "zaya_block.experts.local_experts.";
-  if (rest.rfind(experts, 0) == 0) {
-    const std::string tail = tail_after(experts);
-    const size_t d2 = tail.find('.');
-    const int64_t e = std::stoll(tail.substr(0, d2));
-    const std::string which = tail.substr(d2 + 1);
-    if (which == "linear_fc1.weight") return {layer + "mlp.experts.gate_up_proj", e};
-    if (which == "linear_fc2.weight") return {layer + "mlp.experts.down_proj", e};
-  }
-  fail("internal error: no native name for tensor '{}'", legacy);
 }
 
 }  // namespace zaya

@@ -1,0 +1,78 @@
+#include "zaya/model/config_toml.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "zaya/io/toml_section.h"
+
+namespace zaya {
+namespace {
+
+const std::vector<std::string> kModelKeys = {"preset",
+                                             "hidden_size",
+                                             "num_blocks",
+                                             "vocab_size",
+                                             "real_vocab_size",
+                                             "q_heads",
+                                             "kv_heads",
+                                             "head_dim",
+                                             "rope_theta",
+                                             "partial_rotary_factor",
+                                             "max_position_embeddings",
+                                             "experts",
+                                             "expert_ffn",
+                                             "router_hidden",
+                                             "top_k",
+                                             "use_skip",
+                                             "use_eda",
+                                             "norm_eps",
+                                             "router_norm_eps"};
+
+}  // namespace
+
+ModelTable parse_model_table(const toml::table* table, const std::string& source) {
+  TomlSection m(table, "model", source);
+  ModelTable t;
+  t.preset = m.get_string("preset", "tiny", preset_names());
+  ZayaConfig& c = t.config;
+  c = preset_config(t.preset);
+  c.hidden = m.get_int("hidden_size", c.hidden, 8, 65536);
+  c.num_blocks = m.get_int("num_blocks", c.num_blocks, 1, 1024);
+  t.vocab_from_tokenizer = !m.has("vocab_size") && !m.has("real_vocab_size");
+  c.vocab_size = m.get_int("vocab_size", c.vocab_size, 4, int64_t(1) << 24);
+  c.real_vocab_size =
+      m.get_int("real_vocab_size", m.has("vocab_size") ? c.vocab_size : c.real_vocab_size, 4, int64_t(1) << 24);
+  c.q_heads = m.get_int("q_heads", c.q_heads, 1, 1024);
+  c.kv_heads = m.get_int("kv_heads", c.kv_heads, 1, 1024);
+  c.head_dim = m.get_int("head_dim", c.head_dim, 2, 4096);
+  c.rope_theta = m.get_double("rope_theta", c.rope_theta, 1.0, 1e12);
+  c.partial_rotary_factor = m.get_double("partial_rotary_factor", c.partial_rotary_factor, 0.0, 1.0);
+  c.max_position = m.get_int("max_position_embeddings", c.max_position, 1, int64_t(1) << 24);
+  c.experts = m.get_int("experts", c.experts, 1, 63);
+  c.expert_ffn = m.get_int("expert_ffn", c.expert_ffn, 1, 1 << 20);
+  c.router_hidden = m.get_int("router_hidden", c.router_hidden, 1, 1 << 16);
+  c.top_k = m.get_int("top_k", c.top_k, 1, 63);
+  c.use_skip = m.get_bool("use_skip", c.use_skip);
+  c.use_eda = m.get_bool("use_eda", c.use_eda);
+  c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
+  c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
+  m.finish(kModelKeys);
+  return t;
+}
+
+std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c) {
+  std::string s;
+  s += fmt::format("[model]\npreset = \"{}\"\nhidden_size = {}\nnum_blocks = {}\nvocab_size = {}\n", preset, c.hidden,
+                   c.num_blocks, c.vocab_size);
+  s += fmt::format("real_vocab_size = {}\nq_heads = {}\nkv_heads = {}\nhead_dim = {}\nrope_theta = {:.1f}\n",
+                   c.real_vocab_size, c.q_heads, c.kv_heads, c.head_dim, c.rope_theta);
+  s += fmt::format("partial_rotary_factor = {}\nmax_position_embeddings = {}\nexperts = {}\nexpert_ffn = {}\n",
+                   c.partial_rotary_factor, c.max_position, c.experts, c.expert_ffn);
+  s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
+                   c.top_k, c.use_skip, c.use_eda, c.norm_eps);
+  s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
+  return s;
+}
+
+}  // namespace zaya
