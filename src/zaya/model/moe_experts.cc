@@ -69,7 +69,7 @@ void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep
 void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int64_t ep_ranks, Arena& arena) {
   const int64_t X = expert_row_capacity(c, T, ep_ranks), D = c.hidden, F = c.expert_ffn;
   s.send_RD = arena.carve(T * c.top_k * D);
-  s.recv_XD = arena.carve(X * 2 * F);  // also holds fc1-width gradients in transit
+  s.recv_XD = arena.carve(X * D);  // every exchange moves D-wide rows (inputs, outputs, their gradients)
   s.ye_XD = arena.carve(X * D);
   s.dact_XF = arena.carve(X * F);
   s.dh_X2F = arena.carve(X * 2 * F);
