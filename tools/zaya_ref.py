@@ -1,6 +1,6 @@
 """Independent PyTorch reference of the ZAYA1 model (legacy 80-half-layer layout).
 
-Written from /work/shared/spec/zaya1-model.md (sections 2-8); used to make golden files for the
+Written from docs/spec.md (sections 2-8); used to make golden files for the
 C++ implementation (tools/make_golden.py) and as a training-throughput baseline (bench/torch_train.py).
 
 Layout: half-layer n = 0..L-1, even n = CCA attention, odd n = MoE (zaya_layers = ['a', E] * blocks).

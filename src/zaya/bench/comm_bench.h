@@ -1,6 +1,6 @@
 #pragma once
 // The driver of `zaya bench comm`: nccl-tests' measurement loop over the
-// project's Comm layer (spec/prior-art.md section 1.1), shared by every
+// project's Comm layer (docs/prior-art.md §1.1), shared by every
 // collective (comm_collectives.h holds the per-collective conventions).
 //
 // For each collective x data type x op:

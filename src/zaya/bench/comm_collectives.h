@@ -1,6 +1,6 @@
 #pragma once
 // The collectives of `zaya bench comm` and their nccl-tests conventions
-// (spec/prior-art.md section 1.1): how a message size maps onto buffers and
+// (docs/prior-art.md §1.1): how a message size maps onto buffers and
 // counts, and the algorithm / bus bandwidth of one timed operation.
 //
 //   size  (the "size" column)  max(send, receive) buffer bytes of one rank

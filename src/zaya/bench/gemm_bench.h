@@ -4,7 +4,7 @@
 // its share of the measured peak, whether it is compute- or memory-bound on
 // the roofline, and whether it "falls off" (tile / wave quantization: a shape
 // slower per FLOP than one it contains, or slower in total than its padded
-// version). Background: spec/prior-art.md section 5.1.
+// version). Background: docs/prior-art.md §5.1.
 
 #include <cstdint>
 #include <string>

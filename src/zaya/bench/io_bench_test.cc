@@ -9,7 +9,7 @@
 namespace zaya {
 namespace {
 
-// The ZAYA1 numbers of spec/paper-notes.md section 3.
+// The ZAYA1 numbers of docs/systems-notes.md §3.
 TEST(StorageModel, ReproducesTheZaya1Numbers) {
   StorageModelInput in;  // G = s = 4096, b = 4, P = 4096, t = 2.5, I_max = 70000
   StorageModel m = storage_model(in);

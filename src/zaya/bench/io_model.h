@@ -1,5 +1,5 @@
 #pragma once
-// The storage model of spec/paper-notes.md section 3 (ZAYA1-8B report,
+// The storage model of docs/systems-notes.md §3 (ZAYA1-8B report,
 // Appendix B): dataset reads per training step in pages and IOPS, and the
 // step time below which storage, not compute, sets the pace.
 //

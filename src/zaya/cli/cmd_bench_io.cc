@@ -1,6 +1,6 @@
 // zaya bench io: checkpoint-sized sequential writes (with fsync) and reads,
 // random page reads and training-window reads of a token dataset, and the
-// scatter factor / break-even step time of spec/paper-notes.md section 3
+// scatter factor / break-even step time of docs/systems-notes.md §3
 // (src/zaya/bench/io_bench.h, io_model.h).
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Errors in zaya.cpp are exceptions of one type, zaya::Error, whose message is
 // written for the user: it names the file, the field and the allowed values
-// (ARCHITECTURE.md, "Conventions"). The CLI catches it at the top, prints the
+// (docs/developer-guide.md, "Conventions"). The CLI catches it at the top, prints the
 // message and exits non-zero; nothing below the CLI prints and exits itself.
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #pragma once
 // The communication layer: every collective and point-to-point operation the
 // project uses, behind one interface, so that an NCCL/RCCL implementation can
-// be added later next to the MPI one (ARCHITECTURE.md, dist/). Semantics
+// be added later next to the MPI one (docs/developer-guide.md, dist/). Semantics
 // follow MPI / NCCL:
 //
 //   all_reduce      recv[i] = op over ranks of send[i]                  (count elements)

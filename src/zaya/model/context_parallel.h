@@ -1,5 +1,5 @@
 #pragma once
-// Context parallelism for CCA attention (issue [cp]; paper-notes §4-5: how
+// Context parallelism for CCA attention (issue [cp]; docs/systems-notes.md §4-5: how
 // ZAYA1 extended its context from 4K to 32K).
 //
 // The cp ranks of a group share the same B sequences of S tokens. Each

@@ -16,7 +16,7 @@ ZayaConfig test_config() { return testing::model_test_config(); }
 
 TEST(Model, ParameterCountsOfZaya1Base) {
   ParamCounts p = count_parameters(preset_config("zaya1-base"));
-  // spec §2 / paper-notes §6.1: ~8.84B total, ~8.30B without embedding, ~0.75B active without.
+  // spec §2 / docs/systems-notes.md §6.1: ~8.84B total, ~8.30B without embedding, ~0.75B active without.
   EXPECT_NEAR(double(p.total) / 1e9, 8.84, 0.01);
   EXPECT_NEAR(double(p.total_without_embedding()) / 1e9, 8.30, 0.01);
   EXPECT_NEAR(double(p.active_without_embedding()) / 1e9, 0.754, 0.01);

@@ -1,5 +1,5 @@
 #pragma once
-// Matrix multiplication, the only place GEMMs are issued (ARCHITECTURE.md: keep
+// Matrix multiplication, the only place GEMMs are issued (docs/developer-guide.md: keep
 // the BLAS choice behind ops/matmul). Row-major throughout.
 //
 // float goes to oneDNN's dnnl_sgemm (measured fastest on this CPU, docs/performance.md);

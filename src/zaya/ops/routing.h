@@ -1,5 +1,5 @@
 #pragma once
-// Router selection and the optional balancing losses (spec §4, prior-art §6).
+// Router selection and the optional balancing losses (spec §4, docs/prior-art.md §6).
 //
 // Selection: slot = argmax_e (p[e] + bias[e]) over E experts + 1 skip slot;
 // the biases only choose, the gate is the unbiased probability p[slot]. With

@@ -1,5 +1,5 @@
 #pragma once
-// The balancing-bias controller of ZAYA1 (paper-notes §6.4, spec §10): per MoE
+// The balancing-bias controller of ZAYA1 (docs/systems-notes.md §6.4, spec §10): per MoE
 // layer, the error e_i = (share of the global batch's choices that went to
 // slot i) - target_i is fed as a gradient to an AdamW-style update of the
 // selection biases, so over-used experts are pushed down and under-used ones

@@ -1,5 +1,5 @@
 #pragma once
-// The training optimizer of ZAYA1 (paper-notes §4): Muon with AdamW RMS
+// The training optimizer of ZAYA1 (docs/systems-notes.md §4): Muon with AdamW RMS
 // matching on hidden 2-D matrices, AdamW on everything else (embedding, norms,
 // biases, scales, temperatures, convolution weights), decoupled weight decay on
 // matrices and the embedding only, global-norm gradient clipping.

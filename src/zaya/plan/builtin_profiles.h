@@ -1,7 +1,7 @@
 #pragma once
 // Built-in hardware profiles for clusters zaya.cpp users plan for before they
 // can measure them: AMD MI300X with Pensando Pollara 400 (the ZAYA1 cluster,
-// spec/paper-notes.md section 1.1), NVIDIA H100 SXM and H200 SXM with NVLink
+// docs/systems-notes.md §1.1), NVIDIA H100 SXM and H200 SXM with NVLink
 // and 400 Gb/s InfiniBand. Datasheet peaks are marked "vendor"; everything
 // derived from them (achievable GEMM share, tile sizes, collective curves from
 // link rates) is marked "estimate" with a note saying how. Measure your own

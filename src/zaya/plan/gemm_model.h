@@ -3,7 +3,7 @@
 // bench gemm --json`, in the profile or given with --gemm-table) a shape's
 // time comes from its measurement (the median call: a step sums typical calls),
 // or from the nearest measured shape; without
-// one, from the analytic model of spec/prior-art.md section 5.1:
+// one, from the analytic model of docs/prior-art.md §5.1:
 //
 //   tile efficiency  = M N / (ceil(M/tm) tm  ceil(N/tn) tn), with smaller tiles
 //                      (lower reuse: x sqrt(area ratio)) for skinny GEMMs

@@ -1,5 +1,5 @@
 #pragma once
-// The MoE width trade-off (spec/paper-notes.md section 2: ZAYA1 justifies its
+// The MoE width trade-off (docs/systems-notes.md §2: ZAYA1 justifies its
 // expert widths by training throughput and inference latency together):
 // configurations with the same total expert parameters per layer
 // (experts x expert_ffn held fixed), over expert counts and top-k, each with

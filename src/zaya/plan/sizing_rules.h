@@ -1,6 +1,6 @@
 #pragma once
-// Hardware-aware sizing rules (spec/paper-notes.md section 2, prior-art.md
-// section 5): `zaya size --check` flags a config's inefficient dimensions with
+// Hardware-aware sizing rules (docs/systems-notes.md §2, docs/prior-art.md
+// §5): `zaya size --check` flags a config's inefficient dimensions with
 // the predicted slowdown, and `zaya size` proposes ZAYA1-style configs for a
 // target. The rules, each judged on the profile's GEMM model:
 //

@@ -3,8 +3,8 @@
 // phases"): a run made of phases, each with its own token budget, sequence
 // length, RoPE base, data mixture and warmup-stable-decay learning-rate
 // schedule, as ZAYA1 was pretrained (two 4K-context phases with different
-// mixtures, then a 32K-context phase with a larger RoPE base; spec
-// paper-notes.md, "Data").
+// mixtures, then a 32K-context phase with a larger RoPE base;
+// docs/systems-notes.md §5).
 //
 // A config without [[phase]] tables is one implicit phase made from [train],
 // [schedule] and [data], and trains exactly as before.
