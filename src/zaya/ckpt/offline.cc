@@ -7,10 +7,8 @@
 #include "zaya/ckpt/reader.h"
 #include "zaya/core/arena.h"
 #include "zaya/core/error.h"
-#include "zaya/dist/zero.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/file_descriptor.h"
-#include "zaya/model/params.h"
 
 namespace zaya {
 
@@ -20,31 +18,6 @@ int64_t OfflineTensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
-}
-
-std::vector<std::vector<OfflineTensor>> checkpoint_layout(const ZayaConfig& c, int dp, int ep, bool muon,
-                                                          bool with_optimizer) {
-  ZAYA_CHECK(dp >= 1 && ep >= 1 && c.experts % ep == 0, "layout dp {} x ep {} does not fit {} experts", dp, ep,
-             c.experts);
-  const int world = dp * ep, local = int(c.experts) / ep;
-  std::vector<std::vector<OfflineTensor>> out(world);
-  for (int r = 0; r < world; ++r) {
-    ParamTable t(c, true, ExpertRange{(r % ep) * local, local});
-    for (size_t i : zero_owned_entries(zero_layout(t), r, world, r / ep, dp)) {
-      const ParamEntry& e = t.entries()[i];
-      out[r].push_back({e.name, CkptDType::kF32, e.shape});
-      if (!with_optimizer) continue;
-      out[r].push_back({"optim.m." + e.name, CkptDType::kF32, e.shape});
-      if (!(muon && e.muon)) out[r].push_back({"optim.v." + e.name, CkptDType::kF32, e.shape});
-    }
-  }
-  ParamTable buffers(c, false);
-  for (const ParamEntry& e : buffers.entries()) out[0].push_back({e.name, CkptDType::kF32, e.shape});
-  if (with_optimizer) {
-    out[0].push_back({"balance.m", CkptDType::kF64, {c.num_blocks, c.router_slots()}});
-    out[0].push_back({"balance.v", CkptDType::kF64, {c.num_blocks, c.router_slots()}});
-  }
-  return out;
 }
 
 void write_checkpoint_offline(const std::string& root, const CheckpointMeta& header, int dp, int ep,

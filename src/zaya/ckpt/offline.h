@@ -1,16 +1,16 @@
 #pragma once
-// Writing checkpoints without a running job: `zaya ckpt reshape` (lay a
+// Writing checkpoints without a running job, for `zaya ckpt reshape` (lay a
 // checkpoint out for another dp x ep mesh) and `zaya ckpt import` (a
-// Hugging Face model directory as a step-0 checkpoint). Files are written one
-// tensor at a time through one reusable buffer, then published atomically like
-// the training job's checkpoints.
+// Hugging Face model directory as a step-0 checkpoint): which tensors each
+// rank writes is the training schema's (train/state_tensors.h); files are
+// written here one tensor at a time through one reusable buffer, then
+// published atomically like the training job's checkpoints.
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "zaya/ckpt/format.h"
-#include "zaya/model/config.h"
 
 namespace zaya {
 
@@ -20,14 +20,6 @@ struct OfflineTensor {
   std::vector<int64_t> shape;
   int64_t numel() const;
 };
-
-// The tensors each rank of a dp x ep mesh writes, as the training job would:
-// parameters and optimizer state of its ZeRO-1 shard, plus the replicated
-// state (balancing biases and their controller) on rank 0.
-// muon: optimizer.muon (Muon matrices have no second moment);
-// with_optimizer: false for weights-only checkpoints.
-std::vector<std::vector<OfflineTensor>> checkpoint_layout(const ZayaConfig& config, int dp, int ep, bool muon,
-                                                          bool with_optimizer);
 
 // Writes ROOT/step_XXXXXXXX for `meta` (run_id, step, state, config_toml are
 // taken from it; layout and tensors from the arguments). fill(t, dst) writes

@@ -1,42 +1,24 @@
 // zaya ckpt inspect | verify | reshape | export | import: checkpoint tools (docs/checkpoints.md).
 #include <fmt/format.h>
 
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 
-#include "zaya/ckpt/offline.h"
 #include "zaya/ckpt/reader.h"
-#include "zaya/ckpt/writer.h"
 #include "zaya/cli/commands.h"
-#include "zaya/core/arena.h"
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
-#include "zaya/dist/comm.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/params.h"
-#include "zaya/train/train_config.h"
+#include "zaya/io/atomic_file.h"
+#include "zaya/train/checkpoint_tools.h"
 
 namespace zaya::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The model config a checkpoint was trained with.
-TrainConfig checkpoint_config(const CheckpointReader& ck) {
-  return parse_train_config(ck.meta().config_toml, ck.dir() + "/metadata.json (config)");
-}
 
 void inspect(const std::string& dir, bool tensors, const std::string& json_out) {
   CheckpointReader ck = CheckpointReader::open(dir);
   const CheckpointMeta& m = ck.meta();
-  const TrainConfig config = checkpoint_config(ck);
+  const TrainConfig config = checkpoint_train_config(ck);
   uint64_t bytes = 0;
   for (const CkptFile& f : m.files) bytes += f.bytes;
   fmt::print("{}\n  run {}, step {}, written by {} rank(s) (dp {} x ep {}{})\n", dir, m.run_id, m.step, m.world, m.dp,
@@ -56,7 +38,7 @@ void inspect(const std::string& dir, bool tensors, const std::string& json_out) 
     for (const auto& [name, t] : m.tensors)
       fmt::print("    {:<72} {} [{}] {} slice(s), file {}\n", name, ckpt_dtype_name(t.dtype), fmt::join(t.shape, ", "),
                  t.slices.size(), m.files[t.slices[0].file].name);
-  if (!json_out.empty()) std::ofstream(json_out) << m.to_json().dump(1) << "\n";
+  if (!json_out.empty()) write_file_atomic(json_out, m.to_json().dump(1) + "\n");
 }
 
 void verify(const std::string& dir) {
@@ -69,167 +51,36 @@ void verify(const std::string& dir) {
 }
 
 void reshape(const std::string& in, const std::string& out_root, int dp, int ep) {
-  CheckpointReader ck = CheckpointReader::open(in);
-  TrainConfig config = checkpoint_config(ck);
-  ZAYA_CHECK(config.model.experts % ep == 0, "--ep {} is invalid; allowed: a divisor of the expert count ({})", ep,
-             config.model.experts);
-  const bool with_optimizer = ck.meta().state.value("optimizer_state", false);
-  auto layout = checkpoint_layout(config.model, dp, ep, config.optim.use_muon, with_optimizer);
-  config.parallel.ep = ep;
-  CheckpointMeta header = ck.meta();
-  header.config_toml = train_config_to_toml(config);
   const double t0 = now_seconds();
-  write_checkpoint_offline(out_root, header, dp, ep, layout,
-                           [&](const OfflineTensor& t, void* dst) { ck.read(t.name, dst, t.dtype, t.shape); });
-  fmt::print("wrote {}/{} for dp {} x ep {} ({} shard files) in {:.1f} s\n", out_root,
-             checkpoint_dir_name(ck.meta().step), dp, ep, dp * ep, now_seconds() - t0);
-}
-
-// A checkpoint's weights (parameters, then buffers) in full precision, under
-// their legacy names: what every export format writes.
-struct ExportedWeights {
-  TrainConfig config;
-  int64_t step = 0;
-  std::unique_ptr<Arena> params, buffers;
-  std::vector<NamedTensor> tensors;
-};
-
-ExportedWeights read_weights(const std::string& in) {
-  CheckpointReader ck = CheckpointReader::open(in);
-  ExportedWeights w;
-  w.config = checkpoint_config(ck);
-  w.step = ck.meta().step;
-  ParamTable params(w.config.model, true), buffers(w.config.model, false);
-  w.params = std::make_unique<Arena>(params.total_floats());
-  w.buffers = std::make_unique<Arena>(std::max<int64_t>(1, buffers.total_floats()));
-  for (const ParamEntry& e : params.entries()) {
-    ck.read(e.name, w.params->data() + e.offset, CkptDType::kF32, e.shape);
-    w.tensors.push_back({e.name, e.shape, w.params->data() + e.offset, false});
-  }
-  for (const ParamEntry& e : buffers.entries()) {
-    ck.read(e.name, w.buffers->data() + e.offset, CkptDType::kF32, e.shape);
-    w.tensors.push_back({e.name, e.shape, w.buffers->data() + e.offset, true});
-  }
-  return w;
+  const std::string dir = reshape_checkpoint(in, out_root, dp, ep);
+  fmt::print("wrote {} for dp {} x ep {} ({} shard files) in {:.1f} s\n", dir, dp, ep, dp * ep, now_seconds() - t0);
 }
 
 void export_weights(const std::string& in, const std::string& out, const std::string& format,
                     const std::string& dtype) {
-  const ExportedWeights w = read_weights(in);
-  if (format == "gguf") {
-    GgufSaveOptions save;
-    save.dtype = dtype;
-    write_zaya_gguf(w.config.model, w.tensors, out, save);
-    fmt::print("wrote {} (GGUF, {}, stacked expert tensors) from step {}\n", out, dtype, w.step);
-    return;
-  }
-  HfSaveOptions save;
-  save.dtype = dtype;
-  save_hf_tensors(w.config.model, w.tensors, out, save);
-  fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names) from step {}\n", out, dtype, w.step);
-}
-
-// A Hugging Face ZAYA1 directory or one of our GGUF files as a step-0 checkpoint.
-void import_weights(const std::string& in, const std::string& out_root, const std::string& config_path) {
-  TrainConfig config = load_train_config(config_path);
-  const bool is_gguf = fs::is_regular_file(in);
-  std::unique_ptr<ZayaModel> model;
-  std::optional<ZayaGgufFile> gguf;
-  if (is_gguf)
-    gguf.emplace(ZayaGgufFile::open(in));
+  export_checkpoint(in, out, format, dtype);
+  const int64_t step = CheckpointReader::open(in).meta().step;
+  if (format == "gguf")
+    fmt::print("wrote {} (GGUF, {}, stacked expert tensors) from step {}\n", out, dtype, step);
   else
-    model = load_hf_model(in);
-  const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
-  // The config's vocabulary is decided by the data when not given: take the model's.
-  ZayaConfig want = config.model;
-  if (config.vocab_from_tokenizer) {
-    want.vocab_size = source.vocab_size;
-    want.real_vocab_size = source.real_vocab_size;
-    config.model = want;
-    config.vocab_from_tokenizer = false;
-  }
-  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(source, "float32"),
-             "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
-             "--config {}`)",
-             config_path, in, in, config_path);
-  CheckpointMeta header;
-  auto self = make_self_comm();
-  header.run_id = new_run_id(*self);
-  header.step = 0;
-  header.state = {{"step", 0}, {"optimizer_state", false}, {"imported_from", fs::absolute(in).string()}};
-  header.config_toml = train_config_to_toml(config);
-  write_checkpoint_offline(
-      out_root, header, 1, 1, checkpoint_layout(source, 1, 1, true, false), [&](const OfflineTensor& t, void* dst) {
-        if (is_gguf) {
-          gguf->read_legacy(t.name, static_cast<float*>(dst), t.shape);
-          return;
-        }
-        const ParamEntry* e = model->params().find(t.name);
-        const float* src =
-            e ? model->param_data() + e->offset : model->buffer_data() + model->buffers().at(t.name).offset;
-        std::memcpy(dst, src, sizeof(float) * size_t(t.numel()));
-      });
-  fmt::print(
-      "wrote {}/{}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
-      "{}/{})\n",
-      out_root, checkpoint_dir_name(0), in, config_path, out_root, checkpoint_dir_name(0));
+    fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names) from step {}\n", out, dtype, step);
 }
 
-// Tensor-by-tensor comparison; returns the number of tensors that differ.
-int compare(const std::string& a_dir, const std::string& b_dir, double tolerance, bool weights_only) {
-  CheckpointReader a = CheckpointReader::open(a_dir), b = CheckpointReader::open(b_dir);
-  int differing = 0;
-  auto keep = [&](const std::string& name) {
-    return !weights_only || (name.rfind("optim.", 0) != 0 && name.rfind("balance.", 0) != 0);
-  };
-  for (const auto& [name, ta] : a.meta().tensors) {
-    if (!keep(name)) continue;
-    if (!b.has(name)) {
-      fmt::print("{}: only in {}\n", name, a_dir);
-      ++differing;
-      continue;
-    }
-    const CkptTensor& tb = b.meta().tensors.at(name);
-    if (ta.dtype != tb.dtype || ta.shape != tb.shape) {
-      fmt::print("{}: {} [{}] vs {} [{}]\n", name, ckpt_dtype_name(ta.dtype), fmt::join(ta.shape, ","),
-                 ckpt_dtype_name(tb.dtype), fmt::join(tb.shape, ","));
-      ++differing;
-      continue;
-    }
-    const size_t n = size_t(ta.numel());
-    std::vector<double> x(n), y(n);
-    if (ta.dtype == CkptDType::kF64) {
-      a.read(name, x.data(), ta.dtype, ta.shape);
-      b.read(name, y.data(), tb.dtype, tb.shape);
-    } else {
-      std::vector<float> fx(n), fy(n);
-      a.read(name, fx.data(), ta.dtype, ta.shape);
-      b.read(name, fy.data(), tb.dtype, tb.shape);
-      x.assign(fx.begin(), fx.end());
-      y.assign(fy.begin(), fy.end());
-      // Bitwise for float32: compare the bits, not the values (-0 vs 0, NaN payloads).
-      if (tolerance == 0 && std::memcmp(fx.data(), fy.data(), n * 4) != 0) {
-        fmt::print("{}: bits differ\n", name);
-        ++differing;
-        continue;
-      }
-    }
-    double worst = 0;
-    for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-    if (worst > tolerance) {
-      fmt::print("{}: largest difference {:.3g} > {:.3g}\n", name, worst, tolerance);
-      ++differing;
-    }
-  }
-  for (const auto& [name, tb] : b.meta().tensors)
-    if (keep(name) && !a.has(name)) {
-      fmt::print("{}: only in {}\n", name, b_dir);
-      ++differing;
-    }
-  if (differing == 0)
-    fmt::print("{} and {}: every {}tensor equal{}\n", a_dir, b_dir, weights_only ? "weight " : "",
+void import_weights(const std::string& in, const std::string& out_root, const std::string& config_path) {
+  const std::string dir = import_checkpoint(in, out_root, config_path);
+  fmt::print(
+      "wrote {}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
+      "{})\n",
+      dir, in, config_path, dir);
+}
+
+int compare(const std::string& a, const std::string& b, double tolerance, bool weights_only) {
+  const CheckpointComparison c = compare_checkpoints(a, b, tolerance, weights_only);
+  for (const std::string& line : c.differences) fmt::print("{}\n", line);
+  if (c.count() == 0)
+    fmt::print("{} and {}: every {}tensor equal{}\n", a, b, weights_only ? "weight " : "",
                tolerance == 0 ? " bit for bit" : fmt::format(" within {:.3g}", tolerance));
-  return differing;
+  return c.count();
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// A two-phase recipe through the trainer: the phase switch (sequence length,
+// A two-phase recipe through the training job: the phase switch (sequence length,
 // RoPE base, data mixture, schedule) and bit-exact resume before, at and after
 // the phase boundary.
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include "zaya/core/rng.h"
 #include "zaya/core/test_util.h"
 #include "zaya/data/shard_writer.h"
-#include "zaya/train/trainer.h"
+#include "zaya/train/train_job.h"
 
 namespace zaya {
 namespace {
@@ -85,17 +85,17 @@ dir = "{0}/b"
   }
 };
 
-TrainerOptions options(int64_t stop_at = 0) {
-  TrainerOptions o;
+TrainJobOptions options(int64_t stop_at = 0) {
+  TrainJobOptions o;
   o.quiet = true;
   o.peak_gflops = 100;  // skip the measurement
   o.stop_at = stop_at;
   return o;
 }
 
-std::vector<float> parameters(Trainer& t) {
-  const float* p = t.model().param_data();
-  return std::vector<float>(p, p + t.model().params().total_floats());
+std::vector<float> parameters(TrainJob& t) {
+  const float* p = t.numerics().model().param_data();
+  return std::vector<float>(p, p + t.numerics().model().params().total_floats());
 }
 
 int count_lines(const std::string& path, const std::string& needle) {
@@ -108,14 +108,14 @@ int count_lines(const std::string& path, const std::string& needle) {
 TEST(RecipeTrainer, SwitchesPhasesAndResumesBitExactlyAcrossTheBoundary) {
   RecipeFixture f;
   const TrainConfig full_config = f.config("full");
-  Trainer full(full_config, options());
-  ASSERT_EQ(full.phases().size(), 2u);
-  EXPECT_EQ(full.phases()[1].first_step, 4);
+  TrainJob full(full_config, options());
+  ASSERT_EQ(full.phases().plans().size(), 2u);
+  EXPECT_EQ(full.phases().plans()[1].first_step, 4);
   EXPECT_EQ(full.config().run.steps, 7);
   EXPECT_EQ(full.config().run.seq_len, 32);
   full.run();
   EXPECT_EQ(full.step(), 7);
-  EXPECT_EQ(full.phase(), 1u);
+  EXPECT_EQ(full.phases().phase(), 1u);
   EXPECT_EQ(full.config().run.seq_len, 64);
   EXPECT_DOUBLE_EQ(full.config().model.rope_theta, 100000);
   const std::vector<float> want = parameters(full);
@@ -132,17 +132,17 @@ TEST(RecipeTrainer, SwitchesPhasesAndResumesBitExactlyAcrossTheBoundary) {
     SCOPED_TRACE("stopped at step " + std::to_string(stop));
     const TrainConfig c = f.config("split" + std::to_string(stop));
     {
-      Trainer first(c, options(stop));
+      TrainJob first(c, options(stop));
       first.run();
       EXPECT_EQ(first.step(), stop);
     }
-    Trainer second(c, options());
+    TrainJob second(c, options());
     const std::vector<std::string> saved = list_checkpoints(c.checkpoint_dir());
     ASSERT_FALSE(saved.empty());
     const CheckpointReader ck = CheckpointReader::open(saved.back());
     EXPECT_EQ(ck.meta().state.at("recipe").at("phase").get<int>(), stop <= 4 ? 1 : 2);
     second.resume_from(ck);
-    EXPECT_EQ(second.phase(), stop <= 4 ? 0u : 1u);
+    EXPECT_EQ(second.phases().phase(), stop <= 4 ? 0u : 1u);
     second.run();
     EXPECT_EQ(second.step(), 7);
     const std::vector<float> got = parameters(second);
@@ -163,11 +163,11 @@ TEST(RecipeTrainer, RollsBackWithinAndAcrossPhases) {
     c.checkpoint.every = 2;
     c.ft.rollback_after = 1;
     set_fault_plan(fmt::format("nan:rank=0,step={}", bad));
-    Trainer t(c, options());
+    TrainJob t(c, options());
     t.run();
     set_fault_plan("");
     EXPECT_EQ(t.step(), 7);
-    EXPECT_EQ(t.phase(), 1u);
+    EXPECT_EQ(t.phases().phase(), 1u);
     EXPECT_EQ(count_lines(c.run.out_dir + "/incidents.jsonl", "\"event\":\"rollback\""), 1);
     // The phase records up to the checkpoint are kept, the phase entered again is logged again.
     EXPECT_EQ(count_lines(c.run.out_dir + "/metrics.jsonl", "\"phase\":"), 2);
@@ -181,13 +181,13 @@ TEST(RecipeTrainer, RollsBackWithinAndAcrossPhases) {
 TEST(RecipeTrainer, SpikeDetectorStartsOverInEachPhase) {
   RecipeFixture f;
   TrainConfig c = f.config("spikes");
-  Trainer t(c, options(5));
+  TrainJob t(c, options(5));
   t.run();
-  EXPECT_EQ(t.spike_window_steps(), 1);  // step 5 only: phase 2 began after step 4
-  Trainer u(c, options());
+  EXPECT_EQ(t.guard().window_steps(), 1);  // step 5 only: phase 2 began after step 4
+  TrainJob u(c, options());
   u.resume_from(CheckpointReader::open(c.checkpoint_dir() + "/step_00000005"));
   u.run();
-  EXPECT_EQ(u.spike_window_steps(), 3);  // steps 5..7, restored and continued
+  EXPECT_EQ(u.guard().window_steps(), 3);  // steps 5..7, restored and continued
 }
 
 // A rollback from phase 2 to a checkpoint of phase 1 skips phase 2's bad
@@ -197,13 +197,13 @@ TEST(RecipeTrainer, RollbackIntoAnEarlierPhaseSkipsTheBadBatches) {
   RecipeFixture f;
   TrainConfig clean = f.config("clean");
   clean.checkpoint.every = 4;
-  Trainer ref(clean, options());
+  TrainJob ref(clean, options());
   ref.run();
   TrainConfig c = f.config("faulty");
   c.checkpoint.every = 4;
   c.ft.rollback_after = 1;
   set_fault_plan("nan:rank=0,step=5");
-  Trainer t(c, options());
+  TrainJob t(c, options());
   t.run();
   set_fault_plan("");
   EXPECT_EQ(t.step(), 7);
@@ -232,7 +232,7 @@ TEST(RecipeTrainer, RejectsDatasetsOfDifferentVocabularies) {
   }
   TrainConfig c = f.config("x");
   c.phases[1].data[0].dir = f.dir.file("c");
-  const std::string e = testing::error_of([&] { Trainer t(c, options()); });
+  const std::string e = testing::error_of([&] { TrainJob t(c, options()); });
   EXPECT_NE(e.find("must share one tokenizer"), std::string::npos) << e;
   EXPECT_NE(e.find(f.dir.file("c")), std::string::npos) << e;
   EXPECT_NE(e.find(f.dir.file("a")), std::string::npos) << e;

@@ -1,4 +1,5 @@
-#include "zaya/train/trainer.h"
+// The step numerics on their own (no files, no job) and the job's step loop.
+#include "zaya/train/step_numerics.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +7,9 @@
 #include <vector>
 
 #include "zaya/core/test_util.h"
+#include "zaya/dist/comm.h"
+#include "zaya/train/phase_controller.h"
+#include "zaya/train/train_job.h"
 
 namespace zaya {
 namespace {
@@ -20,8 +24,8 @@ TrainConfig synthetic_config(int64_t micro_batch, int64_t grad_accum, const std:
        "schedule.warmup_steps=0"});
 }
 
-TrainerOptions quiet() {
-  TrainerOptions o;
+TrainJobOptions quiet() {
+  TrainJobOptions o;
   o.synthetic_data = true;
   o.quiet = true;
   o.write_outputs = false;
@@ -29,19 +33,29 @@ TrainerOptions quiet() {
   return o;
 }
 
+// One process's numerics over synthetic data.
+struct Numerics {
+  TrainConfig config;
+  ProcessMesh mesh{make_self_comm(), 1};
+  PhaseController data;
+  StepNumerics numerics;
+  explicit Numerics(TrainConfig c) : config(std::move(c)), data(config, 1, true), numerics(config, mesh) {}
+};
+
 // Gradient accumulation: 2 micro-batches of 4 give the gradient of one batch
 // of 8 (same tokens, mean over all of them), up to float32 summation order.
-TEST(Trainer, GradientAccumulationMatchesOneLargeBatch) {
-  Trainer one(synthetic_config(8, 1), quiet());
-  Trainer two(synthetic_config(4, 2), quiet());
-  StepResult r1 = one.compute_gradients(), r2 = two.compute_gradients();
+TEST(StepNumerics, GradientAccumulationMatchesOneLargeBatch) {
+  Numerics one(synthetic_config(8, 1)), two(synthetic_config(4, 2));
+  StepResult r1, r2;
+  one.numerics.compute_gradients(one.data.train_data(), r1);
+  two.numerics.compute_gradients(two.data.train_data(), r2);
   EXPECT_NEAR(r1.loss, r2.loss, 1e-5 * std::fabs(r1.loss));
   EXPECT_EQ(r1.tokens, r2.tokens);
-  const int64_t n = one.model().params().total_floats();
+  const int64_t n = one.numerics.model().params().total_floats();
   double worst = 0, scale = 0;
   for (int64_t i = 0; i < n; ++i) {
-    worst = std::max(worst, double(std::fabs(one.gradients()[i] - two.gradients()[i])));
-    scale = std::max(scale, double(std::fabs(one.gradients()[i])));
+    worst = std::max(worst, double(std::fabs(one.numerics.gradients()[i] - two.numerics.gradients()[i])));
+    scale = std::max(scale, double(std::fabs(one.numerics.gradients()[i])));
   }
   EXPECT_GT(scale, 0.0);
   EXPECT_LT(worst / scale, 1e-4);
@@ -49,8 +63,8 @@ TEST(Trainer, GradientAccumulationMatchesOneLargeBatch) {
 
 // The step loop allocates nothing on the heap once warm (our code; oneDNN's
 // own scratch buffers are C allocations outside this count).
-TEST(Trainer, StepLoopDoesNotAllocate) {
-  Trainer t(synthetic_config(4, 2, "[moe]\nswitch_aux_coeff = 0.01\nz_loss_coeff = 0.001\n"), quiet());
+TEST(TrainJob, StepLoopDoesNotAllocate) {
+  TrainJob t(synthetic_config(4, 2, "[moe]\nswitch_aux_coeff = 0.01\nz_loss_coeff = 0.001\n"), quiet());
   t.train_step();  // warm-up: lazily built primitives, first-touch of buffers
   t.train_step();
   const long before = testing::allocation_count();

@@ -1,0 +1,160 @@
+#include "zaya/train/checkpoint_tools.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "zaya/ckpt/checkpoint_model.h"
+#include "zaya/ckpt/offline.h"
+#include "zaya/ckpt/writer.h"
+#include "zaya/core/error.h"
+#include "zaya/dist/comm.h"
+#include "zaya/model/gguf_zaya.h"
+#include "zaya/model/hf_checkpoint.h"
+#include "zaya/model/hf_config.h"
+#include "zaya/train/state_tensors.h"
+
+namespace zaya {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::vector<OfflineTensor>> offline_layout(const ZayaConfig& c, int dp, int ep, bool muon,
+                                                       bool with_optimizer) {
+  std::vector<std::vector<OfflineTensor>> out;
+  for (const std::vector<StateTensor>& rank : mesh_state_tensors(c, dp, ep, muon, with_optimizer)) {
+    out.emplace_back();
+    for (const StateTensor& t : rank) out.back().push_back({t.name, t.dtype, t.shape});
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainConfig checkpoint_train_config(const CheckpointReader& ck) {
+  return parse_train_config(ck.meta().config_toml, ck.dir() + "/metadata.json (config)");
+}
+
+std::string reshape_checkpoint(const std::string& in, const std::string& out_root, int dp, int ep) {
+  CheckpointReader ck = CheckpointReader::open(in);
+  TrainConfig config = checkpoint_train_config(ck);
+  ZAYA_CHECK(config.model.experts % ep == 0, "--ep {} is invalid; allowed: a divisor of the expert count ({})", ep,
+             config.model.experts);
+  const bool with_optimizer = ck.meta().state.value("optimizer_state", false);
+  const auto layout = offline_layout(config.model, dp, ep, config.optim.use_muon, with_optimizer);
+  config.parallel.ep = ep;
+  CheckpointMeta header = ck.meta();
+  header.config_toml = train_config_to_toml(config);
+  write_checkpoint_offline(out_root, header, dp, ep, layout,
+                           [&](const OfflineTensor& t, void* dst) { ck.read(t.name, dst, t.dtype, t.shape); });
+  return (fs::path(out_root) / checkpoint_dir_name(ck.meta().step)).string();
+}
+
+void export_checkpoint(const std::string& in, const std::string& out, const std::string& format,
+                       const std::string& dtype) {
+  const CheckpointReader ck = CheckpointReader::open(in);
+  const std::unique_ptr<ZayaModel> model = load_checkpoint_model(ck);
+  if (format == "gguf") {
+    GgufSaveOptions save;
+    save.dtype = dtype;
+    write_zaya_gguf(model->config(), complete_model_tensors(*model), out, save);
+    return;
+  }
+  HfSaveOptions save;
+  save.dtype = dtype;
+  save_hf_tensors(model->config(), complete_model_tensors(*model), out, save);
+}
+
+std::string import_checkpoint(const std::string& in, const std::string& out_root, const std::string& config_path) {
+  TrainConfig config = load_train_config(config_path);
+  const bool is_gguf = fs::is_regular_file(in);
+  std::unique_ptr<ZayaModel> model;
+  std::optional<ZayaGgufFile> gguf;
+  if (is_gguf)
+    gguf.emplace(ZayaGgufFile::open(in));
+  else
+    model = load_hf_model(in);
+  const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
+  // The config's vocabulary is decided by the data when not given: take the model's.
+  ZayaConfig want = config.model;
+  if (config.vocab_from_tokenizer) {
+    want.vocab_size = source.vocab_size;
+    want.real_vocab_size = source.real_vocab_size;
+    config.model = want;
+    config.vocab_from_tokenizer = false;
+  }
+  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(source, "float32"),
+             "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
+             "--config {}`)",
+             config_path, in, in, config_path);
+  CheckpointMeta header;
+  auto self = make_self_comm();
+  header.run_id = new_run_id(*self);
+  header.step = 0;
+  header.state = {{"step", 0}, {"optimizer_state", false}, {"imported_from", fs::absolute(in).string()}};
+  header.config_toml = train_config_to_toml(config);
+  header.model_config = checkpoint_model_json(source);
+  header.tokenizer = config.data.tokenizer;
+  write_checkpoint_offline(
+      out_root, header, 1, 1, offline_layout(source, 1, 1, true, false), [&](const OfflineTensor& t, void* dst) {
+        if (is_gguf) {
+          gguf->read_legacy(t.name, static_cast<float*>(dst), t.shape);
+          return;
+        }
+        const ParamEntry* e = model->params().find(t.name);
+        const float* src =
+            e ? model->param_data() + e->offset : model->buffer_data() + model->buffers().at(t.name).offset;
+        std::memcpy(dst, src, sizeof(float) * size_t(t.numel()));
+      });
+  return (fs::path(out_root) / checkpoint_dir_name(0)).string();
+}
+
+CheckpointComparison compare_checkpoints(const std::string& a_dir, const std::string& b_dir, double tolerance,
+                                         bool weights_only) {
+  CheckpointReader a = CheckpointReader::open(a_dir), b = CheckpointReader::open(b_dir);
+  CheckpointComparison out;
+  auto keep = [&](const std::string& name) { return !weights_only || !is_optimizer_state_tensor(name); };
+  for (const auto& [name, ta] : a.meta().tensors) {
+    if (!keep(name)) continue;
+    if (!b.has(name)) {
+      out.differences.push_back(fmt::format("{}: only in {}", name, a_dir));
+      continue;
+    }
+    const CkptTensor& tb = b.meta().tensors.at(name);
+    if (ta.dtype != tb.dtype || ta.shape != tb.shape) {
+      out.differences.push_back(fmt::format("{}: {} [{}] vs {} [{}]", name, ckpt_dtype_name(ta.dtype),
+                                            fmt::join(ta.shape, ","), ckpt_dtype_name(tb.dtype),
+                                            fmt::join(tb.shape, ",")));
+      continue;
+    }
+    const size_t n = size_t(ta.numel());
+    std::vector<double> x(n), y(n);
+    if (ta.dtype == CkptDType::kF64) {
+      a.read(name, x.data(), ta.dtype, ta.shape);
+      b.read(name, y.data(), tb.dtype, tb.shape);
+    } else {
+      std::vector<float> fx(n), fy(n);
+      a.read(name, fx.data(), ta.dtype, ta.shape);
+      b.read(name, fy.data(), tb.dtype, tb.shape);
+      x.assign(fx.begin(), fx.end());
+      y.assign(fy.begin(), fy.end());
+      // Bitwise for float32: compare the bits, not the values (-0 vs 0, NaN payloads).
+      if (tolerance == 0 && std::memcmp(fx.data(), fy.data(), n * 4) != 0) {
+        out.differences.push_back(fmt::format("{}: bits differ", name));
+        continue;
+      }
+    }
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
+    if (worst > tolerance)
+      out.differences.push_back(fmt::format("{}: largest difference {:.3g} > {:.3g}", name, worst, tolerance));
+  }
+  for (const auto& [name, tb] : b.meta().tensors)
+    if (keep(name) && !a.has(name)) out.differences.push_back(fmt::format("{}: only in {}", name, b_dir));
+  return out;
+}
+
+}  // namespace zaya

@@ -1,0 +1,46 @@
+#include "zaya/train/final_weights.h"
+
+#include <map>
+#include <vector>
+
+#include "zaya/dist/comm.h"
+#include "zaya/model/hf_checkpoint.h"
+
+namespace zaya {
+
+void save_final_weights(const ZayaModel& model, const ZayaConfig& config, ProcessMesh& mesh, const std::string& dir,
+                        const std::string& dtype) {
+  HfSaveOptions save;
+  save.dtype = dtype;
+  const bool root = mesh.rank() == 0;
+  if (mesh.ep_size() == 1) {
+    if (root) save_hf_tensors(config, complete_model_tensors(model), dir, save);
+    return;
+  }
+  // Expert parallel: gather every rank's expert region within its ep group
+  // (collective on all ranks); rank 0 writes dense tensors and all experts.
+  const ParamTable& mine = model.params();
+  const int64_t dense = mine.dense_floats(), region = mine.total_floats() - dense;
+  std::vector<float> gathered(size_t(region) * size_t(mesh.ep_size()));
+  std::vector<int64_t> counts(size_t(mesh.ep_size()), region);
+  mesh.ep().all_gather_v(model.param_data() + dense, gathered.data(), counts.data(), DType::kF32);
+  if (!root) return;
+  // Where every tensor is now, then the canonical order of a full table.
+  std::map<std::string, const float*> where;
+  for (const ParamEntry& e : mine.entries())
+    if (e.offset < dense) where[e.name] = model.param_data() + e.offset;
+  const int64_t local = config.experts / mesh.ep_size();
+  for (int r = 0; r < mesh.ep_size(); ++r) {
+    const ParamTable table(config, true, ExpertRange{r * local, local});
+    for (const ParamEntry& e : table.entries())
+      if (e.offset >= dense) where[e.name] = gathered.data() + r * region + (e.offset - dense);
+  }
+  std::vector<NamedTensor> tensors;
+  const ParamTable full(config, true);
+  for (const ParamEntry& e : full.entries()) tensors.push_back({e.name, e.shape, where.at(e.name), false});
+  for (const ParamEntry& e : model.buffers().entries())
+    tensors.push_back({e.name, e.shape, model.buffer_data() + e.offset, true});
+  save_hf_tensors(config, tensors, dir, save);
+}
+
+}  // namespace zaya

@@ -1,0 +1,72 @@
+#pragma once
+// The run log of a training job (docs/training.md, "Outputs"): the progress
+// lines on stdout, metrics.jsonl (one JSON record per logged step, validation,
+// phase and straggler report), incidents.jsonl (shared with the supervisor),
+// config.toml and the loss plot, all under train.out_dir. Only rank 0 prints
+// and writes; on the other ranks every call is a no-op.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "zaya/model/moe_block.h"
+#include "zaya/train/recipe.h"
+#include "zaya/train/step_result.h"
+#include "zaya/train/train_config.h"
+
+namespace zaya {
+
+class RunLog {
+ public:
+  // root: this rank writes; write_outputs: files at all (benchmarks: none);
+  // quiet: no progress lines.
+  RunLog(const TrainConfig& config, bool root, bool write_outputs, bool quiet);
+  ~RunLog();
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  bool printing() const { return printing_; }
+  bool writing() const { return writing_; }
+
+  // Opens metrics.jsonl (and writes config.toml). Resumed at `step`: keeps the
+  // records up to that step (a crashed run may have logged steps past it),
+  // continues the file and reloads the plot's points.
+  void open(bool resumed, int64_t step);
+  // After a rollback to `step`: the records past it go.
+  void reopen_at(int64_t step);
+
+  // The start of a run: model, batch, threads, peak, unigram entropy.
+  void banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy);
+  // A recipe phase begins (its first step is plan.first_step + 1).
+  void phase(size_t index, const PhasePlan& plan);
+  // A logged step: the metrics record (with per-layer routing) and a plot point.
+  void step(const StepResult& r, const std::vector<RoutingStats>& routing, double elapsed, double eta_seconds,
+            double peak_gflops);
+  void validation(int64_t step, double val_loss);
+  // The progress line of a logged step (val: the last validation loss or NaN;
+  // tokens/s and MFU over the run so far).
+  void progress(const StepResult& r, double val, double tokens_per_second, double mfu, double elapsed, double eta);
+  // Per-rank step seconds since the last report.
+  void stragglers(int64_t step, const std::vector<double>& rank_seconds, int slowest);
+  // A warning on stderr and a record in incidents.jsonl.
+  void incident(const std::string& event, const std::string& detail, int64_t step);
+  // loss.svg from the logged points (and the unigram entropy as a reference line).
+  void write_plot(double unigram_entropy) const;
+  void print_saved(const std::string& weights_dir) const;
+
+ private:
+  std::string path(const char* name) const;
+
+  const TrainConfig& config_;
+  bool root_, printing_, writing_;  // rank 0; it prints progress; it writes files
+  std::FILE* metrics_ = nullptr;
+  std::vector<double> plot_steps_, plot_loss_, plot_val_steps_, plot_val_loss_;
+};
+
+// "1h02m", "3m05s", "42s" ("?" for a negative or infinite duration).
+std::string format_duration(double seconds);
+// "1.23M", "45.6k", "789".
+std::string format_rate(double tokens_per_second);
+
+}  // namespace zaya

@@ -1,0 +1,199 @@
+#include "zaya/train/step_numerics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zaya/core/error.h"
+#include "zaya/core/profiler.h"
+#include "zaya/core/timer.h"
+#include "zaya/dist/comm.h"
+
+namespace zaya {
+
+StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : config_(config), mesh_(mesh) {
+  const ZayaConfig& mc = config.model;
+  distributed_ = mesh.world_size() > 1;
+  // Expert parallelism: this rank holds experts [ep_rank * E/ep, (ep_rank + 1) * E/ep).
+  const int64_t local_experts = mc.experts / mesh.ep_size();
+  model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts});
+  model_->init(config.run.seed);
+  rebuild_workspace();
+  grad_arena_.reset(model_->params().total_floats());
+  grad_arena_.zero();
+  grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
+  if (distributed_) {
+    sync_ =
+        std::make_unique<GradientSync>(zero_layout(model_->params()), mesh, grad_arena_.data(), model_->param_data());
+    layer_done_ = [this](int n) { sync_->layer_done(n); };
+    optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim, &sync_->owned_entries());
+  } else {
+    optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim);
+  }
+  reduce_scratch_.resize(size_t(4 + mc.num_blocks * (mc.router_slots() + 2)));
+  balance_ = std::make_unique<BalanceController>(mc.num_blocks, mc.experts, mc.use_skip, config.balance);
+  choice_counts_.assign(size_t(mc.num_blocks), std::vector<double>(size_t(mc.router_slots()), 0.0));
+}
+
+void StepNumerics::rebuild_workspace() {
+  const RunConfig& run = config_.run;
+  // The old workspace goes first (memory); the RoPE table is built from config.model.rope_theta.
+  workspace_.reset();
+  workspace_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, true,
+                                                mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
+                                                mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr);
+  ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
+  targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
+}
+
+void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
+  const RunConfig& run = config_.run;
+  {
+    ZAYA_PROFILE_SCOPE("train.zero_grads");
+    grad_arena_.zero();
+  }
+  workspace_->reset_routing();
+  const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_.world_size();
+  // The cp ranks of a group share sequences: world / cp groups read distinct ones.
+  const int64_t data_ranks = mesh_.data_ranks();
+  // Mean over every token of the global batch (all ranks): gradients summed over ranks are then exact.
+  const float xent_scale = 1.0f / float(B * S * accum * data_ranks);
+  const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
+  for (int64_t a = 0; a < accum; ++a) {
+    data.next(ids_.data(), targets_.data(), B, S, mesh_.data_rank(), int(data_ranks));
+    LossParts parts;
+    {
+      ZAYA_PROFILE_SCOPE("model.forward");
+      parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+    }
+    r.loss += parts.xent_sum;
+    r.router_loss += parts.router_loss;
+    ZAYA_PROFILE_SCOPE("model.backward");
+    // The last micro-batch's backward overlaps the gradient reduction, layer by layer.
+    const bool overlap = distributed_ && a == accum - 1;
+    if (overlap) sync_->begin();
+    model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses,
+                   overlap ? &layer_done_ : nullptr);
+  }
+  if (distributed_) sync_->finish();
+  r.rank_tokens = B * S * accum / mesh_.cp_size();
+  r.tokens = B * S * accum * data_ranks;
+}
+
+double StepNumerics::communication_wait_seconds() const {
+  return (distributed_ ? sync_->exposed_seconds() : 0.0) + workspace_->exchange_seconds();
+}
+
+void StepNumerics::reduce_totals(StepResult& r) {
+  // One all-reduce for the loss parts and the squared gradient norm of every shard.
+  double sums[3] = {r.loss, r.router_loss, optimizer_->owned_sum_squares(grad_arena_.data())};
+  if (distributed_) mesh_.world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
+  r.loss = sums[0] / double(r.tokens);
+  r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_.world_size());
+  r.grad_norm = std::sqrt(sums[2]);
+}
+
+void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
+  const ZayaConfig& c = model_->config();
+  if (accepted) {
+    const double clip = (config_.optim.grad_clip > 0 && r.grad_norm > config_.optim.grad_clip)
+                            ? config_.optim.grad_clip / r.grad_norm
+                            : 1.0;
+    optimizer_->update(model_->param_data(), grad_arena_.data(), lr_scale, clip);
+    if (distributed_) sync_->all_gather_parameters();
+  }
+  if (distributed_) {
+    reduce_routing_over_world();
+    r.grad_reduce_exposed = sync_->exposed_seconds();
+    r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
+    r.param_gather = accepted ? sync_->gather_seconds() : 0.0;
+  }
+  r.expert_exchange = workspace_->exchange_seconds();
+  double routed_rows = 0;
+  for (int64_t l = 0; l < c.num_blocks; ++l) {
+    choice_counts_[size_t(l)] = workspace_->routing()[size_t(l)].choices_N;
+    for (int64_t e = 0; e < c.experts; ++e) routed_rows += choice_counts_[size_t(l)][size_t(e)];
+  }
+  // Balancing biases from the whole step's routing (global batch): identical on every rank.
+  if (accepted) balance_->update(choice_counts_, model_->balancing_biases());
+  // Model FLOPs done by this rank: its tokens (1 / cp of its sequences, with
+  // the same share of causal attention under zig-zag), and its share of the routed rows.
+  const double W = double(mesh_.world_size()), cp = double(mesh_.cp_size());
+  r.flops = 3.0 *
+            model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
+                                routed_rows / W * cp) /
+            cp;
+}
+
+void StepNumerics::reduce_routing_over_world() {
+  // Routing counts of every rank: the balancing controller and the metrics see the global batch.
+  const ZayaConfig& c = model_->config();
+  auto& routing = workspace_->routing();
+  double* buf = reduce_scratch_.data();
+  int64_t n = 0;
+  for (auto& s : routing) {
+    for (double v : s.choices_N) buf[n++] = v;
+    buf[n++] = s.entropy_sum;
+    buf[n++] = s.tokens;
+  }
+  mesh_.world().all_reduce(buf, buf, size_t(n), DType::kF64, ReduceOp::kSum);
+  n = 0;
+  for (auto& s : routing) {
+    for (int64_t e = 0; e < c.router_slots(); ++e) s.choices_N[size_t(e)] = buf[n++];
+    s.entropy_sum = buf[n++];
+    s.tokens = buf[n++];
+  }
+}
+
+double StepNumerics::validation_loss(ShardBatchSource& val, int64_t batches) {
+  const RunConfig& run = config_.run;
+  val.reset();
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    val.next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_.data_rank(), mesh_.data_ranks());
+    LossParts parts =
+        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {});
+    sum += parts.xent_sum;
+    n += parts.xent_tokens;
+  }
+  double sums[2] = {sum, double(n)};
+  if (distributed_) mesh_.world().all_reduce(sums, sums, 2, DType::kF64, ReduceOp::kSum);
+  return sums[0] / sums[1];
+}
+
+void* StepNumerics::state_data(const StateTensor& t) {
+  Optimizer& opt = *optimizer_;
+  switch (t.kind) {
+    case StateTensorKind::kParameter: return model_->param_data() + model_->params().entries()[t.entry].offset;
+    case StateTensorKind::kFirstMoment: return opt.first_moment().data() + opt.state_offset(t.entry);
+    case StateTensorKind::kSecondMoment: return opt.second_moment().data() + opt.state_offset(t.entry);
+    case StateTensorKind::kBuffer: return model_->buffer_data() + model_->buffers().entries()[t.entry].offset;
+    case StateTensorKind::kBalanceFirst: return balance_->first_moment().data();
+    case StateTensorKind::kBalanceSecond: return balance_->second_moment().data();
+  }
+  fail("internal error: state tensor '{}' has no place", t.name);
+}
+
+void StepNumerics::save_state(nlohmann::json& state) const {
+  state["optimizer_state"] = true;
+  state["optimizer_step"] = optimizer_->step_count();
+  state["balance_step"] = balance_->step();
+}
+
+void StepNumerics::load_state(const nlohmann::json& state) {
+  optimizer_->set_step_count(state.at("optimizer_step").get<int64_t>());
+  balance_->set_step(state.at("balance_step").get<int64_t>());
+}
+
+void StepNumerics::scale_owned_gradients(float factor) {
+  for (size_t idx : optimizer_->owned()) {
+    const ParamEntry& e = model_->params().entries()[idx];
+    for (int64_t i = 0; i < e.numel; ++i) grad_arena_.data()[e.offset + i] *= factor;
+  }
+}
+
+void StepNumerics::poison_owned_gradient() {
+  grad_arena_.data()[model_->params().entries()[optimizer_->owned().front()].offset] = std::nanf("");
+}
+
+}  // namespace zaya

@@ -1,0 +1,113 @@
+#pragma once
+// The numerics of one optimizer step: the model and its batch-sized
+// workspace, the gradient arena, ZeRO-1 gradient synchronisation, the
+// optimizer and the balancing controller. No files and no printing: the
+// decisions between the calls (skip a step, roll back) belong to the step
+// guard and the job (train_job.h).
+//
+//   compute_gradients  grad_accum micro-batches forward + backward into the
+//                      gradient arena; the last backward overlaps the
+//                      gradient reduce-scatter (dist/zero.h)
+//   reduce_totals      the global loss, router loss and gradient norm (one all-reduce)
+//   update             when accepted: clipping, the optimizer, the parameter
+//                      all-gather and the balancing biases; always the routing
+//                      statistics of the global batch, timings and FLOPs
+//
+// Every rank of the mesh holds one. The state it owns in checkpoints
+// (parameters, buffers, optimizer and controller moments, their step counts)
+// is read and written through train_state.h.
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "zaya/core/arena.h"
+#include "zaya/dist/mesh.h"
+#include "zaya/dist/zero.h"
+#include "zaya/model/model.h"
+#include "zaya/optim/balance.h"
+#include "zaya/optim/optimizer.h"
+#include "zaya/train/batch_source.h"
+#include "zaya/train/state_tensors.h"
+#include "zaya/train/step_result.h"
+#include "zaya/train/train_config.h"
+
+namespace zaya {
+
+class StepNumerics {
+ public:
+  // `config` is the job's, read at every step (a recipe phase changes its
+  // batch shape and RoPE base); config.model must be final (vocabulary taken
+  // from the data). The model is initialised from run.seed: every tensor's
+  // values depend only on its name, so ranks agree without a broadcast.
+  StepNumerics(const TrainConfig& config, ProcessMesh& mesh);
+  StepNumerics(const StepNumerics&) = delete;
+  StepNumerics& operator=(const StepNumerics&) = delete;
+
+  ZayaModel& model() { return *model_; }
+  const ZayaModel& model() const { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+  BalanceController& balance() { return *balance_; }
+  const BalanceController& balance() const { return *balance_; }
+  float* gradients() { return grad_arena_.data(); }
+  const float* gradients() const { return grad_arena_.data(); }
+  // Bytes of this rank's activations and backward scratch.
+  int64_t workspace_bytes() const { return workspace_->bytes(); }
+  // Per-MoE-layer routing statistics of the last step (global batch after update()).
+  const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
+
+  // The workspace holds everything shaped by the batch, the RoPE table and
+  // the cp group: drop it before the mesh's cp group changes, rebuild it for
+  // the config's current batch shape and RoPE base (recipe phases).
+  void drop_workspace() { workspace_.reset(); }
+  void rebuild_workspace();
+
+  // Zeroes the gradients, then forward + backward of grad_accum micro-batches
+  // from `data` (this rank's slice of the global batch). Fills r.loss (this
+  // rank's cross-entropy sum), r.router_loss, r.tokens and r.rank_tokens.
+  void compute_gradients(BatchSource& data, StepResult& r);
+  // Seconds of the last compute_gradients spent waiting for other ranks
+  // (exposed gradient reduction, expert exchanges).
+  double communication_wait_seconds() const;
+  // r.loss, r.router_loss become the global means and r.grad_norm the global norm.
+  void reduce_totals(StepResult& r);
+  // See the file comment; lr_scale multiplies optim.lr.
+  void update(StepResult& r, double lr_scale, bool accepted);
+
+  // Mean cross-entropy over `batches` micro-batches of `val` from its start
+  // (the same windows every time), over all ranks.
+  double validation_loss(ShardBatchSource& val, int64_t batches);
+
+  // Checkpoint state (train_state.h): where each of this rank's tensors
+  // lives, and the optimizer's and controller's step counts.
+  void* state_data(const StateTensor& t);
+  void save_state(nlohmann::json& state) const;
+  void load_state(const nlohmann::json& state);
+
+  // For fault injection (fault_seam.h): this rank's owned gradients times
+  // `factor`, or one of them NaN.
+  void scale_owned_gradients(float factor);
+  void poison_owned_gradient();
+
+ private:
+  void reduce_routing_over_world();
+
+  const TrainConfig& config_;
+  ProcessMesh& mesh_;
+  bool distributed_ = false;
+  std::unique_ptr<ZayaModel> model_;
+  std::unique_ptr<ModelWorkspace> workspace_;
+  Arena grad_arena_;
+  ModelWeights grads_;
+  std::unique_ptr<GradientSync> sync_;
+  std::function<void(int)> layer_done_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BalanceController> balance_;
+  std::vector<int32_t> ids_, targets_;
+  std::vector<std::vector<double>> choice_counts_;
+  std::vector<double> reduce_scratch_;
+};
+
+}  // namespace zaya

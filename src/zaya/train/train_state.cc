@@ -1,0 +1,79 @@
+#include "zaya/train/train_state.h"
+
+#include <fmt/format.h>
+
+#include "zaya/ckpt/checkpoint_model.h"
+#include "zaya/core/error.h"
+#include "zaya/model/hf_config.h"
+
+namespace zaya {
+namespace {
+
+std::vector<StateTensor> rank_tensors(TrainStateParts p, bool root, bool with_optimizer, StateUse use) {
+  const ZayaModel& model = p.numerics.model();
+  return state_tensors(model.config(), model.params(), model.buffers(), p.numerics.optimizer().owned(),
+                       p.config.optim.use_muon, root, with_optimizer, use);
+}
+
+}  // namespace
+
+std::vector<SnapshotTensor> state_snapshot(TrainStateParts p, bool root) {
+  std::vector<SnapshotTensor> out;
+  for (const StateTensor& t : rank_tensors(p, root, true, StateUse::kWrite))
+    out.push_back({t.name, t.dtype, t.shape, p.numerics.state_data(t)});
+  return out;
+}
+
+CheckpointMeta state_header(TrainStateParts p, int64_t step) {
+  CheckpointMeta header;
+  header.state = {{"step", step}};
+  p.numerics.save_state(header.state);
+  p.guard.save_state(header.state);
+  p.phases.save_state(header.state);
+  header.config_toml = train_config_to_toml(p.config);
+  header.model_config = checkpoint_model_json(p.config.model);
+  header.tokenizer = p.config.data.tokenizer;
+  return header;
+}
+
+StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note) {
+  const CheckpointMeta& meta = ck.meta();
+  const ZayaConfig& current = p.numerics.model().config();
+  // The model must be the same; everything else may change (layout, optimizer settings, out_dir...).
+  const TrainConfig saved = parse_train_config(meta.config_toml, ck.dir() + "/metadata.json (config)");
+  // The RoPE base and the longest position shape no parameter: a context
+  // extension changes them (a recipe phase sets its own RoPE base).
+  ZayaConfig saved_model = saved.model;
+  if (note && (saved_model.rope_theta != current.rope_theta || saved_model.max_position != current.max_position))
+    fmt::print(
+        "note: {} was trained with rope_theta {:g} and max_position_embeddings {}; continuing with {:g} and "
+        "{}\n",
+        ck.dir(), saved_model.rope_theta, saved_model.max_position, current.rope_theta, current.max_position);
+  saved_model.rope_theta = current.rope_theta;
+  saved_model.max_position = current.max_position;
+  ZAYA_CHECK(config_to_hf_json(saved_model, "float32") == config_to_hf_json(current, "float32"),
+             "{}: the checkpoint's model ({} preset, hidden {}, {} blocks, {} experts, vocab {}) differs from this "
+             "config's; resume with the model it was trained with",
+             ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
+             saved.model.vocab_size);
+  const nlohmann::json& st = meta.state;
+  StateOnDisk s;
+  s.with_optimizer = st.value("optimizer_state", false);
+  s.step = st.value("step", meta.step);
+  // Without optimizer state the moments start at zero.
+  Optimizer& opt = p.numerics.optimizer();
+  opt.first_moment().zero();
+  opt.second_moment().zero();
+  for (const StateTensor& t : rank_tensors(p, false, s.with_optimizer, StateUse::kRead))
+    ck.read(t.name, p.numerics.state_data(t), t.dtype, t.shape);
+  s.phase = p.phases.checkpoint_phase(st, s.step, ck.dir());
+  return s;
+}
+
+void restore_state(TrainStateParts p, const nlohmann::json& state) {
+  p.numerics.load_state(state);
+  p.guard.load_state(state);
+  p.phases.load_data_state(state);
+}
+
+}  // namespace zaya
