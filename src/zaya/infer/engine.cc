@@ -10,6 +10,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/residual_scale.h"
@@ -333,11 +334,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci;
     const float* st = conv_state(b, chunks[ci].slot);
     auto raw = [&](int64_t j) -> const float* { return j < 2 ? st + j * C : qkv_TP_ + (r0 + j - 2) * pw_; };
-    const float* older = raw(k);
-    const float* newer = raw(k + 1);
-    float* a = a_ext_ + ar * C;
-#pragma omp simd
-    for (int64_t ch = 0; ch < C; ++ch) a[ch] = bA[ch] + wA[2 * ch] * older[ch] + wA[2 * ch + 1] * newer[ch];
+    cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
   }
   // New conv state: the raw vectors of the chunk's last two positions.
   for (int64_t ci = 0; ci < nc; ++ci) {
@@ -385,11 +382,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
       const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
       float* vp = vprev_state(b, chunks[ci].slot);
       for (int64_t i = 0; i < S; ++i) {
-        const float* row = qkv_TP_ + (r0 + i) * pw_;
-        float* v = v_TK_ + (r0 + i) * K;
-        std::memcpy(v, row + Q + K, sizeof(float) * half);
         const float* prev = i == 0 ? vp : qkv_TP_ + (r0 + i - 1) * pw_ + Q + K + half;
-        std::memcpy(v + half, prev, sizeof(float) * half);
+        cca_value_row(v_TK_ + (r0 + i) * K, qkv_TP_ + (r0 + i) * pw_ + Q + K, prev, half);
       }
       std::memcpy(vp, qkv_TP_ + (r0 + S - 1) * pw_ + Q + K + half, sizeof(float) * half);
     }
