@@ -57,7 +57,7 @@ int64_t expected_expert_tokens(const ZayaConfig& c, const ModelGemmOptions& o);
 
 // Every GEMM of one micro-batch's forward and backward pass, following the
 // calls in model/ (attention_block.cc, moe_block.cc, model.cc, ops/attention.cc,
-// ops/cca_conv.cc): nn.Linear forward is "nt" (x W^T), its input gradient
+// ops/cca_conv.cc, ops/router.cc): nn.Linear forward is "nt" (x W^T), its input gradient
 // "nn" (dy W) and its weight gradient "tn" (dy^T x).
 std::vector<ModelGemm> model_gemms(const ZayaConfig& c, const ModelGemmOptions& o);
 

@@ -10,12 +10,14 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
-#include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/residual_scale.h"
 #include "zaya/ops/rmsnorm.h"
+#include "zaya/ops/router.h"
 #include "zaya/ops/routing.h"
+#include "zaya/ops/serial_if.h"
 
 namespace zaya {
 namespace {
@@ -28,25 +30,26 @@ void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
 
 int64_t max_of(std::initializer_list<int64_t> v) { return std::max(v); }
 
-// The element-wise ops (norms, residual merges, RoPE, routing) open a parallel
-// region per call. In a decode step they touch a few thousand floats, less
-// than a region costs (and on a busy machine a region can wait a scheduler
-// tick for a descheduled thread), so small steps run them on this thread.
+// The element-wise ops open a parallel region per call; a decode step's few
+// thousand floats are not worth one (ops/serial_if.h): small steps run them on
+// this thread.
 constexpr int64_t kSerialElements = 32768;
 
-class SerialIf {
+// The router's products through the runner, on the layer's bf16 or f32 matrices.
+class RunnerRouterProducts final : public RouterProducts<float> {
  public:
-  explicit SerialIf(bool serial) : saved_(serial ? omp_get_max_threads() : 0) {
-    if (saved_ > 0) omp_set_num_threads(1);
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w) : runner_(runner), w_(w) {}
+  void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
+    const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
+                               : m == RouterMatrix::kMlp0 ? w_.mlp0
+                               : m == RouterMatrix::kMlp2 ? w_.mlp2
+                                                          : w_.mlp4;
+    runner_.run(y_TO, out, x_TI, in, tokens, w_OI);
   }
-  ~SerialIf() {
-    if (saved_ > 0) omp_set_num_threads(saved_);
-  }
-  SerialIf(const SerialIf&) = delete;
-  SerialIf& operator=(const SerialIf&) = delete;
 
  private:
-  int saved_;
+  LinearRunner& runner_;
+  const InferMoe& w_;
 };
 
 }  // namespace
@@ -331,11 +334,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci;
     const float* st = conv_state(b, chunks[ci].slot);
     auto raw = [&](int64_t j) -> const float* { return j < 2 ? st + j * C : qkv_TP_ + (r0 + j - 2) * pw_; };
-    const float* older = raw(k);
-    const float* newer = raw(k + 1);
-    float* a = a_ext_ + ar * C;
-#pragma omp simd
-    for (int64_t ch = 0; ch < C; ++ch) a[ch] = bA[ch] + wA[2 * ch] * older[ch] + wA[2 * ch + 1] * newer[ch];
+    cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
   }
   // New conv state: the raw vectors of the chunk's last two positions.
   for (int64_t ci = 0; ci < nc; ++ci) {
@@ -383,11 +382,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
       const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
       float* vp = vprev_state(b, chunks[ci].slot);
       for (int64_t i = 0; i < S; ++i) {
-        const float* row = qkv_TP_ + (r0 + i) * pw_;
-        float* v = v_TK_ + (r0 + i) * K;
-        std::memcpy(v, row + Q + K, sizeof(float) * half);
         const float* prev = i == 0 ? vp : qkv_TP_ + (r0 + i - 1) * pw_ + Q + K + half;
-        std::memcpy(v + half, prev, sizeof(float) * half);
+        cca_value_row(v_TK_ + (r0 + i) * K, qkv_TP_ + (r0 + i) * pw_ + Q + K, prev, half);
       }
       std::memcpy(vp, qkv_TP_ + (r0 + S - 1) * pw_ + Q + K + half, sizeof(float) * half);
     }
@@ -436,29 +432,30 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   const ZayaConfig& c = config_;
   const InferMoe& w = model_.weights().moe[b];
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, K = c.top_k;
-  // Router (spec §4).
-  linear_.run(r_out, R, x_TD_, D, T, w.down);
-  add_bias(r_out, R, T, R, w.down_b_R);
-  if (w.states_scale_R != nullptr && r_prev != nullptr)
-    for (int64_t t = 0; t < T; ++t)
-#pragma omp simd
-      for (int64_t i = 0; i < R; ++i) r_out[t * R + i] += w.states_scale_R[i] * r_prev[t * R + i];
+  // Router (spec §4); u and g serve both MLP layers.
   const bool small = T * D <= kSerialElements;
+  // The matrices go through the runner; the op reads only the vectors.
+  const RouterWeights<float> rw{.down_b_R = w.down_b_R,
+                                .states_scale_R = w.states_scale_R,
+                                .norm_R = w.eda_norm_R,
+                                .mlp0_b_R = w.mlp0_b_R,
+                                .mlp2_b_R = w.mlp2_b_R};
+  RunnerRouterProducts products(linear_, w);
+  RouterActs<float> ra{.r_TR = r_out,
+                       .rstd_T = rstd_T_,
+                       .rn_TR = rn_TR_,
+                       .u1_TR = u_TR_,
+                       .g1_TR = g_TR_,
+                       .u2_TR = u_TR_,
+                       .g2_TR = g_TR_,
+                       .logits_TN = logits_TN_,
+                       .probs_TN = probs_TN_,
+                       .gate_TK = gate_TK_,
+                       .choice_TK = choice_TK_.data()};
+  router_forward<float>(rw, products, RouterShape{T, D, R, N, K, c.skip_slot(), c.router_norm_eps}, x_TD_, r_prev,
+                        w.balancing_bias_N, ra, {}, small);
   {
     SerialIf serial(small);
-    rmsnorm_forward<float>(rn_TR_, rstd_T_, r_out, w.eda_norm_R, T, R, float(c.router_norm_eps));
-  }
-  linear_.run(u_TR_, R, rn_TR_, R, T, w.mlp0);
-  add_bias(u_TR_, R, T, R, w.mlp0_b_R);
-  gelu_forward<float>(g_TR_, u_TR_, T * R);
-  linear_.run(u_TR_, R, g_TR_, R, T, w.mlp2);
-  add_bias(u_TR_, R, T, R, w.mlp2_b_R);
-  gelu_forward<float>(g_TR_, u_TR_, T * R);
-  linear_.run(logits_TN_, N, g_TR_, R, T, w.mlp4);
-  {
-    SerialIf serial(small);
-    softmax_rows<float>(probs_TN_, logits_TN_, T, N);
-    router_select<float>(choice_TK_.data(), gate_TK_, probs_TN_, w.balancing_bias_N, T, N, K, c.skip_slot());
     // Experts: tokens grouped by expert, one product pair per expert used.
     build_expert_plan(plan_, choice_TK_.data(), T, K);
     gather_rows<float>(xp_TD_, x_TD_, plan_, D);

@@ -170,7 +170,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
       parts.router_loss +=
           moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_, ws.shape_,
                             ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n], loss, ws.routing_[l], ws.ep_);
-      r_prev = ws.moe_[l].r_TR;
+      r_prev = ws.moe_[l].router.r_TR;
     }
     h = ws.out_TD_[n];
     res_prev = ws.res_TD_[n];
@@ -228,7 +228,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
                                ws.dh_TD_, ws.dx_TD_);
     } else {
       const int64_t l = k / 2;
-      const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].r_TR : nullptr;
+      const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].router.r_TR : nullptr;
       moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev, ws.dh_TD_,
                          ws.dx_TD_, loss, router_scale, ws.ep_);
     }

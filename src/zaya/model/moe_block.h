@@ -1,9 +1,9 @@
 #pragma once
 // One MoE half-layer (spec §4): the ZAYA1 router and the experts.
 //
-// Router: r = x Wdown^T + b (+ s * r_prev: exponential depth averaging, EDA),
-//   rn = RMSNorm(r), two GELU layers, logits over E experts + skip slot,
-//   p = softmax, slot = argmax(p + balancing_bias), gate = p[slot] (unbiased).
+// Router (ops/router.h): r = x Wdown^T + b (+ s * r_prev: exponential depth
+//   averaging, EDA), rn = RMSNorm(r), two GELU layers, logits over E experts +
+//   skip slot, p = softmax, slot = argmax(p + balancing_bias), gate = p[slot].
 // Experts: tokens permuted by expert, one SwiGLU GEMM pair per expert,
 //   out[t] = gate * expert(x[t]), or gate * x[t] for the skip slot.
 
@@ -16,21 +16,13 @@
 #include "zaya/model/moe_experts.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/moe_dispatch.h"
+#include "zaya/ops/router.h"
 
 namespace zaya {
 
 // Kept for backward (per MoE half-layer).
 struct MoeActs {
-  float* r_TR = nullptr;  // router state after EDA, before its RMSNorm (feeds the next layer's EDA)
-  float* r_rstd_T = nullptr;
-  float* rn_TR = nullptr;  // normed router state
-  float* u1_TR = nullptr;  // pre-GELU of router_mlp.0
-  float* g1_TR = nullptr;
-  float* u2_TR = nullptr;  // pre-GELU of router_mlp.2
-  float* g2_TR = nullptr;
-  float* logits_TN = nullptr;
-  float* probs_TN = nullptr;
-  float* gate_TK = nullptr;
+  RouterActs<float> router;  // router.r_TR feeds the next layer's EDA; router.choice_TK points into choice_TK
   std::vector<int32_t> choice_TK;
   ExpertPlan plan;  // routed rows grouped by (global) expert
   ExpertActs experts;
@@ -41,14 +33,7 @@ struct MoeScratch {
   float* dy_RD = nullptr;   // gradient of the plan-order expert outputs
   float* dxp_RD = nullptr;  // gradient of the plan-order expert inputs
   float* dgate_TK = nullptr;
-  float* dprobs_TN = nullptr;
-  float* dlogits_TN = nullptr;
-  float* dg2_TR = nullptr;
-  float* du2_TR = nullptr;
-  float* dg1_TR = nullptr;
-  float* du1_TR = nullptr;
-  float* drn_TR = nullptr;
-  float* dr_TR = nullptr;
+  RouterScratch<float> router;
   float* eda_carry_TR = nullptr;  // gradient flowing to the previous MoE layer's router state
 };
 

@@ -53,15 +53,8 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t tp = 0; tp < P; ++tp) {
-      T* a = a_BPC + (b * P + tp) * C;
-      const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
-      const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
-      for (int64_t c = 0; c < C; ++c) {
-        T v = bA[c];
-        if (older) v += wA[c * 2 + 0] * older[c];
-        if (newer) v += wA[c * 2 + 1] * newer[c];
-        a[c] = v;
-      }
+      cca_conv_a_row(a_BPC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L),
+                     tap_row(qk_BSC, hist, b, tp, 1, S, L), wA, bA, C);
     }
   }
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).

@@ -26,6 +26,26 @@ struct CcaConvShape {
   int64_t groups() const { return channels / head_dim; }
 };
 
+// One row of conv A: a_C = bA + wA[:, 0] * older + wA[:, 1] * newer, from the
+// raw qk rows of the older and newer positions (row strides free); a null row
+// is zero padding and its term is left out. Training (cca_conv_forward) and the
+// cached decoder (infer/engine.cc) both compute conv A with this.
+template <typename T>
+inline void cca_conv_a_row(T* a_C, const T* older_C, const T* newer_C, const T* wA_C12, const T* bA_C, int64_t C) {
+  if (older_C != nullptr && newer_C != nullptr) {
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) a_C[c] = bA_C[c] + wA_C12[2 * c] * older_C[c] + wA_C12[2 * c + 1] * newer_C[c];
+  } else if (newer_C != nullptr) {
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) a_C[c] = bA_C[c] + wA_C12[2 * c + 1] * newer_C[c];
+  } else if (older_C != nullptr) {
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) a_C[c] = bA_C[c] + wA_C12[2 * c] * older_C[c];
+  } else {
+    for (int64_t c = 0; c < C; ++c) a_C[c] = bA_C[c];
+  }
+}
+
 // Floats of scratch the forward and backward passes need (repacked weights).
 inline int64_t cca_conv_scratch_floats(const CcaConvShape& s) { return 2 * s.channels * s.head_dim; }
 

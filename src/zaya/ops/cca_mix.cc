@@ -63,13 +63,10 @@ void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hi
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t t = 0; t < s.seq; ++t) {
       const int64_t row = b * s.seq + t;
-      const T* cur = qkv + row * s.in_stride + off;
-      T* v = v_TK + row * KW;
-      for (int64_t i = 0; i < half; ++i) v[i] = cur[i];
       const T* prev = t > 0             ? qkv + (row - 1) * s.in_stride + off + half
                       : hist != nullptr ? hist + (b * 2 + 1) * s.in_stride + off + half
                                         : nullptr;
-      for (int64_t i = 0; i < half; ++i) v[half + i] = prev != nullptr ? prev[i] : T(0);
+      cca_value_row(v_TK + row * KW, qkv + row * s.in_stride + off, prev, half);
     }
   }
 }

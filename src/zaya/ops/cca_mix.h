@@ -10,6 +10,7 @@
 // [Hk, d] (v_prev[-1] = 0 at each sequence start), so with Hk = 2 KV head 0 is
 // the current-token stream and KV head 1 the previous-token stream.
 
+#include <algorithm>
 #include <cstdint>
 
 namespace zaya {
@@ -29,6 +30,19 @@ void cca_mean_terms_forward(T* q_TQ, T* k_TK, const T* c_TC, const T* qkv, const
 // mean terms' contribution into dqkv[:, :Q + K].
 template <typename T>
 void cca_mean_terms_backward(T* dc_TC, T* dqkv, const T* dq_TQ, const T* dk_TK, const CcaMixShape& s);
+
+// One row of V: [v_cur(t), v_prev(t - 1)], halves of K/2 each; a null
+// prev_half is a sequence start (zeros). Training (cca_values_forward) and the
+// cached decoder (infer/engine.cc, v_prev from its state) both build V with this.
+template <typename T>
+inline void cca_value_row(T* v_K, const T* cur_half, const T* prev_half, int64_t half) {
+  std::copy(cur_half, cur_half + half, v_K);
+  if (prev_half != nullptr) {
+    std::copy(prev_half, prev_half + half, v_K + half);
+  } else {
+    std::fill(v_K + half, v_K + 2 * half, T(0));
+  }
+}
 
 // v_TK from the fused projection's value columns (after q and k). hist_B2P
 // (context parallelism, issue [cp]): the two fused-projection rows before each
