@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/io/utf8.h"
 
 namespace zaya {
 
@@ -28,20 +29,6 @@ std::string default_tokenizer_path(const std::string& model_dir, const std::stri
   if (!hint.empty() && !std::filesystem::exists(next_to, ec)) return hint;
   return next_to;
 }
-
-namespace {
-// Bytes at the end of `s` that start a UTF-8 sequence not yet complete.
-size_t incomplete_utf8_tail(const std::string& s) {
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    const unsigned char ch = static_cast<unsigned char>(s[n - back]);
-    if ((ch & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    const size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-}  // namespace
 
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
