@@ -30,6 +30,14 @@ std::string default_tokenizer_path(const std::string& model_dir, const std::stri
   return next_to;
 }
 
+std::optional<Tokenizer> load_tokenizer_if_present(const std::string& model_dir, const std::string& given,
+                                                   const std::string& hint) {
+  const std::string path = default_tokenizer_path(model_dir, given, hint);
+  std::error_code ec;
+  if (given.empty() && !std::filesystem::exists(path, ec)) return std::nullopt;
+  return Tokenizer::load(path);
+}
+
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
   std::string text = tok_.decode(ids_);
