@@ -1,9 +1,9 @@
 // zaya eval: perplexity on held-out text or token shards, and multiple-choice
-// log-likelihood scoring from JSONL (lm-evaluation-harness style acc / acc_norm).
+// log-likelihood scoring from JSONL (lm-evaluation-harness style acc / acc_norm):
+// infer/evaluation.h runs each input.
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,9 +11,7 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
-#include "zaya/core/timer.h"
-#include "zaya/infer/multiple_choice.h"
-#include "zaya/infer/perplexity.h"
+#include "zaya/infer/evaluation.h"
 #include "zaya/infer/text.h"
 
 namespace zaya::cli {
@@ -39,13 +37,8 @@ void run_eval(const EvalOptions& o) {
   const ZayaConfig& c = model->config();
   // The tokenizer: given, or next to the weights; only text needs one.
   const std::string tok_path = default_tokenizer_path(o.model, o.tokenizer, model->tokenizer_hint());
-  std::optional<Tokenizer> tok;
-  int64_t vocab = c.real_vocab_size;
-  std::error_code ec;
-  if (!o.tokenizer.empty() || std::filesystem::exists(tok_path, ec)) {  // only text needs one
-    tok.emplace(Tokenizer::load(tok_path));
-    vocab = check_tokenizer(*tok, c, o.model);
-  }
+  const std::optional<Tokenizer> tok = load_tokenizer_if_present(o.model, o.tokenizer, model->tokenizer_hint());
+  const int64_t vocab = tok ? check_tokenizer(*tok, c, o.model) : c.real_vocab_size;
   ScorerOptions so;
   so.max_batch = o.batch;
   so.step_tokens = o.step_tokens;
@@ -63,17 +56,16 @@ void run_eval(const EvalOptions& o) {
                         {"threads", omp_get_max_threads()},
                         {"perplexity", nlohmann::json::array()},
                         {"multiple_choice", nlohmann::json::array()}};
-  auto report_ppl = [&](const std::string& name, const std::string& kind, const std::vector<std::vector<int32_t>>& docs,
-                        int64_t bytes) {
-    const double t0 = now_seconds();
-    const PerplexityResult r = perplexity(*model, docs, po);
-    const double dt = now_seconds() - t0;
+  const DocumentLimits limits{o.max_documents, o.max_tokens};
+  auto report_ppl = [&](const std::string& name, const std::string& kind, const PerplexityRun& run) {
+    const PerplexityResult& r = run.result;
+    const double dt = run.seconds;
+    const int64_t bytes = run.bytes;
     std::string bpb = bytes > 0 ? fmt::format(", {:.4f} bits/byte", r.bits_per_byte(bytes)) : "";
     fmt::print(
         "  perplexity {} ({}): {} documents, {} windows, {} tokens: loss {:.4f} nats/token, ppl {:.3f}{} "
         "[{:.1f} s, {:.0f} tokens/s]\n",
-        name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt,
-        dt > 0 ? double(r.tokens) / dt : 0.0);
+        name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt, run.tokens_per_second());
     nlohmann::json j = {
         {"data", name},       {"kind", kind},     {"documents", r.documents}, {"windows", r.windows},
         {"tokens", r.tokens}, {"nll_sum", r.nll}, {"loss", r.mean_nll()},     {"perplexity", r.perplexity()},
@@ -86,12 +78,9 @@ void run_eval(const EvalOptions& o) {
   };
   for (const std::string& path : o.texts) {
     ZAYA_CHECK(tok.has_value(), "--text {}: no tokenizer ({} does not exist; give --tokenizer)", path, tok_path);
-    int64_t bytes = 0;
-    auto docs = text_documents(path, *tok, o.max_documents, o.max_tokens, &bytes);
-    report_ppl(path, "text", docs, bytes);
+    report_ppl(path, "text", text_perplexity(*model, *tok, path, limits, po));
   }
-  for (const std::string& prefix : o.shards)
-    report_ppl(prefix, "shards", shard_documents(prefix, c.vocab_size, o.max_documents, o.max_tokens), 0);
+  for (const std::string& prefix : o.shards) report_ppl(prefix, "shards", shard_perplexity(*model, prefix, limits, po));
 
   std::ofstream per_item;
   if (!o.per_item.empty()) {
@@ -99,19 +88,18 @@ void run_eval(const EvalOptions& o) {
     ZAYA_CHECK(per_item.good(), "cannot write '{}'", o.per_item);
   }
   for (const std::string& path : o.mc) {
-    const auto items = read_mc_items(path, tok ? &*tok : nullptr, c.vocab_size, o.max_items);
-    const double t0 = now_seconds();
-    const McSummary s = evaluate_multiple_choice(*model, items, so);
-    const double dt = now_seconds() - t0;
+    const MultipleChoiceRun run = multiple_choice_file(*model, tok ? &*tok : nullptr, path, o.max_items, so);
+    const std::vector<McItem>& items = run.items;
+    const McSummary& s = run.summary;
     fmt::print("  multiple choice {}: {} items: acc {:.4f} ± {:.4f}, acc_norm {:.4f} ± {:.4f} [{:.1f} s]\n", path,
-               s.items, s.acc, s.acc_stderr, s.acc_norm, s.acc_norm_stderr, dt);
+               s.items, s.acc, s.acc_stderr, s.acc_norm, s.acc_norm_stderr, run.seconds);
     out["multiple_choice"].push_back({{"data", path},
                                       {"items", s.items},
                                       {"acc", s.acc},
                                       {"acc_stderr", s.acc_stderr},
                                       {"acc_norm", s.acc_norm},
                                       {"acc_norm_stderr", s.acc_norm_stderr},
-                                      {"seconds", dt}});
+                                      {"seconds", run.seconds}});
     if (per_item.is_open())
       for (size_t i = 0; i < items.size(); ++i) {
         const McItemResult& r = s.per_item[i];

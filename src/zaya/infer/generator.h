@@ -55,6 +55,11 @@ struct GenerationStats {
   double decode_seconds = 0;       // steps that did not
   double first_token_seconds = 0;  // from the start to the first sampled token
   double total_seconds = 0;
+
+  // Rates for reports; 0 when nothing of the kind was timed.
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? double(prompt_tokens) / prefill_seconds : 0; }
+  double decode_ms_per_step() const { return decode_steps > 0 ? 1e3 * decode_seconds / double(decode_steps) : 0; }
+  double decode_tokens_per_second() const { return decode_seconds > 0 ? double(decode_tokens) / decode_seconds : 0; }
 };
 
 // Called with (request index, token) as each token is chosen; return false to

@@ -1,6 +1,6 @@
 // Generation with the cached decoder: identical tokens to the full-sequence
 // generator, batching that does not change any request's text, stop ids,
-// cancellation, limits, and padding ids that are never sampled.
+// cancellation, limits, padding ids that are never sampled, and the reported rates.
 #include "zaya/infer/generator.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +123,21 @@ TEST(Generator, NeverSamplesPaddingIds) {
   const std::vector<GenerationResult> out = generate(*im, {r}, o);
   ASSERT_EQ(out[0].tokens.size(), 40u);
   for (int32_t id : out[0].tokens) EXPECT_LT(id, 250);
+}
+
+TEST(Generator, StatsRates) {
+  GenerationStats st;
+  EXPECT_EQ(st.prefill_tokens_per_second(), 0);  // nothing timed
+  EXPECT_EQ(st.decode_ms_per_step(), 0);
+  EXPECT_EQ(st.decode_tokens_per_second(), 0);
+  st.prompt_tokens = 300;
+  st.prefill_seconds = 1.5;
+  st.decode_steps = 40;
+  st.decode_tokens = 160;
+  st.decode_seconds = 2;
+  EXPECT_DOUBLE_EQ(st.prefill_tokens_per_second(), 200);
+  EXPECT_DOUBLE_EQ(st.decode_ms_per_step(), 50);
+  EXPECT_DOUBLE_EQ(st.decode_tokens_per_second(), 80);
 }
 
 TEST(Generator, RejectsBadRequests) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/io/utf8.h"
 
 namespace zaya {
 
@@ -29,19 +30,13 @@ std::string default_tokenizer_path(const std::string& model_dir, const std::stri
   return next_to;
 }
 
-namespace {
-// Bytes at the end of `s` that start a UTF-8 sequence not yet complete.
-size_t incomplete_utf8_tail(const std::string& s) {
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    const unsigned char ch = static_cast<unsigned char>(s[n - back]);
-    if ((ch & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    const size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
+std::optional<Tokenizer> load_tokenizer_if_present(const std::string& model_dir, const std::string& given,
+                                                   const std::string& hint) {
+  const std::string path = default_tokenizer_path(model_dir, given, hint);
+  std::error_code ec;
+  if (given.empty() && !std::filesystem::exists(path, ec)) return std::nullopt;
+  return Tokenizer::load(path);
 }
-}  // namespace
 
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);

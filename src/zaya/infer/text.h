@@ -1,8 +1,9 @@
 #pragma once
-// Text around the decoder: checking that a tokenizer fits a model, and
+// Text around the decoder: finding the tokenizer, checking that it fits a model, and
 // turning a growing list of generated ids into printable text increments.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ int64_t check_tokenizer(const Tokenizer& tokenizer, const ZayaConfig& config, co
 // else MODEL/tokenizer.model (whose absence the loader then reports).
 std::string default_tokenizer_path(const std::string& model_dir, const std::string& given,
                                    const std::string& hint = "");
+
+// For commands where only some inputs need a tokenizer (zaya eval: text does,
+// token ids do not): the tokenizer at default_tokenizer_path, loaded when
+// `given` is set (a missing file is then an error) or when that file exists;
+// none otherwise.
+std::optional<Tokenizer> load_tokenizer_if_present(const std::string& model_dir, const std::string& given,
+                                                   const std::string& hint = "");
 
 // Streams decoded text: push() returns what the new id adds to the text.
 // Decoding the whole continuation each time (rather than piece by piece)

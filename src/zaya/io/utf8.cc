@@ -41,6 +41,17 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+size_t incomplete_utf8_tail(std::string_view s) {
+  const size_t n = s.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    const unsigned char ch = static_cast<unsigned char>(s[n - back]);
+    if ((ch & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    const size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
 std::string printable(std::string_view text, size_t max_bytes) {
   std::string out;
   size_t i = 0;

@@ -1,0 +1,30 @@
+#include "zaya/infer/text_request.h"
+
+#include "zaya/core/error.h"
+
+namespace zaya {
+
+std::vector<int32_t> default_stop_ids(const Tokenizer& tok, const ZayaConfig& c) {
+  std::vector<int32_t> ids = {tok.eos_id()};
+  if (c.eos_token_id != tok.eos_id()) ids.push_back(int32_t(c.eos_token_id));
+  return ids;
+}
+
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& text, bool add_bos) {
+  std::vector<int32_t> ids;
+  if (add_bos) ids.push_back(tok.bos_id());
+  for (int32_t id : tok.encode(text)) ids.push_back(id);
+  ZAYA_CHECK(!ids.empty(), "the prompt is empty and --no-bos leaves no token to start from");
+  return ids;
+}
+
+std::vector<TextRequest> repeat_with_seeds(const TextRequest& request, int64_t count) {
+  std::vector<TextRequest> out;
+  for (int64_t i = 0; i < count; ++i) {
+    out.push_back(request);
+    out.back().generation.sampling.seed = request.generation.sampling.seed + uint64_t(i);
+  }
+  return out;
+}
+
+}  // namespace zaya

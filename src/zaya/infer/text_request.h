@@ -1,0 +1,35 @@
+#pragma once
+// A generation request in text, as a front end (zaya generate's --prompt and
+// --prompts, a server) receives it: the prompt text, the token-level request
+// it becomes (generator.h), and the stop strings that end its completion;
+// with the rules every front end shares for turning text into that request.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/data/tokenizer.h"
+#include "zaya/infer/generator.h"
+#include "zaya/model/config.h"
+
+namespace zaya {
+
+struct TextRequest {
+  std::string prompt;                     // the text to continue
+  GenerationRequest generation;           // prompt ids (encode_prompt), token limit, sampling, stop ids
+  std::vector<std::string> stop_strings;  // the completion ends before the first one met (stop_strings.h)
+};
+
+// The ids that end a request when none are given: the tokenizer's EOS, and the
+// config's eos_token_id as well when it is another id.
+std::vector<int32_t> default_stop_ids(const Tokenizer& tokenizer, const ZayaConfig& config);
+
+// BOS (unless add_bos is false), then the tokenizer's ids of `text`. Fails if
+// that leaves no token, since the decoder needs one to start from.
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& text, bool add_bos);
+
+// `count` copies of `request`, copy i sampling with seed + i: several samples
+// of one prompt, each reproducible on its own with its seed.
+std::vector<TextRequest> repeat_with_seeds(const TextRequest& request, int64_t count);
+
+}  // namespace zaya
