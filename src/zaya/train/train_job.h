@@ -84,12 +84,13 @@ class TrainJob {
   const StepGuard& guard() const { return guard_; }
   const PhaseController& phases() const { return *phases_; }
   CheckpointManager& checkpoints() { return checkpoints_; }
+  // The components a checkpoint holds (train_state.h).
+  TrainStateParts state_parts() { return {config_, *numerics_, guard_, *phases_}; }
 
  private:
   void enter_phase(size_t phase);
   void rollback();
   void save_at_stop_request();
-  TrainStateParts state_parts() { return {config_, *numerics_, guard_, *phases_}; }
 
   TrainConfig config_;
   TrainJobOptions options_;
