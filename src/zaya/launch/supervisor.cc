@@ -17,7 +17,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/exit_codes.h"
 #include "zaya/io/append_file.h"
-#include "zaya/train/heartbeat.h"
+#include "zaya/io/heartbeat.h"
 
 namespace zaya {
 namespace {

@@ -1,4 +1,4 @@
-#include "zaya/train/heartbeat.h"
+#include "zaya/io/heartbeat.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
