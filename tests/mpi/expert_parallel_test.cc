@@ -59,7 +59,7 @@ struct Case {
 // of the whole group for the reference.
 struct Tokens {
   int64_t T = 0;
-  std::vector<int32_t> choice_TK;
+  std::vector<int32_t> choice_TJ;
 };
 
 Tokens make_tokens(const ZayaConfig& c, const Case& k, int group, int s, int ep_size, uint64_t case_id) {
@@ -72,17 +72,17 @@ Tokens make_tokens(const ZayaConfig& c, const Case& k, int group, int s, int ep_
     case Routing::kOneExpert: t.T = 4 + s; break;
     case Routing::kToRankZero: t.T = 5 + 2 * s; break;
   }
-  t.choice_TK.assign(t.T * K, kNoExpert);
+  t.choice_TJ.assign(t.T * K, kNoExpert);
   for (int64_t i = 0; i < t.T; ++i)
     for (int64_t j = 0; j < K; ++j) {
-      int32_t& ch = t.choice_TK[i * K + j];
+      int32_t& ch = t.choice_TJ[i * K + j];
       switch (k.routing) {
         case Routing::kBalanced: ch = int32_t((i + s + j) % E); break;
         case Routing::kRandom:
           do {  // E + 2 outcomes: the experts, skip, void; distinct within a token like the router's top-k
             const int64_t v = int64_t(rng.next_below(uint64_t(E + 2)));
             ch = v < E ? int32_t(v) : v == E ? int32_t(skip) : kNoExpert;
-          } while (j == 1 && ch != kNoExpert && ch == t.choice_TK[i * K]);
+          } while (j == 1 && ch != kNoExpert && ch == t.choice_TJ[i * K]);
           break;
         case Routing::kOneExpert: ch = (s == 0 || j > 0) ? int32_t(skip) : int32_t(E - 1); break;
         case Routing::kToRankZero: ch = j == 0 ? int32_t(rng.next_below(uint64_t(El))) : int32_t(skip); break;
@@ -105,7 +105,7 @@ struct ExpertRun {
   ExpertActs acts;
   ExpertScratch scratch;
   ExpertPlan plan;
-  std::vector<float> dxp_RD, g_fc1, g_fc2;
+  std::vector<float> dxp_MD, g_fc1, g_fc2;
 
   // tokens: this rank's; capacity_tokens: the most any rank of the group
   // holds (the row capacity assumes every rank has as many tokens as this
@@ -121,19 +121,19 @@ struct ExpertRun {
     carve_expert_acts(acts, c, capacity_tokens, ep_ranks, arena);
     carve_expert_scratch(scratch, c, capacity_tokens, ep_ranks, arena);
     plan.reserve(c.experts, tokens, c.top_k);
-    dxp_RD.assign(size_t(tokens * c.top_k * c.hidden), 0.0f);
+    dxp_MD.assign(size_t(tokens * c.top_k * c.hidden), 0.0f);
   }
 
-  void run(const ZayaConfig& c, const MoeWeights& w, const std::vector<int32_t>& choice_TK, int64_t T,
-           const float* x_TD, const float* dy_RD, Comm* ep) {
-    build_expert_plan(plan, choice_TK.data(), T, c.top_k);
+  void run(const ZayaConfig& c, const MoeWeights& w, const std::vector<int32_t>& choice_TJ, int64_t T,
+           const float* x_TD, const float* dy_MD, Comm* ep) {
+    build_expert_plan(plan, choice_TJ.data(), T, c.top_k);
     g_fc1.assign(size_t(w.expert_count * 2 * c.expert_ffn * c.hidden), 0.0f);
     g_fc2.assign(size_t(w.expert_count * c.hidden * c.expert_ffn), 0.0f);
     MoeWeights g = w;
     g.fc1_E2FD = g_fc1.data();
     g.fc2_EDF = g_fc2.data();
     experts_forward(c, w, plan, x_TD, acts, scratch, ep);
-    experts_backward(c, w, g, acts, scratch, ep, dy_RD, dxp_RD.data());
+    experts_backward(c, w, g, acts, scratch, ep, dy_MD, dxp_MD.data());
   }
 };
 
@@ -194,7 +194,7 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
   std::vector<int32_t> choice_all;
   std::vector<float> x_all(size_t(T_all * D));
   for (int s = 0; s < ep_size; ++s) {
-    choice_all.insert(choice_all.end(), tokens[s].choice_TK.begin(), tokens[s].choice_TK.end());
+    choice_all.insert(choice_all.end(), tokens[s].choice_TJ.begin(), tokens[s].choice_TJ.end());
     for (int64_t t = 0; t < tokens[s].T; ++t)
       for (int64_t d = 0; d < D; ++d) x_all[(first[s] + t) * D + d] = x_value(group, s, t, d, D);
   }
@@ -217,7 +217,7 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
   // (what a reused workspace holds is arbitrary), must repeat the first bit
   // for bit.
   ExpertRun got(c, T, T_max, ep_size, 0.0f), again(c, T, T_max, ep_size, std::nanf(""));
-  build_expert_plan(got.plan, tokens[me].choice_TK.data(), T, K);
+  build_expert_plan(got.plan, tokens[me].choice_TJ.data(), T, K);
   std::vector<float> dy(size_t(T * K * D), 0.0f);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < K; ++j) {
@@ -225,8 +225,8 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
       if (row >= 0)
         for (int64_t d = 0; d < D; ++d) dy[row * D + d] = dy_value(group, me, t, j, d, K, D);
     }
-  got.run(c, local, tokens[me].choice_TK, T, x_TD, dy.data(), ep.get());
-  again.run(c, local, tokens[me].choice_TK, T, x_TD, dy.data(), ep.get());
+  got.run(c, local, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
+  again.run(c, local, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
 
   // Only rows routed to real experts travel: what this rank sends is its plan,
   // what it receives is what the group routed to its experts.
@@ -248,11 +248,11 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
       if (row < 0) continue;
       ++routed;
       bool ok = false;
-      double r = rel_diff(got.acts.y_RD + row * D, ref.acts.y_RD + want * D, D, &ok);
-      EXPECT_TRUE(ok) << "y of token " << t << " choice " << j << " (expert " << tokens[me].choice_TK[t * K + j]
+      double r = rel_diff(got.acts.y_MD + row * D, ref.acts.y_MD + want * D, D, &ok);
+      EXPECT_TRUE(ok) << "y of token " << t << " choice " << j << " (expert " << tokens[me].choice_TJ[t * K + j]
                       << "): relative difference " << r << ", " << where;
       worst.rows = std::max(worst.rows, r);
-      r = rel_diff(got.dxp_RD.data() + row * D, ref.dxp_RD.data() + want * D, D, &ok);
+      r = rel_diff(got.dxp_MD.data() + row * D, ref.dxp_MD.data() + want * D, D, &ok);
       EXPECT_TRUE(ok) << "dxp of token " << t << " choice " << j << ": relative difference " << r << ", " << where;
       worst.rows = std::max(worst.rows, r);
     }
@@ -272,8 +272,8 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
 
   // Determinism: the second run gives the same bits.
   const int64_t rows = got.plan.rows;
-  EXPECT_EQ(0, std::memcmp(got.acts.y_RD, again.acts.y_RD, sizeof(float) * rows * D)) << "y, " << where;
-  EXPECT_EQ(0, std::memcmp(got.dxp_RD.data(), again.dxp_RD.data(), sizeof(float) * rows * D)) << "dxp, " << where;
+  EXPECT_EQ(0, std::memcmp(got.acts.y_MD, again.acts.y_MD, sizeof(float) * rows * D)) << "y, " << where;
+  EXPECT_EQ(0, std::memcmp(got.dxp_MD.data(), again.dxp_MD.data(), sizeof(float) * rows * D)) << "dxp, " << where;
   EXPECT_EQ(0, std::memcmp(got.g_fc1.data(), again.g_fc1.data(), sizeof(float) * got.g_fc1.size()))
       << "fc1 gradient, " << where;
   EXPECT_EQ(0, std::memcmp(got.g_fc2.data(), again.g_fc2.data(), sizeof(float) * got.g_fc2.size()))

@@ -92,7 +92,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   lengths_.assign(slots_, 0);
 
   const int64_t T = options_.max_step_tokens, D = c.hidden, Q = c.q_width(), K = kw_, C = cc_;
-  const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, TK = T * c.top_k;
+  const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, TJ = T * c.top_k;
   const int64_t chunks = std::min(T, slots_);
   const int threads = omp_get_max_threads();
   threads_ = threads;
@@ -121,18 +121,18 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     g_TR_ = a.carve(T * R);
     logits_TN_ = a.carve(T * N);
     probs_TN_ = a.carve(T * N);
-    gate_TK_ = a.carve(TK);
-    xp_TD_ = a.carve(TK * D);
-    h_T2F_ = a.carve(TK * 2 * F);
-    act_TF_ = a.carve(TK * F);
-    y_TD_ = a.carve(TK * D);
+    gate_TJ_ = a.carve(TJ);
+    xp_MD_ = a.carve(TJ * D);
+    h_M2F_ = a.carve(TJ * 2 * F);
+    act_MF_ = a.carve(TJ * F);
+    y_MD_ = a.carve(TJ * D);
     hid_TD_ = a.carve(T * D);
   };
   Arena measure = Arena::measuring();
   carve(measure);
   ws_.reset(measure.used());
   carve(ws_);
-  choice_TK_.assign(TK, kNoExpert);
+  choice_TJ_.assign(TJ, kNoExpert);
   plan_.reserve(c.experts, T, c.top_k);
   row_pos_.resize(T);
   row_chunk_.resize(T);
@@ -431,7 +431,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   ZAYA_PROFILE_SCOPE("infer.moe");
   const ZayaConfig& c = config_;
   const InferMoe& w = model_.weights().moe[b];
-  const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, K = c.top_k;
+  const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, J = c.top_k;
   // Router (spec §4); u and g serve both MLP layers.
   const bool small = T * D <= kSerialElements;
   // The matrices go through the runner; the op reads only the vectors.
@@ -450,42 +450,42 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                        .g2_TR = g_TR_,
                        .logits_TN = logits_TN_,
                        .probs_TN = probs_TN_,
-                       .gate_TK = gate_TK_,
-                       .choice_TK = choice_TK_.data()};
-  router_forward<float>(rw, products, RouterShape{T, D, R, N, K, c.skip_slot(), c.router_norm_eps}, x_TD_, r_prev,
+                       .gate_TJ = gate_TJ_,
+                       .choice_TJ = choice_TJ_.data()};
+  router_forward<float>(rw, products, RouterShape{T, D, R, N, J, c.skip_slot(), c.router_norm_eps}, x_TD_, r_prev,
                         w.balancing_bias_N, ra, {}, small);
   {
     SerialIf serial(small);
     // Experts: tokens grouped by expert, one product pair per expert used.
-    build_expert_plan(plan_, choice_TK_.data(), T, K);
-    gather_rows<float>(xp_TD_, x_TD_, plan_, D);
+    build_expert_plan(plan_, choice_TJ_.data(), T, J);
+    gather_rows<float>(xp_MD_, x_TD_, plan_, D);
   }
-  for (int64_t i = 0; i < T * K; ++i)
-    if (choice_TK_[i] == c.skip_slot()) ++stats_.skip_choices;
+  for (int64_t i = 0; i < T * J; ++i)
+    if (choice_TJ_[i] == c.skip_slot()) ++stats_.skip_choices;
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
     ++stats_.expert_loads;
-    linear_.run(h_T2F_ + r0 * 2 * F, 2 * F, xp_TD_ + r0 * D, D, n, w.fc1[e]);
+    linear_.run(h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D, D, n, w.fc1[e]);
   }
-  swiglu_forward<float>(act_TF_, h_T2F_, plan_.rows, F);
+  swiglu_forward<float>(act_MF_, h_M2F_, plan_.rows, F);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
-    linear_.run(y_TD_ + r0 * D, D, act_TF_ + r0 * F, F, n, w.fc2[e]);
+    linear_.run(y_MD_ + r0 * D, D, act_MF_ + r0 * F, F, n, w.fc2[e]);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
-  combine_forward<float>(h_TD_, y_TD_, x_TD_, gate_TK_, choice_TK_.data(), plan_, T, K, D,
+  combine_forward<float>(h_TD_, y_MD_, x_TD_, gate_TJ_, choice_TJ_.data(), plan_, T, J, D,
                          model_.skip_outputs_zero() ? -1 : c.skip_slot());
 }
 
-void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_RV) {
+void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {
   ZAYA_CHECK(r0 >= 0 && r0 <= r1 && r1 <= logit_rows(), "logit rows [{}, {}) are outside the step's {} rows", r0, r1,
              logit_rows());
   ZAYA_PROFILE_SCOPE("infer.lm_head");
   const int64_t D = config_.hidden;
-  linear_.run(out_RV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().embed);
+  linear_.run(out_TV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().embed);
 }
 
 }  // namespace zaya

@@ -89,9 +89,9 @@ class InferenceEngine {
   // Chunk index and sequence position of logit row r.
   int32_t logit_row_chunk(int64_t r) const { return logit_chunk_[r]; }
   int64_t logit_row_position(int64_t r) const { return logit_pos_[r]; }
-  // Logits of logit rows [r0, r1) over the whole (padded) vocabulary into out_RV
+  // Logits of logit rows [r0, r1) over the whole (padded) vocabulary into out_TV
   // ([r1 - r0, vocab_size]); the caller masks padding ids.
-  void logits(int64_t r0, int64_t r1, float* out_RV);
+  void logits(int64_t r0, int64_t r1, float* out_TV);
 
   const StepStats& last_stats() const { return stats_; }
 
@@ -130,14 +130,14 @@ class InferenceEngine {
   float *q_TQ_ = nullptr, *k_TK_ = nullptr, *v_TK_ = nullptr, *inv_q_ = nullptr, *inv_k_ = nullptr;
   float *o_TQ_ = nullptr, *attn_scratch_ = nullptr;
   float *r_a_TR_ = nullptr, *r_b_TR_ = nullptr, *rn_TR_ = nullptr, *u_TR_ = nullptr, *g_TR_ = nullptr;
-  float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TK_ = nullptr;
-  float *xp_TD_ = nullptr, *h_T2F_ = nullptr, *act_TF_ = nullptr, *y_TD_ = nullptr, *hid_TD_ = nullptr;
+  float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TJ_ = nullptr;
+  float *xp_MD_ = nullptr, *h_M2F_ = nullptr, *act_MF_ = nullptr, *y_MD_ = nullptr, *hid_TD_ = nullptr;
   int64_t attn_scratch_per_thread_ = 0;
   int threads_ = 1;         // OpenMP threads the attention scratch is sized for
   std::vector<char> seen_;  // per-step scratch, reused
   std::vector<int32_t> ids_;
   std::vector<CachedAttentionChunk> attn_work_;
-  std::vector<int32_t> choice_TK_;
+  std::vector<int32_t> choice_TJ_;
   ExpertPlan plan_;
   std::vector<int32_t> row_pos_;     // position of each row in its sequence
   std::vector<int32_t> row_chunk_;   // chunk of each row

@@ -50,7 +50,7 @@ int64_t conv_a_rows(int64_t B, int64_t S, int cp) { return cp > 0 ? B * (S + 2) 
 void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena, int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
   a.qkv_TP = arena.carve(T * fused_width(c));
-  a.conv_a_BPC = arena.carve(conv_a_rows(B, S, cp) * c.conv_channels());
+  a.conv_a_BUC = arena.carve(conv_a_rows(B, S, cp) * c.conv_channels());
   a.q_pre_TQ = arena.carve(T * Q);
   a.k_pre_TK = arena.carve(T * K);
   a.q_inv_TH = arena.carve(T * c.q_heads);
@@ -60,7 +60,7 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   a.v_TK = arena.carve(T * K);
   a.lse_BHS = arena.carve(B * c.q_heads * S);
   a.o_TQ = arena.carve(T * Q);
-  if (cp > 0) a.hist_N2P = arena.carve(2 * B * 2 * fused_width(c));
+  if (cp > 0) a.hist_2B2P = arena.carve(2 * B * 2 * fused_width(c));
 }
 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads, Arena& arena,
@@ -79,7 +79,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   s.dk_pre_TK = arena.carve(T * K);
   s.dc_TC = arena.carve(T * C);
   s.dqkv_TP = arena.carve(T * fused_width(c));
-  s.da_BPC = arena.carve(conv_a_rows(B, S, cp) * C);
+  s.da_BUC = arena.carve(conv_a_rows(B, S, cp) * C);
   if (cp > 0) {
     const int64_t full = B * S * cp * K;
     s.k_full_BSK = arena.carve(full);
@@ -89,7 +89,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
     s.stage = arena.carve(2 * full);
     s.halo_send = arena.carve(4 * B * P);
     s.halo_recv = arena.carve(4 * B * P);
-    s.dhist_N2P = arena.carve(2 * B * 2 * P);
+    s.dhist_2B2P = arena.carve(2 * B * 2 * P);
   }
 }
 
@@ -105,11 +105,11 @@ void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, Att
   const float* hist = nullptr;
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.fwd.cp_halo");
-    cp_halo_forward(*cp, a.qkv_TP, b.batch, P, a.hist_N2P, s.halo_send, s.halo_recv);
-    hist = a.hist_N2P;
+    cp_halo_forward(*cp, a.qkv_TP, b.batch, P, a.hist_2B2P, s.halo_send, s.halo_recv);
+    hist = a.hist_2B2P;
   }
   const BatchShape pieces = conv_pieces(b);
-  cca_conv_forward<float>(s.c_TC, a.conv_a_BPC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_CdK, w.conv_b_b_C,
+  cca_conv_forward<float>(s.c_TC, a.conv_a_BUC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, w.conv_b_b_C,
                           conv_shape(c, pieces), s.conv, hist);
   cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix_shape(c, b));
   cca_values_forward<float>(a.v_TK, a.qkv_TP, mix_shape(c, pieces), hist);
@@ -189,13 +189,13 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
   const BatchShape pieces = conv_pieces(b);
   float* dhist = nullptr;
   if (cp != nullptr) {
-    dhist = s.dhist_N2P;
+    dhist = s.dhist_2B2P;
     zero(dhist, 2 * b.batch * 2 * P);
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
-  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_CdK, g.conv_b_b_C, s.dc_TC, a.qkv_TP,
-                           a.conv_a_BPC, w.conv_a_w_C12, w.conv_b_w_CdK, conv_shape(c, pieces), s.da_BPC, s.conv,
-                           cp != nullptr ? a.hist_N2P : nullptr, dhist);
+  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_Cd2, g.conv_b_b_C, s.dc_TC, a.qkv_TP,
+                           a.conv_a_BUC, w.conv_a_w_C12, w.conv_b_w_Cd2, conv_shape(c, pieces), s.da_BUC, s.conv,
+                           cp != nullptr ? a.hist_2B2P : nullptr, dhist);
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);

@@ -23,7 +23,7 @@ namespace zaya {
 // What the forward pass keeps for backward (per attention half-layer).
 struct AttentionActs {
   float* qkv_TP = nullptr;      // fused projection output
-  float* conv_a_BPC = nullptr;  // depthwise conv output [B, S+1, C]
+  float* conv_a_BUC = nullptr;  // depthwise conv output [B, S+1, C]
   float* q_pre_TQ = nullptr;    // before QK norm
   float* k_pre_TK = nullptr;
   float* q_inv_TH = nullptr;  // 1 / ||q|| per head
@@ -31,9 +31,9 @@ struct AttentionActs {
   float* q_TQ = nullptr;  // after norm and RoPE
   float* k_TK = nullptr;
   float* v_TK = nullptr;
-  float* lse_BHS = nullptr;   // attention row log-sum-exp
-  float* o_TQ = nullptr;      // attention output before o_proj
-  float* hist_N2P = nullptr;  // context parallelism: the two projection rows before each chunk
+  float* lse_BHS = nullptr;    // attention row log-sum-exp
+  float* o_TQ = nullptr;       // attention output before o_proj
+  float* hist_2B2P = nullptr;  // context parallelism: the two projection rows before each chunk
 };
 
 // Scratch shared by all attention half-layers (sized for the largest batch).
@@ -49,7 +49,7 @@ struct AttentionScratch {
   float* dk_pre_TK = nullptr;
   float* dc_TC = nullptr;
   float* dqkv_TP = nullptr;
-  float* da_BPC = nullptr;
+  float* da_BUC = nullptr;
   // Context parallelism only: whole-sequence K/V and their gradients, the
   // gather/scatter staging buffer, halo messages and the halo's gradient.
   float* k_full_BSK = nullptr;
@@ -59,7 +59,7 @@ struct AttentionScratch {
   float* stage = nullptr;  // 2 * B * S * K
   float* halo_send = nullptr;
   float* halo_recv = nullptr;
-  float* dhist_N2P = nullptr;
+  float* dhist_2B2P = nullptr;
 };
 
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).

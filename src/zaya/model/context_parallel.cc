@@ -44,20 +44,20 @@ ContextParallel make_context_parallel(Comm& comm, int64_t seq) {
   return cp;
 }
 
-void cp_local_positions(const ContextParallel& cp, int32_t* pos_L) {
+void cp_local_positions(const ContextParallel& cp, int32_t* pos_S) {
   for (int p = 0; p < 2; ++p)
-    for (int64_t i = 0; i < cp.chunk; ++i) pos_L[p * cp.chunk + i] = int32_t(cp.chunk_of(p) * cp.chunk + i);
+    for (int64_t i = 0; i < cp.chunk; ++i) pos_S[p * cp.chunk + i] = int32_t(cp.chunk_of(p) * cp.chunk + i);
 }
 
-void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* local_BL, int64_t B) {
+void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* local_BS, int64_t B) {
   const int64_t S = cp.full_seq(), L = cp.local_seq(), c = cp.chunk;
   for (int64_t b = 0; b < B; ++b)
     for (int p = 0; p < 2; ++p)
-      std::memcpy(local_BL + b * L + p * c, full_BS + b * S + cp.chunk_of(p) * c, sizeof(int32_t) * c);
+      std::memcpy(local_BS + b * L + p * c, full_BS + b * S + cp.chunk_of(p) * c, sizeof(int32_t) * c);
 }
 
-void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, int64_t P, float* hist_N2P, float* send,
-                     float* recv) {
+void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, int64_t P, float* hist_2B2P,
+                     float* send, float* recv) {
   const int last = 2 * cp.size - 1;
   const size_t n = size_t(B * 2 * P);
   std::vector<Request> pending;
@@ -85,10 +85,10 @@ void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, 
   for (Request& r : pending) cp.comm->wait(r);
   for (int64_t b = 0; b < B; ++b)
     for (int p = 0; p < 2; ++p)
-      std::memcpy(hist_N2P + (b * 2 + p) * 2 * P, recv + p * n + b * 2 * P, sizeof(float) * 2 * P);
+      std::memcpy(hist_2B2P + (b * 2 + p) * 2 * P, recv + p * n + b * 2 * P, sizeof(float) * 2 * P);
 }
 
-void cp_halo_backward(const ContextParallel& cp, const float* dhist_N2P, float* dqkv_TP, int64_t B, int64_t P,
+void cp_halo_backward(const ContextParallel& cp, const float* dhist_2B2P, float* dqkv_TP, int64_t B, int64_t P,
                       float* send, float* recv) {
   const int last = 2 * cp.size - 1;
   const size_t n = size_t(B * 2 * P);
@@ -105,7 +105,7 @@ void cp_halo_backward(const ContextParallel& cp, const float* dhist_N2P, float* 
     if (ch == 0) continue;
     float* buf = send + p * n;
     for (int64_t b = 0; b < B; ++b)
-      std::memcpy(buf + b * 2 * P, dhist_N2P + (b * 2 + p) * 2 * P, sizeof(float) * 2 * P);
+      std::memcpy(buf + b * 2 * P, dhist_2B2P + (b * 2 + p) * 2 * P, sizeof(float) * 2 * P);
     const int to = cp.owner(ch - 1), to_piece = cp.piece_of(ch - 1);
     if (to == cp.rank) {
       std::memcpy(recv + to_piece * n, buf, sizeof(float) * n);

@@ -49,20 +49,20 @@ struct ContextParallel {
 ContextParallel make_context_parallel(Comm& comm, int64_t seq);
 
 // Positions (0 .. S-1) of the local rows of one sequence: local_seq() values.
-void cp_local_positions(const ContextParallel& cp, int32_t* pos_L);
+void cp_local_positions(const ContextParallel& cp, int32_t* pos_S);
 
-// This rank's rows of B full sequences: local_BL[b] = the two chunks of full_BS[b].
-void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* local_BL, int64_t batch);
+// This rank's rows of B full sequences: local_BS[b] = the two chunks of full_BS[b].
+void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* local_BS, int64_t batch);
 
 // Halo of the fused projection qkv_TP (B * local_seq rows of P floats).
-// hist_N2P [2B pieces][2][P] receives, for piece n = 2b + p, the two rows
+// hist_2B2P [2B pieces][2][P] receives, for piece n = 2b + p, the two rows
 // before it (zeros for chunk 0). `send` and `recv` hold 4 * B * P floats each.
-void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t batch, int64_t P, float* hist_N2P,
+void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t batch, int64_t P, float* hist_2B2P,
                      float* send, float* recv);
 
-// Sends each piece's history gradient dhist_N2P back to the previous chunk's
+// Sends each piece's history gradient dhist_2B2P back to the previous chunk's
 // owner and adds the gradients it receives into its own last two rows of dqkv_TP.
-void cp_halo_backward(const ContextParallel& cp, const float* dhist_N2P, float* dqkv_TP, int64_t batch, int64_t P,
+void cp_halo_backward(const ContextParallel& cp, const float* dhist_2B2P, float* dqkv_TP, int64_t batch, int64_t P,
                       float* send, float* recv);
 
 // All-gather of per-row vectors x_TK (B * local_seq rows of K floats) into

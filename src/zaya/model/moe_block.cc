@@ -57,20 +57,20 @@ void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64
   r.g2_TR = arena.carve(T * R);
   r.logits_TN = arena.carve(T * N);
   r.probs_TN = arena.carve(T * N);
-  r.gate_TK = arena.carve(T * c.top_k);
+  r.gate_TJ = arena.carve(T * c.top_k);
   carve_expert_acts(a.experts, c, T, ep_ranks, arena);
   if (r.r_TR == nullptr) return;  // measuring only
-  a.choice_TK.assign(T * c.top_k, kNoExpert);
-  r.choice_TK = a.choice_TK.data();
+  a.choice_TJ.assign(T * c.top_k, kNoExpert);
+  r.choice_TJ = a.choice_TJ.data();
   a.plan.reserve(c.experts, T, c.top_k);
 }
 
 void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, Arena& arena) {
   const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k, D = c.hidden;
   carve_expert_scratch(s.experts, c, T, ep_ranks, arena);
-  s.dy_RD = arena.carve(rows * D);
-  s.dxp_RD = arena.carve(rows * D);
-  s.dgate_TK = arena.carve(T * c.top_k);
+  s.dy_MD = arena.carve(rows * D);
+  s.dxp_MD = arena.carve(rows * D);
+  s.dgate_TJ = arena.carve(T * c.top_k);
   RouterScratch<float>& r = s.router;
   r.dprobs_TN = arena.carve(T * N);
   r.dlogits_TN = arena.carve(T * N);
@@ -86,7 +86,7 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S,
 double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* bias_N, MoeActs& a, MoeScratch& s,
                          const BatchShape& b, const float* x_TD, const float* r_prev_TR, float* out_TD,
                          const MoeLossOptions& loss, RoutingStats& stats, Comm* ep) {
-  const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), K = c.top_k;
+  const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), J = c.top_k;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
   const RouterWeights<float> rw = router_weights(w);
@@ -96,8 +96,8 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
       router_forward<float>(rw, products, router_shape(c, T), x_TD, r_prev_TR, bias_N, ra, router_loss(loss, 1.0f));
 
   // Routing statistics and optional balancing losses.
-  for (int64_t i = 0; i < T * K; ++i)
-    if (ra.choice_TK[i] != kNoExpert) stats.choices_N[ra.choice_TK[i]] += 1;
+  for (int64_t i = 0; i < T * J; ++i)
+    if (ra.choice_TJ[i] != kNoExpert) stats.choices_N[ra.choice_TJ[i]] += 1;
   double entropy = 0;
   for (int64_t i = 0; i < T * N; ++i)
     if (ra.probs_TN[i] > 0) entropy -= double(ra.probs_TN[i]) * std::log(double(ra.probs_TN[i]));
@@ -114,27 +114,27 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
   }
 
   // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
-  build_expert_plan(a.plan, ra.choice_TK, T, K);
+  build_expert_plan(a.plan, ra.choice_TJ, T, J);
   experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep);
-  combine_forward<float>(out_TD, a.experts.y_RD, x_TD, ra.gate_TK, ra.choice_TK, a.plan, T, K, D, c.skip_slot());
+  combine_forward<float>(out_TD, a.experts.y_MD, x_TD, ra.gate_TJ, ra.choice_TJ, a.plan, T, J, D, c.skip_slot());
   return extra;
 }
 
 void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
                         const BatchShape& b, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
                         float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep) {
-  const int64_t T = b.tokens(), D = c.hidden, K = c.top_k;
+  const int64_t T = b.tokens(), D = c.hidden, J = c.top_k;
   ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
-  zero(s.dgate_TK, T * K);
-  combine_backward<float>(s.dy_RD, s.dgate_TK, dx_TD, dout_TD, a.experts.y_RD, x_TD, a.router.gate_TK,
-                          a.router.choice_TK, a.plan, T, K, D, c.skip_slot());
-  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_RD, s.dxp_RD);
-  scatter_add_rows<float>(dx_TD, s.dxp_RD, a.plan, T, K, D);
+  zero(s.dgate_TJ, T * J);
+  combine_backward<float>(s.dy_MD, s.dgate_TJ, dx_TD, dout_TD, a.experts.y_MD, x_TD, a.router.gate_TJ,
+                          a.router.choice_TJ, a.plan, T, J, D, c.skip_slot());
+  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD);
+  scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 
   // ---- router: consumes the next layer's EDA carry and leaves there the previous layer's ----
   router_backward<float>(router_weights(w), router_grads(g), router_shape(c, T), a.router, s.router, x_TD, r_prev_TR,
-                         s.dgate_TK, s.eda_carry_TR, dx_TD, s.eda_carry_TR, router_loss(loss, aux_grad_scale));
+                         s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR, router_loss(loss, aux_grad_scale));
 }
 
 }  // namespace zaya

@@ -22,17 +22,17 @@ namespace zaya {
 
 // Kept for backward (per MoE half-layer).
 struct MoeActs {
-  RouterActs<float> router;  // router.r_TR feeds the next layer's EDA; router.choice_TK points into choice_TK
-  std::vector<int32_t> choice_TK;
+  RouterActs<float> router;  // router.r_TR feeds the next layer's EDA; router.choice_TJ points into choice_TJ
+  std::vector<int32_t> choice_TJ;
   ExpertPlan plan;  // routed rows grouped by (global) expert
   ExpertActs experts;
 };
 
 struct MoeScratch {
   ExpertScratch experts;
-  float* dy_RD = nullptr;   // gradient of the plan-order expert outputs
-  float* dxp_RD = nullptr;  // gradient of the plan-order expert inputs
-  float* dgate_TK = nullptr;
+  float* dy_MD = nullptr;   // gradient of the plan-order expert outputs
+  float* dxp_MD = nullptr;  // gradient of the plan-order expert inputs
+  float* dgate_TJ = nullptr;
   RouterScratch<float> router;
   float* eda_carry_TR = nullptr;  // gradient flowing to the previous MoE layer's router state
 };

@@ -14,15 +14,15 @@ namespace {
 bool distributed(const Comm* ep) { return ep != nullptr && ep->size() > 1; }
 
 // Moves rows between source-major order (src, then expert) and expert-major
-// order (expert, then src). counts_SE[s * E + e] rows per block.
+// order (expert, then src). counts_WE[s * E + e] rows per block.
 void regroup(float* dst, const float* src, const ExpertExchange& x, int64_t width, bool to_expert_major) {
   const int64_t S = x.ranks, E = x.local_experts;
   int64_t source_major = 0;
   for (int64_t s = 0; s < S; ++s)
     for (int64_t e = 0; e < E; ++e) {
       int64_t expert_major = x.expert_offsets[e];
-      for (int64_t q = 0; q < s; ++q) expert_major += x.counts_SE[q * E + e];
-      const int64_t n = x.counts_SE[s * E + e];
+      for (int64_t q = 0; q < s; ++q) expert_major += x.counts_WE[q * E + e];
+      const int64_t n = x.counts_WE[s * E + e];
       const float* from = src + (to_expert_major ? source_major : expert_major) * width;
       float* to = dst + (to_expert_major ? expert_major : source_major) * width;
       std::memcpy(to, from, sizeof(float) * n * width);
@@ -56,11 +56,11 @@ void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep
   a.xe_XD = arena.carve(X * D);
   a.h_X2F = arena.carve(X * 2 * F);
   a.act_XF = arena.carve(X * F);
-  a.y_RD = arena.carve(T * c.top_k * D);
+  a.y_MD = arena.carve(T * c.top_k * D);
   const int64_t local = c.experts / ep_ranks;
   a.exchange.ranks = ep_ranks;
   a.exchange.local_experts = local;
-  a.exchange.counts_SE.assign(ep_ranks * local, 0);
+  a.exchange.counts_WE.assign(ep_ranks * local, 0);
   a.exchange.send_rows.assign(ep_ranks, 0);
   a.exchange.recv_rows.assign(ep_ranks, 0);
   a.exchange.expert_offsets.assign(local + 1, 0);
@@ -68,7 +68,7 @@ void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep
 
 void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int64_t ep_ranks, Arena& arena) {
   const int64_t X = expert_row_capacity(c, T, ep_ranks), D = c.hidden, F = c.expert_ffn;
-  s.send_RD = arena.carve(T * c.top_k * D);
+  s.send_MD = arena.carve(T * c.top_k * D);
   s.recv_XD = arena.carve(X * D);  // every exchange moves D-wide rows (inputs, outputs, their gradients)
   s.ye_XD = arena.carve(X * D);
   s.dact_XF = arena.carve(X * F);
@@ -83,7 +83,7 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
   ExpertExchange& x = a.exchange;
   if (!distributed(ep)) {
     // One rank: plan order is expert-major already.
-    for (int64_t e = 0; e < El; ++e) x.counts_SE[e] = plan.count(e);
+    for (int64_t e = 0; e < El; ++e) x.counts_WE[e] = plan.count(e);
     x.send_rows[0] = x.recv_rows[0] = plan.rows;
     gather_rows<float>(a.xe_XD, x_TD, plan, D);
   } else {
@@ -92,28 +92,28 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     // live on rank r): exactly all_to_all's send layout. Each rank learns how
     // many rows every source sends to each of its experts.
     for (int64_t e = 0; e < c.experts; ++e) s.plan_counts_E[e] = plan.count(e);
-    ep->all_to_all(s.plan_counts_E.data(), x.counts_SE.data(), size_t(El), DType::kI64);
+    ep->all_to_all(s.plan_counts_E.data(), x.counts_WE.data(), size_t(El), DType::kI64);
     for (int64_t r = 0; r < R; ++r) {
       int64_t sent = 0, received = 0;
       for (int64_t e = 0; e < El; ++e) {
         sent += s.plan_counts_E[r * El + e];
-        received += x.counts_SE[r * El + e];
+        received += x.counts_WE[r * El + e];
       }
       x.send_rows[r] = sent;
       x.recv_rows[r] = received;
     }
-    gather_rows<float>(s.send_RD, x_TD, plan, D);
+    gather_rows<float>(s.send_MD, x_TD, plan, D);
   }
   // Expert-major offsets.
   x.expert_offsets[0] = 0;
   for (int64_t e = 0; e < El; ++e) {
     int64_t n = 0;
-    for (int64_t r = 0; r < x.ranks; ++r) n += x.counts_SE[r * El + e];
+    for (int64_t r = 0; r < x.ranks; ++r) n += x.counts_WE[r * El + e];
     x.expert_offsets[e + 1] = x.expert_offsets[e] + n;
   }
   x.rows = x.expert_offsets[El];
   if (distributed(ep)) {
-    exchange_rows(*ep, s.send_RD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
+    exchange_rows(*ep, s.send_MD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
     regroup(a.xe_XD, s.recv_XD, x, D, true);
   }
   // One GEMM pair per local expert.
@@ -122,25 +122,25 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     if (n > 0) linear_forward<float>(a.h_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
   }
   swiglu_forward<float>(a.act_XF, a.h_X2F, x.rows, F);
-  float* ye = distributed(ep) ? s.ye_XD : a.y_RD;
+  float* ye = distributed(ep) ? s.ye_XD : a.y_MD;
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n > 0) linear_forward<float>(ye + r0 * D, a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);
-    exchange_rows(*ep, s.recv_XD, x.recv_rows, a.y_RD, x.send_rows, D, s);
+    exchange_rows(*ep, s.recv_XD, x.recv_rows, a.y_MD, x.send_rows, D, s);
   }
 }
 
 void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_RD, float* dxp_RD) {
+                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   const ExpertExchange& x = a.exchange;
   // Gradient of the expert outputs, expert-major.
-  const float* dye = dy_RD;
+  const float* dye = dy_MD;
   if (distributed(ep)) {
-    exchange_rows(*ep, dy_RD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
+    exchange_rows(*ep, dy_MD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
     regroup(s.ye_XD, s.recv_XD, x, D, true);
     dye = s.ye_XD;
   }
@@ -153,7 +153,7 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
   }
   std::memset(s.dh_X2F, 0, sizeof(float) * x.rows * 2 * F);
   swiglu_backward<float>(s.dh_X2F, s.dact_XF, a.h_X2F, x.rows, F);
-  float* dxe = distributed(ep) ? s.ye_XD : dxp_RD;
+  float* dxe = distributed(ep) ? s.ye_XD : dxp_MD;
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
@@ -163,7 +163,7 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);
-    exchange_rows(*ep, s.recv_XD, x.recv_rows, dxp_RD, x.send_rows, D, s);
+    exchange_rows(*ep, s.recv_XD, x.recv_rows, dxp_MD, x.send_rows, D, s);
   }
 }
 

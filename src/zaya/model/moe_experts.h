@@ -26,7 +26,7 @@ namespace zaya {
 struct ExpertExchange {
   int64_t ranks = 1;                    // ep group size
   int64_t local_experts = 0;            // E_local
-  std::vector<int64_t> counts_SE;       // rows from source rank s for local expert e [ranks * E_local]
+  std::vector<int64_t> counts_WE;       // rows from source rank s for local expert e [ranks * E_local]
   std::vector<int64_t> send_rows;       // [ranks] rows sent to each rank (plan order, contiguous)
   std::vector<int64_t> recv_rows;       // [ranks] rows received from each rank
   std::vector<int64_t> expert_offsets;  // [E_local + 1] expert-major row offsets
@@ -38,12 +38,12 @@ struct ExpertActs {
   float* xe_XD = nullptr;   // expert inputs, expert-major
   float* h_X2F = nullptr;   // fc1 outputs
   float* act_XF = nullptr;  // swiglu(h)
-  float* y_RD = nullptr;    // expert outputs back in plan order (before gating)
+  float* y_MD = nullptr;    // expert outputs back in plan order (before gating)
 };
 
 // Scratch shared by all MoE layers.
 struct ExpertScratch {
-  float* send_RD = nullptr;  // plan-order rows to send
+  float* send_MD = nullptr;  // plan-order rows to send
   float* recv_XD = nullptr;  // source-major rows received
   float* ye_XD = nullptr;    // expert outputs / gradients, expert-major
   float* dact_XF = nullptr;
@@ -62,14 +62,14 @@ inline int64_t expert_row_capacity(const ZayaConfig& c, int64_t tokens, int64_t 
 void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, Arena& arena);
 void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, Arena& arena);
 
-// y_RD (in a.y_RD) = expert outputs for the rows of `plan` (x_TD rows routed to experts).
+// y_MD (in a.y_MD) = expert outputs for the rows of `plan` (x_TD rows routed to experts).
 // ep: the expert-parallel group, or null for one rank.
 void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
                      ExpertScratch& s, Comm* ep);
 
-// Given dy_RD (gradient of the plan-order outputs): adds the experts' weight
-// gradients into g and writes dxp_RD, the gradient of the plan-order inputs.
+// Given dy_MD (gradient of the plan-order outputs): adds the experts' weight
+// gradients into g and writes dxp_MD, the gradient of the plan-order inputs.
 void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_RD, float* dxp_RD);
+                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD);
 
 }  // namespace zaya

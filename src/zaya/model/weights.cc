@@ -41,7 +41,7 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
         break;
       case TensorRole::kConvDepthwise: w.attn[b].conv_a_w_C12 = p; break;
       case TensorRole::kConvDepthwiseBias: w.attn[b].conv_a_b_C = p; break;
-      case TensorRole::kConvGrouped: w.attn[b].conv_b_w_CdK = p; break;
+      case TensorRole::kConvGrouped: w.attn[b].conv_b_w_Cd2 = p; break;
       case TensorRole::kConvGroupedBias: w.attn[b].conv_b_b_C = p; break;
       case TensorRole::kKeyTemperature: w.attn[b].temp_Hk = p; break;
       case TensorRole::kAttnOut: w.attn[b].o_DQ = p; break;

@@ -25,7 +25,7 @@ struct AttentionWeights {
   float* qkv_PD = nullptr;  // rows: linear_q (Q), linear_k (K), val_proj1 (K/2), val_proj2 (K/2)
   float* conv_a_w_C12 = nullptr;
   float* conv_a_b_C = nullptr;
-  float* conv_b_w_CdK = nullptr;
+  float* conv_b_w_Cd2 = nullptr;
   float* conv_b_b_C = nullptr;
   float* temp_Hk = nullptr;
   float* o_DQ = nullptr;

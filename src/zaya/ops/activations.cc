@@ -27,26 +27,26 @@ void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
 }
 
 template <typename T>
-void swiglu_forward(T* out_NF, const T* h_N2F, int64_t rows, int64_t ffn) {
+void swiglu_forward(T* out_TF, const T* h_T2F, int64_t rows, int64_t ffn) {
 #pragma omp parallel for schedule(static) if (rows * ffn > 4096)
   for (int64_t r = 0; r < rows; ++r) {
-    const T* a = h_N2F + r * 2 * ffn;
+    const T* a = h_T2F + r * 2 * ffn;
     const T* b = a + ffn;
-    T* o = out_NF + r * ffn;
+    T* o = out_TF + r * ffn;
 #pragma omp simd
     for (int64_t f = 0; f < ffn; ++f) o[f] = a[f] / (T(1) + std::exp(-a[f])) * b[f];
   }
 }
 
 template <typename T>
-void swiglu_backward(T* dh_N2F, const T* dout_NF, const T* h_N2F, int64_t rows, int64_t ffn) {
+void swiglu_backward(T* dh_T2F, const T* dout_TF, const T* h_T2F, int64_t rows, int64_t ffn) {
   // silu(a) = a*s, s = sigmoid(a); silu'(a) = s * (1 + a * (1 - s))
 #pragma omp parallel for schedule(static) if (rows * ffn > 4096)
   for (int64_t r = 0; r < rows; ++r) {
-    const T* a = h_N2F + r * 2 * ffn;
+    const T* a = h_T2F + r * 2 * ffn;
     const T* b = a + ffn;
-    const T* g = dout_NF + r * ffn;
-    T* da = dh_N2F + r * 2 * ffn;
+    const T* g = dout_TF + r * ffn;
+    T* da = dh_T2F + r * 2 * ffn;
     T* db = da + ffn;
 #pragma omp simd
     for (int64_t f = 0; f < ffn; ++f) {

@@ -14,11 +14,11 @@ void gelu_forward(T* y, const T* x, int64_t n);
 template <typename T>
 void gelu_backward(T* dx, const T* dy, const T* x, int64_t n);
 
-// out_NF[n, f] = silu(h[n, f]) * h[n, F + f], h_N2F rows of width 2F.
+// out_TF[n, f] = silu(h[n, f]) * h[n, F + f], h_T2F rows of width 2F.
 template <typename T>
-void swiglu_forward(T* out_NF, const T* h_N2F, int64_t rows, int64_t ffn);
-// dh_N2F += d/dh of swiglu given dout_NF.
+void swiglu_forward(T* out_TF, const T* h_T2F, int64_t rows, int64_t ffn);
+// dh_T2F += d/dh of swiglu given dout_TF.
 template <typename T>
-void swiglu_backward(T* dh_N2F, const T* dout_NF, const T* h_N2F, int64_t rows, int64_t ffn);
+void swiglu_backward(T* dh_T2F, const T* dout_TF, const T* h_T2F, int64_t rows, int64_t ffn);
 
 }  // namespace zaya

@@ -36,16 +36,16 @@ void for_channel_ranges(int64_t C, Body body) {
 // Row t' - 2 + k (k = 0: older tap, 1: newer) of sequence b, in the sequence
 // or its history; null for zero padding.
 template <typename T>
-T* tap_row(T* x_BSL, T* hist_B2L, int64_t b, int64_t tp, int k, int64_t S, int64_t L) {
+T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int k, int64_t S, int64_t L) {
   const int64_t t = tp - 2 + k;
   if (t >= 0) return x_BSL + (b * S + t) * L;
-  return hist_B2L != nullptr ? hist_B2L + (b * 2 + 2 + t) * L : nullptr;
+  return hist_B2C != nullptr ? hist_B2C + (b * 2 + 2 + t) * L : nullptr;
 }
 
 }  // namespace
 
 template <typename T>
-void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
+void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
                       const CcaConvShape& sh, T* scratch, const T* hist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
@@ -53,7 +53,7 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t tp = 0; tp < P; ++tp) {
-      cca_conv_a_row(a_BPC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L),
+      cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L),
                      tap_row(qk_BSC, hist, b, tp, 1, S, L), wA, bA, C);
     }
   }
@@ -63,7 +63,7 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t g = 0; g < G; ++g) {
-      const T* a_lo = a_BPC + (b * P) * C + g * d;  // a[t]   for t = 0..S-1
+      const T* a_lo = a_BUC + (b * P) * C + g * d;  // a[t]   for t = 0..S-1
       const T* a_hi = a_lo + C;                     // a[t+1]
       T* c = c_BSC + (b * S) * C + g * d;
       for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
@@ -74,8 +74,8 @@ void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA, const T*
 }
 
 template <typename T>
-void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BPC,
-                       const T* wA, const T* wB, const CcaConvShape& sh, T* da_BPC, T* scratch, const T* hist,
+void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BUC,
+                       const T* wA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch, const T* hist,
                        T* dhist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
@@ -83,7 +83,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   T* dw_tap = scratch + 2 * C * d;
   pack_taps(w_tap, wB, C, d);
   std::memset(dw_tap, 0, sizeof(T) * 2 * C * d);
-  std::memset(da_BPC, 0, sizeof(T) * B * P * C);
+  std::memset(da_BUC, 0, sizeof(T) * B * P * C);
 
   // convB: da[t] += dc[t] W0, da[t+1] += dc[t] W1; dW0 += dc^T a[0..S-1], dW1 += dc^T a[1..S].
   // One group per task; sequences in order inside it, so weight sums are reproducible.
@@ -91,8 +91,8 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t b = 0; b < B; ++b) {
       const T* dc = dc_BSC + (b * S) * C + g * d;
-      const T* a_lo = a_BPC + (b * P) * C + g * d;
-      T* da_lo = da_BPC + (b * P) * C + g * d;
+      const T* a_lo = a_BUC + (b * P) * C + g * d;
+      T* da_lo = da_BUC + (b * P) * C + g * d;
       gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + g * d * d, d, T(1), da_lo, C);
       gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + C * d + g * d * d, d, T(1), da_lo + C, C);
       gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo, C, T(1), dw_tap + g * d * d, d);
@@ -110,7 +110,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
-        const T* da = da_BPC + (b * P + tp) * C;
+        const T* da = da_BUC + (b * P + tp) * C;
         const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
         const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
         T* dolder = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 0, S, L);

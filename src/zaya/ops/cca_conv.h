@@ -50,22 +50,22 @@ inline void cca_conv_a_row(T* a_C, const T* older_C, const T* newer_C, const T* 
 inline int64_t cca_conv_scratch_floats(const CcaConvShape& s) { return 2 * s.channels * s.head_dim; }
 
 // History (context parallelism, issue [cp]): when a "sequence" here is a chunk
-// in the middle of a longer one, hist_B2L [B, 2, qk_ld] holds the two qk rows
+// in the middle of a longer one, hist_B2C [B, 2, qk_ld] holds the two qk rows
 // before it (rows t0 - 2, t0 - 1) and takes the place of the zero padding;
 // null means zeros (a sequence start). Zero rows give exactly the padded result.
 
-// c_BSC = conv(qk_BSC); a_BPC [B, S+1, C] keeps convA's output for backward.
+// c_BSC = conv(qk_BSC); a_BUC [B, S+1, C] keeps convA's output for backward.
 // `scratch` holds cca_conv_scratch_floats() floats.
 template <typename T>
-void cca_conv_forward(T* c_BSC, T* a_BPC, const T* qk_BSC, const T* wA_C12, const T* bA_C, const T* wB_CdK,
-                      const T* bB_C, const CcaConvShape& shape, T* scratch, const T* hist_B2L = nullptr);
+void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA_C12, const T* bA_C, const T* wB_Cd2,
+                      const T* bB_C, const CcaConvShape& shape, T* scratch, const T* hist_B2C = nullptr);
 
-// Adds into dqk_BSC and the four parameter gradients (and into dhist_B2L, the
-// history rows' gradient, when hist_B2L is given). `da_BPC` is scratch of
+// Adds into dqk_BSC and the four parameter gradients (and into dhist_B2C, the
+// history rows' gradient, when hist_B2C is given). `da_BUC` is scratch of
 // B*(S+1)*C floats; `scratch` two times cca_conv_scratch_floats().
 template <typename T>
-void cca_conv_backward(T* dqk_BSC, T* dwA_C12, T* dbA_C, T* dwB_CdK, T* dbB_C, const T* dc_BSC, const T* qk_BSC,
-                       const T* a_BPC, const T* wA_C12, const T* wB_CdK, const CcaConvShape& shape, T* da_BPC,
-                       T* scratch, const T* hist_B2L = nullptr, T* dhist_B2L = nullptr);
+void cca_conv_backward(T* dqk_BSC, T* dwA_C12, T* dbA_C, T* dwB_Cd2, T* dbB_C, const T* dc_BSC, const T* qk_BSC,
+                       const T* a_BUC, const T* wA_C12, const T* wB_Cd2, const CcaConvShape& shape, T* da_BUC,
+                       T* scratch, const T* hist_B2C = nullptr, T* dhist_B2C = nullptr);
 
 }  // namespace zaya

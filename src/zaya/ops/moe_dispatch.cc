@@ -13,18 +13,18 @@ void ExpertPlan::reserve(int64_t num_experts, int64_t max_tokens, int64_t top_k)
   choice_row.assign(max_tokens * top_k, -1);
 }
 
-void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TK, int64_t tokens, int64_t top_k) {
+void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TJ, int64_t tokens, int64_t top_k) {
   const int64_t n = tokens * top_k, E = plan.experts;
   ZAYA_ASSERT(int64_t(plan.choice_row.size()) >= n);
   std::fill(plan.offsets.begin(), plan.offsets.end(), 0);
   for (int64_t i = 0; i < n; ++i)
-    if (choice_TK[i] >= 0 && choice_TK[i] < E) ++plan.offsets[choice_TK[i] + 1];
+    if (choice_TJ[i] >= 0 && choice_TJ[i] < E) ++plan.offsets[choice_TJ[i] + 1];
   for (int64_t e = 0; e < E; ++e) plan.offsets[e + 1] += plan.offsets[e];
   plan.rows = plan.offsets[E];
   // Stable placement: rows of one expert keep token order.
   std::vector<int64_t>& cursor = plan.offsets;  // reuse: shift back afterwards
   for (int64_t i = 0; i < n; ++i) {
-    int32_t e = choice_TK[i];
+    int32_t e = choice_TJ[i];
     if (e >= 0 && e < E) {
       int64_t r = cursor[e]++;
       plan.row_token[r] = int32_t(i / top_k);

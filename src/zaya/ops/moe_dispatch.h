@@ -22,27 +22,27 @@ struct ExpertPlan {
   int64_t count(int64_t e) const { return offsets[e + 1] - offsets[e]; }
 };
 
-// choice_TK entries in [0, experts) are experts; anything else (skip, void) is not routed.
-void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TK, int64_t tokens, int64_t top_k);
+// choice_TJ entries in [0, experts) are experts; anything else (skip, void) is not routed.
+void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TJ, int64_t tokens, int64_t top_k);
 
-// xp_RD[r] = x_TD[row_token[r]] for the plan's rows.
+// xp_MD[r] = x_TD[row_token[r]] for the plan's rows.
 template <typename T>
-void gather_rows(T* xp_RD, const T* x_TD, const ExpertPlan& plan, int64_t dim);
+void gather_rows(T* xp_MD, const T* x_TD, const ExpertPlan& plan, int64_t dim);
 
-// out_TD[t] = sum_k gate[t,k] * (expert choice ? y_RD[row] : skip choice ? x_TD[t] : 0)
+// out_TD[t] = sum_k gate[t,k] * (expert choice ? y_MD[row] : skip choice ? x_TD[t] : 0)
 template <typename T>
-void combine_forward(T* out_TD, const T* y_RD, const T* x_TD, const T* gate_TK, const int32_t* choice_TK,
+void combine_forward(T* out_TD, const T* y_MD, const T* x_TD, const T* gate_TJ, const int32_t* choice_TJ,
                      const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim, int64_t skip_slot);
 
-// Backward of combine_forward. Writes dy_RD (= gate * dout) for every routed
-// row, adds into dgate_TK and, for skip choices, into dx_TD.
+// Backward of combine_forward. Writes dy_MD (= gate * dout) for every routed
+// row, adds into dgate_TJ and, for skip choices, into dx_TD.
 template <typename T>
-void combine_backward(T* dy_RD, T* dgate_TK, T* dx_TD, const T* dout_TD, const T* y_RD, const T* x_TD, const T* gate_TK,
-                      const int32_t* choice_TK, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim,
+void combine_backward(T* dy_MD, T* dgate_TJ, T* dx_TD, const T* dout_TD, const T* y_MD, const T* x_TD, const T* gate_TJ,
+                      const int32_t* choice_TJ, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim,
                       int64_t skip_slot);
 
-// dx_TD[t] += sum of dxp_RD over the rows of token t, in choice order.
+// dx_TD[t] += sum of dxp_MD over the rows of token t, in choice order.
 template <typename T>
-void scatter_add_rows(T* dx_TD, const T* dxp_RD, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim);
+void scatter_add_rows(T* dx_TD, const T* dxp_MD, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim);
 
 }  // namespace zaya

@@ -10,36 +10,36 @@ void RopeTable::build(int64_t max_positions, int64_t rot_dim, double theta) {
   ZAYA_ASSERT(rot_dim % 2 == 0);
   max_pos = max_positions;
   half = rot_dim / 2;
-  cos_PH.resize(max_pos * half);
-  sin_PH.resize(max_pos * half);
-  cos_PH_f64.resize(max_pos * half);
-  sin_PH_f64.resize(max_pos * half);
+  cos_Sr.resize(max_pos * half);
+  sin_Sr.resize(max_pos * half);
+  cos_Sr_f64.resize(max_pos * half);
+  sin_Sr_f64.resize(max_pos * half);
   for (int64_t p = 0; p < max_pos; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double inv_freq = std::pow(theta, -2.0 * double(i) / double(rot_dim));
       double angle = double(p) * inv_freq;
-      cos_PH_f64[p * half + i] = std::cos(angle);
-      sin_PH_f64[p * half + i] = std::sin(angle);
-      cos_PH[p * half + i] = float(cos_PH_f64[p * half + i]);
-      sin_PH[p * half + i] = float(sin_PH_f64[p * half + i]);
+      cos_Sr_f64[p * half + i] = std::cos(angle);
+      sin_Sr_f64[p * half + i] = std::sin(angle);
+      cos_Sr[p * half + i] = float(cos_Sr_f64[p * half + i]);
+      sin_Sr[p * half + i] = float(sin_Sr_f64[p * half + i]);
     }
 }
 
 template <>
 const float* RopeTable::cos_table<float>() const {
-  return cos_PH.data();
+  return cos_Sr.data();
 }
 template <>
 const float* RopeTable::sin_table<float>() const {
-  return sin_PH.data();
+  return sin_Sr.data();
 }
 template <>
 const double* RopeTable::cos_table<double>() const {
-  return cos_PH_f64.data();
+  return cos_Sr_f64.data();
 }
 template <>
 const double* RopeTable::sin_table<double>() const {
-  return sin_PH_f64.data();
+  return sin_Sr_f64.data();
 }
 
 template <typename T>

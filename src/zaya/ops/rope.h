@@ -12,8 +12,8 @@ namespace zaya {
 struct RopeTable {
   int64_t max_pos = 0;
   int64_t half = 0;
-  std::vector<float> cos_PH, sin_PH;
-  std::vector<double> cos_PH_f64, sin_PH_f64;
+  std::vector<float> cos_Sr, sin_Sr;
+  std::vector<double> cos_Sr_f64, sin_Sr_f64;
 
   void build(int64_t max_positions, int64_t rot_dim, double theta);
   template <typename T>

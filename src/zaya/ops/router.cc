@@ -54,7 +54,7 @@ template <typename T>
 RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& products, const RouterShape& s, const T* x_TD,
                             const T* r_prev_TR, const float* bias_N, RouterActs<T>& a, const RouterLossOptions& loss,
                             bool serial) {
-  const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, K = s.top_k;
+  const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, J = s.top_k;
   products.apply(RouterMatrix::kDown, a.r_TR, x_TD, Tn, D, R);
   add_bias(a.r_TR, w.down_b_R, Tn, R, serial);
   if (w.states_scale_R != nullptr && r_prev_TR != nullptr) {  // EDA (spec §4): r += s * r_prev
@@ -84,10 +84,10 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
   products.apply(RouterMatrix::kMlp4, a.logits_TN, a.g2_TR, Tn, R, N);
   SerialIf guard(serial);
   softmax_rows<T>(a.probs_TN, a.logits_TN, Tn, N);
-  router_select<T>(a.choice_TK, a.gate_TK, a.probs_TN, bias_N, Tn, N, K, s.skip_slot);
+  router_select<T>(a.choice_TJ, a.gate_TJ, a.probs_TN, bias_N, Tn, N, J, s.skip_slot);
   RouterLosses out;
   if (loss.switch_aux_coeff > 0)
-    out.switch_aux = switch_aux_loss<T>(nullptr, a.probs_TN, a.choice_TK, Tn, N, K, T(loss.switch_aux_coeff), T(1));
+    out.switch_aux = switch_aux_loss<T>(nullptr, a.probs_TN, a.choice_TJ, Tn, N, J, T(loss.switch_aux_coeff), T(1));
   if (loss.z_loss_coeff > 0)
     out.z = router_z_loss<T>(nullptr, a.logits_TN, a.probs_TN, Tn, N, T(loss.z_loss_coeff), T(1));
   return out;
@@ -95,18 +95,18 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 
 template <typename T>
 void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& s, const RouterActs<T>& a,
-                     RouterScratch<T>& sc, const T* x_TD, const T* r_prev_TR, const T* dgate_TK, const T* dr_next_TR,
+                     RouterScratch<T>& sc, const T* x_TD, const T* r_prev_TR, const T* dgate_TJ, const T* dr_next_TR,
                      T* dx_TD, T* dr_prev_TR, const RouterLossOptions& loss) {
-  const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, K = s.top_k;
+  const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, J = s.top_k;
   // The gate is p[slot], so its gradient enters the softmax at that slot.
   zero(sc.dprobs_TN, Tn * N);
   for (int64_t t = 0; t < Tn; ++t)
-    for (int64_t k = 0; k < K; ++k) {
-      const int32_t slot = a.choice_TK[t * K + k];
-      if (slot != kNoExpert) sc.dprobs_TN[t * N + slot] += dgate_TK[t * K + k];
+    for (int64_t k = 0; k < J; ++k) {
+      const int32_t slot = a.choice_TJ[t * J + k];
+      if (slot != kNoExpert) sc.dprobs_TN[t * N + slot] += dgate_TJ[t * J + k];
     }
   if (loss.switch_aux_coeff > 0)
-    switch_aux_loss<T>(sc.dprobs_TN, a.probs_TN, a.choice_TK, Tn, N, K, T(loss.switch_aux_coeff), T(loss.grad_scale));
+    switch_aux_loss<T>(sc.dprobs_TN, a.probs_TN, a.choice_TJ, Tn, N, J, T(loss.switch_aux_coeff), T(loss.grad_scale));
   zero(sc.dlogits_TN, Tn * N);
   softmax_rows_backward<T>(sc.dlogits_TN, sc.dprobs_TN, a.probs_TN, Tn, N);
   if (loss.z_loss_coeff > 0)

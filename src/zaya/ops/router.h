@@ -44,7 +44,7 @@ struct RouterShape {
   int64_t hidden = 0;      // D, the model width
   int64_t width = 0;       // R, router_hidden
   int64_t slots = 0;       // N, experts plus the skip slot if there is one
-  int64_t top_k = 1;       // K
+  int64_t top_k = 1;       // J, choices per token
   int64_t skip_slot = -1;  // index of the skip slot, -1 if none
   double norm_eps = 0;     // of the RMSNorm, in the working precision T
 };
@@ -74,8 +74,8 @@ struct RouterActs {
   T* g2_TR = nullptr;   //
   T* logits_TN = nullptr;
   T* probs_TN = nullptr;
-  T* gate_TK = nullptr;          // p[choice] (0 for a void choice)
-  int32_t* choice_TK = nullptr;  // slot or kNoExpert
+  T* gate_TJ = nullptr;          // p[choice] (0 for a void choice)
+  int32_t* choice_TJ = nullptr;  // slot or kNoExpert
 };
 
 // Backward scratch, [T, *] each.
@@ -124,7 +124,7 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
                             const T* x_TD, const T* r_prev_TR, const float* balancing_bias_N, RouterActs<T>& a,
                             const RouterLossOptions& loss = {}, bool serial = false);
 
-// Given dgate_TK (the gates' gradient) and dr_next_TR (the gradient of a.r_TR
+// Given dgate_TJ (the gates' gradient) and dr_next_TR (the gradient of a.r_TR
 // through the next MoE layer's EDA; null: none), adds into dx_TD and into
 // every gradient of g (states_scale_R only when EDA ran), and writes into
 // dr_prev_TR (if not null) the gradient of r_prev_TR, zeros when EDA did not
@@ -132,7 +132,7 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 template <typename T>
 void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& shape,
                      const RouterActs<T>& a, RouterScratch<T>& scratch, const T* x_TD, const T* r_prev_TR,
-                     const T* dgate_TK, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
+                     const T* dgate_TJ, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
                      const RouterLossOptions& loss = {});
 
 }  // namespace zaya

@@ -9,7 +9,7 @@
 namespace zaya {
 
 template <typename T>
-void router_select(int32_t* choice_TK, T* gate_TK, const T* probs, const float* bias, int64_t tokens, int64_t slots,
+void router_select(int32_t* choice_TJ, T* gate_TJ, const T* probs, const float* bias, int64_t tokens, int64_t slots,
                    int64_t top_k, int64_t skip_slot) {
   ZAYA_ASSERT(top_k >= 1 && top_k <= slots && slots <= 64);
 #pragma omp parallel for schedule(static)
@@ -18,8 +18,8 @@ void router_select(int32_t* choice_TK, T* gate_TK, const T* probs, const float* 
     uint64_t taken = 0;  // bit mask of slots already chosen
     bool skipped = false;
     for (int64_t k = 0; k < top_k; ++k) {
-      int32_t* choice = choice_TK + t * top_k + k;
-      T* gate = gate_TK + t * top_k + k;
+      int32_t* choice = choice_TJ + t * top_k + k;
+      T* gate = gate_TJ + t * top_k + k;
       if (skipped) {
         *choice = kNoExpert;
         *gate = T(0);
@@ -57,14 +57,14 @@ void softmax_rows_backward(T* dx, const T* dp, const T* p, int64_t rows, int64_t
 }
 
 template <typename T>
-T switch_aux_loss(T* dprobs, const T* probs, const int32_t* choice_TK, int64_t tokens, int64_t slots, int64_t top_k,
+T switch_aux_loss(T* dprobs, const T* probs, const int32_t* choice_TJ, int64_t tokens, int64_t slots, int64_t top_k,
                   T coeff, T grad_scale) {
   ZAYA_ASSERT(slots <= 64);
   T f[64] = {}, P[64] = {};
   int64_t choices = 0;
   for (int64_t i = 0; i < tokens * top_k; ++i)
-    if (choice_TK[i] != kNoExpert) {
-      f[choice_TK[i]] += 1;
+    if (choice_TJ[i] != kNoExpert) {
+      f[choice_TJ[i]] += 1;
       ++choices;
     }
   for (int64_t t = 0; t < tokens; ++t)

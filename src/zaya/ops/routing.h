@@ -12,10 +12,10 @@ namespace zaya {
 
 inline constexpr int32_t kNoExpert = -1;
 
-// choice_TK[t, k] in [0, slots) or kNoExpert; gate_TK[t, k] = probs[t, choice] (0 if void).
+// choice_TJ[t, k] in [0, slots) or kNoExpert; gate_TJ[t, k] = probs[t, choice] (0 if void).
 // skip_slot = index of the skip slot, or -1 if the layer has none.
 template <typename T>
-void router_select(int32_t* choice_TK, T* gate_TK, const T* probs_TN, const float* bias_N, int64_t tokens,
+void router_select(int32_t* choice_TJ, T* gate_TJ, const T* probs_TN, const float* bias_N, int64_t tokens,
                    int64_t slots, int64_t top_k, int64_t skip_slot);
 
 // Softmax backward: dx_TN += p * (dp - sum(p * dp)).
@@ -27,7 +27,7 @@ void softmax_rows_backward(T* dx_TN, const T* dp_TN, const T* p_TN, int64_t rows
 //   P_i = mean_t p_{t,i}; differentiable through P only.
 // Returns L; adds dL/dp * grad_scale into dprobs_TN when dprobs_TN is not null.
 template <typename T>
-T switch_aux_loss(T* dprobs_TN, const T* probs_TN, const int32_t* choice_TK, int64_t tokens, int64_t slots,
+T switch_aux_loss(T* dprobs_TN, const T* probs_TN, const int32_t* choice_TJ, int64_t tokens, int64_t slots,
                   int64_t top_k, T coeff, T grad_scale);
 
 // Router z-loss (ST-MoE): L = coeff * mean_t logsumexp(z_t)^2. Returns L; adds

@@ -82,13 +82,14 @@ void draw_color_bar(std::string& svg, const AxisTicks& ticks, double bar_x, doub
 std::string viridis(double t) { return hex(viridis_rgb(t)); }
 
 SvgHeatmap::SvgHeatmap(HeatmapOptions options, std::vector<std::string> row_labels, std::vector<std::string> col_labels,
-                       std::vector<double> values_RC)
+                       std::vector<double> values_grid)
     : options_(std::move(options)),
       row_labels_(std::move(row_labels)),
       col_labels_(std::move(col_labels)),
-      values_RC_(std::move(values_RC)) {
-  ZAYA_CHECK(values_RC_.size() == row_labels_.size() * col_labels_.size(),
-             "heat map: {} values for {} rows x {} columns", values_RC_.size(), row_labels_.size(), col_labels_.size());
+      values_grid_(std::move(values_grid)) {
+  ZAYA_CHECK(values_grid_.size() == row_labels_.size() * col_labels_.size(),
+             "heat map: {} values for {} rows x {} columns", values_grid_.size(), row_labels_.size(),
+             col_labels_.size());
   ZAYA_CHECK(options_.width >= 200 && options_.height >= 150, "heat map: size {}x{} is too small (min 200x150)",
              options_.width, options_.height);
   ZAYA_CHECK(options_.cell_decimals >= 0 && options_.cell_decimals <= 12,
@@ -107,7 +108,7 @@ std::string SvgHeatmap::render() const {
 
   // Colour range: the finite values, overridden by the fixed bounds.
   double lo = INFINITY, hi = -INFINITY;
-  for (double v : values_RC_)
+  for (double v : values_grid_)
     if (std::isfinite(v)) {
       lo = std::min(lo, v);
       hi = std::max(hi, v);
@@ -154,7 +155,7 @@ std::string SvgHeatmap::render() const {
   append_format(svg, "<g class=\"cells\">\n");
   for (size_t i = 0; i < rows; ++i)
     for (size_t j = 0; j < cols; ++j) {
-      double v = values_RC_[i * cols + j];
+      double v = values_grid_[i * cols + j];
       double x = x0 + static_cast<double>(j) * cell_w, y = y0 + static_cast<double>(i) * cell_h;
       bool missing = !std::isfinite(v);
       Rgb c = viridis_rgb((v - ticks.lo) / (ticks.hi - ticks.lo));

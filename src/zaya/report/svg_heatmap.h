@@ -32,9 +32,9 @@ struct HeatmapOptions {
 
 class SvgHeatmap {
  public:
-  // values_RC holds rows x cols values, row-major (row i, column j at i*cols + j).
+  // values_grid holds rows x cols values, row-major (row i, column j at i*cols + j).
   SvgHeatmap(HeatmapOptions options, std::vector<std::string> row_labels, std::vector<std::string> col_labels,
-             std::vector<double> values_RC);
+             std::vector<double> values_grid);
 
   std::string render() const;
   // Writes render() to `path` atomically.
@@ -43,7 +43,7 @@ class SvgHeatmap {
  private:
   HeatmapOptions options_;
   std::vector<std::string> row_labels_, col_labels_;
-  std::vector<double> values_RC_;
+  std::vector<double> values_grid_;
 };
 
 // Viridis colour for t in [0, 1] (clamped), as "#rrggbb".
