@@ -224,7 +224,7 @@ TEST(TrafficMatrix, DerivedFromRoutingLoads) {
   expect_error([&] { traffic_matrix_from_routing(path, 2, {11, "mean"}); }, "no line with routing loads for step 11");
   expect_error([&] { traffic_matrix_from_routing(path, 2, {10, "7"}); }, "no routing record for layer 7; layers: 1, 3");
   const std::string bad = dir.write("bad.jsonl", "{\"step\":1}\nnot json\n");
-  expect_error([&] { traffic_matrix_from_routing(bad, 2); }, "bad.jsonl:2: not a JSON line");
+  expect_error([&] { traffic_matrix_from_routing(bad, 2); }, "bad.jsonl:2: invalid JSON");
 }
 
 TEST(CommBenchSummary, AveragesMeasuredSamplesAndCountsWrong) {

@@ -19,16 +19,6 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
 
 uint64_t hash3(uint64_t seed, uint64_t a, uint64_t b) { return mix(mix(mix(seed) ^ a) ^ b); }
 
-// IEEE half bits of an integer with |v| <= 2048 (always exact).
-uint16_t small_int_to_f16(int64_t v) {
-  if (v == 0) return 0;
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  uint64_t a = uint64_t(v < 0 ? -v : v);
-  int e = 63 - __builtin_clzll(a);  // a in [2^e, 2^(e+1))
-  const uint16_t mant = uint16_t(((a << 10) >> e) & 0x3ffu);
-  return uint16_t(sign | uint16_t((e + 15) << 10) | mant);
-}
-
 // Value in [-k, k], or [0, k] when unsigned.
 int64_t bounded(uint64_t h, int64_t k, bool is_unsigned) {
   if (is_unsigned) return int64_t(h % uint64_t(k + 1));
@@ -137,7 +127,7 @@ void store_integer(void* buf, int64_t i, int64_t v, DType t) {
     case DType::kF32: static_cast<float*>(buf)[i] = float(v); break;
     case DType::kF64: static_cast<double*>(buf)[i] = double(v); break;
     case DType::kBF16: static_cast<uint16_t*>(buf)[i] = float_to_bf16(float(v)); break;
-    case DType::kF16: static_cast<uint16_t*>(buf)[i] = small_int_to_f16(v); break;
+    case DType::kF16: static_cast<uint16_t*>(buf)[i] = float_to_f16(float(v)); break;  // |v| <= 2048: exact
     case DType::kI32: static_cast<int32_t*>(buf)[i] = int32_t(v); break;
     case DType::kI64: static_cast<int64_t*>(buf)[i] = v; break;
     case DType::kU8: static_cast<uint8_t*>(buf)[i] = uint8_t(v); break;

@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/json_file.h"
 #include "zaya/report/svg_text.h"
 
 namespace zaya {
@@ -35,27 +36,15 @@ ReportInput load_report_input(const std::string& path) {
   const bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
   if (jsonl) {
     r.doc = nlohmann::json::array();
-    std::istringstream lines(text);
-    std::string line;
-    int n = 0;
-    while (std::getline(lines, line)) {
-      ++n;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      try {
-        r.doc.push_back(nlohmann::json::parse(line));
-      } catch (const nlohmann::json::exception& e) {
-        fail("{}:{}: not a JSON line: {}", path, n, e.what());
-      }
-    }
+    for_each_json_line(text, path, [&](nlohmann::json&& j, const std::string&) {
+      r.doc.push_back(std::move(j));
+      return true;
+    });
     for (const auto& j : r.doc)
       if (j.is_object() && j.contains("step") && j.contains("loss")) r.kind = "metrics";
     return r;
   }
-  try {
-    r.doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not JSON: {}", path, e.what());
-  }
+  r.doc = parse_json(text, path);
   if (r.doc.is_object() && r.doc.contains("bench") && r.doc["bench"].is_string()) {
     const std::string b = r.doc["bench"].get<std::string>();
     if (b == "comm" || b == "gemm" || b == "membw" || b == "io" || b == "train") r.kind = b;

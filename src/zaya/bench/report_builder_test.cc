@@ -88,7 +88,7 @@ TEST(Report, BuildsEverySectionFromBenchmarkJson) {
   EXPECT_EQ(files.size(), 7u);
   for (const std::string& f : files) EXPECT_TRUE(std::filesystem::exists(f)) << f;
   testing::write_file(dir.file("bad.json"), "{not json");
-  testing::expect_error([&] { load_report_input(dir.file("bad.json")); }, "bad.json: not JSON");
+  testing::expect_error([&] { load_report_input(dir.file("bad.json")); }, "bad.json: invalid JSON");
 }
 
 }  // namespace

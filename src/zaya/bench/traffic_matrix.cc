@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
@@ -89,30 +90,19 @@ std::vector<double> rank_loads(const std::vector<double>& load, int ep) {
 
 TrafficMatrix traffic_matrix_from_routing(const std::string& path, int ep, const RoutingSelection& sel) {
   ZAYA_CHECK(ep >= 1, "expert-parallel size must be at least 1, got {}", ep);
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "{}: cannot open the training metrics", path);
+  ZAYA_CHECK(std::ifstream(path).good(), "{}: cannot open the training metrics", path);
   nlohmann::json chosen;
-  int64_t chosen_line = 0, line_no = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}:{}: not a JSON line: {}", path, line_no, e.what());
-    }
-    if (!j.is_object() || !j.contains("routing") || !j["routing"].is_array() || j["routing"].empty()) continue;
+  std::string where;
+  read_json_lines(path, [&](nlohmann::json&& j, const std::string& at) {
+    if (!j.is_object() || !j.contains("routing") || !j["routing"].is_array() || j["routing"].empty()) return true;
     if (sel.step >= 0 && !(j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() == sel.step))
-      continue;
+      return true;
     chosen = std::move(j);
-    chosen_line = line_no;
-    if (sel.step >= 0) break;
-  }
+    where = at;
+    return sel.step < 0;  // a chosen step: found; otherwise the last one with routing
+  });
   ZAYA_CHECK(!chosen.is_null(), "{}: no line with routing loads{} (zaya train writes them to OUT_DIR/metrics.jsonl)",
              path, sel.step >= 0 ? fmt::format(" for step {}", sel.step) : "");
-  const std::string where = fmt::format("{}:{}", path, chosen_line);
 
   // Per-layer loads, validated.
   std::vector<std::pair<int64_t, std::vector<double>>> layers;

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
@@ -19,14 +20,7 @@ CheckpointReader CheckpointReader::open(const std::string& dir) {
   CheckpointReader r;
   r.dir_ = dir;
   const std::string path = (fs::path(dir) / kCheckpointMetadata).string();
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "{}: cannot read (is '{}' a checkpoint directory?)", path, dir);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
+  const nlohmann::json j = read_json_file(path, "", "is '" + dir + "' a checkpoint directory?");
   r.meta_ = CheckpointMeta::from_json(j, path);
   for (const CkptFile& f : r.meta_.files) {
     const std::string fp = (fs::path(dir) / f.name).string();

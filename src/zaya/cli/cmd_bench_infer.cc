@@ -11,6 +11,7 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/infer/benchmark.h"
+#include "zaya/io/atomic_file.h"
 #include "zaya/model/params.h"
 
 namespace zaya::cli {
@@ -69,9 +70,7 @@ void bench_infer(const BenchInferOptions& o) {
   if (!o.json_out.empty()) {
     nlohmann::json j = infer_bench_json(*model, bo, r);
     j["model"] = name;
-    std::ofstream f(o.json_out);
-    ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);
-    f << j.dump(2) << "\n";
+    write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
 }
 

@@ -14,7 +14,6 @@
 namespace zaya::cli {
 namespace {
 
-
 void inspect(const std::string& dir, bool tensors, const std::string& json_out) {
   CheckpointReader ck = CheckpointReader::open(dir);
   const CheckpointMeta& m = ck.meta();

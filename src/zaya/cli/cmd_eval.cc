@@ -13,6 +13,7 @@
 #include "zaya/core/error.h"
 #include "zaya/infer/evaluation.h"
 #include "zaya/infer/text.h"
+#include "zaya/io/atomic_file.h"
 
 namespace zaya::cli {
 namespace {
@@ -82,11 +83,8 @@ void run_eval(const EvalOptions& o) {
   }
   for (const std::string& prefix : o.shards) report_ppl(prefix, "shards", shard_perplexity(*model, prefix, limits, po));
 
-  std::ofstream per_item;
-  if (!o.per_item.empty()) {
-    per_item.open(o.per_item);
-    ZAYA_CHECK(per_item.good(), "cannot write '{}'", o.per_item);
-  }
+  std::optional<AtomicFileWriter> per_item;
+  if (!o.per_item.empty()) per_item.emplace(o.per_item);
   for (const std::string& path : o.mc) {
     const MultipleChoiceRun run = multiple_choice_file(*model, tok ? &*tok : nullptr, path, o.max_items, so);
     const std::vector<McItem>& items = run.items;
@@ -100,19 +98,18 @@ void run_eval(const EvalOptions& o) {
                                       {"acc_norm", s.acc_norm},
                                       {"acc_norm_stderr", s.acc_norm_stderr},
                                       {"seconds", run.seconds}});
-    if (per_item.is_open())
+    if (per_item)
       for (size_t i = 0; i < items.size(); ++i) {
         const McItemResult& r = s.per_item[i];
         nlohmann::json j = {{"data", path},          {"index", i},        {"id", items[i].id},
                             {"gold", items[i].gold}, {"pred", r.pred},    {"pred_norm", r.pred_norm},
                             {"logprobs", r.logprob}, {"greedy", r.greedy}};
-        per_item << j.dump() << "\n";
+        per_item->write(j.dump() + "\n");
       }
   }
+  if (per_item) per_item->commit();
   if (!o.json_out.empty()) {
-    std::ofstream f(o.json_out);
-    ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);
-    f << out.dump(2) << "\n";
+    write_file_atomic(o.json_out, out.dump(2) + "\n");
   }
 }
 

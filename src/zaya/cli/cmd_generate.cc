@@ -18,6 +18,7 @@
 #include "zaya/infer/prompts_file.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/text_request.h"
+#include "zaya/io/atomic_file.h"
 #include "zaya/model/hf_checkpoint.h"
 
 namespace zaya::cli {
@@ -121,9 +122,7 @@ void run_generate(const GenerateCliOptions& o) {
                         {"total_seconds", st.total_seconds},
                         {"weights_dtype", model->matrix_dtype()},
                         {"threads", omp_get_max_threads()}};
-    std::ofstream f(o.json_out);
-    ZAYA_CHECK(f.good(), "cannot write '{}'", o.json_out);
-    f << j.dump(2) << "\n";
+    write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
 }
 

@@ -2,11 +2,12 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/io/atomic_file.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
 #include "zaya/train/train_config.h"
@@ -54,12 +55,13 @@ void add_info_command(CLI::App& app) {
                p.active_without_embedding(), p.active_without_embedding() / 1e9);
     fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active, p.active / 1e9);
     if (!json_out->empty()) {
-      std::ofstream f(*json_out);
-      ZAYA_CHECK(f.good(), "cannot write '{}'", *json_out);
-      f << fmt::format(
-          "{{\"model\":\"{}\",\"total\":{},\"embedding\":{},\"total_without_embedding\":{},"
-          "\"active\":{},\"active_without_embedding\":{}}}\n",
-          name, p.total, p.embedding, p.total_without_embedding(), p.active, p.active_without_embedding());
+      const nlohmann::json j = {{"model", name},
+                                {"total", p.total},
+                                {"embedding", p.embedding},
+                                {"total_without_embedding", p.total_without_embedding()},
+                                {"active", p.active},
+                                {"active_without_embedding", p.active_without_embedding()}};
+      write_file_atomic(*json_out, j.dump() + "\n");
     }
   });
 }

@@ -11,6 +11,7 @@
 #include "zaya/infer/full_sequence.h"
 #include "zaya/infer/sequence_scores.h"
 #include "zaya/infer/token_lists.h"
+#include "zaya/io/atomic_file.h"
 #include "zaya/model/hf_checkpoint.h"
 
 namespace zaya::cli {
@@ -42,7 +43,7 @@ void add_score_command(CLI::App& app) {
                  scores[i].mean_loss);
       out.push_back({{"tokens", scores[i].tokens}, {"mean_loss", scores[i].mean_loss}});
     }
-    if (!o->json_out.empty()) std::ofstream(o->json_out) << out.dump(1) << "\n";
+    if (!o->json_out.empty()) write_file_atomic(o->json_out, out.dump(1) + "\n");
     if (!o->dump_logits.empty()) write_logits_json(o->dump_logits, scores, V);
   });
 }

@@ -1,5 +1,6 @@
 #pragma once
-// bfloat16 <-> float conversion (round to nearest even, NaN kept quiet).
+// bfloat16 and IEEE half <-> float conversions, the only ones in zaya.cpp
+// (round to nearest even, NaN kept quiet).
 
 #include <cstdint>
 #include <cstring>
@@ -21,7 +22,9 @@ inline float bf16_to_float(uint16_t h) {
   return f;
 }
 
-// IEEE half -> float (for reading F16 safetensors).
+// IEEE half -> float (F16 safetensors and GGUF, half-precision reductions).
 float f16_to_float(uint16_t h);
+// float -> IEEE half, round to nearest even (overflow to infinity, subnormals kept).
+uint16_t float_to_f16(float f);
 
 }  // namespace zaya

@@ -24,5 +24,23 @@ TEST(Bf16, HalfToFloat) {
   EXPECT_TRUE(std::isinf(f16_to_float(0x7c00)));
 }
 
+// Every half value survives float and back; ties round to even; overflow gives infinity.
+TEST(Bf16, FloatToHalf) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const float f = f16_to_float(uint16_t(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(f16_to_float(float_to_f16(f)))) << h;
+      continue;
+    }
+    EXPECT_EQ(float_to_f16(f), uint16_t(h)) << h;
+  }
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // halfway to 1 + 2^-10: to even (1)
+  EXPECT_EQ(float_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // halfway, odd below: up
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);                          // halfway past the largest: infinity
+  EXPECT_EQ(float_to_f16(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // half the smallest subnormal: to even (0)
+  EXPECT_EQ(float_to_f16(-2048.0f), 0xe800);
+}
+
 }  // namespace
 }  // namespace zaya

@@ -64,30 +64,6 @@ void reduce_u8(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = Max ? std::max(a[i], b[i]) : std::min(a[i], b[i]);
 }
 
-uint16_t float_to_f16(float f) {
-  // Round to nearest even; enough for sums of half values (rarely used).
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  int32_t exp = int32_t((u >> 23) & 0xffu) - 127 + 15;
-  uint32_t mant = u & 0x7fffffu;
-  if (((u >> 23) & 0xffu) == 0xffu) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  if (exp >= 31) return uint16_t(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return uint16_t(sign);
-    mant |= 0x800000u;
-    const uint32_t shift = uint32_t(14 - exp);
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return uint16_t(sign | h);
-  }
-  uint32_t h = (uint32_t(exp) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return uint16_t(sign | h);
-}
-
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::kF32: return MPI_FLOAT;

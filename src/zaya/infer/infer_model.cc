@@ -12,6 +12,7 @@
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/native_config.h"
@@ -324,17 +325,8 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   check_weight_dtype_option(options.dtype, "--dtype");
   std::unique_ptr<InferModel> m(new InferModel());
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
-  nlohmann::json config_json;
-  {
-    std::ifstream in(config_path);
-    ZAYA_CHECK(in.good(), "cannot read '{}' (a model directory holds config.json and the safetensors weights)",
-               config_path);
-    try {
-      config_json = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: invalid JSON: {}", config_path, e.what());
-    }
-  }
+  const nlohmann::json config_json =
+      read_json_file(config_path, "", "a model directory holds config.json and the safetensors weights");
   // The native 40-layer layout (ZAYA1-8B and later) or the legacy one (ZAYA1-base).
   m->native_ = is_native_zaya_config(config_json);
   m->config_ =

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 namespace {
@@ -39,20 +40,8 @@ int64_t argmax_first(const std::vector<double>& v) {
 }
 
 std::vector<McItem> read_mc_items(const std::string& path, const Tokenizer* tok, int64_t vocab, int64_t max_items) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read '{}'", path);
   std::vector<McItem> items;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (max_items > 0 && int64_t(items.size()) >= max_items) break;
-    const std::string at = path + ":" + std::to_string(n);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: invalid JSON: {}", at, e.what());
-    }
+  read_json_lines(path, [&](nlohmann::json&& j, const std::string& at) {
     ZAYA_CHECK(j.is_object(), "{}: expected a JSON object per line", at);
     for (auto it = j.begin(); it != j.end(); ++it) {
       static const char* kKeys[] = {"context", "choices", "gold", "context_ids", "choices_ids", "id", "meta"};
@@ -116,7 +105,8 @@ std::vector<McItem> read_mc_items(const std::string& path, const Tokenizer* tok,
                "{}: \"gold\" = {} is invalid; allowed: 0..{} (an index into the choices)", at, item.gold,
                item.choices.size() - 1);
     items.push_back(std::move(item));
-  }
+    return max_items <= 0 || int64_t(items.size()) < max_items;  // the next line is not read past the limit
+  });
   ZAYA_CHECK(!items.empty(), "{}: no items (one JSON object per line)", path);
   return items;
 }

@@ -1,27 +1,17 @@
 #include "zaya/infer/prompts_file.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
 std::vector<TextRequest> read_prompts_file(const std::string& path, const TextRequest& defaults) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read '{}'", path);
   std::vector<TextRequest> out;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}:{}: invalid JSON: {}", path, n, e.what());
-    }
+  read_json_lines(path, [&](nlohmann::json&& j, const std::string& at) {
     ZAYA_CHECK(j.is_object() && j.contains("prompt") && j["prompt"].is_string(),
-               "{}:{}: expected an object with a string \"prompt\"", path, n);
+               "{}: expected an object with a string \"prompt\"", at);
     TextRequest r = defaults;
     r.prompt = j["prompt"].get<std::string>();
     GenerationRequest& g = r.generation;
@@ -29,11 +19,11 @@ std::vector<TextRequest> read_prompts_file(const std::string& path, const TextRe
       const std::string& k = it.key();
       const auto& v = it.value();
       auto want_int = [&] {
-        ZAYA_CHECK(v.is_number_integer(), "{}:{}: \"{}\" = {} must be an integer", path, n, k, v.dump());
+        ZAYA_CHECK(v.is_number_integer(), "{}: \"{}\" = {} must be an integer", at, k, v.dump());
         return v.get<int64_t>();
       };
       auto want_num = [&] {
-        ZAYA_CHECK(v.is_number(), "{}:{}: \"{}\" = {} must be a number", path, n, k, v.dump());
+        ZAYA_CHECK(v.is_number(), "{}: \"{}\" = {} must be a number", at, k, v.dump());
         return v.get<double>();
       };
       if (k == "prompt" || k == "id") continue;
@@ -48,16 +38,16 @@ std::vector<TextRequest> read_prompts_file(const std::string& path, const TextRe
       else if (k == "top_p")
         g.sampling.top_p = want_num();
       else
-        fail("{}:{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id", path, n,
-             k);
+        fail("{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id", at, k);
     }
     try {
       g.sampling.validate();
     } catch (const Error& e) {
-      fail("{}:{}: {}", path, n, e.what());
+      fail("{}: {}", at, e.what());
     }
     out.push_back(std::move(r));
-  }
+    return true;
+  });
   ZAYA_CHECK(!out.empty(), "{}: no prompts (one JSON object per line)", path);
   return out;
 }

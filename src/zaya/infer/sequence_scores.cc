@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/infer/scorer.h"
+#include "zaya/io/atomic_file.h"
 
 namespace zaya {
 
@@ -31,24 +32,26 @@ std::vector<SequenceScore> score_sequences_cached(const InferModel& model,
 }
 
 void write_logits_json(const std::string& path, const std::vector<SequenceScore>& scores, int64_t V) {
-  std::ofstream f(path);
-  ZAYA_CHECK(f.good(), "cannot write '{}'", path);
-  f << "[";
+  AtomicFileWriter f(path);  // a dump of every logit can be large: streamed, then published whole
+  f.write("[");
   for (size_t i = 0; i < scores.size(); ++i) {
-    f << (i ? ",\n[" : "[");
+    f.write(i ? ",\n[" : "[");
     const std::vector<float>& logits = scores[i].logits;
     ZAYA_CHECK(V > 0 && !logits.empty() && int64_t(logits.size()) % V == 0,
                "{}: sequence {} has {} logits, not rows of {} ids (scored without keep_logits?)", path, i,
                logits.size(), V);
     const int64_t S = int64_t(logits.size()) / V;
+    std::string row;
     for (int64_t t = 0; t < S; ++t) {
-      f << (t ? ",[" : "[");
-      for (int64_t v = 0; v < V; ++v) f << (v ? "," : "") << fmt::format("{:.7g}", logits[t * V + v]);
-      f << "]";
+      row = t ? ",[" : "[";
+      for (int64_t v = 0; v < V; ++v) row += fmt::format("{}{:.7g}", v ? "," : "", logits[t * V + v]);
+      row += "]";
+      f.write(row);
     }
-    f << "]";
+    f.write("]");
   }
-  f << "]\n";
+  f.write("]\n");
+  f.commit();
 }
 
 }  // namespace zaya

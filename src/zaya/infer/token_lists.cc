@@ -3,18 +3,12 @@
 #include <fstream>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
 nlohmann::json parse_token_lists(const std::string& path) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read '{}'", path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
+  const nlohmann::json j = read_json_file(path);
   ZAYA_CHECK(j.is_array(), "{}: expected a JSON list of token-id lists", path);
   return j;
 }

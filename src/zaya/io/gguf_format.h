@@ -94,9 +94,6 @@ std::string ggml_raw_type_name(uint32_t raw);
 size_t ggml_type_size(GgmlType type);
 bool ggml_type_is_float(GgmlType type);
 
-// IEEE half from float, round to nearest even (overflow -> inf, NaN kept a NaN).
-uint16_t float_to_f16(float f);
-
 // `offset` rounded up to a multiple of `alignment` (a power of two); false on overflow.
 bool gguf_align_up(uint64_t offset, uint64_t alignment, uint64_t* out);
 

@@ -1,19 +1,57 @@
 #include "zaya/io/json_file.h"
 
 #include <fstream>
+#include <sstream>
 
 #include "zaya/core/error.h"
+#include "zaya/io/utf8.h"
 
 namespace zaya {
 
-nlohmann::json read_json_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read {} '{}'", what, path);
+template <typename Json>
+Json parse_json(std::string_view text, const std::string& where) {
   try {
-    return nlohmann::json::parse(in);
+    return Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: not valid JSON ({})", path, e.what());
+    fail("{}: invalid JSON: {}", where, printable(e.what()));
   }
+}
+template nlohmann::json parse_json<nlohmann::json>(std::string_view, const std::string&);
+template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(std::string_view, const std::string&);
+
+namespace {
+
+std::string read_text(const std::string& path, const std::string& what, const std::string& hint) {
+  std::ifstream in(path, std::ios::binary);
+  ZAYA_CHECK(in.good(), "cannot read {}'{}'{}", what.empty() ? "" : what + " ", path,
+             hint.empty() ? "" : " (" + hint + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what, const std::string& hint) {
+  return parse_json(read_text(path, what, hint), path);
+}
+
+void for_each_json_line(std::string_view text, const std::string& path,
+                        const std::function<bool(nlohmann::json&&, const std::string&)>& fn) {
+  int64_t n = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    if (!fn(parse_json(line, where), where)) return;
+  }
+}
+
+void read_json_lines(const std::string& path, const std::function<bool(nlohmann::json&&, const std::string&)>& fn) {
+  for_each_json_line(read_text(path, "", ""), path, fn);
 }
 
 }  // namespace zaya

@@ -1,13 +1,33 @@
 #pragma once
-// A whole JSON document read from a file, with errors that name the file.
+// The one checked JSON reader: every JSON document or JSON-lines file zaya
+// reads goes through here, so a malformed one always fails the same way,
+// naming the file (and line): "FILE[:LINE]: invalid JSON: <what the parser says>".
+// (The safetensors header has its own event parser, to reject duplicate keys;
+// it reports through the same message.)
 
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace zaya {
 
-// Parses `path`; `what` describes the file for the error when it cannot be
-// opened ("hardware profile", "--gemm-table"). Throws zaya::Error.
-nlohmann::json read_json_file(const std::string& path, const std::string& what);
+// Parses `text`; `where` names it in the error (a file, or file:line).
+template <typename Json = nlohmann::json>
+Json parse_json(std::string_view text, const std::string& where);
+
+// The whole JSON document in `path`. The error for a file that cannot be
+// read says "cannot read [what ]'PATH'[ (hint)]", e.g. what = "hardware
+// profile", hint = "a model directory holds config.json ...".
+nlohmann::json read_json_file(const std::string& path, const std::string& what = "", const std::string& hint = "");
+
+// Every non-blank line of JSON-lines `text` (from `path`), in order: fn(line,
+// "PATH:N"); fn returns false to stop early.
+void for_each_json_line(std::string_view text, const std::string& path,
+                        const std::function<bool(nlohmann::json&& line, const std::string& where)>& fn);
+// The same for a file.
+void read_json_lines(const std::string& path,
+                     const std::function<bool(nlohmann::json&& line, const std::string& where)>& fn);
 
 }  // namespace zaya

@@ -8,6 +8,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/json_file.h"
 #include "zaya/io/mapped_file.h"
 #include "zaya/io/utf8.h"
 
@@ -33,13 +34,8 @@ std::vector<std::pair<std::string, std::string>> read_weight_map(const std::stri
   auto bytes = file.bytes();
   ZAYA_CHECK(bytes.size() <= kMaxIndexBytes, "{}: {} bytes is too large for a safetensors index", index_path,
              bytes.size());
-  Json root;
-  try {
-    const char* text = reinterpret_cast<const char*>(bytes.data());
-    root = Json::parse(text, text + bytes.size());
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not valid JSON: {}", index_path, printable(e.what()));
-  }
+  const Json root =
+      parse_json<Json>(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), index_path);
   ZAYA_CHECK(root.is_object(), "{}: top level is a JSON {}, expected an object", index_path, root.type_name());
   auto map = root.find("weight_map");
   ZAYA_CHECK(map != root.end(), "{}: missing field 'weight_map'", index_path);

@@ -179,7 +179,7 @@ TEST_F(SafetensorsDirIndex, MalformedIndexes) {
   write_index(nlohmann::json::array());
   EXPECT_NE(open_error().find("top level is a JSON array"), std::string::npos) << open_error();
   std::ofstream(dir.file(kSafetensorsIndexFile)) << "{\"weight_map\": ";
-  EXPECT_NE(open_error().find("not valid JSON"), std::string::npos) << open_error();
+  EXPECT_NE(open_error().find("invalid JSON"), std::string::npos) << open_error();
 }
 
 TEST(SafetensorsDir, EmptyOrMissingDirectory) {

@@ -229,7 +229,7 @@ SafetensorsLayout parse_safetensors_layout(std::string_view label, std::span<con
     HeaderGuard guard(label);
     root = Json::parse(text, text + header_len, std::ref(guard));
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: header is not valid JSON: {}", label, printable(e.what()));
+    fail("{}: header: invalid JSON: {}", label, printable(e.what()));
   }
   if (!root.is_object()) fail("{}: header is a JSON {}, expected an object", label, root.type_name());
 

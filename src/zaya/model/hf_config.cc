@@ -4,6 +4,7 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 namespace {
@@ -244,15 +245,8 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
 }
 
 ZayaConfig load_hf_config(const std::string& path) {
-  std::ifstream in(path);
-  ZAYA_CHECK(in.good(), "cannot read '{}' (a model directory holds config.json and model.safetensors)", path);
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    fail("{}: invalid JSON: {}", path, e.what());
-  }
-  return config_from_hf_json(j, path);
+  return config_from_hf_json(read_json_file(path, "", "a model directory holds config.json and model.safetensors"),
+                             path);
 }
 
 }  // namespace zaya
