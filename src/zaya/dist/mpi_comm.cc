@@ -2,6 +2,10 @@
 // collectives only). Every blocking call runs as its non-blocking form plus a
 // wait, so that a deadline (Comm::set_timeout) can turn a missing rank into
 // an error instead of a hang.
+//
+// Longer than other files on purpose: it is the only file that includes
+// mpi.h (CMakeLists.txt builds it once per MPI implementation, as an object
+// library), so every MPI call of the project lives here.
 #include <mpi.h>
 #include <sched.h>
 

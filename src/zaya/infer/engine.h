@@ -104,6 +104,11 @@ class InferenceEngine {
   int64_t workspace_bytes() const;
 
  private:
+  // The element-wise ops open a parallel region per call; a decode step's few
+  // thousand floats are not worth one (ops/serial_if.h): small steps run them
+  // on the calling thread.
+  static constexpr int64_t kSerialElements = 32768;
+
   void attention_layer(int64_t block, int64_t T, std::span<const StepChunk> chunks);
   void moe_layer(int64_t block, int64_t T, const float* r_prev, float* r_out);
   void attend(int64_t block, std::span<const StepChunk> chunks);

@@ -1,0 +1,216 @@
+// The two half-layers of a decode step (engine.h): CCA attention over each
+// slot's caches and convolution state, and the MoE layer (router, experts).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "zaya/core/profiler.h"
+#include "zaya/infer/engine.h"
+#include "zaya/ops/activations.h"
+#include "zaya/ops/cca_conv.h"
+#include "zaya/ops/cca_mix.h"
+#include "zaya/ops/qk_norm.h"
+#include "zaya/ops/rope.h"
+#include "zaya/ops/router.h"
+#include "zaya/ops/routing.h"
+#include "zaya/ops/serial_if.h"
+
+namespace zaya {
+namespace {
+
+void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
+  for (int64_t t = 0; t < rows; ++t)
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[t * ldy + i] += b[i];
+}
+
+// The router's products through the runner, on the layer's bf16 or f32 matrices.
+class RunnerRouterProducts final : public RouterProducts<float> {
+ public:
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w) : runner_(runner), w_(w) {}
+  void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
+    const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
+                               : m == RouterMatrix::kMlp0 ? w_.mlp0
+                               : m == RouterMatrix::kMlp2 ? w_.mlp2
+                                                          : w_.mlp4;
+    runner_.run(y_TO, out, x_TI, in, tokens, w_OI);
+  }
+
+ private:
+  LinearRunner& runner_;
+  const InferMoe& w_;
+};
+
+}  // namespace
+
+void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const StepChunk> chunks) {
+  ZAYA_PROFILE_SCOPE("infer.attention");
+  const ZayaConfig& c = config_;
+  const InferAttention& w = model_.weights().attn[b];
+  const int64_t D = c.hidden, Q = c.q_width(), K = kw_, C = cc_, d = c.head_dim, G = C / d, half = K / 2;
+  const int64_t nc = int64_t(chunks.size());
+  // Fused projection: q | k | v_cur | v_prev.
+  const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
+  linear_.run_parts(qkv_TP_, pw_, x_TD_, D, T, parts);
+
+  // conv A (depthwise, kernel 2) over [state(2 rows), chunk rows]: a_ext row k of
+  // chunk ci = bA + wA0 * raw(k) + wA1 * raw(k+1), k = 0..S; row 0 is the older
+  // position's output (a_old of the first token), from the state alone.
+  const float* wA = w.conv_a_w_C2;
+  const float* bA = w.conv_a_b_C;
+  const int64_t arows = T + nc;
+#pragma omp parallel for schedule(static) if (arows * C > 65536)
+  for (int64_t ar = 0; ar < arows; ++ar) {
+    const int64_t ci = a_chunk_[ar];
+    const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci;
+    const float* st = conv_state(b, chunks[ci].slot);
+    auto raw = [&](int64_t j) -> const float* { return j < 2 ? st + j * C : qkv_TP_ + (r0 + j - 2) * pw_; };
+    cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
+  }
+  // New conv state: the raw vectors of the chunk's last two positions.
+  for (int64_t ci = 0; ci < nc; ++ci) {
+    const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
+    float* st = conv_state(b, chunks[ci].slot);
+    if (S == 1) {
+      std::memcpy(st, st + C, sizeof(float) * C);
+    } else {
+      std::memcpy(st, qkv_TP_ + (r0 + S - 2) * pw_, sizeof(float) * C);
+    }
+    std::memcpy(st + C, qkv_TP_ + (r0 + S - 1) * pw_, sizeof(float) * C);
+  }
+  // conv B (grouped): group g of row t reads (a_old[g], a_new[g]) = a_ext rows
+  // t + ci and t + ci + 1; inputs gathered as xg[g][t] = [a_old_g, a_new_g].
+  const int64_t d2 = 2 * d;
+#pragma omp parallel for schedule(static) if (T * C > 65536)
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t ar = t + row_chunk_[t];
+    const float* a_old = a_ext_ + ar * C;
+    const float* a_new = a_old + C;
+    for (int64_t g = 0; g < G; ++g) {
+      float* dst = xg_T2d_ + (g * T + t) * d2;
+      std::memcpy(dst, a_old + g * d, sizeof(float) * d);
+      std::memcpy(dst + d, a_new + g * d, sizeof(float) * d);
+    }
+  }
+  if (T <= kMatvecMaxTokens) {
+    // Decode: the groups' small products in one parallel region, if worth one.
+#pragma omp parallel for schedule(static) if (T * C * d2 >= kDecodeParallelMinMacs)
+    for (int64_t g = 0; g < G; ++g) {
+      const WeightMatrix wg = w.conv_b.row_slice(g * d, (g + 1) * d);
+      matvec_rows(wg.type, wg.data, d2, 0, d, xg_T2d_ + g * T * d2, d2, T, c_TC_ + g * d, C, false);
+    }
+  } else {
+    for (int64_t g = 0; g < G; ++g)
+      linear_.run(c_TC_ + g * d, C, xg_T2d_ + g * T * d2, d2, T, w.conv_b.row_slice(g * d, (g + 1) * d));
+  }
+  add_bias(c_TC_, C, T, C, w.conv_b_b_C);
+
+  {
+    SerialIf serial(T * pw_ <= kSerialElements);
+    // Q, K with the mean terms of the unconvolved projections; values with the delayed stream.
+    cca_mean_terms_forward<float>(q_TQ_, k_TK_, c_TC_, qkv_TP_, CcaMixShape{1, T, c.q_heads, c.kv_heads, d, pw_});
+    for (int64_t ci = 0; ci < nc; ++ci) {
+      const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
+      float* vp = vprev_state(b, chunks[ci].slot);
+      for (int64_t i = 0; i < S; ++i) {
+        const float* prev = i == 0 ? vp : qkv_TP_ + (r0 + i - 1) * pw_ + Q + K + half;
+        cca_value_row(v_TK_ + (r0 + i) * K, qkv_TP_ + (r0 + i) * pw_ + Q + K, prev, half);
+      }
+      std::memcpy(vp, qkv_TP_ + (r0 + S - 1) * pw_ + Q + K + half, sizeof(float) * half);
+    }
+    l2norm_heads_forward<float>(q_TQ_, inv_q_, q_TQ_, nullptr, T, c.q_heads, d);
+    l2norm_heads_forward<float>(k_TK_, inv_k_, k_TK_, w.temp_Hk, T, c.kv_heads, d);
+    rope_apply<float>(q_TQ_, row_pos_.data(), T, c.q_heads, d, rope_, false);
+    rope_apply<float>(k_TK_, row_pos_.data(), T, c.kv_heads, d, rope_, false);
+  }
+  // Append to the caches, then attend.
+  for (int64_t ci = 0; ci < nc; ++ci) {
+    const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count, past = chunk_past_[ci];
+    float* kc = kcache(b, chunks[ci].slot);
+    float* vc = vcache(b, chunks[ci].slot);
+    for (int64_t j = 0; j < c.kv_heads; ++j)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t at = (j * max_context_ + past + i) * d;
+        std::memcpy(kc + at, k_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
+        std::memcpy(vc + at, v_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
+      }
+  }
+  attend(b, chunks);
+  linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
+}
+
+void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
+  const ZayaConfig& c = config_;
+  std::vector<CachedAttentionChunk>& work = attn_work_;
+  work.clear();
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
+    const int64_t r0 = chunk_row0_[ci];
+    work.push_back({q_TQ_ + r0 * c.q_width(), o_TQ_ + r0 * c.q_width(), kcache(b, chunks[ci].slot),
+                    vcache(b, chunks[ci].slot), max_context_ * c.head_dim, chunk_past_[ci], chunks[ci].count});
+    stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
+  }
+  // Short decode attention (a few hundred KB of cache) is not worth a parallel
+  // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
+  int64_t macs = 0;
+  for (size_t ci = 0; ci < chunks.size(); ++ci)
+    macs += 2 * c.q_heads * c.head_dim * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
+  cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, c.head_dim}, attn_scratch_,
+                   attn_scratch_per_thread_, macs < kDecodeParallelMinMacs ? 1 : threads_);
+}
+
+void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float* r_out) {
+  ZAYA_PROFILE_SCOPE("infer.moe");
+  const ZayaConfig& c = config_;
+  const InferMoe& w = model_.weights().moe[b];
+  const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, J = c.top_k;
+  // Router (spec §4); u and g serve both MLP layers.
+  const bool small = T * D <= kSerialElements;
+  // The matrices go through the runner; the op reads only the vectors.
+  const RouterWeights<float> rw{.down_b_R = w.down_b_R,
+                                .states_scale_R = w.states_scale_R,
+                                .norm_R = w.eda_norm_R,
+                                .mlp0_b_R = w.mlp0_b_R,
+                                .mlp2_b_R = w.mlp2_b_R};
+  RunnerRouterProducts products(linear_, w);
+  RouterActs<float> ra{.r_TR = r_out,
+                       .rstd_T = rstd_T_,
+                       .rn_TR = rn_TR_,
+                       .u1_TR = u_TR_,
+                       .g1_TR = g_TR_,
+                       .u2_TR = u_TR_,
+                       .g2_TR = g_TR_,
+                       .logits_TN = logits_TN_,
+                       .probs_TN = probs_TN_,
+                       .gate_TJ = gate_TJ_,
+                       .choice_TJ = choice_TJ_.data()};
+  router_forward<float>(rw, products, RouterShape{T, D, R, N, J, c.skip_slot(), c.router_norm_eps}, x_TD_, r_prev,
+                        w.balancing_bias_N, ra, {}, small);
+  {
+    SerialIf serial(small);
+    // Experts: tokens grouped by expert, one product pair per expert used.
+    build_expert_plan(plan_, choice_TJ_.data(), T, J);
+    gather_rows<float>(xp_MD_, x_TD_, plan_, D);
+  }
+  for (int64_t i = 0; i < T * J; ++i)
+    if (choice_TJ_[i] == c.skip_slot()) ++stats_.skip_choices;
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
+    if (n == 0) continue;
+    ++stats_.expert_loads;
+    linear_.run(h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D, D, n, w.fc1[e]);
+  }
+  swiglu_forward<float>(act_MF_, h_M2F_, plan_.rows, F);
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
+    if (n == 0) continue;
+    linear_.run(y_MD_ + r0 * D, D, act_MF_ + r0 * F, F, n, w.fc2[e]);
+  }
+  SerialIf serial(small);
+  // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
+  combine_forward<float>(h_TD_, y_MD_, x_TD_, gate_TJ_, choice_TJ_.data(), plan_, T, J, D,
+                         model_.skip_outputs_zero() ? -1 : c.skip_slot());
+}
+
+}  // namespace zaya
