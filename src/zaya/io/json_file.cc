@@ -54,4 +54,32 @@ void read_json_lines(const std::string& path, const std::function<bool(nlohmann:
   for_each_json_line(read_text(path, "", ""), path, fn);
 }
 
+void json_field_error(const std::string& source, const std::string& key, const nlohmann::json& v,
+                      const std::string& want) {
+  fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
+}
+
+int64_t json_int(const nlohmann::json& j, const std::string& source, const char* key, int64_t def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number_integer()) json_field_error(source, key, j[key], "an integer");
+  return j[key].get<int64_t>();
+}
+
+double json_number(const nlohmann::json& j, const std::string& source, const char* key, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) json_field_error(source, key, j[key], "a number");
+  return j[key].get<double>();
+}
+
+bool json_bool(const nlohmann::json& j, const std::string& source, const char* key, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) json_field_error(source, key, j[key], "true or false");
+  return j[key].get<bool>();
+}
+
+void json_require(const nlohmann::json& j, const std::string& source, const char* key, const nlohmann::json& want,
+                  const std::string& why) {
+  if (j.contains(key) && !j[key].is_null() && j[key] != want) json_field_error(source, key, j[key], why);
+}
+
 }  // namespace zaya

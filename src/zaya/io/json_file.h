@@ -30,4 +30,16 @@ void for_each_json_line(std::string_view text, const std::string& path,
 void read_json_lines(const std::string& path,
                      const std::function<bool(nlohmann::json&& line, const std::string& where)>& fn);
 
+// Checked fields of a JSON object (config files): a missing or null key
+// gives `def`; a value of the wrong type fails with
+// "SOURCE: \"KEY\" = VALUE is invalid; expected WHAT".
+[[noreturn]] void json_field_error(const std::string& source, const std::string& key, const nlohmann::json& value,
+                                   const std::string& expected);
+int64_t json_int(const nlohmann::json& j, const std::string& source, const char* key, int64_t def);
+double json_number(const nlohmann::json& j, const std::string& source, const char* key, double def);
+bool json_bool(const nlohmann::json& j, const std::string& source, const char* key, bool def);
+// A key that, when present and not null, must have exactly this value (`why` says what is allowed).
+void json_require(const nlohmann::json& j, const std::string& source, const char* key, const nlohmann::json& want,
+                  const std::string& why);
+
 }  // namespace zaya

@@ -80,36 +80,16 @@ const std::set<std::string> kIgnoredKeys = {"transformers_version",
                                             "tokenizer_class",
                                             "rope_type"};
 
-[[noreturn]] void bad(const std::string& source, const std::string& key, const json& v, const std::string& want) {
-  fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
-}
-
-int64_t get_int(const json& j, const std::string& source, const char* key, int64_t def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_number_integer()) bad(source, key, j[key], "an integer");
-  return j[key].get<int64_t>();
-}
-double get_double(const json& j, const std::string& source, const char* key, double def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_number()) bad(source, key, j[key], "a number");
-  return j[key].get<double>();
-}
-bool get_bool(const json& j, const std::string& source, const char* key, bool def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_boolean()) bad(source, key, j[key], "true or false");
-  return j[key].get<bool>();
-}
-
 // The value of a per-half-layer list on the first attention (parity 0) or MoE
 // (parity 1) half-layer, all such entries being equal; or a scalar.
 int64_t layer_value(const json& j, const std::string& source, const char* key, int parity, int64_t def) {
   if (!j.contains(key)) return def;
   const json& v = j[key];
   if (v.is_number_integer()) return v.get<int64_t>();
-  if (!v.is_array() || v.empty()) bad(source, key, v, "an integer or a per-layer list");
+  if (!v.is_array() || v.empty()) json_field_error(source, key, v, "an integer or a per-layer list");
   int64_t value = -1;
   for (size_t i = parity; i < v.size(); i += 2) {
-    if (!v[i].is_number_integer()) bad(source, key, v, "a list of integers");
+    if (!v[i].is_number_integer()) json_field_error(source, key, v, "a list of integers");
     if (value >= 0 && v[i].get<int64_t>() != value)
       fail("{}: \"{}\" has different values across layers ({} and {}); zaya.cpp needs one value per layer kind", source,
            key, value, v[i].get<int64_t>());
@@ -182,18 +162,30 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   for (auto it = j.begin(); it != j.end(); ++it)
     if (kIgnoredKeys.count(it.key()) == 0)
       fail("{}: unknown config key \"{}\"; zaya.cpp reads the legacy ZAYA1 keys (docs/formats.md)", source, it.key());
-  if (j.contains("model_type") && j["model_type"] != "zaya") bad(source, "model_type", j["model_type"], "\"zaya\"");
+  if (j.contains("model_type") && j["model_type"] != "zaya")
+    json_field_error(source, "model_type", j["model_type"], "\"zaya\"");
   if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
-    bad(source, "rope_scaling", j["rope_scaling"], "false or null (no RoPE scaling)");
+    json_field_error(source, "rope_scaling", j["rope_scaling"], "false or null (no RoPE scaling)");
   if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-    bad(source, "sliding_window", j["sliding_window"], "null (no sliding-window layers)");
+    json_field_error(source, "sliding_window", j["sliding_window"], "null (no sliding-window layers)");
+  // Keys that would change the computation if they took another value (spec
+  // §11): refused rather than ignored, so a model is never run as something it is not.
+  json_require(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding; untied heads: no)");
+  json_require(j, source, "scale_residual_merge", true, "true (residual scaling at every merge, spec §5)");
+  json_require(j, source, "gated_linear_unit", true, "true (SwiGLU experts)");
+  json_require(j, source, "activation_func", "swiglu", "\"swiglu\"");
+  json_require(j, source, "normalization", "RMSNorm", "\"RMSNorm\"");
+  for (const char* bias : {"add_bias_linear", "lm_head_bias", "attention_bias"})
+    json_require(j, source, bias, false, "false (no biases on those projections)");
+  json_require(j, source, "clamp_temp", false, "false (the key temperature is a plain multiplier, spec §3 step 6)");
+  json_require(j, source, "use_sliding_window", false, "false (no sliding-window layers)");
   ZayaConfig c;
-  c.hidden = get_int(j, source, "hidden_size", c.hidden);
+  c.hidden = json_int(j, source, "hidden_size", c.hidden);
   // zaya_layers: ['a', E, 'a', E, ...] (spec §2). Always use its length, never num_hidden_layers.
   if (!j.contains("zaya_layers")) fail("{}: missing key \"zaya_layers\" (the legacy layer list)", source);
   const json& layers = j["zaya_layers"];
   if (!layers.is_array() || layers.empty() || layers.size() % 2 != 0)
-    bad(source, "zaya_layers", layers, "a list ['a', E, 'a', E, ...] of even length");
+    json_field_error(source, "zaya_layers", layers, "a list ['a', E, 'a', E, ...] of even length");
   for (size_t i = 0; i < layers.size(); ++i) {
     const bool ok = i % 2 == 0 ? layers[i] == "a" : layers[i].is_number_integer();
     if (!ok)
@@ -203,43 +195,44 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   c.num_blocks = int64_t(layers.size() / 2);
   c.experts = layer_value(j, source, "zaya_layers", 1, c.experts);
   if (j.contains("head_dim"))
-    c.head_dim = get_int(j, source, "head_dim", c.head_dim);
+    c.head_dim = json_int(j, source, "head_dim", c.head_dim);
   else if (j.contains("kv_channels"))
-    c.head_dim = get_int(j, source, "kv_channels", c.head_dim);
+    c.head_dim = json_int(j, source, "kv_channels", c.head_dim);
   else {
-    const int64_t heads = get_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
+    const int64_t heads = json_int(j, source, "num_attention_heads", c.hidden / c.head_dim);
     if (heads < 1 || heads > c.hidden)
-      bad(source, "num_attention_heads", j["num_attention_heads"], "an integer in 1..hidden_size");
+      json_field_error(source, "num_attention_heads", j["num_attention_heads"], "an integer in 1..hidden_size");
     c.head_dim = c.hidden / heads;
   }
   c.q_heads = layer_value(j, source, "cca_num_q_heads", 0, c.q_heads);
   c.kv_heads = j.contains("num_query_groups_list") ? layer_value(j, source, "num_query_groups_list", 0, c.kv_heads)
-                                                   : get_int(j, source, "num_key_value_heads", c.kv_heads);
-  c.conv_kernel0 = get_int(j, source, "cca_time0", 2);
-  c.conv_kernel1 = get_int(j, source, "cca_time1", 2);
+                                                   : json_int(j, source, "num_key_value_heads", c.kv_heads);
+  c.conv_kernel0 = json_int(j, source, "cca_time0", 2);
+  c.conv_kernel1 = json_int(j, source, "cca_time1", 2);
   const int64_t fc1 = layer_value(j, source, "ffn_hidden_size_list", 1, 2 * c.expert_ffn);
   if (fc1 % 2 != 0) fail("{}: \"ffn_hidden_size_list\" entry {} must be even (gate and up fused)", source, fc1);
   c.expert_ffn = fc1 / 2;
   c.router_hidden = layer_value(j, source, "zaya_mlp_expansion", 1, c.router_hidden);
-  c.top_k = get_int(j, source, "moe_router_topk", c.top_k);
-  c.use_skip = get_bool(j, source, "zaya_use_mod", c.use_skip);
-  c.use_eda = get_bool(j, source, "zaya_use_eda", c.use_eda);
-  c.rope_theta = get_double(j, source, "rope_theta", 10000.0);  // the zaya-branch default when absent
-  c.partial_rotary_factor = get_double(j, source, "partial_rotary_factor", c.partial_rotary_factor);
-  c.max_position = get_int(j, source, "max_position_embeddings", c.max_position);
-  c.vocab_size = get_int(j, source, "vocab_size", c.vocab_size);
-  c.real_vocab_size = get_int(j, source, "zaya_real_vocab_size", c.vocab_size);
-  c.norm_eps = get_double(j, source, "norm_epsilon", get_double(j, source, "rms_norm_eps", c.norm_eps));
-  c.router_norm_eps = get_double(j, source, "zaya_router_norm_eps", 1e-6);
-  c.bos_token_id = get_int(j, source, "bos_token_id", c.bos_token_id);
+  c.top_k = json_int(j, source, "moe_router_topk", c.top_k);
+  c.use_skip = json_bool(j, source, "zaya_use_mod", c.use_skip);
+  c.use_eda = json_bool(j, source, "zaya_use_eda", c.use_eda);
+  c.rope_theta = json_number(j, source, "rope_theta", 10000.0);  // the zaya-branch default when absent
+  c.partial_rotary_factor = json_number(j, source, "partial_rotary_factor", c.partial_rotary_factor);
+  c.max_position = json_int(j, source, "max_position_embeddings", c.max_position);
+  c.vocab_size = json_int(j, source, "vocab_size", c.vocab_size);
+  c.real_vocab_size = json_int(j, source, "zaya_real_vocab_size", c.vocab_size);
+  c.norm_eps = json_number(j, source, "norm_epsilon", json_number(j, source, "rms_norm_eps", c.norm_eps));
+  // The router's RMSNorm epsilon: ours, or the reference's layernorm_epsilon when given, else its 1e-6 (spec §11).
+  c.router_norm_eps = json_number(j, source, "zaya_router_norm_eps", json_number(j, source, "layernorm_epsilon", 1e-6));
+  c.bos_token_id = json_int(j, source, "bos_token_id", c.bos_token_id);
   // eos_token_id may be a list (chat models add <end_of_turn>); the first is the document end.
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     json first = {{"eos_token_id", j["eos_token_id"][0]}};
-    c.eos_token_id = get_int(first, source, "eos_token_id", c.eos_token_id);
+    c.eos_token_id = json_int(first, source, "eos_token_id", c.eos_token_id);
   } else {
-    c.eos_token_id = get_int(j, source, "eos_token_id", c.eos_token_id);
+    c.eos_token_id = json_int(j, source, "eos_token_id", c.eos_token_id);
   }
-  c.pad_token_id = get_int(j, source, "pad_token_id", c.pad_token_id);
+  c.pad_token_id = json_int(j, source, "pad_token_id", c.pad_token_id);
   c.validate(source);
   return c;
 }

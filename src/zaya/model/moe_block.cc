@@ -11,7 +11,9 @@ namespace {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
-RouterWeights<float> router_weights(const MoeWeights& w) {
+// The router's tensors of a MoE layer: its weights (P = const float) or their gradients (P = float).
+template <typename P>
+RouterParams<P> router_params(const MoeWeights& w) {
   return {.down_RD = w.down_RD,
           .down_b_R = w.down_b_R,
           .states_scale_R = w.states_scale_R,
@@ -21,18 +23,6 @@ RouterWeights<float> router_weights(const MoeWeights& w) {
           .mlp2_RR = w.mlp2_RR,
           .mlp2_b_R = w.mlp2_b_R,
           .mlp4_NR = w.mlp4_NR};
-}
-
-RouterGrads<float> router_grads(const MoeWeights& g) {
-  return {.down_RD = g.down_RD,
-          .down_b_R = g.down_b_R,
-          .states_scale_R = g.states_scale_R,
-          .norm_R = g.eda_norm_R,
-          .mlp0_RR = g.mlp0_RR,
-          .mlp0_b_R = g.mlp0_b_R,
-          .mlp2_RR = g.mlp2_RR,
-          .mlp2_b_R = g.mlp2_b_R,
-          .mlp4_NR = g.mlp4_NR};
 }
 
 RouterShape router_shape(const ZayaConfig& c, int64_t tokens) {
@@ -89,7 +79,7 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
   const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), J = c.top_k;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
-  const RouterWeights<float> rw = router_weights(w);
+  const RouterWeights<float> rw = router_params<const float>(w);
   RouterArrayProducts<float> products(rw);
   RouterActs<float>& ra = a.router;
   const RouterLosses losses =
@@ -133,7 +123,7 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
   scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 
   // ---- router: consumes the next layer's EDA carry and leaves there the previous layer's ----
-  router_backward<float>(router_weights(w), router_grads(g), router_shape(c, T), a.router, s.router, x_TD, r_prev_TR,
+  router_backward<float>(router_params<const float>(w), router_params<float>(g), router_shape(c, T), a.router, s.router, x_TD, r_prev_TR,
                          s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR, router_loss(loss, aux_grad_scale));
 }
 

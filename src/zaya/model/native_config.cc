@@ -3,6 +3,7 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 namespace {
@@ -52,27 +53,6 @@ const std::set<std::string> kNativeKeys = {"model_type",
                                            "auto_map",
                                            "zaya_real_vocab_size"};
 
-[[noreturn]] void bad(const std::string& source, const std::string& key, const json& v, const std::string& want) {
-  fail("{}: \"{}\" = {} is invalid; expected {}", source, key, v.dump(), want);
-}
-
-int64_t int_key(const json& j, const std::string& source, const char* key, int64_t def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_number_integer()) bad(source, key, j[key], "an integer");
-  return j[key].get<int64_t>();
-}
-
-double num_key(const json& j, const std::string& source, const char* key, double def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_number()) bad(source, key, j[key], "a number");
-  return j[key].get<double>();
-}
-
-void require_value(const json& j, const std::string& source, const char* key, const json& want,
-                   const std::string& why) {
-  if (j.contains(key) && !j[key].is_null() && j[key] != want) bad(source, key, j[key], why);
-}
-
 }  // namespace
 
 bool is_native_zaya_config(const json& j) {
@@ -86,64 +66,66 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!kNativeKeys.count(it.key()))
       fail("{}: unknown config key \"{}\" for the native ZAYA1 layout (docs/inference.md)", source, it.key());
-  require_value(j, source, "model_type", "zaya", "\"zaya\"");
-  require_value(j, source, "hidden_act", "silu", "\"silu\" (SwiGLU experts)");
-  require_value(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding)");
-  require_value(j, source, "attention_bias", false, "false");
-  require_value(j, source, "lm_head_bias", false, "false");
-  require_value(j, source, "num_experts_per_tok", 1, "1 (ZAYA1 routes top-1)");
+  json_require(j, source, "model_type", "zaya", "\"zaya\"");
+  json_require(j, source, "hidden_act", "silu", "\"silu\" (SwiGLU experts)");
+  json_require(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding)");
+  json_require(j, source, "attention_bias", false, "false");
+  json_require(j, source, "lm_head_bias", false, "false");
+  json_require(j, source, "num_experts_per_tok", 1, "1 (ZAYA1 routes top-1)");
   if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-    bad(source, "sliding_window", j["sliding_window"], "null (sliding-window layers are not supported)");
+    json_field_error(source, "sliding_window", j["sliding_window"], "null (sliding-window layers are not supported)");
   if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
-    bad(source, "rope_scaling", j["rope_scaling"], "null or false (no RoPE scaling)");
+    json_field_error(source, "rope_scaling", j["rope_scaling"], "null or false (no RoPE scaling)");
 
   ZayaConfig c;
-  c.hidden = int_key(j, source, "hidden_size", 2048);
-  c.num_blocks = int_key(j, source, "num_hidden_layers", 40);
+  c.hidden = json_int(j, source, "hidden_size", 2048);
+  c.num_blocks = json_int(j, source, "num_hidden_layers", 40);
   if (j.contains("layer_types")) {
     const json& lt = j["layer_types"];
     if (!lt.is_array() || int64_t(lt.size()) != c.num_blocks)
-      bad(source, "layer_types", lt, fmt::format("a list of {} layer types (num_hidden_layers)", c.num_blocks));
+      json_field_error(source, "layer_types", lt,
+                       fmt::format("a list of {} layer types (num_hidden_layers)", c.num_blocks));
     for (const json& t : lt)
-      if (t != "hybrid") bad(source, "layer_types", lt, "\"hybrid\" for every layer (hybrid_sliding is not supported)");
+      if (t != "hybrid")
+        json_field_error(source, "layer_types", lt, "\"hybrid\" for every layer (hybrid_sliding is not supported)");
   }
-  c.q_heads = int_key(j, source, "num_attention_heads", 8);
-  c.kv_heads = int_key(j, source, "num_key_value_heads", 2);
-  c.head_dim = int_key(j, source, "head_dim", 128);
-  c.conv_kernel0 = int_key(j, source, "cca_time0", 2);
-  c.conv_kernel1 = int_key(j, source, "cca_time1", 2);
-  c.experts = int_key(j, source, "num_experts", 16);
-  c.expert_ffn = int_key(j, source, "moe_intermediate_size", 2048);
-  c.router_hidden = int_key(j, source, "router_hidden_size", 256);
+  c.q_heads = json_int(j, source, "num_attention_heads", 8);
+  c.kv_heads = json_int(j, source, "num_key_value_heads", 2);
+  c.head_dim = json_int(j, source, "head_dim", 128);
+  c.conv_kernel0 = json_int(j, source, "cca_time0", 2);
+  c.conv_kernel1 = json_int(j, source, "cca_time1", 2);
+  c.experts = json_int(j, source, "num_experts", 16);
+  c.expert_ffn = json_int(j, source, "moe_intermediate_size", 2048);
+  c.router_hidden = json_int(j, source, "router_hidden_size", 256);
   c.top_k = 1;
   c.use_skip = true;  // num_experts + 1 router classes, the last the skip expert
   c.use_eda = true;
-  c.norm_eps = num_key(j, source, "rms_norm_eps", 1e-5);
+  c.norm_eps = json_number(j, source, "rms_norm_eps", 1e-5);
   c.router_norm_eps = c.norm_eps;  // the native router norm uses rms_norm_eps (spec §8.2)
-  c.max_position = int_key(j, source, "max_position_embeddings", 131072);
-  c.vocab_size = int_key(j, source, "vocab_size", 262272);
-  c.real_vocab_size = int_key(j, source, "zaya_real_vocab_size", c.vocab_size);
+  c.max_position = json_int(j, source, "max_position_embeddings", 131072);
+  c.vocab_size = json_int(j, source, "vocab_size", 262272);
+  c.real_vocab_size = json_int(j, source, "zaya_real_vocab_size", c.vocab_size);
   // RoPE: {"hybrid": {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor": ...}},
   // a flat object, or top-level keys; the hub file also carries a stray top-level "rope_type".
-  c.rope_theta = num_key(j, source, "rope_theta", 5e6);
-  c.partial_rotary_factor = num_key(j, source, "partial_rotary_factor", 0.5);
+  c.rope_theta = json_number(j, source, "rope_theta", 5e6);
+  c.partial_rotary_factor = json_number(j, source, "partial_rotary_factor", 0.5);
   if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
     const json& rp = j["rope_parameters"];
-    if (!rp.is_object()) bad(source, "rope_parameters", rp, "an object");
+    if (!rp.is_object()) json_field_error(source, "rope_parameters", rp, "an object");
     const json& p = rp.contains("hybrid") ? rp["hybrid"] : rp;
-    if (!p.is_object()) bad(source, "rope_parameters.hybrid", p, "an object");
+    if (!p.is_object()) json_field_error(source, "rope_parameters.hybrid", p, "an object");
     if (p.contains("rope_type") && p["rope_type"] != "default")
-      bad(source, "rope_parameters.rope_type", p["rope_type"], "\"default\" (no RoPE scaling)");
-    c.rope_theta = num_key(p, source, "rope_theta", c.rope_theta);
-    c.partial_rotary_factor = num_key(p, source, "partial_rotary_factor", c.partial_rotary_factor);
+      json_field_error(source, "rope_parameters.rope_type", p["rope_type"], "\"default\" (no RoPE scaling)");
+    c.rope_theta = json_number(p, source, "rope_theta", c.rope_theta);
+    c.partial_rotary_factor = json_number(p, source, "partial_rotary_factor", c.partial_rotary_factor);
   }
-  c.pad_token_id = int_key(j, source, "pad_token_id", 0);
-  c.bos_token_id = int_key(j, source, "bos_token_id", 2);
+  c.pad_token_id = json_int(j, source, "pad_token_id", 0);
+  c.bos_token_id = json_int(j, source, "bos_token_id", 2);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     const json first = {{"eos_token_id", j["eos_token_id"][0]}};
-    c.eos_token_id = int_key(first, source, "eos_token_id", 1);
+    c.eos_token_id = json_int(first, source, "eos_token_id", 1);
   } else {
-    c.eos_token_id = int_key(j, source, "eos_token_id", 106);
+    c.eos_token_id = json_int(j, source, "eos_token_id", 106);
   }
   c.validate(source);
   return c;
