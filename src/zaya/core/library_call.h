@@ -2,7 +2,7 @@
 // Marks calls into libraries that manage their own heap memory (oneDNN's GEMM
 // drivers allocate packing buffers per call). The project's own code must not
 // allocate inside the step loop; the test that checks this
-// (train/trainer_test.cc) counts heap allocations while no library call is in
+// (train/step_numerics_test.cc, TrainJob.StepLoopDoesNotAllocate) counts heap allocations while no library call is in
 // progress anywhere in the process.
 
 #include <atomic>

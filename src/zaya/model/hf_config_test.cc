@@ -13,9 +13,11 @@ TEST(HfConfig, RefusesKeysThatWouldChangeTheComputation) {
   const nlohmann::json base = config_to_hf_json(preset_config("tiny"), "float32");
   EXPECT_NO_THROW(config_from_hf_json(base, "config.json"));
   const std::vector<std::pair<const char*, nlohmann::json>> changed = {
-      {"tie_word_embeddings", false}, {"scale_residual_merge", false}, {"gated_linear_unit", false},
-      {"activation_func", "gelu"},    {"normalization", "LayerNorm"},  {"add_bias_linear", true},
-      {"lm_head_bias", true},         {"clamp_temp", true},            {"use_sliding_window", true}};
+      {"tie_word_embeddings", false}, {"scale_residual_merge", false},
+      {"gated_linear_unit", false},   {"activation_func", "gelu"},
+      {"normalization", "LayerNorm"}, {"add_bias_linear", true},
+      {"lm_head_bias", true},         {"clamp_temp", true},
+      {"use_sliding_window", true}};
   for (const auto& [key, value] : changed) {
     nlohmann::json j = base;
     j[key] = value;

@@ -123,8 +123,9 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
   scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 
   // ---- router: consumes the next layer's EDA carry and leaves there the previous layer's ----
-  router_backward<float>(router_params<const float>(w), router_params<float>(g), router_shape(c, T), a.router, s.router, x_TD, r_prev_TR,
-                         s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR, router_loss(loss, aux_grad_scale));
+  router_backward<float>(router_params<const float>(w), router_params<float>(g), router_shape(c, T), a.router, s.router,
+                         x_TD, r_prev_TR, s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR,
+                         router_loss(loss, aux_grad_scale));
 }
 
 }  // namespace zaya

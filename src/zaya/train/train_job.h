@@ -21,9 +21,9 @@
 
 #include "zaya/ckpt/reader.h"
 #include "zaya/dist/mesh.h"
+#include "zaya/io/heartbeat.h"
 #include "zaya/train/checkpoint_manager.h"
 #include "zaya/train/fault_seam.h"
-#include "zaya/io/heartbeat.h"
 #include "zaya/train/phase_controller.h"
 #include "zaya/train/run_log.h"
 #include "zaya/train/step_guard.h"
