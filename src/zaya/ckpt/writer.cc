@@ -213,6 +213,7 @@ bool CheckpointWriter::try_publish(bool wait) {
     throw;
   }
   stats_.publish_seconds = now_seconds() - t0;
+  published_step_ = step_;
   return true;
 }
 

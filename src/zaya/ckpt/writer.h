@@ -66,6 +66,8 @@ class CheckpointWriter {
   // Collective. Waits for the pending save (if any) and publishes it.
   void finish();
   bool pending() const { return pending_; }
+  // The step of the newest checkpoint this writer published (-1: none yet).
+  int64_t published_step() const { return published_step_; }
   const SaveStats& last_stats() const { return stats_; }
   const std::string& root() const { return root_; }
 
@@ -82,6 +84,7 @@ class CheckpointWriter {
   // This rank's pending save.
   bool pending_ = false;
   int64_t step_ = -1;
+  int64_t published_step_ = -1;
   std::string tmp_dir_, file_name_;
   CheckpointMeta header_;
   std::vector<CkptTensor> records_;  // this rank's tensors (slices in its file)

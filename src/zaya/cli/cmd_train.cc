@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "zaya/cli/commands.h"
+#include "zaya/core/exit_codes.h"
 #include "zaya/core/fault.h"
 #include "zaya/train/job_start.h"
 
@@ -62,12 +63,35 @@ void add_train_command(CLI::App& app) {
         fmt::print("resumed from {} (step {})\n", r.dir, job->step());
       }
     }
-    TrainSummary s = job->run();
+    TrainSummary s;
+    try {
+      s = job->run();
+    } catch (const Preempted&) {
+      if (job->is_root())
+        fmt::print(stderr, "stopped at step {} with a checkpoint; continue with: zaya train --config {} --resume\n",
+                   job->step(), o->config);
+      throw;
+    }
     if (!job->is_root()) return;
-    fmt::print("done: {} steps, train loss {:.4f} -> {:.4f}, val loss {:.4f}{}, {:.0f} tokens/s, MFU {:.1f}%\n",
-               s.steps, s.first_loss, s.final_loss, s.final_val_loss,
+    if (s.already_complete) {
+      fmt::print("the run is already complete at step {} (train.steps {}); nothing to do\n", s.steps,
+                 job->config().run.steps);
+      return;
+    }
+    const std::string steps =
+        s.first_step > 0 ? fmt::format("steps {}-{} (resumed from step {})", s.first_step + 1, s.steps, s.first_step)
+                         : fmt::format("{} steps", s.steps);
+    fmt::print("done: {}, train loss {:.4f}{} -> {:.4f}, val loss {:.4f}{}, {:.0f} tokens/s, MFU {:.1f}%\n", steps,
+               s.first_loss, s.first_step > 0 ? fmt::format(" (step {})", s.first_step + 1) : "", s.final_loss,
+               s.final_val_loss,
                s.unigram_entropy > 0 ? fmt::format(" (unigram entropy {:.4f})", s.unigram_entropy) : "",
                s.tokens_per_second, 100 * s.mfu);
+    if (s.checkpoint_step >= 0 && s.checkpoint_step < s.steps)
+      fmt::print(stderr, "warning: the newest checkpoint is step {}: steps {}..{} are not saved\n", s.checkpoint_step,
+                 s.checkpoint_step + 1, s.steps);
+    if (s.dropped_records > 0)
+      fmt::print(stderr, "warning: {} metric record(s) could not be written to {}/metrics.jsonl\n", s.dropped_records,
+                 job->config().run.out_dir);
   });
 }
 

@@ -29,6 +29,33 @@ extern "C" void on_signal(int sig) { g_signal = sig; }
 
 double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
+// An event as a line for people (the JSON record goes to incidents.jsonl).
+std::string describe_event(const std::string& event, int attempt, const nlohmann::json& x) {
+  auto num = [&](const char* key) { return x.contains(key) ? x[key].get<double>() : 0.0; };
+  auto text = [&](const char* key) { return x.contains(key) ? x[key].get<std::string>() : std::string(); };
+  if (event == "start")
+    return fmt::format("attempt {}: starting {}{}", attempt, text("command"),
+                       x.value("resume", false) ? " (resuming from the newest checkpoint)" : "");
+  if (event == "recovered")
+    return fmt::format("attempt {}: training again at step {}, {:.1f} s after the {}", attempt,
+                       x.value("step", int64_t(0)), num("seconds"), text("after"));
+  if (event == "finished") return fmt::format("attempt {}: finished in {:.1f} s", attempt, num("seconds"));
+  if (event == "stop-requested")
+    return fmt::format("signal {}: asking the job to save a checkpoint and stop", x.value("signal", 0));
+  if (event == "stopped")
+    return fmt::format("attempt {}: stopped{}", attempt, x.contains("status") ? " (" + text("status") + ")" : "");
+  if (event == "preempted")
+    return fmt::format("attempt {}: the job stopped for a preemption ({}); restarting", attempt, text("status"));
+  if (event == "restart")
+    return fmt::format("restarting in {:.1f} s (failure {} of the budget)", num("in_seconds"), x.value("failures", 0));
+  if (event == "gave-up") return fmt::format("giving up: {}", text("reason"));
+  std::string line = fmt::format("attempt {}: {}", attempt, event);  // crash, hang
+  if (x.contains("status")) line += " (" + text("status") + ")";
+  if (x.contains("detail")) line += ": " + text("detail");
+  if (x.contains("suspected_rank")) line += fmt::format("; suspected rank {}", x["suspected_rank"].get<int>());
+  return line;
+}
+
 class IncidentLog {
  public:
   explicit IncidentLog(std::string path) : path_(std::move(path)) {}
@@ -36,7 +63,7 @@ class IncidentLog {
     nlohmann::json j = {{"time", wall_now()}, {"source", "supervisor"}, {"event", event}, {"attempt", attempt}};
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
     append_line(path_, j.dump());
-    fmt::print(stderr, "zaya launch: {}\n", j.dump());
+    fmt::print(stderr, "zaya launch: {}\n", describe_event(event, attempt, extra));
   }
 
  private:

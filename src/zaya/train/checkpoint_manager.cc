@@ -1,5 +1,9 @@
 #include "zaya/train/checkpoint_manager.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "zaya/ckpt/reader.h"
 #include "zaya/core/error.h"
 #include "zaya/dist/collective.h"
@@ -36,12 +40,28 @@ void CheckpointManager::save(int64_t step, const std::vector<SnapshotTensor>& te
   last_saved_step_ = step;
 }
 
+int64_t CheckpointManager::safe_step() const {
+  return std::max(resumed_step_, writer_ ? std::max(published_seen_, writer_->published_step()) : published_seen_);
+}
+
 void CheckpointManager::guarded(int64_t step, const std::function<void()>& save) {
   try {
     save();
   } catch (const CollectiveError& e) {
-    if (config_.ft.on_save_error == "stop") throw;
+    ++failed_in_a_row_;
+    const int limit = config_.ft.on_save_error == "stop" ? 1 : config_.ft.max_failed_saves;
+    if (limit > 0 && failed_in_a_row_ >= limit)  // the job says which steps are lost (train_job.cc)
+      throw CollectiveError(
+          fmt::format("{}; {} checkpoint save(s) in a row failed, stopping at step {} (ft.{}); "
+                      "make room and continue with --resume",
+                      e.what(), failed_in_a_row_, step,
+                      config_.ft.on_save_error == "stop" ? "on_save_error = \"stop\"" : "max_failed_saves"));
     log_.incident("save-failed", std::string(e.what()) + "; training continues, the next save will try again", step);
+    return;
+  }
+  if (writer_ && writer_->published_step() > published_seen_) {
+    published_seen_ = writer_->published_step();
+    failed_in_a_row_ = 0;
   }
 }
 
@@ -58,6 +78,7 @@ void CheckpointManager::finish() {
 bool CheckpointManager::close(int64_t step) {
   if (!writer_) return false;
   guarded(step, [&] { writer_->finish(); });
+  published_seen_ = std::max(published_seen_, writer_->published_step());
   writer_.reset();
   return true;
 }
@@ -65,6 +86,7 @@ bool CheckpointManager::close(int64_t step) {
 void CheckpointManager::adopt(const std::string& run_id, int64_t step) {
   run_id_ = run_id;
   last_saved_step_ = step;
+  resumed_step_ = step;
 }
 
 std::string CheckpointManager::newest() const {

@@ -31,13 +31,17 @@ class CheckpointManager {
   CheckpointWriter* writer() { return writer_.get(); }
   const std::string& run_id() const { return run_id_; }
   int64_t last_saved_step() const { return last_saved_step_; }
+  // The step of the newest checkpoint of this run that is on disk: published
+  // by this process, or the one it resumed from (-1: none).
+  int64_t safe_step() const;
 
   // Collective: writes `tensors` (this rank's) and `header` as the checkpoint of `step`.
   void save(int64_t step, const std::vector<SnapshotTensor>& tensors, const CheckpointMeta& header, bool async);
-  // Runs a save (or a publish) so that a failed one does not stop the run
-  // unless ft.on_save_error is "stop": every rank saw the failure and the
-  // previous checkpoints are intact, so training goes on and the next save
-  // tries again. An incident records it.
+  // Runs a save (or a publish) so that a failed one does not stop the run at
+  // once: every rank saw the failure and the previous checkpoints are intact,
+  // so training goes on and the next save tries again (an incident records
+  // it). It stops with an error naming the newest checkpoint when
+  // ft.on_save_error is "stop", or after ft.max_failed_saves failures in a row.
   void guarded(int64_t step, const std::function<void()>& save);
   // Publishes a finished background save (cheap; guarded).
   void poll(int64_t step);
@@ -61,6 +65,9 @@ class CheckpointManager {
   std::unique_ptr<CheckpointWriter> writer_;
   std::string run_id_;
   int64_t last_saved_step_ = -1;
+  int64_t resumed_step_ = -1;
+  int64_t published_seen_ = -1;
+  int failed_in_a_row_ = 0;
 };
 
 }  // namespace zaya

@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/data/shard_builder.h"
+#include "zaya/data/tokenizer.h"
 
 namespace zaya {
 namespace {
@@ -26,6 +27,23 @@ void adopt_data_vocab(TrainConfig& config, int64_t data_vocab, const std::string
   }
 }
 
+// Whatever only the end of a run needs is checked now (docs/training.md): the
+// tokenizer copied next to the final weights must exist and be the data's.
+void check_tokenizer(const TrainConfig& config, int64_t data_vocab, const std::string& what) {
+  const std::string& path = config.data.tokenizer;
+  if (path.empty()) return;
+  std::error_code ec;
+  ZAYA_CHECK(std::filesystem::is_regular_file(path, ec),
+             "{}: data.tokenizer = '{}' does not exist; set it to the SentencePiece model the shards were built with "
+             "(zaya data tokenizer writes OUT.model), or leave it out",
+             config.source, path);
+  const Tokenizer tok = Tokenizer::load(path);
+  ZAYA_CHECK(tok.vocab_size() == data_vocab,
+             "{}: data.tokenizer = '{}' has {} pieces, but {} were built with a vocabulary of {} ids; name the "
+             "tokenizer the shards were made with",
+             config.source, path, tok.vocab_size(), what, data_vocab);
+}
+
 }  // namespace
 
 PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool synthetic_data)
@@ -43,12 +61,19 @@ PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool s
   } else if (has_phases_) {
     recipe_data_ = std::make_unique<RecipeData>(config);
     adopt_data_vocab(config, recipe_data_->vocab_size(), "the recipe's token shards");
+    check_tokenizer(config, recipe_data_->vocab_size(), "the recipe's token shards");
     unigram_entropy_ = zaya::unigram_entropy(recipe_data_->main_train_shard(0));
     auto train = recipe_data_->train_source(0, run.seq_len, run.seed);
     mixture_ = train.get();
     train_data_ = std::move(train);
     val_data_ = recipe_data_->val_source(0, run.seq_len);
   } else {
+    std::error_code ec;
+    const std::string index = path_join(config.data.dir, "train.idx");
+    ZAYA_CHECK(std::filesystem::exists(index, ec),
+               "{}: data.dir = '{}' holds no token shards ({} does not exist); make them with `zaya data shards "
+               "--corpus FILE --tokenizer TOK.model --out DIR`",
+               config.source, config.data.dir, index);
     auto train = std::make_unique<ShardBatchSource>(path_join(config.data.dir, "train"), run.seq_len, run.seed,
                                                     SamplerOrder::kShuffled);
     val_data_ = std::make_unique<ShardBatchSource>(path_join(config.data.dir, "val"), run.seq_len, 0,
@@ -57,6 +82,7 @@ PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool s
     ZAYA_CHECK(val_data_->shard().vocab_size() == train->shard().vocab_size(),
                "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)", config.source,
                config.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
+    check_tokenizer(config, train->shard().vocab_size(), fmt::format("the token shards in '{}'", config.data.dir));
     unigram_entropy_ = zaya::unigram_entropy(train->shard());
     train_data_ = std::move(train);
   }

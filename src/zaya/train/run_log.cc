@@ -11,6 +11,7 @@
 #include "zaya/core/error.h"
 #include "zaya/io/append_file.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/json_file.h"
 #include "zaya/report/svg_line_plot.h"
 
 namespace zaya {
@@ -32,10 +33,6 @@ std::string format_rate(double tokens_per_s) {
 RunLog::RunLog(const TrainConfig& config, bool root, bool write_outputs, bool quiet)
     : config_(config), root_(root), printing_(root && !quiet), writing_(root && write_outputs) {}
 
-RunLog::~RunLog() {
-  if (metrics_ != nullptr) std::fclose(metrics_);
-}
-
 std::string RunLog::path(const char* name) const {
   return (std::filesystem::path(config_.run.out_dir) / name).string();
 }
@@ -47,38 +44,43 @@ void RunLog::open(bool resumed, int64_t step) {
   ZAYA_CHECK(!ec, "cannot create train.out_dir '{}': {}", config_.run.out_dir, ec.message());
   const std::string metrics_path = path("metrics.jsonl");
   if (resumed) {
-    // Keep the records up to the checkpoint, then continue the file; reload the plot's points.
-    std::vector<std::string> kept;
-    std::ifstream in(metrics_path);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t at = line.find("\"step\":");
-      if (at == std::string::npos) continue;
-      const int64_t s = std::atoll(line.c_str() + at + 7);
+    // Keep the whole records up to the checkpoint (a crashed run may have
+    // logged steps past it, or left a torn last line), then continue the
+    // file; reload the plot's points.
+    int64_t torn = 0;
+    std::ifstream in(metrics_path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string whole = whole_json_lines(text, &torn);
+    std::string kept;
+    size_t begin = 0;
+    while (begin < whole.size()) {
+      const size_t end = whole.find('\n', begin);
+      const std::string line = whole.substr(begin, end - begin);
+      begin = end + 1;
+      const nlohmann::json j = parse_json(line, metrics_path);
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+      const int64_t s = j["step"].get<int64_t>();
       if (s > step) continue;
-      kept.push_back(line);
-      const size_t loss = line.find("\"loss\":"), val = line.find("\"val_loss\":");
-      if (loss != std::string::npos) {
+      kept += line + "\n";
+      if (j.contains("loss")) {
         plot_steps_.push_back(double(s));
-        plot_loss_.push_back(std::atof(line.c_str() + loss + 7));
-      } else if (val != std::string::npos) {
+        plot_loss_.push_back(j["loss"].get<double>());
+      } else if (j.contains("val_loss")) {
         plot_val_steps_.push_back(double(s));
-        plot_val_loss_.push_back(std::atof(line.c_str() + val + 11));
+        plot_val_loss_.push_back(j["val_loss"].get<double>());
       }
     }
-    std::string text;
-    for (const std::string& k : kept) text += k + "\n";
-    write_file_atomic(metrics_path, text);
+    if (torn > 0 && printing_)
+      fmt::print(stderr, "note: {}: dropped {} torn line(s) left by the interrupted run\n", metrics_path, torn);
+    write_file_atomic(metrics_path, kept);
   }
-  metrics_ = std::fopen(metrics_path.c_str(), resumed ? "a" : "w");
-  ZAYA_CHECK(metrics_ != nullptr, "cannot write '{}'", metrics_path);
+  metrics_ = RecordFile(metrics_path, !resumed);
   write_file_atomic(path("config.toml"), train_config_to_toml(config_));
 }
 
 void RunLog::reopen_at(int64_t step) {
-  if (metrics_ == nullptr) return;
-  std::fclose(metrics_);
-  metrics_ = nullptr;
+  if (!metrics_.is_open()) return;
+  metrics_ = RecordFile();
   plot_steps_.clear();
   plot_loss_.clear();
   plot_val_steps_.clear();
@@ -86,14 +88,37 @@ void RunLog::reopen_at(int64_t step) {
   open(true, step);
 }
 
-void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy) {
+void RunLog::warn_once(const std::string& what, const std::string& why) {
+  if (!root_) return;
+  for (const std::string& w : warned_)
+    if (w == what) return;
+  warned_.push_back(what);
+  fmt::print(stderr, "warning: {}: {}; training continues\n", what, why);
+}
+
+void RunLog::record(const std::string& line) {
+  if (!metrics_.is_open()) return;
+  if (!metrics_.append(line))
+    warn_once(metrics_.path(), fmt::format("a record could not be written ({}); the file keeps whole records only",
+                                           metrics_.last_error()));
+}
+
+void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy,
+                    const ProcessMesh& mesh) {
   if (!printing_) return;
   const RunConfig& run = config_.run;
   const ZayaConfig& c = config_.model;
   fmt::print("zaya train: {} preset, {:.2f}M parameters ({:.2f}M active), vocab {} ({} padded)\n", config_.model_preset,
              counts.total / 1e6, counts.active / 1e6, c.real_vocab_size, c.vocab_size);
-  fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, f32 GEMM peak {:.0f} GFLOP/s\n", run.steps,
-             run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, threads, peak_gflops);
+  if (mesh.world_size() == 1)
+    fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, f32 GEMM peak {:.0f} GFLOP/s\n", run.steps,
+               run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, threads, peak_gflops);
+  else
+    fmt::print(
+        "  {} steps x {} tokens ({} ranks: dp {} x ep {} x cp {}; per rank {} x {} x {} accum), {} threads per "
+        "rank, f32 GEMM peak {:.0f} GFLOP/s\n",
+        run.steps, run.tokens_per_step() * mesh.data_ranks(), mesh.world_size(), mesh.dp_size(), mesh.ep_size(),
+        mesh.cp_size(), run.micro_batch, run.seq_len / mesh.cp_size(), run.grad_accum, threads, peak_gflops);
   if (unigram_entropy > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy);
   std::fflush(stdout);
 }
@@ -104,19 +129,18 @@ void RunLog::phase(size_t index, const PhasePlan& p) {
     std::fflush(stdout);
   }
   // "step" is the phase's first step (records up to a checkpoint's step are kept on resume).
-  if (metrics_)
-    fmt::print(metrics_,
-               "{{\"step\":{},\"phase\":{},\"name\":{},\"steps\":{},\"micro_batch\":{},\"seq_len\":{},"
-               "\"rope_theta\":{},\"peak_lr\":{:.6e}}}\n",
-               p.first_step + 1, index + 1, nlohmann::json(p.name).dump(), p.steps, p.micro_batch, p.seq_len,
-               p.rope_theta, config_.optim.lr * p.lr_ratio);
+  record(
+      fmt::format("{{\"step\":{},\"phase\":{},\"name\":{},\"steps\":{},\"micro_batch\":{},\"seq_len\":{},"
+                  "\"rope_theta\":{},\"peak_lr\":{:.6e}}}",
+                  p.first_step + 1, index + 1, nlohmann::json(p.name).dump(), p.steps, p.micro_batch, p.seq_len,
+                  p.rope_theta, config_.optim.lr * p.lr_ratio));
 }
 
 void RunLog::step(const StepResult& r, const std::vector<RoutingStats>& routing_stats, double elapsed,
                   double eta_seconds, double peak_gflops) {
   plot_steps_.push_back(double(r.step));
   plot_loss_.push_back(r.loss);
-  if (metrics_ == nullptr) return;
+  if (!metrics_.is_open()) return;
   const ZayaConfig& c = config_.model;
   std::string routing;
   for (int64_t l = 0; l < c.num_blocks; ++l) {
@@ -130,20 +154,19 @@ void RunLog::step(const StepResult& r, const std::vector<RoutingStats>& routing_
     routing += fmt::format("{}{{\"layer\":{},\"load\":[{}],\"skip\":{:.4f},\"entropy\":{:.4f}}}", l ? "," : "",
                            2 * l + 1, load, skip, s.entropy_sum / s.tokens);
   }
-  fmt::print(metrics_,
-             "{{\"step\":{},\"loss\":{:.6f},\"router_loss\":{:.6f},\"lr\":{:.6e},\"grad_norm\":{:.5f},"
-             "\"tokens\":{},\"step_seconds\":{:.4f},\"tokens_per_second\":{:.1f},\"mfu\":{:.4f},\"elapsed\":{:.2f},"
-             "\"eta\":{:.1f},{}\"routing\":[{}]}}\n",
-             r.step, r.loss, r.router_loss, r.lr, r.grad_norm, r.tokens, r.seconds, double(r.tokens) / r.seconds,
-             r.flops / r.seconds / (peak_gflops * 1e9), elapsed, eta_seconds,
-             r.skipped ? fmt::format("\"skipped\":\"{}\",", r.skipped) : "", routing);
-  std::fflush(metrics_);
+  record(fmt::format(
+      "{{\"step\":{},\"loss\":{:.6f},\"router_loss\":{:.6f},\"lr\":{:.6e},\"grad_norm\":{:.5f},"
+      "\"tokens\":{},\"step_seconds\":{:.4f},\"tokens_per_second\":{:.1f},\"mfu\":{:.4f},\"elapsed\":{:.2f},"
+      "\"eta\":{:.1f},{}\"routing\":[{}]}}",
+      r.step, r.loss, r.router_loss, r.lr, r.grad_norm, r.tokens, r.seconds, double(r.tokens) / r.seconds,
+      r.flops / r.seconds / (peak_gflops * 1e9), elapsed, eta_seconds,
+      r.skipped ? fmt::format("\"skipped\":\"{}\",", r.skipped) : "", routing));
 }
 
 void RunLog::validation(int64_t step, double val) {
   plot_val_steps_.push_back(double(step));
   plot_val_loss_.push_back(val);
-  if (metrics_) fmt::print(metrics_, "{{\"step\":{},\"val_loss\":{:.6f}}}\n", step, val);
+  record(fmt::format("{{\"step\":{},\"val_loss\":{:.6f}}}", step, val));
 }
 
 void RunLog::progress(const StepResult& r, double val, double tokens_per_second, double mfu, double elapsed,
@@ -159,9 +182,8 @@ void RunLog::progress(const StepResult& r, double val, double tokens_per_second,
 }
 
 void RunLog::stragglers(int64_t step, const std::vector<double>& rank_seconds, int slowest) {
-  if (metrics_)
-    fmt::print(metrics_, "{{\"step\":{},\"rank_step_seconds\":[{:.4f}],\"slowest_rank\":{}}}\n", step,
-               fmt::join(rank_seconds, ","), slowest);
+  record(fmt::format("{{\"step\":{},\"rank_step_seconds\":[{:.4f}],\"slowest_rank\":{}}}", step,
+                     fmt::join(rank_seconds, ","), slowest));
 }
 
 void RunLog::incident(const std::string& event, const std::string& detail, int64_t step) {
@@ -170,20 +192,29 @@ void RunLog::incident(const std::string& event, const std::string& detail, int64
   if (!writing_) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const nlohmann::json j = {{"time", now}, {"source", "trainer"}, {"event", event}, {"step", step}, {"detail", detail}};
-  append_line(path("incidents.jsonl"), j.dump());
+  try {
+    append_line(path("incidents.jsonl"), j.dump());
+  } catch (const Error& e) {
+    warn_once(path("incidents.jsonl"), fmt::format("an incident could not be recorded ({})", e.what()));
+  }
 }
 
-void RunLog::write_plot(double unigram_entropy) const {
+void RunLog::write_plot(double unigram_entropy) {
   if (!writing_ || plot_steps_.empty()) return;
   LinePlotOptions o;
-  o.title = fmt::format("zaya train: {} preset", config_.model_preset);
+  o.title = fmt::format("zaya train: {} ({} preset, step {})", config_.run.out_dir, config_.model_preset,
+                        int64_t(plot_steps_.back()));
   o.x_label = "optimizer step";
   o.y_label = "cross-entropy (nats/token)";
   SvgLinePlot plot(o);
   plot.add_series("train loss", plot_steps_, plot_loss_);
   if (!plot_val_steps_.empty()) plot.add_series("validation loss", plot_val_steps_, plot_val_loss_);
   if (unigram_entropy > 0) plot.add_reference_line(unigram_entropy, "unigram entropy of the corpus");
-  plot.save(path("loss.svg"));
+  try {
+    plot.save(path("loss.svg"));
+  } catch (const Error& e) {
+    warn_once(path("loss.svg"), fmt::format("the plot could not be written ({})", e.what()));
+  }
 }
 
 void RunLog::print_saved(const std::string& weights_dir) const {

@@ -4,12 +4,19 @@
 // phase and straggler report), incidents.jsonl (shared with the supervisor),
 // config.toml and the loss plot, all under train.out_dir. Only rank 0 prints
 // and writes; on the other ranks every call is a no-op.
+//
+// A full disk does not stop the run here and does not corrupt a file:
+// metrics.jsonl takes whole records only (io/record_file.h), a record that
+// cannot be written is dropped with a warning, and a torn last line (a crash
+// mid-write) is repaired when the run resumes. The checkpoint manager decides
+// when failed saves stop the run.
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "zaya/dist/mesh.h"
+#include "zaya/io/record_file.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/train/recipe.h"
 #include "zaya/train/step_result.h"
@@ -22,7 +29,6 @@ class RunLog {
   // root: this rank writes; write_outputs: files at all (benchmarks: none);
   // quiet: no progress lines.
   RunLog(const TrainConfig& config, bool root, bool write_outputs, bool quiet);
-  ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
 
@@ -37,7 +43,9 @@ class RunLog {
   void reopen_at(int64_t step);
 
   // The start of a run: model, batch, threads, peak, unigram entropy.
-  void banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy);
+  // The mesh's layout and the global tokens of a step are named on a distributed run.
+  void banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy,
+              const ProcessMesh& mesh);
   // A recipe phase begins (its first step is plan.first_step + 1).
   void phase(size_t index, const PhasePlan& plan);
   // A logged step: the metrics record (with per-layer routing) and a plot point.
@@ -51,16 +59,23 @@ class RunLog {
   void stragglers(int64_t step, const std::vector<double>& rank_seconds, int slowest);
   // A warning on stderr and a record in incidents.jsonl.
   void incident(const std::string& event, const std::string& detail, int64_t step);
-  // loss.svg from the logged points (and the unigram entropy as a reference line).
-  void write_plot(double unigram_entropy) const;
+  // loss.svg from the logged points (and the unigram entropy as a reference
+  // line), written atomically; a failure is a warning.
+  void write_plot(double unigram_entropy);
   void print_saved(const std::string& weights_dir) const;
+  // Metric records that could not be written (a full disk).
+  int64_t dropped_records() const { return metrics_.dropped(); }
 
  private:
   std::string path(const char* name) const;
+  void record(const std::string& line);
+  // A warning on stderr, once per kind of failure (a full disk would repeat it every step).
+  void warn_once(const std::string& what, const std::string& why);
 
   const TrainConfig& config_;
   bool root_, printing_, writing_;  // rank 0; it prints progress; it writes files
-  std::FILE* metrics_ = nullptr;
+  RecordFile metrics_;
+  std::vector<std::string> warned_;
   std::vector<double> plot_steps_, plot_loss_, plot_val_steps_, plot_val_loss_;
 };
 

@@ -30,8 +30,8 @@ const std::vector<std::string> kMoeKeys = {"balance",     "balance_lr",       "b
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
 const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
-const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",    "rollback_after", "max_rollbacks",
-                                          "on_save_error", "straggler_ratio", "skip_steps"};
+const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",     "rollback_after",  "max_rollbacks",
+                                          "on_save_error", "max_failed_saves", "straggler_ratio", "skip_steps"};
 const std::vector<std::string> kSections = {"model", "data",     "train",      "optim", "schedule",
                                             "moe",   "parallel", "checkpoint", "ft",    "phase"};
 
@@ -198,6 +198,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   ft.rollback_after = int(f.get_int("rollback_after", ft.rollback_after, 0, 1 << 20));
   ft.max_rollbacks = int(f.get_int("max_rollbacks", ft.max_rollbacks, 1, 1 << 20));
   ft.on_save_error = f.get_string("on_save_error", ft.on_save_error, {"continue", "stop"});
+  ft.max_failed_saves = int(f.get_int("max_failed_saves", ft.max_failed_saves, 0, 1 << 20));
   ft.straggler_ratio = f.get_double("straggler_ratio", ft.straggler_ratio, 1.0, 1e6);
   ft.skip_steps = f.get_int_list("skip_steps", ft.skip_steps, 1, int64_t(1) << 40);
   f.finish(kFtKeys);
@@ -281,7 +282,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
   const FaultToleranceConfig& ft = t.ft;
   s += fmt::format("[ft]\nspike_z = {}\nspike_warmup = {}\nrollback_after = {}\nmax_rollbacks = {}\n", ft.spike_z,
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
-  s += fmt::format("on_save_error = \"{}\"\n", ft.on_save_error);
+  s += fmt::format("on_save_error = \"{}\"\nmax_failed_saves = {}\n", ft.on_save_error, ft.max_failed_saves);
   s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
   s += phases_to_toml(t.phases);
   return s;

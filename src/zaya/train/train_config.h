@@ -62,8 +62,9 @@ struct FaultToleranceConfig {
   int rollback_after = 3;  // consecutive skipped steps that trigger a rollback to the last checkpoint (0: off)
   int max_rollbacks = 3;   // rollbacks to the same checkpoint before the run stops with an error
   std::string on_save_error = "continue";  // continue | stop
-  double straggler_ratio = 1.5;            // report a rank whose step time exceeds the fastest rank's by this factor
-  std::vector<int64_t> skip_steps;         // steps to skip deliberately (reproducing a run that skipped them)
+  int max_failed_saves = 2;         // with continue: stop after this many failed checkpoint saves in a row (0: never)
+  double straggler_ratio = 1.5;     // report a rank whose step time exceeds the fastest rank's by this factor
+  std::vector<int64_t> skip_steps;  // steps to skip deliberately (reproducing a run that skipped them)
 };
 
 struct TrainConfig {

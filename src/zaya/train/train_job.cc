@@ -115,14 +115,40 @@ void TrainJob::enter_phase(size_t phase) {
 }
 
 TrainSummary TrainJob::run() {
+  try {
+    return run_steps();
+  } catch (const Preempted&) {
+    log_.write_plot(phases_->unigram_entropy());
+    throw;
+  } catch (...) {
+    // A failed run still leaves its plot, and says what is lost.
+    log_.write_plot(phases_->unigram_entropy());
+    const int64_t safe = checkpoints_.safe_step();
+    if (is_root() && checkpoints_.open_now() && safe < step_)
+      fmt::print(stderr, "note: {}\n",
+                 safe >= 0 ? fmt::format("the newest checkpoint of this run is step {}: steps {}..{} are not saved",
+                                         safe, safe + 1, step_)
+                           : fmt::format("this run has no checkpoint: steps 1..{} are not saved", step_));
+    throw;
+  }
+}
+
+TrainSummary TrainJob::run_steps() {
   const RunConfig& run = config_.run;
+  TrainSummary summary;
+  const int64_t last_step = options_.stop_at > 0 ? std::min(options_.stop_at, run.steps) : run.steps;
+  summary.first_step = step_;
+  if (resumed_ && step_ >= last_step) {  // resumed a finished run (or past --stop-at): rewrite nothing
+    summary.steps = step_;
+    summary.already_complete = true;
+    return summary;
+  }
   log_.banner(count_parameters(numerics_->model().config()), omp_get_max_threads(), peak_gflops_,
-              phases_->unigram_entropy());
+              phases_->unigram_entropy(), *mesh_);
   checkpoints_.check_directory(resumed_);
   const bool checkpoints = config_.checkpoint.every > 0 || config_.checkpoint.final;
   if (checkpoints && options_.write_outputs) checkpoints_.open();
   log_.open(resumed_, step_);
-  TrainSummary summary;
   summary.unigram_entropy = phases_->unigram_entropy();
   summary.peak_gflops = peak_gflops_;
   double val = NAN;
@@ -130,7 +156,6 @@ TrainSummary TrainJob::run() {
   double train_seconds = 0, train_flops = 0;
   int64_t train_tokens = 0;
   const int64_t first = step_;
-  const int64_t last_step = options_.stop_at > 0 ? std::min(options_.stop_at, run.steps) : run.steps;
   stop_.install();
   auto announce_phase = [&] {
     if (phases_->has_phases()) log_.phase(phases_->phase(), phases_->plan());
@@ -173,6 +198,7 @@ TrainSummary TrainJob::run() {
       heartbeat_.beat("eval", r.step);
       val = validation_loss();
       log_.validation(r.step, val);
+      log_.write_plot(phases_->unigram_entropy());
     }
     if (r.step % run.log_every == 0 || last || eval) {
       stragglers_.report(r.step, log_);
@@ -180,8 +206,9 @@ TrainSummary TrainJob::run() {
       const double per_step = train_seconds / double(std::max<int64_t>(1, r.step - first));
       const double eta = per_step * double(run.steps - r.step);
       log_.step(r, numerics_->routing(), elapsed, eta, peak_gflops_);
-      log_.progress(r, val, double(train_tokens) / train_seconds, train_flops / train_seconds / (peak_gflops_ * 1e9),
-                    elapsed, eta);
+      // The validation loss is shown on the step it was measured, not repeated after it.
+      log_.progress(r, eval ? val : NAN, double(train_tokens) / train_seconds,
+                    train_flops / train_seconds / (peak_gflops_ * 1e9), elapsed, eta);
     }
   }
   heartbeat_.beat("finishing", step_);
@@ -208,6 +235,8 @@ TrainSummary TrainJob::run() {
       log_.print_saved(summary.weights_dir);
     }
   }
+  summary.checkpoint_step = checkpoints_.open_now() ? checkpoints_.safe_step() : -1;
+  summary.dropped_records = log_.dropped_records();
   return summary;
 }
 

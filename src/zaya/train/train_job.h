@@ -54,6 +54,10 @@ struct TrainSummary {
   double peak_gflops = 0;
   double seconds = 0;
   std::string weights_dir;
+  int64_t first_step = 0;         // steps done when this process started (a resumed run: the checkpoint's)
+  bool already_complete = false;  // resumed at or past the last step: nothing ran
+  int64_t checkpoint_step = -1;   // the newest checkpoint on disk at the end (-1: none, or checkpoints off)
+  int64_t dropped_records = 0;    // metric records that could not be written (a full disk)
 };
 
 class TrainJob {
@@ -88,6 +92,7 @@ class TrainJob {
   TrainStateParts state_parts() { return {config_, *numerics_, guard_, *phases_}; }
 
  private:
+  TrainSummary run_steps();
   void enter_phase(size_t phase);
   void rollback();
   void save_at_stop_request();
