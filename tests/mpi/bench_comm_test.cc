@@ -1,13 +1,22 @@
 // `zaya bench comm`'s driver on 2, 3 and 4 ranks: every collective verifies
 // with zero wrong elements, a deliberately wrong reduction and a corrupted
 // result are caught by the verification, groups split like NCCL_TESTS_SPLIT,
-// and all_to_all_v follows an imbalanced traffic matrix.
+// all_to_all_v follows an imbalanced traffic matrix, and the job's set-up
+// (bench/comm_groups.h, comm_job.h) gives every rank the same groups, matrix
+// and errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
 
 #include "tests/mpi/mpi_test_env.h"
 #include "zaya/bench/comm_bench.h"
+#include "zaya/bench/comm_groups.h"
+#include "zaya/bench/comm_job.h"
 #include "zaya/bench/comm_split.h"
 #include "zaya/core/error.h"
+#include "zaya/dist/collective.h"
 
 namespace zaya {
 namespace {
@@ -174,6 +183,89 @@ TEST(BenchComm, AllToAllVFollowsTheTrafficMatrix) {
   const CommSample& us = ur.rows.back().out_of_place;
   EXPECT_NEAR(us.busbw, us.algbw * double(n - 1) / double(n), 1e-9 * us.algbw);
   EXPECT_DOUBLE_EQ(ur.imbalance, 1.0);
+}
+
+TEST(BenchCommJob, GroupsMustBeEqual) {
+  Comm& w = world();
+  const CommGroups whole = split_comm_groups(w, parse_split(""), "");
+  EXPECT_EQ(whole.group, &w);
+  EXPECT_EQ(whole.groups, 1);
+  // One rank per "node" of two: two groups when the ranks divide evenly, else an error on every rank.
+  const SplitSpec div2 = parse_split("DIV 2");
+  if (w.size() % 2 == 0) {
+    const CommGroups g = split_comm_groups(w, div2, "DIV 2");
+    EXPECT_EQ(g.groups, w.size() / 2);
+    EXPECT_EQ(g.group->size(), 2);
+    EXPECT_EQ(g.color, w.rank() / 2);
+  } else {
+    try {
+      split_comm_groups(w, div2, "DIV 2");
+      ADD_FAILURE() << "uneven groups accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--split 'DIV 2' makes groups of different sizes (1 to 2 ranks)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(BenchCommJob, MatrixIsReadOnRankZeroOnly) {
+  Comm& w = world();
+  const std::string path = ::testing::TempDir() + "bench_comm_job_matrix.txt";
+  if (w.rank() == 0) {
+    std::ofstream out(path);
+    for (int i = 0; i < w.size(); ++i)
+      for (int j = 0; j < w.size(); ++j) out << (i == j ? 0 : i + 1) << (j + 1 < w.size() ? " " : "\n");
+  }
+  w.barrier();
+  // The other ranks name a file that does not exist: only rank 0's is read.
+  CommMatrixSource source;
+  source.matrix = w.rank() == 0 ? path : path + ".not-here";
+  const std::optional<TrafficMatrix> m = load_comm_matrix(w, w.size(), source);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->n, w.size());
+  EXPECT_EQ(m->source, path);
+  EXPECT_DOUBLE_EQ(m->at(w.size() - 1, 0), double(w.size()));
+  // Rank 0's error reaches every rank, word for word.
+  source.matrix = path + ".missing";
+  std::string message;
+  try {
+    load_comm_matrix(w, w.size(), source);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find(path + ".missing"), std::string::npos) << message;
+  check_same_on_all_ranks(w, message, "the matrix error");
+  w.barrier();
+  if (w.rank() == 0) std::remove(path.c_str());
+}
+
+TEST(BenchCommJob, RankLinesComeFromEveryRank) {
+  Comm& w = world();
+  const std::vector<std::string> lines = comm_rank_lines(w, w.rank() % 2);
+  ASSERT_EQ(int(lines.size()), w.size());
+  for (int r = 0; r < w.size(); ++r)
+    EXPECT_EQ(lines[size_t(r)].rfind(fmt::format("Rank {:3} Group {:3} Pid", r, r % 2), 0), 0u) << lines[size_t(r)];
+}
+
+TEST(BenchCommJob, PlansAndRunsOnEveryRank) {
+  Comm& w = world();
+  CommJobOptions o;
+  o.collectives = {"all_reduce", "send_recv"};
+  o.min_bytes = "64";
+  o.max_bytes = "4K";
+  o.step_factor = 8;
+  o.iters = 2;
+  o.warmup = 1;
+  CommJob job(w, o);
+  EXPECT_EQ(job.context().world_ranks, w.size());
+  EXPECT_EQ(job.context().rank_lines.size(), size_t(w.size()));
+  ASSERT_EQ(job.combos().size(), 2u);  // send_recv runs: the group has 2 ranks or more
+  const CommJobResult r = job.run();
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.summary.wrong_total, 0);
+  EXPECT_TRUE(r.summary.verified);
+  EXPECT_GT(r.summary.avg_busbw, 0);
 }
 
 }  // namespace

@@ -33,6 +33,14 @@ TEST(GemmShapes, DimensionListsAndRanges) {
   expect_error([&] { parse_gemm_layout("nx", ta, tb); }, "layout 'nx' is invalid");
 }
 
+TEST(GemmShapes, ExplicitShapes) {
+  EXPECT_EQ(parse_gemm_shape("2048x4096x1024", "--shape"), (GemmShape{2048, 4096, 1024, false, false}));
+  EXPECT_EQ(parse_gemm_shape("2Kx64x1K", "--shape"), (GemmShape{2048, 64, 1024, false, false}));
+  expect_error([] { parse_gemm_shape("64x64", "--shape"); }, "--shape '64x64' must be MxNxK, e.g. 2048x4096x1024");
+  expect_error([] { parse_gemm_shape("64xx64", "--shape"); }, "--shape: no dimensions");
+  expect_error([] { parse_gemm_shape("64x0x64", "--shape"); }, "--shape: '0' is not a positive dimension");
+}
+
 // The GEMM list accounts for exactly the model's FLOPs (model_forward_flops,
 // which MFU uses), except that attention runs whole 64-query blocks.
 TEST(GemmShapes, ModelGemmsMatchTheModelFlopCount) {

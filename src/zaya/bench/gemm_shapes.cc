@@ -74,6 +74,18 @@ std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& 
   return out;
 }
 
+GemmShape parse_gemm_shape(const std::string& text, const std::string& what) {
+  int64_t v[3] = {0, 0, 0};
+  size_t pos = 0;
+  for (int i = 0; i < 3; ++i) {
+    const size_t x = i < 2 ? text.find('x', pos) : std::string::npos;
+    ZAYA_CHECK(i == 2 || x != std::string::npos, "{} '{}' must be MxNxK, e.g. 2048x4096x1024", what, text);
+    v[i] = parse_dim_list(text.substr(pos, x == std::string::npos ? std::string::npos : x - pos), what).front();
+    pos = x + 1;
+  }
+  return {v[0], v[1], v[2], false, false};
+}
+
 int64_t expected_expert_tokens(const ZayaConfig& c, const ModelGemmOptions& o) {
   if (o.expert_tokens > 0) return o.expert_tokens;
   const double t =

@@ -33,6 +33,9 @@ void parse_gemm_layout(const std::string& text, bool& trans_a, bool& trans_b);
 //   "64:512:+64"      add 64 each step
 std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& what);
 
+// "MxNxK" (each a value of parse_dim_list: "2Kx4096x1K"), untransposed; errors name `what`.
+GemmShape parse_gemm_shape(const std::string& text, const std::string& what);
+
 // One GEMM of the model.
 struct ModelGemm {
   std::string name;   // e.g. "moe.expert.fc1"

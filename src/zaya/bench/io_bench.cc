@@ -326,15 +326,11 @@ nlohmann::json io_bench_json(const IoBenchOptions& o, const IoBenchResult& r) {
   const StorageModelInput& in = r.model_input;
   const StorageModel& m = r.model;
   nlohmann::json sigma_table = nlohmann::json::array();
-  for (double sigma : {1.0, 2.0, 4.0, 8.0}) {
-    StorageModelInput x = in;
-    x.sigma = sigma;
-    const StorageModel y = storage_model(x);
-    sigma_table.push_back({{"sigma", sigma},
-                           {"required_iops", y.required_iops},
-                           {"break_even_seconds", y.break_even_seconds},
-                           {"storage_safe", y.storage_safe}});
-  }
+  for (const StorageModelAtSigma& y : storage_model_sigma_table(in))
+    sigma_table.push_back({{"sigma", y.sigma},
+                           {"required_iops", y.model.required_iops},
+                           {"break_even_seconds", y.model.break_even_seconds},
+                           {"storage_safe", y.model.storage_safe}});
   return {{"bench", "io"},
           {"format_version", 1},
           {"machine", machine_json(machine_info())},

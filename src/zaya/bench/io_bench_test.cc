@@ -29,6 +29,25 @@ TEST(StorageModel, ReproducesTheZaya1Numbers) {
   testing::expect_error([&] { storage_model(in); }, "scatter factor must be at least 1");
 }
 
+TEST(StorageModel, SigmaTableVariesOnlySigma) {
+  StorageModelInput in;
+  in.sigma = 3;  // the measured one is not in the table
+  in.step_seconds = 1.0;
+  const std::vector<StorageModelAtSigma> t = storage_model_sigma_table(in);
+  ASSERT_EQ(t.size(), 4u);
+  const double sigmas[] = {1, 2, 4, 8};
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(t[i].sigma, sigmas[i]);
+    StorageModelInput x = in;
+    x.sigma = sigmas[i];
+    EXPECT_DOUBLE_EQ(t[i].model.required_iops, storage_model(x).required_iops);
+    EXPECT_NEAR(t[i].model.break_even_seconds, sigmas[i] * 16384 / 70000.0, 1e-12);
+  }
+  // ZAYA1's step at 1 s: safe up to sigma 4, storage-bound at 8 (t_break = 0.234 sigma s).
+  EXPECT_TRUE(t[2].model.storage_safe);
+  EXPECT_FALSE(t[3].model.storage_safe);
+}
+
 TEST(StorageModel, PagesTouched) {
   EXPECT_EQ(pages_touched(0, 4096, 4096), 1);
   EXPECT_EQ(pages_touched(0, 4097, 4096), 2);

@@ -19,6 +19,16 @@ StorageModel storage_model(const StorageModelInput& in) {
   return m;
 }
 
+std::vector<StorageModelAtSigma> storage_model_sigma_table(const StorageModelInput& in) {
+  std::vector<StorageModelAtSigma> table;
+  for (double sigma : {1.0, 2.0, 4.0, 8.0}) {
+    StorageModelInput x = in;
+    x.sigma = sigma;
+    table.push_back({sigma, storage_model(x)});
+  }
+  return table;
+}
+
 double scatter_factor_from_extra_faults(double m, double seq_len, double bytes_per_token, double page_size) {
   return 1.0 + m * page_size / (seq_len * bytes_per_token);
 }

@@ -15,6 +15,7 @@
 // and 16,384 pages per step, 6,554 sigma IOPS, t_break = 0.234 sigma s.
 
 #include <cstdint>
+#include <vector>
 
 namespace zaya {
 
@@ -39,6 +40,14 @@ struct StorageModel {
 };
 
 StorageModel storage_model(const StorageModelInput& in);
+
+// The model at the scatter factors 1, 2, 4 and 8 (the rest of `in` as given):
+// how the verdict moves with sigma, beside the measured one.
+struct StorageModelAtSigma {
+  double sigma = 1;
+  StorageModel model;
+};
+std::vector<StorageModelAtSigma> storage_model_sigma_table(const StorageModelInput& in);
 
 // sigma = 1 + m P / (s b), for m extra page faults per sample.
 double scatter_factor_from_extra_faults(double extra_faults_per_sample, double seq_len, double bytes_per_token,

@@ -41,5 +41,14 @@ TEST(Membw, StreamPassesCountEverySweep) {
   EXPECT_EQ(many.passes, 100);
 }
 
+// The inference roofline's probe: three arrays holding the working set, never under 24 MB.
+TEST(Membw, WorkingSetProbeSizes) {
+  EXPECT_EQ(working_set_stream_elements(1), int64_t(1) << 20);
+  EXPECT_EQ(working_set_stream_elements(24 << 20), int64_t(1) << 20);
+  EXPECT_EQ(working_set_stream_elements(int64_t(240) << 20), int64_t(10) << 20);
+  EXPECT_EQ(working_set_stream_elements((int64_t(240) << 20) + 23), int64_t(10) << 20);
+  EXPECT_GT(working_set_bandwidth_gbps(1), 0);
+}
+
 }  // namespace
 }  // namespace zaya

@@ -87,4 +87,11 @@ double measure_dram_bandwidth_gbps(int threads) {
   return run_stream(StreamKernel::kTriad, int64_t(20) << 20, threads, 5).best_gbps;
 }
 
+double working_set_bandwidth_gbps(int64_t bytes) {
+  if (bytes <= 0) return measure_dram_bandwidth_gbps(0);
+  return run_stream(StreamKernel::kTriad, working_set_stream_elements(bytes), 0, 10).best_gbps;
+}
+
+int64_t working_set_stream_elements(int64_t bytes) { return std::max<int64_t>(int64_t(1) << 20, bytes / 24); }
+
 }  // namespace zaya

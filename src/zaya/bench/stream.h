@@ -35,4 +35,12 @@ StreamResult run_stream(StreamKernel kernel, int64_t elements, int threads, int 
 // Sustained DRAM bandwidth in GB/s: STREAM triad on arrays far larger than the caches.
 double measure_dram_bandwidth_gbps(int threads = 0);
 
+// The bandwidth a working set of `bytes` sees (the inference roofline's
+// probe): STREAM triad over three arrays holding `bytes` in all, best of 10;
+// `bytes` <= 0: DRAM.
+double working_set_bandwidth_gbps(int64_t bytes);
+// Elements per array of that triad: bytes / 24, at least one million (24 MB
+// in all, so the timing is not one short sweep).
+int64_t working_set_stream_elements(int64_t bytes);
+
 }  // namespace zaya

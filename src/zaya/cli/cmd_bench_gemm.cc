@@ -1,43 +1,27 @@
 // zaya bench gemm: GEMM throughput over M, N, K sweeps or a model's own GEMM
 // shapes, in f32 and bf16, against the measured peak; writes the efficiency
-// table the planner reads (src/zaya/bench/gemm_table.h; docs/bench.md).
+// table the planner reads (src/zaya/bench/gemm_job.h, gemm_table.h; docs/bench.md).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <omp.h>
 #include <unistd.h>
 
-#include <map>
 #include <memory>
 
 #include "zaya/bench/byte_size.h"
-#include "zaya/bench/gemm_run.h"
+#include "zaya/bench/gemm_job.h"
 #include "zaya/cli/commands.h"
-#include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/ops/matmul_bf16.h"
 
 namespace zaya::cli {
 namespace {
 
-struct BenchGemmOptions {
-  std::string m = "256:4096:*4", n = "256:4096:*4", k = "256:4096:*4", model, json_out, max_memory = "8G";
-  std::vector<std::string> shapes, dtypes = {"f32", "bf16"}, layouts = {"nn"};
-  int64_t micro_batch = 8, seq_len = 256, ep = 1, expert_tokens = 0, align = -1, peak_side = 0;
-  double skip_fraction = 0, falloff = 0.85, min_time = 0.1, peak_f32 = 0, peak_bf16 = 0, membw = 0;
-  int min_calls = 3, threads = 0;
+// The job's options (bench/gemm_job.h) and what only this verb needs.
+struct BenchGemmCliOptions : GemmJobOptions {
+  int threads = 0;
+  std::string json_out;
 };
-
-GemmShape parse_shape(const std::string& text) {
-  int64_t v[3] = {0, 0, 0};
-  size_t pos = 0;
-  for (int i = 0; i < 3; ++i) {
-    const size_t x = i < 2 ? text.find('x', pos) : std::string::npos;
-    ZAYA_CHECK(i == 2 || x != std::string::npos, "--shape '{}' must be MxNxK, e.g. 2048x4096x1024", text);
-    v[i] = parse_dim_list(text.substr(pos, x == std::string::npos ? std::string::npos : x - pos), "--shape").front();
-    pos = x + 1;
-  }
-  return {v[0], v[1], v[2], false, false};
-}
 
 std::string note_of(const GemmTableEntry& e) {
   std::string note = e.memory_bound ? "AI<ridge" : "";
@@ -71,16 +55,14 @@ void print_entries(const GemmEfficiencyTable& t) {
 void print_model(const GemmEfficiencyTable& t) {
   fmt::print("\n# {}: micro-batch {} x seq {} = {} tokens, ep {}, {} rows per expert GEMM\n", t.model, t.micro_batch,
              t.seq_len, t.micro_batch * t.seq_len, t.ep, t.expert_tokens);
-  std::map<std::string, std::pair<double, double>> totals;
-  for (const std::string dtype : {"f32", "bf16"}) {
-    double step = 0;
-    for (const GemmModelEntry& g : t.model_gemms)
-      if (gemm_dtype_name(g.dtype) == dtype && g.entry >= 0) step += t.entries[size_t(g.entry)].seconds * g.count;
-    if (step == 0) continue;
+  for (GemmDType d : {GemmDType::kF32, GemmDType::kBF16}) {
+    const GemmModelTotal total = gemm_model_total(t, d);
+    if (total.seconds == 0) continue;
+    const std::string dtype = gemm_dtype_name(d);
     fmt::print("{:>5} {:<22} {:<13} {:>6} {:>7} {:>7} {:>10} {:>9} {:>6} {:>10} {:>6}  {}\n", "dtype", "gemm", "phase",
                "M", "N", "K", "count", "GFLOP/s", "%peak", "ms/step", "share", "note");
     for (const GemmModelEntry& g : t.model_gemms) {
-      if (gemm_dtype_name(g.dtype) != dtype) continue;
+      if (g.dtype != d) continue;
       const std::string layout = g.shape.layout();
       if (g.entry < 0) {
         fmt::print("{:>5} {:<22} {:<13} {:>6} {:>7} {:>7} {:>10.0f} {:>9} {:>6} {:>10} {:>6}  skipped\n", dtype, g.name,
@@ -89,95 +71,43 @@ void print_model(const GemmEfficiencyTable& t) {
       }
       const GemmTableEntry& e = t.entries[size_t(g.entry)];
       const double ms = e.seconds * g.count * 1e3;
-      totals[dtype].first += g.shape.flops() * g.count;
-      totals[dtype].second += e.seconds * g.count;
       fmt::print("{:>5} {:<22} {:<13} {:>6} {:>7} {:>7} {:>10.0f} {:>9.1f} {:>6.1f} {:>10.3f} {:>5.1f}%  {}{}\n", dtype,
                  g.name, g.phase + " " + layout, g.shape.m, g.shape.n, g.shape.k, g.count, e.gflops, 100 * e.efficiency,
-                 ms, 100 * ms / (step * 1e3), g.approximate ? "(mean attention block) " : "", note_of(e));
+                 ms, 100 * ms / (total.seconds * 1e3), g.approximate ? "(mean attention block) " : "", note_of(e));
     }
-    const auto& tot = totals[dtype];
     fmt::print(
         "# {} GEMMs of one micro-batch (forward + backward): {:.1f} ms, {:.1f} GFLOP -> {:.1f} GFLOP/s = "
         "{:.1f}% of peak\n\n",
-        dtype, 1e3 * tot.second, tot.first / 1e9, tot.first / tot.second / 1e9,
-        100 * tot.first / tot.second / 1e9 / t.peak_gflops.at(dtype));
+        dtype, 1e3 * total.seconds, total.flops / 1e9, total.flops / total.seconds / 1e9,
+        100 * total.flops / total.seconds / 1e9 / t.peak_gflops.at(dtype));
   }
 }
 
-void bench_gemm(const BenchGemmOptions& o) {
+void bench_gemm(const BenchGemmCliOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  GemmRunOptions r;
-  r.dtypes.clear();
-  for (const std::string& d : o.dtypes) r.dtypes.push_back(parse_gemm_dtype(d));
+  const GemmRunOptions r = gemm_run_options(o);
   for (GemmDType d : r.dtypes)
     if (d == GemmDType::kBF16 && !bf16_gemm_is_native())
       fmt::print("# note: this CPU has neither AVX512-BF16 nor AMX; oneDNN emulates bf16 (slower than f32)\n");
-  r.timing.min_seconds = o.min_time;
-  r.timing.min_calls = o.min_calls;
-  r.falloff = o.falloff;
-  r.peak_f32 = o.peak_f32;
-  r.peak_bf16 = o.peak_bf16;
-  if (o.peak_side > 0) r.peak_side_f32 = r.peak_side_bf16 = o.peak_side;
-  r.membw_gbps = o.membw;
-  r.max_bytes = double(parse_byte_size(o.max_memory, "--max-memory"));
-  const bool model_mode = !o.model.empty();
-  r.align = o.align >= 0 ? o.align : (model_mode ? 64 : 0);
-
-  GemmEfficiencyTable table;
   int done = 0;
   const bool progress = isatty(STDERR_FILENO);
-  auto on_start = [&](const GemmEfficiencyTable&) {};
   std::vector<std::string> skipped;
   auto on_entry = [&](GemmDType d, const GemmShape& s, const GemmTableEntry* e) {
     if (e == nullptr) skipped.push_back(fmt::format("{} {} {}x{}x{}", gemm_dtype_name(d), s.layout(), s.m, s.n, s.k));
     if (progress)
       fmt::print(stderr, "\r  measured {} shapes, last {} {}x{}x{}      ", ++done, gemm_dtype_name(d), s.m, s.n, s.k);
   };
-  if (model_mode) {
-    ZAYA_CHECK(o.shapes.empty(), "--model measures the model's own shapes; drop --shape");
-    ModelGemmOptions m;
-    m.micro_batch = o.micro_batch;
-    m.seq_len = o.seq_len;
-    m.ep = o.ep;
-    m.skip_fraction = o.skip_fraction;
-    m.expert_tokens = o.expert_tokens;
-    const ZayaConfig config = load_model_config(o.model);
-    table = run_gemm_model(config, o.model, m, r, on_start, on_entry);
-    if (progress) fmt::print(stderr, "\r{:70}\r", "");
-    print_start(table);
-    print_entries(table);
-    print_model(table);
-  } else {
-    std::vector<GemmShape> shapes;
-    for (const std::string& layout : o.layouts) {
-      bool ta = false, tb = false;
-      parse_gemm_layout(layout, ta, tb);
-      auto add = [&](GemmShape s) {
-        s.trans_a = ta;
-        s.trans_b = tb;
-        shapes.push_back(s);
-      };
-      if (!o.shapes.empty()) {
-        for (const std::string& s : o.shapes) add(parse_shape(s));
-      } else {
-        for (int64_t m : parse_dim_list(o.m, "-m/--m"))
-          for (int64_t n : parse_dim_list(o.n, "-n/--n"))
-            for (int64_t k : parse_dim_list(o.k, "-k/--k")) add({m, n, k, false, false});
-      }
-    }
-    table = run_gemm_shapes(shapes, r, on_start, on_entry);
-    if (progress) fmt::print(stderr, "\r{:70}\r", "");
-    print_start(table);
-    print_entries(table);
-  }
+  const GemmEfficiencyTable table = run_gemm_job(o, r, on_entry);
+  if (progress) fmt::print(stderr, "\r{:70}\r", "");
+  print_start(table);
+  print_entries(table);
+  if (!o.model.empty()) print_model(table);
   if (!skipped.empty())
     fmt::print("# skipped (operands beyond --max-memory {}): {}\n", o.max_memory, fmt::join(skipped, ", "));
-  int falloffs = 0;
-  for (const GemmTableEntry& e : table.entries) falloffs += e.falls_off;
   fmt::print(
       "# {} of {} measured shapes fall off (below {:.0f}% of a contained shape's GFLOP/s, or slower than "
       "their padded version{})\n",
-      falloffs, table.entries.size(), 100 * o.falloff,
+      count_falloffs(table), table.entries.size(), 100 * o.falloff,
       r.align > 0 ? fmt::format(" at multiples of {}", r.align) : ", not measured: --align 0");
   if (!o.json_out.empty()) write_file_atomic(o.json_out, table.to_json().dump(2) + "\n");
 }
@@ -185,7 +115,7 @@ void bench_gemm(const BenchGemmOptions& o) {
 }  // namespace
 
 void add_bench_gemm_command(CLI::App& bench) {
-  auto o = std::make_shared<BenchGemmOptions>();
+  auto o = std::make_shared<BenchGemmCliOptions>();
   auto* cmd = bench.add_subcommand("gemm", "GEMM GFLOP/s and % of peak over M, N, K sweeps or a model's shapes");
   cmd->add_option("-m,--m", o->m, "M values: list and ranges, e.g. 512,1024 or 256:4096 (x2) or 64:512:+64")
       ->capture_default_str();

@@ -1,83 +1,47 @@
 // zaya bench infer: prefill tokens/s and decode ms/token vs batch and context
-// length, with the bandwidth roofline (STREAM measured in the same run).
+// length, with the bandwidth roofline (STREAM measured in the same run;
+// src/zaya/infer/benchmark_job.h, benchmark.h).
 #include <fmt/format.h>
 #include <omp.h>
 
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "zaya/bench/stream.h"
 #include "zaya/cli/commands.h"
-#include "zaya/core/error.h"
-#include "zaya/infer/benchmark.h"
+#include "zaya/infer/benchmark_job.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/params.h"
 
 namespace zaya::cli {
 namespace {
 
-struct BenchInferOptions {
-  std::string preset, model, dtype = "bf16", json_out;
-  InferBenchOptions bench;
+// The job's options (infer/benchmark_job.h) and what only this verb needs.
+struct BenchInferCliOptions : InferBenchJobOptions {
+  std::string json_out;
   int threads = 0;
-  bool exact = false, no_working_set = false, no_prefill = false, no_decode = false;
 };
 
-void bench_infer(const BenchInferOptions& o) {
-  ZAYA_CHECK(o.preset.empty() != o.model.empty(), "zaya bench infer: give exactly one of --preset and --model");
-  check_weight_dtype_option(o.dtype, "--dtype");
+void bench_infer(const BenchInferCliOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  std::unique_ptr<ZayaModel> random;
-  std::unique_ptr<InferModel> model;
-  std::string name;
-  if (!o.preset.empty()) {
-    ZayaConfig c = preset_config(o.preset);
-    ZAYA_CHECK(o.preset != "zaya1-base",
-               "--preset zaya1-base: random weights of 8.8B parameters need 35 GB in f32; benchmark the real "
-               "checkpoint with --model DIR instead");
-    random = std::make_unique<ZayaModel>(c);
-    random->init(o.bench.seed);
-    model = InferModel::from_model(*random, o.dtype);
-    name = "preset " + o.preset;
-  } else {
-    InferLoadOptions lo;
-    lo.dtype = o.dtype;
-    lo.prefetch = true;  // time the decoder, not the disk
-    model = InferModel::open(o.model, lo);
-    name = o.model;
-  }
-  InferBenchOptions bo = o.bench;
-  bo.bf16_activations = !o.exact;
-  bo.working_set_roofline = !o.no_working_set;
-  if (o.no_prefill) bo.prefill_lengths.clear();
-  if (o.no_decode) bo.batches.clear();
-  const WeightBytes& wb = model->weight_bytes();
-  const ParamCounts pc = count_parameters(model->config());
-  fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", name,
-             pc.total / 1e6, pc.active / 1e6, model->matrix_dtype(), omp_get_max_threads());
+  const InferBenchModel m = open_infer_bench_model(o);
+  const InferModel& model = *m.model;
+  const InferBenchOptions bo = infer_bench_options(o);
+  const WeightBytes& wb = model.weight_bytes();
+  const ParamCounts pc = count_parameters(model.config());
+  fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", m.name,
+             pc.total / 1e6, pc.active / 1e6, model.matrix_dtype(), omp_get_max_threads());
   fmt::print(
       "  bytes per decode step at batch 1: dense {:.2f} MB + one expert per layer {:.2f} MB + LM head {:.2f} MB"
       " (+ KV cache)\n",
-      wb.dense / 1e6, wb.per_expert * model->config().num_blocks / 1e6, wb.lm_head / 1e6);
-  auto bandwidth = [](int64_t bytes) {
-    if (bytes <= 0) return measure_dram_bandwidth_gbps(0);
-    // Triad over three arrays holding `bytes` in all (at least 24 MB).
-    const int64_t elements = std::max<int64_t>(int64_t(1) << 20, bytes / 24);
-    return run_stream(StreamKernel::kTriad, elements, 0, 10).best_gbps;
-  };
-  const InferBenchResult r = run_infer_bench(*model, bo, bandwidth, true);
-  if (!o.json_out.empty()) {
-    nlohmann::json j = infer_bench_json(*model, bo, r);
-    j["model"] = name;
-    write_file_atomic(o.json_out, j.dump(2) + "\n");
-  }
+      wb.dense / 1e6, wb.per_expert * model.config().num_blocks / 1e6, wb.lm_head / 1e6);
+  const InferBenchResult r = run_infer_bench(model, bo, working_set_bandwidth_gbps, true);
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, infer_bench_job_json(m, bo, r).dump(2) + "\n");
 }
 
 }  // namespace
 
 void add_bench_infer_command(CLI::App& bench) {
-  auto o = std::make_shared<BenchInferOptions>();
+  auto o = std::make_shared<BenchInferCliOptions>();
   auto* cmd = bench.add_subcommand("infer", "prefill tokens/s and decode ms/token with the bandwidth roofline");
   cmd->add_option("--preset", o->preset, "random weights of a preset: tiny, small");
   cmd->add_option("--model", o->model, "a model directory (weights memory-mapped) or training checkpoint");

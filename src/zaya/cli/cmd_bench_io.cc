@@ -1,26 +1,22 @@
 // zaya bench io: checkpoint-sized sequential writes (with fsync) and reads,
 // random page reads and training-window reads of a token dataset, and the
 // scatter factor / break-even step time of docs/systems-notes.md §3
-// (src/zaya/bench/io_bench.h, io_model.h).
+// (src/zaya/bench/io_job.h, io_bench.h, io_model.h).
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "zaya/bench/byte_size.h"
-#include "zaya/bench/gemm_run.h"
-#include "zaya/bench/io_bench.h"
+#include "zaya/bench/io_job.h"
 #include "zaya/cli/commands.h"
-#include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/params.h"
 
 namespace zaya::cli {
 namespace {
 
-struct BenchIoOptions {
-  IoBenchOptions io;
-  std::string file_size = "1G", block_size = "4M", model, json_out;
-  int ranks = 1;
+// The job's options (bench/io_job.h) and the JSON file.
+struct BenchIoCliOptions : IoJobOptions {
+  std::string json_out;
 };
 
 std::string evicted_note(double resident) {
@@ -33,22 +29,16 @@ std::string evicted_note(double resident) {
   return "";
 }
 
-void bench_io(BenchIoOptions o) {
-  IoBenchOptions& io = o.io;
-  io.file_bytes = parse_byte_size(o.file_size, "--file-size");
-  io.block_bytes = parse_byte_size(o.block_size, "--block-size");
-  std::string what = format_bytes(double(io.file_bytes));
-  if (!o.model.empty()) {
-    // f32 weights + AdamW's two f32 moments, spread over the ranks' shard files.
-    const ParamCounts p = count_parameters(load_model_config(o.model));
-    const uint64_t total = uint64_t(p.total) * 12;
-    io.files = o.ranks;
-    io.file_bytes = (total / uint64_t(o.ranks) + 4095) / 4096 * 4096;
-    what = fmt::format(
-        "{} checkpoint of {} ({:.2f}B parameters x 12 bytes: f32 weights + 2 AdamW moments) in {} "
-        "shard(s) of {}",
-        format_bytes(double(total)), o.model, double(p.total) / 1e9, o.ranks, format_bytes(double(io.file_bytes)));
-  }
+void bench_io(const BenchIoCliOptions& o) {
+  const IoJobPlan plan = plan_io_job(o);
+  const IoBenchOptions& io = plan.io;
+  const std::string what =
+      !plan.from_model ? format_bytes(double(io.file_bytes))
+                       : fmt::format(
+                             "{} checkpoint of {} ({:.2f}B parameters x 12 bytes: f32 weights + 2 AdamW moments) in {} "
+                             "shard(s) of {}",
+                             format_bytes(double(plan.checkpoint_bytes)), o.model, double(plan.model_params) / 1e9,
+                             io.files, format_bytes(double(io.file_bytes)));
   fmt::print("# zaya bench io: {} in {}{}\n", what, io.dir, io.direct ? ", O_DIRECT" : "");
   std::fflush(stdout);
   const IoBenchResult r = run_io_bench(io);
@@ -92,20 +82,16 @@ void bench_io(BenchIoOptions o) {
   fmt::print("  break-even step time t_break = {:.4g} s: {} (t / t_break = {:.2f})\n", m.break_even_seconds,
              m.storage_safe ? "storage-safe" : "STORAGE-BOUND: the data loader cannot keep up", m.headroom);
   fmt::print("  {:>6} {:>14} {:>14}  {}\n", "sigma", "IOPS needed", "t_break (s)", "verdict at t");
-  for (double sigma : {1.0, 2.0, 4.0, 8.0}) {
-    StorageModelInput x = in;
-    x.sigma = sigma;
-    const StorageModel y = storage_model(x);
-    fmt::print("  {:>6g} {:>14.0f} {:>14.4g}  {}\n", sigma, y.required_iops, y.break_even_seconds,
-               y.storage_safe ? "safe" : "storage-bound");
-  }
+  for (const StorageModelAtSigma& y : storage_model_sigma_table(in))
+    fmt::print("  {:>6g} {:>14.0f} {:>14.4g}  {}\n", y.sigma, y.model.required_iops, y.model.break_even_seconds,
+               y.model.storage_safe ? "safe" : "storage-bound");
   if (!o.json_out.empty()) write_file_atomic(o.json_out, io_bench_json(io, r).dump(2) + "\n");
 }
 
 }  // namespace
 
 void add_bench_io_command(CLI::App& bench) {
-  auto o = std::make_shared<BenchIoOptions>();
+  auto o = std::make_shared<BenchIoCliOptions>();
   auto* cmd =
       bench.add_subcommand("io", "checkpoint write/read, dataset page reads, scatter factor and break-even step time");
   auto size = CLI::Validator([](std::string& s) { return byte_size_error(s); }, "SIZE");

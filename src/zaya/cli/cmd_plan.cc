@@ -1,33 +1,21 @@
 // zaya plan: predicted training step time, memory, MFU and inference latency
 // of a config on a hardware profile and layout, and the MoE width trade-off
-// (src/zaya/plan/, docs/plan.md).
+// (src/zaya/plan/plan_job.h, docs/plan.md).
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "zaya/cli/commands.h"
 #include "zaya/cli/plan_flags.h"
-#include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/params.h"
-#include "zaya/plan/hardware_profile.h"
-#include "zaya/plan/latency_model.h"
-#include "zaya/plan/memory_model.h"
-#include "zaya/plan/moe_tradeoff.h"
-#include "zaya/plan/plan_options.h"
-#include "zaya/plan/step_model.h"
+#include "zaya/plan/plan_job.h"
 
 namespace zaya::cli {
 namespace {
 
-struct PlanCliOptions {
-  PlanCommonOptions common;
-  int64_t batch = 1, context = 4096;
-  std::string infer_dtype;
-  bool tradeoff = true;
+// The job's options (plan/plan_job.h) and what only the printing and the JSON need.
+struct PlanCliOptions : PlanJobOptions {
   int top_gemms = 8;
   std::string json_out;
 };
@@ -35,12 +23,11 @@ struct PlanCliOptions {
 double gib(double bytes) { return bytes / double(1 << 30); }
 
 void run_plan(const PlanCliOptions& o) {
-  const PlanSetup s = setup_plan(o.common);
-  const ZayaConfig& c = s.config;
-  const TrainLayout& L = s.layout;
-  const HardwareProfile& p = s.profile;
-  const GemmModel& gemm = *s.gemm;
-  const ParamCounts counts = count_parameters(c);
+  const PlanJobResult res = run_plan_job(o);
+  const ZayaConfig& c = res.setup.config;
+  const TrainLayout& L = res.setup.layout;
+  const HardwareProfile& p = res.setup.profile;
+  const ParamCounts& counts = res.counts;
   fmt::print("zaya plan: {} ({:.2f}B params, {:.2f}B active) on {} ({})\n", o.common.model, counts.total / 1e9,
              counts.active / 1e9, p.name, p.description);
   fmt::print(
@@ -50,7 +37,7 @@ void run_plan(const PlanCliOptions& o) {
       L.world, L.dp(), L.ep, L.cp > 1 ? fmt::format(" x cp {}", L.cp) : "", L.micro_batch, L.seq_len, L.grad_accum,
       L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype,
       L.muon ? fmt::format("on ({} NS steps, {})", L.ns_steps, L.ns_dtype) : "off");
-  const StepPrediction r = predict_step(c, L, gemm);
+  const StepPrediction& r = res.step;
   fmt::print("\n# training step (per device)\n");
   fmt::print("  GEMMs forward        {:10.4f} s per micro-batch\n", r.gemm_fwd);
   fmt::print("  GEMMs backward       {:10.4f} s per micro-batch\n", r.gemm_bwd);
@@ -75,8 +62,7 @@ void run_plan(const PlanCliOptions& o) {
       r.step, r.tokens_per_second, 100 * r.mfu, r.peak_gflops, L.dtype,
       L.dtype == "f32" ? p.peak_f32_gflops.source : p.peak_bf16_gflops.source);
   for (const std::string& n : r.notes) fmt::print("  note: {}\n", n);
-  std::vector<GemmTime> top = r.gemms;
-  std::sort(top.begin(), top.end(), [](const GemmTime& a, const GemmTime& b) { return a.seconds > b.seconds; });
+  const std::vector<GemmTime>& top = res.gemms_by_time;
   if (o.top_gemms > 0) {
     fmt::print(
         "\n# largest GEMMs of a micro-batch\n  {:<22} {:<7} {:>20} "
@@ -89,7 +75,7 @@ void run_plan(const PlanCliOptions& o) {
                  100 * g.estimate.efficiency, g.estimate.basis);
     }
   }
-  const MemoryPrediction m = predict_memory(c, L);
+  const MemoryPrediction& m = res.memory;
   fmt::print(
       "\n# memory per device\n  weights {:.2f} GiB, gradients {:.2f} "
       "GiB, optimizer {:.2f} GiB (ZeRO-1 shard), "
@@ -97,12 +83,8 @@ void run_plan(const PlanCliOptions& o) {
       "{:.1f} GiB{}\n",
       gib(m.weights), gib(m.gradients), gib(m.optimizer), gib(m.activations), gib(m.logits), gib(m.total()),
       p.memory_gib.value, gib(m.total()) > p.memory_gib.value ? "  DOES NOT FIT" : "");
-  InferenceLayout il;
-  il.batch = o.batch;
-  il.context = o.context;
-  il.dtype = o.infer_dtype.empty() ? L.dtype : o.infer_dtype;
-  il.skip_fraction = L.skip_fraction;
-  const LatencyPrediction lat = predict_latency(c, il, gemm);
+  const InferenceLayout& il = res.inference;
+  const LatencyPrediction& lat = res.latency;
   fmt::print("\n# inference on one device ({}, batch {}, context {})\n", il.dtype, il.batch, il.context);
   fmt::print("  prefill  {:.4f} s ({:.0f} tokens/s)\n", lat.prefill_seconds, lat.prefill_tokens_per_second);
   fmt::print(
@@ -112,7 +94,6 @@ void run_plan(const PlanCliOptions& o) {
       lat.decode_seconds, lat.decode_tokens_per_second, lat.decode_memory_bound ? "bandwidth-bound" : "compute-bound",
       lat.weight_bytes / 1e9, lat.experts_touched, c.experts, lat.kv_bytes / 1e9, lat.kv_bytes_uncompressed / 1e9,
       lat.kv_bytes_uncompressed / std::max(1.0, lat.kv_bytes));
-  nlohmann::json tj = nlohmann::json::array();
   if (o.tradeoff) {
     fmt::print(
         "\n# MoE width trade-off at equal total expert parameters ({} x "
@@ -120,70 +101,15 @@ void run_plan(const PlanCliOptions& o) {
         c.experts, c.expert_ffn);
     fmt::print("  {:>7} {:>7} {:>5} {:>10} {:>10} {:>12} {:>7} {:>12} {:>9}\n", "experts", "width", "top-k", "active B",
                "total B", "train tok/s", "MFU", "decode ms", "touched");
-    for (const MoeTradeoffRow& t : moe_tradeoff(c, L, il, gemm)) {
+    for (const MoeTradeoffRow& t : res.tradeoff)
       fmt::print(
           "  {:>7} {:>7} {:>5} {:>10.3f} {:>10.3f} {:>12.0f} {:>6.1f}% "
           "{:>12.3f} {:>9.1f}{}\n",
           t.config.experts, t.config.expert_ffn, t.config.top_k, t.active_params / 1e9, t.total_params / 1e9,
           t.train_tokens_per_second, 100 * t.train_mfu, 1e3 * t.decode_seconds, t.experts_touched,
           t.is_base ? "  <- this config" : "");
-      tj.push_back({{"experts", t.config.experts},
-                    {"expert_ffn", t.config.expert_ffn},
-                    {"top_k", t.config.top_k},
-                    {"active_params", t.active_params},
-                    {"total_params", t.total_params},
-                    {"train_tokens_per_second", t.train_tokens_per_second},
-                    {"train_mfu", t.train_mfu},
-                    {"decode_seconds", t.decode_seconds},
-                    {"experts_touched", t.experts_touched}});
-    }
   }
-  if (!o.json_out.empty()) {
-    nlohmann::json j = {{"plan", "zaya"},
-                        {"format_version", 1},
-                        {"model", o.common.model},
-                        {"profile", p.name},
-                        {"layout",
-                         {{"world", L.world},
-                          {"dp", L.dp()},
-                          {"ep", L.ep},
-                          {"cp", L.cp},
-                          {"micro_batch", L.micro_batch},
-                          {"seq_len", L.seq_len},
-                          {"grad_accum", L.grad_accum},
-                          {"dtype", L.dtype},
-                          {"muon", L.muon}}},
-                        {"step",
-                         {{"gemm_fwd_seconds", r.gemm_fwd},
-                          {"gemm_bwd_seconds", r.gemm_bwd},
-                          {"stream_seconds", r.stream},
-                          {"compute_seconds", r.compute},
-                          {"optimizer_seconds", r.optimizer_gemm + r.optimizer_stream},
-                          {"grad_reduce_seconds", r.grad_reduce},
-                          {"grad_reduce_exposed_seconds", r.grad_reduce_exposed},
-                          {"param_gather_seconds", r.param_gather},
-                          {"expert_all_to_all_seconds", r.expert_all_to_all},
-                          {"context_parallel_seconds", r.context_parallel},
-                          {"step_seconds", r.step},
-                          {"tokens_per_second", r.tokens_per_second},
-                          {"mfu", r.mfu}}},
-                        {"memory_bytes",
-                         {{"weights", m.weights},
-                          {"gradients", m.gradients},
-                          {"optimizer", m.optimizer},
-                          {"activations", m.activations},
-                          {"logits", m.logits},
-                          {"total", m.total()}}},
-                        {"inference",
-                         {{"batch", il.batch},
-                          {"context", il.context},
-                          {"prefill_seconds", lat.prefill_seconds},
-                          {"decode_seconds", lat.decode_seconds},
-                          {"kv_bytes", lat.kv_bytes},
-                          {"kv_bytes_uncompressed", lat.kv_bytes_uncompressed}}},
-                        {"moe_tradeoff", tj}};
-    write_file_atomic(o.json_out, j.dump(2) + "\n");
-  }
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, plan_json(res, o.common.model).dump(2) + "\n");
 }
 
 }  // namespace

@@ -1,22 +1,17 @@
-// zaya profile: hardware profiles for the planner (src/zaya/plan/).
-//   zaya profile measure [--model PRESET ...] --out FILE   this machine (under
-//   mpirun: with its network) zaya profile show NAME|FILE a built-in or saved
-//   profile, with each figure's source zaya profile add-comm NAME|FILE --comm
-//   bench.json --out FILE   network curves from zaya bench comm zaya profile
-//   list                                       the built-in profiles
+// zaya profile: hardware profiles for the planner (src/zaya/plan/profile_job.h).
+//   zaya profile measure [--model PRESET ...] --out FILE    this machine (under mpirun: with its network)
+//   zaya profile show NAME|FILE                             a built-in or saved profile, each figure's source
+//   zaya profile add-comm NAME|FILE --comm FILE --out FILE  network curves from zaya bench comm --json
+//   zaya profile list                                       the built-in profiles
 #include <fmt/format.h>
-#include <omp.h>
 
+#include <cstdio>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "zaya/cli/commands.h"
-#include "zaya/core/error.h"
 #include "zaya/dist/comm.h"
-#include "zaya/io/json_file.h"
 #include "zaya/plan/builtin_profiles.h"
-#include "zaya/plan/comm_import.h"
-#include "zaya/plan/profile_measure.h"
+#include "zaya/plan/profile_job.h"
 
 namespace zaya::cli {
 namespace {
@@ -30,14 +25,9 @@ struct ProfileCliOptions {
 
 void add_comm(const ProfileCliOptions& o) {
   HardwareProfile p = resolve_profile(o.show_name);
-  for (const std::string& path : o.comm_files) {
-    const nlohmann::json j = read_json_file(path, "--comm file");
-    const std::vector<CommCurve> curves = comm_curves_from_bench_json(j, path, o.scope);
-    merge_comm_curves(p, curves);
-    fmt::print("{}: {} curve(s) ({} scope)\n", path, curves.size(), o.scope);
-  }
-  p.validate(o.out);
-  p.save(o.out);
+  for (const std::string& path : o.comm_files)
+    fmt::print("{}: {} curve(s) ({} scope)\n", path, add_comm_file(p, path, o.scope).size(), o.scope);
+  save_validated_profile(p, o.out);
   fmt::print("wrote {}\n", o.out);
 }
 
@@ -69,15 +59,13 @@ void show(const HardwareProfile& p) {
 }
 
 void measure(const ProfileCliOptions& o) {
-  ZAYA_CHECK(!o.out.empty(), "zaya profile measure needs --out FILE");
   auto world = make_world_comm();
-  const HardwareProfile p = measure_profile(o.measure, *world, [](const std::string& s) {
+  const std::optional<HardwareProfile> p = measure_profile_to_file(o.measure, *world, o.out, [](const std::string& s) {
     fmt::print("{}\n", s);
     std::fflush(stdout);
   });
-  if (world->rank() != 0) return;
-  p.save(o.out);
-  show(p);
+  if (!p) return;
+  show(*p);
   fmt::print("wrote {}\n", o.out);
 }
 

@@ -1,15 +1,12 @@
 // zaya report: plots (SVG) and one self-contained HTML page from the JSON the
-// other verbs write (src/zaya/bench/report_builder.h; docs/bench.md).
+// other verbs write (src/zaya/bench/report_inputs.h, report_builder.h; docs/bench.md).
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "zaya/bench/report_builder.h"
+#include "zaya/bench/report_inputs.h"
 #include "zaya/cli/commands.h"
-#include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 
 namespace zaya::cli {
@@ -21,37 +18,15 @@ struct ReportOptions {
 };
 
 void report(const ReportOptions& o) {
-  // Directories stand for the .json and .jsonl files directly inside them.
-  std::vector<std::string> files;
-  for (const std::string& in : o.inputs) {
-    if (!std::filesystem::is_directory(in)) {
-      files.push_back(in);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& e : std::filesystem::directory_iterator(in)) {
-      const std::string ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".json" || ext == ".jsonl")) found.push_back(e.path().string());
-    }
-    std::sort(found.begin(), found.end());
-    ZAYA_CHECK(!found.empty(), "{}: no .json or .jsonl files in this directory", in);
-    files.insert(files.end(), found.begin(), found.end());
-  }
   std::vector<ReportInput> inputs;
-  for (const std::string& f : files) inputs.push_back(load_report_input(f));
+  for (const std::string& f : expand_report_inputs(o.inputs)) inputs.push_back(load_report_input(f));
   const Report r = build_report(inputs, o.title);
   const std::vector<std::string> written = write_report(r, o.out);
   fmt::print("zaya report: {} input file(s), {} section(s)\n", inputs.size(), r.sections.size());
   for (const ReportInput& in : inputs) fmt::print("  {:<10} {}\n", in.kind.empty() ? "(ignored)" : in.kind, in.path);
   for (const ReportSection& s : r.sections) fmt::print("  section {:<8} {} figure(s)\n", s.id, s.figures.size());
   fmt::print("wrote {} files; open {}\n", written.size(), written.back());
-  if (!o.json_out.empty()) {
-    nlohmann::json j = {{"verb", "report"}, {"out", o.out}, {"files", written}};
-    nlohmann::json in = nlohmann::json::array();
-    for (const ReportInput& i : inputs) in.push_back({{"path", i.path}, {"kind", i.kind}});
-    j["inputs"] = in;
-    write_file_atomic(o.json_out, j.dump(2) + "\n");
-  }
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, report_summary_json(o.out, written, inputs).dump(2) + "\n");
 }
 
 }  // namespace

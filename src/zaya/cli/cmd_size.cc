@@ -1,47 +1,36 @@
 // zaya size: propose ZAYA1-style configs for a parameter or compute target on
 // a hardware profile, or (--check CONFIG) flag a config's inefficient
-// dimensions with the predicted slowdown (src/zaya/plan/sizing_rules.h).
+// dimensions with the predicted slowdown (src/zaya/plan/size_job.h, sizing_rules.h).
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <memory>
 
 #include "zaya/cli/commands.h"
 #include "zaya/cli/plan_flags.h"
-#include "zaya/core/error.h"
-#include "zaya/io/atomic_file.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/params.h"
-#include "zaya/plan/sizing_rules.h"
+#include "zaya/plan/size_job.h"
 
 namespace zaya::cli {
 namespace {
 
-struct SizeCliOptions {
-  PlanCommonOptions common;
-  std::string check;
-  double total = 0, active = 0, compute = 0;
-  int count = 3;
+// The job's options (plan/size_job.h) and where to save the proposals.
+struct SizeCliOptions : SizeJobOptions {
   std::string save_dir;
 };
 
-void run_size(SizeCliOptions o) {
-  if (!o.check.empty()) o.common.model = o.check;
-  const PlanSetup s = setup_plan(o.common);
-  const GemmModel& gemm = *s.gemm;
+void run_size(const SizeCliOptions& o) {
+  const SizeJobResult res = run_size_job(o);
+  const PlanSetup& s = res.setup;
   const HardwareProfile& p = s.profile;
   if (!o.check.empty()) {
-    ZAYA_CHECK(o.total == 0 && o.active == 0 && o.compute == 0, "--check takes no target (--total/--active/--compute)");
-    const std::vector<SizingFinding> findings = check_config(s.config, s.layout, gemm);
     fmt::print(
         "zaya size --check {} on {} (align {}, tile {}x{}, {} compute "
         "units), micro-batch {} x seq {}:\n",
         o.check, p.name, p.align, p.tile_m, p.tile_n, p.compute_units, s.layout.micro_batch, s.layout.seq_len);
-    if (findings.empty()) {
+    if (res.findings.empty()) {
       fmt::print("  every dimension follows the rules: nothing to flag\n");
       return;
     }
-    for (const SizingFinding& f : findings)
+    for (const SizingFinding& f : res.findings)
       fmt::print(
           "  {} = {}: should be {} -> {}; predicted slowdown of the "
           "micro-batch's GEMMs per FLOP: {:+.1f}% "
@@ -49,17 +38,13 @@ void run_size(SizeCliOptions o) {
           f.field, f.value, f.rule, f.suggested, 100 * f.slowdown, f.basis);
     return;
   }
-  SizeTarget t;
-  t.total_params = o.total;
-  t.active_params = o.active;
-  t.compute_flops = o.compute;
-  const std::vector<SizeProposal> props = propose_configs(t, s.layout, gemm, o.count);
+  const std::vector<SizeProposal>& props = res.proposals;
   fmt::print(
       "zaya size on {}: {} proposals, best predicted MFU first (layout: "
       "{} device(s), ep {}, micro-batch {} x "
       "seq {}, {})\n",
       p.name, props.size(), s.layout.world, s.layout.ep, s.layout.micro_batch, s.layout.seq_len, s.layout.dtype);
-  if (!o.save_dir.empty()) std::filesystem::create_directories(o.save_dir);
+  if (!o.save_dir.empty()) create_size_proposal_dir(o.save_dir);
   int i = 0;
   for (const SizeProposal& sp : props) {
     const ZayaConfig& c = sp.config;
@@ -70,11 +55,7 @@ void run_size(SizeCliOptions o) {
         ++i, c.hidden, c.num_blocks, c.q_heads, c.kv_heads, c.head_dim, c.experts, c.expert_ffn, c.top_k,
         c.router_hidden, c.vocab_size, sp.total_params / 1e9, sp.active_params / 1e9);
     for (const std::string& r : sp.reasons) fmt::print("    - {}\n", r);
-    if (!o.save_dir.empty()) {
-      const std::string path = fmt::format("{}/proposal{}.json", o.save_dir, i);
-      write_file_atomic(path, config_to_hf_json(c, "bfloat16").dump(2) + "\n");
-      fmt::print("    saved {}\n", path);
-    }
+    if (!o.save_dir.empty()) fmt::print("    saved {}\n", save_size_proposal(o.save_dir, i, c));
   }
 }
 

@@ -1,0 +1,43 @@
+#pragma once
+// `zaya bench infer` from its command-line options (benchmark.h measures):
+// the model to time, either random weights of a preset or a model directory /
+// training checkpoint, and the benchmark's options with the switches applied.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zaya/infer/benchmark.h"
+#include "zaya/infer/infer_model.h"
+#include "zaya/model/model.h"
+
+namespace zaya {
+
+struct InferBenchJobOptions {
+  std::string preset;          // random weights (seeded by bench.seed) of a preset
+  std::string model;           // or a model directory / training checkpoint: exactly one of the two
+  std::string dtype = "bf16";  // weights: bf16, f32 or auto (as stored)
+  InferBenchOptions bench;
+  bool exact = false;           // f32 activations in prefill (default: bf16 GEMMs)
+  bool no_working_set = false;  // skip the working-set rooflines
+  bool no_prefill = false, no_decode = false;
+};
+
+struct InferBenchModel {
+  std::unique_ptr<ZayaModel> random;  // the preset's weights (from_model's views point into them)
+  std::unique_ptr<InferModel> model;
+  std::string name;  // "preset NAME" or the directory
+};
+
+// Checks the choice of model and dtype, then builds or opens the model (a
+// directory's weights are prefetched: the benchmark times the decoder, not
+// the disk). zaya1-base's random weights would need 35 GB: refused.
+InferBenchModel open_infer_bench_model(const InferBenchJobOptions& options);
+
+InferBenchOptions infer_bench_options(const InferBenchJobOptions& options);
+
+// infer_bench_json with the model's name.
+nlohmann::json infer_bench_job_json(const InferBenchModel& model, const InferBenchOptions& options,
+                                    const InferBenchResult& result);
+
+}  // namespace zaya
