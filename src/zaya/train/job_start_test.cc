@@ -1,0 +1,98 @@
+// The start-up shared by `zaya train` and `zaya bench train`, the resume walk
+// past a damaged checkpoint, and the benchmark's body.
+#include "zaya/train/job_start.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "zaya/core/test_util.h"
+#include "zaya/train/bench_train.h"
+
+namespace zaya {
+namespace {
+
+TrainConfig small_job(const std::string& out_dir) {
+  return parse_train_config(
+      "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
+      "[train]\nseq_len = 16\nmicro_batch = 2\nsteps = 10\n[schedule]\nwarmup_steps = 1\n[checkpoint]\nasync = false\n",
+      "job.toml", {"train.out_dir=" + out_dir});
+}
+
+TrainJobOptions synthetic() {
+  TrainJobOptions o;
+  o.synthetic_data = true;
+  o.quiet = true;
+  o.write_outputs = false;
+  o.peak_gflops = 100;
+  return o;
+}
+
+TEST(JobStart, ResumeLatestWalksPastADamagedCheckpointAndSetsItAside) {
+  testing::TempDir dir;
+  const TrainConfig config = small_job(dir.file("run"));
+  {
+    std::unique_ptr<TrainJob> job = start_train_job([&] { return config; }, synthetic());
+    for (int step = 1; step <= 4; ++step) {
+      job->train_step();
+      if (step % 2 == 0) job->save_checkpoint(false);
+    }
+  }
+  // Damage the newest checkpoint's shard: its checksums no longer match.
+  const std::string newest = config.checkpoint_dir() + "/step_00000004";
+  for (const auto& f : std::filesystem::directory_iterator(newest))
+    if (f.path().extension() == ".bin") {
+      std::fstream s(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+      s.seekp(200);
+      s.write("\xde\xad\xbe\xef", 4);
+    }
+  std::unique_ptr<TrainJob> job = start_train_job([&] { return config; }, synthetic());
+  const ResumeReport r = resume_train_job(*job, "latest");
+  EXPECT_EQ(job->step(), 2);
+  EXPECT_EQ(r.dir, config.checkpoint_dir() + "/step_00000002");
+  ASSERT_EQ(r.damaged.size(), 1u);
+  EXPECT_NE(r.damaged[0].find("step_00000004"), std::string::npos) << r.damaged[0];
+  ASSERT_EQ(r.moved.size(), 1u);
+  EXPECT_NE(r.moved[0].find("step_00000004.damaged"), std::string::npos) << r.moved[0];
+  // A named checkpoint that does not load is an error, not a walk.
+  std::unique_ptr<TrainJob> other = start_train_job([&] { return config; }, synthetic());
+  testing::expect_error([&] { resume_train_job(*other, dir.file("nothing")); }, "nothing");
+}
+
+TEST(JobStart, AConfigErrorIsReportedByTheAgreement) {
+  testing::expect_error([] { start_train_job([]() -> TrainConfig { fail("bad key"); }, synthetic()); }, "bad key");
+}
+
+TEST(BenchTrain, MeasuresTheTimedStepsOfTheRealJob) {
+  testing::TempDir dir;
+  BenchTrainOptions o;
+  o.preset = "tiny";
+  o.micro_batch = 2;
+  o.seq_len = 16;
+  o.steps = 3;
+  o.warmup = 1;
+  o.peak_gflops = 100;
+  o.overrides = {"model.num_blocks=2"};
+  o.checkpoint_dir = dir.file("ck");
+  bool started = false;
+  const BenchTrainResult r = bench_train(o, [&](const BenchTrainSetup& s) {
+    started = true;
+    EXPECT_EQ(s.world, 1);
+    EXPECT_GT(s.params, s.active_params);
+  });
+  EXPECT_TRUE(started);
+  ASSERT_EQ(r.ranks.size(), 1u);
+  EXPECT_EQ(r.ranks[0].tokens, 3.0 * 2 * 16);  // the timed steps only
+  EXPECT_GT(r.step_seconds(), 0);
+  EXPECT_LE(r.ranks[0].best_step, r.step_seconds() + 1e-12);
+  EXPECT_GT(r.workspace_bytes, 0);
+  EXPECT_GT(r.peak_rss_bytes, r.workspace_bytes);
+  const nlohmann::json j = bench_train_json(r);
+  EXPECT_EQ(j["steps"], 3);
+  EXPECT_EQ(j["ranks"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["tokens_per_second"].get<double>(), r.tokens_per_second());
+}
+
+}  // namespace
+}  // namespace zaya
