@@ -1,11 +1,12 @@
 // zaya generate: text from a model directory with the cached decoder
 // (prefill + token-by-token decode, continuous batching), streaming. The
-// requests, stop strings and streaming are infer/generate_job.h's.
+// requests, stop strings and streaming are infer/generate_job.h's; a batch of
+// --prompts and its result lines are infer/prompt_batch.h's.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <cstdio>
-#include <fstream>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/full_sequence.h"
 #include "zaya/infer/generate_job.h"
+#include "zaya/infer/prompt_batch.h"
+#include "zaya/infer/prompt_input.h"
 #include "zaya/infer/prompts_file.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/text_request.h"
@@ -25,20 +28,98 @@ namespace zaya::cli {
 namespace {
 
 struct GenerateCliOptions {
-  std::string model, tokenizer, prompt, prompts_file, json_out, dtype = "auto";
+  std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto";
   std::vector<std::string> stop_texts;
   std::vector<int32_t> stop_ids;
   GenerateOptions gen;
   int64_t samples = 1, batch = 8, step_tokens = 256, max_context = 0;
   int threads = 0;
+  bool prompt_given = false;  // --prompt, even ""
   bool no_bos = false, full_sequence = false, exact = false, stats = false, prefetch = false;
 };
+
+// --prompts: one JSON result line per request, in input order; a request
+// that cannot run has an error line, and the command fails once all are out.
+void run_prompts(const GenerateCliOptions& o, const InferModel& model, const Tokenizer& tok,
+                 const TextRequest& defaults, const GeneratorOptions& go, GenerationStats& st) {
+  std::vector<PromptLine> lines = read_prompts_file(o.prompts_file, defaults, std::cin);
+  prepare_prompt_lines(lines, tok, model.config(), !o.no_bos, o.max_context);
+  size_t failed = 0;
+  for (const PromptLine& line : lines)
+    if (!line.error.empty() && ++failed <= 10) fmt::print(stderr, "error: {} (this request is skipped)\n", line.error);
+  if (failed > 10) fmt::print(stderr, "error: ... and {} more requests that cannot run\n", failed - 10);
+  std::fflush(stderr);
+  const PromptBatchOutcome out = run_prompt_batch(
+      model, tok, lines, go,
+      [&](const nlohmann::ordered_json& result) {
+        fmt::print("{}\n", result.dump());
+        std::fflush(stdout);
+      },
+      &st);
+  if (out.context_limited > 0)
+    fmt::print(stderr, "note: {} request{} stopped at the context limit ({} tokens): \"finish_reason\": \"context\"\n",
+               out.context_limited, out.context_limited == 1 ? "" : "s", st.context);
+  const std::string failure = prompt_batch_failure(lines);
+  if (!failure.empty()) fail("{}", failure);
+}
+
+// --prompt, --prompt-file or no prompt (BOS only): one request, or --samples
+// copies with consecutive seeds, checked before anything is printed.
+void run_prompt(const GenerateCliOptions& o, const InferModel& model, const Tokenizer& tok, TextRequest request,
+                const GeneratorOptions& go, GenerationStats& st) {
+  const std::string source = o.prompt_given           ? "--prompt: "
+                             : !o.prompt_file.empty() ? fmt::format("--prompt-file {}: ", input_name(o.prompt_file))
+                                                      : "";
+  const std::string why =
+      prepare_text_request(request, tok, model.config(), !o.no_bos, o.full_sequence ? 0 : o.max_context);
+  if (!why.empty()) fail("{}{}", source, why);
+  const std::vector<TextRequest> requests = repeat_with_seeds(request, o.samples);
+
+  // One request streams to stdout after its prompt; several are printed in
+  // request order, each as soon as it and all before it are done.
+  const bool stream_stdout = requests.size() == 1;
+  if (stream_stdout) {
+    fmt::print("{}", requests[0].prompt);
+    std::fflush(stdout);
+  }
+  size_t at_context = 0;
+  InOrderCompletions in_order(requests.size(), [&](size_t i, const TextCompletion& done) {
+    if (done.finish == FinishReason::kContext) ++at_context;
+    if (!stream_stdout) fmt::print("--- sample {} ---\n{}{}\n", i + 1, requests[i].prompt, done.text);
+    std::fflush(stdout);
+  });
+  TextCallbacks cb;
+  if (stream_stdout)
+    cb.on_text = [](size_t, std::string_view piece) {
+      fmt::print("{}", piece);
+      std::fflush(stdout);
+    };
+  cb.on_finish = [&](size_t i, const TextCompletion& done) { in_order.finished(i, done); };
+  int64_t context = 0;
+  if (o.full_sequence) {
+    // The reference path: the training forward over the whole prefix for every token.
+    generate_text_full_sequence(*load_hf_model(o.model), tok, requests[0], cb);
+    context = model.config().max_position;
+  } else {
+    generate_text(model, tok, requests, go, cb, &st);
+    context = st.context;
+  }
+  if (stream_stdout) fmt::print("\n");
+  std::fflush(stdout);
+  if (at_context == 1 && requests.size() == 1)
+    fmt::print(stderr, "note: stopped at the context limit ({} tokens)\n", context);
+  else if (at_context > 0)
+    fmt::print(stderr, "note: {} of {} samples stopped at the context limit ({} tokens)\n", at_context, requests.size(),
+               context);
+}
 
 void run_generate(const GenerateCliOptions& o) {
   o.gen.sampling.validate();  // flags first, before any file is read
   check_weight_dtype_option(o.dtype, "--dtype");
-  ZAYA_CHECK(o.prompts_file.empty() || o.prompt.empty(), "give --prompt or --prompts, not both");
   ZAYA_CHECK(!o.full_sequence || o.prompts_file.empty(), "--full-sequence runs one prompt; drop --prompts");
+  const bool jsonl = !o.prompts_file.empty();
+  // A prompt file is read (and checked) before the model.
+  const std::string prompt = o.prompt_file.empty() ? o.prompt : read_prompt_file(o.prompt_file, std::cin);
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
@@ -49,59 +130,23 @@ void run_generate(const GenerateCliOptions& o) {
   const int64_t sample_vocab = check_tokenizer(tok, c, o.model);
 
   TextRequest defaults;
-  defaults.prompt = o.prompt;
+  defaults.prompt = prompt;
   defaults.generation.max_new_tokens = o.gen.max_new_tokens;
   defaults.generation.sampling = o.gen.sampling;
   defaults.generation.stop_ids = o.stop_ids.empty() ? default_stop_ids(tok, c) : o.stop_ids;
   defaults.stop_strings = o.stop_texts;
-  const bool jsonl = !o.prompts_file.empty();
-  std::vector<TextRequest> requests =
-      jsonl ? read_prompts_file(o.prompts_file, defaults) : repeat_with_seeds(defaults, o.samples);
-  for (TextRequest& r : requests) r.generation.prompt = encode_prompt(tok, r.prompt, !o.no_bos);
-
-  // One request streams to stdout after its prompt; several are printed in
-  // request order, each as soon as it and all before it are done.
-  const bool stream_stdout = requests.size() == 1 && !jsonl;
-  if (stream_stdout) {
-    fmt::print("{}", requests[0].prompt);
-    std::fflush(stdout);
-  }
-  InOrderCompletions in_order(requests.size(), [&](size_t i, const TextCompletion& done) {
-    if (jsonl) {
-      nlohmann::json j = {{"index", i},
-                          {"prompt", requests[i].prompt},
-                          {"completion", done.text},
-                          {"tokens", done.tokens},
-                          {"finish_reason", finish_reason_name(done.finish)}};
-      fmt::print("{}\n", j.dump());
-    } else if (!stream_stdout) {
-      fmt::print("--- sample {} ---\n{}{}\n", i + 1, requests[i].prompt, done.text);
-    }
-    std::fflush(stdout);
-  });
-  TextCallbacks cb;
-  if (stream_stdout)
-    cb.on_text = [](size_t, std::string_view piece) {
-      fmt::print("{}", piece);
-      std::fflush(stdout);
-    };
-  cb.on_finish = [&](size_t i, const TextCompletion& done) { in_order.finished(i, done); };
+  GeneratorOptions go;
+  go.max_batch = o.batch;
+  go.step_tokens = o.step_tokens;
+  go.max_context = o.max_context;
+  go.sample_vocab = sample_vocab;
+  go.bf16_activations = !o.exact;
 
   GenerationStats st;
-  if (o.full_sequence) {
-    // The reference path: the training forward over the whole prefix for every token.
-    generate_text_full_sequence(*load_hf_model(o.model), tok, requests[0], cb);
-  } else {
-    GeneratorOptions go;
-    go.max_batch = o.batch;
-    go.step_tokens = o.step_tokens;
-    go.max_context = o.max_context;
-    go.sample_vocab = sample_vocab;
-    go.bf16_activations = !o.exact;
-    generate_text(*model, tok, requests, go, cb, &st);
-  }
-  if (stream_stdout) fmt::print("\n");
-  std::fflush(stdout);
+  if (jsonl)
+    run_prompts(o, *model, tok, defaults, go, st);
+  else
+    run_prompt(o, *model, tok, defaults, go, st);
   if (o.stats && !o.full_sequence) {
     fmt::print(stderr,
                "zaya generate: {} request(s), {} prompt tokens, {} generated; prefill {:.3f} s ({:.0f} tokens/s), "
@@ -134,9 +179,15 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint (step_N)")
       ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
-  cmd->add_option("--prompt", o->prompt, "text to continue");
+  auto* prompt = cmd->add_option("--prompt", o->prompt, "text to continue (none: sample from BOS alone)");
+  auto* prompt_file =
+      cmd->add_option("-f,--prompt-file", o->prompt_file, "read the prompt from this file ('-': stdin)");
   cmd->add_option("--prompts", o->prompts_file,
-                  "JSONL file, one {\"prompt\": ...} per line; prints one JSON result per line");
+                  "JSONL file ('-': stdin), one {\"prompt\": ...} per line; prints one JSON result per line "
+                  "(exit 1 after them all when any request cannot run)")
+      ->excludes(prompt)
+      ->excludes(prompt_file);
+  prompt->excludes(prompt_file);
   cmd->add_option("--max-new-tokens", o->gen.max_new_tokens, "tokens to generate")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--temperature", o->gen.sampling.temperature, "0 = greedy");
   cmd->add_option("--top-k", o->gen.sampling.top_k, "keep the k most likely tokens (0: all)");
@@ -158,7 +209,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--full-sequence", o->full_sequence, "reference path: re-run the whole prefix per token (slow)");
   cmd->add_flag("--stats", o->stats, "print prefill/decode timings to stderr");
   cmd->add_option("--json", o->json_out, "write the timings as JSON");
-  cmd->callback([o] { run_generate(*o); });
+  cmd->callback([o, cmd] {
+    o->prompt_given = cmd->count("--prompt") > 0;
+    run_generate(*o);
+  });
 }
 
 }  // namespace zaya::cli

@@ -35,6 +35,26 @@ struct Active {
 
 }  // namespace
 
+std::string generation_request_error(const GenerationRequest& r, const ZayaConfig& c, int64_t max_context) {
+  try {
+    r.sampling.validate();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (r.prompt.empty()) return "the prompt is empty (it needs at least the BOS token)";
+  if (r.max_new_tokens < 0) return fmt::format("max_new_tokens {} is negative; allowed: >= 0", r.max_new_tokens);
+  const int64_t n = int64_t(r.prompt.size());
+  if (n >= c.max_position)
+    return fmt::format("the prompt ({} tokens) leaves no room under max_position_embeddings ({})", n, c.max_position);
+  if (max_context > 0 && n >= max_context)
+    return fmt::format("the prompt ({} tokens) leaves no room under --max-context ({})", n, max_context);
+  for (size_t k = 0; k < r.prompt.size(); ++k)
+    if (r.prompt[k] < 0 || r.prompt[k] >= c.vocab_size)
+      return fmt::format("prompt token {} at position {} is outside the vocabulary 0..{}", r.prompt[k], k,
+                         c.vocab_size - 1);
+  return "";
+}
+
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
                                        const GeneratorOptions& o, const TokenCallback& on_token,
                                        const FinishCallback& on_finish, GenerationStats* stats) {
@@ -45,16 +65,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   int64_t context = 1;
   for (size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& r = requests[i];
-    r.sampling.validate();
-    ZAYA_CHECK(!r.prompt.empty(), "request {}: the prompt is empty (it needs at least the BOS token)", i);
-    ZAYA_CHECK(r.max_new_tokens >= 0, "request {}: max_new_tokens {} is negative", i, r.max_new_tokens);
-    ZAYA_CHECK(int64_t(r.prompt.size()) < c.max_position,
-               "request {}: the prompt ({} tokens) leaves no room under max_position_embeddings ({})", i,
-               r.prompt.size(), c.max_position);
-    for (size_t k = 0; k < r.prompt.size(); ++k)
-      ZAYA_CHECK(r.prompt[k] >= 0 && r.prompt[k] < c.vocab_size,
-                 "request {}: prompt token {} at position {} is outside the vocabulary 0..{}", i, r.prompt[k], k,
-                 c.vocab_size - 1);
+    const std::string error = generation_request_error(r, c, o.max_context);
+    ZAYA_CHECK(error.empty(), "request {}: {}", i, error);
     context = std::max(context, int64_t(r.prompt.size()) + r.max_new_tokens);
   }
   context = std::min(context, c.max_position);
@@ -63,6 +75,7 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   std::vector<GenerationResult> results(requests.size());
   GenerationStats st;
   st.requests = int64_t(requests.size());
+  st.context = context;
   if (requests.empty()) {
     if (stats) *stats = st;
     return results;

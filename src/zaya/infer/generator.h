@@ -55,6 +55,7 @@ struct GenerationStats {
   double decode_seconds = 0;       // steps that did not
   double first_token_seconds = 0;  // from the start to the first sampled token
   double total_seconds = 0;
+  int64_t context = 0;  // the context limit: positions each sequence's cache holds (FinishReason::kContext)
 
   // Rates for reports; 0 when nothing of the kind was timed.
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? double(prompt_tokens) / prefill_seconds : 0; }
@@ -68,6 +69,14 @@ using TokenCallback = std::function<bool(size_t, int32_t)>;
 // Called once per request when it finishes.
 using FinishCallback = std::function<void(size_t, const GenerationResult&)>;
 
+// Why `request` cannot run on a model of config `c` under a context cap of
+// `max_context` tokens (0: none; GeneratorOptions::max_context), or "" when
+// it can: an empty prompt, a negative token limit, an invalid sampling
+// setting, a prompt id outside the vocabulary, or a prompt that leaves no
+// room to generate under max_position_embeddings or the cap.
+std::string generation_request_error(const GenerationRequest& request, const ZayaConfig& c, int64_t max_context = 0);
+
+// Fails naming the request ("request i: ...") when any cannot run (above).
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
                                        const GeneratorOptions& options, const TokenCallback& on_token = {},
                                        const FinishCallback& on_finish = {}, GenerationStats* stats = nullptr);

@@ -155,5 +155,44 @@ TEST(Generator, RejectsBadRequests) {
   testing::expect_error([&] { generate(*im, {r}, GeneratorOptions{}); }, "--top-p");
 }
 
+// Why a request cannot run, without running it; generate() refuses the same.
+TEST(Generator, RequestErrorsSayWhy) {
+  const ZayaConfig c = testing::small_test_config();  // max_position 128, vocab 320
+  GenerationRequest r;
+  r.prompt = {2, 5, 7};
+  EXPECT_EQ(generation_request_error(r, c), "");
+  EXPECT_EQ(generation_request_error(r, c, 4), "");
+  EXPECT_EQ(generation_request_error(r, c, 3), "the prompt (3 tokens) leaves no room under --max-context (3)");
+  r.max_new_tokens = -2;
+  EXPECT_EQ(generation_request_error(r, c), "max_new_tokens -2 is negative; allowed: >= 0");
+  r.max_new_tokens = 0;
+  r.sampling.top_k = -1;
+  EXPECT_EQ(generation_request_error(r, c), "--top-k -1 is invalid; allowed: >= 0 (0 disables)");
+  r.sampling.top_k = 0;
+  r.prompt = random_tokens(c.max_position, c.real_vocab_size, 1);
+  EXPECT_EQ(generation_request_error(r, c),
+            "the prompt (128 tokens) leaves no room under max_position_embeddings (128)");
+  r.prompt = {2, -1};
+  EXPECT_EQ(generation_request_error(r, c), "prompt token -1 at position 1 is outside the vocabulary 0..319");
+  r.prompt.clear();
+  EXPECT_EQ(generation_request_error(r, c), "the prompt is empty (it needs at least the BOS token)");
+
+  auto model = testing::random_model(c, 26);
+  auto im = InferModel::from_model(*model);
+  r.prompt = {2, 5, 7};
+  GeneratorOptions capped;
+  capped.max_context = 3;
+  testing::expect_error([&] { generate(*im, {r}, capped); },
+                        "request 0: the prompt (3 tokens) leaves no room under --max-context (3)");
+  // The stats say which context limit the engine held.
+  r.max_new_tokens = 4;
+  GenerationStats st;
+  generate(*im, {r}, GeneratorOptions{}, {}, {}, &st);
+  EXPECT_EQ(st.context, 3 + 4);
+  capped.max_context = 5;
+  generate(*im, {r}, capped, {}, {}, &st);
+  EXPECT_EQ(st.context, 5);
+}
+
 }  // namespace
 }  // namespace zaya

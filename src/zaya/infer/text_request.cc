@@ -18,6 +18,16 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tok, const std::string& text
   return ids;
 }
 
+std::string prepare_text_request(TextRequest& request, const Tokenizer& tok, const ZayaConfig& c, bool add_bos,
+                                 int64_t max_context) {
+  try {
+    request.generation.prompt = encode_prompt(tok, request.prompt, add_bos);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return generation_request_error(request.generation, c, max_context);
+}
+
 std::vector<TextRequest> repeat_with_seeds(const TextRequest& request, int64_t count) {
   std::vector<TextRequest> out;
   for (int64_t i = 0; i < count; ++i) {

@@ -28,6 +28,14 @@ std::vector<int32_t> default_stop_ids(const Tokenizer& tokenizer, const ZayaConf
 // that leaves no token, since the decoder needs one to start from.
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& text, bool add_bos);
 
+// Encodes `request.prompt` into the request's prompt ids (encode_prompt) and
+// checks the request against the model (generation_request_error, with the
+// context cap `max_context`, 0 for none). Returns why it cannot run, or ""
+// when it can: nothing is generated, so a front end can refuse a request
+// before it shows anything of it.
+std::string prepare_text_request(TextRequest& request, const Tokenizer& tokenizer, const ZayaConfig& config,
+                                 bool add_bos, int64_t max_context = 0);
+
 // `count` copies of `request`, copy i sampling with seed + i: several samples
 // of one prompt, each reproducible on its own with its seed.
 std::vector<TextRequest> repeat_with_seeds(const TextRequest& request, int64_t count);

@@ -29,6 +29,30 @@ TEST(TextRequest, PromptsStartWithBosUnlessAskedNot) {
             "the prompt is empty and --no-bos leaves no token to start from");
 }
 
+TEST(TextRequest, PreparingEncodesAndSaysWhyARequestCannotRun) {
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  ZayaConfig c;
+  c.vocab_size = 512;
+  c.max_position = 8;
+  TextRequest r;
+  r.prompt = "And";
+  EXPECT_EQ(prepare_text_request(r, tok, c, true), "");
+  EXPECT_EQ(r.generation.prompt, encode_prompt(tok, "And", true));
+  r.prompt = "In the beginning God created the heaven and the earth.";
+  const size_t n = encode_prompt(tok, r.prompt, true).size();
+  ASSERT_GE(n, 8u);
+  EXPECT_EQ(prepare_text_request(r, tok, c, true),
+            "the prompt (" + std::to_string(n) + " tokens) leaves no room under max_position_embeddings (8)");
+  r.prompt = "And";
+  const std::string and_tokens = std::to_string(encode_prompt(tok, "And", true).size());
+  EXPECT_EQ(prepare_text_request(r, tok, c, true, 2),
+            "the prompt (" + and_tokens + " tokens) leaves no room under --max-context (2)");
+  r.prompt = "";
+  EXPECT_EQ(prepare_text_request(r, tok, c, false), "the prompt is empty and --no-bos leaves no token to start from");
+  EXPECT_EQ(prepare_text_request(r, tok, c, true), "");  // BOS alone: an unconditional sample
+  EXPECT_EQ(r.generation.prompt, std::vector<int32_t>{tok.bos_id()});
+}
+
 TEST(TextRequest, SamplesOfOnePromptTakeConsecutiveSeeds) {
   TextRequest r;
   r.prompt = "And";
