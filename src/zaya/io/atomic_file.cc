@@ -1,8 +1,12 @@
 #include "zaya/io/atomic_file.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "zaya/core/error.h"
 
@@ -67,6 +71,29 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   AtomicFileWriter out(path);
   out.write(contents);
   out.commit();
+}
+
+void replace_path_atomically(const std::string& staged, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status old = fs::symlink_status(path, ec);
+  const bool plain = !fs::exists(old) ||
+                     (fs::is_directory(old) && fs::is_directory(staged, ec) && fs::is_empty(path, ec)) ||
+                     (fs::is_regular_file(old) && !fs::is_directory(staged, ec));
+  if (plain) {
+    rename_file(staged, path);
+  } else if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(staged, ec);  // the old contents; a failure leaves them there, the new are in place
+  } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+    const std::string aside = path + ".old";
+    fs::remove_all(aside, ec);
+    rename_file(path, aside);
+    rename_file(staged, path);
+    fs::remove_all(aside, ec);
+  } else {
+    fail("{}: cannot exchange with {}: {}", staged, path, std::strerror(errno));
+  }
+  sync_parent_directory(path);
 }
 
 }  // namespace zaya

@@ -57,4 +57,13 @@ class AtomicFileWriter {
 // Writes `contents` to `path` atomically (see AtomicFileWriter).
 void write_file_atomic(const std::string& path, std::string_view contents);
 
+// Puts `staged` (a complete file or directory, on the same file system) at
+// `path` in one step, replacing whatever is there: a plain rename(2) when
+// nothing is (or an empty directory is replaced by a directory, or a file by a
+// file), else an atomic exchange (renameat2 RENAME_EXCHANGE) after which the
+// old contents, now at `staged`, are removed. A reader of `path` sees the old
+// or the new, never a mix. Where the file system cannot exchange, the old is
+// first renamed aside (so `path` is briefly absent, still never mixed).
+void replace_path_atomically(const std::string& staged, const std::string& path);
+
 }  // namespace zaya
