@@ -10,6 +10,8 @@
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/data/corpus.h"
+#include "zaya/data/sentencepiece_proto.h"
+#include "zaya/data/tokenizer_gguf.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/file_descriptor.h"
 
@@ -155,8 +157,16 @@ uint64_t count_sentences(const std::string& path) {
 
 }  // namespace
 
-Tokenizer::Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, std::string model_path)
-    : sp_(std::move(sp)), model_path_(std::move(model_path)) {}
+Tokenizer::Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, std::string serialized,
+                     std::string model_path)
+    : sp_(std::move(sp)), serialized_(std::move(serialized)), model_path_(std::move(model_path)) {
+  SentencePieceProtoInfo info = decode_sentencepiece_proto(serialized_, model_path_);
+  ZAYA_CHECK(info.piece_types.size() == size_t(sp_->GetPieceSize()),
+             "{}: the SentencePiece model lists {} pieces, its processor {}", model_path_, info.piece_types.size(),
+             sp_->GetPieceSize());
+  piece_types_ = std::move(info.piece_types);
+  add_dummy_prefix_ = info.add_dummy_prefix;
+}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
@@ -165,11 +175,19 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
   std::error_code ec;
   ZAYA_CHECK(std::filesystem::is_regular_file(model_path, ec),
              "{}: tokenizer model not found (expected a SentencePiece .model file)", model_path);
+  if (is_gguf_file(model_path)) return load_gguf_tokenizer(model_path);
+  const FileDescriptor file = FileDescriptor::open_read(model_path);
+  std::string bytes(file.size(), '\0');
+  file.read_exact(bytes.data(), bytes.size(), 0, "the tokenizer model");
+  return from_serialized(std::move(bytes), model_path);
+}
+
+Tokenizer Tokenizer::from_serialized(std::string serialized, std::string label) {
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  auto status = sp->Load(model_path);
-  ZAYA_CHECK(status.ok(), "{}: cannot load as a SentencePiece tokenizer model ({})", model_path, status.ToString());
-  ZAYA_CHECK(sp->GetPieceSize() > 0, "{}: SentencePiece model has no pieces", model_path);
-  return Tokenizer(std::move(sp), model_path);
+  auto status = sp->LoadFromSerializedProto(serialized);
+  ZAYA_CHECK(status.ok(), "{}: cannot load as a SentencePiece tokenizer model ({})", label, status.ToString());
+  ZAYA_CHECK(sp->GetPieceSize() > 0, "{}: SentencePiece model has no pieces", label);
+  return Tokenizer(std::move(sp), std::move(serialized), std::move(label));
 }
 
 void Tokenizer::train(const TokenizerTrainOptions& o) {
@@ -267,6 +285,16 @@ std::string Tokenizer::id_to_piece(int32_t id) const {
 }
 
 int32_t Tokenizer::piece_to_id(std::string_view piece) const { return sp_->PieceToId(piece); }
+
+float Tokenizer::score(int32_t id) const {
+  check_id(id, "token id");
+  return sp_->GetScore(id);
+}
+
+int32_t Tokenizer::piece_type(int32_t id) const {
+  check_id(id, "token id");
+  return piece_types_[size_t(id)];
+}
 
 int32_t Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
 int32_t Tokenizer::bos_id() const { return sp_->bos_id(); }

@@ -46,8 +46,12 @@ struct TokenizerTrainOptions {
 class Tokenizer {
  public:
   // Loads a SentencePiece model; fails naming the file if it is missing or
-  // not a SentencePiece model.
+  // not a SentencePiece model. A GGUF file (zaya's, data/tokenizer_gguf.h)
+  // gives the SentencePiece model embedded in it.
   static Tokenizer load(const std::string& model_path);
+  // A model from the bytes of a .model file (e.g. embedded in a GGUF file);
+  // `label` names it in errors and is its model_path().
+  static Tokenizer from_serialized(std::string serialized, std::string label);
 
   // Trains a model on options.corpus_path and writes OUTPUT_PREFIX.model and
   // OUTPUT_PREFIX.vocab (one "piece<TAB>score" line per id, control characters
@@ -77,14 +81,27 @@ class Tokenizer {
   int32_t pad_id() const;
   int32_t unk_id() const;
 
+  // The piece's score (SentencePiece's log probability or merge rank).
+  float score(int32_t id) const;
+  // SentencePiece's type of the piece: 1 normal, 2 unknown, 3 control,
+  // 4 user-defined, 5 unused, 6 byte (data/sentencepiece_proto.h).
+  int32_t piece_type(int32_t id) const;
+  // Whether the normaliser prefixes text with a space (SentencePiece's add_dummy_prefix).
+  bool add_dummy_prefix() const { return add_dummy_prefix_; }
+  // The serialized model: the bytes of the .model file it was loaded from.
+  const std::string& serialized() const { return serialized_; }
+
   const std::string& model_path() const { return model_path_; }
 
  private:
-  Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, std::string model_path);
+  Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, std::string serialized, std::string model_path);
   void check_id(int32_t id, std::string_view what) const;
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::string serialized_;
   std::string model_path_;
+  std::vector<int32_t> piece_types_;
+  bool add_dummy_prefix_ = true;
 };
 
 }  // namespace zaya
