@@ -112,9 +112,7 @@ ZayaGgufContents read_zaya_gguf(const std::string& path) {
   return out;
 }
 
-namespace {
-
-void load_weights(ZayaModel& model, const ZayaGgufFile& file) {
+void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file) {
   // Same config, compared through its complete JSON form.
   ZAYA_CHECK(config_to_hf_json(model.config(), "float32") == config_to_hf_json(file.config(), "float32"),
              "{}: the file's model config differs from the model being loaded", file.gguf().path());
@@ -123,14 +121,14 @@ void load_weights(ZayaModel& model, const ZayaGgufFile& file) {
     file.read_legacy(e.name, model.buffer_data() + e.offset, e.shape);
 }
 
-}  // namespace
-
-void load_gguf_weights(ZayaModel& model, const std::string& path) { load_weights(model, ZayaGgufFile::open(path)); }
+void load_gguf_weights(ZayaModel& model, const std::string& path) {
+  load_gguf_weights(model, ZayaGgufFile::open(path));
+}
 
 std::unique_ptr<ZayaModel> load_gguf_model(const std::string& path) {
   const ZayaGgufFile file = ZayaGgufFile::open(path);
   auto model = std::make_unique<ZayaModel>(file.config());
-  load_weights(*model, file);
+  load_gguf_weights(*model, file);
   return model;
 }
 

@@ -88,6 +88,7 @@ ZayaGgufContents read_zaya_gguf(const std::string& path);
 
 // Loads the weights of a ZAYA GGUF file into a model with the same config.
 void load_gguf_weights(ZayaModel& model, const std::string& path);
+void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file);
 std::unique_ptr<ZayaModel> load_gguf_model(const std::string& path);
 
 }  // namespace zaya

@@ -192,17 +192,28 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   w.set_u32(kBosId, as_u32(kBosId, c.bos_token_id));
   w.set_u32(kEosId, as_u32(kEosId, c.eos_token_id));
   w.set_u32(kPadId, as_u32(kPadId, c.pad_token_id));
+  for (const GgufKeyValue& kv : options.extra_metadata) w.set(kv.key, kv.value);
 }
 
 ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
-  const std::string& arch = m.get_string("general.architecture");
+  // What zaya reads, for the messages about files it does not.
+  const std::string supported = fmt::format(
+      "zaya reads the GGUF files `zaya ckpt export` writes (general.architecture '{}', {} '{}'); for other models "
+      "use a Hugging Face directory of ZAYA1 (config.json + safetensors)",
+      kZayaGgufArchitecture, kLayout, kZayaGgufLayout);
+  const GgufValue* arch_value = m.find("general.architecture");
+  if (arch_value == nullptr || arch_value->type() != GgufType::kString)
+    fail("{}: no general.architecture string: not a model file zaya can read; {}", m.label(), supported);
+  const std::string& arch = arch_value->as_string();
   if (arch != kZayaGgufArchitecture)
-    fail("{}: general.architecture is '{}', expected '{}' (not a ZAYA model)", m.label(), printable(arch),
-         kZayaGgufArchitecture);
-  const std::string& layout = m.get_string(kLayout);
+    fail("{}: a '{}' model (general.architecture), not a ZAYA model; {}", m.label(), printable(arch), supported);
+  const GgufValue* layout_value = m.find(kLayout);
+  if (layout_value == nullptr || layout_value->type() != GgufType::kString)
+    fail("{}: architecture '{}' but no {} string: written by another tool?; {}", m.label(), arch, kLayout, supported);
+  const std::string& layout = layout_value->as_string();
   if (layout != kZayaGgufLayout)
-    fail("{}: {} is '{}'; this zaya.cpp reads '{}' (written by a newer or different tool?)", m.label(), kLayout,
-         printable(layout), kZayaGgufLayout);
+    fail("{}: {} is '{}' (written by a newer or different tool?); {}", m.label(), kLayout, printable(layout),
+         supported);
   ZayaConfig c;
   c.max_position = bounded(m, kContextLength, 1, kMaxVocab);
   c.hidden = bounded(m, kEmbeddingLength, 1, kMaxSize);

@@ -42,15 +42,19 @@ struct GgufSaveOptions {
   std::string dtype = "f32";  // f32, bf16 or f16 (for tensors of 2+ dimensions; 1-D stay F32)
   std::string name = "zaya";  // general.name
   uint32_t alignment = kGgufDefaultAlignment;
+  // Written after the config's keys, e.g. the tokenizer's (data/tokenizer_gguf.h).
+  std::vector<GgufKeyValue> extra_metadata;
 };
 
 // The ggml type of options.dtype (throws for anything but f32, bf16, f16).
 GgmlType zaya_gguf_dtype(const std::string& dtype);
 
 // All metadata of a ZAYA GGUF file: general.* (architecture, name, file
-// type), the config as zaya.* keys and the tokenizer's special ids.
+// type), the config as zaya.* keys, the tokenizer's special ids, then
+// options.extra_metadata.
 void write_zaya_gguf_metadata(const ZayaConfig& config, const GgufSaveOptions& options, GgufWriter& writer);
-// Checks general.architecture and zaya.tensor_data_layout, rebuilds the config
+// Checks general.architecture and zaya.tensor_data_layout (a file of another
+// tool or architecture is refused saying what zaya reads), rebuilds the config
 // and validates it; errors name metadata.label() and the key.
 ZayaConfig zaya_config_from_gguf(const GgufMetadata& metadata);
 

@@ -314,9 +314,14 @@ TEST(GgufZaya, ReadRejectsFilesThatDoNotMatchTheMapping) {
     w.write(path);
   };
   with_metadata("general.architecture", GgufValue::string("llama"));
-  expect_failure([&] { ZayaGgufFile::open(path); }, {"r.gguf", "general.architecture is 'llama'"});
+  // A file of another tool: what zaya reads, said plainly.
+  expect_failure([&] { ZayaGgufFile::open(path); },
+                 {"r.gguf", "a 'llama' model (general.architecture), not a ZAYA model",
+                  "zaya reads the GGUF files `zaya ckpt export` writes", "Hugging Face directory"});
+  with_metadata("general.architecture", GgufValue::u32(1));
+  expect_failure([&] { ZayaGgufFile::open(path); }, {"no general.architecture string", "zaya ckpt export"});
   with_metadata("zaya.tensor_data_layout", GgufValue::string("zaya.cpp-9"));
-  expect_failure([&] { ZayaGgufFile::open(path); }, {"zaya.cpp-9"});
+  expect_failure([&] { ZayaGgufFile::open(path); }, {"zaya.cpp-9", "zaya.tensor_data_layout 'zaya.cpp-1'"});
   with_metadata("zaya.block_count", GgufValue::u32(5000));
   expect_failure([&] { ZayaGgufFile::open(path); }, {"'zaya.block_count' is 5000", "1..1024"});
   with_metadata("zaya.attention.head_count", GgufValue::f32(4));

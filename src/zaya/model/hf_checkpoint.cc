@@ -1,12 +1,18 @@
 #include "zaya/model/hf_checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
+#include "zaya/io/safetensors_header.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/native_config.h"
+#include "zaya/model/tensor_table.h"
 
 namespace zaya {
 
@@ -72,6 +78,71 @@ std::unique_ptr<ZayaModel> load_hf_model(const std::string& dir) {
   ZayaConfig config = load_hf_config((std::filesystem::path(dir) / "config.json").string());
   auto model = std::make_unique<ZayaModel>(config);
   load_hf_weights(*model, dir);
+  return model;
+}
+
+namespace {
+
+// The weights of a native directory into `model` (experts unstacked).
+void load_native_weights(ZayaModel& model, const std::string& dir) {
+  const SafetensorsDir st = SafetensorsDir::open(dir);
+  const ZayaConfig& c = model.config();
+  std::set<std::string> used;
+  // Stacked expert tensors being unstacked, with the experts still to copy out
+  // (a layer's fc1 and fc2 entries interleave): each is read once and dropped
+  // when its last expert is out.
+  struct Stacked {
+    std::vector<float> values;
+    int64_t left = 0;
+  };
+  std::map<std::string, Stacked> stacked;
+  auto load_table = [&](const ParamTable& table, float* base) {
+    for (const ParamEntry& e : table.entries()) {
+      const NativeTensorRef r = native_tensor_ref(e.role, e.half_layer, e.expert, c);
+      std::vector<int64_t> shape = e.shape;
+      if (r.expert >= 0) shape.insert(shape.begin(), c.experts);
+      ZAYA_CHECK(st.has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json", dir,
+                 r.name, format_shape(shape));
+      used.insert(r.name);
+      if (r.expert < 0) {
+        st.read_f32(r.name, base + e.offset, e.shape);
+        continue;
+      }
+      auto it = stacked.find(r.name);
+      if (it == stacked.end()) {
+        it = stacked.emplace(r.name, Stacked{std::vector<float>(size_t(c.experts * e.numel)), c.experts}).first;
+        st.read_f32(r.name, it->second.values.data(), shape);
+      }
+      std::copy_n(it->second.values.data() + r.expert * e.numel, e.numel, base + e.offset);
+      if (--it->second.left == 0) stacked.erase(it);
+    }
+  };
+  load_table(model.params(), model.param_data());
+  load_table(model.buffers(), model.buffer_data());
+  for (const std::string& name : st.names())
+    if (!used.count(name) && name != "lm_head.weight")
+      fail("{}: unexpected tensor '{}' (not part of the layout config.json describes; wrong config.json?)", dir, name);
+}
+
+}  // namespace
+
+ZayaConfig model_directory_config(const std::string& dir, bool* native) {
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  const nlohmann::json json =
+      read_json_file(config_path, "", "a model directory holds config.json and the safetensors weights");
+  const bool is_native = is_native_zaya_config(json);
+  if (native != nullptr) *native = is_native;
+  return is_native ? native_config_from_json(json, config_path) : config_from_hf_json(json, config_path);
+}
+
+std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native) {
+  bool is_native = false;
+  auto model = std::make_unique<ZayaModel>(model_directory_config(dir, &is_native));
+  if (native != nullptr) *native = is_native;
+  if (is_native)
+    load_native_weights(*model, dir);
+  else
+    load_hf_weights(*model, dir);
   return model;
 }
 
