@@ -2,9 +2,13 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
+
 #include "zaya/core/error.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/model/gguf_zaya.h"
+#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
 
 namespace zaya {
@@ -51,6 +55,14 @@ std::unique_ptr<ZayaModel> load_checkpoint_model(const CheckpointReader& ck) {
   read_table(model->params(), model->param_data());
   read_table(model->buffers(), model->buffer_data());
   return model;
+}
+
+std::unique_ptr<ZayaModel> load_reference_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return load_gguf_model(path);
+  if (std::filesystem::exists(std::filesystem::path(path) / "metadata.json", ec))
+    return load_checkpoint_model(CheckpointReader::open(path));
+  return load_hf_model(path);
 }
 
 }  // namespace zaya

@@ -25,6 +25,11 @@ std::string checkpoint_tokenizer(const CheckpointReader& ck);
 // checkpoint (weights only: optimizer state is not read).
 std::unique_ptr<ZayaModel> load_checkpoint_model(const CheckpointReader& ck);
 
+// The training model (legacy semantics) of a training checkpoint
+// (DIR/metadata.json), a zaya GGUF file (any regular file) or a legacy model
+// directory: the full-sequence reference paths of `zaya generate` and `score`.
+std::unique_ptr<ZayaModel> load_reference_model(const std::string& path);
+
 // The "model" entry to record for a model config (checkpoint writers).
 nlohmann::json checkpoint_model_json(const ZayaConfig& config);
 

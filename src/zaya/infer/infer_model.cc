@@ -12,8 +12,11 @@
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/data/tokenizer_gguf.h"
+#include "zaya/io/gguf_vocab.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
+#include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/native_config.h"
 #include "zaya/model/params.h"
@@ -354,10 +357,36 @@ std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, 
   return m;
 }
 
-std::unique_ptr<InferModel> InferModel::open(const std::string& dir, const InferLoadOptions& options) {
+std::unique_ptr<InferModel> InferModel::load_gguf(const std::string& path, const InferLoadOptions& options) {
+  check_weight_dtype_option(options.dtype, "--dtype");
+  const ZayaGgufFile file = ZayaGgufFile::open(path);
+  auto held = std::make_unique<ZayaModel>(file.config());
+  load_gguf_weights(*held, file);
+  const bool bf16_file = file.gguf().tensor("token_embd.weight").type == GgmlType::kBF16;
+  const std::string dtype = options.dtype == "auto" ? (bf16_file ? "bf16" : "f32") : options.dtype;
+  std::unique_ptr<InferModel> m = from_model(*held, dtype);
+  m->held_ = std::move(held);
+  m->source_ = path;
+  // The embedded tokenizer, else a tokenizer.model beside the file, else the
+  // file again (whose loader then says how to give one).
+  const std::string beside = (std::filesystem::path(path).parent_path() / "tokenizer.model").string();
   std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::path(dir) / "metadata.json", ec)) return load_checkpoint(dir, options);
-  return load(dir, options);
+  m->tokenizer_hint_ =
+      !file.gguf().metadata().has(kZayaSentencePieceModelKey) && std::filesystem::exists(beside, ec) ? beside : path;
+  return m;
+}
+
+std::unique_ptr<InferModel> InferModel::open(const std::string& path, const InferLoadOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    ZAYA_CHECK(is_gguf_file(path),
+               "{}: a file, but not a GGUF file; a model is a directory (config.json + safetensors), a training "
+               "checkpoint (step_XXXXXXXX) or a .gguf file written by `zaya ckpt export`",
+               path);
+    return load_gguf(path, options);
+  }
+  if (std::filesystem::exists(std::filesystem::path(path) / "metadata.json", ec)) return load_checkpoint(path, options);
+  return load(path, options);
 }
 
 std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const std::string& dtype) {

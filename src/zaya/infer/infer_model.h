@@ -115,8 +115,18 @@ class InferModel {
   // docs/checkpoints.md): its f32 weights are read into memory (the format is
   // not mappable in place), then used as from_model does.
   static std::unique_ptr<InferModel> load_checkpoint(const std::string& dir, const InferLoadOptions& options = {});
-  // Either of the two: a checkpoint when DIR/metadata.json exists, else a Hugging Face directory.
-  static std::unique_ptr<InferModel> open(const std::string& dir, const InferLoadOptions& options = {});
+  // A zaya GGUF file (`zaya ckpt export`, docs/formats-gguf.md): its weights
+  // are read into memory (the file stacks each layer's experts, gate and up
+  // halves apart, so its matrices cannot be used in place), then used as
+  // from_model does; dtype "auto" gives bf16 matrices for a BF16 file, else
+  // f32. A GGUF file of another tool or architecture is refused, saying what is
+  // read. tokenizer_hint() is the file itself when it embeds its tokenizer
+  // (data/tokenizer_gguf.h), else the tokenizer.model beside it if there is
+  // one, else the file again (loading it then says how to give a tokenizer).
+  static std::unique_ptr<InferModel> load_gguf(const std::string& path, const InferLoadOptions& options = {});
+  // Any of the three: a GGUF file when `path` is a file, a checkpoint when
+  // PATH/metadata.json exists, else a Hugging Face directory.
+  static std::unique_ptr<InferModel> open(const std::string& path, const InferLoadOptions& options = {});
   // Views of (or bf16 copies from) a model held in memory; `model` must outlive the result.
   // dtype: "auto"/"f32" (the f32 arena in place) or "bf16".
   static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const std::string& dtype = "auto");
@@ -131,7 +141,8 @@ class InferModel {
   const WeightBytes& weight_bytes() const { return bytes_; }
   // Where the weights came from (a directory, or "memory").
   const std::string& source() const { return source_; }
-  // The tokenizer a training checkpoint's config names (data.tokenizer), else empty.
+  // The tokenizer a training checkpoint's config names (data.tokenizer), or
+  // a GGUF file's (load_gguf), else empty.
   const std::string& tokenizer_hint() const { return tokenizer_hint_; }
   // "native" for the 40-layer layout of ZAYA1-8B and later (model/native_config.h), else "legacy".
   const char* layout() const { return native_ ? "native" : "legacy"; }
@@ -148,7 +159,7 @@ class InferModel {
   ZayaConfig config_;
   InferWeights weights_;
   std::string matrix_dtype_, source_, tokenizer_hint_;
-  std::unique_ptr<ZayaModel> held_;  // weights read from a training checkpoint
+  std::unique_ptr<ZayaModel> held_;  // weights read from a training checkpoint or a GGUF file
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
   bool native_ = false;

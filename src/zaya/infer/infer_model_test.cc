@@ -7,14 +7,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "zaya/data/test_util.h"
+#include "zaya/data/tokenizer_gguf.h"
 #include "zaya/infer/generator.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/infer/text.h"
+#include "zaya/io/gguf_writer.h"
 #include "zaya/io/safetensors_dir.h"
+#include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
 
@@ -210,6 +214,85 @@ TEST(InferModel, StrayTensorIsRejected) {
   w.write(dir.file("model.safetensors"));
   const std::string e = load_error(dir.path());
   EXPECT_NE(e.find("unexpected tensor 'model.layers.0.self_attn.rotary_emb.inv_freq'"), std::string::npos) << e;
+}
+
+// The GGUF files `zaya ckpt export` writes: the same weights as the model they
+// came from (f32: bit for bit, so the same greedy tokens), bf16 files kept in
+// bf16, the embedded tokenizer found through tokenizer_hint(); a GGUF file of
+// another architecture, or a file that is no GGUF, refused saying what is read.
+TEST(InferModel, LoadsTheGgufFilesZayaWrites) {
+  ZayaConfig c = testing::small_test_config();
+  c.vocab_size = 416;  // room for the 400-piece test tokenizer
+  c.real_vocab_size = 400;
+  auto model = testing::random_model(c, 45);
+  testing::TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  save_gguf_model(*model, path);
+  auto g = InferModel::open(path);
+  EXPECT_EQ(g->source(), path);
+  EXPECT_EQ(g->matrix_dtype(), "f32");
+  EXPECT_EQ(g->tokenizer_hint(), path);  // none embedded, none beside: the file (whose loader says so)
+  testing::expect_error([&] { Tokenizer::load(g->tokenizer_hint()); },
+                        "m.gguf: the GGUF file embeds no tokenizer (zaya.tokenizer.sentencepiece_model); pass "
+                        "--tokenizer FILE, put tokenizer.model beside it");
+  EXPECT_FALSE(load_tokenizer_if_present(path, "", g->tokenizer_hint()).has_value());  // eval of token ids needs none
+  std::filesystem::copy_file(testing::small_tokenizer_path(), dir.file("tokenizer.model"));
+  EXPECT_EQ(InferModel::open(path)->tokenizer_hint(), dir.file("tokenizer.model"));  // the one beside it
+  EXPECT_TRUE(load_tokenizer_if_present(path, "", InferModel::open(path)->tokenizer_hint()).has_value());
+  EXPECT_EQ(config_to_hf_json(g->config(), "float32"), config_to_hf_json(c, "float32"));
+  auto mem = InferModel::from_model(*model, "f32");
+  auto same = [](const WeightMatrix& a, const WeightMatrix& b) {
+    return a.type == b.type && a.rows == b.rows && a.cols == b.cols && std::memcmp(a.data, b.data, a.bytes()) == 0;
+  };
+  EXPECT_TRUE(same(g->weights().embed, mem->weights().embed));
+  for (size_t i = 0; i < size_t(c.num_blocks); ++i) {
+    EXPECT_TRUE(same(g->weights().attn[i].q, mem->weights().attn[i].q));
+    EXPECT_TRUE(same(g->weights().attn[i].conv_b, mem->weights().attn[i].conv_b));
+    EXPECT_TRUE(same(g->weights().moe[i].mlp4, mem->weights().moe[i].mlp4));
+    for (size_t e = 0; e < size_t(c.experts); ++e) {
+      EXPECT_TRUE(same(g->weights().moe[i].fc1[e], mem->weights().moe[i].fc1[e]));
+      EXPECT_TRUE(same(g->weights().moe[i].fc2[e], mem->weights().moe[i].fc2[e]));
+    }
+    EXPECT_EQ(std::memcmp(g->weights().moe[i].balancing_bias_N, mem->weights().moe[i].balancing_bias_N,
+                          sizeof(float) * c.router_slots()),
+              0);
+  }
+  GenerationRequest r;
+  r.prompt = {2, 17, 99, 250};
+  r.max_new_tokens = 12;
+  r.sampling.temperature = 0;
+  EXPECT_EQ(generate(*g, {r}, {})[0].tokens, generate(*mem, {r}, {})[0].tokens);
+
+  // bf16 files stay bf16 (unless asked otherwise).
+  GgufSaveOptions bf16;
+  bf16.dtype = "bf16";
+  // The tokenizer embedded: the file itself is the tokenizer.
+  const Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  bf16.extra_metadata = gguf_vocab_metadata(tokenizer_gguf_vocab(tok, c.vocab_size));
+  save_gguf_model(*model, dir.file("m16.gguf"), bf16);
+  auto g16 = InferModel::open(dir.file("m16.gguf"));
+  EXPECT_EQ(g16->matrix_dtype(), "bf16");
+  EXPECT_EQ(g16->tokenizer_hint(), dir.file("m16.gguf"));
+  EXPECT_EQ(default_tokenizer_path(dir.file("m16.gguf"), "", g16->tokenizer_hint()), dir.file("m16.gguf"));
+  EXPECT_EQ(default_tokenizer_path(dir.file("m16.gguf"), "given.model", g16->tokenizer_hint()), "given.model");
+  const Tokenizer back = Tokenizer::load(g16->tokenizer_hint());
+  EXPECT_EQ(check_tokenizer(back, g16->config(), "m16.gguf"), 400);
+  EXPECT_EQ(back.encode("In the beginning"), tok.encode("In the beginning"));
+  InferLoadOptions f32;
+  f32.dtype = "f32";
+  EXPECT_EQ(InferModel::open(dir.file("m16.gguf"), f32)->matrix_dtype(), "f32");
+
+  // Not ours.
+  GgufWriter other;
+  other.set_string("general.architecture", "llama");
+  const float x[4] = {1, 2, 3, 4};
+  other.add_f32("token_embd.weight", {2, 2}, x);
+  other.write(dir.file("llama.gguf"));
+  testing::expect_error([&] { InferModel::open(dir.file("llama.gguf")); },
+                        "llama.gguf: a 'llama' model (general.architecture), not a ZAYA model; zaya reads the GGUF "
+                        "files `zaya ckpt export` writes");
+  testing::write_file(dir.file("notes.txt"), "hello");
+  testing::expect_error([&] { InferModel::open(dir.file("notes.txt")); }, "notes.txt: a file, but not a GGUF file");
 }
 
 // Gemma 3's layout: the tokenizer (pad 0, eos 1, bos 2, unk 3, byte fallback)

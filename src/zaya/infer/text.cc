@@ -1,8 +1,11 @@
 #include "zaya/infer/text.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/data/tokenizer_gguf.h"
 #include "zaya/io/utf8.h"
 
 namespace zaya {
@@ -30,11 +33,23 @@ std::string default_tokenizer_path(const std::string& model_dir, const std::stri
   return next_to;
 }
 
+Tokenizer load_model_tokenizer(const std::string& model_dir, const std::string& given, const std::string& hint) {
+  const std::string path = default_tokenizer_path(model_dir, given, hint);
+  std::error_code ec;
+  ZAYA_CHECK(!given.empty() || std::filesystem::exists(path, ec),
+             "{}: tokenizer model not found: model {} has no tokenizer.model{}; pass --tokenizer FILE (a "
+             "SentencePiece .model) or copy it to {}",
+             path, model_dir, hint.empty() ? "" : fmt::format(" and '{}' (the one it records) does not exist", hint),
+             (std::filesystem::path(model_dir) / "tokenizer.model").string());
+  return Tokenizer::load(path);
+}
+
 std::optional<Tokenizer> load_tokenizer_if_present(const std::string& model_dir, const std::string& given,
                                                    const std::string& hint) {
   const std::string path = default_tokenizer_path(model_dir, given, hint);
   std::error_code ec;
   if (given.empty() && !std::filesystem::exists(path, ec)) return std::nullopt;
+  if (given.empty() && is_gguf_file(path) && !gguf_embeds_tokenizer(path)) return std::nullopt;
   return Tokenizer::load(path);
 }
 

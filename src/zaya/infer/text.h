@@ -25,10 +25,16 @@ int64_t check_tokenizer(const Tokenizer& tokenizer, const ZayaConfig& config, co
 std::string default_tokenizer_path(const std::string& model_dir, const std::string& given,
                                    const std::string& hint = "");
 
+// The tokenizer of a command that needs one (zaya generate): the one at
+// default_tokenizer_path; when none was given and the model has none, the
+// error says how to give one (--tokenizer FILE, or a tokenizer.model beside
+// the weights).
+Tokenizer load_model_tokenizer(const std::string& model_dir, const std::string& given, const std::string& hint = "");
+
 // For commands where only some inputs need a tokenizer (zaya eval: text does,
 // token ids do not): the tokenizer at default_tokenizer_path, loaded when
-// `given` is set (a missing file is then an error) or when that file exists;
-// none otherwise.
+// `given` is set (a missing file is then an error) or when that file exists
+// (and, for a GGUF file, embeds a tokenizer); none otherwise.
 std::optional<Tokenizer> load_tokenizer_if_present(const std::string& model_dir, const std::string& given,
                                                    const std::string& hint = "");
 

@@ -31,5 +31,21 @@ TEST(Text, TokenizerIsLoadedWhenGivenOrNextToTheWeights) {
             std::string::npos);
 }
 
+// A command that needs a tokenizer: the one found, or an error saying how to give one.
+TEST(Text, AMissingTokenizerSaysHowToGiveOne) {
+  testing::TempDir model;
+  testing::expect_error([&] { load_model_tokenizer(model.path(), ""); },
+                        "has no tokenizer.model; pass --tokenizer FILE (a SentencePiece .model) or copy it to " +
+                            model.file("tokenizer.model"));
+  testing::expect_error([&] { load_model_tokenizer(model.path(), "", model.file("gone.model")); },
+                        "'" + model.file("gone.model") + "' (the one it records) does not exist; pass --tokenizer");
+  testing::expect_error([&] { load_model_tokenizer(model.path(), model.file("given.model")); },
+                        "given.model: tokenizer model not found");
+  EXPECT_EQ(load_model_tokenizer(model.path(), "", testing::small_tokenizer_path()).model_path(),
+            testing::small_tokenizer_path());
+  std::filesystem::copy_file(testing::small_tokenizer_path(), model.file("tokenizer.model"));
+  EXPECT_EQ(load_model_tokenizer(model.path(), "").model_path(), model.file("tokenizer.model"));
+}
+
 }  // namespace
 }  // namespace zaya
