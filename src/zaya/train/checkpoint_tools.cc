@@ -53,21 +53,6 @@ std::string reshape_checkpoint(const std::string& in, const std::string& out_roo
   return (fs::path(out_root) / checkpoint_dir_name(ck.meta().step)).string();
 }
 
-void export_checkpoint(const std::string& in, const std::string& out, const std::string& format,
-                       const std::string& dtype) {
-  const CheckpointReader ck = CheckpointReader::open(in);
-  const std::unique_ptr<ZayaModel> model = load_checkpoint_model(ck);
-  if (format == "gguf") {
-    GgufSaveOptions save;
-    save.dtype = dtype;
-    write_zaya_gguf(model->config(), complete_model_tensors(*model), out, save);
-    return;
-  }
-  HfSaveOptions save;
-  save.dtype = dtype;
-  save_hf_tensors(model->config(), complete_model_tensors(*model), out, save);
-}
-
 std::string import_checkpoint(const std::string& in, const std::string& out_root, const std::string& config_path) {
   TrainConfig config = load_train_config(config_path);
   const bool is_gguf = fs::is_regular_file(in);

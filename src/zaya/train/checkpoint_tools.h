@@ -1,8 +1,8 @@
 #pragma once
 // The checkpoint tools behind `zaya ckpt` (docs/checkpoints.md): reshape a
 // checkpoint for another mesh, import a Hugging Face directory or a zaya GGUF
-// file as a step-0 checkpoint, export a checkpoint's weights, and compare two
-// checkpoints tensor by tensor. The tensors written follow the training
+// file as a step-0 checkpoint, and compare two checkpoints tensor by tensor
+// (exports: train/model_export.h). The tensors written follow the training
 // schema (state_tensors.h), so a reshaped or imported checkpoint resumes like
 // one the job wrote.
 
@@ -20,11 +20,6 @@ TrainConfig checkpoint_train_config(const CheckpointReader& ck);
 // Writes OUT_ROOT/step_XXXXXXXX laid out for dp x ep ranks (errors name the
 // flag); returns the directory written.
 std::string reshape_checkpoint(const std::string& in, const std::string& out_root, int dp, int ep);
-
-// format: "safetensors" (a Hugging Face directory: config.json +
-// model.safetensors, legacy names) or "gguf"; dtype f32, bf16 (gguf also f16).
-void export_checkpoint(const std::string& in, const std::string& out, const std::string& format,
-                       const std::string& dtype);
 
 // A Hugging Face ZAYA1 directory or a zaya GGUF file (`in`) as the step-0
 // checkpoint of a run of `config_path`, whose [model] must describe it; the
