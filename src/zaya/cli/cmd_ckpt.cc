@@ -10,11 +10,42 @@
 #include "zaya/core/timer.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/train/checkpoint_tools.h"
+#include "zaya/train/model_export.h"
 
 namespace zaya::cli {
 namespace {
 
-void inspect(const std::string& dir, bool tensors, const std::string& json_out) {
+// Which checkpoint of a checkpoints root was used, and the damaged ones passed over (stderr).
+void say_source(const ModelSource& s) {
+  for (const std::string& why : s.skipped) fmt::print(stderr, "zaya ckpt: skipped a damaged checkpoint: {}\n", why);
+  if (!s.root.empty())
+    fmt::print("{}: using {}, its newest checkpoint that reads completely{}\n", s.root, s.dir,
+               s.skipped.empty() ? "" : fmt::format(" ({} newer one(s) skipped)", s.skipped.size()));
+}
+
+// A model directory (config.json + safetensors): layout, config, files, tensors.
+void inspect_model_directory(const std::string& dir, bool tensors, const std::string& json_out) {
+  const ModelDirectoryInfo info = describe_model_directory(dir);
+  const ZayaConfig& c = info.config;
+  fmt::print("{}\n  model directory, {} layout: weights only (no step, optimizer or data state)\n", dir,
+             info.native ? "native" : "legacy");
+  fmt::print("  model: hidden {}, {} blocks, {} experts (top-{}), vocab {}\n", c.hidden, c.num_blocks, c.experts,
+             c.top_k, c.vocab_size);
+  fmt::print("  {} tensors in {} files, {:.1f} MB ({}); tokenizer: {}\n", info.tensors.size(), info.files.size(),
+             double(info.bytes()) / 1e6, fmt::join(info.dtypes, ", "),
+             info.tokenizer.empty() ? "none" : info.tokenizer);
+  for (const ModelDirectoryInfo::File& f : info.files) fmt::print("    {:<32} {:>14} bytes\n", f.name, f.bytes);
+  if (tensors)
+    for (const ModelDirectoryInfo::Tensor& t : info.tensors)
+      fmt::print("    {:<72} {} [{}], file {}\n", t.name, t.dtype, fmt::join(t.shape, ", "), t.file);
+  if (!json_out.empty()) write_file_atomic(json_out, info.to_json().dump(1) + "\n");
+}
+
+void inspect(const std::string& in, bool tensors, const std::string& json_out) {
+  const ModelSource source = resolve_model_source(in);
+  say_source(source);
+  if (source.kind == ModelSource::Kind::kModelDirectory) return inspect_model_directory(source.dir, tensors, json_out);
+  const std::string& dir = source.dir;
   CheckpointReader ck = CheckpointReader::open(dir);
   const CheckpointMeta& m = ck.meta();
   const TrainConfig config = checkpoint_train_config(ck);
@@ -55,14 +86,18 @@ void reshape(const std::string& in, const std::string& out_root, int dp, int ep)
   fmt::print("wrote {} for dp {} x ep {} ({} shard files) in {:.1f} s\n", dir, dp, ep, dp * ep, now_seconds() - t0);
 }
 
-void export_weights(const std::string& in, const std::string& out, const std::string& format,
-                    const std::string& dtype) {
-  export_checkpoint(in, out, format, dtype);
-  const int64_t step = CheckpointReader::open(in).meta().step;
-  if (format == "gguf")
-    fmt::print("wrote {} (GGUF, {}, stacked expert tensors) from step {}\n", out, dtype, step);
+void export_weights(const std::string& in, const std::string& out, const ExportOptions& options) {
+  const ExportReport r = export_model(in, out, options);
+  say_source(r.source);
+  for (const std::string& note : r.notes) fmt::print(stderr, "zaya ckpt export: {}\n", note);
+  const std::string from = r.step >= 0 ? fmt::format("step {} ({})", r.step, r.source.dir) : r.source.dir;
+  const std::string replaced = r.replaced ? ", replacing what was there" : "";
+  if (r.format == "gguf")
+    fmt::print("wrote {} (GGUF, {}, stacked expert tensors, general.name '{}', {}) from {}{}\n", out, options.dtype,
+               r.name, r.tokenizer.empty() ? "no tokenizer" : "tokenizer " + r.tokenizer + " embedded", from, replaced);
   else
-    fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names) from step {}\n", out, dtype, step);
+    fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names, {}) from {}{}\n", out, options.dtype,
+               r.tokenizer.empty() ? "no tokenizer" : "tokenizer.model from " + r.tokenizer, from, replaced);
 }
 
 void import_weights(const std::string& in, const std::string& out_root, const std::string& config_path) {
@@ -88,14 +123,17 @@ void add_ckpt_command(CLI::App& app) {
   auto* ckpt = app.add_subcommand("ckpt", "inspect, verify, reshape, export and import checkpoints");
   ckpt->require_subcommand(1);
   struct Options {
-    std::string dir, in, out, json_out, dtype = "f32", format = "safetensors", config;
-    bool tensors = false, weights_only = false;
+    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer;
+    bool tensors = false, weights_only = false, force = false;
     int dp = 1, ep = 1;
     double tolerance = 0;
   };
   auto o = std::make_shared<Options>();
   auto* ins = ckpt->add_subcommand("inspect", "describe a checkpoint: step, layout, files, state, tensors");
-  ins->add_option("dir", o->dir, "checkpoint directory (step_XXXXXXXX)")->required();
+  ins->add_option("dir", o->dir,
+                  "checkpoint (step_XXXXXXXX), model directory (config.json + safetensors) or checkpoints root (its "
+                  "newest valid checkpoint)")
+      ->required();
   ins->add_flag("--tensors", o->tensors, "list every tensor");
   ins->add_option("--json", o->json_out, "write the metadata as JSON");
   ins->callback([o] { inspect(o->dir, o->tensors, o->json_out); });
@@ -108,14 +146,25 @@ void add_ckpt_command(CLI::App& app) {
   re->add_option("--dp", o->dp, "data-parallel ranks of the target layout")->check(CLI::Range(1, 1 << 20));
   re->add_option("--ep", o->ep, "expert-parallel ranks of the target layout")->check(CLI::Range(1, 1 << 20));
   re->callback([o] { reshape(o->in, o->out, o->dp, o->ep); });
-  auto* ex = ckpt->add_subcommand("export", "write a checkpoint's weights as a Hugging Face directory or GGUF file");
-  ex->add_option("--in", o->in, "checkpoint directory")->required();
-  ex->add_option("--out", o->out, "output directory (safetensors) or file (gguf)")->required();
-  ex->add_option("--format", o->format, "safetensors or gguf")->check(CLI::IsMember({"safetensors", "gguf"}));
+  auto* ex = ckpt->add_subcommand("export", "write a model's weights as a Hugging Face directory or GGUF file");
+  ex->add_option("--in", o->in,
+                 "checkpoint (step_XXXXXXXX), model directory (config.json + safetensors, e.g. a run's final/) or "
+                 "checkpoints root (its newest valid checkpoint)")
+      ->required();
+  ex->add_option("--out", o->out, "output: a FILE.gguf, or a directory (safetensors)")->required();
+  ex->add_option("--format", o->format, "auto (a .gguf --out is GGUF, else safetensors), safetensors or gguf")
+      ->check(CLI::IsMember({"auto", "safetensors", "gguf"}));
   ex->add_option("--dtype", o->dtype, "f32 or bf16 (gguf also f16)")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  ex->add_option("--tokenizer", o->tokenizer,
+                 "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
+  ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
   ex->callback([o] {
-    ZAYA_CHECK(o->format == "gguf" || o->dtype != "f16", "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
-    export_weights(o->in, o->out, o->format, o->dtype);
+    ExportOptions eo;
+    eo.format = o->format;
+    eo.dtype = o->dtype;
+    eo.tokenizer = o->tokenizer;
+    eo.force = o->force;
+    export_weights(o->in, o->out, eo);
   });
   auto* cmp = ckpt->add_subcommand("compare", "compare two checkpoints tensor by tensor (bit for bit by default)");
   cmp->add_option("a", o->in, "checkpoint directory")->required();

@@ -118,7 +118,7 @@ void run_eval(const EvalOptions& o) {
 void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand("eval", "perplexity on held-out data and multiple-choice log-likelihood scoring");
-  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint")
+  cmd->add_option("--model", o->model, "model directory (config.json + safetensors), training checkpoint or .gguf file")
       ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
   cmd->add_option("--text", o->texts,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/data/tokenizer.h"
@@ -22,7 +23,6 @@
 #include "zaya/infer/text.h"
 #include "zaya/infer/text_request.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/hf_checkpoint.h"
 
 namespace zaya::cli {
 namespace {
@@ -98,7 +98,7 @@ void run_prompt(const GenerateCliOptions& o, const InferModel& model, const Toke
   int64_t context = 0;
   if (o.full_sequence) {
     // The reference path: the training forward over the whole prefix for every token.
-    generate_text_full_sequence(*load_hf_model(o.model), tok, requests[0], cb);
+    generate_text_full_sequence(*load_reference_model(o.model), tok, requests[0], cb);
     context = model.config().max_position;
   } else {
     generate_text(model, tok, requests, go, cb, &st);
@@ -125,7 +125,7 @@ void run_generate(const GenerateCliOptions& o) {
   lo.dtype = o.dtype;
   lo.prefetch = o.prefetch;
   auto model = InferModel::open(o.model, lo);
-  Tokenizer tok = Tokenizer::load(default_tokenizer_path(o.model, o.tokenizer, model->tokenizer_hint()));
+  Tokenizer tok = load_model_tokenizer(o.model, o.tokenizer, model->tokenizer_hint());
   const ZayaConfig& c = model->config();
   const int64_t sample_vocab = check_tokenizer(tok, c, o.model);
 
@@ -176,7 +176,8 @@ void run_generate(const GenerateCliOptions& o) {
 void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateCliOptions>();
   auto* cmd = app.add_subcommand("generate", "generate text from a model directory (cached decoder)");
-  cmd->add_option("--model", o->model, "model directory (config.json + safetensors) or training checkpoint (step_N)")
+  cmd->add_option("--model", o->model,
+                  "model directory (config.json + safetensors), training checkpoint (step_N) or .gguf file")
       ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
   auto* prompt = cmd->add_option("--prompt", o->prompt, "text to continue (none: sample from BOS alone)");

@@ -8,6 +8,7 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
 #include "zaya/train/train_config.h"
@@ -22,7 +23,7 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "print a model's configuration and parameter counts");
   cmd->add_option("--preset", o->preset, "a built-in preset: tiny, small, zaya1-base");
   cmd->add_option("--config", o->config, "a training config (TOML)");
-  cmd->add_option("--model", o->model, "a model directory (config.json)");
+  cmd->add_option("--model", o->model, "a model directory (config.json) or a .gguf file from zaya ckpt export");
   cmd->add_option("--json", o->json_out, "also write the counts as JSON to this file");
   cmd->callback([o] {
     const std::string *preset = &o->preset, *config = &o->config, *model = &o->model, *json_out = &o->json_out;
@@ -36,6 +37,9 @@ void add_info_command(CLI::App& app) {
     } else if (!config->empty()) {
       c = load_train_config(*config).model;
       name = *config;
+    } else if (std::error_code ec; std::filesystem::is_regular_file(*model, ec)) {
+      c = ZayaGgufFile::open(*model).config();  // the same config as the directory it was exported from
+      name = *model;
     } else {
       c = load_hf_config((std::filesystem::path(*model) / "config.json").string());
       name = *model;

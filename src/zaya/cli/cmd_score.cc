@@ -7,12 +7,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/cli/commands.h"
 #include "zaya/infer/full_sequence.h"
 #include "zaya/infer/sequence_scores.h"
 #include "zaya/infer/token_lists.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/hf_checkpoint.h"
 
 namespace zaya::cli {
 
@@ -23,7 +23,7 @@ void add_score_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("score", "mean loss per sequence of a JSON list of token-id lists");
-  cmd->add_option("--model", o->model, "model directory")->required();
+  cmd->add_option("--model", o->model, "model directory, training checkpoint or .gguf file")->required();
   cmd->add_option("--tokens", o->tokens, "JSON file: [[id, id, ...], ...]")->required()->check(CLI::ExistingFile);
   cmd->add_option("--dump-logits", o->dump_logits, "write the logits as JSON [seq][position][vocab] to this file");
   cmd->add_option("--json", o->json_out, "write the losses as JSON to this file");
@@ -35,7 +35,7 @@ void add_score_command(CLI::App& app) {
     const std::vector<std::vector<int32_t>> seqs = token_lists(lists, o->tokens, V);
     const std::vector<SequenceScore> scores =
         o->full_sequence || !o->dump_logits.empty()
-            ? score_sequences(*load_hf_model(o->model), seqs, !o->dump_logits.empty())
+            ? score_sequences(*load_reference_model(o->model), seqs, !o->dump_logits.empty())
             : score_sequences_cached(*im, seqs, o->tokens);
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < scores.size(); ++i) {
