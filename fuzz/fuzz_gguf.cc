@@ -1,16 +1,21 @@
 // Fuzz target: a whole GGUF file (io/gguf_parse.h), then every accessor on
-// what the parser accepted, then the ZAYA mapping (model/gguf_zaya_map.h).
+// what the parser accepted, then the ZAYA mapping (model/gguf_zaya_map.h) and
+// the tokenizer keys (io/gguf_vocab.h) with the embedded SentencePiece
+// model's wire format (data/sentencepiece_proto.h).
 // Any exception other than zaya::Error, any sanitizer report and any broken
 // invariant (__builtin_trap) is a finding.
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "zaya/core/error.h"
+#include "zaya/data/sentencepiece_proto.h"
 #include "zaya/io/gguf_parse.h"
+#include "zaya/io/gguf_vocab.h"
 #include "zaya/model/gguf_zaya_map.h"
 
 namespace {
@@ -69,6 +74,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect_error_or_value([&] {
       const zaya::ZayaConfig config = zaya::zaya_config_from_gguf(layout.metadata);
       zaya::check_zaya_gguf_tensors(kLabel, zaya::zaya_gguf_tensor_map(config), layout.tensors);
+    });
+    // The vocabulary: its promises, then the embedded model's protobuf wire format.
+    expect_error_or_value([&] {
+      const std::optional<zaya::GgufVocab> vocab = zaya::read_gguf_vocab(layout.metadata);
+      if (!vocab) return;
+      if (!vocab->scores.empty() && vocab->scores.size() != vocab->tokens.size()) __builtin_trap();
+      if (!vocab->token_types.empty() && vocab->token_types.size() != vocab->tokens.size()) __builtin_trap();
+      if (vocab->unknown_id >= static_cast<int64_t>(vocab->tokens.size())) __builtin_trap();
+      (void)zaya::gguf_vocab_metadata(*vocab);  // what was read can be written again
+      if (!vocab->sentencepiece_model.empty())
+        (void)zaya::decode_sentencepiece_proto(vocab->sentencepiece_model, kLabel);
     });
   } catch (const zaya::Error&) {
   }

@@ -13,6 +13,7 @@
 #include "fuzz_util.h"
 #include "zaya/core/error.h"
 #include "zaya/data/shard_format.h"
+#include "zaya/io/gguf_vocab.h"
 #include "zaya/io/gguf_writer.h"
 #include "zaya/model/gguf_zaya_map.h"
 #include "zaya/model/hf_config.h"
@@ -90,6 +91,29 @@ void gguf_seeds(const fs::path& dir, const std::string& tmp) {
     }
     w.write(tmp);
     put(dir, 2, read_all(tmp));
+  }
+  {  // a vocabulary under llama.cpp's keys, with a (hand-encoded) embedded SentencePiece model
+    zaya::GgufVocab v;
+    v.tokens = {"<unk>", "a", "\n"};
+    v.scores = {0.0f, -1.0f, 0.0f};
+    v.token_types = {2, 1, 4};
+    v.unknown_id = 0;
+    v.add_bos = true;
+    v.add_space_prefix = false;
+    // ModelProto { pieces { piece "<unk>" type UNKNOWN } pieces { piece "a" score -1 } normalizer_spec {
+    // add_dummy_prefix false } }
+    v.sentencepiece_model = std::string("\x0a\x09\x0a\x05<unk>\x18\x02", 11) +
+                            std::string(
+                                "\x0a\x08\x0a\x01"
+                                "a"
+                                "\x15\x00\x00\x80\xbf",
+                                10) +
+                            std::string("\x1a\x02\x18\x00", 4);
+    zaya::GgufWriter w;
+    w.set_string("general.architecture", "zaya");
+    for (const zaya::GgufKeyValue& kv : zaya::gguf_vocab_metadata(v)) w.set(kv.key, kv.value);
+    w.write(tmp);
+    put(dir, 3, read_all(tmp));
   }
 }
 
