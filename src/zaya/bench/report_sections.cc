@@ -341,7 +341,7 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
   }
   sec.html =
       "<p>Checkpoint write includes the fsync; reads and page reads start from a cold page cache. sigma is "
-      "the scatter factor of spec/paper-notes.md section 3, measured as page faults per training window over "
+      "the scatter factor of docs/systems-notes.md section 3, measured as page faults per training window over "
       "the ideal s*b/P; read amplification is bytes fetched per useful byte with the default readahead.</p>\n" +
       html_table(
           {"file", "ckpt write GB/s", "ckpt read GB/s", "page IOPS", "page p99 (us)", "sigma", "read amplification"},
