@@ -85,8 +85,9 @@ void replace_path_atomically(const std::string& staged, const std::string& path)
   } else if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
     fs::remove_all(staged, ec);  // the old contents; a failure leaves them there, the new are in place
   } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
-    const std::string aside = path + ".old";
-    fs::remove_all(aside, ec);
+    // Set aside under the staged path's own (unique) name: nothing of the user's is ever removed but `path`.
+    const std::string aside = staged + ".replaced";
+    if (fs::exists(fs::symlink_status(aside, ec))) fail("{}: cannot set {} aside: {} exists", staged, path, aside);
     rename_file(path, aside);
     rename_file(staged, path);
     fs::remove_all(aside, ec);
