@@ -45,32 +45,33 @@ inline void softmax_inplace(float* p, int64_t n) {
 }
 
 #ifdef ZAYA_ATTN_AVX512
-// scores[g * keys + t] = scale * q_g . k_t for the G heads of one KV head,
-// keys rows of d floats (d % 16 == 0); four keys at a time, so four
+// scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
+// keys ldk floats apart (d % 16 == 0); four keys at a time, so four
 // independent FMA chains hide the load latency.
-void scores_avx512(const float* q, const float* kc, int64_t d, int64_t G, int64_t keys, float scale, float* scores) {
+void scores_avx512(const float* q, const float* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale,
+                   float* scores, int64_t lds) {
   const int64_t nv = d / 16;
   for (int64_t g = 0; g < G; ++g) {
     const float* qg = q + g * d;
-    float* sg = scores + g * keys;
+    float* sg = scores + g * lds;
     int64_t t = 0;
-    for (; t + 4 <= keys; t += 4) {
-      const float* k = kc + t * d;
+    for (; t + 4 <= n; t += 4) {
+      const float* k = kc + t * ldk;
       __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
       for (int64_t v = 0; v < nv; ++v) {
         const __m512 qv = _mm512_loadu_ps(qg + 16 * v);
         a0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 16 * v), a0);
-        a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + d + 16 * v), a1);
-        a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 2 * d + 16 * v), a2);
-        a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 3 * d + 16 * v), a3);
+        a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + ldk + 16 * v), a1);
+        a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 2 * ldk + 16 * v), a2);
+        a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 3 * ldk + 16 * v), a3);
       }
       sg[t] = scale * _mm512_reduce_add_ps(a0);
       sg[t + 1] = scale * _mm512_reduce_add_ps(a1);
       sg[t + 2] = scale * _mm512_reduce_add_ps(a2);
       sg[t + 3] = scale * _mm512_reduce_add_ps(a3);
     }
-    for (; t < keys; ++t) {
-      const float* k = kc + t * d;
+    for (; t < n; ++t) {
+      const float* k = kc + t * ldk;
       __m512 acc = _mm512_setzero_ps();
       for (int64_t v = 0; v < nv; ++v)
         acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), _mm512_loadu_ps(k + 16 * v), acc);
@@ -79,19 +80,21 @@ void scores_avx512(const float* q, const float* kc, int64_t d, int64_t G, int64_
   }
 }
 
-// o_g[c0 .. c0 + 16 NV) = sum_t p[g][t] v_t for GN heads, accumulated in
-// registers (compile-time sizes keep the 16 accumulators out of memory).
+// o_g[c0 .. c0 + 16 NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
+// registers (compile-time sizes keep the 16 accumulators out of memory);
+// `add` continues the sums already in o (the next span of keys).
 template <int GN, int NV>
-void output_tile(const float* p, int64_t keys, const float* vc, int64_t d, int64_t c0, float* o) {
+void output_tile(const float* p, int64_t ldp, int64_t n, const float* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
+                 bool add) {
   __m512 acc[GN][NV];
   for (int g = 0; g < GN; ++g)
-    for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_setzero_ps();
-  for (int64_t t = 0; t < keys; ++t) {
-    const float* vr = vc + t * d + c0;
+    for (int v = 0; v < NV; ++v) acc[g][v] = add ? _mm512_loadu_ps(o + g * d + c0 + 16 * v) : _mm512_setzero_ps();
+  for (int64_t t = 0; t < n; ++t) {
+    const float* vr = vc + t * ldv + c0;
     __m512 vv[NV];
     for (int v = 0; v < NV; ++v) vv[v] = _mm512_loadu_ps(vr + 16 * v);
     for (int g = 0; g < GN; ++g) {
-      const __m512 pg = _mm512_set1_ps(p[g * keys + t]);
+      const __m512 pg = _mm512_set1_ps(p[g * ldp + t]);
       for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_fmadd_ps(pg, vv[v], acc[g][v]);
     }
   }
@@ -100,100 +103,133 @@ void output_tile(const float* p, int64_t keys, const float* vc, int64_t d, int64
 }
 
 template <int GN>
-void output_heads(const float* p, int64_t keys, const float* vc, int64_t d, float* o) {
+void output_heads(const float* p, int64_t ldp, int64_t n, const float* vc, int64_t ldv, int64_t d, float* o, bool add) {
   for (int64_t c0 = 0; c0 < d; c0 += 64) {
     switch (std::min<int64_t>(4, (d - c0) / 16)) {
-      case 1: output_tile<GN, 1>(p, keys, vc, d, c0, o); break;
-      case 2: output_tile<GN, 2>(p, keys, vc, d, c0, o); break;
-      case 3: output_tile<GN, 3>(p, keys, vc, d, c0, o); break;
-      default: output_tile<GN, 4>(p, keys, vc, d, c0, o); break;
+      case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add); break;
+      case 2: output_tile<GN, 2>(p, ldp, n, vc, ldv, d, c0, o, add); break;
+      case 3: output_tile<GN, 3>(p, ldp, n, vc, ldv, d, c0, o, add); break;
+      default: output_tile<GN, 4>(p, ldp, n, vc, ldv, d, c0, o, add); break;
     }
   }
 }
 
-// o_g = sum_t p[g][t] v_t for the G heads, up to 4 at a time (each V row is
+// o_g (+)= sum_t p[g][t] v_t for the G heads, up to 4 at a time (each V row is
 // read once per 4 heads and 64 output floats); d % 16 == 0.
-void output_avx512(const float* p, const float* vc, int64_t d, int64_t G, int64_t keys, float* o) {
+void output_avx512(const float* p, int64_t ldp, const float* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
+                   bool add) {
   for (int64_t g0 = 0; g0 < G; g0 += 4) {
-    const float* pg = p + g0 * keys;
+    const float* pg = p + g0 * ldp;
     float* og = o + g0 * d;
     switch (std::min<int64_t>(4, G - g0)) {
-      case 1: output_heads<1>(pg, keys, vc, d, og); break;
-      case 2: output_heads<2>(pg, keys, vc, d, og); break;
-      case 3: output_heads<3>(pg, keys, vc, d, og); break;
-      default: output_heads<4>(pg, keys, vc, d, og); break;
+      case 1: output_heads<1>(pg, ldp, n, vc, ldv, d, og, add); break;
+      case 2: output_heads<2>(pg, ldp, n, vc, ldv, d, og, add); break;
+      case 3: output_heads<3>(pg, ldp, n, vc, ldv, d, og, add); break;
+      default: output_heads<4>(pg, ldp, n, vc, ldv, d, og, add); break;
     }
   }
 }
 #endif
+
+// f(k, v, row_stride, n, offset) for each piece of the chunk's spans that holds
+// positions [lo, hi) (offset: the piece's first position - lo), for KV head j.
+template <typename F>
+void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, F&& f) {
+  for (int32_t si = 0; si < ch.span_count; ++si) {
+    const CachedKeySpan& sp = ch.spans[si];
+    const int64_t a = std::max(lo, sp.first), b = std::min(hi, sp.first + sp.count);
+    if (a >= b) continue;
+    const int64_t at = j * sp.head_stride + (a - sp.first) * sp.row_stride;
+    f(sp.k + at, sp.v + at, sp.row_stride, b - a, a - lo);
+  }
+}
 
 // Every query row of a short chunk against KV head j, for the G query heads that share it.
 void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t j, float* scratch) {
   const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
   const float scale = 1.0f / std::sqrt(float(d));
-  const float* kc = ch.k_cache + j * ch.head_stride;
-  const float* vc = ch.v_cache + j * ch.head_stride;
   for (int64_t i = 0; i < ch.count; ++i) {
-    const int64_t keys = ch.past + i + 1;
+    const int64_t p = ch.past + i, lo = cached_attention_first_key(p, ch.window), keys = p - lo + 1;
     const float* q = ch.q_SQ + i * QW + j * G * d;
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_AVX512
     if (d % 16 == 0) {
-      scores_avx512(q, kc, d, G, keys, scale, scratch);
+      for_each_piece(ch, j, lo, p + 1, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
+        scores_avx512(q, kc, ld, d, G, n, scale, scratch + off, keys);
+      });
       for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
-      output_avx512(scratch, vc, d, G, keys, o);
+      bool add = false;
+      for_each_piece(ch, j, lo, p + 1, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
+        output_avx512(scratch + off, keys, vc, ld, d, G, n, o, add);
+        add = true;
+      });
       continue;
     }
 #endif
     // scores[g][t], read every key row once for all G heads
-    for (int64_t t = 0; t < keys; ++t) {
-      const float* k = kc + t * d;
-      for (int64_t g = 0; g < G; ++g) {
-        const float* qg = q + g * d;
-        float dot = 0;
+    for_each_piece(ch, j, lo, p + 1, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
+      for (int64_t t = 0; t < n; ++t) {
+        const float* k = kc + t * ld;
+        for (int64_t g = 0; g < G; ++g) {
+          const float* qg = q + g * d;
+          float dot = 0;
 #pragma omp simd reduction(+ : dot)
-        for (int64_t c = 0; c < d; ++c) dot += qg[c] * k[c];
-        scratch[g * keys + t] = dot * scale;
+          for (int64_t c = 0; c < d; ++c) dot += qg[c] * k[c];
+          scratch[g * keys + off + t] = dot * scale;
+        }
       }
-    }
+    });
     for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
     std::fill(o, o + G * d, 0.0f);
-    for (int64_t t = 0; t < keys; ++t) {
-      const float* v = vc + t * d;
-      for (int64_t g = 0; g < G; ++g) {
-        const float p = scratch[g * keys + t];
-        float* og = o + g * d;
+    for_each_piece(ch, j, lo, p + 1, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
+      for (int64_t t = 0; t < n; ++t) {
+        const float* v = vc + t * ld;
+        for (int64_t g = 0; g < G; ++g) {
+          const float pr = scratch[g * keys + off + t];
+          float* og = o + g * d;
 #pragma omp simd
-        for (int64_t c = 0; c < d; ++c) og[c] += p * v[c];
+          for (int64_t c = 0; c < d; ++c) og[c] += pr * v[c];
+        }
       }
-    }
+    });
   }
 }
 
-// Query rows [row0, row0 + 64) of head h: sgemm for the scores and the output.
+// Query rows [row0, row0 + 64) of head h: sgemm for the scores and the output,
+// over the keys the block's rows see (all earlier ones, or the window's).
 void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t h, int64_t row0,
                 float* scratch) {
   const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
   const int64_t j = h / G;
   const float scale = 1.0f / std::sqrt(float(d));
   const int64_t row1 = std::min(ch.count, row0 + kQueryBlock), rows = row1 - row0;
-  const int64_t keys = ch.past + row1;  // the block's last row sees this many keys
+  const int64_t klo = cached_attention_first_key(ch.past + row0, ch.window), khi = ch.past + row1;
+  const int64_t keys = khi - klo;  // positions klo .. khi - 1
   const float* q = ch.q_SQ + row0 * QW + h * d;
-  gemm<float>(false, true, rows, keys, d, scale, q, QW, ch.k_cache + j * ch.head_stride, d, 0.0f, scratch, keys);
+  for_each_piece(ch, j, klo, khi, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
+    gemm<float>(false, true, rows, n, d, scale, q, QW, kc, ld, 0.0f, scratch + off, keys);
+  });
   for (int64_t r = 0; r < rows; ++r) {
-    float* p = scratch + r * keys;
-    const int64_t valid = ch.past + row0 + r + 1;
-    softmax_inplace(p, valid);
-    std::fill(p + valid, p + keys, 0.0f);
+    float* pr = scratch + r * keys;
+    const int64_t pos = ch.past + row0 + r, first = cached_attention_first_key(pos, ch.window) - klo;
+    const int64_t end = pos - klo + 1;
+    std::fill(pr, pr + first, 0.0f);
+    softmax_inplace(pr + first, end - first);
+    std::fill(pr + end, pr + keys, 0.0f);
   }
-  gemm<float>(false, false, rows, d, keys, 1.0f, scratch, keys, ch.v_cache + j * ch.head_stride, d, 0.0f,
-              ch.o_SQ + row0 * QW + h * d, QW);
+  float beta = 0.0f;
+  for_each_piece(ch, j, klo, khi, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
+    gemm<float>(false, false, rows, d, n, 1.0f, scratch + off, keys, vc, ld, beta, ch.o_SQ + row0 * QW + h * d, QW);
+    beta = 1.0f;
+  });
 }
 
 }  // namespace
 
-int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context) {
-  return std::max(group, kQueryBlock) * max_context;
+int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window) {
+  // A row sees at most W keys, a block of 64 rows at most W + 63.
+  const int64_t keys = window > 0 ? std::min(max_context, window + kQueryBlock - 1) : max_context;
+  return std::max(group, kQueryBlock) * keys;
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,
@@ -203,7 +239,13 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
   tasks.clear();
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const CachedAttentionChunk& ch = chunks[ci];
-    ZAYA_ASSERT(cached_attention_scratch_floats(s.q_heads / s.kv_heads, ch.past + ch.count) <= per_thread);
+    ZAYA_ASSERT(cached_attention_scratch_floats(s.q_heads / s.kv_heads, ch.past + ch.count, ch.window) <= per_thread);
+    // The spans hold every key a row sees, in order and without gaps.
+    ZAYA_ASSERT(ch.span_count >= 1 && ch.span_count <= int32_t(ch.spans.size()));
+    ZAYA_ASSERT(ch.spans[0].first <= cached_attention_first_key(ch.past, ch.window));
+    for (int32_t si = 1; si < ch.span_count; ++si)
+      ZAYA_ASSERT(ch.spans[si].first == ch.spans[si - 1].first + ch.spans[si - 1].count);
+    ZAYA_ASSERT(ch.spans[ch.span_count - 1].first + ch.spans[ch.span_count - 1].count == ch.past + ch.count);
     if (ch.count <= kDecodeRows) {
       for (int64_t j = 0; j < s.kv_heads; ++j) tasks.push_back({int32_t(ci), int32_t(j), -1});
     } else {

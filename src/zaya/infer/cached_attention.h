@@ -1,13 +1,23 @@
 #pragma once
 // Causal GQA softmax attention of new query rows against a sequence's KV cache
 // (spec §3 step 8): a chunk of S queries at positions past .. past+S-1 attends
-// to cache rows 0 .. its own position, query head h to KV head h / (Hq / Hk).
+// to the keys at positions lo(p) .. p, query head h to KV head h / (Hq / Hk),
+// where lo(p) = 0 on full-attention layers and max(0, p - W + 1) on a sliding
+// layer of window W (spec §12: W counts the query itself).
 //
-// Decode-sized chunks (S <= 4) walk the cache once per KV head for all G query
+// The keys come as up to three spans of consecutive positions, each with its
+// own strides: one head-major cache on a full layer; on a sliding layer the
+// ring of the last W - 1 keys (two spans where it wraps) and the chunk's own
+// keys in the step's workspace (token-major). The spans together must hold
+// every key some row of the chunk sees.
+//
+// Decode-sized chunks (S <= 4) walk the keys once per KV head for all G query
 // heads sharing it (the cache is read once: the bandwidth-bound case); longer
-// chunks (prefill) use sgemm blocks of 64 queries, as ops/attention does.
+// chunks (prefill) use sgemm blocks of 64 queries, as ops/attention does, over
+// only the keys the block's rows see.
 // Tasks (chunk x KV head, or chunk x head x query block) run over OpenMP threads.
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -17,20 +27,35 @@ struct CachedAttentionShape {
   int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
 };
 
-struct CachedAttentionChunk {
-  const float* q_SQ = nullptr;  // [S, Hq*d] queries after norm and RoPE
-  float* o_SQ = nullptr;        // [S, Hq*d] output
-  // Head-major caches: key t of KV head j at k_cache[j * head_stride + t * d]
-  // (the chunk's own keys already appended), values alike.
-  const float* k_cache = nullptr;
-  const float* v_cache = nullptr;
+// Keys (and values) at positions first .. first+count-1: key t of KV head j at
+// k[j * head_stride + (t - first) * row_stride], values alike.
+struct CachedKeySpan {
+  const float* k = nullptr;
+  const float* v = nullptr;
   int64_t head_stride = 0;
-  int64_t past = 0;
-  int64_t count = 0;  // S
+  int64_t row_stride = 0;
+  int64_t first = 0;
+  int64_t count = 0;
 };
 
-// Scratch floats one thread needs for a context of max_context keys.
-int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context);
+struct CachedAttentionChunk {
+  const float* q_SQ = nullptr;           // [S, Hq*d] queries after norm and RoPE
+  float* o_SQ = nullptr;                 // [S, Hq*d] output
+  std::array<CachedKeySpan, 3> spans{};  // in position order, without gaps
+  int32_t span_count = 0;
+  int64_t past = 0;
+  int64_t count = 0;   // S
+  int64_t window = 0;  // W; 0: full causal attention
+};
+
+// The first position query position p sees.
+inline int64_t cached_attention_first_key(int64_t p, int64_t window) {
+  return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+}
+
+// Scratch floats one thread needs for a context of max_context keys under a
+// window (0: full attention).
+int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window = 0);
 
 // Runs on at most `threads` OpenMP threads; `scratch` holds threads * per_thread floats.
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape, float* scratch,

@@ -46,17 +46,24 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
                       model.config().q_width()}),
               options.bf16_activations) {
   options_.validate(config_);
-  if (config_.has_sliding())
-    fail(
-        "model: sliding_window = {} on {} block(s): the cached decoder does not implement sliding-window attention "
-        "yet",
-        config_.sliding_window, config_.sliding_blocks.size());
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta);
+  if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta);
   const int64_t B = c.num_blocks;
+  // Full blocks keep every position; a sliding block a ring of its last W - 1 keys.
+  cache_rows_.resize(B);
+  cache_offset_.resize(B);
+  int64_t cache_floats = 0, scratch_floats = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t W = c.window_of(b);
+    cache_rows_[b] = W > 0 ? std::min(W - 1, max_context_) : max_context_;
+    cache_offset_[b] = cache_floats;
+    cache_floats += slots_ * cache_rows_[b] * kw_;
+    scratch_floats = std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W));
+  }
   // The KV cache is left untouched (and so unallocated by the OS) until used.
-  k_cache_ = aligned_alloc_array<float>(size_t(B * slots_ * max_context_ * kw_));
-  v_cache_ = aligned_alloc_array<float>(size_t(B * slots_ * max_context_ * kw_));
+  k_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
+  v_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
   conv_state_ = aligned_alloc_array<float>(size_t(B * slots_ * 2 * cc_));
   vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
   std::memset(conv_state_.get(), 0, sizeof(float) * B * slots_ * 2 * cc_);
@@ -68,7 +75,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   const int64_t chunks = std::min(T, slots_);
   const int threads = omp_get_max_threads();
   threads_ = threads;
-  attn_scratch_per_thread_ = cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_);
+  attn_scratch_per_thread_ = scratch_floats;
   auto carve = [&](Arena& a) {
     h_TD_ = a.carve(T * D);
     res_a_TD_ = a.carve(T * D);
@@ -112,7 +119,9 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
 }
 
 int64_t InferenceEngine::state_bytes_per_slot() const {
-  return int64_t(sizeof(float)) * config_.num_blocks * (2 * max_context_ * kw_ + 2 * cc_ + kw_ / 2);
+  int64_t floats = 0;
+  for (int64_t b = 0; b < config_.num_blocks; ++b) floats += 2 * cache_rows_[b] * kw_ + 2 * cc_ + kw_ / 2;
+  return int64_t(sizeof(float)) * floats;
 }
 
 int64_t InferenceEngine::workspace_bytes() const { return int64_t(sizeof(float)) * int64_t(ws_.capacity()); }
@@ -137,10 +146,12 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
   if (src == dst) return;
   const int64_t n = lengths_[src];
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
+    // The rows in use: positions 0..n-1, or the whole ring once it has wrapped (same row for each position).
+    const int64_t N = cache_rows_[b], rows = std::min(n, N);
     for (int64_t j = 0; j < config_.kv_heads; ++j) {
-      const int64_t off = j * max_context_ * config_.head_dim;
-      std::memcpy(kcache(b, dst) + off, kcache(b, src) + off, sizeof(float) * n * config_.head_dim);
-      std::memcpy(vcache(b, dst) + off, vcache(b, src) + off, sizeof(float) * n * config_.head_dim);
+      const int64_t off = j * N * config_.head_dim;
+      std::memcpy(kcache(b, dst) + off, kcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
+      std::memcpy(vcache(b, dst) + off, vcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
     }
     std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * 2 * cc_);
     std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
@@ -155,17 +166,17 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     float* k = kcache(b, slot);
     float* v = vcache(b, slot);
-    const int64_t d = config_.head_dim;
+    const int64_t d = config_.head_dim, N = cache_rows_[b], t0 = length - std::min(length, N);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t j = 0; j < config_.kv_heads; ++j)
-      for (int64_t t = 0; t < length; ++t)
+      for (int64_t t = t0; t < length; ++t)
         for (int64_t i = 0; i < d; ++i) {
           // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
           const uint64_t hsh =
               (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
           const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
-          k[(j * max_context_ + t) * d + i] = u * scale * 4;
-          v[(j * max_context_ + t) * d + i] = u;
+          k[(j * N + t % N) * d + i] = u * scale * 4;
+          v[(j * N + t % N) * d + i] = u;
         }
   }
   lengths_[slot] = length;

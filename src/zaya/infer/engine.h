@@ -5,9 +5,15 @@
 // sequence) and any mix of the two (continuous batching) are the same call.
 //
 // Decode state per attention half-layer and slot (spec §3, "Decode / cache state"):
-//   K cache [Hk, max_context, d]  keys after QK norm and RoPE (head-major: each
+//   K cache [Hk, N, d]            keys after QK norm and RoPE (head-major: each
 //                                 head's keys are one contiguous stream for decode)
-//   V cache [Hk, max_context, d]  values (head 0: current-token stream, head 1: delayed)
+//   V cache [Hk, N, d]            values (head 0: current-token stream, head 1: delayed)
+// N = max_context on a full-attention block. On a sliding block of window W
+// (spec §12) the cache is a ring of N = min(W - 1, max_context) rows: position
+// t lives in row t mod N, and a step's own keys are read from the step's
+// workspace before its last N of them replace the oldest rows. So a sliding
+// block holds O(W) state however long the context, and each block applies its
+// own RoPE base (config.rope_theta_of) at absolute positions.
 //   conv    [2, C]                the raw (pre-conv) q|k vectors of the last two tokens, zero at start
 //   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
 // The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to
@@ -99,7 +105,9 @@ class InferenceEngine {
   // filled with deterministic pseudo-random values), without a prefill.
   void fill_synthetic(int32_t slot, int64_t length, uint64_t seed);
 
-  // Bytes of decode state per slot at full context, and of the step workspace.
+  // Rows of block b's K and V caches per slot and KV head (max_context, or the ring of a sliding block).
+  int64_t cache_rows(int64_t block) const { return cache_rows_[block]; }
+  // Bytes of decode state per slot at full context (the rings counted as held), and of the step workspace.
   int64_t state_bytes_per_slot() const;
   int64_t workspace_bytes() const;
 
@@ -112,8 +120,13 @@ class InferenceEngine {
   void attention_layer(int64_t block, int64_t T, std::span<const StepChunk> chunks);
   void moe_layer(int64_t block, int64_t T, const float* r_prev, float* r_out);
   void attend(int64_t block, std::span<const StepChunk> chunks);
-  float* kcache(int64_t block, int64_t slot) { return k_cache_.get() + (block * slots_ + slot) * max_context_ * kw_; }
-  float* vcache(int64_t block, int64_t slot) { return v_cache_.get() + (block * slots_ + slot) * max_context_ * kw_; }
+  void append_to_cache(int64_t block, std::span<const StepChunk> chunks);
+  float* kcache(int64_t block, int64_t slot) {
+    return k_cache_.get() + cache_offset_[block] + slot * cache_rows_[block] * kw_;
+  }
+  float* vcache(int64_t block, int64_t slot) {
+    return v_cache_.get() + cache_offset_[block] + slot * cache_rows_[block] * kw_;
+  }
   float* conv_state(int64_t block, int64_t slot) { return conv_state_.get() + (block * slots_ + slot) * 2 * cc_; }
   float* vprev_state(int64_t block, int64_t slot) { return vprev_.get() + (block * slots_ + slot) * (kw_ / 2); }
 
@@ -121,7 +134,10 @@ class InferenceEngine {
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;
-  RopeTable rope_;
+  RopeTable rope_;                     // full-attention blocks' base (rope_theta)
+  RopeTable rope_sliding_;             // sliding blocks' base (sliding_rope_theta), built when some block slides
+  std::vector<int64_t> cache_rows_;    // per block: rows per slot and KV head
+  std::vector<int64_t> cache_offset_;  // per block: first float of its caches
   LinearRunner linear_;
 
   // Decode state (not touched until used: a large max_context costs no memory up front).

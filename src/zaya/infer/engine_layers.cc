@@ -122,42 +122,76 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     }
     l2norm_heads_forward<float>(q_TQ_, inv_q_, q_TQ_, nullptr, T, c.q_heads, d);
     l2norm_heads_forward<float>(k_TK_, inv_k_, k_TK_, w.temp_Hk, T, c.kv_heads, d);
-    rope_apply<float>(q_TQ_, row_pos_.data(), T, c.q_heads, d, rope_, false);
-    rope_apply<float>(k_TK_, row_pos_.data(), T, c.kv_heads, d, rope_, false);
+    // Each block's own RoPE base, at absolute positions (spec §12).
+    const RopeTable& rope = c.is_sliding(b) ? rope_sliding_ : rope_;
+    rope_apply<float>(q_TQ_, row_pos_.data(), T, c.q_heads, d, rope, false);
+    rope_apply<float>(k_TK_, row_pos_.data(), T, c.kv_heads, d, rope, false);
   }
-  // Append to the caches, then attend.
-  for (int64_t ci = 0; ci < nc; ++ci) {
+  // A full block appends to its cache, then attends over it; a sliding block
+  // attends over its ring and the step's own keys, then keeps the newest in the ring.
+  const bool sliding = c.is_sliding(b);
+  if (!sliding) append_to_cache(b, chunks);
+  attend(b, chunks);
+  if (sliding) append_to_cache(b, chunks);
+  linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
+}
+
+void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
+  const int64_t K = kw_, d = config_.head_dim, N = cache_rows_[b];
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count, past = chunk_past_[ci];
     float* kc = kcache(b, chunks[ci].slot);
     float* vc = vcache(b, chunks[ci].slot);
-    for (int64_t j = 0; j < c.kv_heads; ++j)
-      for (int64_t i = 0; i < S; ++i) {
-        const int64_t at = (j * max_context_ + past + i) * d;
+    // Position t goes to row t mod N (t itself on a full block, N = max_context); only the last N survive.
+    for (int64_t j = 0; j < config_.kv_heads; ++j)
+      for (int64_t i = std::max<int64_t>(0, S - N); i < S; ++i) {
+        const int64_t at = (j * N + (past + i) % N) * d;
         std::memcpy(kc + at, k_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
         std::memcpy(vc + at, v_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
       }
   }
-  attend(b, chunks);
-  linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
 }
 
 void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   const ZayaConfig& c = config_;
+  const int64_t W = c.window_of(b), N = cache_rows_[b], d = c.head_dim;
   std::vector<CachedAttentionChunk>& work = attn_work_;
   work.clear();
+  int64_t keys_read = 0;  // sum over rows of the keys each sees
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
-    const int64_t r0 = chunk_row0_[ci];
-    work.push_back({q_TQ_ + r0 * c.q_width(), o_TQ_ + r0 * c.q_width(), kcache(b, chunks[ci].slot),
-                    vcache(b, chunks[ci].slot), max_context_ * c.head_dim, chunk_past_[ci], chunks[ci].count});
-    stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
+    const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci], S = chunks[ci].count;
+    CachedAttentionChunk ch;
+    ch.q_SQ = q_TQ_ + r0 * c.q_width();
+    ch.o_SQ = o_TQ_ + r0 * c.q_width();
+    ch.past = past;
+    ch.count = S;
+    ch.window = W;
+    const float* kc = kcache(b, chunks[ci].slot);
+    const float* vc = vcache(b, chunks[ci].slot);
+    if (W == 0) {
+      // The cache, the chunk's keys already appended.
+      ch.spans[ch.span_count++] = {kc, vc, N * d, d, 0, past + S};
+    } else {
+      // The ring holds positions [past - N, past); the first row needs [first_key(past), past).
+      const int64_t lo = std::max(cached_attention_first_key(past, W), past - N);
+      int64_t pos = lo;
+      while (pos < past) {  // at most two pieces: up to the ring's end, then from its start
+        const int64_t row = pos % N, n = std::min(past - pos, N - row);
+        ch.spans[ch.span_count++] = {kc + row * d, vc + row * d, N * d, d, pos, n};
+        pos += n;
+      }
+      // The chunk's own keys, token-major in the step's workspace.
+      ch.spans[ch.span_count++] = {k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S};
+    }
+    work.push_back(ch);
+    for (int64_t i = 0; i < S; ++i) keys_read += past + i + 1 - cached_attention_first_key(past + i, W);
   }
+  stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * keys_read;
   // Short decode attention (a few hundred KB of cache) is not worth a parallel
   // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
-  int64_t macs = 0;
-  for (size_t ci = 0; ci < chunks.size(); ++ci)
-    macs += 2 * c.q_heads * c.head_dim * chunks[ci].count * (chunk_past_[ci] + chunks[ci].count);
-  cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, c.head_dim}, attn_scratch_,
-                   attn_scratch_per_thread_, macs < kDecodeParallelMinMacs ? 1 : threads_);
+  const int64_t macs = 2 * c.q_heads * d * keys_read;
+  cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, d}, attn_scratch_, attn_scratch_per_thread_,
+                   macs < kDecodeParallelMinMacs ? 1 : threads_);
 }
 
 void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float* r_out) {

@@ -16,6 +16,7 @@
 #include "zaya/io/gguf_vocab.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
+#include "zaya/model/config_toml.h"
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/native_config.h"
@@ -399,6 +400,22 @@ std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const
   b.want = dtype;
   b.label = "model";
   b.build();
+  return m;
+}
+
+std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const ZayaConfig& config,
+                                                   const std::string& dtype) {
+  config.validate("inference config");
+  ZayaConfig same = config;  // the model's attention pattern on the given shapes
+  same.sliding_window = model.config().sliding_window;
+  same.sliding_blocks = model.config().sliding_blocks;
+  same.sliding_rope_theta = model.config().sliding_rope_theta;
+  same.rope_theta = model.config().rope_theta;
+  ZAYA_CHECK(model_table_to_toml("", same) == model_table_to_toml("", model.config()),
+             "inference config: differs from the model's in more than sliding_window, sliding_blocks, rope_theta and "
+             "sliding_rope_theta; allowed: only those");
+  std::unique_ptr<InferModel> m = from_model(model, dtype);
+  m->config_ = config;
   return m;
 }
 

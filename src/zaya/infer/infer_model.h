@@ -130,6 +130,11 @@ class InferModel {
   // Views of (or bf16 copies from) a model held in memory; `model` must outlive the result.
   // dtype: "auto"/"f32" (the f32 arena in place) or "bf16".
   static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const std::string& dtype = "auto");
+  // The same weights run under `config`, which may differ from the model's own only in the attention pattern
+  // (sliding_window, sliding_blocks and the RoPE bases: no tensor changes), e.g. a full-attention model run with
+  // a window, or sliding-window inference before the training side builds such a model.
+  static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const ZayaConfig& config,
+                                                const std::string& dtype = "auto");
 
   InferModel(const InferModel&) = delete;
   InferModel& operator=(const InferModel&) = delete;

@@ -5,6 +5,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/model/params.h"
+#include "zaya/plan/attention_window.h"
 #include "zaya/plan/stream_ops.h"
 
 namespace zaya {
@@ -20,7 +21,7 @@ LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& L,
   mo.micro_batch = L.batch;
   mo.seq_len = L.context;
   mo.skip_fraction = L.skip_fraction;
-  for (const ModelGemm& g : model_gemms(c, mo))
+  for (const ModelGemm& g : windowed_model_gemms(c, mo))
     if (g.phase == "fwd") r.prefill_seconds += g.count * model.estimate(L.dtype, g.shape).seconds;
   r.prefill_seconds += model_stream_work(c, L.batch, L.context, 1, L.skip_fraction, false).seconds(p, bytes);
   r.prefill_tokens_per_second = double(L.batch * L.context) / r.prefill_seconds;
@@ -34,14 +35,15 @@ LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& L,
   r.experts_touched = E * (1 - std::pow(1 - std::min(1.0, k / E), double(L.batch)));
   r.weight_bytes = (dense + r.experts_touched * per_expert * double(c.num_blocks)) * bytes;
   const double layers = double(c.num_blocks);
-  const double kv_per_token = 2.0 * double(c.kv_width()) * layers * bytes;
+  // Tokens held over all layers: the context on full blocks, the ring of W - 1 on sliding ones.
+  const double kv_tokens = kv_cache_tokens(c, L.context);
   const double conv_state = 2.0 * double(c.conv_channels() + c.hidden) * layers * bytes;  // per sequence
-  r.kv_bytes = double(L.batch) * (double(L.context) * kv_per_token + conv_state);
-  r.kv_bytes_uncompressed = double(L.batch) * double(L.context) * 2.0 * double(c.hidden) * layers * bytes;
+  r.kv_bytes = double(L.batch) * (kv_tokens * 2.0 * double(c.kv_width()) * bytes + conv_state);
+  r.kv_bytes_uncompressed = double(L.batch) * kv_tokens * 2.0 * double(c.hidden) * bytes;
   const double read = r.weight_bytes + r.kv_bytes;
-  // FLOPs: 2 x active parameters per token plus attention over the context.
+  // FLOPs: 2 x active parameters per token plus attention over the keys each layer sees.
   const double flops =
-      double(L.batch) * (2.0 * double(counts.active) + layers * 4.0 * double(c.q_width()) * double(L.context));
+      double(L.batch) * (2.0 * double(counts.active) + 4.0 * double(c.q_width()) * decode_attended_keys(c, L.context));
   const double t_mem = read / (p.stream_gbps.value * 1e9);
   const double t_flops = flops / (p.peak_gflops(L.dtype) * 1e9 * p.gemm_efficiency.value);
   r.decode_memory_bound = t_mem >= t_flops;

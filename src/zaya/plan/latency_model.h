@@ -11,7 +11,10 @@
 //               E (1 - (1 - k (1 - skip) / E)^batch) distinct experts
 //             + the KV cache: CCA keeps k and v at kv_width per token and
 //               layer (plus a 2-token conv state), against 2 x hidden for
-//               uncompressed multi-head attention
+//               uncompressed multi-head attention; a sliding block of
+//               window W (spec §12) holds only a ring of min(context, W - 1)
+//               tokens and a step attends to min(context + 1, W) keys there
+//               (plan/attention_window.h)
 
 #include <cstdint>
 #include <string>
@@ -33,7 +36,7 @@ struct LatencyPrediction {
   double decode_tokens_per_second = 0;
   double weight_bytes = 0;           // read per decode step
   double experts_touched = 0;        // per MoE layer
-  double kv_bytes = 0;               // KV cache of the whole batch at `context`
+  double kv_bytes = 0;               // KV cache of the whole batch at `context` (rings on sliding blocks)
   double kv_bytes_uncompressed = 0;  // the same with MHA (2 x hidden per token and layer)
   bool decode_memory_bound = true;
 };

@@ -7,6 +7,7 @@
 #include "zaya/dist/zero.h"
 #include "zaya/model/model.h"
 #include "zaya/model/params.h"
+#include "zaya/plan/attention_window.h"
 #include "zaya/plan/comm_model.h"
 #include "zaya/plan/stream_ops.h"
 
@@ -100,7 +101,7 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
-  for (const ModelGemm& g : model_gemms(c, mo)) {
+  for (const ModelGemm& g : windowed_model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
     t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
@@ -197,7 +198,7 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
 
   const double routed = double(c.num_blocks) * double(T) * double(c.top_k) * (1 - L.skip_fraction);
   r.model_flops_per_rank =
-      3 * model_forward_flops(c, L.micro_batch, L.seq_len, routed) * double(L.grad_accum) / double(L.cp);
+      3 * windowed_forward_flops(c, L.micro_batch, L.seq_len, routed) * double(L.grad_accum) / double(L.cp);
   r.peak_gflops = p.peak_gflops(L.dtype);
   r.mfu = r.model_flops_per_rank / r.step / (r.peak_gflops * 1e9);
   r.tokens_per_second = double(L.tokens_per_step()) / r.step;

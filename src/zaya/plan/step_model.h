@@ -23,7 +23,9 @@
 //               hides behind the last micro-batch's backward when `overlap`
 //
 // MFU = model FLOPs (3 x model_forward_flops, the FLOPs `zaya bench train`
-// counts) / step time / the profile's peak of the GEMM dtype.
+// counts, with each sliding block's attention over its window only:
+// plan/attention_window.h) / step time / the profile's peak of the GEMM dtype.
+// Sliding blocks' attention GEMMs are timed at the window's key count.
 
 #include <cstdint>
 #include <string>

@@ -1,0 +1,119 @@
+// Cached attention against a float64 brute-force masked softmax attention:
+// full causal and sliding windows (W = 1, 3, 8), decode-sized and prefill
+// chunks (the per-row and the sgemm-block paths, a block boundary crossed),
+// keys split over a wrapped ring and a token-major workspace span.
+#include "zaya/infer/cached_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "zaya/core/rng.h"
+
+namespace zaya {
+namespace {
+
+constexpr int64_t kHq = 4, kHk = 2, kD = 16, kQW = kHq * kD;
+
+// o[i] for query rows at positions past..past+S-1 over keys k_PKd (all
+// positions, [P, Hk, d]): softmax over the keys j with lo(p) <= j <= p.
+std::vector<double> brute_force(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                int64_t past, int64_t S, int64_t window) {
+  std::vector<double> o(S * kQW, 0.0);
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t p = past + i, lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+    for (int64_t h = 0; h < kHq; ++h) {
+      const int64_t j = h / (kHq / kHk);
+      std::vector<double> s;
+      double mx = -1e300;
+      for (int64_t t = lo; t <= p; ++t) {
+        double dot = 0;
+        for (int64_t c = 0; c < kD; ++c) dot += double(q[i * kQW + h * kD + c]) * double(k[(t * kHk + j) * kD + c]);
+        s.push_back(dot / std::sqrt(double(kD)));
+        mx = std::max(mx, s.back());
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t t = lo; t <= p; ++t)
+        for (int64_t c = 0; c < kD; ++c) o[i * kQW + h * kD + c] += s[t - lo] / sum * double(v[(t * kHk + j) * kD + c]);
+    }
+  }
+  return o;
+}
+
+std::vector<float> random_values(int64_t n, uint64_t stream) {
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = 2.0f * normal01(91, stream, i);
+  return x;
+}
+
+struct Case {
+  int64_t past, count, window;
+};
+
+class CachedAttentionWindow : public ::testing::TestWithParam<Case> {};
+
+// Keys before `past` live in a ring of N = W - 1 rows (head-major, position t
+// in row t mod N), the chunk's own keys token-major as in the engine's
+// workspace; full attention reads one head-major cache of every position.
+TEST_P(CachedAttentionWindow, MatchesBruteForce) {
+  const Case cs = GetParam();
+  const int64_t P = cs.past + cs.count, S = cs.count, W = cs.window;
+  const std::vector<float> q = random_values(S * kQW, 1), k = random_values(P * kHk * kD, 2),
+                           v = random_values(P * kHk * kD, 3);
+  const std::vector<double> ref = brute_force(q, k, v, cs.past, S, W);
+  std::vector<float> o(S * kQW, -7.0f), kc, vc;
+  CachedAttentionChunk ch;
+  ch.q_SQ = q.data();
+  ch.o_SQ = o.data();
+  ch.past = cs.past;
+  ch.count = S;
+  ch.window = W;
+  if (W == 0) {
+    kc.resize(kHk * P * kD);
+    vc.resize(kHk * P * kD);
+    for (int64_t t = 0; t < P; ++t)
+      for (int64_t j = 0; j < kHk; ++j)
+        for (int64_t c = 0; c < kD; ++c) {
+          kc[(j * P + t) * kD + c] = k[(t * kHk + j) * kD + c];
+          vc[(j * P + t) * kD + c] = v[(t * kHk + j) * kD + c];
+        }
+    ch.spans[ch.span_count++] = {kc.data(), vc.data(), P * kD, kD, 0, P};
+  } else {
+    const int64_t N = W - 1;
+    kc.assign(std::max<int64_t>(1, kHk * N * kD), 1e9f);  // rows never written are poison
+    vc.assign(kc.size(), 1e9f);
+    for (int64_t t = std::max<int64_t>(0, cs.past - N); t < cs.past; ++t)
+      for (int64_t j = 0; j < kHk; ++j)
+        for (int64_t c = 0; c < kD; ++c) {
+          kc[(j * N + t % N) * kD + c] = k[(t * kHk + j) * kD + c];
+          vc[(j * N + t % N) * kD + c] = v[(t * kHk + j) * kD + c];
+        }
+    for (int64_t pos = std::max<int64_t>(0, cs.past - N); pos < cs.past;) {
+      const int64_t row = pos % N, n = std::min(cs.past - pos, N - row);
+      ch.spans[ch.span_count++] = {kc.data() + row * kD, vc.data() + row * kD, N * kD, kD, pos, n};
+      pos += n;
+    }
+    ch.spans[ch.span_count++] = {
+        k.data() + cs.past * kHk * kD, v.data() + cs.past * kHk * kD, kD, kHk * kD, cs.past, S};
+  }
+  const int64_t per_thread = cached_attention_scratch_floats(kHq / kHk, P, W);
+  std::vector<float> scratch(2 * per_thread);
+  cached_attention({&ch, 1}, CachedAttentionShape{kHq, kHk, kD}, scratch.data(), per_thread, 2);
+  double err = 0;
+  for (int64_t i = 0; i < S * kQW; ++i) err = std::max(err, std::fabs(double(o[i]) - ref[i]));
+  EXPECT_LT(err, 2e-5) << "past " << cs.past << " count " << cs.count << " window " << W;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CachedAttentionWindow,
+                         ::testing::Values(Case{0, 1, 0}, Case{9, 1, 0}, Case{5, 70, 0},         // full attention
+                                           Case{0, 1, 3}, Case{1, 1, 3}, Case{2, 1, 3},          // ring filling
+                                           Case{11, 1, 3}, Case{12, 3, 3}, Case{20, 4, 3},       // decode, wrapped
+                                           Case{0, 20, 3}, Case{7, 9, 3}, Case{13, 70, 3},       // prefill blocks
+                                           Case{30, 1, 1}, Case{4, 9, 1},                        // only the query
+                                           Case{19, 2, 8}, Case{5, 66, 8}, Case{100, 130, 8}));  // wider window
+
+}  // namespace
+}  // namespace zaya
