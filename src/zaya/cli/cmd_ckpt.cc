@@ -114,7 +114,8 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--format", o->format, "safetensors or gguf")->check(CLI::IsMember({"safetensors", "gguf"}));
   ex->add_option("--dtype", o->dtype, "f32 or bf16 (gguf also f16)")->check(CLI::IsMember({"f32", "bf16", "f16"}));
   ex->callback([o] {
-    ZAYA_CHECK(o->format == "gguf" || o->dtype != "f16", "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
+    ZAYA_CHECK_USAGE(o->format == "gguf" || o->dtype != "f16",
+                     "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
     export_weights(o->in, o->out, o->format, o->dtype);
   });
   auto* cmp = ckpt->add_subcommand("compare", "compare two checkpoints tensor by tensor (bit for bit by default)");
