@@ -47,7 +47,7 @@ ReportInput load_report_input(const std::string& path) {
   r.doc = parse_json(text, path);
   if (r.doc.is_object() && r.doc.contains("bench") && r.doc["bench"].is_string()) {
     const std::string b = r.doc["bench"].get<std::string>();
-    if (b == "comm" || b == "gemm" || b == "membw" || b == "io" || b == "train") r.kind = b;
+    if (b == "comm" || b == "gemm" || b == "membw" || b == "io" || b == "train" || b == "infer") r.kind = b;
   }
   return r;
 }
@@ -81,6 +81,7 @@ Report build_report(const std::vector<ReportInput>& inputs, const std::string& t
   std::vector<const ReportInput*> train = of_kind("train"), metrics = of_kind("metrics");
   train.insert(train.end(), metrics.begin(), metrics.end());
   add(train, train_report_section);
+  add(of_kind("infer"), infer_report_section);
   return report;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // `zaya report`: plots and one self-contained HTML page from the JSON files
-// the other verbs write (bench comm / gemm / membw / io / train, and the
-// metrics.jsonl of zaya train). Each input is recognised by its "bench" key
-// (or, for .jsonl, by lines with "step" and "loss"); plots are SVG, written
-// next to index.html and also inlined in it, so the page needs no other file.
+// the other verbs write (bench comm / gemm / membw / io / train / infer, and
+// the metrics.jsonl of zaya train). Each input is recognised by its "bench"
+// key (or, for .jsonl, by lines with "step" and "loss"); plots are SVG,
+// written next to index.html and also inlined in it, so the page needs no
+// other file.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,7 +26,7 @@ struct ReportSection {
 
 struct ReportInput {
   std::string path;
-  std::string kind;    // "comm", "gemm", "membw", "io", "train", "metrics", or "" (not recognised)
+  std::string kind;    // "comm", "gemm", "membw", "io", "train", "infer", "metrics", or "" (not recognised)
   nlohmann::json doc;  // metrics: an array of the lines
 };
 
@@ -40,12 +41,14 @@ ReportInput load_report_input(const std::string& path);
 
 Report build_report(const std::vector<ReportInput>& inputs, const std::string& title);
 
-// The sections, one per kind present (report_sections.cc).
+// The sections, one per kind present (report_sections.cc; training, with the
+// metrics of zaya train, in report_train.cc; inference in report_infer.cc).
 ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs);
 ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs);
 ReportSection membw_report_section(const std::vector<const ReportInput*>& inputs);
 ReportSection io_report_section(const std::vector<const ReportInput*>& inputs);
 ReportSection train_report_section(const std::vector<const ReportInput*>& inputs);
+ReportSection infer_report_section(const std::vector<const ReportInput*>& inputs);
 
 std::string render_report_html(const Report& report);
 // Writes every figure and index.html into `out_dir` (created if missing); returns the files written.

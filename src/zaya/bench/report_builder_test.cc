@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "zaya/bench/comm_bench.h"
@@ -89,6 +91,40 @@ TEST(Report, BuildsEverySectionFromBenchmarkJson) {
   for (const std::string& f : files) EXPECT_TRUE(std::filesystem::exists(f)) << f;
   testing::write_file(dir.file("bad.json"), "{not json");
   testing::expect_error([&] { load_report_input(dir.file("bad.json")); }, "bad.json: invalid JSON");
+}
+
+// Two runs of zaya train and a bench infer document: a training section with
+// the runs named by their directories, the routing maps, and an inference section.
+TEST(Report, RunsAndInferenceMakeTheirSections) {
+  TempDir dir;
+  for (const char* run : {"lr1", "lr2"}) {
+    std::filesystem::create_directories(dir.file(run));
+    std::string lines;
+    for (int s = 1; s <= 3; ++s)
+      lines += fmt::format(
+          "{{\"step\":{},\"loss\":{},\"lr\":1e-3,\"grad_norm\":2.0,\"routing\":[{{\"layer\":1,\"load\":[0.5,0.5],"
+          "\"skip\":0.1,\"entropy\":0.6}}]}}\n",
+          s, 8 - s);
+    testing::write_file(dir.file(std::string(run) + "/metrics.jsonl"), lines + "{\"step\":3,\"val_loss\":5.5}\n");
+  }
+  testing::write_file(
+      dir.file("infer.json"),
+      R"({"bench":"infer","model":"tiny","prefill":[{"tokens":16,"seconds":0.01,"tokens_per_second":1600}],)"
+      R"("decode":[{"batch":1,"context":64,"ms_per_step":2,"tokens_per_second":500,"roofline_ms":1}]})");
+  std::vector<ReportInput> inputs;
+  for (const char* f : {"lr1/metrics.jsonl", "lr2/metrics.jsonl", "infer.json"})
+    inputs.push_back(load_report_input(dir.file(f)));
+  EXPECT_EQ(inputs[2].kind, "infer");
+  const Report r = build_report(inputs, "runs");
+  ASSERT_EQ(r.sections.size(), 2u);
+  EXPECT_EQ(r.sections[0].id, "train");
+  EXPECT_EQ(r.sections[1].id, "infer");
+  const std::string html = render_report_html(r);
+  for (const char* want :
+       {"data-name=\"lr1\"", "data-name=\"lr2 validation\"", "train_lr.svg", "train_grad_norm.svg",
+        "train_routing_lr2_skip.svg", "train_routing_lr1_entropy.svg", "train_routing_lr1_imbalance.svg",
+        "id=\"infer\"", "infer_decode_infer.svg", "infer_prefill.svg"})
+    EXPECT_NE(html.find(want), std::string::npos) << want;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// The sections of `zaya report`, one per benchmark kind (report_builder.h).
+// The sections of `zaya report` for bench comm, gemm, membw and io (report_builder.h;
+// training in report_train.cc, inference in report_infer.cc).
 #include <fmt/format.h>
 
-#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +10,7 @@
 
 #include "zaya/bench/byte_size.h"
 #include "zaya/bench/report_builder.h"
+#include "zaya/bench/report_plot.h"
 #include "zaya/report/svg_heatmap.h"
 #include "zaya/report/svg_line_plot.h"
 
@@ -20,12 +21,6 @@ using nlohmann::json;
 
 std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-std::string slug(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
 double num(const json& j, const char* key, double fallback = 0) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
@@ -33,23 +28,7 @@ std::string str(const json& j, const char* key, const std::string& fallback = ""
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
 }
 
-struct Series {
-  std::string label;
-  std::vector<double> x, y;
-};
-
-ReportFigure line_figure(const std::string& file, const std::string& title, const std::string& x_label,
-                         const std::string& y_label, AxisScale xs, AxisScale ys, const std::vector<Series>& series) {
-  LinePlotOptions opt;
-  opt.title = title;
-  opt.x_label = x_label;
-  opt.y_label = y_label;
-  opt.x_scale = xs;
-  opt.y_scale = ys;
-  SvgLinePlot plot(opt);
-  for (const Series& s : series) plot.add_series(s.label, s.x, s.y);
-  return {file, title, plot.render()};
-}
+using Series = PlotSeries;
 
 // Labels must tell the series apart: add the file name where two coincide.
 void disambiguate(std::vector<Series>& series, const std::vector<std::string>& files) {
@@ -61,11 +40,9 @@ void disambiguate(std::vector<Series>& series, const std::vector<std::string>& f
 
 // "<stem>..." when the file's name already says what it is (gemm.json), else "<kind>_<stem>...".
 std::string figure_stem(const std::string& kind, const std::string& path) {
-  const std::string stem = slug(std::filesystem::path(path).stem().string());
+  const std::string stem = file_slug(std::filesystem::path(path).stem().string());
   return stem.rfind(kind, 0) == 0 ? stem : kind + "_" + stem;
 }
-
-std::string fixed(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
 
 }  // namespace
 
@@ -133,7 +110,7 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
                  rows);
   for (auto& [coll, v] : by_coll) {
     disambiguate(v.first, v.second);
-    sec.figures.push_back(line_figure("comm_" + slug(coll) + ".svg", coll + ": bus bandwidth vs message size",
+    sec.figures.push_back(line_figure("comm_" + file_slug(coll) + ".svg", coll + ": bus bandwidth vs message size",
                                       "message size (bytes)", "busbw (GB/s)", AxisScale::kLog10, AxisScale::kLinear,
                                       v.first));
   }
@@ -341,7 +318,7 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
   }
   sec.html =
       "<p>Checkpoint write includes the fsync; reads and page reads start from a cold page cache. sigma is "
-      "the scatter factor of spec/paper-notes.md section 3, measured as page faults per training window over "
+      "the scatter factor of docs/systems-notes.md section 3, measured as page faults per training window over "
       "the ideal s*b/P; read amplification is bytes fetched per useful byte with the default readahead.</p>\n" +
       html_table(
           {"file", "ckpt write GB/s", "ckpt read GB/s", "page IOPS", "page p99 (us)", "sigma", "read amplification"},
@@ -356,34 +333,6 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
   for (const Series& c : curves) plot.add_series(c.label, c.x, c.y);
   if (step > 0) plot.add_reference_line(step, fmt::format("step time {:g} s", step));
   sec.figures.push_back({"io_breakeven.svg", opt.title, plot.render()});
-  return sec;
-}
-
-ReportSection train_report_section(const std::vector<const ReportInput*>& inputs) {
-  ReportSection sec;
-  sec.id = "train";
-  sec.title = "Training (zaya bench train, zaya train metrics)";
-  std::vector<std::vector<std::string>> rows;
-  std::vector<Series> loss;
-  for (const ReportInput* in : inputs) {
-    if (in->kind == "train") {
-      const json& d = in->doc;
-      rows.push_back({base_name(in->path), str(d, "model"), fixed(num(d, "tokens_per_second"), 0),
-                      fixed(num(d, "step_seconds"), 3), fixed(100 * num(d, "mfu"), 1)});
-      continue;
-    }
-    Series s{base_name(in->path), {}, {}};
-    for (const json& line : in->doc)
-      if (line.is_object() && line.contains("step") && line.contains("loss") && line["loss"].is_number()) {
-        s.x.push_back(num(line, "step"));
-        s.y.push_back(num(line, "loss"));
-      }
-    loss.push_back(std::move(s));
-  }
-  if (!rows.empty()) sec.html += html_table({"file", "model", "tokens/s", "step (s)", "MFU %"}, rows);
-  if (!loss.empty())
-    sec.figures.push_back(line_figure("train_loss.svg", "training loss", "step", "loss (nats/token)",
-                                      AxisScale::kLinear, AxisScale::kLinear, loss));
   return sec;
 }
 

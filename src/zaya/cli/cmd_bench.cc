@@ -84,7 +84,7 @@ void add_bench_train_command(CLI::App& bench) {
   };
   auto o = std::make_shared<Options>();
   auto* train = bench.add_subcommand("train", "training tokens/s and MFU on synthetic tokens");
-  train->add_option("--preset", o->preset, "model preset (tiny, small, zaya1-base)");
+  train->add_option("--preset", o->preset, "model preset (tiny, small, zaya1-base, zaya1-8b, zaya1-74b)");
   train->add_option("--config", o->config, "a training config (TOML) instead of a preset");
   train->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch")->check(CLI::Range(1, 1 << 16));
   train->add_option("--seq-len", o->seq_len, "tokens per sequence")->check(CLI::Range(1, 1 << 20));

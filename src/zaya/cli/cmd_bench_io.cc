@@ -73,8 +73,8 @@ void bench_io(const BenchIoCliOptions& o) {
   const StorageModelInput& in = r.model_input;
   const StorageModel& m = r.model;
   fmt::print(
-      "\nstorage model (paper-notes section 3): G = {:g} sequences x s = {:g} tokens x b = {:g} B, P = {:g} B, "
-      "t = {:g} s, I_max = {:.0f} IOPS ({}), sigma = {:.3f} ({})\n",
+      "\nstorage model (docs/systems-notes.md section 3): G = {:g} sequences x s = {:g} tokens x b = {:g} B, "
+      "P = {:g} B, t = {:g} s, I_max = {:.0f} IOPS ({}), sigma = {:.3f} ({})\n",
       in.batch, in.seq_len, in.bytes_per_token, in.page_size, in.step_seconds, in.iops,
       io.iops > 0 ? "given" : "measured", in.sigma, r.samples.ran ? "measured" : "assumed");
   fmt::print("  per step: {} in {:.0f} pages ideal, {:.0f} I/O operations -> {:.0f} IOPS needed\n",

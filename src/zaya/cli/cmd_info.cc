@@ -20,7 +20,7 @@ void add_info_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("info", "print a model's configuration and parameter counts");
-  cmd->add_option("--preset", o->preset, "a built-in preset: tiny, small, zaya1-base");
+  cmd->add_option("--preset", o->preset, "a built-in preset: tiny, small, zaya1-base, zaya1-8b, zaya1-74b");
   cmd->add_option("--config", o->config, "a training config (TOML)");
   cmd->add_option("--model", o->model, "a model directory (config.json)");
   cmd->add_option("--json", o->json_out, "also write the counts as JSON to this file");

@@ -33,9 +33,10 @@ void report(const ReportOptions& o) {
 
 void add_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
-  auto* cmd = app.add_subcommand("report", "plots and an HTML page from benchmark JSON files");
+  auto* cmd = app.add_subcommand("report", "plots and an HTML page from benchmark JSON files and training runs");
   cmd->add_option("inputs", o->inputs,
-                  "JSON files of zaya bench comm/gemm/membw/io/train, metrics.jsonl, or directories")
+                  "JSON files of zaya bench comm/gemm/membw/io/train/infer, metrics.jsonl of zaya train, or "
+                  "directories (a run's directory stands for its metrics.jsonl)")
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--out", o->out, "output directory for the SVG files and index.html");

@@ -5,7 +5,8 @@ namespace zaya::cli {
 void add_plan_common_options(CLI::App& cmd, PlanCommonOptions& o) {
   cmd.add_option("--profile", o.profile, "hardware profile: mi300x-pollara, h100, h200 or a profile JSON")
       ->capture_default_str();
-  cmd.add_option("--model", o.model, "preset (tiny, small, zaya1-base), config.json or model directory")
+  cmd.add_option("--model", o.model,
+                 "preset (tiny, small, zaya1-base, zaya1-8b, zaya1-74b), config.json or model directory")
       ->capture_default_str();
   cmd.add_option("--gemm-table", o.gemm_tables, "`zaya bench gemm --json` files to take GEMM times from first");
   cmd.add_option("--world", o.world, "devices (ranks) = dp x ep x cp")->check(CLI::Range(int64_t(1), int64_t(1) << 24));

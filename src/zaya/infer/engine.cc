@@ -46,6 +46,11 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
                       model.config().q_width()}),
               options.bf16_activations) {
   options_.validate(config_);
+  if (config_.has_sliding())
+    fail(
+        "model: sliding_window = {} on {} block(s): the cached decoder does not implement sliding-window attention "
+        "yet",
+        config_.sliding_window, config_.sliding_blocks.size());
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta);
   const int64_t B = c.num_blocks;

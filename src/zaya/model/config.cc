@@ -1,5 +1,7 @@
 #include "zaya/model/config.h"
 
+#include <algorithm>
+
 #include "zaya/core/error.h"
 
 namespace zaya {
@@ -50,6 +52,35 @@ void ZayaConfig::validate(const std::string& source) const {
   for (auto [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"eos_token_id", eos_token_id},
                           std::pair{"bos_token_id", bos_token_id}})
     require(id >= 0 && id < real_vocab_size, source, name, id, "0..real_vocab_size-1");
+  require(sliding_window >= 0 && sliding_window <= (int64_t(1) << 30), source, "sliding_window", sliding_window,
+          "0 (no sliding window) or 1..2^30 (keys per query, the query included)");
+  if (sliding_window == 0 && !sliding_blocks.empty())
+    fail("{}: sliding_blocks names {} block(s) but sliding_window is 0; allowed: set sliding_window >= 1", source,
+         sliding_blocks.size());
+  for (size_t i = 0; i < sliding_blocks.size(); ++i) {
+    require(sliding_blocks[i] >= 0 && sliding_blocks[i] < num_blocks, source, "sliding_blocks entry", sliding_blocks[i],
+            "0..num_blocks-1");
+    require(i == 0 || sliding_blocks[i] > sliding_blocks[i - 1], source, "sliding_blocks entry", sliding_blocks[i],
+            "block indices in increasing order, each once");
+  }
+  if (!(sliding_rope_theta > 1))
+    fail("{}: sliding_rope_theta = {} is invalid; allowed: > 1", source, sliding_rope_theta);
+}
+
+bool ZayaConfig::is_sliding(int64_t block) const {
+  return sliding_window > 0 && std::binary_search(sliding_blocks.begin(), sliding_blocks.end(), block);
+}
+
+std::vector<int64_t> sliding_block_pattern(const std::string& pattern, int64_t num_blocks, const std::string& source) {
+  std::vector<int64_t> blocks;
+  if (pattern == "none") return blocks;
+  if (pattern != "even" && pattern != "all")
+    fail(
+        "{}: sliding_blocks = \"{}\" is invalid; allowed: \"even\" (blocks 0, 2, 4, ...), \"all\", \"none\" or a "
+        "list of block indices",
+        source, pattern);
+  for (int64_t b = 0; b < num_blocks; b += pattern == "even" ? 2 : 1) blocks.push_back(b);
+  return blocks;
 }
 
 ZayaConfig preset_config(const std::string& name) {
@@ -87,9 +118,37 @@ ZayaConfig preset_config(const std::string& name) {
     c.router_hidden = 128;
     return c;
   }
-  fail("unknown model preset '{}'; allowed: tiny, small, zaya1-base", name);
+  if (name == "zaya1-8b") {
+    // ZAYA1-8B (spec §12): ZAYA1-base's shapes, RoPE base 5e6, 131072 positions, eos <end_of_turn> (106).
+    c.rope_theta = 5e6;
+    c.max_position = 131072;
+    c.eos_token_id = 106;
+    return c;
+  }
+  if (name == "zaya1-74b") {
+    // ZAYA1-74B-preview (spec §12): hidden 4096, 60 blocks, 16 query / 2 KV heads of 128, 24 experts + skip,
+    // expert width 4096, sliding-window attention on every even block. Values the spec does not publish and that
+    // are taken from ZAYA1-8B: router width 256, RoPE base 5e6 (1e4 on sliding blocks), 131072 positions, and a
+    // window of 4097 keys (legacy swa_layers 4096); a config.json that says otherwise wins on import.
+    c.hidden = 4096;
+    c.num_blocks = 60;
+    c.q_heads = 16;
+    c.kv_heads = 2;
+    c.head_dim = 128;
+    c.experts = 24;
+    c.expert_ffn = 4096;
+    c.router_hidden = 256;
+    c.rope_theta = 5e6;
+    c.max_position = 131072;
+    c.eos_token_id = 106;
+    c.sliding_window = 4097;
+    c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "preset zaya1-74b");
+    c.sliding_rope_theta = 1e4;
+    return c;
+  }
+  fail("unknown model preset '{}'; allowed: tiny, small, zaya1-base, zaya1-8b, zaya1-74b", name);
 }
 
-std::vector<std::string> preset_names() { return {"tiny", "small", "zaya1-base"}; }
+std::vector<std::string> preset_names() { return {"tiny", "small", "zaya1-base", "zaya1-8b", "zaya1-74b"}; }
 
 }  // namespace zaya

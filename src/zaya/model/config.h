@@ -1,7 +1,7 @@
 #pragma once
 // ZayaConfig: every size of a ZAYA1-family model (spec §2), in the legacy
 // layout of ZAYA1-base: `num_blocks` pairs of half-layers, even = CCA
-// attention, odd = MoE. Presets: tiny, small, zaya1-base.
+// attention, odd = MoE. Presets: tiny, small, zaya1-base, zaya1-8b, zaya1-74b.
 
 #include <cstdint>
 #include <string>
@@ -21,9 +21,15 @@ struct ZayaConfig {
   int64_t head_dim = 128;    // kv_channels (d)
   int64_t conv_kernel0 = 2;  // cca_time0: depthwise conv kernel
   int64_t conv_kernel1 = 2;  // cca_time1: grouped conv kernel
-  double rope_theta = 1e6;
+  double rope_theta = 1e6;   // RoPE base of full-attention blocks
   double partial_rotary_factor = 0.5;
   int64_t max_position = 32768;  // max_position_embeddings
+  // Sliding-window attention (ZAYA1-74B-preview, spec §12). 0: every block attends to the whole prefix. On a
+  // sliding block query i sees keys i-W+1..i (W counts the query itself: native `sliding_window`; legacy
+  // `swa_layers` values are W-1). Positions stay absolute; the CCA convolutions and value shift are unchanged.
+  int64_t sliding_window = 0;
+  std::vector<int64_t> sliding_blocks;  // sorted block indices that slide (empty when sliding_window == 0)
+  double sliding_rope_theta = 1e4;      // RoPE base of sliding blocks (rope_parameters.hybrid_sliding, swa_rotary_base)
   // MoE (spec §4).
   int64_t experts = 16;         // real experts (E); slot E is the skip expert when use_skip
   int64_t expert_ffn = 2048;    // expert intermediate size (F); fc1 has 2F rows (gate, up)
@@ -48,13 +54,22 @@ struct ZayaConfig {
   int64_t skip_slot() const { return use_skip ? experts : -1; }
   // Legacy num_attention_heads: the uncompressed MHA head count, hidden / head_dim (spec §8.5).
   int64_t legacy_attention_heads() const { return hidden / head_dim; }
+  // Sliding-window attention per block: is block b sliding, its window (0: full), its RoPE base.
+  bool is_sliding(int64_t block) const;
+  int64_t window_of(int64_t block) const { return is_sliding(block) ? sliding_window : 0; }
+  double rope_theta_of(int64_t block) const { return is_sliding(block) ? sliding_rope_theta : rope_theta; }
+  bool has_sliding() const { return sliding_window > 0 && !sliding_blocks.empty(); }
 
   // Throws zaya::Error naming `source` (a file or "preset X") and the bad field.
   void validate(const std::string& source) const;
 };
 
-// Named presets: "tiny", "small", "zaya1-base".
+// Named presets: "tiny", "small", "zaya1-base", "zaya1-8b", "zaya1-74b".
 ZayaConfig preset_config(const std::string& name);
 std::vector<std::string> preset_names();
+
+// The blocks a `sliding_blocks` pattern names: "even" (0, 2, 4, ...: the 74B's pattern), "all", or "none".
+// Throws naming `source` and the allowed values.
+std::vector<int64_t> sliding_block_pattern(const std::string& pattern, int64_t num_blocks, const std::string& source);
 
 }  // namespace zaya

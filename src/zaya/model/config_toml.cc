@@ -27,7 +27,10 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "use_skip",
                                              "use_eda",
                                              "norm_eps",
-                                             "router_norm_eps"};
+                                             "router_norm_eps",
+                                             "sliding_window",
+                                             "sliding_blocks",
+                                             "sliding_rope_theta"};
 
 }  // namespace
 
@@ -57,6 +60,19 @@ ModelTable parse_model_table(const toml::table* table, const std::string& source
   c.use_eda = m.get_bool("use_eda", c.use_eda);
   c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
   c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
+  // Sliding windows (spec §12): a window alone slides the even blocks (the 74B's pattern); sliding_blocks is
+  // "even", "all", "none" or a list of block indices.
+  c.sliding_window = m.get_int("sliding_window", c.sliding_window, 0, int64_t(1) << 30);
+  const toml::node* blocks = table == nullptr ? nullptr : table->get("sliding_blocks");
+  if (blocks != nullptr && blocks->is_array()) {
+    c.sliding_blocks = m.get_int_list("sliding_blocks", {}, 0, c.num_blocks - 1);
+  } else if (blocks != nullptr || m.has("sliding_window") || m.has("num_blocks")) {
+    const std::string pattern =
+        m.get_string("sliding_blocks", c.sliding_window > 0 ? "even" : "none", {"even", "all", "none"});
+    c.sliding_blocks = sliding_block_pattern(pattern, c.num_blocks, source);
+  }
+  if (c.sliding_window == 0 && blocks == nullptr) c.sliding_blocks.clear();
+  c.sliding_rope_theta = m.get_double("sliding_rope_theta", c.sliding_rope_theta, 1.0, 1e12);
   m.finish(kModelKeys);
   return t;
 }
@@ -71,7 +87,9 @@ std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c) 
                    c.partial_rotary_factor, c.max_position, c.experts, c.expert_ffn);
   s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
                    c.top_k, c.use_skip, c.use_eda, c.norm_eps);
-  s += fmt::format("router_norm_eps = {}\n\n", c.router_norm_eps);
+  s += fmt::format("router_norm_eps = {}\n", c.router_norm_eps);
+  s += fmt::format("sliding_window = {}\nsliding_blocks = [{}]\nsliding_rope_theta = {:.1f}\n\n", c.sliding_window,
+                   fmt::join(c.sliding_blocks, ", "), c.sliding_rope_theta);
   return s;
 }
 

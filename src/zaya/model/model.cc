@@ -30,6 +30,11 @@ float* input_norm(const ModelWeights& w, int64_t n) {
 ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts)
     : config_(config), params_(config, true, experts), buffers_(config, false) {
   config_.validate("model config");
+  if (config_.has_sliding())
+    fail(
+        "model config: sliding_window = {} on {} block(s): sliding-window attention is not implemented in training "
+        "yet; allowed: sliding_window = 0",
+        config_.sliding_window, config_.sliding_blocks.size());
   param_arena_.reset(params_.total_floats());
   buffer_arena_.reset(std::max<int64_t>(buffers_.total_floats(), 1));
   weights_ = bind_weights(config_, params_, param_arena_.data());

@@ -34,8 +34,29 @@ TEST(TensorTable, EveryRoleIsDeclaredOnceWithDistinctNames) {
   EXPECT_EQ(roles.size(), size_t(TensorRole::kExpertFc2) + 1);
 }
 
-// ZAYA1-base: 2,483 legacy tensors (spec §6.1) and 1,283 native ones (experts
-// stacked, spec §6.3); every legacy name maps to exactly one native place.
+// The published tensor counts (spec §6.1, §6.3, §12): ZAYA1-base and ZAYA1-8B
+// 2,483 legacy / 1,283 native (experts stacked), ZAYA1-74B-preview 4,683 /
+// 1,923; every legacy name maps to exactly one native place.
+void expect_published_counts(const std::string& preset, size_t legacy_count, size_t native_count) {
+  const ZayaConfig c = preset_config(preset);
+  const ParamTable params(c, true), buffers(c, false);
+  std::set<std::pair<std::string, int64_t>> places;
+  std::set<std::string> native;
+  for (const ParamEntry* e : all_entries(params, buffers)) {
+    places.insert({native_tensor_ref(e->role, e->half_layer, e->expert, c).name,
+                   native_tensor_ref(e->role, e->half_layer, e->expert, c).expert});
+    native.insert(native_tensor_ref(e->role, e->half_layer, e->expert, c).name);
+  }
+  EXPECT_EQ(places.size(), legacy_count) << preset;
+  EXPECT_EQ(native.size(), native_count) << preset;
+}
+
+TEST(TensorTable, PublishedCountsOfTheReleasedModels) {
+  expect_published_counts("zaya1-base", 2483, 1283);
+  expect_published_counts("zaya1-8b", 2483, 1283);
+  expect_published_counts("zaya1-74b", 4683, 1923);
+}
+
 TEST(TensorTable, NativeNamesOfZaya1Base) {
   const ZayaConfig c = preset_config("zaya1-base");
   const ParamTable params(c, true), buffers(c, false);

@@ -29,7 +29,7 @@ HardwareProfile mi300x() {
       "AMD Instinct MI300X (192 GB HBM3), 8 per node on Infinity "
       "Fabric, one Pensando Pollara 400 NIC per GPU, "
       "rails-only, up to 1,024 GPUs (the ZAYA1 cluster, "
-      "spec/paper-notes.md 1.1)";
+      "docs/systems-notes.md 1.1)";
   p.device_kind = "gpu";
   p.peak_f32_gflops = vendor(163400, "AMD MI300X datasheet: FP32 matrix, dense");
   p.peak_bf16_gflops = vendor(1307400, "AMD MI300X datasheet: BF16 dense (no sparsity)");

@@ -92,6 +92,8 @@ SvgHeatmap::SvgHeatmap(HeatmapOptions options, std::vector<std::string> row_labe
              col_labels_.size());
   ZAYA_CHECK(options_.width >= 200 && options_.height >= 150, "heat map: size {}x{} is too small (min 200x150)",
              options_.width, options_.height);
+  ZAYA_CHECK(options_.col_label_every >= 1, "heat map: col_label_every {} is invalid; allowed: >= 1",
+             options_.col_label_every);
   ZAYA_CHECK(options_.cell_decimals >= 0 && options_.cell_decimals <= 12,
              "heat map: cell_decimals {} is outside [0, 12]", options_.cell_decimals);
   for (auto bound : {options_.v_min, options_.v_max})
@@ -137,7 +139,9 @@ std::string SvgHeatmap::render() const {
   const double x1 = bar_x - 24;
   const double y0 = o.title.empty() ? 16 : 40;
   const double cell_w = cols ? (x1 - x0) / static_cast<double>(cols) : 0;
-  const bool rotate_cols = col_w > cell_w - 4;  // long column labels are written at 45 degrees
+  const size_t label_every = static_cast<size_t>(o.col_label_every);
+  // Long column labels are written at 45 degrees.
+  const bool rotate_cols = col_w > cell_w * static_cast<double>(label_every) - 4;
   const double col_label_h = rotate_cols ? col_w * 0.71 + 14 : 18;
   const double y1 = H - (8 + col_label_h + (o.x_label.empty() ? 0 : 22));
   const double cell_h = rows ? (y1 - y0) / static_cast<double>(rows) : 0;
@@ -184,7 +188,7 @@ std::string SvgHeatmap::render() const {
   for (size_t i = 0; i < rows; ++i)
     append_format(svg, "<text class=\"row-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", N(x0 - 6),
                   N(y0 + (static_cast<double>(i) + 0.5) * cell_h + 4), xml_escape(row_labels_[i]));
-  for (size_t j = 0; j < cols; ++j) {
+  for (size_t j = 0; j < cols; j += label_every) {
     double cx = x0 + (static_cast<double>(j) + 0.5) * cell_w;
     if (rotate_cols)
       append_format(

@@ -26,6 +26,10 @@ struct HeatmapOptions {
   std::optional<double> v_min, v_max;
   bool cell_text = true;  // print each value in its cell
   int cell_decimals = 2;  // decimals of the printed values
+  // Label every k-th column only (the first, then every k-th after it), for
+  // many narrow columns such as training steps; long labels are then written
+  // at 45 degrees only when they do not fit k columns.
+  int col_label_every = 1;
   int width = 800;
   int height = 500;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "zaya/core/error.h"
+#include "zaya/core/test_util.h"
 #include "zaya/report/xml_test_util.h"
 
 namespace zaya {
@@ -75,6 +76,26 @@ TEST(SvgHeatmap, EscapesAndRotatesLongLabels) {
   ASSERT_EQ(labels.size(), 12u);
   EXPECT_NE(labels[0]->attr("transform").find("rotate(-45)"), std::string::npos);
   EXPECT_EQ(labels[0]->text, cols[0]);
+}
+
+// Many narrow columns (training steps): every k-th is labelled, upright when k columns hold the label.
+TEST(SvgHeatmap, LabelsEveryKthColumn) {
+  HeatmapOptions opt;
+  opt.col_label_every = 10;
+  opt.cell_text = false;
+  std::vector<std::string> cols;
+  for (int j = 0; j < 45; ++j) cols.push_back(std::to_string(100 * (j + 1)));
+  SvgHeatmap map(opt, {"layer 1", "layer 3"}, cols, std::vector<double>(90, 0.5));
+  auto root = parse_xml(map.render());
+  EXPECT_EQ(root->find("rect", "cell").size(), 90u);
+  EXPECT_EQ(texts(*root, "col-label"), (std::vector<std::string>{"100", "1100", "2100", "3100", "4100"}));
+  EXPECT_EQ(root->find("text", "col-label")[0]->attr("transform"), "");
+  opt.col_label_every = 1;  // each label alone does not fit its column
+  auto all = parse_xml(SvgHeatmap(opt, {"layer 1", "layer 3"}, cols, std::vector<double>(90, 0.5)).render());
+  ASSERT_EQ(all->find("text", "col-label").size(), 45u);
+  EXPECT_NE(all->find("text", "col-label")[0]->attr("transform").find("rotate(-45)"), std::string::npos);
+  opt.col_label_every = 0;
+  testing::expect_error([&] { SvgHeatmap(opt, {"a"}, {"b"}, {1.0}); }, "col_label_every 0 is invalid");
 }
 
 TEST(SvgHeatmap, EmptyMapSaysSo) {

@@ -25,6 +25,13 @@ constexpr double kTickLength = 5;
 
 std::string N(double v) { return svg_number(v); }
 
+constexpr const char* kDashArray = "6 3";
+
+// The stroke-dasharray attribute of a style ("" when solid).
+std::string dash_attr(LineStyle style) {
+  return style == LineStyle::kDashed ? fmt::format(" stroke-dasharray=\"{}\"", kDashArray) : "";
+}
+
 // Smallest and largest drawable value seen on one axis.
 struct Range {
   double lo = std::numeric_limits<double>::infinity();
@@ -102,7 +109,7 @@ void draw_axes(std::string& svg, const Frame& f) {
 // continues it, so the line breaks at missing points. A point with no
 // drawable neighbour would be an invisible zero-length run; it becomes a dot.
 void draw_series(std::string& svg, const Frame& f, const std::string& name, const std::vector<double>& x,
-                 const std::vector<double>& y, const std::string& color) {
+                 const std::vector<double>& y, const std::string& color, LineStyle style) {
   std::string d, dots;
   const size_t n = x.size();
   auto ok = [&](size_t i) { return f.px.valid(x[i]) && f.py.valid(y[i]); };
@@ -117,21 +124,24 @@ void draw_series(std::string& svg, const Frame& f, const std::string& name, cons
     if (!d.empty()) d += ' ';
     append_format(d, "{}{} {}", starts ? 'M' : 'L', N(f.px(x[i])), N(f.py(y[i])));
   }
-  append_format(svg, "<path class=\"series\" data-name=\"{}\" stroke=\"{}\" d=\"{}\"/>{}\n", xml_escape(name),
-                xml_escape(color), d, dots);
+  append_format(svg, "<path class=\"series\" data-name=\"{}\" stroke=\"{}\"{} d=\"{}\"/>{}\n", xml_escape(name),
+                xml_escape(color), dash_attr(style), d, dots);
 }
 
 }  // namespace
+
+std::string palette_color(size_t i) { return kPalette[i % kPalette.size()]; }
 
 SvgLinePlot::SvgLinePlot(LinePlotOptions options) : options_(std::move(options)) {
   ZAYA_CHECK(options_.width >= 200 && options_.height >= 150, "line plot: size {}x{} is too small (min 200x150)",
              options_.width, options_.height);
 }
 
-void SvgLinePlot::add_series(std::string name, std::vector<double> x, std::vector<double> y, std::string color) {
+void SvgLinePlot::add_series(std::string name, std::vector<double> x, std::vector<double> y, std::string color,
+                             LineStyle style) {
   ZAYA_CHECK(x.size() == y.size(), "line plot: series '{}' has {} x values but {} y values", name, x.size(), y.size());
-  if (color.empty()) color = kPalette[series_.size() % kPalette.size()];
-  series_.push_back({std::move(name), std::move(x), std::move(y), std::move(color)});
+  if (color.empty()) color = palette_color(series_.size());
+  series_.push_back({std::move(name), std::move(x), std::move(y), std::move(color), style});
 }
 
 void SvgLinePlot::add_reference_line(double y, std::string label) { references_.push_back({y, std::move(label)}); }
@@ -197,15 +207,15 @@ std::string SvgLinePlot::render() const {
 
   append_format(svg, "<g clip-path=\"url(#{})\" fill=\"none\" stroke-width=\"1.5\" stroke-linejoin=\"round\">\n",
                 clip_id);
-  for (const Series& s : series_) draw_series(svg, f, s.name, s.x, s.y, s.color);
+  for (const Series& s : series_) draw_series(svg, f, s.name, s.x, s.y, s.color, s.style);
   append_format(svg, "</g>\n");
 
   if (legend) {
     append_format(svg, "<g class=\"legend\">\n");
     for (size_t i = 0; i < series_.size(); ++i) {
       const double lx = x1 + 16, ly = y0 + 10 + 20 * static_cast<double>(i);
-      append_format(svg, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"/>", N(lx),
-                    N(ly), N(lx + 24), N(ly), xml_escape(series_[i].color));
+      append_format(svg, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>", N(lx),
+                    N(ly), N(lx + 24), N(ly), xml_escape(series_[i].color), dash_attr(series_[i].style));
       append_format(svg, "<text x=\"{}\" y=\"{}\">{}</text>\n", N(lx + 30), N(ly + 4), xml_escape(series_[i].name));
     }
     append_format(svg, "</g>\n");

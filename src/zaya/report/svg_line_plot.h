@@ -5,6 +5,7 @@
 //   opt.title = "train loss";  opt.x_label = "step";  opt.y_label = "nats/token";
 //   SvgLinePlot plot(opt);
 //   plot.add_series("tiny, lr 3e-3", steps, losses);
+//   plot.add_series("validation", val_steps, val_losses, palette_color(0), LineStyle::kDashed);
 //   plot.add_reference_line(7.9, "unigram entropy");
 //   plot.save("runs/tiny/loss.svg");
 //
@@ -19,6 +20,14 @@
 #include "zaya/report/axis.h"
 
 namespace zaya {
+
+// How a series is stroked (and shown in the legend): a dashed series pairs
+// with a solid one of the same colour (validation beside training loss, a
+// roofline beside what was measured).
+enum class LineStyle { kSolid, kDashed };
+
+// Colour i of the ten-colour qualitative palette add_series picks from.
+std::string palette_color(size_t i);
 
 struct LinePlotOptions {
   std::string title;
@@ -38,8 +47,9 @@ class SvgLinePlot {
   explicit SvgLinePlot(LinePlotOptions options);
 
   // x and y must have the same length. `color` is any SVG colour; empty picks
-  // the next colour of a ten-colour qualitative palette.
-  void add_series(std::string name, std::vector<double> x, std::vector<double> y, std::string color = "");
+  // the next colour of a ten-colour qualitative palette (palette_color).
+  void add_series(std::string name, std::vector<double> x, std::vector<double> y, std::string color = "",
+                  LineStyle style = LineStyle::kSolid);
 
   // A dashed horizontal line at `y` with `label` at its right end (e.g. the
   // unigram entropy a language model's loss must beat).
@@ -54,6 +64,7 @@ class SvgLinePlot {
     std::string name;
     std::vector<double> x, y;
     std::string color;
+    LineStyle style;
   };
   struct ReferenceLine {
     double y;

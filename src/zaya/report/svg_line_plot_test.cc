@@ -87,6 +87,32 @@ TEST(SvgLinePlot, RendersWellFormedSvg) {
   EXPECT_EQ(texts(*reference[0], ""), (std::vector<std::string>{"unigram entropy"}));
 }
 
+// A dashed series (validation beside training) keeps the colour it is given and
+// is dashed in the legend too; solid series are not.
+TEST(SvgLinePlot, DashedSeriesAndTheirLegend) {
+  SvgLinePlot plot(LinePlotOptions{});
+  plot.add_series("train", {1, 2, 3}, {3, 2, 1});
+  plot.add_series("validation", {1, 3}, {3.5, 1.5}, palette_color(0), LineStyle::kDashed);
+  plot.add_series("other", {1, 2}, {2, 2});
+  auto root = parse_xml(plot.render());
+  auto series = root->find("path", "series");
+  ASSERT_EQ(series.size(), 3u);
+  EXPECT_EQ(series[0]->attr("stroke-dasharray"), "");
+  EXPECT_EQ(series[1]->attr("stroke-dasharray"), "6 3");
+  EXPECT_EQ(series[2]->attr("stroke-dasharray"), "");
+  EXPECT_EQ(series[1]->attr("stroke"), series[0]->attr("stroke"));
+  EXPECT_EQ(series[0]->attr("stroke"), palette_color(0));
+  EXPECT_EQ(series[2]->attr("stroke"), palette_color(2));  // the palette counts every series
+  EXPECT_EQ(palette_color(10), palette_color(0));
+  auto legend = root->find("g", "legend");
+  ASSERT_EQ(legend.size(), 1u);
+  auto lines = legend[0]->find("line");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]->attr("stroke-dasharray"), "");
+  EXPECT_EQ(lines[1]->attr("stroke-dasharray"), "6 3");
+  EXPECT_EQ(lines[1]->attr("stroke"), palette_color(0));
+}
+
 // Every drawn point lies inside the frame.
 TEST(SvgLinePlot, PointsStayInsideTheFrame) {
   auto root = parse_xml(loss_plot().render());
