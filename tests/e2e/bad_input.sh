@@ -15,7 +15,7 @@ printf '[model]\npreset = "huge"\n[data]\ndir = "x"\n' >"$WORK/preset.toml"
 expect_error 1 "model.preset = 'huge' is invalid; allowed: one of: tiny, small, zaya1-base" -- "$ZAYA" train --config "$WORK/preset.toml"
 printf '[data\n' >"$WORK/syntax.toml"
 expect_error 1 "syntax.toml:1:.*TOML syntax error" -- "$ZAYA" train --config "$WORK/syntax.toml"
-expect_error 1 "override 'steps=3' is invalid" -- "$ZAYA" train --config "$WORK/good.toml" --set steps=3
+expect_error 2 "^error: --set steps=3 is invalid; expected section.key=value" -- "$ZAYA" train --config "$WORK/good.toml" --set steps=3
 printf '[data]\ndir = "%s/nowhere"\n' "$WORK" >"$WORK/nodata.toml"
 expect_error 1 "nowhere/train" -- "$ZAYA" train --config "$WORK/nodata.toml"
 
@@ -23,8 +23,8 @@ expect_error 1 "nowhere/train" -- "$ZAYA" train --config "$WORK/nodata.toml"
 expect_error 2 "no-such-flag" -- "$ZAYA" train --config "$WORK/good.toml" --no-such-flag
 expect_error 2 "--out is required" -- "$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt"
 expect_error 2 "--vocab-size" -- "$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --out x --vocab-size 3
-expect_error 1 "--top-p" -- "$ZAYA" generate --model "$WORK/none" --top-p 2 --tokenizer "$WORK/data/tokenizer.model"
-expect_error 1 "exactly one of" -- "$ZAYA" info
+expect_error 2 "^error: --top-p 2 is invalid" -- "$ZAYA" generate --model "$WORK/none" --top-p 2 --tokenizer "$WORK/data/tokenizer.model"
+expect_error 2 "exactly one of" -- "$ZAYA" info
 
 # Data files: a truncated token shard, a garbage index.
 cp -r "$WORK/data" "$WORK/bad"

@@ -64,7 +64,7 @@ cmp -s "$WORK/hf/model.safetensors" "$WORK/ref/final/model.safetensors" || fail 
 "$ZAYA" ckpt compare --weights-only --tolerance 0.02 "$WORK/ref/checkpoints/step_00000020" \
   "$WORK/from_gguf16/step_00000000" || fail "bf16 GGUF round trip"
 [[ $(stat -c %s "$WORK/model16.gguf") -lt $(stat -c %s "$WORK/model.gguf") ]] || fail "bf16 GGUF is not smaller"
-expect_error 1 "only for --format gguf" -- "$ZAYA" ckpt export --in "$WORK/ref/checkpoints/step_00000020" \
+expect_error 2 "only for --format gguf" -- "$ZAYA" ckpt export --in "$WORK/ref/checkpoints/step_00000020" \
   --out "$WORK/x" --dtype f16
 "$ZAYA" train --config "$WORK/base.toml" --quiet --set train.steps=22 --set train.out_dir="$WORK/ft" \
   --resume "$WORK/imported/step_00000000" --stop-at 2 >/dev/null || fail "training from an imported model"

@@ -88,7 +88,7 @@ greedy "$E/ck" >"$WORK/gen20.txt"
 greedy "$ROOT/step_00000020" >"$WORK/ck20.txt"
 cmp -s "$WORK/gen20.txt" "$WORK/ck20.txt" || fail "the replaced directory does not hold step 20"
 [[ -z $(find "$E" -name '.*.export*') ]] || fail "staged output left behind: $(find "$E" -name '.*.export*')"
-expect_error 1 "--format safetensors writes a directory, but --out .*x.gguf is named like a GGUF file" -- \
+expect_error 2 "--format safetensors writes a directory, but --out .*x.gguf is named like a GGUF file" -- \
   "$ZAYA" ckpt export --in "$CK" --out "$E/x.gguf" --format safetensors
 expect_error 1 "a run directory; give --in .*/final" -- "$ZAYA" ckpt export --in "$R" --out "$E/y"
 echo "ok: existing outputs need --force, which replaces them whole"

@@ -97,8 +97,8 @@ grep -q '"error":"<stdin>:1: --top-k -2 is invalid' "$WORK/stdinbad.out" || fail
 "${G[@]}" --max-new-tokens 8 --seed 1 >"$WORK/bos.out"
 [[ -s $WORK/bos.out ]] || fail "no text from BOS alone"
 expect_error 1 "the prompt is empty and --no-bos leaves no token to start from" -- "${G[@]}" --max-new-tokens 8 --no-bos
-expect_error 2 "excludes" -- "${G[@]}" --max-new-tokens 8 --prompt x --prompt-file "$WORK/p.txt"
-expect_error 2 "excludes" -- "${G[@]}" --max-new-tokens 8 --prompts "$WORK/ok.jsonl" -f "$WORK/p.txt"
+expect_error 2 "^error: --prompt and --prompt-file cannot be used together" -- "${G[@]}" --max-new-tokens 8 --prompt x --prompt-file "$WORK/p.txt"
+expect_error 2 "cannot be used together" -- "${G[@]}" --max-new-tokens 8 --prompts "$WORK/ok.jsonl" -f "$WORK/p.txt"
 expect_error 1 "--prompt-file: cannot read '$WORK/none.txt'" -- "${G[@]}" --max-new-tokens 8 --prompt-file "$WORK/none.txt"
 printf 'caf\xe9\n' >"$WORK/latin1.txt"
 expect_error 1 "latin1.txt: line 1: invalid UTF-8 \(byte 0xe9 at column 4\)" -- "${G[@]}" --max-new-tokens 8 -f "$WORK/latin1.txt"

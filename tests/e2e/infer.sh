@@ -91,8 +91,8 @@ grep -q '"ratio_to_roofline"' "$WORK/bench.json" || fail "bench JSON lacks the r
 grep -q "STREAM triad" "$WORK/bench.txt" || fail "bench prints no bandwidth"
 
 # Bad input: clear errors naming the file, field or flag.
-expect_error 1 "nothing to evaluate" -- "$ZAYA" eval --model "$M"
-expect_error 1 "--dtype 'int8' is invalid; allowed: auto, bf16, f32" -- "$ZAYA" generate --model "$M" --dtype int8
+expect_error 2 "nothing to evaluate" -- "$ZAYA" eval --model "$M"
+expect_error 2 "--dtype 'int8' is invalid; allowed: auto, bf16, f32" -- "$ZAYA" generate --model "$M" --dtype int8
 echo '{"context_ids": [2], "choices_ids": [[3]], "gold": 4}' >"$WORK/badmc.jsonl"
 expect_error 1 "badmc.jsonl:1: \"gold\" = 4 is invalid" -- "$ZAYA" eval --model "$M" --mc "$WORK/badmc.jsonl"
 echo '{"prompt": "x", "temprature": 1}' >"$WORK/badprompts.jsonl"
@@ -106,5 +106,5 @@ expect_error 1 "expected shape" -- "$ZAYA" eval --model "$WORK/wrongcfg" --shard
 cp -r "$M" "$WORK/unknown"
 sed -i 's/"rope_theta"/"rope_thetta"/' "$WORK/unknown/config.json"
 expect_error 1 'unknown config key "rope_thetta"' -- "$ZAYA" generate --model "$WORK/unknown" --prompt x
-expect_error 1 "give exactly one of --preset and --model" -- "$ZAYA" bench infer
+expect_error 2 "give exactly one of --preset and --model" -- "$ZAYA" bench infer
 echo "infer: OK"

@@ -77,12 +77,12 @@ expect_error 1 "bad.json: device.peak_gflops is missing" -- "$ZAYA" plan --profi
 sed 's/"source": "measured"/"source": "rumour"/g' "$J/cpu1.json" >"$WORK/bad_source.json"
 expect_error 1 "bad_source.json: device.peak_gflops.f32.source = 'rumour' is invalid; allowed: vendor, measured, estimate" -- \
   "$ZAYA" plan --profile "$WORK/bad_source.json" --model tiny
-expect_error 1 "--ep = 3 is invalid; allowed: a divisor of --world \(8\)" -- "$ZAYA" plan --world 8 --ep 3
-expect_error 1 "--world = 4096 is invalid for profile 'h100'; allowed: 1..1024" -- "$ZAYA" plan --profile h100 --world 4096
-expect_error 1 "--global-batch = 100 is invalid; allowed: a multiple of world / cp x micro-batch" -- \
+expect_error 2 "--ep = 3 is invalid; allowed: a divisor of --world \(8\)" -- "$ZAYA" plan --world 8 --ep 3
+expect_error 2 "--world = 4096 is invalid for profile 'h100'; allowed: 1..1024" -- "$ZAYA" plan --profile h100 --world 4096
+expect_error 2 "--global-batch = 100 is invalid; allowed: a multiple of world / cp x micro-batch" -- \
   "$ZAYA" plan --world 8 --global-batch 100
-expect_error 1 "--seq-len = 4100 does not fit --cp = 4" -- "$ZAYA" plan --world 4 --cp 4 --seq-len 4100
-expect_error 1 "--cp = 3 is invalid" -- "$ZAYA" plan --world 4 --cp 3
+expect_error 2 "--seq-len = 4100 does not fit --cp = 4" -- "$ZAYA" plan --world 4 --cp 4 --seq-len 4100
+expect_error 2 "--cp = 3 is invalid" -- "$ZAYA" plan --world 4 --cp 3
 # ZAYA1-base at 32K: one MI300X cannot hold it, two context-parallel ones can.
 "$ZAYA" plan --model zaya1-base --seq-len 32768 --micro-batch 1 --no-tradeoff | grep -q "DOES NOT FIT" ||
   fail "zaya1-base at 32K on one MI300X should not fit"
@@ -91,7 +91,7 @@ expect_error 1 "--cp = 3 is invalid" -- "$ZAYA" plan --world 4 --cp 3
 grep -q "DOES NOT FIT" "$WORK/cp.txt" && fail "zaya1-base at 32K over cp 2 should fit"
 grep -q "context-parallel K/V" "$WORK/cp.txt" || fail "no context-parallel communication line"
 grep -q '"cp": 2' "$WORK/cp.json" || fail "plan JSON lacks the cp layout"
-expect_error 1 "give exactly one target" -- "$ZAYA" size --total 1e9 --active 1e8
+expect_error 2 "give exactly one target" -- "$ZAYA" size --total 1e9 --active 1e8
 expect_error 1 "neither a preset" -- "$ZAYA" size --check no-such-config.json
 expect_error 2 "dtype" -- "$ZAYA" plan --dtype fp8
 echo "ok: bad input"

@@ -130,7 +130,7 @@ echo "ok: a cp=2 phase matches one rank, and resumes across the cp change bit fo
 sed '0,/weight = 1/s//weight = 0/' "$WORK/recipe.toml" >"$WORK/bad.toml"
 expect_error 1 "bad.toml:[0-9]+: phase\[1\].data\[2\].weight = 0 is invalid; allowed: a number in \(0," -- \
   "$ZAYA" train --config "$WORK/bad.toml" --quiet
-expect_error 1 "train.steps = 5 is not allowed here: the config has \[\[phase\]\] tables" -- \
+expect_error 2 "^error: --set train.steps=5: train.steps = 5 is not allowed here: the config has \[\[phase\]\] tables" -- \
   "$ZAYA" train --config "$WORK/recipe.toml" --set train.steps=5 --quiet
 expect_error 1 "phase\[3\].cp = 2 differs from parallel.cp = 1, which needs parallel.ep = 1" -- \
   "$ZAYA" train --config "$WORK/recipe.toml" --set phase.3.cp=2 --set parallel.ep=2 --quiet

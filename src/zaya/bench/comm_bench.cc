@@ -80,8 +80,8 @@ CommBench::CommBench(Comm& world, Comm& group, CommBenchOptions options)
   ZAYA_CHECK(o.check >= 0, "check iterations (-c) must be >= 0, got {}", o.check);
   ZAYA_CHECK(o.average >= 0 && o.average <= 3, "-a must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got {}",
              o.average);
-  ZAYA_CHECK(o.time_stat == "mean" || o.time_stat == "median" || o.time_stat == "min",
-             "--time-stat '{}' is invalid; allowed: mean, median, min", o.time_stat);
+  ZAYA_CHECK_USAGE(o.time_stat == "mean" || o.time_stat == "median" || o.time_stat == "min",
+                   "--time-stat '{}' is invalid; allowed: mean, median, min", o.time_stat);
   size_sweep(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);  // validates the sweep
   world_timeout_ = world_.timeout();
   group_timeout_ = group_.timeout();

@@ -60,10 +60,8 @@ void run_comm_job(Comm& world, const CommJobOptions& o, const CommJobCallbacks& 
   } catch (const Error& e) {
     if (world.size() == 1) throw;
     std::fflush(stdout);
-    if (agreed) {  // every rank failed alike: rank 0 reports it, the others leave quietly
-      if (world.rank() == 0) throw CollectiveError(e.what());
-      std::exit(1);
-    }
+    if (agreed)  // every rank failed alike: rank 0 reports it, the others leave quietly
+      throw CollectiveError(e.what(), dynamic_cast<const UsageError*>(&e) != nullptr, world.rank() == 0);
     // One rank failed while the others may be inside a collective: stop them all.
     fmt::print(stderr, "error: rank {}: {}\n", world.rank(), e.what());
     std::fflush(stderr);

@@ -72,8 +72,8 @@ struct CommJobCallbacks {
   std::function<void(const CommJob&, const CommJobResult&)> on_done;  // before the outcome is checked
 };
 // Plan, run and check on every rank of `world` with the error agreement above.
-// On one rank an error propagates as it is; on several, rank 0 throws a
-// CollectiveError for an agreed error (the other ranks exit with status 1),
+// On one rank an error propagates as it is; on several, every rank throws a
+// CollectiveError for an agreed error (rank 0 reports it, dist/collective.h),
 // and a rank that failed alone prints "error: rank R: ..." and aborts the world.
 void run_comm_job(Comm& world, const CommJobOptions& options, const CommJobCallbacks& callbacks);
 

@@ -33,14 +33,14 @@ SplitSpec parse_split(const std::string& text) {
   else if (word == "DIV")
     spec.op = SplitSpec::Op::kDiv;
   else
-    fail("--split '{}': unknown operation '{}'; {}", text, word, allowed);
+    fail_usage("--split '{}': unknown operation '{}'; {}", text, word, allowed);
   char* end = nullptr;
   errno = 0;
   spec.value = std::strtoull(rest.c_str(), &end, 0);
   if (rest.empty() || end == rest.c_str() || *end != '\0' || errno != 0 || rest[0] == '-')
-    fail("--split '{}': '{}' is not a non-negative number; {}", text, rest, allowed);
+    fail_usage("--split '{}': '{}' is not a non-negative number; {}", text, rest, allowed);
   if ((spec.op == SplitSpec::Op::kMod || spec.op == SplitSpec::Op::kDiv) && spec.value == 0)
-    fail("--split '{}': {} by zero", text, word);
+    fail_usage("--split '{}': {} by zero", text, word);
   return spec;
 }
 

@@ -45,7 +45,7 @@ std::vector<GemmShape> gemm_sweep_shapes(const GemmJobOptions& o) {
 
 GemmEfficiencyTable run_gemm_job(const GemmJobOptions& o, const GemmRunOptions& r, const GemmProgress& on_entry) {
   if (o.model.empty()) return run_gemm_shapes(gemm_sweep_shapes(o), r, {}, on_entry);
-  ZAYA_CHECK(o.shapes.empty(), "--model measures the model's own shapes; drop --shape");
+  ZAYA_CHECK_USAGE(o.shapes.empty(), "--model measures the model's own shapes; drop --shape");
   ModelGemmOptions m;
   m.micro_batch = o.micro_batch;
   m.seq_len = o.seq_len;

@@ -239,12 +239,12 @@ IoSamples sample_reads(const std::string& path, uint64_t size, long page, const 
 }  // namespace
 
 IoBenchResult run_io_bench(const IoBenchOptions& o) {
-  ZAYA_CHECK(o.files >= 1, "--files must be at least 1, got {}", o.files);
-  ZAYA_CHECK(o.block_bytes >= 4096, "--block-size must be at least 4K, got {}", o.block_bytes);
+  ZAYA_CHECK_USAGE(o.files >= 1, "--files must be at least 1, got {}", o.files);
+  ZAYA_CHECK_USAGE(o.block_bytes >= 4096, "--block-size must be at least 4K, got {}", o.block_bytes);
   ZAYA_CHECK(o.seq_len >= 1 && o.bytes_per_token >= 1, "sequence length and bytes per token must be positive");
   if (o.direct)
-    ZAYA_CHECK(o.block_bytes % 4096 == 0 && o.file_bytes % 4096 == 0,
-               "--direct needs --file-size and --block-size in multiples of 4 KiB");
+    ZAYA_CHECK_USAGE(o.block_bytes % 4096 == 0 && o.file_bytes % 4096 == 0,
+                     "--direct needs --file-size and --block-size in multiples of 4 KiB");
   ZAYA_CHECK(std::filesystem::is_directory(o.dir), "--dir '{}' is not a directory", o.dir);
   IoBenchResult r;
   r.page_size = sysconf(_SC_PAGESIZE);

@@ -13,7 +13,7 @@ IoJobPlan plan_io_job(const IoJobOptions& o) {
   p.io.file_bytes = parse_byte_size(o.file_size, "--file-size");
   p.io.block_bytes = parse_byte_size(o.block_size, "--block-size");
   if (o.model.empty()) return p;
-  ZAYA_CHECK(o.ranks >= 1, "--ranks = {} is invalid; allowed: >= 1", o.ranks);
+  ZAYA_CHECK_USAGE(o.ranks >= 1, "--ranks = {} is invalid; allowed: >= 1", o.ranks);
   p.from_model = true;
   p.model_params = count_parameters(load_model_config(o.model)).total;
   p.checkpoint_bytes = uint64_t(p.model_params) * 12;

@@ -75,8 +75,8 @@ MembwPoint run_memcpy(uint64_t bytes, int threads, int reps, int passes) {
 std::vector<MembwPoint> run_membw(const MembwOptions& o, const std::function<void(const MembwPoint&)>& on_point) {
   ZAYA_CHECK(o.min_bytes >= 64 && o.min_bytes <= o.max_bytes,
              "working sets must satisfy 64 <= --min-bytes ({}) <= --max-bytes ({})", o.min_bytes, o.max_bytes);
-  ZAYA_CHECK(o.step_factor >= 2, "--factor must be at least 2, got {}", o.step_factor);
-  ZAYA_CHECK(o.reps >= 1, "--reps must be at least 1, got {}", o.reps);
+  ZAYA_CHECK_USAGE(o.step_factor >= 2, "--factor must be at least 2, got {}", o.step_factor);
+  ZAYA_CHECK_USAGE(o.reps >= 1, "--reps must be at least 1, got {}", o.reps);
   const std::vector<int> threads = o.threads.empty() ? default_thread_counts(omp_get_max_threads()) : o.threads;
   std::vector<MembwPoint> out;
   for (const std::string& k : o.kernels) {

@@ -133,31 +133,28 @@ void add_bench_comm_command(CLI::App& bench) {
                   "all_reduce (default), reduce_scatter, all_gather, broadcast, reduce, all_to_all, all_to_all_v, "
                   "send_recv, or all")
       ->delimiter(',');
-  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message size, e.g. 8, 64K, 32M (default 32M)")
-      ->check(size_validator());
-  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest message size (default 32M)")->check(size_validator());
-  cmd->add_option("-i,--stepbytes", o->step_bytes, "size increment when -f is 1 (default 1M)")->check(size_validator());
+  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message size, e.g. 8, 64K, 32M")->check(size_validator());
+  cmd->add_option("-e,--maxbytes", o->max_bytes, "largest message size")->check(size_validator());
+  cmd->add_option("-i,--stepbytes", o->step_bytes, "size increment when -f is 1")->check(size_validator());
   cmd->add_option("-f,--stepfactor", o->step_factor, "size multiplier between steps (default 1: use -i)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
-  cmd->add_option("-n,--iters", o->iters, "timed iterations per size (default 20)")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("-w,--warmup_iters,--warmup", o->warmup,
-                  "warm-up operations at the largest and smallest size (default 5)")
+  cmd->add_option("-n,--iters", o->iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("-w,--warmup_iters,--warmup", o->warmup, "warm-up operations at the largest and smallest size")
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("-m,--agg_iters", o->agg_iters, "operations per timed iteration (default 1)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("-c,--check", o->check, "verified operations per size and form, 0: no verification (default 1)")
+  cmd->add_option("-m,--agg_iters", o->agg_iters, "operations per timed iteration")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-c,--check", o->check, "verified operations per size and form, 0: no verification")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("-d,--datatype", o->dtypes, "float, double, bfloat16, half, int32, int64, uint8, or all")
       ->delimiter(',');
   cmd->add_option("-o,--op", o->ops, "sum, prod, min, max, avg, or all")->delimiter(',');
-  cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce (default 0)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("-r,--root", o->root, "root rank of broadcast and reduce")->check(CLI::Range(0, 1 << 30));
   cmd->add_option("-a,--average", o->average, "time over ranks: 0 rank 0, 1 mean (default), 2 min, 3 max")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--time-stat", o->time_stat,
                   "time/algbw/busbw from the mean (nccl-tests, default), or the median or min of the iterations "
                   "(robust on shared machines)")
       ->check(CLI::IsMember({"mean", "median", "min"}));
-  cmd->add_option("-N,--run_cycles", o->cycles, "run the whole sweep N times, 0: forever (default 1)")
+  cmd->add_option("-N,--run_cycles", o->cycles, "run the whole sweep N times, 0: forever")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-I,--iter-stats", o->iter_stats, "1: print per-iteration min/max/p99/cv columns (always in JSON)")
       ->check(CLI::Range(0, 1));
@@ -175,7 +172,7 @@ void add_bench_comm_command(CLI::App& bench) {
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--inject-fault", o->fault, "testing: none, drop-rank, off-by-one or stall")
       ->check(CLI::IsMember({"none", "drop-rank", "off-by-one", "stall"}));
-  cmd->add_option("--stall-seconds", o->stall_seconds, "testing: how long --inject-fault stall sleeps (default 3600)")
+  cmd->add_option("--stall-seconds", o->stall_seconds, "testing: how long --inject-fault stall sleeps")
       ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--json", o->json_out, "write the results as JSON (rank 0)");
   cmd->callback([o] { bench_comm(*o); });

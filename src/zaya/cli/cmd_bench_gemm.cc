@@ -130,12 +130,11 @@ void add_bench_gemm_command(CLI::App& bench) {
       ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}));
   cmd->add_option("--model", o->model,
                   "benchmark this model's forward+backward GEMMs: preset, config.json or model dir");
-  cmd->add_option("--micro-batch", o->micro_batch, "--model: sequences per micro-batch (default 8)")
+  cmd->add_option("--micro-batch", o->micro_batch, "--model: sequences per micro-batch")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  cmd->add_option("--seq-len", o->seq_len, "--model: tokens per sequence (default 256)")
+  cmd->add_option("--seq-len", o->seq_len, "--model: tokens per sequence")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  cmd->add_option("--ep", o->ep, "--model: expert-parallel ranks (default 1)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cmd->add_option("--ep", o->ep, "--model: expert-parallel ranks")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cmd->add_option("--skip-fraction", o->skip_fraction, "--model: share of routed tokens taking the skip expert")
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--expert-tokens", o->expert_tokens, "--model: rows per expert GEMM (default: the expected value)")
@@ -143,12 +142,9 @@ void add_bench_gemm_command(CLI::App& bench) {
   cmd->add_option("--align", o->align,
                   "also time each shape padded to multiples of this (default 64 with --model, else 0: off)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 16));
-  cmd->add_option("--falloff", o->falloff, "fall-off threshold as a fraction (default 0.85)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--min-time", o->min_time, "seconds of calls per shape (default 0.1)")
-      ->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--min-calls", o->min_calls, "timed calls per shape at least (default 3)")
-      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--falloff", o->falloff, "fall-off threshold as a fraction")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--min-time", o->min_time, "seconds of calls per shape")->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--min-calls", o->min_calls, "timed calls per shape at least")->check(CLI::Range(1, 1000));
   cmd->add_option("--peak-f32", o->peak_f32, "f32 peak in GFLOP/s (default: measured)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--peak-bf16", o->peak_bf16, "bf16 peak in GFLOP/s (default: measured)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--peak-size", o->peak_side,
@@ -156,7 +152,7 @@ void add_bench_gemm_command(CLI::App& bench) {
       ->check(CLI::Range(int64_t(0), int64_t(65536)));
   cmd->add_option("--membw-gbps", o->membw, "DRAM GB/s for the roofline (default: measured, STREAM triad)")
       ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--max-memory", o->max_memory, "skip shapes whose operands exceed this (default 8G)")
+  cmd->add_option("--max-memory", o->max_memory, "skip shapes whose operands exceed this")
       ->check(CLI::Validator([](std::string& s) { return byte_size_error(s); }, "SIZE"));
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->add_option("--json", o->json_out, "write the efficiency table (format zaya.gemm_efficiency) as JSON");

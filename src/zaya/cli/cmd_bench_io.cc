@@ -96,22 +96,21 @@ void add_bench_io_command(CLI::App& bench) {
       bench.add_subcommand("io", "checkpoint write/read, dataset page reads, scatter factor and break-even step time");
   auto size = CLI::Validator([](std::string& s) { return byte_size_error(s); }, "SIZE");
   IoBenchOptions& io = o->io;
-  cmd->add_option("--dir", io.dir, "directory on the storage to test (default .)")->check(CLI::ExistingDirectory);
+  cmd->add_option("--dir", io.dir, "directory on the storage to test")->check(CLI::ExistingDirectory);
   cmd->add_option("--file-size", o->file_size, "bytes per checkpoint file (default 1G; 0: skip the checkpoint test)")
       ->check(size);
-  cmd->add_option("--files", io.files, "checkpoint files written and read at once, one thread each (default 1)")
+  cmd->add_option("--files", io.files, "checkpoint files written and read at once, one thread each")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--model", o->model, "size the checkpoint from a model (preset or config.json): 12 bytes/parameter");
-  cmd->add_option("--ranks", o->ranks, "--model: shard files the checkpoint is split into (default 1)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--block-size", o->block_size, "bytes per write/read call (default 4M)")->check(size);
+  cmd->add_option("--ranks", o->ranks, "--model: shard files the checkpoint is split into")->check(CLI::Range(1, 4096));
+  cmd->add_option("--block-size", o->block_size, "bytes per write/read call")->check(size);
   cmd->add_flag("--direct", io.direct, "use O_DIRECT (bypass the page cache)");
   cmd->add_flag("--keep", io.keep, "keep the written files");
   cmd->add_option("--dataset", io.dataset,
                   "token shard prefix (PREFIX.bin) or file for the random reads (default: the checkpoint file)");
   cmd->add_option("--page-reads", io.page_reads, "random page reads for the IOPS test (default 20000; 0: skip)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
-  cmd->add_option("--io-threads", io.io_threads, "concurrent page readers, i.e. queue depth (default 1)")
+  cmd->add_option("--io-threads", io.io_threads, "concurrent page readers, i.e. queue depth")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", io.samples, "random training windows to read (default 1000; 0: skip)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
@@ -124,7 +123,7 @@ void add_bench_io_command(CLI::App& bench) {
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--iops", io.iops, "sustainable IOPS of the storage, I_max (default: the measured page IOPS)")
       ->check(CLI::Range(0.0, 1e12));
-  cmd->add_option("--seed", io.seed, "seed of the random offsets (default 1)");
+  cmd->add_option("--seed", io.seed, "seed of the random offsets");
   cmd->add_option("--json", o->json_out, "write the results as JSON");
   cmd->callback([o] { bench_io(*o); });
 }

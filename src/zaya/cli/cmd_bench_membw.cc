@@ -58,13 +58,12 @@ void add_bench_membw_command(CLI::App& bench) {
   cmd->add_option("--threads", o->threads, "thread counts, e.g. 1,2 (default 1, 2, 4, ... and all)")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--min-bytes", o->min_bytes, "smallest working set (default 16K)")->check(size);
+  cmd->add_option("--min-bytes", o->min_bytes, "smallest working set")->check(size);
   cmd->add_option("--max-bytes", o->max_bytes, "largest working set (default 2G; make it several times the LLC)")
       ->check(size);
-  cmd->add_option("--factor", o->factor, "working-set multiplier between steps (default 2)")
+  cmd->add_option("--factor", o->factor, "working-set multiplier between steps")
       ->check(CLI::Range(uint64_t(2), uint64_t(1024)));
-  cmd->add_option("--reps", o->reps, "timed repetitions per point; the best is reported (default 5)")
-      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--reps", o->reps, "timed repetitions per point; the best is reported")->check(CLI::Range(1, 100000));
   cmd->add_option("--json", o->json_out, "write every point as JSON");
   cmd->callback([o] { bench_membw(*o); });
 }

@@ -29,8 +29,8 @@ struct EvalOptions {
 
 void run_eval(const EvalOptions& o) {
   check_weight_dtype_option(o.dtype, "--dtype");
-  ZAYA_CHECK(!o.texts.empty() || !o.shards.empty() || !o.mc.empty(),
-             "zaya eval: nothing to evaluate; give --text FILE, --shards PREFIX or --mc FILE.jsonl");
+  ZAYA_CHECK_USAGE(!o.texts.empty() || !o.shards.empty() || !o.mc.empty(),
+                   "zaya eval: nothing to evaluate; give --text FILE, --shards PREFIX or --mc FILE.jsonl");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;

@@ -116,7 +116,7 @@ void run_prompt(const GenerateCliOptions& o, const InferModel& model, const Toke
 void run_generate(const GenerateCliOptions& o) {
   o.gen.sampling.validate();  // flags first, before any file is read
   check_weight_dtype_option(o.dtype, "--dtype");
-  ZAYA_CHECK(!o.full_sequence || o.prompts_file.empty(), "--full-sequence runs one prompt; drop --prompts");
+  ZAYA_CHECK_USAGE(!o.full_sequence || o.prompts_file.empty(), "--full-sequence runs one prompt; drop --prompts");
   const bool jsonl = !o.prompts_file.empty();
   // A prompt file is read (and checked) before the model.
   const std::string prompt = o.prompt_file.empty() ? o.prompt : read_prompt_file(o.prompt_file, std::cin);

@@ -28,7 +28,7 @@ void add_info_command(CLI::App& app) {
   cmd->callback([o] {
     const std::string *preset = &o->preset, *config = &o->config, *model = &o->model, *json_out = &o->json_out;
     const int given = !preset->empty() + !config->empty() + !model->empty();
-    ZAYA_CHECK(given == 1, "zaya info: give exactly one of --preset, --config, --model");
+    ZAYA_CHECK_USAGE(given == 1, "zaya info: give exactly one of --preset, --config, --model");
     ZayaConfig c;
     std::string name;
     if (!preset->empty()) {

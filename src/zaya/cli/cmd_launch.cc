@@ -56,9 +56,9 @@ void add_launch_command(CLI::App& app) {
   cmd->callback([o] {
     SupervisorOptions opts = *o;
     opts.train_args = launch_job_args();
-    ZAYA_CHECK(!opts.train_args.empty() && opts.train_args[0] == "train",
-               "zaya launch: the command after -- must be `train ...`, got '{}'",
-               opts.train_args.empty() ? "" : opts.train_args[0]);
+    ZAYA_CHECK_USAGE(!opts.train_args.empty() && opts.train_args[0] == "train",
+                     "zaya launch: the command after -- must be `train ...`, got '{}'",
+                     opts.train_args.empty() ? "" : opts.train_args[0]);
     // The run's directories, from the same config and --set overrides the job will use.
     std::string config;
     std::vector<std::string> overrides;
@@ -66,7 +66,7 @@ void add_launch_command(CLI::App& app) {
       if (opts.train_args[i] == "--config") config = opts.train_args[i + 1];
       if (opts.train_args[i] == "--set") overrides.push_back(opts.train_args[i + 1]);
     }
-    ZAYA_CHECK(!config.empty(), "zaya launch: the train command needs --config FILE");
+    ZAYA_CHECK_USAGE(!config.empty(), "zaya launch: the train command needs --config FILE");
     const TrainConfig tc = load_train_config(config, overrides);
     opts.out_dir = tc.run.out_dir;
     opts.checkpoint_dir = tc.checkpoint_dir();

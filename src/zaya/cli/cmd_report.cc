@@ -39,7 +39,7 @@ void add_report_command(CLI::App& app) {
                   "directories (a run's directory stands for its metrics.jsonl)")
       ->required()
       ->check(CLI::ExistingPath);
-  cmd->add_option("--out", o->out, "output directory for the SVG files and index.html (default report)");
+  cmd->add_option("--out", o->out, "output directory for the SVG files and index.html");
   cmd->add_option("--title", o->title, "page title");
   cmd->add_option("--json", o->json_out, "write the list of inputs and outputs as JSON");
   cmd->callback([o] { report(*o); });

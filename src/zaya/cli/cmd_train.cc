@@ -27,12 +27,18 @@ void add_train_command(CLI::App& app) {
     bool quiet = false;
     std::string resume;  // "" no, "latest", or a checkpoint directory
     int64_t stop_at = 0;
+    int threads = 0;
     std::string inject, heartbeat_dir;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("train", "train a model from a TOML config (configs/tiny.toml)");
   cmd->add_option("--config", o->config, "training config (TOML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", o->overrides, "override a config key: section.key=value (repeatable)");
+  auto* threads = cmd->add_option("--threads", o->threads,
+                                  "OpenMP threads per rank, as --set train.threads=N (0: all cores; default: the "
+                                  "config's train.threads)")
+                      ->check(CLI::Range(0, 4096))
+                      ->default_str("");
   cmd->add_flag("--quiet", o->quiet, "no progress lines");
   cmd->add_option("--inject", o->inject,
                   "inject faults for testing, e.g. kill:rank=1,step=37 (kinds: kill, hang, nan, slow, preempt, step, "
@@ -40,14 +46,16 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--heartbeat-dir", o->heartbeat_dir, "write per-rank heartbeats there (set by zaya launch)");
   cmd->add_option("--stop-at", o->stop_at,
                   "stop after this step, with a checkpoint (the schedule still follows train.steps), e.g. to "
-                  "continue later with --resume")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+                  "continue later with --resume (default: run to train.steps)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
+      ->default_str("");
   cmd->add_option("--resume", o->resume,
                   "continue from a checkpoint: a step_XXXXXXXX directory, or 'latest' for the newest valid one in "
                   "the run's checkpoint directory (falling back to older ones if it is damaged)")
       ->expected(0, 1)
       ->default_str("latest");
-  cmd->callback([o] {
+  cmd->callback([o, threads] {
+    if (threads->count() > 0) o->overrides.push_back(fmt::format("train.threads={}", o->threads));  // wins over --set
     if (!o->inject.empty()) set_fault_plan(o->inject);
     TrainJobOptions options;
     options.quiet = o->quiet;

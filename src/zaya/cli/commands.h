@@ -20,6 +20,7 @@ void add_launch_command(CLI::App& app);
 void add_size_command(CLI::App& app);     // zaya size (hardware-aware sizing)
 void add_plan_command(CLI::App& app);     // zaya plan (step time / memory / latency)
 void add_profile_command(CLI::App& app);  // zaya profile (hardware profiles)
+void add_help_command(CLI::App& app);     // zaya help [VERB]: after every other verb
 // What follows `--` on a `zaya launch` command line (main() splits it off).
 std::vector<std::string>& launch_job_args();
 

@@ -107,6 +107,11 @@ std::unique_ptr<Comm> make_self_comm();
 // with PMI), so the world communicator should be MPI's.
 bool launched_by_mpi();
 
+// This process's rank as the MPI launcher announced it (OMPI_COMM_WORLD_RANK,
+// PMIX_RANK, PMI_RANK), readable before MPI starts; 0 when there is none. The
+// program prints a command-line error on rank 0 alone with it.
+int launcher_rank();
+
 // MPI_COMM_WORLD (initialising MPI on first use; finalised at exit).
 std::unique_ptr<Comm> make_mpi_world_comm();
 

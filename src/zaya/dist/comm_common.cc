@@ -49,6 +49,12 @@ bool launched_by_mpi() {
   return false;
 }
 
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var); v != nullptr) return std::atoi(v);
+  return 0;
+}
+
 std::unique_ptr<Comm> make_world_comm() { return launched_by_mpi() ? make_mpi_world_comm() : make_self_comm(); }
 
 namespace {

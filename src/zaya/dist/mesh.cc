@@ -4,12 +4,19 @@
 
 namespace zaya {
 
+void check_world_fits(int world, int ep, int cp, const std::string& source) {
+  ZAYA_CHECK(ep >= 1 && cp >= 1, "parallel.ep = {} and parallel.cp = {} must be >= 1", ep, cp);
+  if (world % (ep * cp) == 0) return;
+  fail(
+      "{}the world of {} rank{} does not fit parallel.ep = {} x parallel.cp = {}: the world size must be a multiple "
+      "of ep * cp (dp = world / (ep * cp)){}",
+      source.empty() ? "" : source + ": ", world, world == 1 ? "" : "s", ep, cp,
+      world == 1 ? fmt::format(" (run under mpirun -np N, N a multiple of {})", ep * cp) : "");
+}
+
 ProcessMesh::ProcessMesh(std::unique_ptr<Comm> world, int ep, int cp) : world_(std::move(world)) {
   const int n = world_->size();
-  ZAYA_CHECK(ep >= 1 && cp >= 1 && n % (ep * cp) == 0,
-             "the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {}: the world size must be a "
-             "multiple of ep * cp (dp = world / (ep * cp))",
-             n, ep, cp);
+  check_world_fits(n, ep, cp);
   ep_size_ = ep;
   cp_size_ = cp;
   dp_size_ = n / (ep * cp);

@@ -17,10 +17,16 @@
 // (data_rank() of data_ranks()).
 
 #include <memory>
+#include <string>
 
 #include "zaya/dist/comm.h"
 
 namespace zaya {
+
+// Fails unless `world` ranks make a dp x ep x cp mesh (a multiple of ep * cp),
+// the message prefixed with `source` (the config) when it is not empty; a
+// single process is told to run under mpirun.
+void check_world_fits(int world, int ep, int cp, const std::string& source = "");
 
 class ProcessMesh {
  public:

@@ -133,8 +133,8 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
         "x WS");
   for (int64_t B : o.batches)
     for (int64_t L0 : o.contexts) {
-      ZAYA_CHECK(B >= 1, "--batch {} is invalid; allowed: >= 1", B);
-      ZAYA_CHECK(L0 >= 0, "--context {} is invalid; allowed: >= 0", L0);
+      ZAYA_CHECK_USAGE(B >= 1, "--batch {} is invalid; allowed: >= 1", B);
+      ZAYA_CHECK_USAGE(L0 >= 0, "--context {} is invalid; allowed: >= 0", L0);
       const int64_t room = c.max_position - o.decode_steps - o.warmup_steps;
       ZAYA_CHECK(room >= 0, "{} decode steps exceed max_position_embeddings {}", o.decode_steps + o.warmup_steps,
                  c.max_position);

@@ -5,7 +5,7 @@
 namespace zaya {
 
 InferBenchModel open_infer_bench_model(const InferBenchJobOptions& o) {
-  ZAYA_CHECK(o.preset.empty() != o.model.empty(), "zaya bench infer: give exactly one of --preset and --model");
+  ZAYA_CHECK_USAGE(o.preset.empty() != o.model.empty(), "zaya bench infer: give exactly one of --preset and --model");
   check_weight_dtype_option(o.dtype, "--dtype");
   InferBenchModel m;
   if (!o.preset.empty()) {

@@ -25,8 +25,8 @@
 namespace zaya {
 
 void check_weight_dtype_option(const std::string& dtype, const std::string& flag) {
-  ZAYA_CHECK(dtype == "auto" || dtype == "bf16" || dtype == "f32", "{} '{}' is invalid; allowed: auto, bf16, f32", flag,
-             dtype);
+  ZAYA_CHECK_USAGE(dtype == "auto" || dtype == "bf16" || dtype == "f32", "{} '{}' is invalid; allowed: auto, bf16, f32",
+                   flag, dtype);
 }
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors

@@ -8,10 +8,10 @@
 namespace zaya {
 
 void SamplingOptions::validate() const {
-  ZAYA_CHECK(temperature >= 0 && temperature <= 100, "--temperature {} is invalid; allowed: 0 (greedy) .. 100",
-             temperature);
-  ZAYA_CHECK(top_k >= 0, "--top-k {} is invalid; allowed: >= 0 (0 disables)", top_k);
-  ZAYA_CHECK(top_p > 0 && top_p <= 1, "--top-p {} is invalid; allowed: (0, 1]", top_p);
+  ZAYA_CHECK_USAGE(temperature >= 0 && temperature <= 100, "--temperature {} is invalid; allowed: 0 (greedy) .. 100",
+                   temperature);
+  ZAYA_CHECK_USAGE(top_k >= 0, "--top-k {} is invalid; allowed: >= 0 (0 disables)", top_k);
+  ZAYA_CHECK_USAGE(top_p > 0 && top_p <= 1, "--top-p {} is invalid; allowed: (0, 1]", top_p);
 }
 
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,

@@ -118,7 +118,7 @@ struct RankWatch {
 }  // namespace
 
 int supervise(const SupervisorOptions& o) {
-  ZAYA_CHECK(o.ranks >= 1, "zaya launch: -n {} is invalid; allowed: >= 1", o.ranks);
+  ZAYA_CHECK_USAGE(o.ranks >= 1, "zaya launch: -n {} is invalid; allowed: >= 1", o.ranks);
   const std::string hb_dir = (fs::path(o.out_dir) / "heartbeat").string();
   const std::string control = (fs::path(o.out_dir) / "control").string();
   std::error_code ec;

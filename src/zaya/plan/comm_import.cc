@@ -8,7 +8,7 @@ namespace zaya {
 
 std::vector<CommCurve> comm_curves_from_bench_json(const nlohmann::json& j, const std::string& source,
                                                    const std::string& scope) {
-  ZAYA_CHECK(scope == "intra" || scope == "inter", "--scope = '{}' is invalid; allowed: intra, inter", scope);
+  ZAYA_CHECK_USAGE(scope == "intra" || scope == "inter", "--scope = '{}' is invalid; allowed: intra, inter", scope);
   ZAYA_CHECK(j.is_object() && j.value("bench", "") == "comm",
              "{}: not a `zaya bench comm --json` file ('bench' must be \"comm\")", source);
   ZAYA_CHECK(j.contains("runs") && j["runs"].is_array(), "{}: 'runs' is missing or not an array", source);

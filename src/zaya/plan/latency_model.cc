@@ -11,8 +11,10 @@
 namespace zaya {
 
 LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& L, const GemmModel& model) {
-  ZAYA_CHECK(L.batch >= 1 && L.context >= 1, "--batch and --context must be >= 1 (got {}, {})", L.batch, L.context);
-  ZAYA_CHECK(L.dtype == "f32" || L.dtype == "bf16", "--infer-dtype = '{}' is invalid; allowed: f32, bf16", L.dtype);
+  ZAYA_CHECK_USAGE(L.batch >= 1 && L.context >= 1, "--batch and --context must be >= 1 (got {}, {})", L.batch,
+                   L.context);
+  ZAYA_CHECK_USAGE(L.dtype == "f32" || L.dtype == "bf16", "--infer-dtype = '{}' is invalid; allowed: f32, bf16",
+                   L.dtype);
   const HardwareProfile& p = model.profile();
   const double bytes = L.dtype == "bf16" ? 2 : 4;
   LatencyPrediction r;

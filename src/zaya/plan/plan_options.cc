@@ -36,24 +36,24 @@ PlanSetup setup_plan(const PlanCommonOptions& o) {
   L.muon = o.muon;
   L.ns_steps = o.ns_steps;
   L.skip_fraction = o.skip_fraction;
-  ZAYA_CHECK(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
-             "--overlap = '{}' is invalid; allowed: auto, on, off", o.overlap);
+  ZAYA_CHECK_USAGE(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
+                   "--overlap = '{}' is invalid; allowed: auto, on, off", o.overlap);
   L.overlap = o.overlap == "auto" ? -1 : o.overlap == "on" ? 1 : 0;
   // Mixed precision: bf16 parameters gathered; gradients reduced in
   // --grad-dtype.
   L.param_bytes = L.dtype == "bf16" ? 2 : 4;
   const std::string grad = o.grad_dtype.empty() ? L.dtype : o.grad_dtype;
-  ZAYA_CHECK(grad == "f32" || grad == "bf16", "--grad-dtype = '{}' is invalid; allowed: f32, bf16", grad);
+  ZAYA_CHECK_USAGE(grad == "f32" || grad == "bf16", "--grad-dtype = '{}' is invalid; allowed: f32, bf16", grad);
   L.grad_bytes = grad == "bf16" ? 2 : 4;
   if (o.global_batch > 0) {
     ZAYA_CHECK(o.grad_accum == 0, "give --global-batch or --grad-accum, not both");
-    ZAYA_CHECK(L.cp >= 1 && L.world % L.cp == 0, "--cp = {} is invalid; allowed: a divisor of --world ({})", L.cp,
-               L.world);
+    ZAYA_CHECK_USAGE(L.cp >= 1 && L.world % L.cp == 0, "--cp = {} is invalid; allowed: a divisor of --world ({})", L.cp,
+                     L.world);
     const int64_t per_micro = L.data_ranks() * L.micro_batch;
-    ZAYA_CHECK(o.global_batch % per_micro == 0,
-               "--global-batch = {} is invalid; allowed: a multiple of world / "
-               "cp x micro-batch = {} x {} = {}",
-               o.global_batch, L.data_ranks(), L.micro_batch, per_micro);
+    ZAYA_CHECK_USAGE(o.global_batch % per_micro == 0,
+                     "--global-batch = {} is invalid; allowed: a multiple of world / "
+                     "cp x micro-batch = {} x {} = {}",
+                     o.global_batch, L.data_ranks(), L.micro_batch, per_micro);
     L.grad_accum = o.global_batch / per_micro;
   } else {
     L.grad_accum = o.grad_accum > 0 ? o.grad_accum : 1;

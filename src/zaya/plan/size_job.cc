@@ -17,7 +17,8 @@ SizeJobResult run_size_job(const SizeJobOptions& o) {
   r.setup = setup_plan(common);
   const GemmModel& gemm = *r.setup.gemm;
   if (!o.check.empty()) {
-    ZAYA_CHECK(o.total == 0 && o.active == 0 && o.compute == 0, "--check takes no target (--total/--active/--compute)");
+    ZAYA_CHECK_USAGE(o.total == 0 && o.active == 0 && o.compute == 0,
+                     "--check takes no target (--total/--active/--compute)");
     r.findings = check_config(r.setup.config, r.setup.layout, gemm);
     return r;
   }

@@ -100,8 +100,8 @@ std::vector<SizingFinding> check_config(const ZayaConfig& c, const TrainLayout& 
 
 std::vector<SizeProposal> propose_configs(const SizeTarget& target, const TrainLayout& L, const GemmModel& gemm,
                                           int count) {
-  ZAYA_CHECK((target.total_params > 0) + (target.active_params > 0) + (target.compute_flops > 0) == 1,
-             "give exactly one target: --total, --active or --compute");
+  ZAYA_CHECK_USAGE((target.total_params > 0) + (target.active_params > 0) + (target.compute_flops > 0) == 1,
+                   "give exactly one target: --total, --active or --compute");
   double active_target = target.active_params;
   if (target.compute_flops > 0) active_target = std::sqrt(target.compute_flops / 120.0);  // C = 6 N (20 N)
   const HardwareProfile& p = gemm.profile();

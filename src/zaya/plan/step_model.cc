@@ -67,27 +67,28 @@ double newton_schulz_seconds(const GemmModel& model, const std::string& dtype, i
 }  // namespace
 
 void TrainLayout::validate(const ZayaConfig& c, const HardwareProfile& p) const {
-  ZAYA_CHECK(world >= 1, "--world = {} is invalid; allowed: >= 1", world);
-  ZAYA_CHECK(world <= p.max_devices,
-             "--world = {} is invalid for profile '{}'; allowed: 1..{} "
-             "(cluster.max_devices)",
-             world, p.name, p.max_devices);
-  ZAYA_CHECK(ep >= 1 && world % ep == 0, "--ep = {} is invalid; allowed: a divisor of --world ({})", ep, world);
-  ZAYA_CHECK(cp >= 1 && world % (ep * cp) == 0, "--cp = {} is invalid; allowed: world / ep ({}) a multiple of cp", cp,
-             world / ep);
-  ZAYA_CHECK(cp == 1 || (seq_len % (2 * cp) == 0 && seq_len >= 4 * cp),
-             "--seq-len = {} does not fit --cp = {}; allowed: a multiple of 2 "
-             "x cp = {} and at least {} (two chunks of at least 2 tokens per "
-             "rank)",
-             seq_len, cp, 2 * cp, 4 * cp);
+  ZAYA_CHECK_USAGE(world >= 1, "--world = {} is invalid; allowed: >= 1", world);
+  ZAYA_CHECK_USAGE(world <= p.max_devices,
+                   "--world = {} is invalid for profile '{}'; allowed: 1..{} "
+                   "(cluster.max_devices)",
+                   world, p.name, p.max_devices);
+  ZAYA_CHECK_USAGE(ep >= 1 && world % ep == 0, "--ep = {} is invalid; allowed: a divisor of --world ({})", ep, world);
+  ZAYA_CHECK_USAGE(cp >= 1 && world % (ep * cp) == 0, "--cp = {} is invalid; allowed: world / ep ({}) a multiple of cp",
+                   cp, world / ep);
+  ZAYA_CHECK_USAGE(cp == 1 || (seq_len % (2 * cp) == 0 && seq_len >= 4 * cp),
+                   "--seq-len = {} does not fit --cp = {}; allowed: a multiple of 2 "
+                   "x cp = {} and at least {} (two chunks of at least 2 tokens per "
+                   "rank)",
+                   seq_len, cp, 2 * cp, 4 * cp);
   ZAYA_CHECK(c.experts % ep == 0, "--ep = {} is invalid; allowed: a divisor of the expert count ({})", ep, c.experts);
-  ZAYA_CHECK(micro_batch >= 1 && seq_len >= 1 && grad_accum >= 1,
-             "--micro-batch, --seq-len and --grad-accum must be >= 1 (got {}, {}, {})", micro_batch, seq_len,
-             grad_accum);
-  ZAYA_CHECK(dtype == "f32" || dtype == "bf16", "--dtype = '{}' is invalid; allowed: f32, bf16", dtype);
-  ZAYA_CHECK(ns_dtype == "f32" || ns_dtype == "bf16", "--ns-dtype = '{}' is invalid; allowed: f32, bf16", ns_dtype);
-  ZAYA_CHECK(skip_fraction >= 0 && skip_fraction < 1, "--skip-fraction = {} is invalid; allowed: [0, 1)",
-             skip_fraction);
+  ZAYA_CHECK_USAGE(micro_batch >= 1 && seq_len >= 1 && grad_accum >= 1,
+                   "--micro-batch, --seq-len and --grad-accum must be >= 1 (got {}, {}, {})", micro_batch, seq_len,
+                   grad_accum);
+  ZAYA_CHECK_USAGE(dtype == "f32" || dtype == "bf16", "--dtype = '{}' is invalid; allowed: f32, bf16", dtype);
+  ZAYA_CHECK_USAGE(ns_dtype == "f32" || ns_dtype == "bf16", "--ns-dtype = '{}' is invalid; allowed: f32, bf16",
+                   ns_dtype);
+  ZAYA_CHECK_USAGE(skip_fraction >= 0 && skip_fraction < 1, "--skip-fraction = {} is invalid; allowed: [0, 1)",
+                   skip_fraction);
 }
 
 StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const GemmModel& model) {

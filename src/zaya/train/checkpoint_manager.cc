@@ -55,7 +55,8 @@ void CheckpointManager::guarded(int64_t step, const std::function<void()>& save)
           fmt::format("{}; {} checkpoint save(s) in a row failed, stopping at step {} (ft.{}); "
                       "make room and continue with --resume",
                       e.what(), failed_in_a_row_, step,
-                      config_.ft.on_save_error == "stop" ? "on_save_error = \"stop\"" : "max_failed_saves"));
+                      config_.ft.on_save_error == "stop" ? "on_save_error = \"stop\"" : "max_failed_saves"),
+          e.usage(), e.print_here());
     log_.incident("save-failed", std::string(e.what()) + "; training continues, the next save will try again", step);
     return;
   }

@@ -7,6 +7,7 @@
 #include "zaya/core/error.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
+#include "zaya/dist/mesh.h"
 
 namespace zaya {
 
@@ -16,13 +17,8 @@ std::unique_ptr<TrainJob> start_train_job(const std::function<TrainConfig()>& lo
   TrainConfig config;
   run_collectively(*world, "loading the config", [&] { config = load_config(); });
   check_same_on_all_ranks(*world, train_config_to_toml(config), what);
-  run_collectively(*world, "building the process mesh", [&] {
-    const int ep = config.parallel.ep, cp = config.parallel.cp;
-    ZAYA_CHECK(world->size() % (ep * cp) == 0,
-               "{}: the world of {} ranks does not fit parallel.ep = {} x parallel.cp = {}: the world size must be "
-               "a multiple of ep * cp (dp = world / (ep * cp))",
-               config.source, world->size(), ep, cp);
-  });
+  run_collectively(*world, "building the process mesh",
+                   [&] { check_world_fits(world->size(), config.parallel.ep, config.parallel.cp, config.source); });
   auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep, config.parallel.cp);
   std::unique_ptr<TrainJob> job;
   run_collectively(mesh->world(), "start-up", [&] { job = std::make_unique<TrainJob>(config, options, mesh); });
@@ -59,7 +55,8 @@ ResumeReport resume_train_job(TrainJob& job, const std::string& what) {
   std::string failures;
   for (const std::string& d : report.damaged) failures += fmt::format("\n  {}", d);
   throw CollectiveError(
-      fmt::format("--resume: no checkpoint in {} could be loaded:{}", config.checkpoint_dir(), failures));
+      fmt::format("--resume: no checkpoint in {} could be loaded:{}", config.checkpoint_dir(), failures), false,
+      world.rank() == 0);
 }
 
 }  // namespace zaya

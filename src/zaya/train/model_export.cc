@@ -160,12 +160,12 @@ std::string resolve_export_format(const std::string& out, const std::string& for
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
   const bool gguf_name = ext == ".gguf";
   if (format == "auto") return gguf_name ? "gguf" : "safetensors";
-  ZAYA_CHECK(format == "safetensors" || format == "gguf", "--format '{}' is invalid; allowed: auto, safetensors, gguf",
-             format);
-  ZAYA_CHECK(!(format == "safetensors" && gguf_name),
-             "--format safetensors writes a directory, but --out {} is named like a GGUF file (.gguf); drop "
-             "--format (a .gguf name gives GGUF) or choose an --out without .gguf",
-             out);
+  ZAYA_CHECK_USAGE(format == "safetensors" || format == "gguf",
+                   "--format '{}' is invalid; allowed: auto, safetensors, gguf", format);
+  ZAYA_CHECK_USAGE(!(format == "safetensors" && gguf_name),
+                   "--format safetensors writes a directory, but --out {} is named like a GGUF file (.gguf); drop "
+                   "--format (a .gguf name gives GGUF) or choose an --out without .gguf",
+                   out);
   return format;
 }
 
@@ -219,9 +219,10 @@ std::string export_model_name(const ModelSource& source) {
 ExportReport export_model(const std::string& in, const std::string& out, const ExportOptions& o) {
   ExportReport r;
   r.format = resolve_export_format(out, o.format);
-  ZAYA_CHECK(o.dtype == "f32" || o.dtype == "bf16" || o.dtype == "f16", "--dtype '{}' is invalid; allowed: f32, bf16{}",
-             o.dtype, r.format == "gguf" ? ", f16" : "");
-  ZAYA_CHECK(r.format == "gguf" || o.dtype != "f16", "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
+  ZAYA_CHECK_USAGE(o.dtype == "f32" || o.dtype == "bf16" || o.dtype == "f16",
+                   "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype, r.format == "gguf" ? ", f16" : "");
+  ZAYA_CHECK_USAGE(r.format == "gguf" || o.dtype != "f16",
+                   "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
   const std::string target = without_trailing_slash(out).string();
   r.replaced = check_export_target(target, r.format, o.force);
   r.source = resolve_model_source(in);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "zaya/core/error.h"
+#include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
 
 namespace zaya {
@@ -76,36 +78,32 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
   return out;
 }
 
-void apply_phase_override(toml::table& root, const std::string& assignment, const std::string& source) {
+void apply_phase_override(toml::table& root, const std::string& assignment) {
   // phase.N.key=value
   const size_t eq = assignment.find('=');
   const size_t dot = assignment.find('.', 6);
   const std::string usage =
       "expected phase.N.key=value with N counting the [[phase]] tables from 1, e.g. "
       "phase.2.tokens=1000000";
-  ZAYA_CHECK(eq != std::string::npos && dot != std::string::npos && dot < eq, "{}: override '{}' is invalid; {}",
-             source, assignment, usage);
+  ZAYA_CHECK_USAGE(eq != std::string::npos && dot != std::string::npos && dot < eq, "--set {} is invalid; {}",
+                   assignment, usage);
   const std::string index = assignment.substr(6, dot - 6), key = assignment.substr(dot + 1, eq - dot - 1);
   char* end = nullptr;
   const long n = std::strtol(index.c_str(), &end, 10);
   toml::array* phases = root.get_as<toml::array>("phase");
   const size_t count = phases == nullptr ? 0 : phases->size();
-  ZAYA_CHECK(!index.empty() && *end == '\0' && n >= 1 && size_t(n) <= count,
-             "{}: override '{}': phase '{}' is invalid; allowed: 1..{} (the config has {} [[phase]] tables)", source,
-             assignment, index, count, count);
-  ZAYA_CHECK(std::find(kPhaseKeys.begin(), kPhaseKeys.end(), key) != kPhaseKeys.end() && key != "data",
-             "{}: override '{}': unknown key '{}'; allowed: {}", source, assignment, key,
-             fmt::join(kPhaseKeys.begin(), kPhaseKeys.end() - 1, ", "));
-  const std::string value = assignment.substr(eq + 1);
-  toml::table parsed;
-  try {
-    parsed = toml::parse("v = " + value);
-  } catch (const toml::parse_error&) {
-    parsed.insert_or_assign("v", value);  // a bare word: take it as a string (names)
+  ZAYA_CHECK_USAGE(!index.empty() && *end == '\0' && n >= 1 && size_t(n) <= count,
+                   "--set {}: phase '{}' is invalid; allowed: 1..{} (the config has {} [[phase]] tables)", assignment,
+                   index, count, count);
+  const std::vector<std::string> keys(kPhaseKeys.begin(), kPhaseKeys.end() - 1);  // not "data": a list of tables
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    const std::optional<std::string> guess = closest_name(key, keys);
+    fail_usage("--set {}: unknown key '{}' in [[phase]]{}; allowed: {}", assignment, key,
+               guess ? fmt::format(" (did you mean 'phase.{}.{}'?)", index, *guess) : "", fmt::join(keys, ", "));
   }
   toml::table* table = (*phases)[size_t(n - 1)].as_table();
   ZAYA_ASSERT(table != nullptr);
-  table->insert_or_assign(key, *parsed.get("v"));
+  insert_override(*table, key, assignment.substr(eq + 1), assignment);
 }
 
 }  // namespace zaya

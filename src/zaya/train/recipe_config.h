@@ -31,7 +31,8 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
                                       const PhaseDefaults& defaults);
 
 // Applies "phase.N.key=value" (N counts from 1) to the N-th [[phase]] table of
-// `root`, as `zaya train --set phase.2.tokens=1000000` does.
-void apply_phase_override(toml::table& root, const std::string& assignment, const std::string& source);
+// `root`, as `zaya train --set phase.2.tokens=1000000` does; a mistake in it
+// is a UsageError naming the flag.
+void apply_phase_override(toml::table& root, const std::string& assignment);
 
 }  // namespace zaya

@@ -127,6 +127,12 @@ TEST(Recipe, TomlRoundTripAndPhaseOverrides) {
   EXPECT_EQ(again.run.steps, t.run.steps);
   EXPECT_NE(error_of(kRecipe, {"phase.3.tokens=1"}).find("allowed: 1..2"), std::string::npos);
   EXPECT_NE(error_of(kRecipe, {"phase.1.tokenz=1"}).find("unknown key 'tokenz'"), std::string::npos);
+  EXPECT_NE(error_of(kRecipe, {"phase.1.tokenz=1"})
+                .find("--set phase.1.tokenz=1: unknown key 'tokenz' in [[phase]] "
+                      "(did you mean 'phase.1.tokens'?)"),
+            std::string::npos);
+  EXPECT_THROW(parse_train_config(kRecipe, "recipe.toml", {"phase.1.tokenz=1"}), UsageError);
+  EXPECT_THROW(parse_train_config(kRecipe, "recipe.toml", {"phase.9.tokens=1"}), UsageError);
   EXPECT_NE(error_of(kRecipe, {"phase.x=1"}).find("phase.N.key=value"), std::string::npos);
 }
 
@@ -147,7 +153,7 @@ TEST(Recipe, ErrorsNameFileKeyAndAllowed) {
   expect(edited("seq_len = 64\n", ""), "phase[1].seq_len is missing");
   expect(edited("tokens = 4096\n", ""), "phase[2].tokens is missing");
   expect(edited("name = \"long\"", "nmae = \"long\""),
-         "unknown key 'phase[2].nmae'; allowed keys in [phase[2]]: name, tokens");
+         "unknown key 'phase[2].nmae' (did you mean 'phase[2].name'?); allowed keys in [phase[2]]: name, tokens");
   expect(edited("weight = 1\n", "wieght = 1\n"), "unknown key 'phase[1].data[2].wieght'");
   expect(edited("rope_theta = 100000", "rope_theta = 1"),
          "phase[2].rope_theta = 1 is invalid; allowed: a number in (1,");

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "zaya/core/error.h"
+#include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
 #include "zaya/train/recipe_config.h"
@@ -42,30 +43,35 @@ const toml::table* table_of(const toml::table& root, const char* name, const std
   return n->as_table();
 }
 
+// " (did you mean 'x'?); allowed: ..." for a misspelt name, the list alone when no name is close.
+std::string name_hint(const std::string& word, const std::vector<std::string>& names) {
+  const std::optional<std::string> guess = closest_name(word, names);
+  return fmt::format("{}; allowed: {}", guess ? fmt::format(" (did you mean '{}'?)", *guess) : "",
+                     fmt::join(names, ", "));
+}
+
+// `--set section.key=value`: a mistake in it is the command line's (UsageError).
 void apply_override(toml::table& root, const std::string& assignment, const std::string& source) {
-  if (assignment.rfind("phase.", 0) == 0) return apply_phase_override(root, assignment, source);
+  if (assignment.rfind("phase.", 0) == 0) return apply_phase_override(root, assignment);
   const size_t eq = assignment.find('=');
   const size_t dot = assignment.find('.');
   if (eq == std::string::npos || dot == std::string::npos || dot > eq)
-    fail("{}: override '{}' is invalid; expected section.key=value, e.g. train.steps=100", source, assignment);
+    fail_usage("--set {} is invalid; expected section.key=value, e.g. train.steps=100", assignment);
   const std::string section = assignment.substr(0, dot), key = assignment.substr(dot + 1, eq - dot - 1);
-  const std::string value = assignment.substr(eq + 1);
   if (std::find(kSections.begin(), kSections.end(), section) == kSections.end())
-    fail("override '{}': unknown section '{}'; allowed: {}", assignment, section, fmt::join(kSections, ", "));
-  toml::table parsed;
-  try {
-    parsed = toml::parse("v = " + value);
-  } catch (const toml::parse_error&) {
-    parsed.insert_or_assign("v", value);  // a bare word: take it as a string (paths)
-  }
+    fail_usage("--set {}: unknown section '{}'{}", assignment, section, name_hint(section, kSections));
   if (!root.contains(section)) root.insert(section, toml::table{});
-  root[section].as_table()->insert_or_assign(key, *parsed.get("v"));
+  toml::table* table = root[section].as_table();
+  if (table == nullptr) fail("{}: '{}' must be a table ([{}])", source, section, section);
+  insert_override(*table, key, assignment.substr(eq + 1), assignment);
 }
 
 TrainConfig build(const toml::table& root, const std::string& source) {
-  for (auto&& [k, v] : root)
-    if (std::find(kSections.begin(), kSections.end(), std::string(k.str())) == kSections.end())
-      fail("{}: unknown section '{}'; allowed: {}", source, k.str(), fmt::join(kSections, ", "));
+  for (auto&& [k, v] : root) {
+    const std::string section(k.str());
+    if (std::find(kSections.begin(), kSections.end(), section) == kSections.end())
+      fail("{}: unknown section '{}'{}", source, section, name_hint(section, kSections));
+  }
   TrainConfig t;
   t.source = source;
   // [model]: a preset, then explicit overrides of any size (model/config_toml.h).

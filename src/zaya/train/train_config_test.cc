@@ -62,5 +62,59 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   EXPECT_NE(e.find("cosine, wsd, constant"), std::string::npos) << e;
 }
 
+// The message of the UsageError that a bad --set raises ("" if it raised none, or another error).
+std::string usage_error_of(const std::string& text, const std::vector<std::string>& overrides) {
+  try {
+    parse_train_config(text, "ok.toml", overrides);
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const Error& e) {
+    return std::string("not a usage error: ") + e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, SetMistakesBlameTheCommandLine) {
+  // A misspelt key: the flag is named (not the file), with the key it most likely means.
+  std::string e = usage_error_of(kMinimal, {"train.stesp=3"});
+  EXPECT_EQ(e.rfind("--set train.stesp=3: unknown key 'train.stesp' (did you mean 'train.steps'?); allowed keys in "
+                    "[train]: ",
+                    0),
+            0u)
+      << e;
+  EXPECT_EQ(e.find("ok.toml"), std::string::npos) << e;
+  e = usage_error_of(kMinimal, {"optim.lr=0.01", "model.hiden_size=64"});
+  EXPECT_NE(e.find("--set model.hiden_size=64: unknown key 'model.hiden_size' (did you mean 'model.hidden_size'?)"),
+            std::string::npos)
+      << e;
+  // A misspelt section.
+  e = usage_error_of(kMinimal, {"trian.steps=3"});
+  EXPECT_EQ(e,
+            "--set trian.steps=3: unknown section 'trian' (did you mean 'train'?); allowed: model, data, train, "
+            "optim, schedule, moe, parallel, checkpoint, ft, phase")
+      << e;
+  // A bad value, and one of the wrong type.
+  e = usage_error_of(kMinimal, {"train.micro_batch=0"});
+  EXPECT_EQ(e.rfind("--set train.micro_batch=0: train.micro_batch = 0 is invalid; allowed: an integer in 1..", 0), 0u)
+      << e;
+  e = usage_error_of(kMinimal, {"optim.lr=fast"});
+  EXPECT_EQ(e.rfind("--set optim.lr=fast: optim.lr = ", 0), 0u) << e;
+  // Not an assignment.
+  EXPECT_NE(usage_error_of(kMinimal, {"steps=3"}).find("--set steps=3 is invalid; expected section.key=value"),
+            std::string::npos);
+  // A key that nothing is close to: the allowed keys, no guess.
+  e = usage_error_of(kMinimal, {"train.learning_rate=1"});
+  EXPECT_NE(e.find("unknown key 'train.learning_rate'; allowed keys in [train]: seed,"), std::string::npos) << e;
+  // The same typo in the file is the file's: a plain Error naming file:line, with the guess too.
+  e = error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
+  EXPECT_NE(e.find("bad.toml:4: unknown key 'train.stesp' (did you mean 'train.steps'?)"), std::string::npos) << e;
+  EXPECT_EQ(usage_error_of(std::string(kMinimal) + "[train]\nstesp = 5\n", {}).rfind("not a usage error", 0), 0u);
+  e = error_of(std::string(kMinimal) + "[optimizer]\n");
+  EXPECT_NE(e.find("bad.toml: unknown section 'optimizer' (did you mean 'optim'?)"), std::string::npos) << e;
+  // A good --set value still wins over the file.
+  EXPECT_EQ(parse_train_config(std::string(kMinimal) + "[train]\nsteps = 5\n", "ok.toml", {"train.steps=7"}).run.steps,
+            7);
+}
+
 }  // namespace
 }  // namespace zaya

@@ -272,7 +272,8 @@ void TrainJob::rollback() {
   if (checkpoints_.open_now()) checkpoints_.guarded(step_, [&] { checkpoints_.finish(); });
   // The newest checkpoint (rank 0 chooses, everyone loads the same one).
   const std::string path = checkpoints_.newest();
-  if (const std::optional<std::string> why = guard_.rollback_refused(path, step_)) throw CollectiveError(*why);
+  if (const std::optional<std::string> why = guard_.rollback_refused(path, step_))
+    throw CollectiveError(*why, false, is_root());  // every rank refuses alike
   const int64_t bad = step_;
   const SamplerState data = phases_->train_data().state();
   const size_t bad_phase = phases_->phase();
