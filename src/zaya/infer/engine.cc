@@ -52,7 +52,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
         "yet",
         config_.sliding_window, config_.sliding_blocks.size());
   const ZayaConfig& c = config_;
-  rope_.build(max_context_, c.rotary_dim(), c.rope_theta);
+  rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
   const int64_t B = c.num_blocks;
   // The KV cache is left untouched (and so unallocated by the OS) until used.
   k_cache_ = aligned_alloc_array<float>(size_t(B * slots_ * max_context_ * kw_));

@@ -57,8 +57,8 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   }
   const int64_t S = S_full / std::max(cp_ranks, 1);  // rows per sequence on this rank
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
-  rope_.build(S_full, c.rotary_dim(), c.rope_theta);
-  if (c.has_sliding()) sliding_rope_.build(S_full, c.rotary_dim(), c.sliding_rope_theta);
+  rope_.build(S_full, c.rotary_dim(), c.rope_theta, c.rope_precision);
+  if (c.has_sliding()) sliding_rope_.build(S_full, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
   pos_T_.resize(T);
   targets_T_.assign(T, -1);
   ids_T_.assign(T, 0);
