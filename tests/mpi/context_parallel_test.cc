@@ -39,11 +39,17 @@ Result forward_backward(const ZayaModel& model, ModelWorkspace& ws, const std::v
   return r;
 }
 
-void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S) {
+// window > 0: sliding-window attention (spec §12) on the even blocks, with their own RoPE base.
+void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t window = 0) {
   Comm& w = world();
   auto cp = w.split(w.rank() / cp_size, w.rank() % cp_size, "cp");
   ZayaConfig c = testing::model_test_config();
   c.max_position = S;
+  if (window > 0) {
+    c.sliding_window = window;
+    c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "test");
+    c.sliding_rope_theta = 500;
+  }
   ZayaModel model(c);
   model.init(11);
   float* p = model.param_data();  // move every parameter off its init so each one matters
@@ -97,8 +103,8 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S) {
   }
   EXPECT_GT(checked, 50);
   if (world().rank() == 0)
-    std::printf("cp %d, B %lld x S %lld: worst relative gradient difference %.2e, logits %.2e\n", cp_size, (long long)B,
-                (long long)S, worst, max_err / max_abs);
+    std::printf("cp %d, B %lld x S %lld, window %lld: worst relative gradient difference %.2e, logits %.2e\n", cp_size,
+                (long long)B, (long long)S, (long long)window, worst, max_err / max_abs);
 }
 
 TEST(ContextParallel, LossAndGradientsMatchOneRank) {
@@ -107,6 +113,17 @@ TEST(ContextParallel, LossAndGradientsMatchOneRank) {
     if (n % cp != 0) continue;
     check_cp_matches_single_rank(cp, 2, 12 * cp);  // chunks of 6 tokens
     check_cp_matches_single_rank(cp, 1, 4 * cp);   // the shortest: 2 tokens per chunk
+  }
+}
+
+// Sliding windows shorter than a chunk (each key range lies within one or two
+// chunks), across a chunk boundary, of one token, and as long as the sequence.
+TEST(ContextParallel, SlidingWindowMatchesOneRank) {
+  const int n = world().size();
+  for (int cp = 2; cp <= n; ++cp) {
+    if (n % cp != 0) continue;
+    for (int64_t window : {1, 3, 8, 12 * cp})
+      check_cp_matches_single_rank(cp, 2, 12 * cp, window);  // chunks of 6 tokens
   }
 }
 

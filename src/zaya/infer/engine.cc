@@ -47,8 +47,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
               options.bf16_activations) {
   options_.validate(config_);
   const ZayaConfig& c = config_;
-  rope_.build(max_context_, c.rotary_dim(), c.rope_theta);
-  if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta);
+  rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
+  if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
   const int64_t B = c.num_blocks;
   // Full blocks keep every position; a sliding block a ring of its last W - 1 keys.
   cache_rows_.resize(B);

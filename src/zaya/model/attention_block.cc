@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/model/context_parallel.h"
 
@@ -25,8 +26,16 @@ CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
 CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {
   return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c)};
 }
-AttentionShape attn_shape(const ZayaConfig& c, const BatchShape& b) {
-  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim};
+AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& b) {
+  AttentionShape s{b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim};
+  s.window = c.window_of(block);
+  return s;
+}
+// The block's RoPE table: sliding blocks have their own base (spec §12).
+const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b) {
+  const RopeTable* t = c.is_sliding(block) ? b.sliding_rope : b.rope;
+  ZAYA_ASSERT(t != nullptr);
+  return *t;
 }
 
 void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
@@ -93,9 +102,10 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   }
 }
 
-void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a, AttentionScratch& s,
-                             const BatchShape& b, const float* x_TD, float* out_TD) {
+void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
+                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
+  const RopeTable& rope = rope_of(c, block, b);
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
     linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
@@ -118,11 +128,11 @@ void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, Att
   Request gather_v, gather_k;
   if (cp != nullptr) gather_v = cp_gather_begin(*cp, a.v_TK, b.batch, K, s.stage + b.batch * cp->full_seq() * K);
   l2norm_heads_forward<float>(a.k_TK, a.k_inv_TH, a.k_pre_TK, w.temp_Hk, T, c.kv_heads, c.head_dim);
-  rope_apply<float>(a.k_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, false);
+  rope_apply<float>(a.k_TK, b.pos_T, T, c.kv_heads, c.head_dim, rope, false);
   if (cp != nullptr) gather_k = cp_gather_begin(*cp, a.k_TK, b.batch, K, s.stage);
   l2norm_heads_forward<float>(a.q_TQ, a.q_inv_TH, a.q_pre_TQ, nullptr, T, c.q_heads, c.head_dim);
-  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, false);
-  AttentionShape as = attn_shape(c, b);
+  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, rope, false);
+  AttentionShape as = attn_shape(c, block, b);
   const float* k = a.k_TK;
   const float* v = a.v_TK;
   if (cp != nullptr) {
@@ -138,10 +148,11 @@ void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, Att
   linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
 }
 
-void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, const AttentionWeights& g,
+void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
                               const float* dout_TD, float* dx_TD) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
+  const RopeTable& rope = rope_of(c, block, b);
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero(s.dO_TQ, T * Q);
@@ -153,7 +164,7 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
   const ContextParallel* cp = b.cp;
   if (cp == nullptr) {
     attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS,
-                              attn_shape(c, b), s.attn);
+                              attn_shape(c, block, b), s.attn);
   } else {
     // Gather K and V again (not kept: memory per rank stays O(S / cp) per layer),
     // then return each rank's share of their gradients.
@@ -163,7 +174,7 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
     Request gv = cp_gather_begin(*cp, a.v_TK, b.batch, K, s.stage + full);
     cp_gather_end(*cp, gk, s.stage, s.k_full_BSK, b.batch, K);
     cp_gather_end(*cp, gv, s.stage + full, s.v_full_BSK, b.batch, K);
-    AttentionShape as = attn_shape(c, b);
+    AttentionShape as = attn_shape(c, block, b);
     as.kv_seq = cp->full_seq();
     as.q_pos = b.pos_T;
     zero(s.dk_full_BSK, full);
@@ -174,8 +185,8 @@ void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, co
     cp_reduce_scatter(*cp, s.dv_full_BSK, s.dv_TK, b.batch, K, s.stage);
   }
   // RoPE is a rotation: its backward is the inverse rotation.
-  rope_apply<float>(s.dq_TQ, b.pos_T, T, c.q_heads, c.head_dim, *b.rope, true);
-  rope_apply<float>(s.dk_TK, b.pos_T, T, c.kv_heads, c.head_dim, *b.rope, true);
+  rope_apply<float>(s.dq_TQ, b.pos_T, T, c.q_heads, c.head_dim, rope, true);
+  rope_apply<float>(s.dk_TK, b.pos_T, T, c.kv_heads, c.head_dim, rope, true);
   // QK norm
   zero(s.dq_pre_TQ, T * Q);
   zero(s.dk_pre_TK, T * K);

@@ -6,6 +6,10 @@
 //   V   = [v_cur(t), v_prev(t - 1)]     two value time streams
 //   Q, K <- L2-normalised to sqrt(d) (K times temp), then partial RoPE
 //   O   = causal GQA softmax attention;  out = O Wo^T
+// A sliding-window block (spec §12, ZayaConfig::is_sliding) masks keys older
+// than its window (query i sees keys i-W+1..i) and rotates with its own RoPE
+// table (BatchShape::sliding_rope: base sliding_rope_theta, absolute
+// positions); the convolutions and the value shift are those of a full block.
 // Under context parallelism (shape.cp) the rows are this rank's two chunks of
 // each sequence: the convolutions and the value shift read a halo of the two
 // projection rows before each chunk, and attention all-gathers K and V
@@ -69,12 +73,12 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
                              Arena& arena, int cp = 0);
 
-// out_TD = block(x_TD).
-void attention_block_forward(const ZayaConfig& c, const AttentionWeights& w, AttentionActs& a, AttentionScratch& s,
-                             const BatchShape& shape, const float* x_TD, float* out_TD);
+// out_TD = block(x_TD) for block `block` (0 .. num_blocks - 1: its window and RoPE base).
+void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
+                             AttentionScratch& s, const BatchShape& shape, const float* x_TD, float* out_TD);
 
 // Adds into dx_TD and the parameter gradients g.
-void attention_block_backward(const ZayaConfig& c, const AttentionWeights& w, const AttentionWeights& g,
+void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& shape, const float* x_TD,
                               const float* dout_TD, float* dx_TD);
 

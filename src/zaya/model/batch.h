@@ -15,9 +15,10 @@ struct BatchShape {
   int64_t batch = 0;
   int64_t seq = 0;
   int64_t tokens() const { return batch * seq; }
-  const int32_t* pos_T = nullptr;  // position of each row
-  const RopeTable* rope = nullptr;
-  const ContextParallel* cp = nullptr;  // null: whole sequences on this rank
+  const int32_t* pos_T = nullptr;           // position of each row
+  const RopeTable* rope = nullptr;          // full-attention blocks (model.rope_theta)
+  const RopeTable* sliding_rope = nullptr;  // sliding-window blocks (model.sliding_rope_theta); null without any
+  const ContextParallel* cp = nullptr;      // null: whole sequences on this rank
 };
 
 }  // namespace zaya

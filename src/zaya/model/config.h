@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "zaya/ops/rope.h"
+
 namespace zaya {
 
 struct ZayaConfig {
@@ -23,6 +25,9 @@ struct ZayaConfig {
   int64_t conv_kernel1 = 2;  // cca_time1: grouped conv kernel
   double rope_theta = 1e6;   // RoPE base of full-attention blocks
   double partial_rotary_factor = 0.5;
+  // How RoPE angles are computed (model.rope_precision, spec §11): float64 (the default, which every golden value
+  // was made with) or the reference's float32 inverse frequencies and angles.
+  RopePrecision rope_precision = RopePrecision::kF64;
   int64_t max_position = 32768;  // max_position_embeddings
   // Sliding-window attention (ZAYA1-74B-preview, spec §12). 0: every block attends to the whole prefix. On a
   // sliding block query i sees keys i-W+1..i (W counts the query itself: native `sliding_window`; legacy

@@ -77,6 +77,17 @@ TEST(Config, SlidingWindowInTheModelTable) {
   EXPECT_FALSE(parse(model_table_to_toml("tiny", preset_config("tiny"))).has_sliding());
 }
 
+TEST(Config, RopePrecisionKey) {
+  EXPECT_EQ(parse("[model]\n").rope_precision, RopePrecision::kF64);
+  EXPECT_EQ(parse("[model]\nrope_precision = \"f32\"\n").rope_precision, RopePrecision::kF32);
+  ZayaConfig w = preset_config("tiny");
+  w.rope_precision = RopePrecision::kF32;
+  EXPECT_EQ(parse(model_table_to_toml("tiny", w)).rope_precision, RopePrecision::kF32);
+  EXPECT_EQ(parse(model_table_to_toml("tiny", preset_config("tiny"))).rope_precision, RopePrecision::kF64);
+  testing::expect_error([] { parse("[model]\nrope_precision = \"bf16\"\n"); },
+                        "model.rope_precision = 'bf16' is invalid; allowed: one of: f32, f64");
+}
+
 TEST(Config, BadSlidingSettingsAreNamed) {
   testing::expect_error([] { parse("[model]\nsliding_window = 3\nsliding_blocks = \"odd\"\n"); },
                         "model.sliding_blocks = 'odd' is invalid; allowed: one of: even, all, none");

@@ -30,7 +30,8 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "router_norm_eps",
                                              "sliding_window",
                                              "sliding_blocks",
-                                             "sliding_rope_theta"};
+                                             "sliding_rope_theta",
+                                             "rope_precision"};
 
 }  // namespace
 
@@ -50,6 +51,10 @@ ModelTable parse_model_table(const toml::table* table, const std::string& source
   c.kv_heads = m.get_int("kv_heads", c.kv_heads, 1, 1024);
   c.head_dim = m.get_int("head_dim", c.head_dim, 2, 4096);
   c.rope_theta = m.get_double("rope_theta", c.rope_theta, 1.0, 1e12);
+  c.rope_precision =
+      m.get_string("rope_precision", c.rope_precision == RopePrecision::kF32 ? "f32" : "f64", {"f32", "f64"}) == "f32"
+          ? RopePrecision::kF32
+          : RopePrecision::kF64;
   c.partial_rotary_factor = m.get_double("partial_rotary_factor", c.partial_rotary_factor, 0.0, 1.0);
   c.max_position = m.get_int("max_position_embeddings", c.max_position, 1, int64_t(1) << 24);
   c.experts = m.get_int("experts", c.experts, 1, 63);
@@ -87,7 +92,8 @@ std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c) 
                    c.partial_rotary_factor, c.max_position, c.experts, c.expert_ffn);
   s += fmt::format("router_hidden = {}\ntop_k = {}\nuse_skip = {}\nuse_eda = {}\nnorm_eps = {}\n", c.router_hidden,
                    c.top_k, c.use_skip, c.use_eda, c.norm_eps);
-  s += fmt::format("router_norm_eps = {}\n", c.router_norm_eps);
+  s += fmt::format("router_norm_eps = {}\nrope_precision = \"{}\"\n", c.router_norm_eps,
+                   c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
   s += fmt::format("sliding_window = {}\nsliding_blocks = [{}]\nsliding_rope_theta = {:.1f}\n\n", c.sliding_window,
                    fmt::join(c.sliding_blocks, ", "), c.sliding_rope_theta);
   return s;

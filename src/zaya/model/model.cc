@@ -30,11 +30,6 @@ float* input_norm(const ModelWeights& w, int64_t n) {
 ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts)
     : config_(config), params_(config, true, experts), buffers_(config, false) {
   config_.validate("model config");
-  if (config_.has_sliding())
-    fail(
-        "model config: sliding_window = {} on {} block(s): sliding-window attention is not implemented in training "
-        "yet; allowed: sliding_window = 0",
-        config_.sliding_window, config_.sliding_blocks.size());
   param_arena_.reset(params_.total_floats());
   buffer_arena_.reset(std::max<int64_t>(buffers_.total_floats(), 1));
   weights_ = bind_weights(config_, params_, param_arena_.data());
@@ -62,7 +57,8 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   }
   const int64_t S = S_full / std::max(cp_ranks, 1);  // rows per sequence on this rank
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
-  rope_.build(S_full, c.rotary_dim(), c.rope_theta);
+  rope_.build(S_full, c.rotary_dim(), c.rope_theta, c.rope_precision);
+  if (c.has_sliding()) sliding_rope_.build(S_full, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
   pos_T_.resize(T);
   targets_T_.assign(T, -1);
   ids_T_.assign(T, 0);
@@ -152,7 +148,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
     ZAYA_CHECK(ws.targets_T_[t] < c.real_vocab_size, "target id {} at position {} is outside the vocabulary",
                ws.targets_T_[t], ws.pos_T_[t]);
   }
-  ws.shape_ = {B, L, ws.pos_T_.data(), &ws.rope_, cp};
+  ws.shape_ = {B, L, ws.pos_T_.data(), &ws.rope_, c.has_sliding() ? &ws.sliding_rope_ : nullptr, cp};
   // Embedding (no scaling, spec §5).
   const int32_t* local_ids = ws.ids_T_.data();
 #pragma omp parallel for schedule(static)
@@ -168,7 +164,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                                   D);
     rmsnorm_forward<float>(ws.x_TD_[n], ws.rstd_T_[n], ws.res_TD_[n], input_norm(w, n), T, D, float(c.norm_eps));
     if (n % 2 == 0) {
-      attention_block_forward(c, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
+      attention_block_forward(c, n / 2, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
                               ws.out_TD_[n]);
     } else {
       const int64_t l = n / 2;
@@ -229,8 +225,8 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     const int64_t k = n - 1;  // the block whose output we now differentiate
     zero(ws.dx_TD_, T * D);
     if (k % 2 == 0) {
-      attention_block_backward(c, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape, ws.x_TD_[k],
-                               ws.dh_TD_, ws.dx_TD_);
+      attention_block_backward(c, k / 2, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape,
+                               ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_);
     } else {
       const int64_t l = k / 2;
       const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].router.r_TR : nullptr;
@@ -268,10 +264,18 @@ double model_forward_flops(const ZayaConfig& c, int64_t B, int64_t S, double rou
   const double T = double(B * S), D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
   const double C = double(c.conv_channels()), d = double(c.head_dim), R = double(c.router_hidden);
   const double N = double(c.router_slots()), F = double(c.expert_ffn), V = double(c.vocab_size);
-  const double per_token_attn = 2 * D * (Q + 2 * K) + 2 * Q * D + 2 * 2 * C * d + 2 * Q * double(S + 1);
+  const double per_token_attn = 2 * D * (Q + 2 * K) + 2 * Q * D + 2 * 2 * C * d;
   const double per_token_router = 2 * (D * R + 2 * R * R + R * N);
   const double blocks = double(c.num_blocks);
-  return blocks * T * (per_token_attn + per_token_router) + routed_rows * 6 * D * F + T * 2 * D * V;
+  // Scores and the weighted sum: 4 Q FLOPs per visible key. A sequence's rows
+  // see S (S + 1) / 2 keys causally, fewer in a window W < S (spec §12).
+  double keys = 0;
+  for (int64_t b = 0; b < c.num_blocks; ++b) {
+    const int64_t W = c.window_of(b);
+    keys += (W == 0 || W >= S) ? double(S) * double(S + 1) / 2 : double(W) * double(W + 1) / 2 + double(S - W) * W;
+  }
+  return blocks * T * (per_token_attn + per_token_router) + double(B) * 4 * Q * keys + routed_rows * 6 * D * F +
+         T * 2 * D * V;
 }
 
 }  // namespace zaya

@@ -106,6 +106,7 @@ class ModelWorkspace {
   ContextParallel cp_;
   BatchShape shape_;
   RopeTable rope_;
+  RopeTable sliding_rope_;  // built only when the config has sliding-window blocks
   std::vector<int32_t> pos_T_;
   std::vector<int32_t> targets_T_;
   std::vector<int32_t> ids_T_;
@@ -146,8 +147,9 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
                     float router_scale, const MoeLossOptions& loss,
                     const std::function<void(int)>* layer_done = nullptr);
 
-// Forward FLOPs (GEMMs + causal attention) of B*S tokens whose MoE layers sent
-// `routed_rows` rows to experts in total (summed over layers), used for MFU.
+// Forward FLOPs (GEMMs + causal attention, sliding blocks counting only the
+// keys in their window) of B*S tokens whose MoE layers sent `routed_rows` rows
+// to experts in total (summed over layers), used for MFU.
 double model_forward_flops(const ZayaConfig& config, int64_t batch, int64_t seq, double routed_rows);
 
 }  // namespace zaya

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "zaya/core/rng.h"
@@ -13,6 +14,26 @@ namespace zaya {
 namespace {
 
 ZayaConfig test_config() { return testing::model_test_config(); }
+
+// The test model with sliding-window attention (spec §12) on `pattern`'s blocks.
+ZayaConfig sliding_config(int64_t window, const std::string& pattern = "even", double theta = 500) {
+  ZayaConfig c = test_config();
+  c.sliding_window = window;
+  c.sliding_blocks = sliding_block_pattern(pattern, c.num_blocks, "test");
+  c.sliding_rope_theta = theta;
+  return c;
+}
+
+// Logits of one forward over ids (B x S) of a model initialised from `seed`.
+std::vector<float> logits_of(const ZayaConfig& c, const std::vector<int32_t>& ids, int64_t B, int64_t S) {
+  ZayaModel model(c);
+  model.init(9);
+  float* p = model.param_data();
+  for (int64_t i = 0; i < model.params().total_floats(); ++i) p[i] += 0.05f * normal01(79, 1, i);
+  ModelWorkspace ws(c, B, S, false);
+  model_forward(model, ws, ids.data(), nullptr, B, S, {});
+  return {ws.logits(), ws.logits() + B * S * c.vocab_size};
+}
 
 TEST(Model, ParameterCountsOfZaya1Base) {
   ParamCounts p = count_parameters(preset_config("zaya1-base"));
@@ -43,8 +64,7 @@ TEST(Model, InitialLossIsNearLogVocab) {
 // Directional derivative of the loss along a random direction in each tensor,
 // compared with central differences (float32, so a loose tolerance; the exact
 // check is the PyTorch golden test).
-TEST(Model, DirectionalDerivativesMatchFiniteDifferences) {
-  ZayaConfig c = test_config();
+void check_directional_derivatives(const ZayaConfig& c) {
   ZayaModel model(c);
   model.init(3);
   // Make every parameter matter: perturb ones/zeros away from their init.
@@ -92,12 +112,80 @@ TEST(Model, DirectionalDerivativesMatchFiniteDifferences) {
   EXPECT_GT(checked, 50);
 }
 
+TEST(Model, DirectionalDerivativesMatchFiniteDifferences) { check_directional_derivatives(test_config()); }
+
+// Sliding-window blocks 0 and 2 with a window of 3 (< S = 9) and their own RoPE base.
+TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithSlidingWindow) {
+  check_directional_derivatives(sliding_config(3));
+}
+
+// With every block sliding, information travels at most W - 1 positions per
+// attention (plus the convolutions' two rows and the value shift's one), so a
+// token far enough back cannot change a logit; with full attention it does.
+TEST(Model, SlidingWindowLimitsHowFarBackATokenReaches) {
+  const int64_t B = 1, S = 40, W = 3;
+  std::vector<int32_t> ids(S), changed;
+  for (int64_t i = 0; i < S; ++i) ids[i] = int32_t((i * 13 + 4) % 90);
+  changed = ids;
+  changed[0] = 77;
+  const ZayaConfig sliding = sliding_config(W, "all"), full = test_config();
+  const int64_t reach = sliding.num_blocks * (W - 1 + 2 + 1), V = sliding.vocab_size;
+  const std::vector<float> a = logits_of(sliding, ids, B, S), b = logits_of(sliding, changed, B, S);
+  const std::vector<float> fa = logits_of(full, ids, B, S), fb = logits_of(full, changed, B, S);
+  bool near_changed = false, far_changed_full = false;
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t i = t * V + v;
+      if (t > reach) {
+        ASSERT_EQ(a[i], b[i]) << "position " << t << " sees token 0 through a window of " << W;
+        far_changed_full |= fa[i] != fb[i];
+      }
+      if (t <= W - 1) near_changed |= a[i] != b[i];
+    }
+  EXPECT_TRUE(near_changed);
+  EXPECT_TRUE(far_changed_full);
+}
+
+// A window as long as the sequence is full attention: with the sliding base
+// equal to rope_theta the model is the plain one; with another base the
+// sliding blocks rotate with it (here every block, so it is the plain model
+// with rope_theta = that base).
+TEST(Model, SlidingBlocksRotateWithTheirOwnRopeBase) {
+  const int64_t B = 2, S = 12;
+  std::vector<int32_t> ids(B * S);
+  for (int64_t i = 0; i < B * S; ++i) ids[i] = int32_t((i * 29 + 1) % 90);
+  ZayaConfig plain = test_config();
+  EXPECT_EQ(logits_of(sliding_config(S, "all", plain.rope_theta), ids, B, S), logits_of(plain, ids, B, S));
+  ZayaConfig other_base = plain;
+  other_base.rope_theta = 500;
+  const std::vector<float> sliding = logits_of(sliding_config(S, "all", 500), ids, B, S);
+  EXPECT_EQ(sliding, logits_of(other_base, ids, B, S));
+  EXPECT_NE(sliding, logits_of(plain, ids, B, S));
+  // Only the even blocks slide: neither all-plain nor all-other.
+  const std::vector<float> even = logits_of(sliding_config(S, "even", 500), ids, B, S);
+  EXPECT_NE(even, sliding);
+  EXPECT_NE(even, logits_of(plain, ids, B, S));
+}
+
+// MFU counts only the keys inside a sliding block's window.
+TEST(Model, ForwardFlopsCountTheKeysInsideTheWindow) {
+  const ZayaConfig full = test_config();
+  const int64_t B = 2, S = 40, W = 3;
+  const double routed = 123;
+  EXPECT_EQ(model_forward_flops(sliding_config(S), B, S, routed), model_forward_flops(full, B, S, routed));
+  EXPECT_EQ(model_forward_flops(sliding_config(1000), B, S, routed), model_forward_flops(full, B, S, routed));
+  // Per sequence: S (S + 1) / 2 visible keys causally, W (W + 1) / 2 + (S - W) W in the window; 4 Q FLOPs each,
+  // on the two sliding blocks (0 and 2) of three.
+  const double saved = 2.0 * B * 4 * double(full.q_width()) * (S * (S + 1) / 2.0 - (W * (W + 1) / 2.0 + (S - W) * W));
+  EXPECT_DOUBLE_EQ(model_forward_flops(full, B, S, routed) - model_forward_flops(sliding_config(W), B, S, routed),
+                   saved);
+}
+
 // The context-parallel path on a group of one rank (its two chunks, the halo
 // and the K/V gather as copies to itself) computes what the plain path does:
 // the exchanges' bookkeeping, checked in one process (and under the
 // sanitizers); tests/mpi/context_parallel_test.cc checks 2 to 4 ranks.
-TEST(Model, ContextParallelPathOnOneRankMatchesPlainPath) {
-  ZayaConfig c = test_config();
+void check_cp_path_on_one_rank(const ZayaConfig& c) {
   ZayaModel model(c);
   model.init(5);
   float* p = model.param_data();
@@ -128,6 +216,11 @@ TEST(Model, ContextParallelPathOnOneRankMatchesPlainPath) {
     }
     EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-8) << e.name;
   }
+}
+
+TEST(Model, ContextParallelPathOnOneRankMatchesPlainPath) { check_cp_path_on_one_rank(test_config()); }
+TEST(Model, ContextParallelPathOnOneRankMatchesPlainPathWithSlidingWindow) {
+  check_cp_path_on_one_rank(sliding_config(3));
 }
 
 }  // namespace

@@ -9,6 +9,21 @@
 #include "zaya/ops/matmul.h"
 
 namespace zaya {
+namespace {
+
+// The query block starting at row i0 ends before the returned row: at most
+// kAttentionQueryBlock rows; with a window also at most that many positions,
+// so a block never straddles the gap between two context-parallel chunks and
+// its keys stay within W + kAttentionQueryBlock - 1.
+int64_t query_block_end(const AttentionShape& sh, int64_t i0) {
+  const int64_t end = std::min(sh.seq, i0 + kAttentionQueryBlock);
+  if (sh.window == 0) return end;
+  int64_t i1 = i0 + 1;
+  while (i1 < end && sh.pos(i1) - sh.pos(i0) < kAttentionQueryBlock) ++i1;
+  return i1;
+}
+
+}  // namespace
 
 template <typename T>
 void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK, const AttentionShape& sh,
@@ -26,28 +41,31 @@ void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const 
       const T* v = v_TK + b * Sk * KW + j * d;
       T* o = o_TQ + b * S * QW + h * d;
       T* lse = lse_BHS + (b * Hq + h) * S;
-      for (int64_t i0 = 0; i0 < S; i0 += kAttentionQueryBlock) {
-        // Keys 0 .. pos(i) for row i; the block's last row sees the most.
-        const int64_t i1 = std::min(S, i0 + kAttentionQueryBlock), rows = i1 - i0, keys = sh.pos(i1 - 1) + 1;
-        gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k, KW, T(0), probs, Sk);
+      for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
+        // Keys first_key(i) .. pos(i) for row i: the block's first row sees the
+        // first key, its last row the last; probs column c is key lo + c.
+        i1 = query_block_end(sh, i0);
+        const int64_t rows = i1 - i0, lo = sh.first_key(i0), keys = sh.pos(i1 - 1) + 1 - lo;
+        gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);
         for (int64_t r = 0; r < rows; ++r) {
           T* p = probs + r * Sk;
-          const int64_t valid = sh.pos(i0 + r) + 1;
+          const int64_t c0 = sh.first_key(i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
           T mx = -std::numeric_limits<T>::infinity();
-          for (int64_t c = 0; c < valid; ++c) mx = std::max(mx, p[c]);
+          for (int64_t c = c0; c < c1; ++c) mx = std::max(mx, p[c]);
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
-          for (int64_t c = 0; c < valid; ++c) {
+          for (int64_t c = c0; c < c1; ++c) {
             p[c] = std::exp(p[c] - mx);
             sum += p[c];
           }
           T inv = T(1) / sum;
 #pragma omp simd
-          for (int64_t c = 0; c < valid; ++c) p[c] *= inv;
-          for (int64_t c = valid; c < keys; ++c) p[c] = 0;
+          for (int64_t c = c0; c < c1; ++c) p[c] *= inv;
+          for (int64_t c = 0; c < c0; ++c) p[c] = 0;
+          for (int64_t c = c1; c < keys; ++c) p[c] = 0;
           lse[i0 + r] = mx + std::log(sum);
         }
-        gemm<T>(false, false, rows, d, keys, T(1), probs, Sk, v, KW, T(0), o + i0 * QW, QW);
+        gemm<T>(false, false, rows, d, keys, T(1), probs, Sk, v + lo * KW, KW, T(0), o + i0 * QW, QW);
       }
     }
   }
@@ -76,15 +94,16 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
         const T* dout = do_TQ + b * S * QW + h * d;
         T* dq = dq_TQ + b * S * QW + h * d;
         const T* lse = lse_BHS + (b * Hq + h) * S;
-        for (int64_t i0 = 0; i0 < S; i0 += kAttentionQueryBlock) {
-          const int64_t i1 = std::min(S, i0 + kAttentionQueryBlock), rows = i1 - i0, keys = sh.pos(i1 - 1) + 1;
-          // Recompute P from the saved log-sum-exp.
-          gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k, KW, T(0), probs, Sk);
-          gemm<T>(false, true, rows, keys, d, T(1), dout + i0 * QW, QW, v, KW, T(0), dprobs, Sk);
+        for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
+          i1 = query_block_end(sh, i0);
+          const int64_t rows = i1 - i0, lo = sh.first_key(i0), keys = sh.pos(i1 - 1) + 1 - lo;
+          // Recompute P from the saved log-sum-exp (column c: key lo + c).
+          gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);
+          gemm<T>(false, true, rows, keys, d, T(1), dout + i0 * QW, QW, v + lo * KW, KW, T(0), dprobs, Sk);
           for (int64_t r = 0; r < rows; ++r) {
             T* p = probs + r * Sk;
             T* dp = dprobs + r * Sk;
-            const int64_t valid = sh.pos(i0 + r) + 1;
+            const int64_t c0 = sh.first_key(i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
             const T row_lse = lse[i0 + r];
             // D_i = dO_i . O_i = sum_c dP_ic P_ic
             T di = 0;
@@ -92,15 +111,16 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
             const T* do_row = dout + (i0 + r) * QW;
             for (int64_t c = 0; c < d; ++c) di += o_row[c] * do_row[c];
 #pragma omp simd
-            for (int64_t c = 0; c < valid; ++c) {
+            for (int64_t c = c0; c < c1; ++c) {
               p[c] = std::exp(p[c] - row_lse);
               dp[c] = p[c] * (dp[c] - di) * scale;  // gradient wrt q.k before scaling
             }
-            for (int64_t c = valid; c < keys; ++c) p[c] = dp[c] = 0;
+            for (int64_t c = 0; c < c0; ++c) p[c] = dp[c] = 0;
+            for (int64_t c = c1; c < keys; ++c) p[c] = dp[c] = 0;
           }
-          gemm<T>(false, false, rows, d, keys, T(1), dprobs, Sk, k, KW, T(1), dq + i0 * QW, QW);
-          gemm<T>(true, false, keys, d, rows, T(1), dprobs, Sk, q + i0 * QW, QW, T(1), dk, KW);
-          gemm<T>(true, false, keys, d, rows, T(1), probs, Sk, dout + i0 * QW, QW, T(1), dv, KW);
+          gemm<T>(false, false, rows, d, keys, T(1), dprobs, Sk, k + lo * KW, KW, T(1), dq + i0 * QW, QW);
+          gemm<T>(true, false, keys, d, rows, T(1), dprobs, Sk, q + i0 * QW, QW, T(1), dk + lo * KW, KW);
+          gemm<T>(true, false, keys, d, rows, T(1), probs, Sk, dout + i0 * QW, QW, T(1), dv + lo * KW, KW);
         }
       }
     }

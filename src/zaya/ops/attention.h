@@ -1,13 +1,18 @@
 #pragma once
 // Causal softmax attention with grouped KV heads (spec §3 step 8):
 //   O_h = softmax(Q_h K_j^T / sqrt(d) + causal mask) V_j,  j = h / (Hq / Hk)
+// Sliding-window layers (spec §12) pass a window W > 0: query i then sees keys
+// i - W + 1 .. i only (W counts the query itself; W >= the sequence is full
+// causal attention). Key blocks outside every row's window are not computed.
 // Context parallelism (issue [cp]) gives a rank some query rows of each
 // sequence and all its keys: then q_pos names each query row's position in the
-// sequence (strictly increasing) and key c is visible to row i when c <= q_pos[i].
+// sequence (strictly increasing) and key c is visible to row i when
+// q_pos[i] - W + 1 <= c <= q_pos[i] (c <= q_pos[i] without a window).
 // Queries are processed in blocks so the masked upper triangle is mostly
 // skipped; probabilities are not stored: the backward pass recomputes them from
 // the saved row log-sum-exp (as FlashAttention does), so memory is O(T * H).
 
+#include <algorithm>
 #include <cstdint>
 
 namespace zaya {
@@ -16,10 +21,13 @@ struct AttentionShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   int64_t kv_seq = 0;              // keys per sequence (0: seq)
   const int32_t* q_pos = nullptr;  // position of each of the seq query rows (null: 0..seq-1)
+  int64_t window = 0;              // sliding window W (keys pos-W+1..pos); 0: full causal
   int64_t keys() const { return kv_seq > 0 ? kv_seq : seq; }
   int64_t pos(int64_t i) const { return q_pos != nullptr ? q_pos[i] : i; }
   int64_t q_width() const { return q_heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
+  // The first key row i may see.
+  int64_t first_key(int64_t i) const { return window > 0 ? std::max<int64_t>(0, pos(i) - window + 1) : 0; }
 };
 
 inline constexpr int64_t kAttentionQueryBlock = 64;

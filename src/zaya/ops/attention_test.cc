@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
@@ -15,7 +17,8 @@ using testing::random_vector;
 using Vec = std::vector<double>;
 
 // Direct causal GQA attention: full score matrix, mask, softmax, weighted sum.
-Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s) {
+// window > 0: row i sees keys max(0, i - window + 1) .. i only (spec §12).
+Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s, int64_t window = 0) {
   const int64_t B = s.batch, S = s.seq, Hq = s.q_heads, d = s.head_dim, G = Hq / s.kv_heads;
   const int64_t QW = s.q_width(), KW = s.kv_width();
   Vec o(B * S * QW, 0.0);
@@ -23,16 +26,19 @@ Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s)
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < S; ++i) {
         const int64_t j = h / G;
-        Vec sc(i + 1);
+        Vec sc(i + 1, 0.0);
+        std::vector<bool> seen(i + 1, false);
         double mx = -1e300;
         for (int64_t c = 0; c <= i; ++c) {
+          if (window > 0 && c < i - window + 1) continue;  // outside the window: masked
+          seen[c] = true;
           double acc = 0;
           for (int64_t e = 0; e < d; ++e) acc += q[(b * S + i) * QW + h * d + e] * k[(b * S + c) * KW + j * d + e];
           sc[c] = acc / std::sqrt(double(d));
           mx = std::max(mx, sc[c]);
         }
         double sum = 0;
-        for (double& x : sc) sum += (x = std::exp(x - mx));
+        for (int64_t c = 0; c <= i; ++c) sum += seen[c] ? (sc[c] = std::exp(sc[c] - mx)) : (sc[c] = 0.0);
         for (int64_t c = 0; c <= i; ++c)
           for (int64_t e = 0; e < d; ++e)
             o[(b * S + i) * QW + h * d + e] += sc[c] / sum * v[(b * S + c) * KW + j * d + e];
@@ -49,10 +55,11 @@ struct AttnCase {
     k = random_vector(T * s.kv_width(), 2, 1.5);
     v = random_vector(T * s.kv_width(), 3);
   }
+  mutable Vec scratch;  // kept: the finite differences run the forward thousands of times
   Vec forward(Vec* lse_out = nullptr) const {
     const int64_t T = shape.batch * shape.seq;
     Vec o(T * shape.q_width()), lse(shape.batch * shape.q_heads * shape.seq);
-    Vec scratch(attention_scratch_floats(shape, 64));
+    scratch.resize(attention_scratch_floats(shape, 64));
     attention_forward<double>(o.data(), lse.data(), q.data(), k.data(), v.data(), shape, scratch.data());
     if (lse_out) *lse_out = lse;
     return o;
@@ -65,8 +72,8 @@ TEST(Attention, ForwardMatchesDirectFormulaAcrossBlocks) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << i;
 }
 
-TEST(Attention, Gradients) {
-  AttnCase c({1, 67, 4, 2, 3});
+void check_gradients(AttentionShape shape) {
+  AttnCase c(shape);
   const int64_t T = c.shape.batch * c.shape.seq;
   Vec probe = random_vector(T * c.shape.q_width(), 4);
   auto loss = [&] { return dot(c.forward(), probe); };
@@ -76,16 +83,61 @@ TEST(Attention, Gradients) {
   Vec scratch(attention_scratch_floats(c.shape, 64));
   attention_backward<double>(dq.data(), dk.data(), dv.data(), probe.data(), c.q.data(), c.k.data(), c.v.data(),
                              o.data(), lse.data(), c.shape, scratch.data());
-  testing::expect_gradient("attention q", c.q, dq, loss);
-  testing::expect_gradient("attention k", c.k, dk, loss);
-  testing::expect_gradient("attention v", c.v, dv, loss);
+  const std::string w = " (window " + std::to_string(shape.window) + ")";
+  if (shape.window == 1) {  // each row is its own value: q and k do not matter
+    for (double x : dq) ASSERT_EQ(x, 0.0);
+    for (double x : dk) ASSERT_EQ(x, 0.0);
+  } else {
+    testing::expect_gradient("attention q" + w, c.q, dq, loss);
+    testing::expect_gradient("attention k" + w, c.k, dk, loss);
+  }
+  testing::expect_gradient("attention v" + w, c.v, dv, loss);
+}
+
+TEST(Attention, Gradients) { check_gradients({1, 67, 4, 2, 3}); }
+
+// Sliding-window layers (spec §12): query i sees keys i-W+1..i. Small windows,
+// a window across the query block boundary, and W >= S, which is full causal
+// attention exactly.
+TEST(Attention, SlidingWindowMatchesBruteForceMaskedAttention) {
+  for (int64_t window : {1, 2, 3, 5, 64, 69}) {
+    AttentionShape shape{2, 70, 4, 2, 4};
+    shape.window = window;
+    AttnCase c(shape);
+    Vec got = c.forward(), want = reference(c.q, c.k, c.v, c.shape, window);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << "window " << window << " " << i;
+  }
+  AttnCase full({2, 70, 4, 2, 4});
+  const Vec want = full.forward();
+  for (int64_t window : {70, 71, 1000}) {
+    full.shape.window = window;
+    EXPECT_EQ(full.forward(), want) << "window " << window << " >= S must be full causal attention";
+  }
+  // A window of 1: every row is its own value.
+  AttnCase one({1, 9, 2, 1, 3});
+  one.shape.window = 1;
+  Vec o = one.forward();
+  for (int64_t i = 0; i < 9; ++i)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 3; ++e) ASSERT_NEAR(o[i * 6 + h * 3 + e], one.v[i * 3 + e], 1e-15);
+}
+
+TEST(Attention, SlidingWindowGradients) {
+  // {window, seq}: 67 rows span two query blocks, the second starting at key 62.
+  for (auto [window, seq] : {std::pair<int64_t, int64_t>{1, 10}, {3, 67}}) {
+    AttentionShape shape{1, seq, 4, 2, 3};
+    shape.window = window;
+    check_gradients(shape);
+  }
 }
 
 // Context parallelism: some query rows (two chunks, as positions q_pos) against
 // all keys give those rows of full attention, and the gradients of those rows'
 // outputs (dK, dV over all keys).
-TEST(Attention, QueryRowsAtPositionsMatchFullAttention) {
-  AttnCase c({2, 80, 4, 2, 3});
+void check_rows_at_positions(int64_t window) {
+  AttentionShape shape{2, 80, 4, 2, 3};
+  shape.window = window;
+  AttnCase c(shape);
   const std::vector<int32_t> pos = [] {
     std::vector<int32_t> p;
     for (int32_t i = 10; i < 20; ++i) p.push_back(i);  // chunk 1 of 8
@@ -125,6 +177,50 @@ TEST(Attention, QueryRowsAtPositionsMatchFullAttention) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t r = 0; r < R; ++r)
       for (int64_t e = 0; e < QW; ++e) ASSERT_NEAR(dq[(b * R + r) * QW + e], fdq[(b * S + pos[r]) * QW + e], 1e-12);
+}
+
+TEST(Attention, QueryRowsAtPositionsMatchFullAttention) { check_rows_at_positions(0); }
+
+// With a window the two chunks' rows (one query block) see two separate key
+// ranges; 5 keeps them apart, 45 makes the later chunk reach into the earlier.
+TEST(Attention, QueryRowsAtPositionsWithSlidingWindow) {
+  for (int64_t window : {1, 5, 45}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    check_rows_at_positions(window);
+  }
+}
+
+// Keys outside every row's window are never read: NaN there leaves the output
+// and the gradients finite (a masked product would be NaN * 0 = NaN), and
+// their dK, dV stay exactly zero.
+TEST(Attention, SlidingWindowSkipsKeysOutsideEveryWindow) {
+  const int64_t S = 200, W = 4;
+  AttentionShape full{1, S, 2, 1, 4};
+  AttnCase c(full);
+  std::vector<int32_t> pos;
+  for (int32_t i = 150; i < 170; ++i) pos.push_back(i);
+  const int64_t R = int64_t(pos.size()), QW = full.q_width(), KW = full.kv_width();
+  AttentionShape sub = full;
+  sub.seq = R;
+  sub.kv_seq = S;
+  sub.q_pos = pos.data();
+  sub.window = W;
+  for (int64_t t = 0; t < S; ++t)
+    if (t < pos.front() - W + 1 || t > pos.back())
+      for (int64_t e = 0; e < KW; ++e) c.k[t * KW + e] = c.v[t * KW + e] = std::nan("");
+  Vec q_rows(c.q.begin() + pos.front() * QW, c.q.begin() + (pos.back() + 1) * QW);
+  Vec o(R * QW), lse(full.q_heads * R), scratch(attention_scratch_floats(sub, 64));
+  attention_forward<double>(o.data(), lse.data(), q_rows.data(), c.k.data(), c.v.data(), sub, scratch.data());
+  for (double x : o) ASSERT_TRUE(std::isfinite(x));
+  Vec probe = random_vector(R * QW, 6), dq(q_rows.size(), 0.0), dk(c.k.size(), 0.0), dv(c.v.size(), 0.0);
+  attention_backward<double>(dq.data(), dk.data(), dv.data(), probe.data(), q_rows.data(), c.k.data(), c.v.data(),
+                             o.data(), lse.data(), sub, scratch.data());
+  for (double x : dq) ASSERT_TRUE(std::isfinite(x));
+  for (int64_t t = 0; t < S; ++t)
+    for (int64_t e = 0; e < KW; ++e) {
+      const bool outside = t < pos.front() - W + 1 || t > pos.back();
+      ASSERT_TRUE(outside ? dk[t * KW + e] == 0 && dv[t * KW + e] == 0 : std::isfinite(dk[t * KW + e])) << t;
+    }
 }
 
 TEST(Attention, FloatMatchesDouble) {

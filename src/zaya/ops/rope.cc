@@ -6,7 +6,7 @@
 
 namespace zaya {
 
-void RopeTable::build(int64_t max_positions, int64_t rot_dim, double theta) {
+void RopeTable::build(int64_t max_positions, int64_t rot_dim, double theta, RopePrecision precision) {
   ZAYA_ASSERT(rot_dim % 2 == 0);
   max_pos = max_positions;
   half = rot_dim / 2;
@@ -16,8 +16,13 @@ void RopeTable::build(int64_t max_positions, int64_t rot_dim, double theta) {
   sin_Sr_f64.resize(max_pos * half);
   for (int64_t p = 0; p < max_pos; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      double inv_freq = std::pow(theta, -2.0 * double(i) / double(rot_dim));
-      double angle = double(p) * inv_freq;
+      double angle;
+      if (precision == RopePrecision::kF32) {
+        const float inv_freq = 1.0f / std::pow(float(theta), float(2 * i) / float(rot_dim));
+        angle = double(float(p) * inv_freq);
+      } else {
+        angle = double(p) * std::pow(theta, -2.0 * double(i) / double(rot_dim));
+      }
       cos_Sr_f64[p * half + i] = std::cos(angle);
       sin_Sr_f64[p * half + i] = std::sin(angle);
       cos_Sr[p * half + i] = float(cos_Sr_f64[p * half + i]);
