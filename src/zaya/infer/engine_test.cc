@@ -58,6 +58,34 @@ TEST(Engine, PrefillThenDecodeMatchesFullSequence) {
   }
 }
 
+// Sliding-window blocks (spec §12): the training model's forward with a window
+// of 3 on the even blocks and its own RoPE base there is what the decoder
+// computes, prefill then decode, across the window boundary and past a wrapped
+// ring; and it differs from the full-attention model's.
+TEST(Engine, SlidingWindowMatchesTheTrainingForward) {
+  ZayaConfig c = testing::small_test_config();
+  c.sliding_window = 3;
+  c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "test");
+  c.sliding_rope_theta = 700;
+  auto model = testing::random_model(c, 12);
+  auto im = InferModel::from_model(*model);
+  const std::vector<int32_t> ids = random_tokens(30, c.real_vocab_size, 6);
+  const std::vector<float> ref = reference_logits(*model, ids);
+  EngineOptions o;
+  o.max_context = 64;
+  InferenceEngine engine(*im, o);
+  for (int64_t prefill : {1, 2, 4, 30}) {
+    const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+    EXPECT_LT(logits_error(got.data(), ref.data(), 30, c.vocab_size, c.real_vocab_size), 2e-5) << "prefill " << prefill;
+  }
+  ZayaConfig full = c;
+  full.sliding_window = 0;
+  full.sliding_blocks.clear();
+  auto full_model = testing::random_model(full, 12);
+  const std::vector<float> full_ref = reference_logits(*full_model, ids);
+  EXPECT_GT(logits_error(full_ref.data(), ref.data(), 30, c.vocab_size, c.real_vocab_size), 1e-3);
+}
+
 // Three sequences of different prompt lengths in one ragged prefill step, then
 // decoded together (one token each per step); a fourth joins mid-way
 // (continuous batching); one finishes early. Each must equal its own
