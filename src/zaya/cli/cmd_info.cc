@@ -1,5 +1,6 @@
 // zaya info: a model's configuration and parameter counts.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,8 @@
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/layout_counts.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/model/params.h"
 #include "zaya/train/train_config.h"
 
@@ -23,7 +26,8 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "print a model's configuration and parameter counts");
   cmd->add_option("--preset", o->preset, "a built-in preset: tiny, small, zaya1-base, zaya1-8b, zaya1-74b");
   cmd->add_option("--config", o->config, "a training config (TOML)");
-  cmd->add_option("--model", o->model, "a model directory (config.json) or a .gguf file from zaya ckpt export");
+  cmd->add_option("--model", o->model,
+                  "a model directory (config.json, legacy or native layout) or a .gguf file from zaya ckpt export");
   cmd->add_option("--json", o->json_out, "also write the counts as JSON to this file");
   cmd->callback([o] {
     const std::string *preset = &o->preset, *config = &o->config, *model = &o->model, *json_out = &o->json_out;
@@ -41,7 +45,7 @@ void add_info_command(CLI::App& app) {
       c = ZayaGgufFile::open(*model).config();  // the same config as the directory it was exported from
       name = *model;
     } else {
-      c = load_hf_config((std::filesystem::path(*model) / "config.json").string());
+      c = read_model_directory_config(*model);
       name = *model;
     }
     const ParamCounts p = count_parameters(c);
@@ -50,6 +54,12 @@ void add_info_command(CLI::App& app) {
                c.num_blocks, c.half_layers(), c.hidden, c.vocab_size, c.real_vocab_size);
     fmt::print("  attention: CCGQA {} query heads, {} KV heads, head dim {}, rotary dim {}, theta {:g}\n", c.q_heads,
                c.kv_heads, c.head_dim, c.rotary_dim(), c.rope_theta);
+    if (c.has_sliding())
+      fmt::print("  sliding window: {} keys per query (the query included) on {}, {} of {} blocks, theta {:g} there\n",
+                 c.sliding_window, describe_sliding_blocks(c), c.sliding_blocks.size(), c.num_blocks,
+                 c.sliding_rope_theta);
+    else
+      fmt::print("  sliding window: none (every block attends to the whole prefix)\n");
     fmt::print("  MoE: {} experts of width {}{}, top-{}, router width {}{}\n", c.experts, c.expert_ffn,
                c.use_skip ? " + skip expert" : "", c.top_k, c.router_hidden, c.use_eda ? " with EDA" : "");
     fmt::print("  parameters: {:>15L} total ({:.3f}B)\n", p.total, p.total / 1e9);
@@ -58,8 +68,18 @@ void add_info_command(CLI::App& app) {
     fmt::print("              {:>15L} active per token, without the embedding ({:.3f}B)\n",
                p.active_without_embedding(), p.active_without_embedding() / 1e9);
     fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active, p.active / 1e9);
+    const LayoutTensorCounts n = layout_tensor_counts(c);
+    fmt::print("  tensors: {:L} legacy, {:L} native, {:L} GGUF\n", n.legacy, n.native, n.gguf);
+    if (const std::string note = zaya_branch_note(c); !note.empty()) fmt::print("  note: {}\n", note);
     if (!json_out->empty()) {
       const nlohmann::json j = {{"model", name},
+                                {"tensors", {{"legacy", n.legacy}, {"native", n.native}, {"gguf", n.gguf}}},
+                                {"sliding_window",
+                                 {{"window", c.has_sliding() ? c.sliding_window : 0},
+                                  {"blocks", c.has_sliding() ? c.sliding_blocks : std::vector<int64_t>{}},
+                                  {"rope_theta", c.sliding_rope_theta}}},
+                                {"rope_theta", c.rope_theta},
+                                {"loads_in_zaya_branch", c.fits_zaya_branch()},
                                 {"total", p.total},
                                 {"embedding", p.embedding},
                                 {"total_without_embedding", p.total_without_embedding()},

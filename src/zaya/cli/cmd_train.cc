@@ -61,8 +61,12 @@ void add_train_command(CLI::App& app) {
     options.quiet = o->quiet;
     options.stop_at = o->stop_at;
     options.heartbeat_dir = o->heartbeat_dir;
+    options.init_weights = o->resume.empty();  // a resume loads the checkpoint's weights instead
     std::unique_ptr<TrainJob> job =
         start_train_job([&] { return load_train_config(o->config, o->overrides); }, options);
+    if (o->resume.empty() && !job->config().init_from.empty() && job->is_root())
+      fmt::print("starting from the weights of {} (model.init_from; fresh optimizer state, step 0)\n",
+                 job->config().init_from);
     if (!o->resume.empty()) {
       const ResumeReport r = resume_train_job(*job, o->resume);
       if (job->is_root()) {

@@ -127,8 +127,8 @@ TEST(NativeLayout, ConfigParsing) {
   EXPECT_EQ(p.rope_theta, c.rope_theta);
   EXPECT_EQ(p.router_norm_eps, p.norm_eps);
   EXPECT_EQ(p.eos_token_id, c.eos_token_id);
-  j["layer_types"][1] = "hybrid_sliding";
-  testing::expect_error([&] { native_config_from_json(j, "cfg"); }, "hybrid_sliding is not supported");
+  j["layer_types"][1] = "hybrid_sliding";  // sliding layers need their window (spec §12)
+  testing::expect_error([&] { native_config_from_json(j, "cfg"); }, "\"sliding_window\" is missing or null");
   j = native_config(c);
   j["num_expert"] = 3;
   testing::expect_error([&] { native_config_from_json(j, "cfg"); }, "unknown config key \"num_expert\"");

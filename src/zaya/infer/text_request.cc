@@ -1,12 +1,15 @@
 #include "zaya/infer/text_request.h"
 
+#include <algorithm>
+
 #include "zaya/core/error.h"
 
 namespace zaya {
 
 std::vector<int32_t> default_stop_ids(const Tokenizer& tok, const ZayaConfig& c) {
   std::vector<int32_t> ids = {tok.eos_id()};
-  if (c.eos_token_id != tok.eos_id()) ids.push_back(int32_t(c.eos_token_id));
+  for (int64_t id : c.stop_token_ids())
+    if (std::find(ids.begin(), ids.end(), int32_t(id)) == ids.end()) ids.push_back(int32_t(id));
   return ids;
 }
 

@@ -20,8 +20,8 @@ struct TextRequest {
   std::vector<std::string> stop_strings;  // the completion ends before the first one met (stop_strings.h)
 };
 
-// The ids that end a request when none are given: the tokenizer's EOS, and the
-// config's eos_token_id as well when it is another id.
+// The ids that end a request when none are given: the tokenizer's EOS, and
+// every other id of the config's eos_token_id (a list in chat models' config.json).
 std::vector<int32_t> default_stop_ids(const Tokenizer& tokenizer, const ZayaConfig& config);
 
 // BOS (unless add_bos is false), then the tokenizer's ids of `text`. Fails if

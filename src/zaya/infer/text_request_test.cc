@@ -15,6 +15,8 @@ TEST(TextRequest, DefaultStopIdsAreTheTokenizersAndTheConfigsEos) {
   EXPECT_EQ(default_stop_ids(tok, c), std::vector<int32_t>{1});
   c.eos_token_id = 106;  // a checkpoint whose config names another end token
   EXPECT_EQ(default_stop_ids(tok, c), (std::vector<int32_t>{1, 106}));
+  c.eos_token_ids = {106, 1, 107};  // config.json's eos list: every id stops, each once
+  EXPECT_EQ(default_stop_ids(tok, c), (std::vector<int32_t>{1, 106, 107}));
 }
 
 TEST(TextRequest, PromptsStartWithBosUnlessAskedNot) {

@@ -1,5 +1,8 @@
 #include "zaya/model/config.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "zaya/core/error.h"
@@ -52,6 +55,10 @@ void ZayaConfig::validate(const std::string& source) const {
   for (auto [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"eos_token_id", eos_token_id},
                           std::pair{"bos_token_id", bos_token_id}})
     require(id >= 0 && id < real_vocab_size, source, name, id, "0..real_vocab_size-1");
+  for (size_t i = 0; i < eos_token_ids.size(); ++i)
+    require(eos_token_ids[i] >= 0 && eos_token_ids[i] < real_vocab_size && (i > 0 || eos_token_ids[0] == eos_token_id),
+            source, "eos_token_id list entry", eos_token_ids[i],
+            "0..real_vocab_size-1, the first equal to eos_token_id");
   require(sliding_window >= 0 && sliding_window <= (int64_t(1) << 30), source, "sliding_window", sliding_window,
           "0 (no sliding window) or 1..2^30 (keys per query, the query included)");
   if (sliding_window == 0 && !sliding_blocks.empty())
@@ -71,6 +78,61 @@ bool ZayaConfig::is_sliding(int64_t block) const {
   return sliding_window > 0 && std::binary_search(sliding_blocks.begin(), sliding_blocks.end(), block);
 }
 
+std::vector<int64_t> ZayaConfig::stop_token_ids() const {
+  return eos_token_ids.empty() ? std::vector<int64_t>{eos_token_id} : eos_token_ids;
+}
+
+std::string describe_sliding_blocks(const ZayaConfig& c) {
+  const std::vector<int64_t>& b = c.sliding_blocks;
+  if (b.empty()) return "no block";
+  if (b.size() > 2 && b == sliding_block_pattern("even", c.num_blocks, ""))
+    return fmt::format("every even block ({}, {}, ..., {})", b[0], b[1], b.back());
+  if (b.size() > 2 && b == sliding_block_pattern("all", c.num_blocks, ""))
+    return fmt::format("every block (0, 1, ..., {})", b.back());
+  return fmt::format("block{} {}", b.size() == 1 ? "" : "s", fmt::join(b, ", "));
+}
+
+std::string zaya_branch_note(const ZayaConfig& c) {
+  if (c.fits_zaya_branch()) return "";
+  return fmt::format(
+      "query latent {} x {} = {} is not hidden_size / 2 = {}: Zyphra's `zaya`-branch code derives it as hidden / 2 "
+      "and will not load this model (zaya1-legacy and zaya.cpp do; docs/formats.md)",
+      c.q_heads, c.head_dim, c.q_width(), c.hidden / 2);
+}
+
+std::vector<std::string> model_differences(const ZayaConfig& a, const ZayaConfig& b) {
+  std::vector<std::string> out;
+  auto cmp = [&](const char* key, const auto& x, const auto& y) {
+    if (x != y) out.push_back(fmt::format("{}: {} vs {}", key, x, y));
+  };
+  cmp("hidden_size", a.hidden, b.hidden);
+  cmp("num_blocks", a.num_blocks, b.num_blocks);
+  cmp("vocab_size", a.vocab_size, b.vocab_size);
+  cmp("real_vocab_size", a.real_vocab_size, b.real_vocab_size);
+  cmp("q_heads", a.q_heads, b.q_heads);
+  cmp("kv_heads", a.kv_heads, b.kv_heads);
+  cmp("head_dim", a.head_dim, b.head_dim);
+  cmp("cca_time0", a.conv_kernel0, b.conv_kernel0);
+  cmp("cca_time1", a.conv_kernel1, b.conv_kernel1);
+  cmp("rope_theta", a.rope_theta, b.rope_theta);
+  cmp("partial_rotary_factor", a.partial_rotary_factor, b.partial_rotary_factor);
+  cmp("max_position_embeddings", a.max_position, b.max_position);
+  cmp("experts", a.experts, b.experts);
+  cmp("expert_ffn", a.expert_ffn, b.expert_ffn);
+  cmp("router_hidden", a.router_hidden, b.router_hidden);
+  cmp("top_k", a.top_k, b.top_k);
+  cmp("use_skip", a.use_skip, b.use_skip);
+  cmp("use_eda", a.use_eda, b.use_eda);
+  cmp("norm_eps", a.norm_eps, b.norm_eps);
+  cmp("router_norm_eps", a.router_norm_eps, b.router_norm_eps);
+  cmp("sliding_window", a.sliding_window, b.sliding_window);
+  if (a.sliding_blocks != b.sliding_blocks)
+    out.push_back(fmt::format("sliding_blocks: [{}] vs [{}]", fmt::join(a.sliding_blocks, ", "),
+                              fmt::join(b.sliding_blocks, ", ")));
+  if (a.has_sliding() || b.has_sliding()) cmp("sliding_rope_theta", a.sliding_rope_theta, b.sliding_rope_theta);
+  return out;
+}
+
 std::vector<int64_t> sliding_block_pattern(const std::string& pattern, int64_t num_blocks, const std::string& source) {
   std::vector<int64_t> blocks;
   if (pattern == "none") return blocks;
@@ -88,11 +150,12 @@ ZayaConfig preset_config(const std::string& name) {
   if (name == "zaya1-base") return c;
   if (name == "tiny") {
     // Trains on the bundled corpus in a few minutes on 2 cores (README).
+    // 2 query heads of 32 = hidden / 2, as Zyphra's `zaya`-branch code requires (docs/formats.md).
     c.hidden = 128;
     c.num_blocks = 4;
     c.vocab_size = 4096;
     c.real_vocab_size = 4096;
-    c.q_heads = 4;
+    c.q_heads = 2;
     c.kv_heads = 2;
     c.head_dim = 32;
     c.rope_theta = 10000;

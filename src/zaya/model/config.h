@@ -47,6 +47,9 @@ struct ZayaConfig {
   double router_norm_eps = 1e-6;  // the zaya-branch reference's fallback (spec §8.2)
   // Special token ids (Gemma 3 layout, spec §7).
   int64_t pad_token_id = 0, eos_token_id = 1, bos_token_id = 2;
+  // config.json's eos_token_id when it is a list (chat models add <end_of_turn>): every id a generator stops on,
+  // the first being eos_token_id. Empty: eos_token_id alone.
+  std::vector<int64_t> eos_token_ids;
 
   // Derived sizes.
   int64_t half_layers() const { return 2 * num_blocks; }
@@ -64,10 +67,25 @@ struct ZayaConfig {
   int64_t window_of(int64_t block) const { return is_sliding(block) ? sliding_window : 0; }
   double rope_theta_of(int64_t block) const { return is_sliding(block) ? sliding_rope_theta : rope_theta; }
   bool has_sliding() const { return sliding_window > 0 && !sliding_blocks.empty(); }
+  // The ids generation stops on: eos_token_ids, or eos_token_id alone.
+  std::vector<int64_t> stop_token_ids() const;
+  // Zyphra's `zaya`-branch modeling code derives the query latent as hidden / 2 from num_attention_heads
+  // (spec §11): a model loads there as-is only when q_heads * head_dim == hidden / 2 (docs/formats.md).
+  bool fits_zaya_branch() const { return 2 * q_width() == hidden; }
 
   // Throws zaya::Error naming `source` (a file or "preset X") and the bad field.
   void validate(const std::string& source) const;
 };
+
+// The sliding blocks in words: "every even block (0, 2, ..., 58)", "every block" or "blocks 1, 3".
+std::string describe_sliding_blocks(const ZayaConfig& config);
+
+// What a user should know when `config` cannot load in the `zaya`-branch reference (empty when it can).
+std::string zaya_branch_note(const ZayaConfig& config);
+
+// The architecture fields where `a` and `b` differ, each as "key: A vs B" in the [model] keys of a training
+// config (docs/training.md); token ids are not compared. Empty: the same model.
+std::vector<std::string> model_differences(const ZayaConfig& a, const ZayaConfig& b);
 
 // Named presets: "tiny", "small", "zaya1-base", "zaya1-8b", "zaya1-74b".
 ZayaConfig preset_config(const std::string& name);

@@ -31,7 +31,8 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "sliding_window",
                                              "sliding_blocks",
                                              "sliding_rope_theta",
-                                             "rope_precision"};
+                                             "rope_precision",
+                                             "init_from"};
 
 }  // namespace
 
@@ -78,11 +79,13 @@ ModelTable parse_model_table(const toml::table* table, const std::string& source
   }
   if (c.sliding_window == 0 && blocks == nullptr) c.sliding_blocks.clear();
   c.sliding_rope_theta = m.get_double("sliding_rope_theta", c.sliding_rope_theta, 1.0, 1e12);
+  // A model directory (either layout) whose weights a fresh run starts from; checked against the sizes at start-up.
+  t.init_from = m.get_string("init_from", "");
   m.finish(kModelKeys);
   return t;
 }
 
-std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c) {
+std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c, const std::string& init_from) {
   std::string s;
   s += fmt::format("[model]\npreset = \"{}\"\nhidden_size = {}\nnum_blocks = {}\nvocab_size = {}\n", preset, c.hidden,
                    c.num_blocks, c.vocab_size);
@@ -96,6 +99,7 @@ std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c) 
                    c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
   s += fmt::format("sliding_window = {}\nsliding_blocks = [{}]\nsliding_rope_theta = {:.1f}\n\n", c.sliding_window,
                    fmt::join(c.sliding_blocks, ", "), c.sliding_rope_theta);
+  if (!init_from.empty()) s.insert(s.size() - 1, fmt::format("init_from = \"{}\"\n", init_from));
   return s;
 }
 

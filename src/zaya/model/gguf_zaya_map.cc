@@ -34,6 +34,12 @@ constexpr const char* kExpertFfn = "zaya.expert_feed_forward_length";
 constexpr const char* kBosId = "tokenizer.ggml.bos_token_id";
 constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
 constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
+// Sliding-window layers (llama.cpp's names; written only when some block slides): the window W (keys per query,
+// the query included, as llama.cpp's n_swa), one bool per block, and the sliding blocks' RoPE base.
+constexpr const char* kSlidingWindow = "zaya.attention.sliding_window";
+constexpr const char* kSlidingPattern = "zaya.attention.sliding_window_pattern";
+constexpr const char* kRopeFreqBaseSwa = "zaya.rope.freq_base_swa";
+constexpr const char* kRopeFreqBaseSwa64 = "zaya.rope.freq_base_swa_f64";
 // zaya.cpp's own keys: what a ZayaConfig needs beyond the standard ones. The
 // _f64 twins keep doubles exact (the standard keys are float32).
 constexpr const char* kLayout = "zaya.tensor_data_layout";
@@ -192,6 +198,14 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   w.set_u32(kBosId, as_u32(kBosId, c.bos_token_id));
   w.set_u32(kEosId, as_u32(kEosId, c.eos_token_id));
   w.set_u32(kPadId, as_u32(kPadId, c.pad_token_id));
+  if (c.has_sliding()) {
+    std::vector<bool> pattern(size_t(c.num_blocks));
+    for (int64_t b = 0; b < c.num_blocks; ++b) pattern[size_t(b)] = c.is_sliding(b);
+    w.set_u32(kSlidingWindow, as_u32(kSlidingWindow, c.sliding_window));
+    w.set(kSlidingPattern, GgufValue::bools(pattern));
+    w.set_f32(kRopeFreqBaseSwa, static_cast<float>(c.sliding_rope_theta));
+    w.set_f64(kRopeFreqBaseSwa64, c.sliding_rope_theta);
+  }
   for (const GgufKeyValue& kv : options.extra_metadata) w.set(kv.key, kv.value);
 }
 
@@ -242,6 +256,15 @@ ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
   if (m.has(kBosId)) c.bos_token_id = bounded(m, kBosId, 0, kMaxVocab);
   if (m.has(kEosId)) c.eos_token_id = bounded(m, kEosId, 0, kMaxVocab);
   if (m.has(kPadId)) c.pad_token_id = bounded(m, kPadId, 0, kMaxVocab);
+  if (m.has(kSlidingWindow) || m.has(kSlidingPattern)) {
+    c.sliding_window = bounded(m, kSlidingWindow, 1, int64_t{1} << 30);
+    const GgufValue& pattern = m.get_array(kSlidingPattern, GgufType::kBool);
+    if (int64_t(pattern.size()) != c.num_blocks)
+      fail("{}: {} has {} entries; {} is {}", m.label(), kSlidingPattern, pattern.size(), kBlockCount, c.num_blocks);
+    for (int64_t b = 0; b < c.num_blocks; ++b)
+      if (pattern.element(uint64_t(b)).as_bool()) c.sliding_blocks.push_back(b);
+    c.sliding_rope_theta = exact_float(m, kRopeFreqBaseSwa, kRopeFreqBaseSwa64);
+  }
   c.validate(m.label());
   if (c.rotary_dim() != rope_dims)
     fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim, kRotaryFactor,

@@ -191,8 +191,13 @@ TEST(GgufZaya, StandardMetadataKeys) {
 }
 
 TEST(GgufZaya, ConfigVariantsRoundTrip) {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     ZayaConfig c = test_config();
+    if (variant == 3) {  // sliding-window blocks (spec §12): window, pattern and RoPE base as metadata
+      c.sliding_window = 3;
+      c.sliding_blocks = {0};
+      c.sliding_rope_theta = 12345.5;
+    }
     if (variant == 0) c.use_skip = false;
     if (variant == 1) {
       c.use_eda = false;
@@ -209,6 +214,8 @@ TEST(GgufZaya, ConfigVariantsRoundTrip) {
     GgufMetadata m("meta");
     for (const auto& kv : w.metadata().entries()) m.add(kv.key, kv.value);
     EXPECT_TRUE(same_config(zaya_config_from_gguf(m), c)) << variant;
+    EXPECT_EQ(zaya_config_from_gguf(m).sliding_blocks, c.sliding_blocks) << variant;
+    EXPECT_EQ(m.has("zaya.attention.sliding_window"), variant == 3);
     EXPECT_NO_THROW(zaya_gguf_tensor_map(c));
   }
 }

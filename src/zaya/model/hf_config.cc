@@ -1,5 +1,7 @@
 #include "zaya/model/hf_config.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <set>
 
@@ -78,7 +80,9 @@ const std::set<std::string> kIgnoredKeys = {"transformers_version",
                                             "moe_aux_loss_coeff",
                                             "layernorm_epsilon",
                                             "tokenizer_class",
-                                            "rope_type"};
+                                            "rope_type",
+                                            "swa_layers",
+                                            "swa_rotary_base"};
 
 // The value of a per-half-layer list on the first attention (parity 0) or MoE
 // (parity 1) half-layer, all such entries being equal; or a scalar.
@@ -96,6 +100,35 @@ int64_t layer_value(const json& j, const std::string& source, const char* key, i
     value = v[i].get<int64_t>();
   }
   return value;
+}
+
+// swa_layers (one entry per zaya_layers entry: 0 = full attention, v > 0 on an attention half-layer = a window
+// of v earlier tokens, W = v + 1; spec §12) and swa_rotary_base.
+void read_sliding_windows(const json& j, const std::string& source, ZayaConfig& c) {
+  c.sliding_window = 0;
+  c.sliding_blocks.clear();
+  c.sliding_rope_theta = json_number(j, source, "swa_rotary_base", 1e4);
+  if (!j.contains("swa_layers") || j["swa_layers"].is_null()) return;
+  const json& swa = j["swa_layers"];
+  if (!swa.is_array() || int64_t(swa.size()) != c.half_layers())
+    json_field_error(source, "swa_layers", swa,
+                     fmt::format("a list of {} integers, one per zaya_layers entry", c.half_layers()));
+  for (size_t i = 0; i < swa.size(); ++i) {
+    if (!swa[i].is_number_integer() || swa[i].get<int64_t>() < 0)
+      fail(
+          "{}: \"swa_layers\"[{}] = {} is invalid; allowed: 0 (full attention) or the number of earlier tokens a "
+          "sliding attention half-layer sees",
+          source, i, swa[i].dump());
+    const int64_t v = swa[i].get<int64_t>();
+    if (v == 0) continue;
+    if (i % 2 != 0)
+      fail("{}: \"swa_layers\"[{}] = {} is invalid; allowed: 0 on a MoE half-layer (odd index)", source, i, v);
+    if (c.sliding_window > 0 && v + 1 != c.sliding_window)
+      fail("{}: \"swa_layers\" has different windows ({} and {}); zaya.cpp needs one window for all sliding layers",
+           source, c.sliding_window - 1, v);
+    c.sliding_window = v + 1;
+    c.sliding_blocks.push_back(int64_t(i / 2));
+  }
 }
 
 }  // namespace
@@ -119,6 +152,20 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
     mlp.push_back(c.router_hidden);
   }
   j["zaya_layers"] = layers;
+  if (c.has_sliding()) {
+    // spec §12: one entry per half-layer, the number of EARLIER tokens an attention half-layer sees (W - 1), 0 on
+    // full-attention and MoE half-layers; W = 1 has no legacy spelling (0 means full attention).
+    if (c.sliding_window < 2)
+      fail("sliding_window = {} cannot be written as legacy swa_layers (0 there means full attention); allowed: >= 2",
+           c.sliding_window);
+    json swa = json::array();
+    for (int64_t b = 0; b < c.num_blocks; ++b) {
+      swa.push_back(c.window_of(b) > 0 ? c.window_of(b) - 1 : 0);
+      swa.push_back(0);
+    }
+    j["swa_layers"] = swa;
+    j["swa_rotary_base"] = c.sliding_rope_theta;
+  }
   j["num_hidden_layers"] = c.half_layers();
   j["num_attention_heads"] = c.legacy_attention_heads();
   j["kv_channels"] = c.head_dim;
@@ -149,7 +196,7 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
   j["lm_head_bias"] = false;
   j["attention_bias"] = false;
   j["bos_token_id"] = c.bos_token_id;
-  j["eos_token_id"] = c.eos_token_id;
+  j["eos_token_id"] = c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id);
   j["pad_token_id"] = c.pad_token_id;
   j["torch_dtype"] = dtype;
   j["zaya_real_vocab_size"] = c.real_vocab_size;
@@ -178,7 +225,9 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   for (const char* bias : {"add_bias_linear", "lm_head_bias", "attention_bias"})
     json_require(j, source, bias, false, "false (no biases on those projections)");
   json_require(j, source, "clamp_temp", false, "false (the key temperature is a plain multiplier, spec §3 step 6)");
-  json_require(j, source, "use_sliding_window", false, "false (no sliding-window layers)");
+  json_require(j, source, "use_sliding_window", false,
+               "false (sliding windows are given per half-layer by \"swa_layers\")");
+  json_require(j, source, "residual_in_fp32", true, "true (zaya.cpp keeps the residual stream in float32)");
   ZayaConfig c;
   c.hidden = json_int(j, source, "hidden_size", c.hidden);
   // zaya_layers: ['a', E, 'a', E, ...] (spec §2). Always use its length, never num_hidden_layers.
@@ -232,7 +281,13 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   } else {
     c.eos_token_id = json_int(j, source, "eos_token_id", c.eos_token_id);
   }
+  if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && j["eos_token_id"].size() > 1)
+    for (const json& id : j["eos_token_id"]) {
+      if (!id.is_number_integer()) json_field_error(source, "eos_token_id", j["eos_token_id"], "a list of token ids");
+      c.eos_token_ids.push_back(id.get<int64_t>());
+    }
   c.pad_token_id = json_int(j, source, "pad_token_id", c.pad_token_id);
+  read_sliding_windows(j, source, c);
   c.validate(source);
   return c;
 }

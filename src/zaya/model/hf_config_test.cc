@@ -17,7 +17,7 @@ TEST(HfConfig, RefusesKeysThatWouldChangeTheComputation) {
       {"gated_linear_unit", false},   {"activation_func", "gelu"},
       {"normalization", "LayerNorm"}, {"add_bias_linear", true},
       {"lm_head_bias", true},         {"clamp_temp", true},
-      {"use_sliding_window", true}};
+      {"use_sliding_window", true},   {"residual_in_fp32", false}};
   for (const auto& [key, value] : changed) {
     nlohmann::json j = base;
     j[key] = value;

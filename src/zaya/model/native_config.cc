@@ -1,5 +1,7 @@
 #include "zaya/model/native_config.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "zaya/core/error.h"
@@ -51,7 +53,23 @@ const std::set<std::string> kNativeKeys = {"model_type",
                                            "dtype",
                                            "_name_or_path",
                                            "auto_map",
-                                           "zaya_real_vocab_size"};
+                                           "residual_in_fp32",
+                                           "zaya_real_vocab_size",
+                                           "zaya_router_norm_eps"};
+
+// One per-layer-type entry of rope_parameters: {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor":
+// ...}; refuses RoPE scaling by name.
+void read_rope_entry(const json& p, const std::string& source, const std::string& name, double& theta, double& factor) {
+  if (!p.is_object()) json_field_error(source, name, p, "an object");
+  if (p.contains("rope_type") && p["rope_type"] != "default")
+    json_field_error(source, name + ".rope_type", p["rope_type"], "\"default\" (no RoPE scaling)");
+  for (auto it = p.begin(); it != p.end(); ++it)
+    if (it.key() != "rope_type" && it.key() != "rope_theta" && it.key() != "partial_rotary_factor")
+      fail("{}: unknown key \"{}\" in \"{}\"; allowed: rope_type, rope_theta, partial_rotary_factor", source, it.key(),
+           name);
+  theta = json_number(p, source, "rope_theta", theta);
+  factor = json_number(p, source, "partial_rotary_factor", factor);
+}
 
 }  // namespace
 
@@ -59,6 +77,57 @@ bool is_native_zaya_config(const json& j) {
   return j.is_object() && !j.contains("zaya_layers") &&
          (j.contains("layer_types") || j.contains("num_experts") || j.contains("moe_intermediate_size") ||
           j.contains("router_hidden_size"));
+}
+
+std::string native_layout_problem(const ZayaConfig& c) {
+  if (c.top_k != 1) return fmt::format("top_k = {} (the native layout routes top-1)", c.top_k);
+  if (!c.use_skip) return "use_skip = false (the native router always has the skip expert)";
+  if (!c.use_eda) return "use_eda = false (the native router always has EDA)";
+  return "";
+}
+
+json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
+  if (const std::string why = native_layout_problem(c); !why.empty())
+    fail("this model has no native-layout config.json: {}; write the legacy layout", why);
+  json layer_types = json::array();
+  for (int64_t b = 0; b < c.num_blocks; ++b) layer_types.push_back(c.is_sliding(b) ? "hybrid_sliding" : "hybrid");
+  json rope = {
+      {"hybrid",
+       {{"rope_type", "default"}, {"rope_theta", c.rope_theta}, {"partial_rotary_factor", c.partial_rotary_factor}}}};
+  if (c.has_sliding())
+    rope["hybrid_sliding"] = {{"rope_type", "default"},
+                              {"rope_theta", c.sliding_rope_theta},
+                              {"partial_rotary_factor", c.partial_rotary_factor}};
+  json j = {{"architectures", {"ZayaForCausalLM"}},
+            {"model_type", "zaya"},
+            {"vocab_size", c.vocab_size},
+            {"hidden_size", c.hidden},
+            {"num_hidden_layers", c.num_blocks},
+            {"num_attention_heads", c.q_heads},
+            {"num_key_value_heads", c.kv_heads},
+            {"head_dim", c.head_dim},
+            {"hidden_act", "silu"},
+            {"max_position_embeddings", c.max_position},
+            {"rms_norm_eps", c.norm_eps},
+            {"tie_word_embeddings", true},
+            {"attention_bias", false},
+            {"lm_head_bias", false},
+            {"rope_parameters", rope},
+            {"sliding_window", c.has_sliding() ? json(c.sliding_window) : json(nullptr)},
+            {"layer_types", layer_types},
+            {"moe_intermediate_size", c.expert_ffn},
+            {"num_experts_per_tok", c.top_k},
+            {"num_experts", c.experts},
+            {"router_hidden_size", c.router_hidden},
+            {"cca_time0", c.conv_kernel0},
+            {"cca_time1", c.conv_kernel1},
+            {"bos_token_id", c.bos_token_id},
+            {"eos_token_id", c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id)},
+            {"pad_token_id", c.pad_token_id},
+            {"dtype", dtype},
+            {"zaya_real_vocab_size", c.real_vocab_size}};
+  if (c.router_norm_eps != c.norm_eps) j["zaya_router_norm_eps"] = c.router_norm_eps;
+  return j;
 }
 
 ZayaConfig native_config_from_json(const json& j, const std::string& source) {
@@ -72,22 +141,36 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   json_require(j, source, "attention_bias", false, "false");
   json_require(j, source, "lm_head_bias", false, "false");
   json_require(j, source, "num_experts_per_tok", 1, "1 (ZAYA1 routes top-1)");
-  if (j.contains("sliding_window") && !j["sliding_window"].is_null())
-    json_field_error(source, "sliding_window", j["sliding_window"], "null (sliding-window layers are not supported)");
+  json_require(j, source, "residual_in_fp32", true, "true (zaya.cpp keeps the residual stream in float32)");
   if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
     json_field_error(source, "rope_scaling", j["rope_scaling"], "null or false (no RoPE scaling)");
 
   ZayaConfig c;
   c.hidden = json_int(j, source, "hidden_size", 2048);
   c.num_blocks = json_int(j, source, "num_hidden_layers", 40);
+  // layer_types[i]: "hybrid" (full attention) or "hybrid_sliding" (a window of sliding_window keys, the query
+  // included; spec §12).
   if (j.contains("layer_types")) {
     const json& lt = j["layer_types"];
     if (!lt.is_array() || int64_t(lt.size()) != c.num_blocks)
       json_field_error(source, "layer_types", lt,
                        fmt::format("a list of {} layer types (num_hidden_layers)", c.num_blocks));
-    for (const json& t : lt)
-      if (t != "hybrid")
-        json_field_error(source, "layer_types", lt, "\"hybrid\" for every layer (hybrid_sliding is not supported)");
+    for (size_t i = 0; i < lt.size(); ++i) {
+      if (lt[i] != "hybrid" && lt[i] != "hybrid_sliding")
+        fail("{}: \"layer_types\"[{}] = {} is invalid; allowed: \"hybrid\", \"hybrid_sliding\"", source, i,
+             lt[i].dump());
+      if (lt[i] == "hybrid_sliding") c.sliding_blocks.push_back(int64_t(i));
+    }
+  }
+  const bool window_given = j.contains("sliding_window") && !j["sliding_window"].is_null();
+  if (!c.sliding_blocks.empty()) {
+    if (!window_given)
+      fail(
+          "{}: \"layer_types\" has hybrid_sliding layers but \"sliding_window\" is missing or null; allowed: the "
+          "window W >= 1 (keys per query, the query included)",
+          source);
+    c.sliding_window = json_int(j, source, "sliding_window", 0);
+    if (c.sliding_window < 1) json_field_error(source, "sliding_window", j["sliding_window"], "an integer >= 1");
   }
   c.q_heads = json_int(j, source, "num_attention_heads", 8);
   c.kv_heads = json_int(j, source, "num_key_value_heads", 2);
@@ -101,7 +184,8 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   c.use_skip = true;  // num_experts + 1 router classes, the last the skip expert
   c.use_eda = true;
   c.norm_eps = json_number(j, source, "rms_norm_eps", 1e-5);
-  c.router_norm_eps = c.norm_eps;  // the native router norm uses rms_norm_eps (spec §8.2)
+  // The native router norm uses rms_norm_eps (spec §8.2); zaya_router_norm_eps (ours) keeps another value exact.
+  c.router_norm_eps = json_number(j, source, "zaya_router_norm_eps", c.norm_eps);
   c.max_position = json_int(j, source, "max_position_embeddings", 131072);
   c.vocab_size = json_int(j, source, "vocab_size", 262272);
   c.real_vocab_size = json_int(j, source, "zaya_real_vocab_size", c.vocab_size);
@@ -109,21 +193,42 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   // a flat object, or top-level keys; the hub file also carries a stray top-level "rope_type".
   c.rope_theta = json_number(j, source, "rope_theta", 5e6);
   c.partial_rotary_factor = json_number(j, source, "partial_rotary_factor", 0.5);
+  // Sliding layers: rope_parameters.hybrid_sliding (rope_theta 1e4 when absent, spec §12).
+  c.sliding_rope_theta = 1e4;
   if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
     const json& rp = j["rope_parameters"];
     if (!rp.is_object()) json_field_error(source, "rope_parameters", rp, "an object");
-    const json& p = rp.contains("hybrid") ? rp["hybrid"] : rp;
-    if (!p.is_object()) json_field_error(source, "rope_parameters.hybrid", p, "an object");
-    if (p.contains("rope_type") && p["rope_type"] != "default")
-      json_field_error(source, "rope_parameters.rope_type", p["rope_type"], "\"default\" (no RoPE scaling)");
-    c.rope_theta = json_number(p, source, "rope_theta", c.rope_theta);
-    c.partial_rotary_factor = json_number(p, source, "partial_rotary_factor", c.partial_rotary_factor);
+    const bool nested = rp.contains("hybrid") || rp.contains("hybrid_sliding");
+    if (nested) {
+      for (auto it = rp.begin(); it != rp.end(); ++it)
+        if (it.key() != "hybrid" && it.key() != "hybrid_sliding")
+          fail("{}: unknown layer type \"{}\" in \"rope_parameters\"; allowed: hybrid, hybrid_sliding", source,
+               it.key());
+      if (rp.contains("hybrid"))
+        read_rope_entry(rp["hybrid"], source, "rope_parameters.hybrid", c.rope_theta, c.partial_rotary_factor);
+      if (rp.contains("hybrid_sliding")) {
+        double factor = c.partial_rotary_factor;
+        read_rope_entry(rp["hybrid_sliding"], source, "rope_parameters.hybrid_sliding", c.sliding_rope_theta, factor);
+        if (factor != c.partial_rotary_factor)
+          fail(
+              "{}: rope_parameters.hybrid_sliding.partial_rotary_factor = {} differs from the full layers' {}; "
+              "zaya.cpp needs one rotary width",
+              source, factor, c.partial_rotary_factor);
+      }
+    } else {
+      read_rope_entry(rp, source, "rope_parameters", c.rope_theta, c.partial_rotary_factor);
+    }
   }
   c.pad_token_id = json_int(j, source, "pad_token_id", 0);
   c.bos_token_id = json_int(j, source, "bos_token_id", 2);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     const json first = {{"eos_token_id", j["eos_token_id"][0]}};
     c.eos_token_id = json_int(first, source, "eos_token_id", 1);
+    if (j["eos_token_id"].size() > 1)
+      for (const json& id : j["eos_token_id"]) {
+        if (!id.is_number_integer()) json_field_error(source, "eos_token_id", j["eos_token_id"], "a list of token ids");
+        c.eos_token_ids.push_back(id.get<int64_t>());
+      }
   } else {
     c.eos_token_id = json_int(j, source, "eos_token_id", 106);
   }

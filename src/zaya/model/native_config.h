@@ -24,6 +24,15 @@ namespace zaya {
 // True for a native config.json (it has no "zaya_layers" but native keys).
 bool is_native_zaya_config(const nlohmann::json& json);
 
+// The native config.json of `config` (dtype: "float32" or "bfloat16", written as `dtype`): layer_types
+// "hybrid" / "hybrid_sliding", sliding_window W, rope_parameters per layer type. zaya_real_vocab_size and, when it
+// differs from rms_norm_eps, zaya_router_norm_eps are our own keys. Requires what the native layout can express:
+// top-1 routing with the skip expert and EDA (native_layout_problem).
+nlohmann::json config_to_native_json(const ZayaConfig& config, const std::string& dtype);
+
+// Why `config` has no native spelling (top_k != 1, no skip expert, no EDA), or empty.
+std::string native_layout_problem(const ZayaConfig& config);
+
 // Parses and validates a native config.json; errors name `source` and the key.
 ZayaConfig native_config_from_json(const nlohmann::json& json, const std::string& source);
 

@@ -2,14 +2,35 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "zaya/core/error.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
 #include "zaya/dist/mesh.h"
+#include "zaya/model/model_directory.h"
 
 namespace zaya {
+
+void load_init_weights(const TrainConfig& config, ZayaModel& model) {
+  const std::string& dir = config.init_from;
+  std::error_code ec;
+  ZAYA_CHECK(std::filesystem::is_regular_file(std::filesystem::path(dir) / "config.json", ec),
+             "{}: model.init_from = '{}' is not a model directory (no config.json there); allowed: a directory with "
+             "config.json and safetensors weights in the legacy or native layout, e.g. a run's final/",
+             config.source, dir);
+  const ZayaConfig theirs = read_model_directory_config(dir);
+  const std::vector<std::string> diff = model_differences(config.model, theirs);
+  if (!diff.empty())
+    fail(
+        "{}: model.init_from = '{}' holds another model than [model] (this config's value vs {}/config.json's): {}; "
+        "set [model] to the directory's sizes (zaya info --model {} prints them)",
+        config.source, dir, dir, fmt::join(diff, "; "), dir);
+  load_model_directory_weights(model, dir);
+}
 
 std::unique_ptr<TrainJob> start_train_job(const std::function<TrainConfig()>& load_config,
                                           const TrainJobOptions& options, const std::string& what) {

@@ -18,6 +18,13 @@
 
 namespace zaya {
 
+// model.init_from (docs/training.md): loads the weights of config.init_from (a
+// model directory, legacy or native layout) into `model` (a rank's part under
+// expert parallelism). Its config.json must be config.model, else an error
+// naming the config, the directory and each differing key with both values.
+// The optimizer state stays fresh and the run starts at step 0.
+void load_init_weights(const TrainConfig& config, ZayaModel& model);
+
 // what: how the agreement check names the config ("the training configuration").
 std::unique_ptr<TrainJob> start_train_job(const std::function<TrainConfig()>& load_config,
                                           const TrainJobOptions& options,

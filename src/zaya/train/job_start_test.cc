@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "zaya/core/test_util.h"
+#include "zaya/model/hf_checkpoint.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/train/bench_train.h"
 
 namespace zaya {
@@ -27,6 +30,51 @@ TrainJobOptions synthetic() {
   o.write_outputs = false;
   o.peak_gflops = 100;
   return o;
+}
+
+// model.init_from: a fresh run starts from a model directory's weights (either layout), step 0; a directory of
+// another model is refused naming the key and both values.
+TEST(JobStart, InitFromStartsFromAModelDirectorysWeights) {
+  testing::TempDir dir;
+  TrainConfig config = small_job(dir.file("run"));
+  std::unique_ptr<TrainJob> first = start_train_job([&] { return config; }, synthetic());
+  for (int step = 1; step <= 3; ++step) first->train_step();
+  const ZayaModel& trained = first->numerics().model();
+  save_hf_model(trained, dir.file("legacy"));
+  save_native_tensors(trained.config(), complete_model_tensors(trained), dir.file("native"));
+  for (const char* layout : {"legacy", "native"}) {
+    TrainConfig again = small_job(dir.file(std::string("run_") + layout));
+    again.init_from = dir.file(layout);
+    std::unique_ptr<TrainJob> job = start_train_job([&] { return again; }, synthetic());
+    const ZayaModel& m = job->numerics().model();
+    EXPECT_EQ(job->step(), 0) << layout;
+    EXPECT_TRUE(std::equal(m.param_data(), m.param_data() + m.params().total_floats(), trained.param_data())) << layout;
+    EXPECT_TRUE(std::equal(m.buffer_data(), m.buffer_data() + m.buffers().total_floats(), trained.buffer_data()))
+        << layout;
+    // Without init_from the same config starts from the random initialisation.
+    TrainJobOptions skip = synthetic();
+    skip.init_weights = false;
+    std::unique_ptr<TrainJob> fresh = start_train_job([&] { return again; }, skip);
+    EXPECT_FALSE(
+        std::equal(m.param_data(), m.param_data() + m.params().total_floats(), fresh->numerics().model().param_data()));
+  }
+  TrainConfig wider = small_job(dir.file("run_wider"));
+  wider.model.hidden = 256;
+  wider.init_from = dir.file("legacy");
+  testing::expect_error([&] { start_train_job([&] { return wider; }, synthetic()); },
+                        "model.init_from = '" + dir.file("legacy") + "' holds another model than [model]");
+  testing::expect_error([&] { start_train_job([&] { return wider; }, synthetic()); }, "hidden_size: 256 vs 128");
+  wider.init_from = dir.file("nothing");
+  testing::expect_error([&] { start_train_job([&] { return wider; }, synthetic()); },
+                        "is not a model directory (no config.json there)");
+}
+
+TEST(JobStart, InitFromIsAModelKeyWrittenBack) {
+  const TrainConfig c =
+      parse_train_config("[model]\npreset = \"tiny\"\ninit_from = \"runs/a/final\"\n[data]\ndir = \"-\"\n", "job.toml");
+  EXPECT_EQ(c.init_from, "runs/a/final");
+  EXPECT_EQ(parse_train_config(train_config_to_toml(c), "again.toml").init_from, "runs/a/final");
+  EXPECT_EQ(parse_train_config("[model]\npreset = \"tiny\"\n[data]\ndir = \"-\"\n", "job.toml").init_from, "");
 }
 
 TEST(JobStart, ResumeLatestWalksPastADamagedCheckpointAndSetsItAside) {

@@ -79,6 +79,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   t.model_preset = model.preset;
   t.model = model.config;
   t.vocab_from_tokenizer = model.vocab_from_tokenizer;
+  t.init_from = model.init_from;
   ZayaConfig& c = t.model;
 
   // A recipe ([[phase]] tables, recipe.h): the phases own the data, the
@@ -249,7 +250,7 @@ TrainConfig load_train_config(const std::string& path, const std::vector<std::st
 }
 
 std::string train_config_to_toml(const TrainConfig& t) {
-  std::string s = model_table_to_toml(t.model_preset, t.model);
+  std::string s = model_table_to_toml(t.model_preset, t.model, t.init_from);
   // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
   const bool recipe = !t.phases.empty();
   if (recipe)

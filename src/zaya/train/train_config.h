@@ -72,6 +72,9 @@ struct TrainConfig {
   std::string model_preset;
   bool vocab_from_tokenizer = true;  // vocab sizes not set explicitly: take the tokenizer's
   ZayaConfig model;
+  // model.init_from: a model directory (legacy or native layout, e.g. a run's final/) whose weights a fresh run
+  // starts from instead of the random initialisation; its config.json must be `model` (job_start.h).
+  std::string init_from;
   DataConfig data;
   RunConfig run;
   OptimizerConfig optim;

@@ -14,6 +14,7 @@
 #include "zaya/dist/comm.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/train/final_weights.h"
+#include "zaya/train/job_start.h"
 
 namespace zaya {
 namespace {
@@ -55,6 +56,7 @@ TrainJob::TrainJob(const TrainConfig& config, const TrainJobOptions& options, st
     for (Comm* c : {&mesh_->world(), &mesh_->ep(), &mesh_->dp(), &mesh_->cp()})
       c->set_timeout(config_.parallel.comm_timeout);
   numerics_ = std::make_unique<StepNumerics>(config_, *mesh_);
+  if (!config_.init_from.empty() && options_.init_weights) load_init_weights(config_, numerics_->model());
   peak_gflops_ = options_.peak_gflops > 0 ? options_.peak_gflops : measure_f32_gemm_gflops();
   if (!options_.heartbeat_dir.empty()) {
     heartbeat_ = Heartbeat(options_.heartbeat_dir, mesh_->rank());

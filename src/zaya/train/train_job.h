@@ -42,6 +42,7 @@ struct TrainJobOptions {
   double peak_gflops = 0;       // 0: measure
   int64_t stop_at = 0;          // stop after this step (and checkpoint it) instead of train.steps (0: no)
   std::string heartbeat_dir;    // write heartbeats there for a supervisor (empty: none)
+  bool init_weights = true;     // load model.init_from's weights (false: a resume replaces them anyway)
 };
 
 struct TrainSummary {
