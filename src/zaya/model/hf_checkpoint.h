@@ -44,15 +44,4 @@ std::unique_ptr<ZayaModel> load_hf_model(const std::string& dir);
 // Loads the weights of `dir` into an existing model with the same config.
 void load_hf_weights(ZayaModel& model, const std::string& dir);
 
-// A model directory in either layout, which config.json tells: the legacy one
-// (as load_hf_model), or the native 40-layer layout of ZAYA1-8B and later
-// (model/native_config.h), whose renamed tensors and stacked experts are read
-// through the tensor table. The same strictness: every tensor present with its
-// shape, nothing else. `native`, when given, is set to the layout found. The
-// model computes with legacy semantics, which differ from the native ones only
-// where the skip expert is chosen (spec §8.1).
-std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native = nullptr);
-// The config alone (no weights read).
-ZayaConfig model_directory_config(const std::string& dir, bool* native = nullptr);
-
 }  // namespace zaya

@@ -23,6 +23,12 @@ ZayaConfig read_model_directory_config(const std::string& dir, bool* native) {
   return is_native ? native_config_from_json(j, path) : config_from_hf_json(j, path);
 }
 
+std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native) {
+  auto model = std::make_unique<ZayaModel>(read_model_directory_config(dir, native));
+  load_model_directory_weights(*model, dir);
+  return model;
+}
+
 void load_model_directory_weights(ZayaModel& model, const std::string& dir) {
   load_model_directory_tensors(dir, model.config(), model.params(), model.param_data(), model.buffers(),
                                model.buffer_data());

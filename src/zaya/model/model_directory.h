@@ -6,6 +6,7 @@
 // table, so a round trip legacy -> native -> legacy keeps every bit.
 // `model.init_from` (docs/training.md) starts a training run from one.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@ namespace zaya {
 
 // DIR/config.json in either layout; `native`, when given, says which.
 ZayaConfig read_model_directory_config(const std::string& dir, bool* native = nullptr);
+
+// A model directory in either layout, which config.json tells, loaded as a
+// whole model (load_model_directory_weights: every tensor present with its
+// shape, nothing else). The model computes with legacy semantics, which differ
+// from the native ones only where the skip expert is chosen (spec §8.1).
+std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native = nullptr);
 
 // Loads the weights of `dir` (either layout) into `model`, whose config must
 // be the directory's and which may hold only some experts (expert

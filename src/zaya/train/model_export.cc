@@ -18,6 +18,7 @@
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/train/checkpoint_tools.h"
 
 namespace zaya {
@@ -322,7 +323,7 @@ nlohmann::json ModelDirectoryInfo::to_json() const {
 ModelDirectoryInfo describe_model_directory(const std::string& dir) {
   ModelDirectoryInfo info;
   info.dir = dir;
-  info.config = model_directory_config(dir, &info.native);
+  info.config = read_model_directory_config(dir, &info.native);
   const SafetensorsDir st = SafetensorsDir::open(dir);
   std::error_code ec;
   for (const SafetensorsFile& f : st.shards()) {

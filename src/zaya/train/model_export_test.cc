@@ -25,6 +25,7 @@
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/model/tensor_table.h"
 #include "zaya/train/train_config.h"
 
