@@ -18,6 +18,7 @@ packages=(
   mpich libmpich-dev
   libsentencepiece-dev sentencepiece
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
+  zlib1g-dev libzstd-dev zstd  # compressed corpora (.gz, .zst); the zstd tool for the tests
   gnuplot-nox
   clang libclang-rt-14-dev libomp-dev clang-format
   python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)

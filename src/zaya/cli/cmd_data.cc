@@ -1,6 +1,8 @@
 // zaya data tokenizer | shards: SentencePiece training and corpus -> token shards.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "zaya/cli/commands.h"
@@ -9,44 +11,112 @@
 #include "zaya/data/tokenizer.h"
 
 namespace zaya::cli {
+namespace {
+
+// Where the corpus comes from: the flags shared by both verbs.
+struct CorpusFlags {
+  std::string format = "auto";
+};
+
+void add_corpus_flags(CLI::App* cmd, CorpusSpec& spec, CorpusFlags& flags) {
+  cmd->add_option("--corpus", spec.inputs,
+                  "corpus files, directories or glob patterns (repeatable); text or JSONL, plain, .gz or .zst")
+      ->required();
+  cmd->add_option("--input-format", flags.format,
+                  "auto (JSONL for *.jsonl, *.ndjson, *.json, also compressed; else text), text or jsonl")
+      ->check(CLI::IsMember({"auto", "text", "jsonl"}));
+  cmd->add_option("--field", spec.field, "JSONL: the document's field, a dotted path (meta.body)");
+  cmd->add_flag("--skip-bad", spec.skip_bad,
+                "skip and count bad records (invalid UTF-8 or JSON, missing field) instead of failing on the first");
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000.0 && u < 4) b /= 1000.0, ++u;
+  return fmt::format("{:.1f} {}", b, units[u]);
+}
+
+// One progress line: bytes, documents, tokens/s and the ETA from the bytes.
+std::string progress_line(const ShardBuildProgress& p) {
+  const double frac = p.bytes_total > 0 ? double(p.bytes_read) / double(p.bytes_total) : 1.0;
+  const double rate = p.elapsed_s > 0 ? double(p.tokens) / p.elapsed_s : 0.0;
+  std::string eta = "--";
+  if (frac > 0.0 && frac < 1.0 && !p.finished) {
+    const double left = p.elapsed_s * (1.0 - frac) / frac;
+    eta = fmt::format("{}m{:02d}s", int(left) / 60, int(left) % 60);
+  }
+  constexpr int kWidth = 24;
+  const int filled = int(frac * kWidth + 0.5);
+  return fmt::format("[{}{}] {:5.1f}% {} / {}  {} docs  {:.0f} tokens/s  ETA {}{}{}", std::string(filled, '#'),
+                     std::string(kWidth - filled, '.'), 100.0 * frac, human_bytes(double(p.bytes_read)),
+                     human_bytes(double(p.bytes_total)), p.documents, rate, eta,
+                     p.skipped > 0 ? fmt::format("  {} skipped", p.skipped) : "", p.pass > 1 ? "  (pass 2)" : "");
+}
+
+}  // namespace
 
 void add_data_command(CLI::App& app) {
   auto* data = app.add_subcommand("data", "prepare training data: tokenizer, token shards");
   data->require_subcommand(1);
 
   auto topt = std::make_shared<TokenizerTrainOptions>();
-  auto* tok = data->add_subcommand("tokenizer", "train a SentencePiece tokenizer on a text corpus");
-  tok->add_option("--corpus", topt->corpus_path, "UTF-8 text file")->required()->check(CLI::ExistingFile);
+  auto tflags = std::make_shared<CorpusFlags>();
+  auto* tok = data->add_subcommand("tokenizer", "train a SentencePiece tokenizer on a text or JSONL corpus");
+  add_corpus_flags(tok, topt->corpus, *tflags);
   tok->add_option("--out", topt->output_prefix, "output prefix: writes PREFIX.model and PREFIX.vocab")->required();
   tok->add_option("--vocab-size", topt->vocab_size, "number of pieces")->check(CLI::Range(64, 1 << 20));
   tok->add_option("--model-type", topt->model_type, "bpe or unigram")->check(CLI::IsMember({"bpe", "unigram"}));
   tok->add_option("--max-sentences", topt->max_sentences, "cap on training lines (0: all)");
   tok->add_option("--seed", topt->seed, "seed of the line sampling");
   tok->add_option("--threads", topt->num_threads, "SentencePiece trainer threads")->check(CLI::Range(1, 256));
-  tok->callback([topt] {
+  tok->callback([topt, tflags] {
     const double t0 = now_seconds();
-    Tokenizer::train(*topt);
+    topt->corpus.format = parse_corpus_format(tflags->format);
+    const TokenizerTrainSummary s = Tokenizer::train(*topt);
     Tokenizer t = Tokenizer::load(topt->output_prefix + ".model");
     fmt::print("wrote {}.model: {} pieces (pad {}, eos {}, bos {}, unk {}) in {:.1f}s\n", topt->output_prefix,
                t.vocab_size(), t.pad_id(), t.eos_id(), t.bos_id(), t.unk_id(), now_seconds() - t0);
+    if (s.skipped > 0) fmt::print("skipped {} bad records (--skip-bad)\n", s.skipped);
   });
 
   auto sopt = std::make_shared<ShardBuildOptions>();
+  auto sflags = std::make_shared<CorpusFlags>();
+  auto out_format = std::make_shared<std::string>("zaya");
+  auto quiet = std::make_shared<bool>(false);
   auto* shards = data->add_subcommand("shards", "tokenize a corpus into train/val token shards (.bin + .idx)");
-  shards->add_option("--corpus", sopt->corpus_path, "UTF-8 text, documents separated by blank lines")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_corpus_flags(shards, sopt->corpus, *sflags);
   shards->add_option("--tokenizer", sopt->tokenizer_path, "SentencePiece .model")->required()->check(CLI::ExistingFile);
   shards->add_option("--out", sopt->out_dir, "output directory (train.bin/.idx, val.bin/.idx)")->required();
+  shards->add_option("--format", *out_format, "zaya (uint32 shards) or megatron (Megatron-LM indexed dataset)")
+      ->check(CLI::IsMember({"zaya", "megatron"}));
+  shards->add_option("--workers", sopt->workers, "tokenization threads (0: all cores)")->check(CLI::Range(0, 1024));
   shards->add_option("--val-fraction", sopt->val_fraction, "share of documents held out for validation")
       ->check(CLI::Range(0.0, 0.999));
   shards->add_option("--seed", sopt->seed, "seed of the train/val split");
-  shards->callback([sopt] {
+  shards->add_flag("--quiet", *quiet, "no progress bar on stderr");
+  shards->callback([sopt, sflags, out_format, quiet] {
     const double t0 = now_seconds();
+    sopt->corpus.format = parse_corpus_format(sflags->format);
+    sopt->format = parse_dataset_format(*out_format);
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    if (!*quiet) {
+      // A bar redrawn in place on a terminal; a line every 30 s otherwise (logs).
+      sopt->progress_interval_s = tty ? 0.5 : 30.0;
+      sopt->progress = [tty](const ShardBuildProgress& p) {
+        if (tty) {
+          fmt::print(stderr, "\r{}\x1b[K{}", progress_line(p), p.finished ? "\n" : "");
+        } else {
+          fmt::print(stderr, "{}\n", progress_line(p));
+        }
+        std::fflush(stderr);
+      };
+    }
     ShardBuildSummary s = build_token_shards(*sopt);
-    fmt::print("wrote {}: train {} documents / {} tokens, val {} documents / {} tokens, vocab {}, {:.1f}s\n",
-               sopt->out_dir, s.train.documents, s.train.tokens, s.val.documents, s.val.tokens, s.vocab_size,
-               now_seconds() - t0);
+    fmt::print("wrote {} ({}): train {} documents / {} tokens, val {} documents / {} tokens, vocab {}, {:.1f}s\n",
+               sopt->out_dir, dataset_format_name(sopt->format), s.train.documents, s.train.tokens, s.val.documents,
+               s.val.tokens, s.vocab_size, now_seconds() - t0);
+    if (s.skipped > 0) fmt::print("skipped {} bad records (--skip-bad); the first: {}\n", s.skipped, s.first_skipped);
     fmt::print("unigram entropy of the train split: {:.4f} nats/token\n", s.train_unigram_entropy);
   });
 }

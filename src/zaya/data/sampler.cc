@@ -1,5 +1,8 @@
 #include "zaya/data/sampler.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "zaya/core/error.h"
 #include "zaya/data/permutation.h"
 
@@ -27,17 +30,40 @@ void TokenSampler::window(uint64_t w, int32_t* input_S, int32_t* target_S) const
   ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}", shard_->idx_path(), w,
              num_windows_, seq_);
   const uint64_t start = w * static_cast<uint64_t>(seq_);
-  const uint32_t* t = shard_->tokens() + start;
   const uint32_t vocab = shard_->vocab_size();
+  // input_S receives the seq + 1 tokens (the last in target_S's end), then
+  // the targets are the same tokens shifted by one.
+  uint32_t* t = reinterpret_cast<uint32_t*>(input_S);
+  uint32_t last = 0;
+  if (shard_->token_bytes() == 4) {
+    std::memcpy(t, shard_->data() + 4 * start, 4 * static_cast<size_t>(seq_));
+    std::memcpy(&last, shard_->data() + 4 * (start + static_cast<uint64_t>(seq_)), 4);
+  } else {
+    shard_->read_tokens(start, static_cast<uint64_t>(seq_), t);
+    last = shard_->token(start + static_cast<uint64_t>(seq_));
+  }
   // A corrupt id would index past the embedding table; the check costs one
   // compare per token and turns that into an error naming the position.
-  for (int64_t i = 0; i <= seq_; ++i)
+  for (int64_t i = 0; i < seq_; ++i)
     ZAYA_CHECK(t[i] < vocab, "{}: token {} is {}, not below the vocab size {}", shard_->bin_path(), start + i, t[i],
                vocab);
-  for (int64_t i = 0; i < seq_; ++i) {
-    input_S[i] = static_cast<int32_t>(t[i]);
-    target_S[i] = static_cast<int32_t>(t[i + 1]);
-  }
+  ZAYA_CHECK(last < vocab, "{}: token {} is {}, not below the vocab size {}", shard_->bin_path(),
+             start + static_cast<uint64_t>(seq_), last, vocab);
+  for (int64_t i = 0; i + 1 < seq_; ++i) target_S[i] = static_cast<int32_t>(t[i + 1]);
+  target_S[seq_ - 1] = static_cast<int32_t>(last);
+}
+
+void TokenSampler::document_starts(uint64_t w, std::vector<int32_t>& starts) const {
+  ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}", shard_->idx_path(), w,
+             num_windows_, seq_);
+  const uint64_t start = w * static_cast<uint64_t>(seq_), end = start + static_cast<uint64_t>(seq_);
+  const std::vector<uint64_t>& o = shard_->offsets();
+  starts.assign(1, 0);
+  // Documents whose first token lies in (start, end); empty documents share
+  // their offset with the next one and count once.
+  auto it = std::upper_bound(o.begin(), o.end(), start);
+  for (; it != o.end() && *it < end; ++it)
+    if (static_cast<int32_t>(*it - start) != starts.back()) starts.push_back(static_cast<int32_t>(*it - start));
 }
 
 void TokenSampler::next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq) {
@@ -45,11 +71,12 @@ void TokenSampler::next(int32_t* input_BS, int32_t* target_BS, int64_t batch, in
 }
 
 void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first,
-                              int64_t total) {
+                              int64_t total, std::vector<std::vector<int32_t>>* starts) {
   ZAYA_CHECK(seq == seq_, "{}: next() asked for sequence length {}, but the sampler was built for {}",
              shard_->idx_path(), seq, seq_);
   ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total, "{}: slice {}..{} of a draw of {} windows is invalid",
              shard_->idx_path(), first, first + batch, total);
+  if (starts != nullptr) starts->resize(static_cast<size_t>(batch));
   for (int64_t i = 0; i < total; ++i) {
     if (state_.index == num_windows_) {
       ++state_.epoch;
@@ -59,6 +86,7 @@ void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t bat
     if (i < first || i >= first + batch) continue;  // another rank's window: only the position advances
     const uint64_t w = window_at(state_.epoch, index);
     window(w, input_BS + (i - first) * seq_, target_BS + (i - first) * seq_);
+    if (starts != nullptr) document_starts(w, (*starts)[static_cast<size_t>(i - first)]);
   }
 }
 

@@ -16,8 +16,16 @@
 // A batch may straddle an epoch boundary: it simply continues into the next
 // epoch. The whole position is SamplerState; restoring it and continuing
 // yields exactly the batches an uninterrupted run would have.
+//
+// Document boundaries (for document masking): document_starts(w) lists the
+// input positions p in [0, seq) of window w where a document begins, 0
+// always first (the window's start is a sequence start). Input position p
+// belongs to the document of the last start <= p; its target (token p + 1 of
+// the window) is that document's next token unless p + 1 is itself a start,
+// in which case the target is the next document's first token (its bos).
 
 #include <cstdint>
+#include <vector>
 
 #include "zaya/data/shard_reader.h"
 
@@ -44,10 +52,14 @@ class TokenSampler {
   // Draws `total` windows (the whole global batch of every rank) but copies
   // only windows first .. first + batch - 1: data parallelism, where every rank
   // keeps the same sampler state and takes its own slice.
-  void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total);
+  // With `starts`, (*starts)[b] receives document_starts() of the slice's window b.
+  void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total,
+                  std::vector<std::vector<int32_t>>* starts = nullptr);
 
   // Copies window w (< windows_per_epoch()) into input_S and target_S.
   void window(uint64_t w, int32_t* input_S, int32_t* target_S) const;
+  // The input positions of window w where documents begin (see above), ascending, starting with 0.
+  void document_starts(uint64_t w, std::vector<int32_t>& starts) const;
 
   // The window drawn at position `index` of `epoch` (< windows_per_epoch()).
   uint64_t window_at(uint64_t epoch, uint64_t index) const;

@@ -172,5 +172,32 @@ TEST(Sampler, Errors) {
   }
 }
 
+// document_starts lists the input positions where a document begins, the
+// same as the documents' offsets inside the window; next_slice hands them out per window.
+TEST(Sampler, DocumentStartsPerWindow) {
+  TempDir dir;
+  ShardReader shard = counting_shard(dir, 500);
+  const int64_t seq = 16;
+  TokenSampler s(shard, seq, SamplerOrder::kShuffled, 4);
+  const std::vector<uint64_t>& o = shard.offsets();
+  for (uint64_t w = 0; w < s.windows_per_epoch(); ++w) {
+    std::vector<int32_t> starts;
+    s.document_starts(w, starts);
+    std::vector<int32_t> want = {0};
+    for (uint64_t off : o)
+      if (off > w * seq && off < (w + 1) * seq) want.push_back(static_cast<int32_t>(off - w * seq));
+    EXPECT_EQ(starts, want) << "window " << w;
+  }
+  std::vector<int32_t> in(3 * seq), tg(3 * seq);
+  std::vector<std::vector<int32_t>> starts;
+  s.next_slice(in.data(), tg.data(), 3, seq, 2, 5, &starts);
+  ASSERT_EQ(starts.size(), 3u);
+  for (int b = 0; b < 3; ++b) {
+    std::vector<int32_t> want;
+    s.document_starts(static_cast<uint64_t>(in[b * seq]) / seq, want);
+    EXPECT_EQ(starts[b], want);
+  }
+}
+
 }  // namespace
 }  // namespace zaya

@@ -1,14 +1,21 @@
 #include "zaya/data/shard_builder.h"
 
+#include <fmt/format.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <exception>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
-#include "zaya/data/corpus.h"
-#include "zaya/data/shard_writer.h"
+#include "zaya/core/timer.h"
+#include "zaya/data/ordered_pipeline.h"
+#include "zaya/data/shard_format.h"
 #include "zaya/data/tokenizer.h"
 
 namespace zaya {
@@ -17,52 +24,44 @@ namespace {
 // Philox stream of the split hash, apart from other users of the seed.
 constexpr uint64_t kSplitStream = 0x5A53504C4954ull;  // "ZSPLIT"
 
-// Documents are read and encoded in batches of about this much text, which
-// bounds memory while giving every thread plenty of documents.
-constexpr size_t kBatchBytes = size_t{16} << 20;
-constexpr size_t kBatchDocuments = 16384;
+// Records are handed to the workers in batches of about this much text (or
+// this many records); at most kInFlightPerWorker batches per worker exist at
+// once, which bounds memory whatever the corpus size.
+constexpr size_t kBatchBytes = size_t{1} << 20;
+constexpr size_t kBatchRecords = 4096;
+constexpr size_t kInFlightPerWorker = 4;
 
 void validate(const ShardBuildOptions& o) {
-  ZAYA_CHECK(!o.corpus_path.empty(), "shard build: corpus_path is empty; expected a UTF-8 text file");
+  ZAYA_CHECK(!o.corpus.inputs.empty(), "shard build: no corpus inputs; expected text or JSONL files");
   ZAYA_CHECK(!o.tokenizer_path.empty(), "shard build: tokenizer_path is empty; expected a SentencePiece .model");
   ZAYA_CHECK(!o.out_dir.empty(), "shard build: out_dir is empty; expected a directory for train/val shards");
   ZAYA_CHECK(o.val_fraction >= 0.0 && o.val_fraction < 1.0, "shard build: val_fraction {} is outside [0, 1)",
              o.val_fraction);
+  ZAYA_CHECK(o.workers >= 0 && o.workers <= 1024, "shard build: workers {} is outside [0, 1024] (0: all cores)",
+             o.workers);
 }
 
-uint64_t count_documents(const std::string& corpus_path) {
-  CorpusReader reader(corpus_path);
-  CorpusDocument doc;
-  uint64_t n = 0;
-  while (reader.next(doc)) ++n;
-  return n;
-}
+struct RecordBatch {
+  std::vector<CorpusRecord> records;
+  uint64_t bytes_read = 0;  // input bytes consumed once this batch was read
+};
 
-// Encodes a batch as [bos] + tokens + [eos] per document, in parallel. An
-// exception cannot leave an OpenMP region, so the first one (in document
-// order) is kept and rethrown afterwards.
-void encode_batch(const Tokenizer& tok, const std::vector<CorpusDocument>& docs,
-                  std::vector<std::vector<int32_t>>& encoded) {
-  const int64_t n = static_cast<int64_t>(docs.size());
-  encoded.resize(docs.size());
-  std::vector<std::exception_ptr> errors(docs.size());
-#pragma omp parallel for schedule(dynamic, 16)
-  for (int64_t i = 0; i < n; ++i) {
-    try {
-      std::vector<int32_t> ids = tok.encode(docs[i].text);
-      std::vector<int32_t>& out = encoded[i];
-      out.clear();
-      out.reserve(ids.size() + 2);
-      out.push_back(tok.bos_id());
-      out.insert(out.end(), ids.begin(), ids.end());
-      out.push_back(tok.eos_id());
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  }
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+struct EncodedDocument {
+  std::vector<int32_t> tokens;  // [bos] + text + [eos], or empty when bad
+  std::string error;            // why the record is bad
+};
+
+struct EncodedBatch {
+  std::vector<EncodedDocument> documents;
+  uint64_t bytes_read = 0;
+};
+
+// What a pass decides and counts; a second pass forces one document over.
+struct PassResult {
+  uint64_t documents = 0, val = 0, skipped = 0;
+  uint64_t argmin = 0, argmax = 0;  // documents with the smallest / largest split hash
+  std::string first_skipped;
+};
 
 }  // namespace
 
@@ -100,68 +99,175 @@ bool DocumentSplit::is_validation(uint64_t i) const {
   return document_uniform(seed_, i) < val_fraction_;
 }
 
+namespace {
+
+class ShardBuild {
+ public:
+  ShardBuild(const ShardBuildOptions& o, const Tokenizer& tok, std::vector<CorpusFile> files)
+      : o_(o), tok_(tok), files_(std::move(files)), t0_(now_seconds()) {}
+
+  // Reads and writes the corpus once; forced_* move one document (UINT64_MAX: none).
+  PassResult pass(int number, uint64_t forced_val, uint64_t forced_train, uint32_t vocab,
+                  std::unique_ptr<DatasetWriter>& train, std::unique_ptr<DatasetWriter>& val,
+                  std::vector<uint64_t>& train_counts) {
+    train.reset();  // a previous pass's writers remove their temporary files first
+    val.reset();
+    train = make_dataset_writer(o_.format, (std::filesystem::path(o_.out_dir) / "train").string(), vocab);
+    val = make_dataset_writer(o_.format, (std::filesystem::path(o_.out_dir) / "val").string(), vocab);
+    train_counts.assign(vocab, 0);
+    PassResult r;
+    double umin = 2.0, umax = -1.0;
+    CorpusRecordReader reader(files_);
+    ShardBuildProgress progress{0, reader.bytes_total(), 0, 0, 0, 0.0, number, false};
+    double last_report = now_seconds();
+    const int workers = o_.workers > 0 ? o_.workers : std::max(1, omp_get_max_threads());
+
+    std::function<bool(RecordBatch&)> produce = [&](RecordBatch& batch) {
+      size_t bytes = 0;
+      CorpusRecord record;
+      while (bytes < kBatchBytes && batch.records.size() < kBatchRecords && reader.next(record)) {
+        bytes += record.text.size();
+        batch.records.push_back(std::move(record));
+      }
+      batch.bytes_read = reader.bytes_read();
+      return !batch.records.empty();
+    };
+    std::function<void(RecordBatch&&, EncodedBatch&)> transform = [&](RecordBatch&& batch, EncodedBatch& out) {
+      out.bytes_read = batch.bytes_read;
+      out.documents.resize(batch.records.size());
+      for (size_t i = 0; i < batch.records.size(); ++i) {
+        DecodedRecord d = decode_record(std::move(batch.records[i]), files_, o_.corpus.field);
+        EncodedDocument& e = out.documents[i];
+        if (!d.ok) {
+          e.error = std::move(d.error);
+          continue;
+        }
+        const std::vector<int32_t> ids = tok_.encode(d.text);
+        e.tokens.reserve(ids.size() + 2);
+        e.tokens.push_back(tok_.bos_id());
+        e.tokens.insert(e.tokens.end(), ids.begin(), ids.end());
+        e.tokens.push_back(tok_.eos_id());
+      }
+    };
+    std::function<void(EncodedBatch&)> consume = [&](EncodedBatch& batch) {
+      for (EncodedDocument& e : batch.documents) {
+        if (!e.error.empty()) {
+          ZAYA_CHECK(o_.corpus.skip_bad, "{} (use --skip-bad to skip and count such records)", e.error);
+          if (r.skipped++ == 0) r.first_skipped = e.error;
+          continue;
+        }
+        const uint64_t index = r.documents++;
+        const double u = DocumentSplit::document_uniform(o_.seed, index);
+        if (u < umin) {
+          umin = u;
+          r.argmin = index;
+        }
+        if (u > umax) {
+          umax = u;
+          r.argmax = index;
+        }
+        const bool is_val = index == forced_val || (index != forced_train && u < o_.val_fraction);
+        if (is_val) {
+          val->add_document(e.tokens);
+          ++r.val;
+        } else {
+          train->add_document(e.tokens);
+          for (int32_t id : e.tokens) ++train_counts[static_cast<size_t>(id)];
+        }
+        progress.tokens += e.tokens.size();
+      }
+      progress.documents = r.documents;
+      progress.skipped = r.skipped;
+      progress.bytes_read = batch.bytes_read;
+      const double now = now_seconds();
+      if (o_.progress && now - last_report >= o_.progress_interval_s) {
+        last_report = now;
+        progress.elapsed_s = now - t0_;
+        o_.progress(progress);
+      }
+    };
+    run_ordered_pipeline<RecordBatch, EncodedBatch>(workers, kInFlightPerWorker * static_cast<size_t>(workers) + 2,
+                                                    produce, transform, consume);
+    last_ = progress;
+    return r;
+  }
+
+  void report_finished() {
+    if (!o_.progress) return;
+    last_.finished = true;
+    last_.elapsed_s = now_seconds() - t0_;
+    o_.progress(last_);
+  }
+
+ private:
+  const ShardBuildOptions& o_;
+  const Tokenizer& tok_;
+  std::vector<CorpusFile> files_;
+  double t0_;
+  ShardBuildProgress last_;
+};
+
+// The corpus's name in messages: its one file, or how many files.
+std::string corpus_label(const std::vector<CorpusFile>& files) {
+  return files.size() == 1 ? files[0].path : fmt::format("the corpus ({} files)", files.size());
+}
+
+}  // namespace
+
 ShardBuildSummary build_token_shards(const ShardBuildOptions& o) {
   validate(o);
+  std::vector<CorpusFile> files = expand_corpus_inputs(o.corpus);
   Tokenizer tok = Tokenizer::load(o.tokenizer_path);
   ZAYA_CHECK(tok.bos_id() >= 0 && tok.eos_id() >= 0,
              "{}: tokenizer has no bos or eos token (bos_id {}, eos_id {}); documents are framed as "
              "[bos] tokens [eos]",
              o.tokenizer_path, tok.bos_id(), tok.eos_id());
 
-  // Pass 1: count documents (and validate the UTF-8) so the split is known
-  // before anything is written.
-  const uint64_t num_documents = count_documents(o.corpus_path);
-  ZAYA_CHECK(num_documents >= 2,
-             "{}: corpus has {} document(s); need at least 2 (one for train, one for val); documents are "
-             "separated by blank lines",
-             o.corpus_path, num_documents);
-  DocumentSplit split(num_documents, o.val_fraction, o.seed);
-
   ShardBuildSummary summary;
   summary.vocab_size = static_cast<uint32_t>(tok.vocab_size());
-  std::error_code ec;
-  summary.corpus_bytes = std::filesystem::file_size(o.corpus_path, ec);
-  ZAYA_CHECK(!ec, "{}: cannot read file size: {}", o.corpus_path, ec.message());
+  summary.corpus_files = files.size();
+  for (const auto& f : files) summary.corpus_bytes += f.bytes;
+  const std::string label = corpus_label(files);
 
-  const std::string train_prefix = (std::filesystem::path(o.out_dir) / "train").string();
-  const std::string val_prefix = (std::filesystem::path(o.out_dir) / "val").string();
-  ShardWriter train(train_prefix, summary.vocab_size);
-  ShardWriter val(val_prefix, summary.vocab_size);
-  std::vector<uint64_t> train_counts(summary.vocab_size, 0);
-
-  // Pass 2: encode in parallel, write in corpus order.
-  CorpusReader reader(o.corpus_path);
-  std::vector<CorpusDocument> batch;
-  std::vector<std::vector<int32_t>> encoded;
-  bool more = true;
-  while (more) {
-    batch.clear();
-    size_t bytes = 0;
-    while (bytes < kBatchBytes && batch.size() < kBatchDocuments) {
-      CorpusDocument doc;
-      if (!(more = reader.next(doc))) break;
-      bytes += doc.text.size();
-      batch.push_back(std::move(doc));
-    }
-    encode_batch(tok, batch, encoded);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (split.is_validation(batch[i].index)) {
-        val.add_document(encoded[i]);
-      } else {
-        train.add_document(encoded[i]);
-        for (int32_t id : encoded[i]) ++train_counts[static_cast<size_t>(id)];
-      }
-    }
+  ShardBuild build(o, tok, files);
+  std::unique_ptr<DatasetWriter> train, val;
+  std::vector<uint64_t> train_counts;
+  PassResult r = build.pass(1, UINT64_MAX, UINT64_MAX, summary.vocab_size, train, val, train_counts);
+  ZAYA_CHECK(r.documents >= 2,
+             "{}: corpus has {} document(s); need at least 2 (one for train, one for val); text documents are "
+             "separated by blank lines, JSONL has one per line",
+             label, r.documents);
+  if (r.val == 0 || r.val == r.documents) {
+    // A split came out empty: move the document with the smallest (largest)
+    // hash into it, as DocumentSplit does, and write everything again.
+    const uint64_t forced_val = r.val == 0 ? r.argmin : UINT64_MAX;
+    const uint64_t forced_train = r.val == r.documents ? r.argmax : UINT64_MAX;
+    const uint64_t first = r.documents;
+    r = build.pass(2, forced_val, forced_train, summary.vocab_size, train, val, train_counts);
+    ZAYA_CHECK(r.documents == first,
+               "{}: corpus changed while shards were built ({} documents on the first read, {} on the second)", label,
+               first, r.documents);
+    summary.passes = 2;
   }
-  ZAYA_CHECK(train.num_documents() + val.num_documents() == num_documents,
-             "{}: corpus changed while shards were built ({} documents on the first read, {} on the second)",
-             o.corpus_path, num_documents, train.num_documents() + val.num_documents());
 
-  ShardWriteSummary t = train.finish();
-  ShardWriteSummary v = val.finish();
-  summary.train = SplitSummary{t.prefix, t.num_documents, t.num_tokens};
-  summary.val = SplitSummary{v.prefix, v.num_documents, v.num_tokens};
+  // Commit: both splits are complete on disk under temporary names; remove
+  // the old indexes first, so that no moment has a new split beside an old one.
+  train->prepare();
+  val->prepare();
+  for (const auto* w : {train.get(), val.get()}) {
+    const std::string idx = shard_idx_path(w->prefix());
+    ZAYA_CHECK(::unlink(idx.c_str()) == 0 || errno == ENOENT, "{}: cannot remove the old index: {}", idx,
+               std::strerror(errno));
+  }
+  train->commit();
+  val->commit();
+
+  summary.train = SplitSummary{train->prefix(), train->num_documents(), train->num_tokens()};
+  summary.val = SplitSummary{val->prefix(), val->num_documents(), val->num_tokens()};
+  summary.skipped = r.skipped;
+  summary.first_skipped = r.first_skipped;
   summary.train_unigram_entropy = unigram_entropy(train_counts);
+  build.report_finished();
   return summary;
 }
 
@@ -182,12 +288,17 @@ double unigram_entropy(std::span<const uint64_t> counts) {
 
 double unigram_entropy(const ShardReader& shard) {
   std::vector<uint64_t> counts(shard.vocab_size(), 0);
-  const uint32_t* t = shard.tokens();
   const uint64_t n = shard.num_tokens();
-  for (uint64_t i = 0; i < n; ++i) {
-    ZAYA_CHECK(t[i] < shard.vocab_size(), "{}: token {} is {}, not below the vocab size {}", shard.bin_path(), i, t[i],
-               shard.vocab_size());
-    ++counts[t[i]];
+  constexpr uint64_t kBlock = 1 << 16;
+  std::vector<uint32_t> block(kBlock);
+  for (uint64_t at = 0; at < n; at += kBlock) {
+    const uint64_t m = std::min(kBlock, n - at);
+    shard.read_tokens(at, m, block.data());
+    for (uint64_t i = 0; i < m; ++i) {
+      ZAYA_CHECK(block[i] < shard.vocab_size(), "{}: token {} is {}, not below the vocab size {}", shard.bin_path(),
+                 at + i, block[i], shard.vocab_size());
+      ++counts[block[i]];
+    }
   }
   return unigram_entropy(counts);
 }

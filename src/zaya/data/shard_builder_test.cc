@@ -4,6 +4,9 @@
 #include <omp.h>
 
 #include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <vector>
 
 #include "zaya/core/error.h"
@@ -20,7 +23,7 @@ using testing::write_file;
 
 ShardBuildOptions options_for(const TempDir& dir, const std::string& out) {
   ShardBuildOptions o;
-  o.corpus_path = dir.file("corpus.txt");
+  o.corpus.inputs = {dir.file("corpus.txt")};
   o.tokenizer_path = testing::small_tokenizer_path();
   o.out_dir = dir.file(out);
   o.val_fraction = 0.1;
@@ -36,7 +39,7 @@ TEST(ShardBuild, DocumentsAreFramedAndSplit) {
 
   std::vector<CorpusDocument> docs;
   {
-    CorpusReader reader(o.corpus_path);
+    CorpusReader reader(o.corpus.inputs[0]);
     CorpusDocument d;
     while (reader.next(d)) docs.push_back(d);
   }
@@ -129,6 +132,116 @@ TEST(ShardBuild, Errors) {
   ShardBuildSummary s = build_token_shards(o);
   EXPECT_EQ(s.train.documents, 1u);
   EXPECT_EQ(s.val.documents, 1u);
+}
+
+// The same documents as text, JSONL, gzip and zstd, in one file or many,
+// give byte-identical shards; and so does any worker count.
+TEST(ShardBuild, InputsAndWorkersGiveIdenticalOutput) {
+  TempDir dir;
+  const std::string text = testing::kjv_slice(120'000);
+  write_file(dir.file("corpus.txt"), text);
+  std::vector<CorpusDocument> docs;
+  {
+    CorpusReader reader(dir.file("corpus.txt"));
+    CorpusDocument d;
+    while (reader.next(d)) docs.push_back(d);
+  }
+  std::string jsonl_a, jsonl_b;
+  for (size_t i = 0; i < docs.size(); ++i)
+    (i < docs.size() / 2 ? jsonl_a : jsonl_b) +=
+        nlohmann::json{{"id", i}, {"doc", {{"text", docs[i].text}}}}.dump() + "\n";
+  std::filesystem::create_directories(dir.file("parts"));
+  write_file(dir.file("parts/00.jsonl.gz"), testing::gzip_bytes(jsonl_a));
+  write_file(dir.file("parts/01.jsonl.zst"), testing::zstd_bytes(jsonl_b));
+
+  ShardBuildOptions o = options_for(dir, "plain");
+  o.workers = 1;
+  build_token_shards(o);
+  ShardBuildOptions j = options_for(dir, "jsonl");
+  j.corpus.inputs = {dir.file("parts")};
+  j.corpus.field = "doc.text";
+  for (int workers : {1, 2, 5}) {
+    j.workers = workers;
+    j.out_dir = dir.file("jsonl" + std::to_string(workers));
+    ShardBuildSummary s = build_token_shards(j);
+    EXPECT_EQ(s.corpus_files, 2u);
+    EXPECT_EQ(s.train.documents + s.val.documents, docs.size());
+    for (const char* f : {"train.bin", "train.idx", "val.bin", "val.idx"})
+      EXPECT_EQ(read_file(dir.file(std::string("plain/") + f)), read_file(j.out_dir + "/" + f))
+          << f << ", " << workers << " workers";
+  }
+}
+
+TEST(ShardBuild, BadRecordsFailOrAreSkippedAndCounted) {
+  TempDir dir;
+  write_file(dir.file("c.jsonl"),
+             "{\"text\": \"In the beginning\"}\n{\"text\": \"God created\"}\n{\"txt\": \"oops\"}\n"
+             "{\"text\": \"the heaven\"}\nnot json\n{\"text\": \"and the earth\"}\n");
+  ShardBuildOptions o = options_for(dir, "out");
+  o.corpus.inputs = {dir.file("c.jsonl")};
+  testing::expect_data_error([&] { build_token_shards(o); }, {"c.jsonl: line 3: field 'text' not found", "--skip-bad"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/train.idx")));
+  o.corpus.skip_bad = true;
+  ShardBuildSummary s = build_token_shards(o);
+  EXPECT_EQ(s.skipped, 2u);
+  EXPECT_NE(s.first_skipped.find("line 3"), std::string::npos) << s.first_skipped;
+  EXPECT_EQ(s.train.documents + s.val.documents, 4u);
+}
+
+// A build that stops part-way (here: its progress callback throws) commits
+// nothing: the previous dataset is still there, whole, and no temporary file is left.
+TEST(ShardBuild, InterruptedBuildLeavesThePreviousDatasetOnly) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), testing::kjv_slice(200'000));
+  ShardBuildOptions o = options_for(dir, "out");
+  build_token_shards(o);
+  const std::string before = read_file(dir.file("out/train.bin")) + read_file(dir.file("out/val.idx"));
+  write_file(dir.file("corpus.txt"), read_file(testing::kjv_path()));  // several batches
+  int calls = 0;
+  o.progress_interval_s = 0.0;
+  o.progress = [&](const ShardBuildProgress& p) {
+    EXPECT_GT(p.bytes_total, 0u);
+    if (++calls == 2) throw std::runtime_error("interrupted");
+  };
+  o.workers = 2;
+  EXPECT_THROW(build_token_shards(o), std::runtime_error);
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(read_file(dir.file("out/train.bin")) + read_file(dir.file("out/val.idx")) == before);
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("out")))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  // An uninterrupted build reports its end.
+  bool finished = false;
+  o.progress = [&](const ShardBuildProgress& p) {
+    if (p.finished) {
+      finished = true;
+      EXPECT_EQ(p.bytes_read, p.bytes_total);
+    }
+  };
+  build_token_shards(o);
+  EXPECT_TRUE(finished);
+  EXPECT_FALSE(read_file(dir.file("out/train.bin")) + read_file(dir.file("out/val.idx")) == before);
+}
+
+// --format megatron writes the same documents as a Megatron indexed dataset,
+// which the reader opens (uint16 ids for this 400-piece vocabulary).
+TEST(ShardBuild, MegatronFormatHoldsTheSameDocuments) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), testing::kjv_slice(100'000));
+  ShardBuildSummary z = build_token_shards(options_for(dir, "zaya"));
+  ShardBuildOptions o = options_for(dir, "megatron");
+  o.format = DatasetFormat::kMegatron;
+  ShardBuildSummary m = build_token_shards(o);
+  EXPECT_EQ(m.train.tokens, z.train.tokens);
+  EXPECT_DOUBLE_EQ(m.train_unigram_entropy, z.train_unigram_entropy);
+  for (const char* split : {"train", "val"}) {
+    ShardReader a = ShardReader::open(dir.file(std::string("zaya/") + split));
+    ShardReader b = ShardReader::open(dir.file(std::string("megatron/") + split), {ChecksumMode::kAuto, true, 400});
+    EXPECT_EQ(b.format(), ShardFileFormat::kMegatron);
+    EXPECT_EQ(b.token_bytes(), 2u);
+    EXPECT_EQ(std::filesystem::file_size(dir.file(std::string("megatron/") + split + ".bin")), 2 * a.num_tokens());
+    EXPECT_EQ(a.offsets(), b.offsets());
+    for (uint64_t d = 0; d < a.num_documents(); ++d) ASSERT_EQ(a.document(d), b.document(d)) << split << " " << d;
+  }
 }
 
 TEST(ShardBuild, UnigramEntropy) {

@@ -3,11 +3,14 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "zaya/core/error.h"
+#include "zaya/data/megatron_format.h"
+#include "zaya/data/megatron_index.h"
 #include "zaya/data/shard_format.h"
 #include "zaya/io/file_descriptor.h"
 
@@ -64,33 +67,74 @@ void read_index(const std::string& idx_path, ShardIdxHeader& h, std::vector<uint
 
 }  // namespace
 
+ShardFileFormat shard_file_format(const std::string& prefix) {
+  char magic[9] = {};
+  const FileDescriptor idx = FileDescriptor::open_read(shard_idx_path(prefix));
+  if (idx.size() >= sizeof(magic)) idx.read_exact(magic, sizeof(magic), 0, "the magic");
+  return std::string_view(magic, sizeof(magic)) == kMegatronIdxMagic ? ShardFileFormat::kMegatron
+                                                                     : ShardFileFormat::kZaya;
+}
+
 ShardReader ShardReader::open(const std::string& prefix, const ShardReadOptions& options) {
   ShardReader r;
   r.prefix_ = prefix;
-  const std::string idx_path = shard_idx_path(prefix), bin_path = shard_bin_path(prefix);
-  ShardIdxHeader h{};
-  read_index(idx_path, h, r.offsets_);
-  r.vocab_size_ = h.vocab_size;
-  r.checksum_ = h.bin_xxh64;
+  if (shard_file_format(prefix) == ShardFileFormat::kMegatron) {
+    r.open_megatron(options);
+  } else {
+    r.open_zaya(options);
+  }
+  return r;
+}
 
+void ShardReader::map_bin(uint64_t expected_bytes) {
+  const std::string bin_path = shard_bin_path(prefix_);
   FileDescriptor bin = FileDescriptor::open_read(bin_path);
   const uint64_t bin_bytes = bin.size();
-  ZAYA_CHECK(bin_bytes % kShardTokenBytes == 0 && bin_bytes / kShardTokenBytes == h.num_tokens,
+  ZAYA_CHECK(bin_bytes == expected_bytes,
              "{}: file is {} bytes, but {} records {} tokens ({} bytes at {} bytes per token)", bin_path, bin_bytes,
-             idx_path, h.num_tokens, h.num_tokens * kShardTokenBytes, kShardTokenBytes);
+             shard_idx_path(prefix_), num_tokens(), expected_bytes, token_bytes_);
   if (bin_bytes > 0) {
     void* p = ::mmap(nullptr, bin_bytes, PROT_READ, MAP_PRIVATE, bin.get(), 0);
     ZAYA_CHECK(p != MAP_FAILED, "{}: cannot memory-map {} bytes: {}", bin_path, bin_bytes, std::strerror(errno));
-    r.mapping_ = p;
-    r.mapping_bytes_ = bin_bytes;
-    r.tokens_ = static_cast<const uint32_t*>(p);
+    mapping_ = p;
+    mapping_bytes_ = bin_bytes;
+    data_ = static_cast<const unsigned char*>(p);
   }
+}
 
+void ShardReader::open_zaya(const ShardReadOptions& options) {
+  ShardIdxHeader h{};
+  read_index(shard_idx_path(prefix_), h, offsets_);
+  vocab_size_ = h.vocab_size;
+  checksum_ = h.bin_xxh64;
+  ZAYA_CHECK(h.num_tokens <= UINT64_MAX / kShardTokenBytes, "{}: token count {} is too large", shard_idx_path(prefix_),
+             h.num_tokens);
+  map_bin(h.num_tokens * kShardTokenBytes);
   const bool verify = options.verify_checksum == ChecksumMode::kAlways ||
-                      (options.verify_checksum == ChecksumMode::kAuto && bin_bytes <= kAutoVerifyMaxBytes);
-  if (verify) r.verify_checksum();
-  if (options.check_token_ids) r.check_token_ids();
-  return r;
+                      (options.verify_checksum == ChecksumMode::kAuto && mapping_bytes_ <= kAutoVerifyMaxBytes);
+  if (verify) verify_checksum();
+  if (options.check_token_ids) check_token_ids();
+}
+
+void ShardReader::open_megatron(const ShardReadOptions& options) {
+  format_ = ShardFileFormat::kMegatron;
+  const std::string idx_path = shard_idx_path(prefix_);
+  MegatronIndex index = read_megatron_index(idx_path);
+  token_bytes_ = index.token_bytes;
+  offsets_ = std::move(index.document_offsets);
+  map_bin(num_tokens() * token_bytes_);
+  if (options.vocab_size > 0) {
+    ZAYA_CHECK(options.vocab_size <= static_cast<uint32_t>(INT32_MAX), "{}: vocab size {} is outside [1, {}]", idx_path,
+               options.vocab_size, INT32_MAX);
+    vocab_size_ = options.vocab_size;
+    if (options.check_token_ids) check_token_ids();
+  } else {
+    uint32_t top = 0;
+    for (uint64_t i = 0; i < num_tokens(); ++i) top = std::max(top, token(i));
+    ZAYA_CHECK(top < static_cast<uint32_t>(INT32_MAX), "{}: token id {} is not a valid id (the dtype is signed)",
+               shard_bin_path(prefix_), top);
+    vocab_size_ = top + 1;
+  }
 }
 
 ShardReader::ShardReader(ShardReader&& other) noexcept
@@ -98,7 +142,9 @@ ShardReader::ShardReader(ShardReader&& other) noexcept
       vocab_size_(other.vocab_size_),
       checksum_(other.checksum_),
       offsets_(std::exchange(other.offsets_, std::vector<uint64_t>{0})),
-      tokens_(std::exchange(other.tokens_, nullptr)),
+      format_(other.format_),
+      token_bytes_(other.token_bytes_),
+      data_(std::exchange(other.data_, nullptr)),
       mapping_(std::exchange(other.mapping_, nullptr)),
       mapping_bytes_(std::exchange(other.mapping_bytes_, 0)) {}
 
@@ -109,7 +155,9 @@ ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
     vocab_size_ = other.vocab_size_;
     checksum_ = other.checksum_;
     offsets_ = std::exchange(other.offsets_, std::vector<uint64_t>{0});
-    tokens_ = std::exchange(other.tokens_, nullptr);
+    format_ = other.format_;
+    token_bytes_ = other.token_bytes_;
+    data_ = std::exchange(other.data_, nullptr);
     mapping_ = std::exchange(other.mapping_, nullptr);
     mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
   }
@@ -122,20 +170,67 @@ void ShardReader::unmap() noexcept {
   if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
   mapping_ = nullptr;
   mapping_bytes_ = 0;
-  tokens_ = nullptr;
+  data_ = nullptr;
 }
 
 std::string ShardReader::bin_path() const { return shard_bin_path(prefix_); }
 std::string ShardReader::idx_path() const { return shard_idx_path(prefix_); }
 
-std::span<const uint32_t> ShardReader::document(uint64_t d) const {
+const uint32_t* ShardReader::tokens() const {
+  ZAYA_CHECK(token_bytes_ == 4, "{}: tokens are {} bytes wide; read them with read_tokens()", bin_path(), token_bytes_);
+  return reinterpret_cast<const uint32_t*>(data_);
+}
+
+uint32_t ShardReader::token(uint64_t i) const {
+  ZAYA_ASSERT(i < num_tokens());
+  switch (token_bytes_) {
+    case 1: return data_[i];
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, data_ + 2 * i, 2);
+      return v;
+    }
+    default: {
+      uint32_t v;
+      std::memcpy(&v, data_ + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+void ShardReader::read_tokens(uint64_t start, uint64_t count, uint32_t* out) const {
+  ZAYA_CHECK(start <= num_tokens() && count <= num_tokens() - start,
+             "{}: tokens {}..{} requested, but the shard has {} tokens", bin_path(), start, start + count,
+             num_tokens());
+  if (count == 0) return;
+  switch (token_bytes_) {
+    case 1:
+      for (uint64_t i = 0; i < count; ++i) out[i] = data_[start + i];
+      break;
+    case 2: {
+      const unsigned char* p = data_ + 2 * start;
+      for (uint64_t i = 0; i < count; ++i) {
+        uint16_t v;
+        std::memcpy(&v, p + 2 * i, 2);
+        out[i] = v;
+      }
+      break;
+    }
+    default: std::memcpy(out, data_ + 4 * start, count * 4);
+  }
+}
+
+std::vector<uint32_t> ShardReader::document(uint64_t d) const {
   ZAYA_CHECK(d < num_documents(), "{}: document {} requested, but the shard has {} documents", idx_path(), d,
              num_documents());
-  return {tokens_ + offsets_[d], static_cast<size_t>(offsets_[d + 1] - offsets_[d])};
+  std::vector<uint32_t> out(offsets_[d + 1] - offsets_[d]);
+  read_tokens(offsets_[d], out.size(), out.data());
+  return out;
 }
 
 void ShardReader::verify_checksum() const {
-  uint64_t actual = XXH64(tokens_, mapping_bytes_, 0);
+  if (format_ == ShardFileFormat::kMegatron) return;  // Megatron's index has no checksum
+  uint64_t actual = XXH64(data_, mapping_bytes_, 0);
   ZAYA_CHECK(actual == checksum_,
              "{}: xxh64 checksum is {:016x}, but {} records {:016x} (the token file is corrupt or belongs to "
              "another index)",
@@ -144,9 +239,11 @@ void ShardReader::verify_checksum() const {
 
 void ShardReader::check_token_ids() const {
   const uint64_t n = num_tokens();
-  for (uint64_t i = 0; i < n; ++i)
-    ZAYA_CHECK(tokens_[i] < vocab_size_, "{}: token {} is {}, not below the vocab size {} recorded in {}", bin_path(),
-               i, tokens_[i], vocab_size_, idx_path());
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t t = token(i);
+    ZAYA_CHECK(t < vocab_size_, "{}: token {} is {}, not below the vocab size {} recorded in {}", bin_path(), i, t,
+               vocab_size_, format_ == ShardFileFormat::kMegatron ? "the options" : idx_path());
+  }
 }
 
 }  // namespace zaya

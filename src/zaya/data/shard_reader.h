@@ -1,5 +1,7 @@
 #pragma once
-// Reads a token shard (format in shard_format.h and docs/formats-data.md).
+// Reads a token shard (format in shard_format.h and docs/formats-data.md) or a
+// Megatron-LM indexed dataset (megatron_format.h, docs/formats.md), told
+// apart by the magic at the start of NAME.idx.
 //
 // open() validates the index completely before handing anything out: magic,
 // version, vocab size, that the index file holds exactly num_documents + 1
@@ -10,6 +12,12 @@
 // never read out of bounds. NAME.bin is memory-mapped read-only; the shard
 // must not be modified while a reader has it open (truncating a mapped file
 // makes later reads fault).
+//
+// A Megatron dataset's tokens are 1, 2 or 4 bytes wide (its dtype); its
+// sequences must lie back to back in NAME.bin (as Megatron writes them), and
+// a zaya "document" is a Megatron document (document indices). It has no
+// vocabulary size or checksum: ShardReadOptions::vocab_size supplies the
+// former (0: the largest id + 1, which scans the tokens once).
 
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +37,16 @@ struct ShardReadOptions {
   ChecksumMode verify_checksum = ChecksumMode::kAuto;
   // Scan every token and fail on an id >= the vocab size in the header.
   bool check_token_ids = false;
+  // Megatron datasets only: the vocabulary the ids must stay below (0: the
+  // largest id in the file + 1). Ignored for zaya shards (their header has it).
+  uint32_t vocab_size = 0;
 };
+
+enum class ShardFileFormat { kZaya, kMegatron };
+
+// The format of PREFIX.idx from its magic: kMegatron for "MMIDIDX\0\0",
+// kZaya for anything else (ShardReader::open then validates it).
+ShardFileFormat shard_file_format(const std::string& prefix);
 
 class ShardReader {
  public:
@@ -53,10 +70,20 @@ class ShardReader {
   uint64_t num_tokens() const { return offsets_.back(); }
   uint64_t checksum() const { return checksum_; }
 
-  // All tokens of the shard, num_tokens() of them (documents back to back).
-  const uint32_t* tokens() const { return tokens_; }
+  ShardFileFormat format() const { return format_; }
+  // Bytes per token in NAME.bin: 4 for zaya shards, 1, 2 or 4 for Megatron's.
+  uint32_t token_bytes() const { return token_bytes_; }
+  // NAME.bin as mapped (num_tokens() * token_bytes() bytes, little-endian ids).
+  const unsigned char* data() const { return data_; }
+  // All tokens of the shard when they are 4 bytes wide (fails otherwise; use
+  // read_tokens or token for any width).
+  const uint32_t* tokens() const;
+  // Token i (< num_tokens()), any width.
+  uint32_t token(uint64_t i) const;
+  // Copies tokens [start, start + count) (inside the shard) into `out`.
+  void read_tokens(uint64_t start, uint64_t count, uint32_t* out) const;
   // The tokens of document `d` (< num_documents()).
-  std::span<const uint32_t> document(uint64_t d) const;
+  std::vector<uint32_t> document(uint64_t d) const;
   // Document start offsets, num_documents() + 1 entries.
   const std::vector<uint64_t>& offsets() const { return offsets_; }
 
@@ -68,12 +95,17 @@ class ShardReader {
  private:
   ShardReader() = default;
   void unmap() noexcept;
+  void open_zaya(const ShardReadOptions& options);
+  void open_megatron(const ShardReadOptions& options);
+  void map_bin(uint64_t bytes);
 
   std::string prefix_;
   uint32_t vocab_size_ = 0;
   uint64_t checksum_ = 0;
   std::vector<uint64_t> offsets_{0};
-  const uint32_t* tokens_ = nullptr;
+  ShardFileFormat format_ = ShardFileFormat::kZaya;
+  uint32_t token_bytes_ = 4;
+  const unsigned char* data_ = nullptr;
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
 };

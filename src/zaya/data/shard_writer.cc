@@ -47,7 +47,7 @@ void ShardWriter::discard() noexcept {
 }
 
 void ShardWriter::add_document(std::span<const int32_t> tokens) {
-  ZAYA_CHECK(!finished_, "{}: add_document after finish()", shard_bin_path(prefix_));
+  ZAYA_CHECK(!prepared_, "{}: add_document after finish()", shard_bin_path(prefix_));
   for (size_t i = 0; i < tokens.size(); ++i) {
     int32_t id = tokens[i];
     ZAYA_CHECK(id >= 0 && static_cast<uint32_t>(id) < vocab_size_,
@@ -67,7 +67,13 @@ void ShardWriter::flush_buffer() {
 }
 
 ShardWriteSummary ShardWriter::finish() {
-  ZAYA_CHECK(!finished_, "{}: finish() called twice", shard_bin_path(prefix_));
+  prepare();
+  commit();
+  return ShardWriteSummary{prefix_, vocab_size_, num_documents(), num_tokens(), bin_xxh64_};
+}
+
+void ShardWriter::prepare() {
+  ZAYA_CHECK(!prepared_, "{}: finish() or prepare() called twice", shard_bin_path(prefix_));
   flush_buffer();
   bin_.sync();
   bin_.close();
@@ -78,19 +84,22 @@ ShardWriteSummary ShardWriter::finish() {
   header.vocab_size = vocab_size_;
   header.num_documents = num_documents();
   header.num_tokens = num_tokens();
-  header.bin_xxh64 = XXH64_digest(hash_.get());
+  header.bin_xxh64 = bin_xxh64_ = XXH64_digest(hash_.get());
 
   FileDescriptor idx = FileDescriptor::create(idx_tmp(prefix_));
   idx.write_all(&header, sizeof(header));
   idx.write_all(offsets_.data(), offsets_.size() * sizeof(uint64_t));
   idx.sync();
   idx.close();
+  prepared_ = true;
+}
 
+void ShardWriter::commit() {
+  ZAYA_CHECK(prepared_ && !finished_, "{}: commit() needs one prepare() before it", shard_bin_path(prefix_));
   rename_file(bin_tmp(prefix_), shard_bin_path(prefix_));
   rename_file(idx_tmp(prefix_), shard_idx_path(prefix_));
   sync_parent_directory(shard_idx_path(prefix_));
   finished_ = true;
-  return ShardWriteSummary{prefix_, vocab_size_, header.num_documents, header.num_tokens, header.bin_xxh64};
 }
 
 }  // namespace zaya

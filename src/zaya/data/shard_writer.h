@@ -18,6 +18,7 @@
 
 #include <xxhash.h>
 
+#include "zaya/data/dataset_writer.h"
 #include "zaya/io/file_descriptor.h"
 
 namespace zaya {
@@ -30,22 +31,28 @@ struct ShardWriteSummary {
   uint64_t bin_xxh64 = 0;
 };
 
-class ShardWriter {
+class ShardWriter : public DatasetWriter {
  public:
   // Starts a shard at PREFIX.{bin,idx}; token ids must be < vocab_size.
   ShardWriter(std::string prefix, uint32_t vocab_size);
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
-  ~ShardWriter();
+  ~ShardWriter() override;
 
   // Appends one document (may be empty). Fails on an id outside [0, vocab_size).
-  void add_document(std::span<const int32_t> tokens);
+  void add_document(std::span<const int32_t> tokens) override;
 
-  // Writes the index, makes both files durable and renames them into place.
+  // Writes the index, makes both files durable and renames them into place
+  // (prepare() then commit()).
   ShardWriteSummary finish();
+  // Writes PREFIX.idx.tmp and makes both temporary files durable.
+  void prepare() override;
+  // Renames PREFIX.bin.tmp and PREFIX.idx.tmp into place.
+  void commit() override;
 
-  uint64_t num_documents() const { return offsets_.size() - 1; }
-  uint64_t num_tokens() const { return offsets_.back(); }
+  uint64_t num_documents() const override { return offsets_.size() - 1; }
+  uint64_t num_tokens() const override { return offsets_.back(); }
+  const std::string& prefix() const override { return prefix_; }
 
  private:
   void flush_buffer();
@@ -60,6 +67,8 @@ class ShardWriter {
     void operator()(XXH64_state_t* s) const { XXH64_freeState(s); }
   };
   std::unique_ptr<XXH64_state_t, HashFree> hash_;
+  uint64_t bin_xxh64_ = 0;
+  bool prepared_ = false;
   bool finished_ = false;
 };
 

@@ -34,8 +34,8 @@ constexpr uint64_t kSentenceStream = 0x5A544F4B53454Cull;  // "ZTOKSEL"
 // skip its cleanup.
 class CorpusLineIterator : public sentencepiece::SentenceIterator {
  public:
-  CorpusLineIterator(const std::string& path, uint64_t seed, double keep_fraction)
-      : lines_(path), seed_(seed), keep_fraction_(keep_fraction) {
+  CorpusLineIterator(const CorpusSpec& spec, const std::vector<CorpusFile>& files, uint64_t seed, double keep_fraction)
+      : spec_(spec), files_(files), records_(files), seed_(seed), keep_fraction_(keep_fraction) {
     Next();
   }
 
@@ -59,12 +59,13 @@ class CorpusLineIterator : public sentencepiece::SentenceIterator {
     if (error_) std::rethrow_exception(error_);
   }
   uint64_t sentences() const { return sentences_; }
+  uint64_t skipped() const { return skipped_; }
 
  private:
   void advance() {
     for (;;) {
       while (rest_.empty()) {
-        if (!lines_.next(line_)) {
+        if (!next_line()) {
           done_ = true;
           return;
         }
@@ -75,6 +76,28 @@ class CorpusLineIterator : public sentencepiece::SentenceIterator {
       if (keep_fraction_ >= 1.0 || keep(index)) break;
     }
     ++sentences_;
+  }
+
+  // The next line of the current document, reading the next record when it is used up.
+  bool next_line() {
+    while (doc_pos_ >= doc_.size()) {
+      CorpusRecord record;
+      if (!records_.next(record)) return false;
+      DecodedRecord d = decode_record(std::move(record), files_, spec_.field);
+      if (!d.ok) {
+        ZAYA_CHECK(spec_.skip_bad, "{} (use --skip-bad to skip and count such records)", d.error);
+        ++skipped_;
+        continue;
+      }
+      doc_ = std::move(d.text);
+      doc_pos_ = 0;
+    }
+    size_t nl = doc_.find('\n', doc_pos_);
+    if (nl == std::string::npos) nl = doc_.size();
+    line_.assign(doc_, doc_pos_, nl - doc_pos_);
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    doc_pos_ = nl + 1;
+    return true;
   }
 
   bool keep(uint64_t index) const {
@@ -98,7 +121,12 @@ class CorpusLineIterator : public sentencepiece::SentenceIterator {
     return chunk;
   }
 
-  LineReader lines_;
+  const CorpusSpec& spec_;
+  const std::vector<CorpusFile>& files_;
+  CorpusRecordReader records_;
+  std::string doc_;
+  size_t doc_pos_ = 0;
+  uint64_t skipped_ = 0;
   uint64_t seed_;
   double keep_fraction_;
   std::string line_, rest_, value_;
@@ -129,7 +157,7 @@ std::string escape_piece(const std::string& piece) {
 }
 
 void validate(const TokenizerTrainOptions& o) {
-  ZAYA_CHECK(!o.corpus_path.empty(), "tokenizer training: corpus_path is empty; expected a UTF-8 text file");
+  ZAYA_CHECK(!o.corpus.inputs.empty(), "tokenizer training: no corpus inputs; expected text or JSONL files");
   ZAYA_CHECK(!o.output_prefix.empty(), "tokenizer training: output_prefix is empty; expected e.g. 'out/tokenizer'");
   ZAYA_CHECK(o.model_type == "bpe" || o.model_type == "unigram",
              "tokenizer training: model_type '{}' is not supported; expected 'bpe' or 'unigram'", o.model_type);
@@ -148,8 +176,8 @@ void validate(const TokenizerTrainOptions& o) {
 }
 
 // The number of training sentences (chunks) the corpus yields.
-uint64_t count_sentences(const std::string& path) {
-  CorpusLineIterator all(path, 0, 1.0);
+uint64_t count_sentences(const CorpusSpec& spec, const std::vector<CorpusFile>& files) {
+  CorpusLineIterator all(spec, files, 0, 1.0);
   while (!all.done()) all.Next();
   all.rethrow_if_failed();
   return all.sentences();
@@ -190,7 +218,7 @@ Tokenizer Tokenizer::from_serialized(std::string serialized, std::string label) 
   return Tokenizer(std::move(sp), std::move(serialized), std::move(label));
 }
 
-void Tokenizer::train(const TokenizerTrainOptions& o) {
+TokenizerTrainSummary Tokenizer::train(const TokenizerTrainOptions& o) {
   validate(o);
   std::unordered_map<std::string, std::string> args = {
       {"model_type", o.model_type},
@@ -221,23 +249,25 @@ void Tokenizer::train(const TokenizerTrainOptions& o) {
       {"minloglevel", "2"},
   };
 
-  const uint64_t available = count_sentences(o.corpus_path);
-  ZAYA_CHECK(available > 0, "{}: corpus has no non-blank lines to train a tokenizer on", o.corpus_path);
+  const std::vector<CorpusFile> files = expand_corpus_inputs(o.corpus);
+  const std::string label = files.size() == 1 ? files[0].path : fmt::format("the corpus ({} files)", files.size());
+  const uint64_t available = count_sentences(o.corpus, files);
+  ZAYA_CHECK(available > 0, "{}: corpus has no non-blank lines to train a tokenizer on", label);
   const uint64_t wanted = static_cast<uint64_t>(o.max_sentences);
   const double keep_fraction =
       (wanted == 0 || available <= wanted) ? 1.0 : static_cast<double>(wanted) / static_cast<double>(available);
 
-  CorpusLineIterator sentences(o.corpus_path, o.seed, keep_fraction);
+  CorpusLineIterator sentences(o.corpus, files, o.seed, keep_fraction);
   sentences.rethrow_if_failed();
   std::string serialized;
   auto status = sentencepiece::SentencePieceTrainer::Train(args, &sentences, &serialized);
   sentences.rethrow_if_failed();
-  ZAYA_CHECK(status.ok(), "{}: SentencePiece {} training (vocab_size {}) failed: {}", o.corpus_path, o.model_type,
-             o.vocab_size, status.ToString());
+  ZAYA_CHECK(status.ok(), "{}: SentencePiece {} training (vocab_size {}) failed: {}", label, o.model_type, o.vocab_size,
+             status.ToString());
 
   sentencepiece::SentencePieceProcessor sp;
   status = sp.LoadFromSerializedProto(serialized);
-  ZAYA_CHECK(status.ok(), "{}: SentencePiece produced a model it cannot load: {}", o.corpus_path, status.ToString());
+  ZAYA_CHECK(status.ok(), "{}: SentencePiece produced a model it cannot load: {}", label, status.ToString());
   std::string vocab;
   for (int id = 0; id < sp.GetPieceSize(); ++id)
     vocab += fmt::format("{}\t{}\n", escape_piece(sp.IdToPiece(id)), sp.GetScore(id));
@@ -250,6 +280,7 @@ void Tokenizer::train(const TokenizerTrainOptions& o) {
   }
   write_file_atomic(o.output_prefix + ".model", serialized);
   write_file_atomic(o.output_prefix + ".vocab", vocab);
+  return TokenizerTrainSummary{available, sentences.skipped()};
 }
 
 void Tokenizer::check_id(int32_t id, std::string_view what) const {

@@ -16,14 +16,23 @@
 #include <string_view>
 #include <vector>
 
+#include "zaya/data/corpus_input.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
 namespace zaya {
 
+struct TokenizerTrainSummary {
+  uint64_t sentences = 0;  // training sentences available (before max_sentences)
+  uint64_t skipped = 0;    // bad records skipped (corpus.skip_bad)
+};
+
 struct TokenizerTrainOptions {
-  std::string corpus_path;    // UTF-8 text; every non-blank line is one training sentence
+  // Text or JSONL files, plain or compressed (corpus_input.h); every non-blank
+  // line of every document is one training sentence.
+  CorpusSpec corpus;
   std::string output_prefix;  // writes PREFIX.model (and PREFIX.vocab, for people to read)
   int32_t vocab_size = 4096;
   std::string model_type = "bpe";  // "bpe" or "unigram"
@@ -56,7 +65,7 @@ class Tokenizer {
   // Trains a model on options.corpus_path and writes OUTPUT_PREFIX.model and
   // OUTPUT_PREFIX.vocab (one "piece<TAB>score" line per id, control characters
   // escaped). Deterministic: the same options give a byte-identical model.
-  static void train(const TokenizerTrainOptions& options);
+  static TokenizerTrainSummary train(const TokenizerTrainOptions& options);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

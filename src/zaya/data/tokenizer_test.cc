@@ -64,7 +64,7 @@ TEST(Tokenizer, TrainingIsDeterministic) {
   TempDir dir;
   testing::write_file(dir.file("c.txt"), testing::kjv_slice(100'000));
   TokenizerTrainOptions o;
-  o.corpus_path = dir.file("c.txt");
+  o.corpus.inputs = {dir.file("c.txt")};
   o.vocab_size = 300;
   o.byte_fallback = false;  // 300 pieces leave no room for 256 byte pieces
   o.max_sentences = 400;    // fewer than the slice's ~800 lines: exercises seeded sampling
@@ -101,7 +101,7 @@ TEST(Tokenizer, LongLinesAreCutNotSkipped) {
     if (c == '\n') c = ' ';
   testing::write_file(dir.file("long.txt"), text + "\n");
   TokenizerTrainOptions o;
-  o.corpus_path = dir.file("long.txt");
+  o.corpus.inputs = {dir.file("long.txt")};
   o.output_prefix = dir.file("long");
   o.vocab_size = 300;
   o.byte_fallback = false;
@@ -113,7 +113,7 @@ TEST(Tokenizer, LongLinesAreCutNotSkipped) {
 TEST(Tokenizer, TrainsKjv4096BpeQuickly) {
   TempDir dir;
   TokenizerTrainOptions o;
-  o.corpus_path = testing::kjv_path();
+  o.corpus.inputs = {testing::kjv_path()};
   o.output_prefix = dir.file("kjv");
   o.vocab_size = 4096;
   double t0 = now_seconds();
@@ -149,7 +149,7 @@ TEST(Tokenizer, TrainOptionErrors) {
   TempDir dir;
   testing::write_file(dir.file("c.txt"), "some text\n");
   TokenizerTrainOptions o;
-  o.corpus_path = dir.file("c.txt");
+  o.corpus.inputs = {dir.file("c.txt")};
   o.output_prefix = dir.file("t");
   o.model_type = "wordpiece";
   expect_error([&] { Tokenizer::train(o); }, {"model_type 'wordpiece'", "'bpe' or 'unigram'"});
@@ -160,13 +160,13 @@ TEST(Tokenizer, TrainOptionErrors) {
   o.character_coverage = 0.9;
   expect_error([&] { Tokenizer::train(o); }, {"character_coverage 0.9", "[0.98, 1]"});
   o.character_coverage = 1;
-  o.corpus_path = dir.file("missing.txt");
+  o.corpus.inputs = {dir.file("missing.txt")};
   expect_error([&] { Tokenizer::train(o); }, {"missing.txt", "cannot open"});
   // SentencePiece's own failure (vocab larger than this corpus supports) is wrapped.
-  o.corpus_path = dir.file("c.txt");
+  o.corpus.inputs = {dir.file("c.txt")};
   expect_error([&] { Tokenizer::train(o); }, {"c.txt", "SentencePiece bpe training"});
   testing::write_file(dir.file("bad.txt"), "good line\n\xc3\x28 bad\n");
-  o.corpus_path = dir.file("bad.txt");
+  o.corpus.inputs = {dir.file("bad.txt")};
   expect_error([&] { Tokenizer::train(o); }, {"bad.txt: line 2", "invalid UTF-8"});
   EXPECT_FALSE(std::filesystem::exists(dir.file("t.model")));
 }

@@ -2,8 +2,9 @@
 
 namespace zaya {
 
-ShardBatchSource::ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order)
-    : shard_(std::make_unique<ShardReader>(ShardReader::open(prefix))),
+ShardBatchSource::ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order,
+                                   const ShardReadOptions& read)
+    : shard_(std::make_unique<ShardReader>(ShardReader::open(prefix, read))),
       sampler_(std::make_unique<TokenSampler>(*shard_, seq, order, seed)) {}
 
 void SyntheticBatchSource::next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int rank, int ranks) {

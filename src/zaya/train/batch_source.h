@@ -27,7 +27,9 @@ class BatchSource {
 // Shuffled windows of a token shard (one epoch after another).
 class ShardBatchSource : public BatchSource {
  public:
-  ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order);
+  // `read` is passed to ShardReader::open (a Megatron dataset needs its vocab_size).
+  ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order,
+                   const ShardReadOptions& read = {});
   void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override {
     sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch);
   }

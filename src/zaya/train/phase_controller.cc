@@ -44,6 +44,23 @@ void check_tokenizer(const TrainConfig& config, int64_t data_vocab, const std::s
              config.source, path, tok.vocab_size(), what, data_vocab);
 }
 
+// The vocabulary a Megatron dataset's ids must stay below (its index records
+// none): the tokenizer's, else the model's explicit real_vocab_size; 0 when
+// neither dataset is a Megatron one (zaya shards carry their own).
+uint32_t megatron_vocab(const TrainConfig& config, const std::string& train, const std::string& val) {
+  std::error_code ec;
+  const bool megatron =
+      (std::filesystem::exists(train + ".idx", ec) && shard_file_format(train) == ShardFileFormat::kMegatron) ||
+      (std::filesystem::exists(val + ".idx", ec) && shard_file_format(val) == ShardFileFormat::kMegatron);
+  if (!megatron) return 0;
+  if (!config.data.tokenizer.empty()) return uint32_t(Tokenizer::load(config.data.tokenizer).vocab_size());
+  ZAYA_CHECK(!config.vocab_from_tokenizer,
+             "{}: '{}' is a Megatron indexed dataset, whose index records no vocabulary size; set data.tokenizer to "
+             "the SentencePiece model it was made with, or model.real_vocab_size",
+             config.source, train);
+  return uint32_t(config.model.real_vocab_size);
+}
+
 }  // namespace
 
 PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool synthetic_data)
@@ -68,21 +85,26 @@ PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool s
     train_data_ = std::move(train);
     val_data_ = recipe_data_->val_source(0, run.seq_len);
   } else {
+    const std::string train_prefix =
+        config.data.train.empty() ? path_join(config.data.dir, "train") : config.data.train;
+    const std::string val_prefix = config.data.val.empty() ? path_join(config.data.dir, "val") : config.data.val;
+    const std::string what = config.data.train.empty() ? fmt::format("the token shards in '{}'", config.data.dir)
+                                                       : fmt::format("the dataset '{}'", train_prefix);
     std::error_code ec;
-    const std::string index = path_join(config.data.dir, "train.idx");
+    const std::string index = train_prefix + ".idx";
     ZAYA_CHECK(std::filesystem::exists(index, ec),
-               "{}: data.dir = '{}' holds no token shards ({} does not exist); make them with `zaya data shards "
-               "--corpus FILE --tokenizer TOK.model --out DIR`",
-               config.source, config.data.dir, index);
-    auto train = std::make_unique<ShardBatchSource>(path_join(config.data.dir, "train"), run.seq_len, run.seed,
-                                                    SamplerOrder::kShuffled);
-    val_data_ = std::make_unique<ShardBatchSource>(path_join(config.data.dir, "val"), run.seq_len, 0,
-                                                   SamplerOrder::kSequential);
-    adopt_data_vocab(config, train->shard().vocab_size(), fmt::format("the token shards in '{}'", config.data.dir));
+               "{}: {} does not exist, so there is no training data; make token shards with `zaya data shards "
+               "--corpus FILE --tokenizer TOK.model --out DIR` and set data.dir, or set data.train to a dataset "
+               "prefix (PREFIX.bin + PREFIX.idx)",
+               config.source, index);
+    const ShardReadOptions read{ChecksumMode::kAuto, false, megatron_vocab(config, train_prefix, val_prefix)};
+    auto train = std::make_unique<ShardBatchSource>(train_prefix, run.seq_len, run.seed, SamplerOrder::kShuffled, read);
+    val_data_ = std::make_unique<ShardBatchSource>(val_prefix, run.seq_len, 0, SamplerOrder::kSequential, read);
+    adopt_data_vocab(config, train->shard().vocab_size(), what);
     ZAYA_CHECK(val_data_->shard().vocab_size() == train->shard().vocab_size(),
-               "{}: train and val shards in '{}' were built with different tokenizers ({} vs {} ids)", config.source,
-               config.data.dir, train->shard().vocab_size(), val_data_->shard().vocab_size());
-    check_tokenizer(config, train->shard().vocab_size(), fmt::format("the token shards in '{}'", config.data.dir));
+               "{}: the train and val datasets '{}' and '{}' were built with different tokenizers ({} vs {} ids)",
+               config.source, train_prefix, val_prefix, train->shard().vocab_size(), val_data_->shard().vocab_size());
+    check_tokenizer(config, train->shard().vocab_size(), what);
     unigram_entropy_ = zaya::unigram_entropy(train->shard());
     train_data_ = std::move(train);
   }

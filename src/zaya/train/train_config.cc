@@ -19,7 +19,7 @@
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
+const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val"};
 const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
                                              "steps",   "eval_every",  "eval_batches", "log_every",
                                              "threads", "out_dir",     "save_dtype"};
@@ -88,10 +88,20 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   const std::string recipe_why = "the config has [[phase]] tables, and with phases ";
   TomlSection d(table_of(root, "data", source), "data", source);
   if (recipe) d.forbid("dir", recipe_why + "each phase names its datasets in [[phase.data]] tables");
+  if (recipe) d.forbid("train", recipe_why + "each phase names its datasets in [[phase.data]] tables");
+  if (recipe) d.forbid("val", recipe_why + "each phase names its datasets in [[phase.data]] tables");
   t.data.dir = d.get_string("dir", "");
   t.data.tokenizer = d.get_string("tokenizer", "");
+  t.data.train = d.get_string("train", "");
+  t.data.val = d.get_string("val", "");
   d.finish(kDataKeys);
-  ZAYA_CHECK(recipe || !t.data.dir.empty(), "{}: data.dir is missing; set it to a directory made by `zaya data shards`",
+  ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.train.empty(),
+             "{}: data.dir is missing; set it to a directory made by `zaya data shards`, or set data.train and "
+             "data.val to dataset prefixes (zaya shards or Megatron .bin/.idx pairs)",
+             source);
+  ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.val.empty(),
+             "{}: data.val is missing; with data.train and no data.dir, set it to the validation dataset's prefix "
+             "(PREFIX.bin + PREFIX.idx)",
              source);
 
   TomlSection r(table_of(root, "train", source), "train", source);
@@ -256,7 +266,9 @@ std::string train_config_to_toml(const TrainConfig& t) {
   if (recipe)
     s += fmt::format("[data]\ntokenizer = \"{}\"\n\n", t.data.tokenizer);
   else
-    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n\n", t.data.dir, t.data.tokenizer);
+    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n{}{}\n", t.data.dir, t.data.tokenizer,
+                     t.data.train.empty() ? "" : fmt::format("train = \"{}\"\n", t.data.train),
+                     t.data.val.empty() ? "" : fmt::format("val = \"{}\"\n", t.data.val));
   const RunConfig& r = t.run;
   if (recipe)
     s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\ngrad_accum = {}\n", r.seed, r.micro_batch, r.grad_accum);

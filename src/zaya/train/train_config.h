@@ -20,6 +20,10 @@ namespace zaya {
 struct DataConfig {
   std::string dir;        // holds train.{bin,idx} and val.{bin,idx} (zaya data shards)
   std::string tokenizer;  // SentencePiece model used to build them (copied next to the weights)
+  // Dataset prefixes (PREFIX.bin + PREFIX.idx, zaya shards or a Megatron
+  // indexed dataset, told apart by the index's magic); default DIR/train, DIR/val.
+  std::string train;
+  std::string val;
 };
 
 struct RunConfig {
