@@ -7,6 +7,7 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/timer.h"
+#include "zaya/data/sampler_speed.h"
 #include "zaya/data/shard_builder.h"
 #include "zaya/data/tokenizer.h"
 
@@ -118,6 +119,25 @@ void add_data_command(CLI::App& app) {
                s.val.tokens, s.vocab_size, now_seconds() - t0);
     if (s.skipped > 0) fmt::print("skipped {} bad records (--skip-bad); the first: {}\n", s.skipped, s.first_skipped);
     fmt::print("unigram entropy of the train split: {:.4f} nats/token\n", s.train_unigram_entropy);
+  });
+
+  auto ropt = std::make_shared<SamplerSpeedOptions>();
+  auto rprefix = std::make_shared<std::string>();
+  auto rvocab = std::make_shared<uint32_t>(0);
+  auto* read = data->add_subcommand("read-speed", "time the training sampler on a dataset (one rank's batches)");
+  read->add_option("--data", *rprefix, "dataset prefix (PREFIX.bin + PREFIX.idx, zaya or Megatron)")->required();
+  read->add_option("--seq", ropt->seq, "tokens per sequence")->check(CLI::Range(1, 1 << 24));
+  read->add_option("--batch", ropt->batch, "sequences this rank copies per step")->check(CLI::Range(1, 1 << 20));
+  read->add_option("--ranks", ropt->ranks, "data-parallel ranks sharing each global draw")
+      ->check(CLI::Range(1, 1 << 24));
+  read->add_option("--seconds", ropt->min_seconds, "time at least this long")->check(CLI::Range(0.01, 3600.0));
+  read->add_option("--vocab", *rvocab, "Megatron datasets: the vocabulary size (0: largest id + 1)");
+  read->callback([ropt, rprefix, rvocab] {
+    const ShardReader shard = ShardReader::open(*rprefix, {ChecksumMode::kNever, false, *rvocab});
+    const SamplerSpeed s = measure_sampler_speed(shard, *ropt);
+    fmt::print("{}: {} steps of {} x {} tokens (slice of {} ranks) in {:.2f}s: {:.3g} s/step, {:.3g} tokens/s\n",
+               *rprefix, s.steps, ropt->batch, ropt->seq, ropt->ranks, s.seconds, s.seconds_per_step,
+               s.tokens_per_second);
   });
 }
 
