@@ -42,6 +42,10 @@ expect_mpi_error "start-up failed on rank 1 of 2: injected start-up fault" "0" "
 # A rank that fails in the middle of training: the job stops at once (MPI_Abort), the rank says why.
 expect_mpi_error "injected fault at step 3 on rank 1" "1" -- \
   -np 2 "$ZAYA" train --config "$WORK/good.toml" --inject step:rank=1,step=3
+# A rank that hangs in the middle of training: the collective rank 0 waits in (a blocking call, or one on the
+# communication thread) trips the watchdog after parallel.comm_timeout; rank 0 names it and the job ends.
+expect_mpi_error "on communicator '[a-z]+' \\(rank 0 of 2\\) did not complete within 2 s" "0" -- \
+  -np 2 "$ZAYA" train --config "$WORK/good.toml" --inject hang:rank=1,step=3 --set parallel.comm_timeout=2
 # A --set typo (a usage error) under mpirun: rank 0 names it once.
 expect_mpi_error "--set train.stesp=3: unknown key 'train.stesp' \\(did you mean 'train.steps'\\?\\)" "0" "1" -- \
   -np 2 "$ZAYA" train --config "$WORK/good.toml" --set train.stesp=3

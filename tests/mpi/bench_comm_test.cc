@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 
 #include "tests/mpi/mpi_test_env.h"
 #include "zaya/bench/comm_bench.h"
@@ -43,6 +44,25 @@ int64_t total_wrong(const CommRun& run) {
         wrong += s->wrong;
       }
   return wrong;
+}
+
+// --raw: the same harness on the group's raw view (the MPI calls without the
+// layer) verifies every collective exactly too, and a drop-rank fault is caught.
+TEST(BenchComm, RawViewVerifiesEveryCollectiveAndCatchesAWrongReduction) {
+  Comm& w = world();
+  std::unique_ptr<Comm> raw = w.raw_view();
+  EXPECT_EQ(raw->size(), w.size());
+  EXPECT_EQ(raw->rank(), w.rank());
+  CommBenchOptions o = small_sweep();
+  o.raw = true;
+  {
+    CommBench bench(w, *raw, o);
+    for (Collective c : all_collectives()) EXPECT_EQ(total_wrong(bench.run(c, DType::kF32, ReduceOp::kAvg)), 0);
+  }
+  if (w.size() < 2) return;
+  o.fault = CommFault::kDropRank;
+  CommBench bad(w, *raw, o);
+  EXPECT_GT(total_wrong(bad.run(Collective::kAllReduce, DType::kF32, ReduceOp::kSum)), 0);
 }
 
 TEST(BenchComm, EveryCollectiveVerifiesExactly) {

@@ -2,8 +2,10 @@
 // (tests/CMakeLists.txt runs this binary under mpirun --oversubscribe).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "tests/mpi/mpi_test_env.h"
@@ -151,6 +153,55 @@ TEST(MpiComm, TimeoutTurnsAHangIntoAnError) {
     c.set_timeout(0);
   }
   c.barrier();
+}
+
+// Non-blocking collectives run on the communication thread (dist/comm_worker.h):
+// they complete while the caller makes no MPI call at all, which MPI's own
+// non-blocking collectives do not (they progress only inside MPI calls).
+TEST(MpiComm, NonBlockingCollectivesProgressWhileTheCallerComputes) {
+  Comm& c = world();
+  const int n = c.size();
+  const size_t count = size_t(1) << 18;  // 1 MiB: more than one round of MPI's non-blocking algorithms
+  std::vector<float> x(count, 1.0f), y(count, 0.0f);
+  c.barrier();
+  Request r = c.iall_reduce(x.data(), y.data(), count, DType::kF32, ReduceOp::kSum);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // "computing": no MPI call (3 s: a loaded machine)
+  EXPECT_TRUE(c.test(r)) << "the all-reduce did not progress without the caller";
+  c.wait(r);
+  EXPECT_EQ(y[0], float(n));
+  EXPECT_EQ(y[count - 1], float(n));
+}
+
+// Blocking collectives, point to point and communicator splits issued while
+// non-blocking ones are in flight on other communicators keep program order
+// on every rank, so nothing deadlocks and every result is right.
+TEST(MpiComm, BlockingCallsAfterPostedOnesKeepProgramOrder) {
+  Comm& c = world();
+  const int n = c.size(), r = c.rank();
+  auto half = c.split(r % 2, r, "half");
+  std::vector<int64_t> counts(size_t(n), 3);
+  std::vector<float> grads(size_t(3 * n)), mine(3, -1.0f), gathered(size_t(n), -1.0f);
+  for (int i = 0; i < 3 * n; ++i) grads[size_t(i)] = float(i + r);
+  Request rs = c.ireduce_scatter_v(grads.data(), mine.data(), counts.data(), DType::kF32, ReduceOp::kSum);
+  double local = double(r), sum = 0;
+  half->all_reduce(&local, &sum, 1, DType::kF64, ReduceOp::kSum);  // queued behind the reduce-scatter
+  double expect = 0;
+  for (int q = r % 2; q < n; q += 2) expect += double(q);
+  EXPECT_EQ(sum, expect);
+  const float me = float(r);
+  Request ag = c.iall_gather(&me, gathered.data(), 1, DType::kF32);
+  c.wait(ag);
+  for (int q = 0; q < n; ++q) EXPECT_EQ(gathered[size_t(q)], float(q));
+  if (n >= 2) {
+    float out = float(r), in = -1.0f;
+    Request rq = c.irecv(&in, 1, DType::kF32, (r - 1 + n) % n, 7);
+    Request sq = c.isend(&out, 1, DType::kF32, (r + 1) % n, 7);
+    c.wait(sq);
+    c.wait(rq);
+    EXPECT_EQ(in, float((r - 1 + n) % n));
+  }
+  c.wait(rs);
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(mine[size_t(j)], float(n) * float(3 * r + j) + float(n * (n - 1) / 2));
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ struct CommBenchOptions {
   std::vector<DType> dtypes = {DType::kF32};
   std::vector<ReduceOp> ops = {ReduceOp::kSum};
   double timeout = 0;                   // -T seconds (0: none)
+  bool raw = false;                     // --raw: the group is a Comm::raw_view (the library's calls, no layer)
   std::optional<TrafficMatrix> matrix;  // all_to_all_v (default: uniform)
   CommFault fault = CommFault::kNone;
   double stall_seconds = 3600;

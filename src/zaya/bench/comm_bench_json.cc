@@ -64,6 +64,7 @@ nlohmann::json comm_bench_json(const CommBenchOptions& o, const CommBenchContext
                            {"time_stat", o.time_stat},
                            {"root", o.root},
                            {"timeout_s", o.timeout},
+                           {"calls", o.raw ? "mpi" : "comm"},
                            {"fault", comm_fault_name(o.fault)},
                            {"ranks", ctx.rank_lines}};
   nlohmann::json jruns = nlohmann::json::array();

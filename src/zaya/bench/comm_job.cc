@@ -22,7 +22,8 @@ CommJob::CommJob(Comm& world, const CommJobOptions& o) : cycles_(o.cycles), min_
   context_.rank_lines = comm_rank_lines(world, groups_.color);
   context_.min_bw = o.min_bw;
   combos_ = comm_combos(s.bench, s.all_ops, groups_.group->size());
-  bench_ = std::make_unique<CommBench>(world, *groups_.group, std::move(s.bench));
+  if (s.bench.raw) raw_ = groups_.group->raw_view();
+  bench_ = std::make_unique<CommBench>(world, raw_ ? *raw_ : *groups_.group, std::move(s.bench));
 }
 
 CommJob::~CommJob() = default;

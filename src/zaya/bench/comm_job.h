@@ -57,6 +57,7 @@ class CommJob {
   CommGroups groups_;
   CommBenchContext context_;
   std::vector<CommCombo> combos_;
+  std::unique_ptr<Comm> raw_;         // --raw: the group's raw_view, which the collectives run on
   std::unique_ptr<CommBench> bench_;  // after groups_: destroyed first, it restores their timeouts
 };
 

@@ -28,6 +28,10 @@ CommJobSettings resolve_comm_job_options(const CommJobOptions& o) {
   opt.time_stat = o.time_stat;
   opt.root = o.root;
   opt.timeout = o.timeout;
+  opt.raw = o.raw;
+  ZAYA_CHECK_USAGE(!o.raw || o.timeout <= 0,
+                   "--raw calls the MPI library directly, without the Comm layer's deadline: drop -T {} or --raw",
+                   o.timeout);
   opt.fault = parse_comm_fault(o.fault);
   opt.stall_seconds = o.stall_seconds;
   opt.dtypes.clear();

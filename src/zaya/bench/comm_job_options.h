@@ -25,6 +25,7 @@ struct CommJobOptions {
   std::string matrix, routing, routing_layer = "mean", write_matrix;  // all_to_all_v's traffic matrix
   int64_t routing_step = -1;
   std::string fault = "none", time_stat = "mean";
+  bool raw = false;  // --raw: time the MPI library's calls directly (Comm::raw_view)
 };
 
 struct CommJobSettings {

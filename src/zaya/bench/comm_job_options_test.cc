@@ -80,6 +80,18 @@ TEST(CommJobOptions, ErrorsNameTheFlag) {
   expect_error(with([](CommJobOptions& o) { o.ops = {"xor"}; }), "xor");
   expect_error(with([](CommJobOptions& o) { o.fault = "flaky"; }), "unknown fault 'flaky'");
   expect_error(with([](CommJobOptions& o) { o.split = "FOO 2"; }), "--split 'FOO 2': unknown operation 'FOO'");
+  expect_error(with([](CommJobOptions& o) {
+                 o.raw = true;
+                 o.timeout = 5;
+               }),
+               "--raw calls the MPI library directly, without the Comm layer's deadline: drop -T 5 or --raw");
+}
+
+TEST(CommJobOptions, RawModeIsPassedOn) {
+  CommJobOptions o;
+  EXPECT_FALSE(resolve_comm_job_options(o).bench.raw);
+  o.raw = true;
+  EXPECT_TRUE(resolve_comm_job_options(o).bench.raw);
 }
 
 CommBenchOptions bench_of(std::vector<Collective> c, std::vector<DType> t, std::vector<ReduceOp> op) {

@@ -73,11 +73,11 @@ void print_start(const CommJob& job) {
              ctx.split.empty() ? "" : fmt::format(" (split {})", ctx.split));
   fmt::print(
       "# minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} agg iters: {} validation: {} "
-      "time: {} timeout: {}{}\n",
+      "time: {} timeout: {} calls: {}{}\n",
       opt.min_bytes, opt.max_bytes, opt.step_factor > 1 ? opt.step_factor : opt.step_bytes,
       opt.step_factor > 1 ? "factor" : "bytes", opt.warmup, opt.iters, opt.agg_iters, opt.check,
       opt.time_stat == "mean" ? std::string("mean") : opt.time_stat + " of iterations",
-      opt.timeout > 0 ? fmt::format("{} s", opt.timeout) : "none",
+      opt.timeout > 0 ? fmt::format("{} s", opt.timeout) : "none", opt.raw ? "MPI directly (--raw)" : "Comm layer",
       opt.fault != CommFault::kNone ? fmt::format(" fault: {}", comm_fault_name(opt.fault)) : "");
   fmt::print("#\n# Using ranks\n");
   for (const std::string& line : ctx.rank_lines) fmt::print("#  {}\n", line);
@@ -160,6 +160,8 @@ void add_bench_comm_command(CLI::App& bench) {
       ->check(CLI::Range(0, 1));
   cmd->add_option("-T,--timeout", o->timeout, "seconds before a stuck operation is an error (default 0: none)")
       ->check(CLI::Range(0.0, 1e6));
+  cmd->add_flag("--raw", o->raw,
+                "time the MPI library's own blocking calls, bypassing the Comm layer (its ordering and deadline)");
   cmd->add_option("--split", o->split, "split ranks into groups, as NCCL_TESTS_SPLIT: 'MOD n', 'DIV n', 'AND mask'");
   cmd->add_option("--matrix", o->matrix, "all_to_all_v traffic matrix file (n lines of n weights, row = sender)")
       ->check(CLI::ExistingFile);

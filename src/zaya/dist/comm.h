@@ -20,9 +20,13 @@
 // receive block may lie inside send at offset rank*count; for all_gather the
 // send block may lie inside recv at offset rank*count.
 //
-// Every blocking operation can be bounded by a deadline (set_timeout): a rank
-// that never arrives turns into a zaya::Error after the timeout instead of a
-// hang (issue [ft]).
+// Every operation can be bounded by a deadline (set_timeout), so that a rank
+// that never arrives cannot hang the others (issue [ft]). Collectives run as
+// the MPI library's blocking calls (its fastest algorithms; the non-blocking
+// forms on a communication thread): one still running after the timeout ends
+// the process with an error naming it, and the launcher stops the job.
+// Point-to-point waits past the timeout throw zaya::Error instead.
+// docs/distributed.md, "How collectives run".
 
 #include <cstddef>
 #include <cstdint>
@@ -67,11 +71,11 @@ class Comm {
   virtual void send(const void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   virtual void recv(void* buf, size_t count, DType dtype, int peer, int tag) = 0;
   // Uneven blocks (counts[size()] elements per rank, consecutive in rank order).
-  void reduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype, ReduceOp op) {
+  virtual void reduce_scatter_v(const void* send, void* recv, const int64_t* counts, DType dtype, ReduceOp op) {
     Request r = ireduce_scatter_v(send, recv, counts, dtype, op);
     wait(r);
   }
-  void all_gather_v(const void* send, void* recv, const int64_t* counts, DType dtype) {
+  virtual void all_gather_v(const void* send, void* recv, const int64_t* counts, DType dtype) {
     Request r = iall_gather_v(send, recv, counts, dtype);
     wait(r);
   }
@@ -91,6 +95,11 @@ class Comm {
 
   // Ranks with the same color form a new communicator, ordered by key.
   virtual std::unique_ptr<Comm> split(int color, int key, const std::string& name) = 0;
+
+  // The same ranks, with blocking collectives that call the library at once:
+  // no deadline, no ordering behind non-blocking work in flight (so none may
+  // be). For `zaya bench comm --raw`, which shows the layer's own overhead.
+  virtual std::unique_ptr<Comm> raw_view() = 0;
 
   // Bound on every blocking wait, in seconds (0: wait forever, the default).
   void set_timeout(double seconds) { timeout_seconds_ = seconds; }

@@ -115,6 +115,7 @@ class SelfComm : public Comm {
     c->name_ = n;
     return c;
   }
+  std::unique_ptr<Comm> raw_view() override { return split(0, 0, name_); }
 
  private:
   static void copy(const void* s, void* r, size_t n, DType t) {

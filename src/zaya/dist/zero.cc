@@ -100,8 +100,8 @@ void GradientSync::launch(Bucket& b) {
 }
 
 void GradientSync::progress() {
-  // MPI progresses non-blocking collectives only inside MPI calls: poke them.
-  // (Any of this process's communicators can test any of its requests.)
+  // Releases the buckets that are done (the communication thread runs them;
+  // any of this process's communicators can test any of its requests).
   for (Request& r : in_flight_)
     if (r) regions_[0].group->test(r);
 }

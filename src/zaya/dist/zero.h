@@ -17,8 +17,8 @@
 //
 // Overlap: gradients are reduced in buckets (one per half-layer, in the order
 // the backward pass finishes them) with non-blocking reduce-scatters that run
-// while earlier layers are still differentiated; progress is driven by testing
-// the requests after each layer.
+// on the Comm layer's communication thread while earlier layers are still
+// differentiated (docs/distributed.md, "How collectives run").
 
 #include <cstdint>
 #include <vector>

@@ -1,0 +1,77 @@
+#pragma once
+// The deadline of blocking collectives. A blocking MPI call cannot be
+// interrupted, so instead of polling a non-blocking one (which Open MPI serves
+// with slower algorithms), the calling thread arms this watchdog around the
+// call, and a thread of its own checks the armed calls every tick. A call
+// still running after its timeout means a peer is missing, hung or failed:
+// the watchdog hands on_expired a message naming the collective, the
+// communicator and the rank, and the MPI layer then ends the process (the
+// launcher stops the others). docs/distributed.md, "How collectives run".
+//
+// Arming costs a mutex and a clock read, no system call; the thread starts on
+// the first arm and wakes every tick = min(0.25 s, smallest timeout / 10).
+// One slot per thread that makes blocking calls (the caller's, the
+// communication thread's).
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace zaya {
+
+class CommWatchdog {
+ public:
+  static constexpr int kSlots = 2;
+  using Expired = std::function<void(const std::string& message)>;
+
+  explicit CommWatchdog(Expired on_expired);
+  ~CommWatchdog();
+  CommWatchdog(const CommWatchdog&) = delete;
+  CommWatchdog& operator=(const CommWatchdog&) = delete;
+
+  // `what` must be a literal; `comm` must outlive the call (the communicator's name).
+  void arm(int slot, double timeout_seconds, const char* what, const std::string& comm, int rank, int size);
+  void disarm(int slot);
+  // Number of expirations reported so far.
+  int expired() const;
+
+  // Arms on construction and disarms on destruction (also when the call throws).
+  class Armed {
+   public:
+    Armed(CommWatchdog& dog, int slot, double timeout_seconds, const char* what, const std::string& comm, int rank,
+          int size)
+        : dog_(dog), slot_(slot) {
+      dog_.arm(slot, timeout_seconds, what, comm, rank, size);
+    }
+    ~Armed() { dog_.disarm(slot_); }
+    Armed(const Armed&) = delete;
+    Armed& operator=(const Armed&) = delete;
+
+   private:
+    CommWatchdog& dog_;
+    int slot_;
+  };
+
+ private:
+  struct Slot {
+    bool armed = false;
+    double since = 0, timeout = 0;
+    const char* what = "";
+    const std::string* comm = nullptr;
+    int rank = 0, size = 1;
+  };
+  void loop();
+
+  Expired on_expired_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  Slot slots_[kSlots];
+  double tick_ = 0.25;
+  int expired_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace zaya
