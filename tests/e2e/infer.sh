@@ -92,7 +92,7 @@ grep -q "STREAM triad" "$WORK/bench.txt" || fail "bench prints no bandwidth"
 
 # Bad input: clear errors naming the file, field or flag.
 expect_error 2 "nothing to evaluate" -- "$ZAYA" eval --model "$M"
-expect_error 2 "--dtype 'int8' is invalid; allowed: auto, bf16, f32" -- "$ZAYA" generate --model "$M" --dtype int8
+expect_error 2 "--dtype 'int4' is invalid; allowed: auto, bf16, f32, int8" -- "$ZAYA" generate --model "$M" --dtype int4
 echo '{"context_ids": [2], "choices_ids": [[3]], "gold": 4}' >"$WORK/badmc.jsonl"
 expect_error 1 "badmc.jsonl:1: \"gold\" = 4 is invalid" -- "$ZAYA" eval --model "$M" --mc "$WORK/badmc.jsonl"
 echo '{"prompt": "x", "temprature": 1}' >"$WORK/badprompts.jsonl"

@@ -139,7 +139,9 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 50));
   cmd->add_option("--max-items", o->max_items, "use at most this many multiple-choice items (0: all)")
       ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--dtype", o->dtype, "weights: auto (as stored, memory-mapped), bf16 or f32");
+  cmd->add_option(
+      "--dtype", o->dtype,
+      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention and experts per-channel int8)");
   cmd->add_flag("--exact", o->exact, "f32 activations with bf16 weights (slower; default: bf16 GEMMs)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->add_option("--json", o->json_out, "write the results as JSON");

@@ -198,7 +198,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "sequences decoded together")->check(CLI::Range(1, 4096));
   cmd->add_option("--stop-id", o->stop_ids, "stop after this token id (repeatable; default: EOS)");
   cmd->add_option("--stop", o->stop_texts, "stop when the text contains this string (repeatable; not printed)");
-  cmd->add_option("--dtype", o->dtype, "weights: auto (as stored, memory-mapped), bf16 or f32");
+  cmd->add_option(
+      "--dtype", o->dtype,
+      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention and experts per-channel int8)");
   cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");
   cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step (prefill chunk)")
       ->check(CLI::Range(1, 1 << 16));

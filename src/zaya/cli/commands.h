@@ -12,6 +12,7 @@ void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
+void add_serve_command(CLI::App& app);  // zaya serve (OpenAI-compatible HTTP server)
 void add_bench_command(CLI::App& app);  // "bench", with the subcommands below
 void add_eval_command(CLI::App& app);
 void add_report_command(CLI::App& app);

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   zaya::cli::add_train_command(app);
   zaya::cli::add_generate_command(app);
   zaya::cli::add_score_command(app);
+  zaya::cli::add_serve_command(app);
   zaya::cli::add_bench_command(app);
   zaya::cli::add_eval_command(app);
   zaya::cli::add_report_command(app);

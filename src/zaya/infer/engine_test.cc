@@ -58,6 +58,38 @@ TEST(Engine, PrefillThenDecodeMatchesFullSequence) {
   }
 }
 
+// int8 weights (per output channel) for attention and experts: the router,
+// convolutions and embedding become bf16, decode reads fewer bytes, prefill
+// and decode agree with each other, and the logits stay close to f32's.
+TEST(Engine, Int8WeightsStayCloseToF32) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 13);
+  auto f32 = InferModel::from_model(*model);
+  auto i8 = InferModel::from_model(*model, "int8");
+  EXPECT_EQ(i8->matrix_dtype(), "int8+bf16");
+  const InferWeights& w = i8->weights();
+  EXPECT_EQ(w.attn[0].q.type, WeightType::kI8);
+  EXPECT_EQ(w.attn[1].o.type, WeightType::kI8);
+  EXPECT_EQ(w.moe[2].fc1[3].type, WeightType::kI8);
+  EXPECT_EQ(w.moe[0].down.type, WeightType::kBF16);
+  EXPECT_EQ(w.moe[0].mlp4.type, WeightType::kBF16);
+  EXPECT_EQ(w.attn[0].conv_b.type, WeightType::kBF16);
+  EXPECT_EQ(w.embed.type, WeightType::kBF16);
+  EXPECT_LT(i8->weight_bytes().per_expert * 3, f32->weight_bytes().per_expert);
+  const std::vector<int32_t> ids = random_tokens(24, c.real_vocab_size, 6);
+  const std::vector<float> ref = reference_logits(*model, ids);
+  EngineOptions o;
+  o.max_context = 32;
+  o.bf16_activations = false;  // the bf16 matrices on the exact kernel: prefill and decode compute the same
+  InferenceEngine engine(*i8, o);
+  const std::vector<float> whole = prefill_then_decode(engine, 0, ids, 24);
+  const std::vector<float> split = prefill_then_decode(engine, 0, ids, 3);
+  EXPECT_LT(logits_error(split.data(), whole.data(), 24, c.vocab_size, c.real_vocab_size), 2e-5);
+  const double err = logits_error(whole.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size);
+  EXPECT_LT(err, 0.03);
+  EXPECT_GT(err, 1e-6);  // the weights really changed
+}
+
 // Sliding-window blocks (spec §12): the training model's forward with a window
 // of 3 on the even blocks and its own RoPE base there is what the decoder
 // computes, prefill then decode, across the window boundary and past a wrapped

@@ -17,7 +17,7 @@ std::vector<int32_t> generate_full_sequence(const ZayaModel& model, const std::v
   ModelWorkspace ws(c, 1, max_len, false);
   std::vector<int32_t> ids = prompt, out;
   std::vector<std::pair<float, int32_t>> scratch;
-  Rng rng{o.sampling.seed, 0x9e4e, 0};
+  Rng rng = sampling_rng(o.sampling.seed);
   while (int64_t(ids.size()) < max_len) {
     const int64_t S = int64_t(ids.size());
     model_forward(model, ws, ids.data(), nullptr, 1, S, {});

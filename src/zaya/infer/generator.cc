@@ -22,9 +22,6 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
-// The stream full_sequence.cc samples from, so both generators agree.
-constexpr uint64_t kSamplingStream = 0x9e4e;
-
 struct Active {
   size_t request = 0;
   int64_t fed = 0;    // prompt tokens already in the cache
@@ -111,7 +108,7 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       const size_t r = waiting.front();
       waiting.pop_front();
       st.prompt_tokens += int64_t(requests[r].prompt.size());
-      slots[s] = Active{r, 0, -1, Rng{requests[r].sampling.seed, kSamplingStream, 0}, true};
+      slots[s] = Active{r, 0, -1, sampling_rng(requests[r].sampling.seed), true};
       ++busy;
       engine.reset(s);
       if (requests[r].max_new_tokens == 0) finish(s, FinishReason::kLength);

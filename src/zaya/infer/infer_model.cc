@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
@@ -25,8 +27,8 @@
 namespace zaya {
 
 void check_weight_dtype_option(const std::string& dtype, const std::string& flag) {
-  ZAYA_CHECK_USAGE(dtype == "auto" || dtype == "bf16" || dtype == "f32", "{} '{}' is invalid; allowed: auto, bf16, f32",
-                   flag, dtype);
+  ZAYA_CHECK_USAGE(dtype == "auto" || dtype == "bf16" || dtype == "f32" || dtype == "int8",
+                   "{} '{}' is invalid; allowed: auto, bf16, f32, int8", flag, dtype);
 }
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors
@@ -36,7 +38,8 @@ struct InferModel::Builder {
   InferModel& m;
   const SafetensorsDir* st = nullptr;
   const ZayaModel* zm = nullptr;
-  std::string want;  // auto, bf16, f32
+  std::string want;   // auto, bf16, f32: the matrices that are not int8
+  bool int8 = false;  // attention and expert matrices per-channel int8
   std::string label;
   bool native = false;  // tensors under native names (model/native_config.h, tensor_table.h)
   std::set<std::string> used;
@@ -61,6 +64,19 @@ struct InferModel::Builder {
       ZAYA_CHECK(st->has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json",
                  label, r.name,
                  format_shape(r.expert >= 0 ? std::vector<int64_t>{m.config_.experts, shape[0], shape[1]} : shape));
+  }
+
+  // dtype "int8": the attention and expert matrices int8, the other matrices bf16
+  // (as the community's quantized ZAYA1 checkpoints keep them).
+  void set_dtype(const std::string& dtype) {
+    int8 = dtype == "int8";
+    want = int8 ? "bf16" : dtype;
+  }
+
+  static bool int8_role(TensorRole r) {
+    return r == TensorRole::kAttnQ || r == TensorRole::kAttnK || r == TensorRole::kAttnVCurrent ||
+           r == TensorRole::kAttnVDelayed || r == TensorRole::kAttnOut || r == TensorRole::kExpertFc1 ||
+           r == TensorRole::kExpertFc2;
   }
 
   // Float pointer of a tensor held by the in-memory model.
@@ -95,12 +111,24 @@ struct InferModel::Builder {
   WeightMatrix mat(const ParamEntry& e) {
     check_present(e);
     const int64_t rows = e.shape[0], cols = e.shape[1];
+    // An int8 matrix is quantized from the stored values (no bf16 copy on the way).
+    const bool quantize = int8 && int8_role(e.role);
+    const std::string keep = want;
+    if (quantize) want = "auto";
     WeightMatrix w;
     if (zm != nullptr) {
       const float* p = model_ptr(e.name);
       w = want == "bf16" ? convert(p, rows, cols, WeightType::kBF16) : WeightMatrix{WeightType::kF32, p, rows, cols};
     } else {
       w = file_mat(e);
+    }
+    want = keep;
+    if (quantize) {
+      if (w.data != nullptr && files_hold(w)) {  // the mapped original is not used any more
+        --m.mapped_matrices_;
+        m.mapped_bytes_ -= w.bytes();
+      }
+      to_int8(w);
     }
     matrix_types.insert(w.type);
     return w;
@@ -230,7 +258,10 @@ struct InferModel::Builder {
              name);
       }
     }
-    m.matrix_dtype_ = matrix_types.size() > 1 ? "mixed" : matrix_types.count(WeightType::kBF16) ? "bf16" : "f32";
+    std::set<WeightType> rest = matrix_types;
+    rest.erase(WeightType::kI8);
+    m.matrix_dtype_ = rest.size() > 1 ? "mixed" : rest.count(WeightType::kBF16) ? "bf16" : "f32";
+    if (matrix_types.count(WeightType::kI8)) m.matrix_dtype_ = "int8+" + m.matrix_dtype_;
     count_bytes();
   }
 
@@ -276,6 +307,47 @@ struct InferModel::Builder {
       case TensorRole::kExpertFc1: mo.fc1[size_t(e.expert)] = mat(e); break;
       case TensorRole::kExpertFc2: mo.fc2[size_t(e.expert)] = mat(e); break;
     }
+  }
+
+  // Whether `w` is used in place from the file mapping (not an owned copy).
+  bool files_hold(const WeightMatrix& w) const {
+    if (st == nullptr) return false;
+    for (const AlignedPtr<uint8_t>& p : m.owned_)
+      if (static_cast<const void*>(p.get()) == w.data) return false;
+    return true;
+  }
+
+  // Row r of `w` as float32.
+  static void row_f32(const WeightMatrix& w, int64_t r, float* dst) {
+    if (w.type == WeightType::kBF16) {
+      const uint16_t* src = static_cast<const uint16_t*>(w.data) + r * w.cols;
+      for (int64_t i = 0; i < w.cols; ++i) dst[i] = bf16_to_float(src[i]);
+    } else {
+      const float* src = static_cast<const float*>(w.data) + r * w.cols;
+      std::copy(src, src + w.cols, dst);
+    }
+  }
+
+  // Per-output-channel int8 (InferModel::quantize_int8).
+  void to_int8(WeightMatrix& w) {
+    if (w.type == WeightType::kI8 || w.rows == 0) return;
+    int8_t* q = alloc<int8_t>(w.rows * w.cols);
+    float* scale = alloc<float>(w.rows);
+#pragma omp parallel
+    {
+      std::vector<float> row(size_t(w.cols));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < w.rows; ++r) {
+        row_f32(w, r, row.data());
+        float mx = 0;
+        for (float v : row) mx = std::max(mx, std::fabs(v));
+        const float s = mx > 0 ? mx / 127.0f : 1.0f;
+        scale[r] = s;
+        for (int64_t i = 0; i < w.cols; ++i)
+          q[r * w.cols + i] = int8_t(std::clamp(std::lround(row[size_t(i)] / s), -127l, 127l));
+      }
+    }
+    w = {WeightType::kI8, q, w.rows, w.cols, scale};
   }
 
   void count_bytes() {
@@ -340,7 +412,7 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   if (options.prefetch) prefetch_mapping(*m->files_);
   Builder b(*m);
   b.st = &*m->files_;
-  b.want = options.dtype;
+  b.set_dtype(options.dtype);
   b.label = dir;
   b.native = m->native_;
   b.build();
@@ -351,7 +423,7 @@ std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, 
   check_weight_dtype_option(options.dtype, "--dtype");
   const CheckpointReader ck = CheckpointReader::open(dir);
   std::unique_ptr<ZayaModel> held = load_checkpoint_model(ck);
-  std::unique_ptr<InferModel> m = from_model(*held, options.dtype == "bf16" ? "bf16" : "f32");
+  std::unique_ptr<InferModel> m = from_model(*held, options.dtype == "auto" ? "f32" : options.dtype);
   m->held_ = std::move(held);
   m->source_ = dir;
   m->tokenizer_hint_ = checkpoint_tokenizer(ck);
@@ -397,7 +469,7 @@ std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const
   m->source_ = "memory";
   Builder b(*m);
   b.zm = &model;
-  b.want = dtype;
+  b.set_dtype(dtype);
   b.label = "model";
   b.build();
   return m;

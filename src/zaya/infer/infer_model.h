@@ -32,16 +32,19 @@
 
 namespace zaya {
 
-// A row-major [rows, cols] matrix in nn.Linear layout [out, in].
+// A row-major [rows, cols] matrix in nn.Linear layout [out, in]; an int8 one
+// has a float scale per row (per output channel).
 struct WeightMatrix {
   WeightType type = WeightType::kF32;
   const void* data = nullptr;
   int64_t rows = 0, cols = 0;
+  const float* scale = nullptr;  // [rows], kI8 only
 
-  int64_t bytes() const { return rows * cols * weight_type_bytes(type); }
+  int64_t bytes() const { return rows * cols * weight_type_bytes(type) + (scale ? rows * 4 : 0); }
   // Rows [r0, r1) (contiguous).
   WeightMatrix row_slice(int64_t r0, int64_t r1) const {
-    return {type, static_cast<const uint8_t*>(data) + r0 * cols * weight_type_bytes(type), r1 - r0, cols};
+    return {type, static_cast<const uint8_t*>(data) + r0 * cols * weight_type_bytes(type), r1 - r0, cols,
+            scale ? scale + r0 : nullptr};
   }
 };
 
@@ -91,7 +94,13 @@ struct InferWeights {
 };
 
 struct InferLoadOptions {
-  // "auto": matrices as stored (BF16 and F32 used in place); "bf16" or "f32": converted.
+  // "auto": matrices as stored (BF16 and F32 used in place); "bf16" or "f32": converted;
+  // "int8": per-output-channel int8 for the attention projections (q, k, the
+  // two value projections, o) and every expert's fc1 and fc2 (row r becomes
+  // round(W[r, :] / s_r), s_r = max_i |W[r, i]| / 127, quantized from the
+  // stored values), and bf16 for the other matrices (router, grouped conv,
+  // embedding / LM head); vectors (norms, temperatures, residual scales,
+  // biases) stay f32, as in the community's quantized ZAYA1 checkpoints.
   std::string dtype = "auto";
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
@@ -141,7 +150,8 @@ class InferModel {
 
   const ZayaConfig& config() const { return config_; }
   const InferWeights& weights() const { return weights_; }
-  // The dtype of the big matrices: "bf16", "f32" or "mixed".
+  // The dtype of the big matrices: "bf16", "f32" or "mixed"; "int8+bf16" for
+  // dtype int8 (int8 attention and experts, the rest bf16).
   const std::string& matrix_dtype() const { return matrix_dtype_; }
   const WeightBytes& weight_bytes() const { return bytes_; }
   // Where the weights came from (a directory, or "memory").
@@ -172,7 +182,7 @@ class InferModel {
   std::vector<AlignedPtr<uint8_t>> owned_;  // converted matrices and small tensors
 };
 
-// Validates a dtype option: "auto", "bf16" or "f32" (the message names `flag`).
+// Validates a dtype option: "auto", "bf16", "f32" or "int8" (the message names `flag`).
 void check_weight_dtype_option(const std::string& dtype, const std::string& flag);
 
 }  // namespace zaya

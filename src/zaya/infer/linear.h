@@ -8,7 +8,8 @@
 //    the activations to bf16 as bf16 inference in PyTorch does; with
 //    `bf16_activations` off they stay on the matvec kernel instead (f32
 //    activations, exact, several times slower): the setting the decode-vs-
-//    full-sequence tests use.
+//    full-sequence tests use. int8 weights (per-row scales) always take the
+//    matvec kernel.
 //
 // The runner owns the scratch of the bf16 GEMM path (activations rounded to
 // bf16, padded to a row bucket so that oneDNN builds few primitives).

@@ -19,6 +19,11 @@ struct SamplingOptions {
   void validate() const;
 };
 
+// The generator a request with sampling seed `seed` draws from: one stream
+// shared by every generator (full-sequence, cached decoder, server), so a seed
+// gives the same tokens whichever of them runs the request.
+inline Rng sampling_rng(uint64_t seed) { return Rng{seed, 0x9e4e, 0}; }
+
 // `scratch` is reused between calls (no allocation after the first).
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& options, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& scratch);

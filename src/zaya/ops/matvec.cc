@@ -15,6 +15,7 @@
 #endif
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/error.h"
 
 namespace zaya {
 namespace {
@@ -33,11 +34,19 @@ inline __m512 load_w_tail(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load_w(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m512 load_w_tail(const int8_t* p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
 inline __m512 load_w_tail(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 
 // R weight rows x TT tokens; each weight vector is loaded once and used TT times.
+// `scale`: the R rows' scales (int8), or null.
 template <int R, int TT, typename W>
-inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
+inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate,
+                 const float* scale) {
   __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -68,7 +77,7 @@ inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, 
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t) {
-      const float s = _mm512_reduce_add_ps(acc[r][t]);
+      const float s = _mm512_reduce_add_ps(acc[r][t]) * (scale ? scale[r] : 1.0f);
       float* dst = y + t * ldy + r;
       *dst = accumulate ? *dst + s : s;
     }
@@ -77,16 +86,16 @@ inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, 
 // Rows [r0, r1) for a block of TT tokens.
 template <int TT, typename W>
 void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y, int64_t ldy,
-                     bool accumulate) {
+                     bool accumulate, const float* scale) {
   constexpr int R = TT == 1 ? 8 : 4;
   int64_t r = r0;
-  for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
-  for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+  for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate, scale ? scale + r : nullptr);
+  for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate, scale ? scale + r : nullptr);
 }
 
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
-                 int64_t ldy, bool accumulate) {
+                 int64_t ldy, bool accumulate, const float* scale) {
   // Blocks of rows outside, token blocks inside: a block of rows (<= 8 x in
   // elements) stays in L1 while every token block passes over it.
   constexpr int64_t kRowBlock = 8;
@@ -96,10 +105,10 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
       const float* xt = x + t * ldx;
       float* yt = y + t * ldy;
       switch (std::min<int64_t>(4, tokens - t)) {
-        case 1: rows_for_tokens<1>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        case 2: rows_for_tokens<2>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        case 3: rows_for_tokens<3>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        default: rows_for_tokens<4>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
+        case 1: rows_for_tokens<1>(w, in, rb, re, xt, ldx, yt, ldy, accumulate, scale); break;
+        case 2: rows_for_tokens<2>(w, in, rb, re, xt, ldx, yt, ldy, accumulate, scale); break;
+        case 3: rows_for_tokens<3>(w, in, rb, re, xt, ldx, yt, ldy, accumulate, scale); break;
+        default: rows_for_tokens<4>(w, in, rb, re, xt, ldx, yt, ldy, accumulate, scale); break;
       }
     }
   }
@@ -109,10 +118,11 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
 
 inline float widen(float v) { return v; }
 inline float widen(uint16_t v) { return bf16_to_float(v); }
+inline float widen(int8_t v) { return float(v); }
 
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
-                 int64_t ldy, bool accumulate) {
+                 int64_t ldy, bool accumulate, const float* scale) {
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t t = 0; t < tokens; ++t) {
       const W* wr = w + r * in;
@@ -120,6 +130,7 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
       float s = 0;
 #pragma omp simd reduction(+ : s)
       for (int64_t i = 0; i < in; ++i) s += widen(wr[i]) * xt[i];
+      if (scale) s *= scale[r];
       float* dst = y + t * ldy + r;
       *dst = accumulate ? *dst + s : s;
     }
@@ -129,10 +140,12 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
 
 }  // namespace
 
-const char* weight_type_name(WeightType t) { return t == WeightType::kBF16 ? "bf16" : "f32"; }
+const char* weight_type_name(WeightType t) {
+  return t == WeightType::kI8 ? "int8" : t == WeightType::kBF16 ? "bf16" : "f32";
+}
 
 void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx,
-                 int64_t tokens, float* y, int64_t ldy, bool accumulate) {
+                 int64_t tokens, float* y, int64_t ldy, bool accumulate, const float* row_scale) {
   if (r0 >= r1 || tokens <= 0) return;
   if (in == 0) {
     for (int64_t t = 0; t < tokens; ++t)
@@ -140,17 +153,21 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
         if (!accumulate) y[t * ldy + r] = 0;
     return;
   }
-  if (type == WeightType::kBF16)
-    rows_kernel(static_cast<const uint16_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
-  else
-    rows_kernel(static_cast<const float*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+  if (type == WeightType::kI8) {
+    ZAYA_ASSERT(row_scale != nullptr);
+    rows_kernel(static_cast<const int8_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate, row_scale);
+  } else if (type == WeightType::kBF16) {
+    rows_kernel(static_cast<const uint16_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate, nullptr);
+  } else {
+    rows_kernel(static_cast<const float*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate, nullptr);
+  }
 }
 
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
-            float* y, int64_t ldy, bool accumulate) {
+            float* y, int64_t ldy, bool accumulate, const float* row_scale) {
   const int threads = omp_get_max_threads();
   if (threads <= 1 || out * in * tokens < kParallelMinMacs || omp_in_parallel()) {
-    matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate);
+    matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate, row_scale);
     return;
   }
 #pragma omp parallel
@@ -159,18 +176,20 @@ void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float
     const int nt = omp_get_num_threads(), id = omp_get_thread_num();
     const int64_t blocks = (out + 7) / 8;
     const int64_t r0 = std::min(out, blocks * id / nt * 8), r1 = std::min(out, blocks * (id + 1) / nt * 8);
-    matvec_rows(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+    matvec_rows(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate, row_scale);
   }
 }
 
 void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,
-                      int64_t tokens, float* y, int64_t ldy, bool accumulate) {
+                      int64_t tokens, float* y, int64_t ldy, bool accumulate, const float* row_scale) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t r = 0; r < out; ++r) {
       double s = 0;
       for (int64_t i = 0; i < in; ++i) {
-        const double wv = type == WeightType::kBF16 ? double(bf16_to_float(static_cast<const uint16_t*>(w)[r * in + i]))
-                                                    : double(static_cast<const float*>(w)[r * in + i]);
+        const double wv = type == WeightType::kI8 ? double(static_cast<const int8_t*>(w)[r * in + i]) * row_scale[r]
+                          : type == WeightType::kBF16
+                              ? double(bf16_to_float(static_cast<const uint16_t*>(w)[r * in + i]))
+                              : double(static_cast<const float*>(w)[r * in + i]);
         s += wv * double(x[t * ldx + i]);
       }
       float* dst = y + t * ldy + r;

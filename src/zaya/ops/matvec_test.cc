@@ -19,10 +19,10 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 
 // Every token count (tile shapes 1..4 and their remainders), row counts that
 // leave remainders of the 8- and 4-row tiles, `in` with and without a 16-lane
-// tail, strided x and y, accumulation, bf16 and f32 weights: all against the
-// double-accumulating loop.
+// tail, strided x and y, accumulation, bf16, f32 and int8 weights (with
+// per-row scales): all against the double-accumulating loop.
 TEST(Matvec, MatchesReferenceForAllShapes) {
-  for (WeightType type : {WeightType::kF32, WeightType::kBF16})
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kI8})
     for (int64_t in : {1, 15, 16, 37, 64, 200})
       for (int64_t out : {1, 3, 8, 13, 33})
         for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
@@ -30,12 +30,20 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
           std::vector<float> wf = randn(in * out, 1 + in + out);
           std::vector<uint16_t> wb(wf.size());
           for (size_t i = 0; i < wf.size(); ++i) wb[i] = float_to_bf16(wf[i]);
-          const void* w = type == WeightType::kBF16 ? static_cast<const void*>(wb.data()) : wf.data();
+          std::vector<int8_t> wq(wf.size());
+          std::vector<float> scale(out);
+          for (int64_t r = 0; r < out; ++r) {
+            scale[r] = 0.01f * float(r + 1);
+            for (int64_t i = 0; i < in; ++i) wq[r * in + i] = int8_t(std::lround(40 * wf[r * in + i]) % 128);
+          }
+          const void* w = type == WeightType::kBF16 ? static_cast<const void*>(wb.data())
+                          : type == WeightType::kI8 ? static_cast<const void*>(wq.data())
+                                                    : wf.data();
           std::vector<float> x = randn(tokens * ldx, 2 + tokens);
           for (bool acc : {false, true}) {
             std::vector<float> y = randn(tokens * ldy, 3), ref = y;
-            matvec(type, w, in, out, x.data(), ldx, tokens, y.data(), ldy, acc);
-            matvec_reference(type, w, in, out, x.data(), ldx, tokens, ref.data(), ldy, acc);
+            matvec(type, w, in, out, x.data(), ldx, tokens, y.data(), ldy, acc, scale.data());
+            matvec_reference(type, w, in, out, x.data(), ldx, tokens, ref.data(), ldy, acc, scale.data());
             for (int64_t t = 0; t < tokens; ++t)
               for (int64_t r = 0; r < ldy; ++r) {
                 const float a = y[t * ldy + r], b = ref[t * ldy + r];

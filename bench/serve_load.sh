@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Load test of zaya serve on loopback: CLIENTS concurrent clients (default 64,
+# half of them streaming) for SECONDS seconds (default 60), MAX_TOKENS tokens
+# each, against a tiny model trained here (or MODEL). The server admits
+# 2 x CLIENTS requests at once: a request counts until its connection's
+# response is released, which a client's next request can overtake. Reports throughput and
+# p50/p99 latency, and fails when any request is lost or malformed; then
+# checks that the server's own counters agree (every request answered 200,
+# nothing left running).
+#   bench/serve_load.sh [CLIENTS] [SECONDS] [MAX_TOKENS] [MODEL]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+clients=${1:-64} seconds=${2:-60} max_tokens=${3:-32} model=${4:-}
+zaya=${ZAYA:-build/zaya}
+dir=runs/bench/serve_load
+mkdir -p "$dir"
+if [[ -z $model ]]; then
+  mkdir -p "$dir/data"
+  "$zaya" data tokenizer --corpus data/kjv/kjv.txt --vocab-size 1024 --out "$dir/data/tokenizer" >/dev/null
+  "$zaya" data shards --corpus data/kjv/kjv.txt --tokenizer "$dir/data/tokenizer.model" --out "$dir/data" >/dev/null
+  cat >"$dir/train.toml" <<TOML
+[model]
+preset = "tiny"
+[data]
+dir = "$dir/data"
+tokenizer = "$dir/data/tokenizer.model"
+[train]
+micro_batch = 8
+seq_len = 64
+steps = 30
+eval_every = 0
+out_dir = "$dir/run"
+TOML
+  rm -rf "$dir/run"
+  "$zaya" train --config "$dir/train.toml" --quiet >/dev/null
+  model=$dir/run/final
+fi
+"$zaya" serve --model "$model" --port 0 --batch 16 --max-concurrent $((2 * clients)) 2>"$dir/serve.log" &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q "on http://" "$dir/serve.log" && break; sleep 0.2; done
+url=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/serve.log" | head -1)
+[[ -n $url ]] || { cat "$dir/serve.log"; exit 1; }
+echo "== $clients clients for $seconds s, $max_tokens tokens each, against $url ($model)"
+rc=0
+node bench/serve_load.mjs "$url" "$clients" "$seconds" "$max_tokens" | tee "$dir/result.json" || rc=$?
+curl -s "$url/metrics" >"$dir/metrics.txt"
+grep -E '^zaya_requests_total\{endpoint="/v1/completions"|^zaya_sequences_running|^zaya_queue_depth|^zaya_requests_cancelled_total' "$dir/metrics.txt"
+python3 - "$dir/result.json" "$dir/metrics.txt" <<'PY'
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+m = open(sys.argv[2]).read()
+served = sum(int(v) for v in re.findall(r'^zaya_requests_total\{endpoint="/v1/completions",status="200"\} (\d+)$', m, re.M))
+print(f"throughput {r['tokens_per_second']:.0f} tokens/s, {r['requests_per_second']:.1f} requests/s; latency p50 "
+      f"{r['latency_ms']['p50']:.0f} ms, p99 {r['latency_ms']['p99']:.0f} ms; first byte p50 {r['first_byte_ms']['p50']:.0f} ms, "
+      f"p99 {r['first_byte_ms']['p99']:.0f} ms")
+print(f"requests: {r['ok']} ok, {r['failed']} failed; the server answered {served} with 200")
+sys.exit(0 if r["failed"] == 0 and served == r["ok"] else 1)
+PY
+exit $rc

@@ -1,0 +1,333 @@
+#include "zaya/infer/serving_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "zaya/core/error.h"
+#include "zaya/core/rng.h"
+#include "zaya/core/timer.h"
+#include "zaya/infer/completion_text.h"
+#include "zaya/infer/engine.h"
+#include "zaya/infer/prefix_cache.h"
+#include "zaya/infer/sampling.h"
+#include "zaya/infer/token_logprobs.h"
+
+namespace zaya {
+
+bool ServeChannel::wait(std::vector<ServeEvent>& out, double timeout_seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeout_seconds)), [&] { return !events_.empty(); });
+  if (events_.empty()) return false;
+  for (ServeEvent& e : events_) out.push_back(std::move(e));
+  events_.clear();
+  return true;
+}
+
+void ServeChannel::push(ServeEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+// A sequence in a slot: its request, text, sampling stream and progress.
+struct ServingLoop::Sequence {
+  Pending p;
+  CompletionText text;
+  Rng rng;
+  int64_t fed = 0;    // prompt tokens in the cache
+  int32_t last = -1;  // the last sampled token, fed at the next step
+  int64_t generated = 0;
+
+  explicit Sequence(Pending pending, const Tokenizer& tok)
+      : p(std::move(pending)),
+        text(tok, p.request.generation.stop_ids, p.request.stop_strings),
+        rng(sampling_rng(p.request.generation.sampling.seed)) {}
+  int64_t prompt_size() const { return int64_t(p.request.generation.prompt.size()); }
+};
+
+ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const ServingOptions& o)
+    : model_(model), tok_(tok), options_(o) {
+  const ZayaConfig& c = model.config();
+  ZAYA_CHECK(o.max_batch >= 1, "batch size {} is invalid; allowed: >= 1", o.max_batch);
+  ZAYA_CHECK(o.step_tokens >= 1, "tokens per step {} is invalid; allowed: >= 1", o.step_tokens);
+  ZAYA_CHECK(o.max_waiting >= 0, "queue length {} is invalid; allowed: >= 0", o.max_waiting);
+  ZAYA_CHECK(o.max_context >= 0, "context {} is invalid; allowed: >= 0 (0: max_position_embeddings)", o.max_context);
+  ZAYA_CHECK(o.prefix_cache_bytes >= 0, "prefix cache {} bytes is invalid; allowed: >= 0", o.prefix_cache_bytes);
+  ZAYA_CHECK(o.prefix_block >= 1, "prefix block {} is invalid; allowed: >= 1 tokens", o.prefix_block);
+  context_ = o.max_context > 0 ? std::min(o.max_context, c.max_position) : c.max_position;
+  sample_vocab_ = o.sample_vocab > 0 ? std::min(o.sample_vocab, c.real_vocab_size) : c.real_vocab_size;
+  slots_.resize(o.max_batch);
+  thread_ = std::thread([this] { run(); });
+}
+
+ServingLoop::~ServingLoop() { stop(); }
+
+std::string ServingLoop::request_error(const TextRequest& r) const {
+  return generation_request_error(r.generation, model_.config(), context_);
+}
+
+std::shared_ptr<ServeChannel> ServingLoop::submit(std::vector<TextRequest> requests, int64_t top_logprobs) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string error = request_error(requests[i]);
+    ZAYA_CHECK(error.empty(), "{}", error);
+  }
+  auto channel = std::make_shared<ServeChannel>(requests.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ ||
+        int64_t(queue_.size() + requests.size()) > options_.max_waiting + options_.max_batch - counters_.running)
+      return nullptr;
+    for (size_t i = 0; i < requests.size(); ++i)
+      queue_.push_back(Pending{channel, i, std::move(requests[i]), top_logprobs});
+    counters_.waiting = int64_t(queue_.size());
+  }
+  cv_.notify_all();
+  return channel;
+}
+
+ServingCounters ServingLoop::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void ServingLoop::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ServingLoop::finish(int32_t slot, FinishReason why) {
+  Sequence& s = *slots_[slot];
+  ServeEvent e;
+  e.kind = ServeEvent::Kind::kFinish;
+  e.choice = s.p.choice;
+  e.text = s.text.finish();
+  // A stop string ends the sequence through its text: to the client it is a stop.
+  e.finish = s.text.stopped() && why != FinishReason::kCancelled ? FinishReason::kStop : why;
+  e.tokens = s.generated;
+  e.time = now_seconds();
+  {
+    // Counted before the event goes out: a client that sees its end sees the counters with it.
+    std::lock_guard<std::mutex> lock(mu_);
+    --counters_.running;
+    if (why == FinishReason::kCancelled) ++counters_.cancelled;
+  }
+  s.p.channel->push(std::move(e));
+  slots_[slot].reset();
+}
+
+void ServingLoop::fail_all(const std::string& message) {
+  auto error = [&](const std::shared_ptr<ServeChannel>& ch, size_t choice) {
+    ServeEvent e;
+    e.kind = ServeEvent::Kind::kError;
+    e.choice = choice;
+    e.text = message;
+    e.time = now_seconds();
+    ch->push(std::move(e));
+  };
+  for (auto& s : slots_)
+    if (s) {
+      error(s->p.channel, s->p.choice);
+      s.reset();
+    }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pending& p : queue_) error(p.channel, p.choice);
+  queue_.clear();
+  counters_.running = 0;
+  counters_.waiting = 0;
+}
+
+void ServingLoop::run() {
+  try {
+    run_steps();
+  } catch (const std::exception& e) {
+    fail_all(e.what());
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+}
+
+void ServingLoop::run_steps() {
+  const ZayaConfig& c = model_.config();
+  EngineOptions eo;
+  eo.max_sequences = options_.max_batch;
+  eo.max_context = context_;
+  eo.max_step_tokens = std::max(options_.step_tokens, options_.max_batch);
+  eo.bf16_activations = options_.bf16_activations;
+  // Engine slots beyond the batch hold the prefix snapshots.
+  int64_t snapshots = 0;
+  if (options_.prefix_cache_bytes > 0) {
+    EngineOptions probe = eo;
+    probe.max_sequences = 1;
+    probe.max_step_tokens = 1;
+    const int64_t per_slot = std::max<int64_t>(1, InferenceEngine(model_, probe).state_bytes_per_slot());
+    snapshots = std::min<int64_t>(256, options_.prefix_cache_bytes / per_slot);
+  }
+  eo.max_sequences = options_.max_batch + snapshots;
+  InferenceEngine engine(model_, eo);
+  std::vector<int32_t> snapshot_slots;
+  for (int64_t k = 0; k < snapshots; ++k) snapshot_slots.push_back(int32_t(options_.max_batch + k));
+  PrefixCache cache(snapshot_slots, options_.prefix_block);
+  const int64_t B = options_.prefix_block;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.prefix_slots = snapshots;
+  }
+  std::vector<int32_t> admitted;
+  std::vector<float> logits(eo.max_sequences * c.vocab_size);
+  std::vector<std::pair<float, int32_t>> scratch;
+  std::vector<StepChunk> chunks;
+
+  while (true) {
+    // Admit waiting sequences into free slots; sleep while there is nothing to do.
+    std::vector<Pending> cancelled;
+    admitted.clear();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto idle = [&] {
+        return std::none_of(slots_.begin(), slots_.end(), [](const auto& s) { return bool(s); });
+      };
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !idle(); });
+      if (stopping_) break;
+      for (int32_t s = 0; s < int32_t(slots_.size()) && !queue_.empty(); ++s) {
+        if (slots_[s]) continue;
+        Pending p = std::move(queue_.front());
+        queue_.pop_front();
+        if (p.channel->cancelled()) {
+          cancelled.push_back(std::move(p));
+          --s;
+          continue;
+        }
+        slots_[s] = std::make_unique<Sequence>(std::move(p), tok_);
+        ++counters_.running;
+        admitted.push_back(s);
+      }
+      counters_.waiting = int64_t(queue_.size());
+    }
+    // A new sequence starts empty, or from the longest snapshot its prompt begins with.
+    for (int32_t s : admitted) {
+      engine.reset(s);
+      const PrefixCache::Hit hit = cache.find(slots_[s]->p.request.generation.prompt);
+      if (hit.slot < 0) continue;
+      engine.copy(hit.slot, s);
+      slots_[s]->fed = hit.length;
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.prefix_hit_tokens += hit.length;
+    }
+    for (Pending& p : cancelled) {
+      ServeEvent e;
+      e.kind = ServeEvent::Kind::kFinish;
+      e.choice = p.choice;
+      e.finish = FinishReason::kCancelled;
+      e.time = now_seconds();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.cancelled;
+      }
+      p.channel->push(std::move(e));
+    }
+    for (int32_t s = 0; s < int32_t(slots_.size()); ++s) {
+      if (!slots_[s]) continue;
+      if (slots_[s]->p.channel->cancelled())
+        finish(s, FinishReason::kCancelled);
+      else if (slots_[s]->p.request.generation.max_new_tokens == 0)
+        finish(s, FinishReason::kLength);
+    }
+    // As generate(): decoding sequences first (one token each), then prompt chunks in the remaining budget.
+    chunks.clear();
+    int64_t budget = eo.max_step_tokens, prompt_tokens = 0;
+    for (int32_t s = 0; s < int32_t(slots_.size()); ++s) {
+      Sequence* q = slots_[s].get();
+      if (q && q->fed == q->prompt_size()) {
+        chunks.push_back({s, &q->last, 1, LogitsWanted::kLast});
+        --budget;
+      }
+    }
+    for (int32_t s = 0; s < int32_t(slots_.size()) && budget > 0; ++s) {
+      Sequence* q = slots_[s].get();
+      if (!q || q->fed == q->prompt_size()) continue;
+      int64_t n = std::min(budget, q->prompt_size() - q->fed);
+      if (snapshots > 0) {
+        // End the chunk at a block boundary (the last one before the prompt's end if it reaches it), to snapshot there.
+        const int64_t last_boundary = (q->prompt_size() - 1) / B * B, end = q->fed + n;
+        const int64_t cut = q->fed < last_boundary && end >= last_boundary ? last_boundary : end / B * B;
+        if (cut > q->fed) n = cut - q->fed;
+      }
+      const bool last = q->fed + n == q->prompt_size();
+      chunks.push_back(
+          {s, q->p.request.generation.prompt.data() + q->fed, n, last ? LogitsWanted::kLast : LogitsWanted::kNone});
+      budget -= n;
+      prompt_tokens += n;
+    }
+    if (chunks.empty()) continue;
+    engine.step(chunks);
+    const int64_t rows = engine.logit_rows();
+    if (rows > 0) engine.logits(0, rows, logits.data());
+    for (const StepChunk& ch : chunks) {
+      Sequence& q = *slots_[ch.slot];
+      if (q.fed >= q.prompt_size()) continue;
+      q.fed += ch.count;
+      // A prompt chunk that ends at a block boundary (before the prompt's last token): snapshot the state.
+      if (snapshots > 0 && q.fed % B == 0 && q.fed < q.prompt_size()) {
+        const int32_t into = cache.insert(q.p.request.generation.prompt, q.fed);
+        if (into >= 0) engine.copy(ch.slot, into);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.steps;
+      counters_.prefill_tokens += prompt_tokens;
+      counters_.generated_tokens += rows;
+    }
+    for (int64_t row = 0; row < rows; ++row) {
+      const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
+      Sequence& q = *slots_[s];
+      const GenerationRequest& req = q.p.request.generation;
+      const float* lg = logits.data() + row * c.vocab_size;
+      const int32_t next = sample_token(lg, sample_vocab_, req.sampling, q.rng, scratch);
+      ++q.generated;
+      q.last = next;
+      ServeEvent e;
+      e.choice = q.p.choice;
+      e.token = next;
+      e.text = q.text.push(next);
+      if (q.p.top_logprobs >= 0) {
+        TokenLogprobs lp = token_logprobs(lg, sample_vocab_, next, q.p.top_logprobs);
+        e.logprob = lp.chosen;
+        e.top = std::move(lp.top);
+      }
+      e.time = now_seconds();
+      q.p.channel->push(std::move(e));
+      if (q.text.stopped())
+        finish(s, FinishReason::kStop);
+      else if (std::find(req.stop_ids.begin(), req.stop_ids.end(), next) != req.stop_ids.end())
+        finish(s, FinishReason::kStop);
+      else if (q.generated >= req.max_new_tokens)
+        finish(s, FinishReason::kLength);
+      else if (engine.length(s) >= engine.max_context())
+        finish(s, FinishReason::kContext);
+    }
+  }
+  // Stopping: every sequence still running or queued ends cancelled.
+  for (int32_t s = 0; s < int32_t(slots_.size()); ++s)
+    if (slots_[s]) finish(s, FinishReason::kCancelled);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pending& p : queue_) {
+    ServeEvent e;
+    e.kind = ServeEvent::Kind::kFinish;
+    e.choice = p.choice;
+    e.finish = FinishReason::kCancelled;
+    e.time = now_seconds();
+    p.channel->push(std::move(e));
+  }
+  queue_.clear();
+  counters_.waiting = 0;
+}
+
+}  // namespace zaya

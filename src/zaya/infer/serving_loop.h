@@ -1,0 +1,148 @@
+#pragma once
+// Continuous batching for a server: one thread owns the cached decoder and
+// runs the generator's loop (generator.h) over requests that arrive while it
+// runs. Front-end threads submit requests and read their events from a
+// channel; a request joins the running batch at the next step (chunked
+// prefill beside the decoding sequences), and a channel that is cancelled (its
+// client went away) frees its slots at the next step.
+// With prefix caching on, a prompt starts from the longest snapshot of an
+// earlier prompt's state it begins with (prefix_cache.h), and its prefill
+// chunks end at block boundaries so that its own state is snapshotted there.
+//
+// Each sequence samples from its own seeded stream (sampling_rng) and its text
+// goes through the same stop ids and stop strings as zaya generate's
+// (completion_text.h), so a request gives the tokens and text `generate_text`
+// gives it for the same seed, whatever it is batched with.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "zaya/data/tokenizer.h"
+#include "zaya/infer/generator.h"
+#include "zaya/infer/text_request.h"
+
+namespace zaya {
+
+struct ServingOptions {
+  int64_t max_batch = 8;         // sequences decoded together (engine slots)
+  int64_t max_context = 0;       // tokens per sequence, prompt included; 0: max_position_embeddings
+  int64_t step_tokens = 256;     // tokens per forward step (prefill chunk size)
+  int64_t max_waiting = 256;     // sequences queued beyond the running ones; submit refuses more
+  int64_t sample_vocab = 0;      // ids >= this are never sampled; 0: the config's real vocabulary
+  bool bf16_activations = true;  // see EngineOptions
+  // Prefix caching (prefix_cache.h): bytes of decode-state snapshots (whole
+  // slots at the full context, at most 256 of them; 0: off), taken at
+  // multiples of `prefix_block` prompt tokens.
+  int64_t prefix_cache_bytes = 0;
+  int64_t prefix_block = 64;
+};
+
+struct ServeEvent {
+  enum class Kind { kToken, kFinish, kError };
+  Kind kind = Kind::kToken;
+  size_t choice = 0;  // which of the channel's requests
+  // kToken: the text this token made final (often "", see completion_text.h);
+  // kFinish: the rest of the text; kError: the message.
+  std::string text;
+  int32_t token = -1;                           // kToken
+  float logprob = 0;                            // kToken, when logprobs were asked for
+  std::vector<std::pair<int32_t, float>> top;   // kToken: the most likely ids and their log probabilities
+  FinishReason finish = FinishReason::kLength;  // kFinish (kStop for a stop id or string)
+  int64_t tokens = 0;                           // kFinish: tokens generated
+  double time = 0;                              // now_seconds() when the event was made
+};
+
+// The events of one front-end request (its `n` sequences).
+class ServeChannel {
+ public:
+  explicit ServeChannel(size_t choices) : choices_(choices) {}
+  size_t choices() const { return choices_; }
+  // Moves the pending events into `out` (appended); waits up to `timeout_seconds`
+  // for one. Returns whether any came.
+  bool wait(std::vector<ServeEvent>& out, double timeout_seconds);
+  // Ends the channel's sequences at the loop's next step (FinishReason::kCancelled).
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  void push(ServeEvent event);
+
+ private:
+  const size_t choices_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ServeEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct ServingCounters {
+  int64_t running = 0;            // sequences in the batch
+  int64_t waiting = 0;            // sequences queued
+  int64_t prefill_tokens = 0;     // prompt tokens run through the decoder
+  int64_t generated_tokens = 0;   // tokens sampled
+  int64_t steps = 0;              // forward steps
+  int64_t cancelled = 0;          // sequences ended by a cancelled channel
+  int64_t prefix_hit_tokens = 0;  // prompt tokens restored from prefix snapshots instead of run
+  int64_t prefix_slots = 0;       // snapshots the prefix cache can hold
+};
+
+class ServingLoop {
+ public:
+  ServingLoop(const InferModel& model, const Tokenizer& tokenizer, const ServingOptions& options);
+  ServingLoop(const ServingLoop&) = delete;
+  ServingLoop& operator=(const ServingLoop&) = delete;
+  ~ServingLoop();  // stop()
+
+  // Tokens per sequence, prompt included.
+  int64_t context() const { return context_; }
+  // Why `request` (prompt ids set) cannot run here, or "" (generation_request_error under context()).
+  std::string request_error(const TextRequest& request) const;
+
+  // Queues the requests as choices 0..n-1 of one channel; `top_logprobs` >= 0
+  // asks for each token's log probability and that many alternatives (-1: none).
+  // Returns nullptr when the queue has no room for them (or the loop has
+  // stopped); fails when a request cannot run (request_error).
+  std::shared_ptr<ServeChannel> submit(std::vector<TextRequest> requests, int64_t top_logprobs = -1);
+
+  ServingCounters counters() const;
+
+  // Ends every sequence (cancelled) and the loop thread; submit refuses from then on.
+  void stop();
+
+ private:
+  struct Sequence;
+  struct Pending {
+    std::shared_ptr<ServeChannel> channel;
+    size_t choice = 0;
+    TextRequest request;
+    int64_t top_logprobs = -1;
+  };
+
+  void run();
+  void run_steps();
+  void admit();
+  void finish(int32_t slot, FinishReason why);
+  void fail_all(const std::string& message);
+
+  const InferModel& model_;
+  const Tokenizer& tok_;
+  ServingOptions options_;
+  int64_t context_ = 0, sample_vocab_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  ServingCounters counters_;
+
+  std::vector<std::unique_ptr<Sequence>> slots_;  // loop thread only
+  std::thread thread_;
+};
+
+}  // namespace zaya

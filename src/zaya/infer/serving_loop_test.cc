@@ -1,0 +1,228 @@
+// The server's batching loop: requests submitted while others run give the
+// text and tokens generate_text gives each alone, a cancelled channel frees
+// its slot, a full queue refuses, and log probabilities come with greedy tokens.
+#include "zaya/infer/serving_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "zaya/data/test_util.h"
+#include "zaya/infer/generate_job.h"
+#include "zaya/infer/test_util.h"
+
+namespace zaya {
+namespace {
+
+ZayaConfig text_config() {
+  ZayaConfig c = testing::small_test_config();
+  c.vocab_size = 512;
+  c.real_vocab_size = 400;
+  return c;
+}
+
+TextRequest request(const Tokenizer& tok, const std::string& prompt, uint64_t seed, int64_t tokens) {
+  TextRequest r;
+  r.prompt = prompt;
+  r.generation.prompt = encode_prompt(tok, prompt, true);
+  r.generation.max_new_tokens = tokens;
+  r.generation.sampling.temperature = 0.9;
+  r.generation.sampling.top_k = 0;
+  r.generation.sampling.top_p = 1;
+  r.generation.sampling.seed = seed;
+  return r;
+}
+
+struct Collected {
+  std::vector<std::string> text;
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<FinishReason> finish;
+  std::vector<float> logprob;
+  std::vector<int32_t> top_id;
+};
+
+Collected collect(ServeChannel& ch) {
+  Collected c;
+  c.text.resize(ch.choices());
+  c.tokens.resize(ch.choices());
+  c.finish.resize(ch.choices(), FinishReason::kLength);
+  size_t done = 0;
+  std::vector<ServeEvent> events;
+  while (done < ch.choices()) {
+    events.clear();
+    if (!ch.wait(events, 30.0)) ADD_FAILURE() << "no event in 30 s";
+    for (const ServeEvent& e : events) {
+      EXPECT_NE(e.kind, ServeEvent::Kind::kError) << e.text;
+      c.text[e.choice] += e.text;
+      if (e.kind == ServeEvent::Kind::kToken) {
+        c.tokens[e.choice].push_back(e.token);
+        c.logprob.push_back(e.logprob);
+        if (!e.top.empty()) c.top_id.push_back(e.top[0].first);
+      } else {
+        c.finish[e.choice] = e.finish;
+        EXPECT_EQ(e.tokens, int64_t(c.tokens[e.choice].size()));
+        ++done;
+      }
+    }
+  }
+  return c;
+}
+
+TEST(ServingLoop, RequestsJoiningTheBatchGiveWhatTheyGiveAlone) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 41);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  std::vector<TextRequest> reqs = {request(tok, "In the beginning", 1, 20), request(tok, "And God said, Let", 2, 9),
+                                   request(tok, "A", 3, 14), request(tok, "The earth was without form", 4, 17)};
+  reqs[1].stop_strings = {"e"};
+  reqs[2].generation.stop_ids = {tok.eos_id(), 7, 9, 11, 13};
+  ServingOptions o;
+  o.max_batch = 2;
+  o.step_tokens = 4;  // prompts in several chunks, beside decoding sequences
+  o.sample_vocab = 400;
+  ServingLoop loop(*im, tok, o);
+  std::vector<std::shared_ptr<ServeChannel>> channels;
+  for (const TextRequest& r : reqs) {
+    channels.push_back(loop.submit({r}));
+    ASSERT_TRUE(channels.back());
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  GeneratorOptions alone;
+  alone.sample_vocab = 400;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Collected got = collect(*channels[i]);
+    const TextCompletion want = generate_text(*im, tok, {reqs[i]}, alone)[0];
+    EXPECT_EQ(got.text[0], want.text) << i;
+    EXPECT_EQ(got.tokens[0], want.tokens) << i;
+    EXPECT_EQ(got.finish[0], want.finish) << i;
+  }
+  const ServingCounters n = loop.counters();
+  EXPECT_EQ(n.running, 0);
+  EXPECT_EQ(n.waiting, 0);
+  int64_t prompt = 0;
+  for (const TextRequest& r : reqs) prompt += int64_t(r.generation.prompt.size());
+  EXPECT_EQ(n.prefill_tokens, prompt);
+  EXPECT_GT(n.generated_tokens, 0);
+}
+
+TEST(ServingLoop, SeveralChoicesSampleWithConsecutiveSeeds) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 42);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  ServingOptions o;
+  o.max_batch = 3;
+  ServingLoop loop(*im, tok, o);
+  const std::vector<TextRequest> reqs = repeat_with_seeds(request(tok, "In the", 10, 12), 3);
+  auto ch = loop.submit(reqs);
+  ASSERT_TRUE(ch);
+  const Collected got = collect(*ch);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    EXPECT_EQ(got.tokens[i], generate_text(*im, tok, {reqs[i]}, GeneratorOptions{})[0].tokens) << i;
+}
+
+// Prefix caching: a repeated prompt gives the same tokens and is prefilled
+// only past its last snapshot; a longer prompt sharing the prefix starts from
+// it too; with the cache off every prompt token runs.
+TEST(ServingLoop, RepeatedPrefixIsNotRecomputed) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 45);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  const std::string text = "In the beginning God created the heaven and the earth. And the earth was without form";
+  const TextRequest first = request(tok, text, 8, 10), longer = request(tok, text + ", and void; and darkness", 9, 6);
+  const int64_t P = int64_t(first.generation.prompt.size()), P2 = int64_t(longer.generation.prompt.size());
+  ASSERT_GT(P, 17);
+  for (const int64_t budget : {int64_t(0), int64_t(1) << 26}) {
+    ServingOptions o;
+    o.max_batch = 2;
+    o.prefix_cache_bytes = budget;
+    o.prefix_block = 8;
+    ServingLoop loop(*im, tok, o);
+    auto run = [&](const TextRequest& r) {
+      auto ch = loop.submit({r});
+      EXPECT_TRUE(ch);
+      return collect(*ch).tokens[0];
+    };
+    const std::vector<int32_t> a = run(first);
+    const int64_t after_first = loop.counters().prefill_tokens;
+    EXPECT_EQ(loop.counters().prefix_slots > 0, budget > 0);
+    const std::vector<int32_t> b = run(first);
+    const int64_t after_second = loop.counters().prefill_tokens;
+    const std::vector<int32_t> l = run(longer);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a, generate_text(*im, tok, {first}, GeneratorOptions{})[0].tokens);
+    EXPECT_EQ(l, generate_text(*im, tok, {longer}, GeneratorOptions{})[0].tokens);
+    EXPECT_EQ(after_first, P);
+    if (budget == 0) {
+      EXPECT_EQ(after_second - after_first, P);
+      EXPECT_EQ(loop.counters().prefix_hit_tokens, 0);
+    } else {
+      const int64_t held = (P - 1) / 8 * 8;  // the last snapshot before the prompt's end
+      EXPECT_EQ(after_second - after_first, P - held);
+      EXPECT_LT(loop.counters().prefill_tokens - after_second, P2 - 8);
+      EXPECT_GE(loop.counters().prefix_hit_tokens, held + 8);
+    }
+  }
+}
+
+TEST(ServingLoop, CancelledChannelFreesItsSlot) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 43);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  ServingOptions o;
+  o.max_batch = 1;
+  o.max_waiting = 0;
+  ServingLoop loop(*im, tok, o);
+  TextRequest long_one = request(tok, "In", 5, 100);
+  long_one.generation.stop_ids.clear();
+  auto ch = loop.submit({long_one});
+  ASSERT_TRUE(ch);
+  // One slot, no queue: a second request is refused while the first runs.
+  EXPECT_FALSE(loop.submit({request(tok, "And", 6, 3)}));
+  std::vector<ServeEvent> events;
+  ASSERT_TRUE(ch->wait(events, 30.0));
+  ch->cancel();
+  bool finished = false;
+  while (!finished) {
+    ASSERT_TRUE(ch->wait(events, 30.0));
+    for (const ServeEvent& e : events)
+      if (e.kind == ServeEvent::Kind::kFinish) {
+        EXPECT_EQ(e.finish, FinishReason::kCancelled);
+        EXPECT_LT(e.tokens, 100);
+        finished = true;
+      }
+    events.clear();
+  }
+  EXPECT_EQ(loop.counters().cancelled, 1);
+  auto next = loop.submit({request(tok, "And", 6, 3)});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(collect(*next).tokens[0].size(), 3u);
+}
+
+TEST(ServingLoop, LogprobsOfGreedyTokensAreTheMostLikely) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 44);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  ServingLoop loop(*im, tok, ServingOptions{});
+  TextRequest r = request(tok, "In the beginning", 0, 6);
+  r.generation.sampling.temperature = 0;
+  auto ch = loop.submit({r}, 2);
+  ASSERT_TRUE(ch);
+  const Collected got = collect(*ch);
+  ASSERT_EQ(got.top_id.size(), got.tokens[0].size());
+  for (size_t i = 0; i < got.tokens[0].size(); ++i) {
+    EXPECT_EQ(got.top_id[i], got.tokens[0][i]);
+    EXPECT_LT(got.logprob[i], 0.0f);
+  }
+  // A request that cannot run is refused with its reason.
+  TextRequest empty = r;
+  empty.generation.prompt.clear();
+  EXPECT_THROW(loop.submit({empty}), Error);
+}
+
+}  // namespace
+}  // namespace zaya

@@ -1,0 +1,69 @@
+#pragma once
+// zaya serve: an OpenAI-compatible HTTP server (cpp-httplib) on the serving
+// loop (infer/serving_loop.h). HTTP threads parse and check a request, queue
+// its sequences and stream their events back; the loop's one thread owns the
+// decoder, so concurrent requests share its batch (continuous batching).
+//
+//   POST /v1/completions, /v1/chat/completions   (openai_request.h; "stream": true as server-sent events)
+//   GET  /v1/models, /health, /metrics           (metrics.h: Prometheus text)
+//
+// Limits: requests generating at once (429 beyond), the sequences the queue
+// holds (503 beyond), the body size (413), the context (400 for a prompt that
+// leaves no room), a time limit per request (its sequences end, "length"),
+// read/write timeouts on the connection. A client that goes away cancels its
+// request: a streamed one at the next chunk it cannot be sent, a whole one
+// within a second (while it is generated the response, sent chunked, gets a
+// newline every half second: JSON allows leading whitespace, and the write
+// fails once the client is gone). With an API key, /v1/* needs
+// "Authorization: Bearer KEY" (401 otherwise); /health and /metrics do not.
+// Every error is OpenAI's {"error": {"message", "type", "param", "code"}}.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "zaya/data/tokenizer.h"
+#include "zaya/infer/infer_model.h"
+#include "zaya/infer/serving_loop.h"
+#include "zaya/serve/openai_request.h"
+
+namespace zaya {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;              // 0: any free port (port() tells which)
+  std::string api_key;          // "": no key needed
+  std::string model_name;       // the id /v1/models lists and responses carry
+  int64_t max_concurrent = 64;  // requests generating at once
+  int64_t max_body_bytes = 1 << 20;
+  double request_timeout = 600;  // seconds one request may generate
+  double io_timeout = 30;        // seconds a read or write on a connection may wait
+  ApiLimits api;
+  ServingOptions serving;
+  void validate() const;
+};
+
+class ApiServer {
+ public:
+  ApiServer(const InferModel& model, const Tokenizer& tokenizer, const ServerOptions& options);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds the listening socket; fails naming the address when it cannot.
+  void bind();
+  int port() const;
+  // Serves until stop() (from another thread).
+  void run();
+  void stop();
+  // Serves until SIGINT or SIGTERM, then stops (requests in flight end cancelled).
+  void run_until_signal();
+
+  ServingCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zaya

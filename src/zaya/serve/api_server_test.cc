@@ -1,0 +1,165 @@
+// The HTTP server on a free loopback port: a completion equals generate_text's
+// for the same seed, whole and streamed; chat uses the template; bad requests,
+// a missing API key and unknown paths get OpenAI errors; /metrics counts.
+#include "zaya/serve/api_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "zaya/data/test_util.h"
+#include "zaya/infer/generate_job.h"
+#include "zaya/infer/test_util.h"
+#include "zaya/io/json_file.h"
+
+namespace zaya {
+namespace {
+
+struct Served {
+  std::unique_ptr<ZayaModel> model;
+  std::unique_ptr<InferModel> im;
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  std::unique_ptr<ApiServer> server;
+  std::thread thread;
+
+  explicit Served(const std::string& api_key = "") {
+    ZayaConfig c = testing::small_test_config();
+    c.vocab_size = 512;
+    c.real_vocab_size = 400;
+    model = testing::random_model(c, 51);
+    im = InferModel::from_model(*model);
+    ServerOptions o;
+    o.port = 0;
+    o.model_name = "tiny-test";
+    o.api_key = api_key;
+    o.serving.max_batch = 2;
+    o.serving.sample_vocab = 400;
+    server = std::make_unique<ApiServer>(*im, tok, o);
+    server->bind();
+    thread = std::thread([this] { server->run(); });
+  }
+  ~Served() {
+    server->stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client cli("127.0.0.1", server->port());
+    cli.set_read_timeout(60, 0);
+    return cli;
+  }
+  std::string expected(const std::string& prompt, int64_t tokens, uint64_t seed) const {
+    TextRequest r;
+    r.prompt = prompt;
+    r.generation.prompt = encode_prompt(tok, prompt, true);
+    r.generation.max_new_tokens = tokens;
+    r.generation.sampling = {0.8, 40, 0.95, seed};
+    r.generation.stop_ids = default_stop_ids(tok, im->config());
+    GeneratorOptions go;
+    go.sample_vocab = 400;
+    return generate_text(*im, tok, {r}, go)[0].text;
+  }
+};
+
+nlohmann::json body_json(const httplib::Result& res) { return parse_json(res->body, "response"); }
+
+TEST(ApiServer, CompletionEqualsGenerateWholeAndStreamed) {
+  Served s;
+  auto cli = s.client();
+  const std::string want = s.expected("In the beginning", 12, 3);
+  const std::string body =
+      R"({"prompt": "In the beginning", "max_tokens": 12, "seed": 3, "temperature": 0.8, "top_k": 40, "top_p": 0.95)";
+  auto res = cli.Post("/v1/completions", body + "}", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "tiny-test");
+  EXPECT_EQ(j["choices"][0]["text"], want);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], int64_t(encode_prompt(s.tok, "In the beginning", true).size()));
+
+  auto streamed = cli.Post("/v1/completions", body + R"(, "stream": true})", "application/json");
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200);
+  EXPECT_EQ(streamed->get_header_value("Content-Type"), "text/event-stream");
+  std::string text;
+  size_t at = 0;
+  bool done = false, finish_seen = false;
+  while ((at = streamed->body.find("data: ", at)) != std::string::npos) {
+    const size_t end = streamed->body.find("\n\n", at);
+    const std::string data = streamed->body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const nlohmann::json chunk = parse_json(data, "chunk");
+    text += chunk["choices"][0]["text"].get<std::string>();
+    finish_seen |= !chunk["choices"][0]["finish_reason"].is_null();
+  }
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(finish_seen);
+  EXPECT_EQ(text, want);
+}
+
+TEST(ApiServer, ChatCompletionAndModels) {
+  Served s;
+  auto cli = s.client();
+  auto res = cli.Post("/v1/chat/completions",
+                      R"({"messages": [{"role": "user", "content": "In the"}], "max_tokens": 5, "logprobs": true,
+                          "top_logprobs": 2, "n": 2})",
+                      "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  EXPECT_EQ(j["object"], "chat.completion");
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  const auto& content = j["choices"][0]["logprobs"]["content"];
+  EXPECT_EQ(int64_t(content.size()), j["choices"][0]["finish_reason"] == "length" ? 5 : int64_t(content.size()));
+  EXPECT_EQ(content[0]["top_logprobs"].size(), 2u);
+  auto models = cli.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(body_json(models)["data"][0]["id"], "tiny-test");
+  auto health = cli.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST(ApiServer, BadRequestsGetOpenAiErrors) {
+  Served s("sekrit");
+  auto cli = s.client();
+  auto res = cli.Post("/v1/completions", R"({"prompt": "x"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(body_json(res)["error"]["code"], "invalid_api_key");
+  httplib::Headers auth = {{"Authorization", "Bearer sekrit"}};
+  res = cli.Post("/v1/completions", auth, R"({"prompt": "x", "temperature": -1})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const nlohmann::json e = body_json(res);
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(e["error"]["param"], "temperature");
+  res = cli.Post("/v1/completions", auth, "{", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_TRUE(body_json(res)["error"]["param"].is_null());
+  res = cli.Get("/v1/nothing", auth);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_NE(body_json(res)["error"]["message"].get<std::string>().find("not an endpoint"), std::string::npos);
+  res = cli.Post("/v1/completions", auth, std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  // /health and /metrics need no key; the metrics counted the answers.
+  res = cli.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("zaya_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 2"), std::string::npos)
+      << res->body;
+  EXPECT_NE(res->body.find("zaya_requests_total{endpoint=\"/v1/completions\",status=\"401\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zaya

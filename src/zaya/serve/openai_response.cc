@@ -1,0 +1,111 @@
+#include "zaya/serve/openai_response.h"
+
+namespace zaya {
+namespace {
+
+ojson bytes_of(const std::string& s) {
+  ojson b = ojson::array();
+  for (unsigned char ch : s) b.push_back(int(ch));
+  return b;
+}
+
+ojson chat_logprobs(const std::vector<TokenLogprob>& lps) {
+  ojson content = ojson::array();
+  for (const TokenLogprob& t : lps) {
+    ojson top = ojson::array();
+    for (const auto& [text, lp] : t.top) top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
+    content.push_back({{"token", t.text}, {"logprob", t.logprob}, {"bytes", bytes_of(t.text)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+// text_offset counts from the start of the choice's text (`offset` for a chunk).
+ojson completion_logprobs(const std::vector<TokenLogprob>& lps, int64_t offset) {
+  ojson tokens = ojson::array(), lp = ojson::array(), top = ojson::array(), at = ojson::array();
+  for (const TokenLogprob& t : lps) {
+    tokens.push_back(t.text);
+    lp.push_back(t.logprob);
+    ojson alt = ojson::object();
+    for (const auto& [text, l] : t.top)
+      if (!alt.contains(text)) alt[text] = l;
+    top.push_back(alt);
+    at.push_back(offset);
+    offset += int64_t(t.text.size());
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", at}};
+}
+
+ojson head_json(const ResponseHead& h, const char* object) {
+  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+}  // namespace
+
+const char* api_finish_reason(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+
+ojson api_error(const std::string& message, const std::string& type, const std::string& param) {
+  return {
+      {"error",
+       {{"message", message}, {"type", type}, {"param", param.empty() ? ojson() : ojson(param)}, {"code", nullptr}}}};
+}
+
+ojson api_response(const ResponseHead& h, const std::vector<ChoiceResult>& choices, int64_t prompt_tokens) {
+  ojson j = head_json(h, h.chat ? "chat.completion" : "text_completion");
+  ojson list = ojson::array();
+  int64_t completion = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceResult& c = choices[i];
+    completion += c.tokens;
+    ojson choice = {{"index", i}};
+    if (h.chat)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    choice["logprobs"] = !h.logprobs ? ojson()
+                         : h.chat    ? chat_logprobs(c.logprobs)
+                                     : completion_logprobs(c.logprobs, 0);
+    choice["finish_reason"] = api_finish_reason(c.finish);
+    list.push_back(choice);
+  }
+  j["choices"] = list;
+  j["usage"] = {{"prompt_tokens", prompt_tokens},
+                {"completion_tokens", completion},
+                {"total_tokens", prompt_tokens + completion}};
+  return j;
+}
+
+ojson api_chunk(const ResponseHead& h, size_t index, const std::string& text, bool first,
+                const std::vector<TokenLogprob>& logprobs, const FinishReason* finish) {
+  ojson j = head_json(h, h.chat ? "chat.completion.chunk" : "text_completion");
+  ojson choice = {{"index", index}};
+  if (h.chat) {
+    ojson delta = ojson::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = !h.logprobs ? ojson() : h.chat ? chat_logprobs(logprobs) : completion_logprobs(logprobs, 0);
+  choice["finish_reason"] = finish ? ojson(api_finish_reason(*finish)) : ojson();
+  j["choices"] = ojson::array({choice});
+  return j;
+}
+
+ojson api_usage_chunk(const ResponseHead& h, int64_t prompt_tokens, int64_t completion_tokens) {
+  ojson j = head_json(h, h.chat ? "chat.completion.chunk" : "text_completion");
+  j["choices"] = ojson::array();
+  j["usage"] = {{"prompt_tokens", prompt_tokens},
+                {"completion_tokens", completion_tokens},
+                {"total_tokens", prompt_tokens + completion_tokens}};
+  return j;
+}
+
+ojson api_models(const std::string& model, int64_t created) {
+  return {{"object", "list"},
+          {"data", ojson::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "zaya"}}})}};
+}
+
+std::string dump_api(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+}  // namespace zaya

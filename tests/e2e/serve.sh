@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# zaya serve with real clients: curl and the official `openai` npm package
+# (pinned, installed from the npm registry into a cache under the build tree;
+# the test fails when the registry cannot be reached). The server's completion
+# equals zaya generate's for the same seed, whole and streamed; chat uses the
+# template; bad requests get 400s naming the field; a client that goes away
+# cancels its request; the server always stops (trap).
+source "$(dirname "$0")/common.bash" "$@"
+OPENAI_NPM_VERSION=6.49.0
+
+prepare_data 512
+write_config train.toml 12
+"$ZAYA" train --config "$WORK/train.toml" --quiet >/dev/null
+M=$WORK/run/final
+
+# --- the openai client: npm install into a cache beside the zaya binary (the build tree) ---
+NPM_CACHE=$(dirname "$ZAYA")/npm-cache/openai-$OPENAI_NPM_VERSION
+if [[ ! -f $NPM_CACHE/node_modules/openai/package.json ]]; then
+  command -v npm >/dev/null || fail "npm is not installed (scripts/setup-debian.sh installs it): the openai client cannot be installed"
+  mkdir -p "$NPM_CACHE"
+  (cd "$NPM_CACHE" && echo '{"private": true}' >package.json &&
+    timeout 300 npm install --no-audit --no-fund --loglevel=error "openai@$OPENAI_NPM_VERSION" >"$WORK/npm.log" 2>&1) ||
+    fail "npm install openai@$OPENAI_NPM_VERSION failed (is the npm registry reachable?): $(tail -5 "$WORK/npm.log")"
+fi
+cp "$SRC/tests/e2e/serve_openai.mjs" "$NPM_CACHE/serve_openai.mjs"
+
+# --- start the server on a free loopback port; always stop it ---
+KEY=test-key
+ZAYA_API_KEY=$KEY "$ZAYA" serve --model "$M" --port 0 --batch 4 --threads 2 --request-timeout 60 2>"$WORK/serve.log" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; [[ -n ${ZAYA_KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do
+  grep -q "on http://" "$WORK/serve.log" && break
+  kill -0 $SERVER 2>/dev/null || fail "zaya serve exited: $(cat "$WORK/serve.log")"
+  sleep 0.2
+done
+PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1 | sed 's/.*://')
+[[ -n $PORT ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
+URL=http://127.0.0.1:$PORT
+AUTH=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
+echo "ok: zaya serve listens on $URL"
+
+# --- curl: health, models, a completion equal to zaya generate's ---
+curl -sf "$URL/health" | grep -q '"status":"ok"' || fail "/health"
+curl -sf "${AUTH[@]}" "$URL/v1/models" | jq -e '.data[0].id == "final"' >/dev/null || fail "/v1/models: $(curl -s "${AUTH[@]}" "$URL/v1/models")"
+echo '{"prompt": "In the beginning", "seed": 3, "temperature": 0.8, "top_k": 40, "top_p": 0.95}' >"$WORK/p.jsonl"
+"$ZAYA" generate --model "$M" --threads 2 --max-new-tokens 16 --prompts "$WORK/p.jsonl" >"$WORK/generate.jsonl"
+WANT=$(jq -r .completion "$WORK/generate.jsonl")
+BODY='{"model": "final", "prompt": "In the beginning", "max_tokens": 16, "seed": 3, "temperature": 0.8, "top_k": 40, "top_p": 0.95'
+GOT=$(curl -sf "${AUTH[@]}" -d "$BODY}" "$URL/v1/completions" | jq -r '.choices[0].text')
+[[ "$GOT" == "$WANT" ]] || fail "server completion '$GOT' != zaya generate '$WANT'"
+GOT=$(curl -sfN "${AUTH[@]}" -d "$BODY, \"stream\": true}" "$URL/v1/completions" | sed -n 's/^data: //p' |
+  grep -v '^\[DONE\]$' | jq -j '.choices[0].text')
+[[ "$GOT" == "$WANT" ]] || fail "streamed completion '$GOT' != zaya generate '$WANT'"
+curl -sfN "${AUTH[@]}" -d "$BODY, \"stream\": true}" "$URL/v1/completions" | tail -2 | grep -q '^data: \[DONE\]$' ||
+  fail "the stream does not end with data: [DONE]"
+echo "ok: curl completion (whole and streamed) == zaya generate: $(head -c 60 <<<"$WANT")"
+
+# --- bad requests: 400 naming the field, 401 without the key, 404 elsewhere ---
+expect_status() {
+  local want=$1 pattern=$2; shift 2
+  local out code
+  out=$(curl -s -w '\n%{http_code}' "$@")
+  code=$(tail -1 <<<"$out")
+  [[ $code == "$want" ]] || fail "expected HTTP $want, got $code from curl $*: $out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "the $code response to curl $* lacks /$pattern/: $out"
+  echo "ok: HTTP $code: $(head -1 <<<"$out" | head -c 150)"
+}
+expect_status 400 '"param":"temperature"' "${AUTH[@]}" -d '{"prompt": "x", "temperature": 7}' "$URL/v1/completions"
+expect_status 400 '"param":"max_tokens"' "${AUTH[@]}" -d '{"prompt": "x", "max_tokens": "ten"}' "$URL/v1/completions"
+expect_status 400 'invalid JSON' "${AUTH[@]}" -d '{"prompt": ' "$URL/v1/completions"
+expect_status 400 'roles must alternate.*"param":"messages"' "${AUTH[@]}" \
+  -d '{"messages": [{"role": "assistant", "content": "x"}]}' "$URL/v1/chat/completions"
+expect_status 400 'leaves no room.*"param":"prompt"' "${AUTH[@]}" \
+  -d "{\"prompt\": \"$(head -c 9000 "$SRC/data/kjv/kjv.txt" | tr '\n"\\' '   ')\"}" "$URL/v1/completions"
+expect_status 401 'invalid_api_key' -d '{"prompt": "x"}' "$URL/v1/completions"
+expect_status 404 'not an endpoint' "${AUTH[@]}" "$URL/v1/embeddings"
+
+# --- the openai npm client ---
+node "$NPM_CACHE/serve_openai.mjs" "$URL/v1" "$KEY" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||
+  fail "the openai client failed: $(cat "$WORK/openai.err")"
+check() { jq -r "select(.check == \"$1\") | $2" "$WORK/openai.jsonl"; }
+[[ "$(check completion .text)" == "$WANT" ]] || fail "openai completion '$(check completion .text)' != '$WANT'"
+[[ "$(check completion_stream .text)" == "$WANT" ]] || fail "openai streamed completion differs: $(check completion_stream .text)"
+[[ -n "$(check completion_stream .finish)" && "$(check completion_stream .finish)" != null ]] || fail "no finish_reason in the stream"
+[[ "$(check chat .role)" == assistant && "$(check chat_stream .role)" == assistant ]] || fail "chat roles: $(cat "$WORK/openai.jsonl")"
+[[ "$(check chat .text)" == "$(check chat_stream .text)" ]] || fail "chat whole '$(check chat .text)' != streamed '$(check chat_stream .text)'"
+[[ "$(check chat_stream_usage .usage.completion_tokens)" -ge 1 ]] || fail "no usage chunk: $(cat "$WORK/openai.jsonl")"
+[[ "$(check bad_request .status)" == 400 && "$(check bad_request .param)" == max_tokens ]] ||
+  fail "openai bad request: $(check bad_request .)"
+echo "ok: openai@$OPENAI_NPM_VERSION: completions and chat, whole and streamed, and a 400"
+
+# --- a client that goes away cancels its request ---
+LONG='{"prompt": "And", "max_tokens": 1000, "n": 4, "temperature": 1, "stop": []}'
+curl -s --max-time 1 "${AUTH[@]}" -d "$LONG" "$URL/v1/completions" >/dev/null || true
+curl -s --max-time 1 -N "${AUTH[@]}" -d "${LONG%\}}, \"stream\": true}" "$URL/v1/completions" >/dev/null || true
+for _ in $(seq 50); do
+  M_TEXT=$(curl -sf "$URL/metrics")
+  grep -q '^zaya_requests_cancelled_total 2$' <<<"$M_TEXT" && grep -q '^zaya_sequences_running 0$' <<<"$M_TEXT" && break
+  sleep 0.2
+done
+grep -q '^zaya_requests_cancelled_total 2$' <<<"$M_TEXT" || fail "the two abandoned requests were not cancelled: $(grep -E 'cancelled|running' <<<"$M_TEXT")"
+grep -q '^zaya_sequences_running 0$' <<<"$M_TEXT" || fail "sequences still running after their clients left"
+grep -q '^zaya_time_to_first_token_seconds_count [1-9]' <<<"$M_TEXT" || fail "no time-to-first-token samples"
+grep -q '^# TYPE zaya_inter_token_latency_seconds histogram$' <<<"$M_TEXT" || fail "no inter-token histogram"
+echo "ok: abandoned requests cancelled; /metrics: $(grep -c '^zaya_' <<<"$M_TEXT") samples"
+
+# --- the server stops on SIGTERM ---
+kill -TERM $SERVER
+for _ in $(seq 50); do kill -0 $SERVER 2>/dev/null || break; sleep 0.2; done
+kill -0 $SERVER 2>/dev/null && fail "zaya serve did not stop on SIGTERM"
+echo "ok: zaya serve stopped on SIGTERM"
