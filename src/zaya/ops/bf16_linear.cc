@@ -58,6 +58,15 @@ void to_bf16_rows(uint16_t* dst, const float* src, int64_t rows, int64_t cols) {
   }
 }
 
+// The largest bucket multiple 32 x 2^k <= n (n >= kBf16RowBucket): row counts
+// are cut into such pieces, largest first, so a weight shape sees at most
+// log2(rows / 32) + 1 GEMM shapes whatever the routing does.
+int64_t piece(int64_t n) {
+  int64_t p = kBf16RowBucket;
+  while (2 * p <= n) p *= 2;
+  return p;
+}
+
 // C[rows, N] (+)= A[rows, K] op(B) for A bf16 with padded_rows(rows) rows (zero
 // padding): the rows in whole buckets straight into C, the rest through a
 // staged block of one bucket.
@@ -65,7 +74,11 @@ void gemm_rows(int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint
                bool accumulate) {
   const int64_t whole = rows / kBf16RowBucket * kBf16RowBucket, rest = rows - whole;
   const int64_t ldb = trans_b ? K : N;
-  if (whole > 0) gemm_bf16(false, trans_b, whole, N, K, A, K, B, ldb, C, N, accumulate);
+  for (int64_t r0 = 0; r0 < whole;) {
+    const int64_t m = piece(whole - r0);
+    gemm_bf16(false, trans_b, m, N, K, A + r0 * K, K, B, ldb, C + r0 * N, N, accumulate);
+    r0 += m;
+  }
   if (rest == 0) return;
   float* tail = scratch().tail.get(kBf16RowBucket * N);
   gemm_bf16(false, trans_b, kBf16RowBucket, N, K, A + whole * K, K, B, ldb, tail, N, false);
@@ -119,10 +132,14 @@ void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const 
   // dx[T,I] += dy[T,O] w[O,I]
   if (dx_TI != nullptr) gemm_rows(tokens, in, out, dyb, w_OI, false, dx_TI, true);
   if (dw_OI == nullptr) return;
-  // dw[O,I] += dy^T[O,T] x[T,I], over the zero-padded rows.
+  // dw[O,I] += dy^T[O,T] x[T,I], over the zero-padded rows, in pieces of rows in order.
   uint16_t* xb = scratch().b.get(padded * in);
   to_bf16_rows(xb, x_TI, tokens, in);
-  gemm_bf16(true, false, out, in, padded, dyb, out, xb, in, dw_OI, in, true);
+  for (int64_t r0 = 0; r0 < padded;) {
+    const int64_t k = piece(padded - r0);
+    gemm_bf16(true, false, out, in, k, dyb + r0 * out, out, xb + r0 * in, in, dw_OI, in, true);
+    r0 += k;
+  }
 }
 
 }  // namespace zaya

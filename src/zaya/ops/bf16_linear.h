@@ -12,10 +12,11 @@
 // convolution, Muon, tests) is untouched.
 //
 // Row counts that vary from call to call (the tokens routed to each expert)
-// are cut into a multiple of kBf16RowBucket rows and a zero-padded tail block
-// of that many rows, so each weight shape needs a bounded number of oneDNN
-// primitives; the reduction over tokens of a weight gradient runs over the
-// zero-padded rows. Results do not depend on anything but the operands and
+// are cut into pieces of 32 x 2^k rows, largest first, and a zero-padded tail
+// block of 32 rows, so each weight shape needs at most log2(rows / 32) + 2
+// oneDNN primitives (each one JIT-compiled once) whatever the routing does;
+// the reduction over tokens of a weight gradient runs over the zero-padded
+// rows in the same pieces, in order. Results depend only on the operands and
 // the thread count.
 
 #include <cstdint>
