@@ -29,7 +29,7 @@ import json, sys
 z = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
 zt, tt = z["tokens_per_second"], t["tokens_per_s"]
 print(f"zaya.cpp : {zt:10.1f} tokens/s  (step {z['step_seconds']:.2f} s, MFU {100*z['mfu']:.1f}% of "
-      f"{z['peak_f32_gemm_gflops']:.0f} GFLOP/s)")
+      f"{z['peak_gemm_gflops']:.0f} GFLOP/s)")
 blas = ", ".join(t.get("blas_libraries") or ["?"])
 print(f"PyTorch  : {tt:10.1f} tokens/s  (step {t['step_time_s']['mean']:.2f} s: forward+backward "
       f"{t['fwd_bwd_time_s_mean']:.2f} s, optimizer {t['optimizer_time_s_mean']:.2f} s; BLAS {blas})")

@@ -51,6 +51,9 @@ def parse_args():
     ap.add_argument("--no-muon", action="store_true", help="AdamW on everything")
     ap.add_argument("--ns-dtype", choices=["f32", "bf16"], default="f32",
                     help="Newton-Schulz GEMM operands (bf16: like zaya.cpp's optim.ns_dtype = bf16)")
+    ap.add_argument("--autocast", choices=["off", "bf16"], default="off",
+                    help="bf16: forward under torch.autocast(device_type='cpu', dtype=torch.bfloat16) "
+                         "(float32 master weights; the backward follows autocast's casts)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fixed-batch", action="store_true", help="reuse one batch every step (sanity check: the "
                     "loss must fall)")
@@ -289,7 +292,8 @@ def main():
             if a.fixed_batch:
                 gen.manual_seed(a.seed + 1)
             seq = torch.randint(0, cfg.real_vocab_size, (a.batch, a.seq + 1), generator=gen)
-            out = model(seq[:, :-1], seq[:, 1:], aux_coeff=a.aux_coeff, z_coeff=a.z_coeff)
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+                out = model(seq[:, :-1], seq[:, 1:], aux_coeff=a.aux_coeff, z_coeff=a.z_coeff)
             (out.total / a.accum).backward()
             loss_sum += out.loss.item()
             if balancer:
@@ -336,6 +340,7 @@ def main():
         "loss_first": losses[0], "loss_last": losses[-1], "losses": losses, "grad_norms": gnorms,
         "optimizer": {"muon": not a.no_muon, "lr": a.lr, "weight_decay": a.weight_decay, "clip": a.clip,
                       "adamw_betas": [0.9, 0.95], "muon_momentum": 0.95, "ns_steps": 5, "ns_dtype": a.ns_dtype,
+                      "autocast": a.autocast,
                       "bias_lr": a.bias_lr, "aux_coeff": a.aux_coeff, "z_coeff": a.z_coeff},
         "expert_loads_last_step": loads if balancer else None,
         "threads": torch.get_num_threads(),

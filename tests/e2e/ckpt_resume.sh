@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Exact resume: stopping at step 10 and resuming gives the loss curve and the
 # final weights of the uninterrupted run bit for bit, on one rank (also with
-# sliding-window attention) and on 4 ranks (dp 2 x ep 2); damaged checkpoints
+# sliding-window attention) and on 4 ranks (dp 2 x ep 2), in float32 and with
+# bf16 GEMMs (train.precision = "bf16"); damaged checkpoints
 # are skipped by --resume.
 source "$(dirname "$0")/common.bash" "$@"
 prepare_data 512
@@ -54,6 +55,25 @@ mp=(--set parallel.ep=2 --set train.micro_batch=2)
 "${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" --set train.out_dir="$WORK/msplit" \
   --resume >/dev/null
 check_same "$WORK/mfull" "$WORK/msplit" "4 ranks (dp 2 x ep 2)"
+
+# Mixed precision (train.precision = "bf16": bf16 GEMMs, float32 master
+# weights): resumes bit for bit on 1 and 4 ranks (the bf16 weight copies are
+# rebuilt from the loaded parameters), and its curve is not the float32 one.
+bf=(--set train.precision=bf16)
+"$ZAYA" train --config "$WORK/base.toml" --quiet "${bf[@]}" --set train.out_dir="$WORK/bf_full" >/dev/null
+grep -q '^precision = "bf16"$' "$WORK/bf_full/config.toml" || fail "config.toml lacks precision = \"bf16\""
+"$ZAYA" train --config "$WORK/base.toml" --quiet "${bf[@]}" --set train.out_dir="$WORK/bf_split" --stop-at 10 >/dev/null
+"$ZAYA" train --config "$WORK/base.toml" --quiet "${bf[@]}" --set train.out_dir="$WORK/bf_split" --resume >/dev/null
+check_same "$WORK/bf_full" "$WORK/bf_split" "bf16, 1 rank"
+diff <(curve "$WORK/full/metrics.jsonl") <(curve "$WORK/bf_full/metrics.jsonl") >/dev/null &&
+  fail "the bf16 run logged the float32 run's curve"
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" \
+  --set train.out_dir="$WORK/bf_mfull" >/dev/null
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" \
+  --set train.out_dir="$WORK/bf_msplit" --stop-at 10 >/dev/null
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" \
+  --set train.out_dir="$WORK/bf_msplit" --resume >/dev/null
+check_same "$WORK/bf_mfull" "$WORK/bf_msplit" "bf16, 4 ranks (dp 2 x ep 2)"
 
 # A damaged newest checkpoint: --resume falls back to the previous one.
 "$ZAYA" train --config "$WORK/base.toml" --quiet --set train.out_dir="$WORK/dmg" --stop-at 10 >/dev/null

@@ -9,6 +9,7 @@
 #include "zaya/core/profiler.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/matmul_bf16.h"
 #include "zaya/ops/residual_scale.h"
 #include "zaya/ops/rmsnorm.h"
 
@@ -40,6 +41,17 @@ ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts)
 void ZayaModel::init(uint64_t seed) {
   init_params(params_, param_arena_.data(), config_, seed);
   init_buffers(config_, buffers_, buffer_arena_.data());
+}
+
+void ZayaModel::enable_bf16_gemms() {
+  const int64_t n = params_.total_floats();
+  if (!bf16_arena_) bf16_arena_ = aligned_alloc_array<uint16_t>(size_t(n));
+  bf16_ = {param_arena_.data(), n, bf16_arena_.get()};
+  refresh_bf16_weights();
+}
+
+void ZayaModel::refresh_bf16_weights() {
+  if (bf16_arena_) convert_to_bf16(bf16_arena_.get(), param_arena_.data(), bf16_.count);
 }
 
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp)
@@ -108,7 +120,17 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   carve_scratch(scratch_);
   routing_.resize(c.num_blocks);
   for (auto& r : routing_) r.reset(c.router_slots());
+  // The bf16 operands: x or dy (a) and x in backward (b), by token rows (T) or routed rows (X).
+  const int64_t X = expert_row_capacity(c, T, ep_ranks), F = c.expert_ffn, P = c.q_width() + 2 * c.kv_width();
+  const int64_t Tp = (T + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket;
+  const int64_t Xp = (X + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket;
+  const int64_t token_width = std::max({V, P, D, c.q_width(), c.router_hidden, c.router_slots()});
+  bf16_a_ = std::max(Tp * token_width, Xp * std::max(2 * F, D));
+  bf16_b_ = std::max(Tp * std::max({D, c.q_width(), c.router_hidden}), Xp * std::max(D, F));
+  bf16_width_ = std::max(token_width, 2 * F);
 }
+
+void ModelWorkspace::reserve_bf16_gemms() const { reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_); }
 
 void ModelWorkspace::reset_routing() {
   for (auto& r : routing_) r.reset(int64_t(r.choices_N.size()));
@@ -124,6 +146,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   ZAYA_CHECK(B >= 1 && B <= ws.max_batch_ && S >= 1 && S <= ws.max_seq_,
              "batch {} x sequence {} does not fit the workspace ({} x {})", B, S, ws.max_batch_, ws.max_seq_);
   const int64_t D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
+  const Bf16GemmScope precision(model.bf16_weights());
   // This rank's rows: whole sequences, or its chunks of each (context parallelism).
   const ContextParallel* cp = nullptr;
   int64_t L = S;
@@ -179,7 +202,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   residual_scale_forward<float>(ws.res_TD_[L2], h, w.final_merge.hs_scale_D, w.final_merge.hs_bias_D, res_prev,
                                 w.final_merge.res_scale_D, w.final_merge.res_bias_D, T, D);
   rmsnorm_forward<float>(ws.x_TD_[L2], ws.rstd_T_[L2], ws.res_TD_[L2], w.final_norm_D, T, D, float(c.norm_eps));
-  // Tied LM head: logits = out embed^T (fp32).
+  // Tied LM head: logits = out embed^T (float32 results; bf16 operands under mixed precision).
   ZAYA_PROFILE_SCOPE("lm_head.fwd");
   linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
   if (targets != nullptr) {
@@ -200,6 +223,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   const ModelWeights& w = model.weights();
   const BatchShape& shape = ws.shape_;
   const int64_t T = shape.tokens(), D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
+  const Bf16GemmScope precision(model.bf16_weights());
   float* dres = ws.dres_a_TD_;
   float* dres_prev = ws.dres_b_TD_;
   {

@@ -21,6 +21,7 @@
 #include "zaya/model/moe_block.h"
 #include "zaya/model/params.h"
 #include "zaya/model/weights.h"
+#include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/rope.h"
 
 namespace zaya {
@@ -46,6 +47,16 @@ class ZayaModel {
   // Balancing biases of each MoE half-layer ([N] each).
   const std::vector<float*>& balancing_biases() const { return biases_; }
 
+  // Mixed precision (train.precision = "bf16", docs/model.md "Precision"):
+  // keep a bf16 copy of every parameter, used by the forward and backward
+  // linear layers; the float32 parameters stay the master weights. The copy
+  // is taken now and by every refresh_bf16_weights() (the owner calls it
+  // after each change of the parameters: once per optimizer update).
+  void enable_bf16_gemms();
+  void refresh_bf16_weights();
+  // The bf16 copy, or null when the model runs float32 GEMMs.
+  const Bf16Weights* bf16_weights() const { return bf16_arena_ ? &bf16_ : nullptr; }
+
  private:
   ZayaConfig config_;
   ParamTable params_;
@@ -54,6 +65,8 @@ class ZayaModel {
   Arena buffer_arena_;
   ModelWeights weights_;
   std::vector<float*> biases_;
+  AlignedPtr<uint16_t> bf16_arena_;
+  Bf16Weights bf16_;
 };
 
 // Loss of one forward pass, with its parts.
@@ -93,6 +106,9 @@ class ModelWorkspace {
   double exchange_seconds() const { return moe_scratch_.experts.exchange_seconds; }
   void reset_routing();
   int64_t bytes() const;
+  // Sizes the bf16 conversion scratch (ops/bf16_linear.h) for this
+  // workspace's largest operands, so a bf16 step loop allocates nothing.
+  void reserve_bf16_gemms() const;
 
  private:
   friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t, int64_t,
@@ -101,6 +117,7 @@ class ModelWorkspace {
                              const MoeLossOptions&, const std::function<void(int)>*);
   int64_t max_batch_, max_seq_;
   bool training_;
+  int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
   ContextParallel cp_;

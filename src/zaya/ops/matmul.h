@@ -23,6 +23,8 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // Linear layer as nn.Linear: y_TO (+)= x_TI * w_OI^T. `accumulate` adds into y.
+// In float, a weight inside the live Bf16GemmScope's arena runs in bf16
+// (ops/bf16_linear.h: mixed-precision training); otherwise float32.
 template <typename T>
 void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out,
                     bool accumulate = false);

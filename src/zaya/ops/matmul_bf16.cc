@@ -1,5 +1,6 @@
 #include "zaya/ops/matmul_bf16.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -25,7 +26,7 @@ struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
   std::map<Key, Gemm> cache;
 };
 
@@ -44,18 +45,30 @@ memory::desc view(int64_t rows, int64_t cols, int64_t ld, bool transposed, memor
 }  // namespace
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
-               const uint16_t* B, int64_t ldb, float* C, int64_t ldc) {
+               const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // oneDNN rejects K = 0; the product is empty.
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i) std::fill_n(C + i * ldc, N, 0.0f);
+    return;
+  }
   Context& ctx = context();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   LibraryCall library_call;
-  const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc};
+  const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate};
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) {
     const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
     const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
     const memory::desc c_md = view(M, N, ldc, false, f32);
     try {
-      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), ctx.engine);
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
       Gemm g{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
              memory(c_md, ctx.engine, nullptr)};
       it = ctx.cache.emplace(key, std::move(g)).first;

@@ -3,7 +3,8 @@
 // uses AMX or AVX512-BF16 where the CPU has them (this project's development
 // machine: Intel AMX, about 2 TFLOP/s on 2 cores against 0.35 for float32).
 // Used where bf16 inputs are the accepted practice: Muon's Newton-Schulz
-// iteration. Primitives are created once per shape and cached.
+// iteration and the linear layers of mixed-precision training
+// (ops/bf16_linear.h). Primitives are created once per shape and cached.
 
 #include <cstdint>
 
@@ -11,8 +12,10 @@ namespace zaya {
 
 // C[M,N] = op(A)[M,K] * op(B)[K,N]; A, B bf16 bit patterns, row-major with
 // row strides lda/ldb (of the stored, untransposed matrices); C float32.
+// accumulate: C += op(A) op(B) (float32 accumulation into C). Call it outside
+// parallel regions (one primitive cache behind a lock).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
-               const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
+               const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate = false);
 
 // True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX); without
 // them oneDNN would emulate bf16, slower than float32.

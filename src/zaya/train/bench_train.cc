@@ -74,6 +74,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.ep = mesh.ep_size();
   s.cp = mesh.cp_size();
   s.threads = omp_get_max_threads();
+  s.precision = job->numerics().bf16_gemms() ? "bf16" : "f32";
   s.root = mesh.rank() == 0;
   if (started) started(s);
   for (int64_t i = 0; i < o.warmup; ++i) job->train_step();
@@ -160,7 +161,8 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"step_seconds", res.step_seconds()},
           {"tokens_per_second", res.tokens_per_second()},
           {"model_gflops_per_second", r0.flops / r0.seconds / 1e9},
-          {"peak_f32_gemm_gflops", res.peak_gflops},
+          {"precision", s.precision},
+          {"peak_gemm_gflops", res.peak_gflops},
           {"mfu", res.mfu()},
           {"workspace_bytes_per_rank", res.workspace_bytes},
           {"peak_rss_bytes_per_rank", res.peak_rss_bytes},

@@ -37,13 +37,14 @@ struct BenchTrainSetup {
   double params = 0, active_params = 0;
   int world = 1, dp = 1, ep = 1, cp = 1, threads = 1;
   bool root = true;
+  std::string precision = "f32";  // of the GEMMs (train.precision resolved for this CPU)
 };
 
 struct BenchTrainResult {
   BenchTrainSetup setup;
   BenchTrainOptions options;
   std::vector<BenchTrainRank> ranks;               // every rank's (gathered)
-  double peak_gflops = 0;                          // one rank's measured f32 GEMM peak
+  double peak_gflops = 0;                          // one rank's measured GEMM peak in setup.precision
   double workspace_bytes = 0, peak_rss_bytes = 0;  // the largest over ranks
   // Async checkpoints (rank 0): saves, bytes of the last, stall per save, background write.
   int saves = 0;

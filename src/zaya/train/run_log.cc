@@ -103,22 +103,23 @@ void RunLog::record(const std::string& line) {
                                            metrics_.last_error()));
 }
 
-void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy,
+void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, bool bf16, double unigram_entropy,
                     const ProcessMesh& mesh) {
+  const char* precision = bf16 ? "bf16" : "f32";
   if (!printing_) return;
   const RunConfig& run = config_.run;
   const ZayaConfig& c = config_.model;
   fmt::print("zaya train: {} preset, {:.2f}M parameters ({:.2f}M active), vocab {} ({} padded)\n", config_.model_preset,
              counts.total / 1e6, counts.active / 1e6, c.real_vocab_size, c.vocab_size);
   if (mesh.world_size() == 1)
-    fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, f32 GEMM peak {:.0f} GFLOP/s\n", run.steps,
-               run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, threads, peak_gflops);
+    fmt::print("  {} steps x {} tokens ({} x {} x {} accum), {} threads, {} GEMMs, peak {:.0f} GFLOP/s\n", run.steps,
+               run.tokens_per_step(), run.micro_batch, run.seq_len, run.grad_accum, threads, precision, peak_gflops);
   else
     fmt::print(
         "  {} steps x {} tokens ({} ranks: dp {} x ep {} x cp {}; per rank {} x {} x {} accum), {} threads per "
-        "rank, f32 GEMM peak {:.0f} GFLOP/s\n",
+        "rank, {} GEMMs, peak {:.0f} GFLOP/s\n",
         run.steps, run.tokens_per_step() * mesh.data_ranks(), mesh.world_size(), mesh.dp_size(), mesh.ep_size(),
-        mesh.cp_size(), run.micro_batch, run.seq_len / mesh.cp_size(), run.grad_accum, threads, peak_gflops);
+        mesh.cp_size(), run.micro_batch, run.seq_len / mesh.cp_size(), run.grad_accum, threads, precision, peak_gflops);
   if (unigram_entropy > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy);
   std::fflush(stdout);
 }

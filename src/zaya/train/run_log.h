@@ -44,7 +44,7 @@ class RunLog {
 
   // The start of a run: model, batch, threads, peak, unigram entropy.
   // The mesh's layout and the global tokens of a step are named on a distributed run.
-  void banner(const ParamCounts& counts, int threads, double peak_gflops, double unigram_entropy,
+  void banner(const ParamCounts& counts, int threads, double peak_gflops, bool bf16, double unigram_entropy,
               const ProcessMesh& mesh);
   // A recipe phase begins (its first step is plan.first_step + 1).
   void phase(size_t index, const PhasePlan& plan);

@@ -17,6 +17,8 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
   const int64_t local_experts = mc.experts / mesh.ep_size();
   model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts});
   model_->init(config.run.seed);
+  bf16_ = uses_bf16_gemms(config.run);
+  if (bf16_) model_->enable_bf16_gemms();
   rebuild_workspace();
   grad_arena_.reset(model_->params().total_floats());
   grad_arena_.zero();
@@ -32,6 +34,7 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
   reduce_scratch_.resize(size_t(4 + mc.num_blocks * (mc.router_slots() + 2)));
   balance_ = std::make_unique<BalanceController>(mc.num_blocks, mc.experts, mc.use_skip, config.balance);
   choice_counts_.assign(size_t(mc.num_blocks), std::vector<double>(size_t(mc.router_slots()), 0.0));
+  bf16_stale_ = bf16_;  // the job may still load initial weights (train.init_from)
 }
 
 void StepNumerics::rebuild_workspace() {
@@ -41,8 +44,16 @@ void StepNumerics::rebuild_workspace() {
   workspace_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, true,
                                                 mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
                                                 mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr);
+  if (bf16_) workspace_->reserve_bf16_gemms();
   ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
   targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
+}
+
+void StepNumerics::refresh_bf16_weights() {
+  if (!bf16_stale_) return;
+  ZAYA_PROFILE_SCOPE("train.bf16_weights");
+  model_->refresh_bf16_weights();
+  bf16_stale_ = false;
 }
 
 void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
@@ -52,6 +63,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     grad_arena_.zero();
   }
   workspace_->reset_routing();
+  refresh_bf16_weights();
   const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_.world_size();
   // The cp ranks of a group share sequences: world / cp groups read distinct ones.
   const int64_t data_ranks = mesh_.data_ranks();
@@ -100,6 +112,7 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
                             : 1.0;
     optimizer_->update(model_->param_data(), grad_arena_.data(), lr_scale, clip);
     if (distributed_) sync_->all_gather_parameters();
+    bf16_stale_ = bf16_;
   }
   if (distributed_) {
     reduce_routing_over_world();
@@ -146,6 +159,7 @@ void StepNumerics::reduce_routing_over_world() {
 
 double StepNumerics::validation_loss(ShardBatchSource& val, int64_t batches) {
   const RunConfig& run = config_.run;
+  refresh_bf16_weights();
   val.reset();
   double sum = 0;
   int64_t n = 0;
@@ -183,6 +197,7 @@ void StepNumerics::save_state(nlohmann::json& state) const {
 void StepNumerics::load_state(const nlohmann::json& state) {
   optimizer_->set_step_count(state.at("optimizer_step").get<int64_t>());
   balance_->set_step(state.at("balance_step").get<int64_t>());
+  bf16_stale_ = bf16_;  // the parameters were loaded
 }
 
 void StepNumerics::scale_owned_gradients(float factor) {

@@ -53,6 +53,8 @@ class StepNumerics {
   const BalanceController& balance() const { return *balance_; }
   float* gradients() { return grad_arena_.data(); }
   const float* gradients() const { return grad_arena_.data(); }
+  // True when the forward and backward GEMMs run in bf16 (train.precision).
+  bool bf16_gemms() const { return bf16_; }
   // Bytes of this rank's activations and backward scratch.
   int64_t workspace_bytes() const { return workspace_->bytes(); }
   // Per-MoE-layer routing statistics of the last step (global batch after update()).
@@ -93,10 +95,14 @@ class StepNumerics {
 
  private:
   void reduce_routing_over_world();
+  // Mixed precision: the model's bf16 weight copy follows the parameters once per change.
+  void refresh_bf16_weights();
 
   const TrainConfig& config_;
   ProcessMesh& mesh_;
   bool distributed_ = false;
+  bool bf16_ = false;        // train.precision resolved for this CPU
+  bool bf16_stale_ = false;  // parameters changed since the last bf16 copy
   std::unique_ptr<ZayaModel> model_;
   std::unique_ptr<ModelWorkspace> workspace_;
   Arena grad_arena_;

@@ -14,6 +14,7 @@
 #include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"
 
 namespace zaya {
@@ -22,7 +23,7 @@ namespace {
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val"};
 const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
                                              "steps",   "eval_every",  "eval_batches", "log_every",
-                                             "threads", "out_dir",     "save_dtype"};
+                                             "threads", "out_dir",     "save_dtype",   "precision"};
 const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
                                              "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
                                              "ns_steps",     "ns_dtype", "grad_clip"};
@@ -123,6 +124,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.threads = int(r.get_int("threads", run.threads, 0, 4096));
   run.out_dir = r.get_string("out_dir", run.out_dir);
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
+  run.precision = r.get_string("precision", run.precision, {"f32", "bf16", "auto"});
   r.finish(kTrainKeys);
   ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
@@ -234,6 +236,10 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 
 }  // namespace
 
+bool uses_bf16_gemms(const RunConfig& run) {
+  return run.precision == "bf16" || (run.precision == "auto" && bf16_gemm_is_native());
+}
+
 std::string TrainConfig::checkpoint_dir() const {
   return checkpoint.dir.empty() ? (std::filesystem::path(run.out_dir) / "checkpoints").string() : checkpoint.dir;
 }
@@ -277,7 +283,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
                    r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format("save_dtype = \"{}\"\n\n", r.save_dtype);
+  s += fmt::format("save_dtype = \"{}\"\nprecision = \"{}\"\n\n", r.save_dtype, r.precision);
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
                    o.beta2, o.eps, o.weight_decay, o.use_muon);

@@ -38,6 +38,11 @@ struct RunConfig {
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
   std::string save_dtype = "f32";  // weights written at the end: f32 or bf16
+  // GEMM operands of the forward and backward: "f32", "bf16" (float32 master
+  // weights, gradients and optimizer state; docs/model.md "Precision") or
+  // "auto" (bf16 where the CPU has native bf16 GEMMs). f32 by default: a
+  // config then computes the same numbers on every machine.
+  std::string precision = "f32";
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 
@@ -70,6 +75,9 @@ struct FaultToleranceConfig {
   double straggler_ratio = 1.5;     // report a rank whose step time exceeds the fastest rank's by this factor
   std::vector<int64_t> skip_steps;  // steps to skip deliberately (reproducing a run that skipped them)
 };
+
+// True when `run.precision` asks for bf16 GEMMs on this CPU ("auto": where they are native).
+bool uses_bf16_gemms(const RunConfig& run);
 
 struct TrainConfig {
   std::string source;  // the file it came from, for messages

@@ -46,6 +46,9 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   e = error_of(std::string(kMinimal) + "[model]\npreset = \"huge\"\n");
   EXPECT_NE(e.find("model.preset = 'huge' is invalid; allowed: one of: tiny, small, zaya1-base"), std::string::npos)
       << e;
+  e = error_of(std::string(kMinimal) + "[train]\nprecision = \"fp16\"\n");
+  EXPECT_NE(e.find("bad.toml"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.precision = 'fp16' is invalid; allowed: one of: f32, bf16, auto"), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
   EXPECT_NE(e.find("optim.lr"), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[model]\nq_heads = 3\n");

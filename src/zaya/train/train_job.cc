@@ -57,7 +57,10 @@ TrainJob::TrainJob(const TrainConfig& config, const TrainJobOptions& options, st
       c->set_timeout(config_.parallel.comm_timeout);
   numerics_ = std::make_unique<StepNumerics>(config_, *mesh_);
   if (!config_.init_from.empty() && options_.init_weights) load_init_weights(config_, numerics_->model());
-  peak_gflops_ = options_.peak_gflops > 0 ? options_.peak_gflops : measure_f32_gemm_gflops();
+  // MFU is reported against the peak of the precision in use.
+  peak_gflops_ = options_.peak_gflops > 0  ? options_.peak_gflops
+                 : numerics_->bf16_gemms() ? measure_bf16_gemm_gflops()
+                                           : measure_f32_gemm_gflops();
   if (!options_.heartbeat_dir.empty()) {
     heartbeat_ = Heartbeat(options_.heartbeat_dir, mesh_->rank());
     heartbeat_.beat("setup", step_);
@@ -146,7 +149,7 @@ TrainSummary TrainJob::run_steps() {
     return summary;
   }
   log_.banner(count_parameters(numerics_->model().config()), omp_get_max_threads(), peak_gflops_,
-              phases_->unigram_entropy(), *mesh_);
+              numerics_->bf16_gemms(), phases_->unigram_entropy(), *mesh_);
   checkpoints_.check_directory(resumed_);
   const bool checkpoints = config_.checkpoint.every > 0 || config_.checkpoint.final;
   if (checkpoints && options_.write_outputs) checkpoints_.open();

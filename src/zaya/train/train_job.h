@@ -51,7 +51,7 @@ struct TrainSummary {
   double final_val_loss = 0;
   double unigram_entropy = 0;  // of the training shard, nats/token (0 for synthetic data)
   double tokens_per_second = 0;
-  double mfu = 0;  // model FLOPs / time / measured f32 GEMM peak
+  double mfu = 0;  // model FLOPs / time / measured GEMM peak of the precision in use
   double peak_gflops = 0;
   double seconds = 0;
   std::string weights_dir;

@@ -1,0 +1,67 @@
+#pragma once
+// Mixed-precision linear layers (train.precision = "bf16", docs/model.md
+// "Precision"): bf16 operands, float32 accumulation, float32 results.
+//
+// The weights come from a bf16 copy of a float32 weight arena (the model's
+// master weights), refreshed by its owner once per optimizer update; the
+// activations and gradients are rounded to bf16 into scratch on the way in.
+// While a Bf16GemmScope is alive, linear_forward<float> and
+// linear_backward<float> (ops/matmul.h) of any weight inside its arena take
+// this path, so the model's blocks, the router chain and the LM head need no
+// second code path; every other GEMM (attention scores, the grouped
+// convolution, Muon, tests) is untouched.
+//
+// Row counts that vary from call to call (the tokens routed to each expert)
+// are cut into pieces of 32 x 2^k rows, largest first, and a zero-padded tail
+// block of 32 rows, so each weight shape needs at most log2(rows / 32) + 2
+// oneDNN primitives (each one JIT-compiled once) whatever the routing does;
+// the reduction over tokens of a weight gradient runs over the zero-padded
+// rows in the same pieces, in order. Results depend only on the operands and
+// the thread count.
+
+#include <cstdint>
+
+namespace zaya {
+
+inline constexpr int64_t kBf16RowBucket = 32;
+
+// A float32 arena of `count` floats and its bf16 copy at the same offsets.
+struct Bf16Weights {
+  const float* f32 = nullptr;
+  int64_t count = 0;
+  const uint16_t* bf16 = nullptr;
+  // The bf16 copy of w, or null when w is not inside the arena.
+  const uint16_t* copy_of(const float* w) const { return (w >= f32 && w < f32 + count) ? bf16 + (w - f32) : nullptr; }
+};
+
+// Makes `weights` the process's bf16 weights until it ends (null: none, float32
+// GEMMs). Scopes nest; open them outside parallel regions.
+class Bf16GemmScope {
+ public:
+  explicit Bf16GemmScope(const Bf16Weights* weights);
+  ~Bf16GemmScope();
+  Bf16GemmScope(const Bf16GemmScope&) = delete;
+  Bf16GemmScope& operator=(const Bf16GemmScope&) = delete;
+
+ private:
+  const Bf16Weights* previous_;
+};
+
+// The weights of the innermost live scope (null: none).
+const Bf16Weights* current_bf16_weights();
+
+// Sizes the conversion scratch (process-wide) for operands of up to
+// `a_elements` (x, or dy) and `b_elements` (x in backward) values and output
+// rows up to `width` wide, so the step loop does not allocate; a larger call
+// later grows it.
+void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t width);
+
+// y_TO (+)= bf16(x_TI) w_OI^T, as linear_forward.
+void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out,
+                         bool accumulate);
+
+// As linear_backward: dx_TI += bf16(dy_TO) w_OI, dw_OI += bf16(dy_TO)^T bf16(x_TI) (either may be null).
+void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI, const uint16_t* w_OI,
+                          int64_t tokens, int64_t in, int64_t out);
+
+}  // namespace zaya
