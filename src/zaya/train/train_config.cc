@@ -14,6 +14,7 @@
 #include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/model/native_config.h"
 #include "zaya/train/recipe_config.h"
 
 namespace zaya {
@@ -22,7 +23,7 @@ namespace {
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer"};
 const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
                                              "steps",   "eval_every",  "eval_batches", "log_every",
-                                             "threads", "out_dir",     "save_dtype"};
+                                             "threads", "out_dir",     "save_dtype",   "save_layout"};
 const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
                                              "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
                                              "ns_steps",     "ns_dtype", "grad_clip"};
@@ -113,7 +114,10 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.threads = int(r.get_int("threads", run.threads, 0, 4096));
   run.out_dir = r.get_string("out_dir", run.out_dir);
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
+  run.save_layout = r.get_string("save_layout", run.save_layout, {"legacy", "native"});
   r.finish(kTrainKeys);
+  if (const std::string why = native_layout_problem(c); run.save_layout == "native" && !why.empty())
+    fail("{}: train.save_layout = \"native\" is invalid for this model: {}; allowed: \"legacy\"", source, why);
   ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
              c.max_position);
@@ -265,7 +269,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
                    r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format("save_dtype = \"{}\"\n\n", r.save_dtype);
+  s += fmt::format("save_dtype = \"{}\"\nsave_layout = \"{}\"\n\n", r.save_dtype, r.save_layout);
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
                    o.beta2, o.eps, o.weight_decay, o.use_muon);

@@ -33,7 +33,8 @@ struct RunConfig {
   int64_t log_every = 10;
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
-  std::string save_dtype = "f32";  // weights written at the end: f32 or bf16
+  std::string save_dtype = "f32";      // weights written at the end: f32 or bf16
+  std::string save_layout = "legacy";  // and their layout: legacy or native (model/model_directory.h)
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 
