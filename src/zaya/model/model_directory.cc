@@ -71,7 +71,7 @@ void load_model_directory_tensors(const std::string& dir, const ZayaConfig& c, c
   load_table(params, param_data);
   load_table(buffers, buffer_data);
   for (const std::string& name : st.names())
-    if (!known.count(name) && name != "lm_head.weight")
+    if (!known.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
       fail("{}: unexpected tensor '{}' (not part of the {} layout config.json describes; wrong config.json?)", dir,
            name, native ? "native" : "legacy");
 }

@@ -72,7 +72,9 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
     config.model = want;
     config.vocab_from_tokenizer = false;
   }
-  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(source, "float32"),
+  ZayaConfig same = source;
+  same.rope_precision = want.rope_precision;  // how RoPE angles are computed shapes no weight: the config's decides
+  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(same, "float32"),
              "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
              "--config {}`)",
              config_path, in, in, config_path);

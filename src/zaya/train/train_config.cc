@@ -143,6 +143,8 @@ TrainConfig build(const toml::table& root, const std::string& source) {
     pd.micro_batch = run.micro_batch;
     pd.lr = op.lr;
     pd.rope_theta = c.rope_theta;
+    pd.sliding_rope_theta = c.sliding_rope_theta;
+    pd.sliding = c.has_sliding();
     pd.max_position = c.max_position;
     pd.cp = int(std::max<int64_t>(1, root["parallel"]["cp"].value_or<int64_t>(1)));  // validated with [parallel]
     pd.ep = int(std::max<int64_t>(1, root["parallel"]["ep"].value_or<int64_t>(1)));
@@ -295,7 +297,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
   s += fmt::format("on_save_error = \"{}\"\nmax_failed_saves = {}\n", ft.on_save_error, ft.max_failed_saves);
   s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
-  s += phases_to_toml(t.phases);
+  s += phases_to_toml(t.phases, t.model.has_sliding());
   return s;
 }
 
