@@ -44,7 +44,8 @@ for shape in 8b 74b; do
   E=$WORK/$shape-exports
   mkdir -p "$E"
   if [[ $shape == 74b ]]; then
-    "$ZAYA" info --model "$F" | grep -q "sliding" || fail "74b: final/ has no sliding blocks: $("$ZAYA" info --model "$F")"
+    info=$("$ZAYA" info --model "$F")
+    grep -q "sliding" <<<"$info" || fail "74b: final/ has no sliding blocks: $info"
   fi
 
   # Biases under which the skip slot can win (1 + 0 > 0): no native export.
@@ -71,7 +72,8 @@ for shape in 8b 74b; do
     grep -q '"hybrid_sliding"' "$E/n1/config.json" || fail "74b: the native config has no sliding layer"
     grep -q '"swa_layers"' "$E/l1/config.json" || fail "74b: the legacy config has no swa_layers"
   fi
-  "$ZAYA" ckpt inspect "$E/n1" | grep -q "model directory, native layout" || fail "$shape: inspect does not say native"
+  inspect=$("$ZAYA" ckpt inspect "$E/n1")
+  grep -q "model directory, native layout" <<<"$inspect" || fail "$shape: inspect does not say native"
   greedy "$F" >"$WORK/final.txt"
   "$ZAYA" score --model "$F" --tokens "$WORK/ids.json" >"$WORK/s_final.txt"
   for out in "$E/n1" "$E/l1" "$E/n2"; do

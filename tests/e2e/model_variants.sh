@@ -25,7 +25,8 @@ last=$(losses "$WORK/untied/metrics.jsonl" | tail -1)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "untied: the loss did not fall ($first -> $last)"
 grep -q '"tie_word_embeddings": false' "$F/config.json" || fail "untied: config.json: $(cat "$F/config.json")"
 grep -q '"zaya_rope_precision": "f32"' "$F/config.json" || fail "untied: no zaya_rope_precision in config.json"
-"$ZAYA" ckpt inspect "$F" --tensors | grep -q "lm_head.weight" || fail "untied: final/ has no lm_head.weight"
+tensors=$("$ZAYA" ckpt inspect "$F" --tensors)
+grep -q "lm_head.weight" <<<"$tensors" || fail "untied: final/ has no lm_head.weight"
 grep -q '^tie_word_embeddings = false' "$WORK/untied/config.toml" || fail "untied: config.toml lacks the key"
 E=$WORK/untied-exports
 "$ZAYA" ckpt export --in "$F" --out "$E/legacy" >/dev/null
@@ -47,11 +48,14 @@ for out in "$E/legacy" "$E/m.gguf" "$E/from_ck" "${natives[@]}"; do
   "$ZAYA" score --model "$out" --tokens "$WORK/ids.json" >"$WORK/s.txt"
   cmp -s "$WORK/s.txt" "$WORK/s_final.txt" || fail "$out scores $(cat "$WORK/s.txt"), final/ $(cat "$WORK/s_final.txt")"
 done
-# The same weights without the key decode with float64 RoPE: other scores.
+# The same weights without the key decode with float64 RoPE: other logits (the export's are final/'s).
 cp -r "$E/legacy" "$WORK/f64"
 sed -i '/"zaya_rope_precision"/d' "$WORK/f64/config.json"
-"$ZAYA" score --model "$WORK/f64" --tokens "$WORK/ids.json" >"$WORK/s64.txt"
-! cmp -s "$WORK/s64.txt" "$WORK/s_final.txt" || fail "float64 RoPE scores the f32 model identically: $(cat "$WORK/s64.txt")"
+for m in "$F" "$E/legacy" "$WORK/f64"; do
+  "$ZAYA" score --model "$m" --tokens "$WORK/ids.json" --dump-logits "$WORK/logits.$(basename "$m").json" >/dev/null
+done
+cmp -s "$WORK/logits.final.json" "$WORK/logits.legacy.json" || fail "the export's logits differ from final/'s"
+! cmp -s "$WORK/logits.f64.json" "$WORK/logits.final.json" || fail "float64 RoPE gives the f32 model's logits bit for bit"
 echo "ok: an untied head with float32 RoPE trains, and its exports (${#natives[@]} native) decode like final/"
 
 # Plain residual merges.
@@ -63,7 +67,8 @@ first=$(losses "$WORK/plain/metrics.jsonl" | head -1)
 last=$(losses "$WORK/plain/metrics.jsonl" | tail -1)
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "plain: the loss did not fall ($first -> $last)"
 grep -q '"scale_residual_merge": false' "$P/config.json" || fail "plain: config.json: $(cat "$P/config.json")"
-! "$ZAYA" ckpt inspect "$P" --tensors | grep -q "res_scale" || fail "plain: final/ holds res_scale tensors"
+tensors=$("$ZAYA" ckpt inspect "$P" --tensors)
+! grep -q "res_scale" <<<"$tensors" || fail "plain: final/ holds res_scale tensors"
 "$ZAYA" ckpt export --in "$P" --out "$WORK/plain.gguf" >/dev/null
 greedy "$P" >"$WORK/final.txt"
 greedy "$WORK/plain.gguf" >"$WORK/gen.txt"
