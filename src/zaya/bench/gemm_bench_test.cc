@@ -70,6 +70,50 @@ TEST(GemmShapes, ModelGemmsMatchTheModelFlopCount) {
   }
 }
 
+// Sliding-window blocks (spec §12): their attention GEMMs are rows of their
+// own, whose key dimension is the mean over 64-query blocks of min((j + 1) x
+// 64, W + 63); the full blocks keep (S + 64) / 2; a window covering the
+// sequence gives the full blocks' keys; everything else is unchanged.
+TEST(GemmShapes, SlidingBlocksCountTheKeysInsideTheWindow) {
+  ZayaConfig c = preset_config("tiny");
+  c.num_blocks = 4;
+  c.sliding_window = 100;
+  c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "test");
+  ModelGemmOptions o;
+  o.micro_batch = 2;
+  o.seq_len = 512;  // 8 query blocks
+  ZayaConfig full = c;
+  full.sliding_window = 0;
+  full.sliding_blocks.clear();
+  const std::vector<ModelGemm> with = model_gemms(c, o), without = model_gemms(full, o);
+  auto find = [](const std::vector<ModelGemm>& gemms, const std::string& name, const std::string& phase) {
+    for (const ModelGemm& g : gemms)
+      if (g.name == name && g.phase == phase) return g;
+    ADD_FAILURE() << "no " << name << " " << phase;
+    return ModelGemm{};
+  };
+  const double per_kind = 2.0 * double(o.micro_batch * c.q_heads) * 8;  // 2 blocks of each kind x B x heads x 8
+  const ModelGemm s = find(with, "attn.scores.sliding", "fwd"), f = find(with, "attn.scores", "fwd");
+  EXPECT_EQ(s.shape.n, (64 + 128 + 6 * 163 + 4) / 8);  // mean of min(64 (j + 1), 163), rounded
+  EXPECT_EQ(s.count, per_kind);
+  EXPECT_EQ(f.shape.n, (512 + 64) / 2);
+  EXPECT_EQ(f.count, per_kind);
+  EXPECT_EQ(find(with, "attn.values.sliding", "fwd").shape.k, s.shape.n);
+  EXPECT_EQ(find(with, "attn.dk.sliding", "bwd.dw").shape.m, s.shape.n);
+  EXPECT_EQ(find(with, "attn.dv.sliding", "bwd.dw").count, per_kind);
+  EXPECT_EQ(find(without, "attn.scores", "fwd").count, 2 * per_kind);
+  // Every other GEMM is the same; attention loses what the window saves.
+  double attn_with = 0, attn_without = 0, rest_with = 0, rest_without = 0;
+  for (const ModelGemm& g : with) (g.approximate ? attn_with : rest_with) += g.shape.flops() * g.count;
+  for (const ModelGemm& g : without) (g.approximate ? attn_without : rest_without) += g.shape.flops() * g.count;
+  EXPECT_EQ(rest_with, rest_without);
+  EXPECT_NEAR(attn_without - attn_with, 7.0 * per_kind * 2 * 64 * double(c.head_dim) * double(f.shape.n - s.shape.n),
+              1e-9 * attn_without);
+  // A window covering the sequence computes what full attention does.
+  c.sliding_window = 512 + 64;
+  EXPECT_EQ(find(model_gemms(c, o), "attn.scores.sliding", "fwd").shape.n, f.shape.n);
+}
+
 TEST(GemmShapes, ExpertRowsFollowRoutingAndParallelism) {
   ZayaConfig c = preset_config("small");  // 8 experts, top-1
   ModelGemmOptions o;

@@ -123,17 +123,28 @@ std::vector<ModelGemm> model_gemms(const ZayaConfig& c, const ModelGemmOptions& 
   add("attn.conv_qk.1", "fwd", S, d, d, false, true, conv);
   add("attn.conv_qk.1", "bwd.dx", S, d, d, false, false, conv);
   add("attn.conv_qk.1", "bwd.dw", d, d, S, true, false, conv);
-  // Causal attention in query blocks of 64: block j sees (j + 1) * 64 keys; the mean is used.
+  // Causal attention in query blocks of 64: block j sees (j + 1) * 64 keys; the mean is used. On a sliding
+  // block of window W (spec §12) query i sees min(W, i + 1) keys, so block j computes min((j + 1) * 64, W + 63):
+  // those blocks get rows of their own, named "....sliding".
   const int64_t qb = std::min<int64_t>(64, S), blocks = (S + qb - 1) / qb;
-  const int64_t keys = std::max<int64_t>(1, (S + qb) / 2);
-  const double heads = layers * double(B) * double(c.q_heads) * double(blocks);
-  add("attn.scores", "fwd", qb, keys, d, false, true, heads, true);
-  add("attn.values", "fwd", qb, d, keys, false, false, heads, true);
-  add("attn.scores", "bwd.recompute", qb, keys, d, false, true, heads, true);
-  add("attn.dprobs", "bwd.dx", qb, keys, d, false, true, heads, true);
-  add("attn.dq", "bwd.dx", qb, d, keys, false, false, heads, true);
-  add("attn.dk", "bwd.dw", keys, d, qb, true, false, heads, true);
-  add("attn.dv", "bwd.dw", keys, d, qb, true, false, heads, true);
+  const double sliding = c.has_sliding() ? double(c.sliding_blocks.size()) : 0.0;
+  auto attention = [&](const std::string& suffix, int64_t keys, double blocks_of_kind) {
+    const double heads = blocks_of_kind * double(B) * double(c.q_heads) * double(blocks);
+    if (heads <= 0) return;
+    add("attn.scores" + suffix, "fwd", qb, keys, d, false, true, heads, true);
+    add("attn.values" + suffix, "fwd", qb, d, keys, false, false, heads, true);
+    add("attn.scores" + suffix, "bwd.recompute", qb, keys, d, false, true, heads, true);
+    add("attn.dprobs" + suffix, "bwd.dx", qb, keys, d, false, true, heads, true);
+    add("attn.dq" + suffix, "bwd.dx", qb, d, keys, false, false, heads, true);
+    add("attn.dk" + suffix, "bwd.dw", keys, d, qb, true, false, heads, true);
+    add("attn.dv" + suffix, "bwd.dw", keys, d, qb, true, false, heads, true);
+  };
+  attention("", std::max<int64_t>(1, (S + qb) / 2), layers - sliding);
+  if (sliding > 0) {
+    double sum = 0;
+    for (int64_t j = 0; j < blocks; ++j) sum += double(std::min((j + 1) * qb, c.sliding_window + qb - 1));
+    attention(".sliding", std::max<int64_t>(1, int64_t(sum / double(blocks) + 0.5)), sliding);
+  }
   // MoE half-layers: the router MLP, then the experts at their expected rows.
   linear("moe.router.down_proj", T, D, R, layers);
   linear("moe.router.mlp0", T, R, R, layers);

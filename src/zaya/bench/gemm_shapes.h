@@ -61,7 +61,10 @@ int64_t expected_expert_tokens(const ZayaConfig& c, const ModelGemmOptions& o);
 // Every GEMM of one micro-batch's forward and backward pass, following the
 // calls in model/ (attention_block.cc, moe_block.cc, model.cc, ops/attention.cc,
 // ops/cca_conv.cc, ops/router.cc): nn.Linear forward is "nt" (x W^T), its input gradient
-// "nn" (dy W) and its weight gradient "tn" (dy^T x).
+// "nn" (dy W) and its weight gradient "tn" (dy^T x). Sliding-window blocks'
+// attention GEMMs are rows of their own ("attn.scores.sliding", ...) whose key
+// dimension is the mean over 64-query blocks of the keys a block computes:
+// min((j + 1) x 64, W + 63) instead of (j + 1) x 64 (spec §12).
 std::vector<ModelGemm> model_gemms(const ZayaConfig& c, const ModelGemmOptions& o);
 
 }  // namespace zaya

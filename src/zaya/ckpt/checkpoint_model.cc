@@ -10,6 +10,7 @@
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/model_directory.h"
 
 namespace zaya {
 namespace {
@@ -62,7 +63,7 @@ std::unique_ptr<ZayaModel> load_reference_model(const std::string& path) {
   if (std::filesystem::is_regular_file(path, ec)) return load_gguf_model(path);
   if (std::filesystem::exists(std::filesystem::path(path) / "metadata.json", ec))
     return load_checkpoint_model(CheckpointReader::open(path));
-  return load_hf_model(path);
+  return load_model_directory(path);  // either layout
 }
 
 }  // namespace zaya

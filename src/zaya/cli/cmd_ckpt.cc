@@ -96,7 +96,8 @@ void export_weights(const std::string& in, const std::string& out, const ExportO
     fmt::print("wrote {} (GGUF, {}, stacked expert tensors, general.name '{}', {}) from {}{}\n", out, options.dtype,
                r.name, r.tokenizer.empty() ? "no tokenizer" : "tokenizer " + r.tokenizer + " embedded", from, replaced);
   else
-    fmt::print("wrote {} (config.json + model.safetensors, {}, legacy ZAYA1 names, {}) from {}{}\n", out, options.dtype,
+    fmt::print("wrote {} (config.json + model.safetensors, {}, {} layout, {}) from {}{}\n", out, options.dtype,
+               r.layout == "native" ? "native (40-layer)" : "legacy (80 half-layers)",
                r.tokenizer.empty() ? "no tokenizer" : "tokenizer.model from " + r.tokenizer, from, replaced);
 }
 
@@ -123,7 +124,7 @@ void add_ckpt_command(CLI::App& app) {
   auto* ckpt = app.add_subcommand("ckpt", "inspect, verify, reshape, export and import checkpoints");
   ckpt->require_subcommand(1);
   struct Options {
-    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer;
+    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer, layout = "legacy";
     bool tensors = false, weights_only = false, force = false;
     int dp = 1, ep = 1;
     double tolerance = 0;
@@ -155,6 +156,10 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--format", o->format, "auto (a .gguf --out is GGUF, else safetensors), safetensors or gguf")
       ->check(CLI::IsMember({"auto", "safetensors", "gguf"}));
   ex->add_option("--dtype", o->dtype, "f32 or bf16 (gguf also f16)")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  ex->add_option("--layout", o->layout,
+                 "safetensors: legacy (ZAYA1-base's 80 half-layers) or native (the 40-layer layout of ZAYA1-8B and "
+                 "later; refused where the skip expert could be chosen, docs/checkpoints.md)")
+      ->check(CLI::IsMember({"legacy", "native"}));
   ex->add_option("--tokenizer", o->tokenizer,
                  "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
   ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
@@ -163,6 +168,7 @@ void add_ckpt_command(CLI::App& app) {
     eo.format = o->format;
     eo.dtype = o->dtype;
     eo.tokenizer = o->tokenizer;
+    eo.layout = o->layout;
     eo.force = o->force;
     export_weights(o->in, o->out, eo);
   });
@@ -177,7 +183,7 @@ void add_ckpt_command(CLI::App& app) {
   });
   auto* im = ckpt->add_subcommand(
       "import", "a Hugging Face ZAYA1 directory or a zaya GGUF file as a step-0 checkpoint to train from");
-  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy ZAYA1 names) or .gguf file")
+  im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy or native layout) or .gguf file")
       ->required();
   im->add_option("--out", o->out, "checkpoint root to write step_00000000 into")->required();
   im->add_option("--config", o->config, "the training config to continue with (its [model] must match)")

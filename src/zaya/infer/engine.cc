@@ -300,7 +300,7 @@ void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {
              logit_rows());
   ZAYA_PROFILE_SCOPE("infer.lm_head");
   const int64_t D = config_.hidden;
-  linear_.run(out_TV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().embed);
+  linear_.run(out_TV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().lm_head);
 }
 
 }  // namespace zaya

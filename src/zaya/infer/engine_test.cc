@@ -118,6 +118,29 @@ TEST(Engine, SlidingWindowMatchesTheTrainingForward) {
   EXPECT_GT(logits_error(full_ref.data(), ref.data(), 30, c.vocab_size, c.real_vocab_size), 1e-3);
 }
 
+// The decoder with an untied head, plain merges (scale_residual_merge = false)
+// and float32 RoPE angles equals the training forward of the same model.
+TEST(Engine, UntiedHeadPlainMergesAndF32RopeMatchTheTrainingForward) {
+  for (int variant = 0; variant < 3; ++variant) {
+    ZayaConfig c = testing::small_test_config();
+    c.tie_word_embeddings = variant == 1;
+    c.scale_residual_merge = variant == 0;
+    c.rope_precision = variant == 2 ? RopePrecision::kF32 : RopePrecision::kF64;
+    auto model = testing::random_model(c, 13);
+    auto im = InferModel::from_model(*model);
+    const std::vector<int32_t> ids = random_tokens(20, c.real_vocab_size, 7);
+    const std::vector<float> ref = reference_logits(*model, ids);
+    EngineOptions o;
+    o.max_context = 32;
+    InferenceEngine engine(*im, o);
+    for (int64_t prefill : {1, 5, 20}) {
+      const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+      EXPECT_LT(logits_error(got.data(), ref.data(), 20, c.vocab_size, c.real_vocab_size), 2e-5)
+          << "variant " << variant << ", prefill " << prefill;
+    }
+  }
+}
+
 // Three sequences of different prompt lengths in one ragged prefill step, then
 // decoded together (one token each per step); a fourth joins mid-way
 // (continuous batching); one finishes early. Each must equal its own

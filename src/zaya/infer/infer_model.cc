@@ -250,10 +250,11 @@ struct InferModel::Builder {
     const ParamTable params(c, true), buffers(c, false);
     for (const ParamTable* table : {&params, &buffers})
       for (const ParamEntry& e : table->entries()) bind(e);
+    if (c.tie_word_embeddings) m.weights_.lm_head = m.weights_.embed;
     if (st != nullptr) {
       // The same strictness as the training loader: anything else is a sign of a wrong config.json.
       for (const std::string& name : st->names()) {
-        if (used.count(name) || name == "lm_head.weight") continue;  // lm_head is tied (spec §6.1)
+        if (used.count(name) || (c.tie_word_embeddings && name == "lm_head.weight")) continue;  // tied (spec §6.1)
         fail("{}: unexpected tensor '{}' (not part of the layout config.json describes; wrong config.json?)", label,
              name);
       }
@@ -278,6 +279,7 @@ struct InferModel::Builder {
     switch (e.role) {
       case TensorRole::kEmbedding: w.embed = mat(e); break;
       case TensorRole::kFinalNorm: w.final_norm_D = vec(e); break;
+      case TensorRole::kLmHead: w.lm_head = mat(e); break;
       case TensorRole::kMergeHiddenScale: merge_at(e.half_layer).hs_scale_D = vec(e); break;
       case TensorRole::kMergeHiddenBias: merge_at(e.half_layer).hs_bias_D = vec(e); break;
       case TensorRole::kMergeResidualScale: merge_at(e.half_layer).res_scale_D = vec(e); break;
@@ -366,8 +368,9 @@ struct InferModel::Builder {
     }
     b.dense += 4 * 5 * D;
     if (!w.moe.empty()) b.per_expert = w.moe[0].fc1[0].bytes() + w.moe[0].fc2[0].bytes();
-    b.lm_head = w.embed.bytes();
+    b.lm_head = w.lm_head.bytes();
     b.total = b.dense + b.lm_head + b.per_expert * c.experts * c.num_blocks;
+    if (!c.tie_word_embeddings) b.total += w.embed.bytes();  // the embedding is held beside the head
   }
 };
 

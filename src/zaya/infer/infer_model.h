@@ -86,7 +86,8 @@ struct InferMoe {
 };
 
 struct InferWeights {
-  WeightMatrix embed;  // [V, D], also the tied LM head
+  WeightMatrix embed;    // [V, D]
+  WeightMatrix lm_head;  // [V, D]: the embedding when tied, else lm_head.weight
   const float* final_norm_D = nullptr;
   MergeVectors final_merge;
   std::vector<InferAttention> attn;  // one per block
@@ -112,7 +113,7 @@ struct InferLoadOptions {
 struct WeightBytes {
   int64_t dense = 0;       // attention, routers, conv, norms: read every step
   int64_t per_expert = 0;  // fc1 + fc2 of one expert of one layer
-  int64_t lm_head = 0;     // the tied embedding as LM head
+  int64_t lm_head = 0;     // the LM head (the tied embedding, or lm_head.weight)
   int64_t total = 0;       // every weight held
 };
 

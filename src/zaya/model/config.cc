@@ -125,6 +125,8 @@ std::vector<std::string> model_differences(const ZayaConfig& a, const ZayaConfig
   cmp("use_eda", a.use_eda, b.use_eda);
   cmp("norm_eps", a.norm_eps, b.norm_eps);
   cmp("router_norm_eps", a.router_norm_eps, b.router_norm_eps);
+  cmp("scale_residual_merge", a.scale_residual_merge, b.scale_residual_merge);
+  cmp("tie_word_embeddings", a.tie_word_embeddings, b.tie_word_embeddings);
   cmp("sliding_window", a.sliding_window, b.sliding_window);
   if (a.sliding_blocks != b.sliding_blocks)
     out.push_back(fmt::format("sliding_blocks: [{}] vs [{}]", fmt::join(a.sliding_blocks, ", "),

@@ -42,6 +42,9 @@ struct ZayaConfig {
   int64_t top_k = 1;            // moe_router_topk
   bool use_skip = true;         // zaya_use_mod
   bool use_eda = true;          // zaya_use_eda
+  // Residual merges and LM head (spec §5, §11).
+  bool scale_residual_merge = true;  // false: no ResidualScaling tensors, every merge is a plain sum h + res
+  bool tie_word_embeddings = true;   // false: an own lm_head.weight [V, D] instead of the embedding
   // Norms.
   double norm_eps = 1e-5;         // norm_epsilon
   double router_norm_eps = 1e-6;  // the zaya-branch reference's fallback (spec §8.2)

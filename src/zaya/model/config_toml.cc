@@ -32,6 +32,8 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "sliding_blocks",
                                              "sliding_rope_theta",
                                              "rope_precision",
+                                             "scale_residual_merge",
+                                             "tie_word_embeddings",
                                              "init_from"};
 
 }  // namespace
@@ -64,6 +66,8 @@ ModelTable parse_model_table(const toml::table* table, const std::string& source
   c.top_k = m.get_int("top_k", c.top_k, 1, 63);
   c.use_skip = m.get_bool("use_skip", c.use_skip);
   c.use_eda = m.get_bool("use_eda", c.use_eda);
+  c.scale_residual_merge = m.get_bool("scale_residual_merge", c.scale_residual_merge);
+  c.tie_word_embeddings = m.get_bool("tie_word_embeddings", c.tie_word_embeddings);
   c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
   c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
   // Sliding windows (spec §12): a window alone slides the even blocks (the 74B's pattern); sliding_blocks is
@@ -97,6 +101,8 @@ std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c, 
                    c.top_k, c.use_skip, c.use_eda, c.norm_eps);
   s += fmt::format("router_norm_eps = {}\nrope_precision = \"{}\"\n", c.router_norm_eps,
                    c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
+  s += fmt::format("scale_residual_merge = {}\ntie_word_embeddings = {}\n", c.scale_residual_merge,
+                   c.tie_word_embeddings);
   s += fmt::format("sliding_window = {}\nsliding_blocks = [{}]\nsliding_rope_theta = {:.1f}\n\n", c.sliding_window,
                    fmt::join(c.sliding_blocks, ", "), c.sliding_rope_theta);
   if (!init_from.empty()) s.insert(s.size() - 1, fmt::format("init_from = \"{}\"\n", init_from));

@@ -33,7 +33,7 @@ void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& t
   const GgmlType dtype = zaya_gguf_dtype(options.dtype);
   std::unordered_map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : tensors) {
-    if (t.name == "lm_head.weight") continue;  // tied to the embedding (spec §6.1)
+    if (config.tie_word_embeddings && t.name == "lm_head.weight") continue;  // tied (spec §6.1)
     ZAYA_CHECK(by_name.emplace(t.name, &t).second, "{}: tensor '{}' given twice", path, t.name);
   }
   std::unordered_set<std::string> expected;
@@ -47,7 +47,7 @@ void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& t
     expected.insert(legacy.name);
   }
   for (const NamedTensor& t : tensors)
-    ZAYA_CHECK(t.name == "lm_head.weight" || expected.count(t.name) != 0,
+    ZAYA_CHECK((config.tie_word_embeddings && t.name == "lm_head.weight") || expected.count(t.name) != 0,
                "{}: unexpected tensor '{}' (not part of this config's model)", path, t.name);
 
   GgufWriter w(options.alignment);

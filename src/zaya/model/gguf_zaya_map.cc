@@ -53,6 +53,10 @@ constexpr const char* kRouterHidden = "zaya.router.hidden_size";
 constexpr const char* kRouterSkip = "zaya.router.skip_expert";
 constexpr const char* kRouterEda = "zaya.router.eda";
 constexpr const char* kRouterNormEps = "zaya.router.norm_epsilon";
+// Written by every export; a file without them has the defaults (true, true, "f64").
+constexpr const char* kResidualMergeScaled = "zaya.residual_merge_scaled";  // scale_residual_merge
+constexpr const char* kTiedHead = "zaya.tie_word_embeddings";               // false: output.weight is the head
+constexpr const char* kRopePrecision = "zaya.rope.precision";               // "f32" or "f64" angles
 
 // llama_ftype values for general.file_type.
 constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyBF16 = 32;
@@ -195,6 +199,9 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   w.set_bool(kRouterSkip, c.use_skip);
   w.set_bool(kRouterEda, c.use_eda);
   w.set_f64(kRouterNormEps, c.router_norm_eps);
+  w.set_bool(kResidualMergeScaled, c.scale_residual_merge);
+  w.set_bool(kTiedHead, c.tie_word_embeddings);
+  w.set_string(kRopePrecision, c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
   w.set_u32(kBosId, as_u32(kBosId, c.bos_token_id));
   w.set_u32(kEosId, as_u32(kEosId, c.eos_token_id));
   w.set_u32(kPadId, as_u32(kPadId, c.pad_token_id));
@@ -253,6 +260,14 @@ ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
   c.use_skip = m.get_bool(kRouterSkip);
   c.use_eda = m.get_bool(kRouterEda);
   c.router_norm_eps = m.get_float(kRouterNormEps);
+  if (m.has(kResidualMergeScaled)) c.scale_residual_merge = m.get_bool(kResidualMergeScaled);
+  if (m.has(kTiedHead)) c.tie_word_embeddings = m.get_bool(kTiedHead);
+  if (m.has(kRopePrecision)) {
+    const std::string& p = m.get_string(kRopePrecision);
+    if (p != "f32" && p != "f64")
+      fail("{}: metadata key '{}' is '{}'; allowed: f32, f64", m.label(), kRopePrecision, printable(p));
+    c.rope_precision = p == "f32" ? RopePrecision::kF32 : RopePrecision::kF64;
+  }
   if (m.has(kBosId)) c.bos_token_id = bounded(m, kBosId, 0, kMaxVocab);
   if (m.has(kEosId)) c.eos_token_id = bounded(m, kEosId, 0, kMaxVocab);
   if (m.has(kPadId)) c.pad_token_id = bounded(m, kPadId, 0, kMaxVocab);

@@ -77,9 +77,17 @@ TEST(GgufZaya, MappingOfZaya1Base) {
   }
 }
 
-TEST(GgufZaya, F32RoundTripIsBitExact) {
+// Also with an untied head (output.weight), plain merges (no *_merge_* tensors) and float32 RoPE (metadata).
+class GgufZayaVariant : public ::testing::TestWithParam<int> {};
+
+TEST_P(GgufZayaVariant, F32RoundTripIsBitExact) {
   TempDir dir;
-  const ZayaConfig c = test_config();
+  ZayaConfig c = test_config();
+  if (GetParam() == 1) c.tie_word_embeddings = false;
+  if (GetParam() == 2) {
+    c.scale_residual_merge = false;
+    c.rope_precision = RopePrecision::kF32;
+  }
   auto model = random_model(c, 1);
   const std::string path = dir.file("m.gguf");
   save_gguf_model(*model, path);
@@ -105,7 +113,19 @@ TEST(GgufZaya, F32RoundTripIsBitExact) {
   EXPECT_EQ(std::memcmp(loaded->param_data(), model->param_data(), model->params().total_floats() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(loaded->buffer_data(), model->buffer_data(), model->buffers().total_floats() * sizeof(float)),
             0);
+  EXPECT_EQ(loaded->config().tie_word_embeddings, c.tie_word_embeddings);
+  EXPECT_EQ(loaded->config().scale_residual_merge, c.scale_residual_merge);
+  EXPECT_EQ(loaded->config().rope_precision, c.rope_precision);
+  bool head = false, merges = false;
+  for (const ZayaGgufTensor& t : zaya_gguf_tensor_map(c)) {
+    head = head || t.name == "output.weight";
+    merges = merges || t.name.find("_merge_") != std::string::npos;
+  }
+  EXPECT_EQ(head, !c.tie_word_embeddings);
+  EXPECT_EQ(merges, c.scale_residual_merge);
 }
+
+INSTANTIATE_TEST_SUITE_P(TiedUntiedPlain, GgufZayaVariant, ::testing::Values(0, 1, 2));
 
 TEST(GgufZaya, Bf16RoundTripRoundsMatricesAndKeepsVectors) {
   TempDir dir;

@@ -69,7 +69,7 @@ void load_hf_weights(ZayaModel& model, const std::string& dir) {
   load_table(model.buffers(), model.buffer_data());
   for (const std::string& name : st.names()) {
     if (expected.count(name)) continue;
-    if (name == "lm_head.weight") continue;  // tied to the embedding (spec §6.1)
+    if (model.config().tie_word_embeddings && name == "lm_head.weight") continue;  // tied (spec §6.1)
     fail("{}: unexpected tensor '{}' (not part of this model's layout; wrong config.json?)", dir, name);
   }
 }

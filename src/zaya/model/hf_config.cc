@@ -82,7 +82,8 @@ const std::set<std::string> kIgnoredKeys = {"transformers_version",
                                             "tokenizer_class",
                                             "rope_type",
                                             "swa_layers",
-                                            "swa_rotary_base"};
+                                            "swa_rotary_base",
+                                            "zaya_rope_precision"};
 
 // The value of a per-half-layer list on the first attention (parity 0) or MoE
 // (parity 1) half-layer, all such entries being equal; or a scalar.
@@ -180,7 +181,7 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
   j["zaya_use_mod"] = c.use_skip;
   j["zaya_use_eda"] = c.use_eda;
   j["zaya_high_prec"] = true;
-  j["scale_residual_merge"] = true;
+  j["scale_residual_merge"] = c.scale_residual_merge;
   j["residual_in_fp32"] = true;
   j["activation_func"] = "swiglu";
   j["gated_linear_unit"] = true;
@@ -192,7 +193,7 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
   j["rope_scaling"] = false;
   j["max_position_embeddings"] = c.max_position;
   j["vocab_size"] = c.vocab_size;
-  j["tie_word_embeddings"] = true;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["lm_head_bias"] = false;
   j["attention_bias"] = false;
   j["bos_token_id"] = c.bos_token_id;
@@ -201,6 +202,7 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
   j["torch_dtype"] = dtype;
   j["zaya_real_vocab_size"] = c.real_vocab_size;
   j["zaya_router_norm_eps"] = c.router_norm_eps;
+  write_rope_precision(c, j);
   return j;
 }
 
@@ -217,8 +219,6 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
     json_field_error(source, "sliding_window", j["sliding_window"], "null (no sliding-window layers)");
   // Keys that would change the computation if they took another value (spec
   // §11): refused rather than ignored, so a model is never run as something it is not.
-  json_require(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding; untied heads: no)");
-  json_require(j, source, "scale_residual_merge", true, "true (residual scaling at every merge, spec §5)");
   json_require(j, source, "gated_linear_unit", true, "true (SwiGLU experts)");
   json_require(j, source, "activation_func", "swiglu", "\"swiglu\"");
   json_require(j, source, "normalization", "RMSNorm", "\"RMSNorm\"");
@@ -273,6 +273,10 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   c.norm_eps = json_number(j, source, "norm_epsilon", json_number(j, source, "rms_norm_eps", c.norm_eps));
   // The router's RMSNorm epsilon: ours, or the reference's layernorm_epsilon when given, else its 1e-6 (spec §11).
   c.router_norm_eps = json_number(j, source, "zaya_router_norm_eps", json_number(j, source, "layernorm_epsilon", 1e-6));
+  // Untied heads read lm_head.weight; without residual scaling every merge is a plain sum (spec §11).
+  c.tie_word_embeddings = json_bool(j, source, "tie_word_embeddings", true);
+  c.scale_residual_merge = json_bool(j, source, "scale_residual_merge", true);
+  c.rope_precision = read_rope_precision(j, source);
   c.bos_token_id = json_int(j, source, "bos_token_id", c.bos_token_id);
   // eos_token_id may be a list (chat models add <end_of_turn>); the first is the document end.
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
@@ -290,6 +294,18 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
   read_sliding_windows(j, source, c);
   c.validate(source);
   return c;
+}
+
+void write_rope_precision(const ZayaConfig& c, json& j) {
+  if (c.rope_precision == RopePrecision::kF32) j["zaya_rope_precision"] = "f32";
+}
+
+RopePrecision read_rope_precision(const json& j, const std::string& source) {
+  if (!j.contains("zaya_rope_precision")) return RopePrecision::kF64;
+  const json& v = j["zaya_rope_precision"];
+  if (v == "f32") return RopePrecision::kF32;
+  if (v == "f64") return RopePrecision::kF64;
+  json_field_error(source, "zaya_rope_precision", v, "\"f32\" or \"f64\" (how RoPE angles are computed)");
 }
 
 ZayaConfig load_hf_config(const std::string& path) {

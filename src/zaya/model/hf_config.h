@@ -4,7 +4,8 @@
 // num_query_groups_list, ffn_hidden_size_list, zaya_mlp_expansion), so the
 // files load in the reference implementation and its ports. Two keys of our
 // own travel with it: zaya_real_vocab_size (tokenizer entries; the rest of the
-// vocab_size rows are padding) and zaya_router_norm_eps.
+// vocab_size rows are padding) and zaya_router_norm_eps; zaya_rope_precision
+// too when the model computes RoPE in float32.
 
 #include <string>
 
@@ -22,5 +23,12 @@ nlohmann::json config_to_hf_json(const ZayaConfig& config, const std::string& dt
 ZayaConfig config_from_hf_json(const nlohmann::json& json, const std::string& source);
 
 ZayaConfig load_hf_config(const std::string& path);
+
+// zaya_rope_precision, our key in both layouts (docs/formats.md): "f32" is
+// written for a model whose RoPE angles are float32 (model.rope_precision),
+// nothing for the default f64; reading gives f64 when the key is absent and
+// refuses any value but "f32" and "f64".
+void write_rope_precision(const ZayaConfig& config, nlohmann::json& json);
+RopePrecision read_rope_precision(const nlohmann::json& json, const std::string& source);
 
 }  // namespace zaya

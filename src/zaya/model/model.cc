@@ -202,9 +202,9 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   residual_scale_forward<float>(ws.res_TD_[L2], h, w.final_merge.hs_scale_D, w.final_merge.hs_bias_D, res_prev,
                                 w.final_merge.res_scale_D, w.final_merge.res_bias_D, T, D);
   rmsnorm_forward<float>(ws.x_TD_[L2], ws.rstd_T_[L2], ws.res_TD_[L2], w.final_norm_D, T, D, float(c.norm_eps));
-  // Tied LM head: logits = out embed^T (float32 results; bf16 operands under mixed precision).
+  // LM head (the embedding when tied): logits = out head^T (float32 results; bf16 operands under mixed precision).
   ZAYA_PROFILE_SCOPE("lm_head.fwd");
-  linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
+  linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
   if (targets != nullptr) {
     cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V, c.real_vocab_size);
     for (int64_t t = 0; t < T; ++t)
@@ -227,12 +227,12 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   float* dres = ws.dres_a_TD_;
   float* dres_prev = ws.dres_b_TD_;
   {
-    // Cross-entropy and the tied head; dlogits overwrite the logits.
+    // Cross-entropy and the head (its gradient into the embedding's when tied); dlogits overwrite the logits.
     ZAYA_PROFILE_SCOPE("lm_head.bwd");
     cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
                                   c.real_vocab_size, xent_scale);
     zero(ws.dx_TD_, T * D);
-    linear_backward<float>(ws.dx_TD_, g.embed_VD, ws.logits_TV_, ws.x_TD_[L2], w.embed_VD, T, D, V);
+    linear_backward<float>(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
     zero(dres, T * D);
     rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
   }

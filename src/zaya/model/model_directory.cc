@@ -1,7 +1,11 @@
 #include "zaya/model/model_directory.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -67,7 +71,7 @@ void load_model_directory_tensors(const std::string& dir, const ZayaConfig& c, c
   load_table(params, param_data);
   load_table(buffers, buffer_data);
   for (const std::string& name : st.names())
-    if (!known.count(name) && name != "lm_head.weight")
+    if (!known.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
       fail("{}: unexpected tensor '{}' (not part of the {} layout config.json describes; wrong config.json?)", dir,
            name, native ? "native" : "legacy");
 }
@@ -126,6 +130,54 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
   }
   write_sharded(dir, w, options.max_shard_bytes);
   write_file_atomic((std::filesystem::path(dir) / "config.json").string(), config_json.dump(2) + "\n");
+}
+
+DirectoryLayout parse_directory_layout(const std::string& name, const std::string& what) {
+  if (name == "legacy") return DirectoryLayout::kLegacy;
+  if (name == "native") return DirectoryLayout::kNative;
+  fail(
+      "{} '{}' is invalid; allowed: legacy (ZAYA1-base's 80 half-layers), native (the 40-layer layout of ZAYA1-8B "
+      "and later)",
+      what, name);
+}
+
+const char* directory_layout_name(DirectoryLayout layout) {
+  return layout == DirectoryLayout::kNative ? "native" : "legacy";
+}
+
+std::vector<int> live_skip_half_layers(const ZayaConfig& c, const ParamTable& buffers, const float* buffer_data) {
+  std::vector<int> live;
+  if (!c.use_skip) return live;
+  for (const ParamEntry& e : buffers.entries()) {
+    if (e.role != TensorRole::kBalancingBias) continue;
+    const float* b = buffer_data + e.offset;
+    std::vector<float> experts(b, b + c.experts);
+    std::sort(experts.begin(), experts.end(), std::greater<float>());
+    const float kth = experts[size_t(std::min<int64_t>(c.top_k, c.experts) - 1)];
+    if (!(1.0f + b[c.skip_slot()] < kth)) live.push_back(e.half_layer);
+  }
+  return live;
+}
+
+std::string native_export_problem(const ZayaConfig& c, const ParamTable& buffers, const float* buffer_data,
+                                  const std::string& source) {
+  if (const std::string why = native_layout_problem(c); !why.empty())
+    return fmt::format("{} has no native layout: {}", source, why);
+  const std::vector<int> live = live_skip_half_layers(c, buffers, buffer_data);
+  if (live.empty()) return "";
+  return fmt::format(
+      "{} cannot be written in the native layout exactly: in half-layer(s) {} the balancing biases let the skip "
+      "slot be chosen, where this model computes p_skip * x (legacy) and the native layout 0 (docs/spec.md §8.1); "
+      "write the legacy layout",
+      source, fmt::join(live, ", "));
+}
+
+void save_model_directory(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
+                          DirectoryLayout layout, const HfSaveOptions& options) {
+  if (layout == DirectoryLayout::kNative)
+    save_native_tensors(config, tensors, dir, options);
+  else
+    save_hf_tensors(config, tensors, dir, options);
 }
 
 }  // namespace zaya

@@ -40,4 +40,29 @@ void load_model_directory_tensors(const std::string& dir, const ZayaConfig& conf
 void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
                          const HfSaveOptions& options = {});
 
+// The two layouts a model directory is written in (`zaya ckpt export --layout`, `train.save_layout`).
+enum class DirectoryLayout { kLegacy, kNative };
+// "legacy" or "native"; anything else is refused naming `what` (a flag or key) and the allowed values.
+DirectoryLayout parse_directory_layout(const std::string& name, const std::string& what);
+const char* directory_layout_name(DirectoryLayout layout);
+
+// The half-layers where the skip slot can be chosen: per MoE layer the skip
+// slot's biased probability is at most 1 + b_skip and a real expert's at
+// least its bias, so the slot is dead when 1 + b_skip is below the top_k-th
+// largest expert bias (spec §4, §8.1). `buffers` / `buffer_data`: the
+// balancing biases.
+std::vector<int> live_skip_half_layers(const ZayaConfig& config, const ParamTable& buffers, const float* buffer_data);
+
+// Why weights computed with the legacy semantics (every model zaya.cpp loads
+// or trains) cannot be written in the native layout with the same outputs,
+// or empty: the config has no native spelling (native_layout_problem), or
+// the skip slot can be chosen somewhere, where native outputs 0 and legacy
+// p_skip * x. `source` names the model in the message.
+std::string native_export_problem(const ZayaConfig& config, const ParamTable& buffers, const float* buffer_data,
+                                  const std::string& source);
+
+// Writes `tensors` (complete_model_tensors) in `layout`: save_hf_tensors or save_native_tensors.
+void save_model_directory(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,
+                          DirectoryLayout layout, const HfSaveOptions& options = {});
+
 }  // namespace zaya

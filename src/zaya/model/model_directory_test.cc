@@ -141,6 +141,43 @@ TEST(ModelDirectory, WeightsRoundTripLegacyNativeLegacyBitExactly) {
   EXPECT_FALSE(rounded.same_bits(original));
 }
 
+// An untied head travels as lm_head.weight in both layouts, bit for bit; a
+// tied config ignores a stray lm_head.weight, and an untied config whose
+// directory lacks it is refused naming the tensor.
+TEST(ModelDirectory, UntiedHeadRoundTripsInBothLayouts) {
+  ZayaConfig c = native_config_from_json(small_74b_native_config(), "74b");
+  c.tie_word_embeddings = false;
+  Arenas original(c);
+  ASSERT_NE(original.params.find("lm_head.weight"), nullptr);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : original.p) v = dist(rng);
+  for (float& v : original.b) v = dist(rng);
+  testing::TempDir legacy, native;
+  save_hf_tensors(c, original.tensors(), legacy.path());
+  save_native_tensors(c, original.tensors(), native.path());
+  EXPECT_TRUE(SafetensorsDir::open(native.path()).has("lm_head.weight"));
+  for (const std::string& dir : {legacy.path(), native.path()}) {
+    EXPECT_TRUE(model_differences(read_model_directory_config(dir), c).empty()) << dir;
+    Arenas back(c);
+    back.load(dir, c);
+    EXPECT_TRUE(back.same_bits(original)) << dir;
+  }
+  // The tied config of the same directory: an extra lm_head.weight is accepted only when tied.
+  ZayaConfig tied = c;
+  tied.tie_word_embeddings = true;
+  Arenas t(tied);
+  EXPECT_NO_THROW(t.load(native.path(), tied));
+  // An untied config whose directory lacks the head.
+  testing::TempDir lacking;
+  ZayaConfig no_head = c;
+  no_head.tie_word_embeddings = true;
+  Arenas h(no_head);
+  save_native_tensors(no_head, h.tensors(), lacking.path());
+  Arenas u(c);
+  testing::expect_error([&] { u.load(lacking.path(), c); }, "missing tensor 'lm_head.weight'");
+}
+
 TEST(ModelDirectory, StrictAboutTensors) {
   const ZayaConfig c = native_config_from_json(small_74b_native_config(), "74b");
   Arenas a(c);

@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/io/json_file.h"
+#include "zaya/model/hf_config.h"
 
 namespace zaya {
 namespace {
@@ -55,7 +56,8 @@ const std::set<std::string> kNativeKeys = {"model_type",
                                            "auto_map",
                                            "residual_in_fp32",
                                            "zaya_real_vocab_size",
-                                           "zaya_router_norm_eps"};
+                                           "zaya_router_norm_eps",
+                                           "zaya_rope_precision"};
 
 // One per-layer-type entry of rope_parameters: {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor":
 // ...}; refuses RoPE scaling by name.
@@ -83,6 +85,8 @@ std::string native_layout_problem(const ZayaConfig& c) {
   if (c.top_k != 1) return fmt::format("top_k = {} (the native layout routes top-1)", c.top_k);
   if (!c.use_skip) return "use_skip = false (the native router always has the skip expert)";
   if (!c.use_eda) return "use_eda = false (the native router always has EDA)";
+  if (!c.scale_residual_merge)
+    return "scale_residual_merge = false (the native layers always scale their residual merges)";
   return "";
 }
 
@@ -109,7 +113,7 @@ json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
             {"hidden_act", "silu"},
             {"max_position_embeddings", c.max_position},
             {"rms_norm_eps", c.norm_eps},
-            {"tie_word_embeddings", true},
+            {"tie_word_embeddings", c.tie_word_embeddings},
             {"attention_bias", false},
             {"lm_head_bias", false},
             {"rope_parameters", rope},
@@ -127,6 +131,7 @@ json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
             {"dtype", dtype},
             {"zaya_real_vocab_size", c.real_vocab_size}};
   if (c.router_norm_eps != c.norm_eps) j["zaya_router_norm_eps"] = c.router_norm_eps;
+  write_rope_precision(c, j);
   return j;
 }
 
@@ -137,7 +142,6 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
       fail("{}: unknown config key \"{}\" for the native ZAYA1 layout (docs/inference.md)", source, it.key());
   json_require(j, source, "model_type", "zaya", "\"zaya\"");
   json_require(j, source, "hidden_act", "silu", "\"silu\" (SwiGLU experts)");
-  json_require(j, source, "tie_word_embeddings", true, "true (the LM head is the embedding)");
   json_require(j, source, "attention_bias", false, "false");
   json_require(j, source, "lm_head_bias", false, "false");
   json_require(j, source, "num_experts_per_tok", 1, "1 (ZAYA1 routes top-1)");
@@ -219,6 +223,8 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
       read_rope_entry(rp, source, "rope_parameters", c.rope_theta, c.partial_rotary_factor);
     }
   }
+  c.tie_word_embeddings = json_bool(j, source, "tie_word_embeddings", true);  // false: lm_head.weight is read
+  c.rope_precision = read_rope_precision(j, source);
   c.pad_token_id = json_int(j, source, "pad_token_id", 0);
   c.bos_token_id = json_int(j, source, "bos_token_id", 2);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {

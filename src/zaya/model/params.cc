@@ -69,6 +69,7 @@ ParamTable::ParamTable(const ZayaConfig& c, bool trainable, ExpertRange experts)
   }
   add(c, TensorRole::kFinalNorm, -1);
   add_scope(TensorScope::kMerge, -1, TensorRole::kFinalNorm);
+  add(c, TensorRole::kLmHead, -1);  // only when untied
   dense_ = total_;
   // Expert region: per MoE layer, this rank's experts' fc1 stacked [count, 2F, D], then fc2 [count, D, F].
   const int e0 = int(experts_.first), e1 = int(experts_.first + experts_.count);

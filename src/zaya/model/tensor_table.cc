@@ -21,6 +21,7 @@ constexpr TensorDecl kDecls[] = {
   // role                  scope         legacy                                   native                                     gguf                     kind        init                 scale     buffer
   {R::kEmbedding,          S::kGlobal,   "model.embed_tokens.weight",             "model.embed_tokens.weight",               "token_embd.weight",     K::kEmbedding, I::kNormal,       X::kBase,    false},
   {R::kFinalNorm,          S::kGlobal,   "model.final_norm.weight",               "model.norm.weight",                       "output_norm.weight",    K::kVector, I::kOnes,            X::kNone,    false},
+  {R::kLmHead,             S::kGlobal,   "lm_head.weight",                        "lm_head.weight",                          "output.weight",         K::kEmbedding, I::kNormal,       X::kBase,    false},
   {R::kMergeHiddenScale,   S::kMerge,    "hidden_states_scale",                   "hidden_states_scale",                     "hs.weight",             K::kVector, I::kOnes,            X::kNone,    false},
   {R::kMergeHiddenBias,    S::kMerge,    "hidden_states_bias",                    "hidden_states_bias",                      "hs.bias",               K::kVector, I::kZeros,           X::kNone,    false},
   {R::kMergeResidualScale, S::kMerge,    "residual_scale",                        "residual_scale",                          "res.weight",            K::kVector, I::kOnes,            X::kNone,    false},
@@ -68,8 +69,12 @@ std::string layer_prefix(int half_layer) { return "model.layers." + std::to_stri
 
 bool tensor_present(TensorRole role, int n, const ZayaConfig& c) {
   switch (role) {
+    case R::kMergeHiddenScale:
+    case R::kMergeHiddenBias: return c.scale_residual_merge;  // without it every merge is a plain sum (spec §11)
     case R::kMergeResidualScale:
-    case R::kMergeResidualBias: return n != 0;             // merge point 0 takes the embedding alone (spec §5)
+    case R::kMergeResidualBias:
+      return c.scale_residual_merge && n != 0;  // merge point 0 takes the embedding alone (spec §5)
+    case R::kLmHead: return !c.tie_word_embeddings;
     case R::kRouterStateScale: return c.use_eda && n > 1;  // no EDA into the first MoE half-layer (spec §4)
     default: return true;
   }
@@ -79,7 +84,8 @@ std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
   const int64_t Q = c.q_width(), Kw = c.kv_width(), C = c.conv_channels(), d = c.head_dim;
   switch (role) {
-    case R::kEmbedding: return {c.vocab_size, D};
+    case R::kEmbedding:
+    case R::kLmHead: return {c.vocab_size, D};
     case R::kFinalNorm:
     case R::kMergeHiddenScale:
     case R::kMergeHiddenBias:

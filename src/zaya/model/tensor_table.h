@@ -34,8 +34,9 @@ namespace zaya {
 
 enum class TensorRole : uint8_t {
   // global
-  kEmbedding,  // tied embedding / LM head
+  kEmbedding,  // the embedding, also the LM head when tied
   kFinalNorm,
+  kLmHead,  // an untied LM head [V, D] (tie_word_embeddings = false)
   // residual scaling at a merge point: (h + hidden_bias) * hidden_scale + (res + residual_bias) * residual_scale
   kMergeHiddenScale,
   kMergeHiddenBias,
@@ -73,7 +74,7 @@ enum class TensorRole : uint8_t {
 enum class TensorScope : uint8_t { kGlobal, kMerge, kAttention, kMoe, kExpert };
 
 enum class ParamKind : uint8_t {
-  kEmbedding,  // tied embedding / LM head
+  kEmbedding,  // the embedding and an untied LM head (no Muon; counted as embedding parameters)
   kMatrix,     // 2-D hidden weight matrix (Muon)
   kConv,       // CCA convolution weights
   kVector,     // norm weights, biases, residual scales, EDA scales, temperatures

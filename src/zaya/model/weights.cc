@@ -27,6 +27,7 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
     switch (e.role) {
       case TensorRole::kEmbedding: w.embed_VD = p; break;
       case TensorRole::kFinalNorm: w.final_norm_D = p; break;
+      case TensorRole::kLmHead: w.lm_head_VD = p; break;
       case TensorRole::kMergeHiddenScale: merge_at(w, e.half_layer).hs_scale_D = p; break;
       case TensorRole::kMergeHiddenBias: merge_at(w, e.half_layer).hs_bias_D = p; break;
       case TensorRole::kMergeResidualScale: merge_at(w, e.half_layer).res_scale_D = p; break;
@@ -68,6 +69,7 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
       }
     }
   }
+  if (c.tie_word_embeddings) w.lm_head_VD = w.embed_VD;  // one tensor, so its gradient sums both uses
   return w;
 }
 

@@ -12,6 +12,7 @@
 
 namespace zaya {
 
+// All null without scale_residual_merge (the merge is then a plain sum).
 struct ResidualScaleWeights {
   float* hs_scale_D = nullptr;
   float* hs_bias_D = nullptr;
@@ -51,6 +52,7 @@ struct MoeWeights {
 
 struct ModelWeights {
   float* embed_VD = nullptr;
+  float* lm_head_VD = nullptr;  // embed_VD when tied, else lm_head.weight
   float* final_norm_D = nullptr;
   ResidualScaleWeights final_merge;
   std::vector<AttentionWeights> attn;  // one per block (half-layer 2b)

@@ -9,6 +9,21 @@ namespace zaya {
 template <typename T>
 void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD,
                             const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim) {
+  if (hs_D == nullptr) {  // no residual scaling: a plain sum
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const T* h = h_TD + t * dim;
+      T* out = res_out_TD + t * dim;
+      if (res_in_TD != nullptr) {
+        const T* r = res_in_TD + t * dim;
+#pragma omp simd
+        for (int64_t i = 0; i < dim; ++i) out[i] = h[i] + r[i];
+      } else {
+        for (int64_t i = 0; i < dim; ++i) out[i] = h[i];
+      }
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
     const T* h = h_TD + t * dim;
@@ -29,6 +44,21 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
                              const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD, const T* rs_D,
                              const T* rb_D, int64_t tokens, int64_t dim) {
   const bool has_res = res_in_TD != nullptr;
+  if (hs_D == nullptr) {  // a plain sum: the gradient passes to both inputs unchanged
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const T* g = dres_out_TD + t * dim;
+      T* dh = dh_TD + t * dim;
+#pragma omp simd
+      for (int64_t i = 0; i < dim; ++i) dh[i] += g[i];
+      if (has_res) {
+        T* dr = dres_in_TD + t * dim;
+#pragma omp simd
+        for (int64_t i = 0; i < dim; ++i) dr[i] += g[i];
+      }
+    }
+    return;
+  }
   // Per-channel parameter gradients: columns are split across threads, each
   // column summed over tokens in order (bit-reproducible).
 #pragma omp parallel

@@ -2,7 +2,9 @@
 // ZAYA1 residual scaling (spec §5, `ResidualScaling`, scale_residual_merge):
 //   res_out = (h + hb) * hs + (res_in + rb) * rs
 // with learned per-channel vectors. The first half-layer has no residual term
-// (res_in == nullptr): res_out = (h + hb) * hs.
+// (res_in == nullptr): res_out = (h + hb) * hs. Without scale_residual_merge
+// the vectors are absent (hs == nullptr, and then every vector is null): the
+// merge is the plain sum res_out = h + res_in (spec §11).
 
 #include <cstdint>
 

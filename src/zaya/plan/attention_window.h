@@ -23,11 +23,6 @@ double attention_forward_flops(const ZayaConfig& c, int64_t micro_batch, int64_t
 // what the windows save.
 double windowed_forward_flops(const ZayaConfig& c, int64_t micro_batch, int64_t seq_len, double routed_rows);
 
-// model_gemms (bench/gemm_shapes.h) with the sliding blocks' attention GEMMs (scores, values and their gradients)
-// split off as their own rows ("attn.scores.sliding", ...), whose key dimension is the mean over 64-query blocks
-// of the keys a block sees: min((j + 1) x 64, W + 63) instead of (j + 1) x 64.
-std::vector<ModelGemm> windowed_model_gemms(const ZayaConfig& c, const ModelGemmOptions& options);
-
 // Tokens of KV cache a decoder holds per sequence at `context` tokens, summed over the blocks: context on a full
 // block, min(context, W - 1) (the ring) on a sliding one.
 double kv_cache_tokens(const ZayaConfig& c, int64_t context);

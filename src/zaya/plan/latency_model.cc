@@ -23,7 +23,7 @@ LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& L,
   mo.micro_batch = L.batch;
   mo.seq_len = L.context;
   mo.skip_fraction = L.skip_fraction;
-  for (const ModelGemm& g : windowed_model_gemms(c, mo))
+  for (const ModelGemm& g : model_gemms(c, mo))
     if (g.phase == "fwd") r.prefill_seconds += g.count * model.estimate(L.dtype, g.shape).seconds;
   r.prefill_seconds += model_stream_work(c, L.batch, L.context, 1, L.skip_fraction, false).seconds(p, bytes);
   r.prefill_tokens_per_second = double(L.batch * L.context) / r.prefill_seconds;

@@ -149,7 +149,7 @@ HardwareProfile measure_profile(const ProfileMeasureOptions& o, Comm& world,
         mo.micro_batch = b;
         mo.seq_len = sl;
         mo.ep = o.ep;
-        for (const ModelGemm& g : windowed_model_gemms(c, mo)) add_shape(f32, seen32, g.shape);
+        for (const ModelGemm& g : model_gemms(c, mo)) add_shape(f32, seen32, g.shape);
       }
     const ParamTable table(c, true);
     for (const ParamEntry& e : table.entries()) {

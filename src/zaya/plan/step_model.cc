@@ -102,7 +102,7 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
-  for (const ModelGemm& g : windowed_model_gemms(c, mo)) {
+  for (const ModelGemm& g : model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
     t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);

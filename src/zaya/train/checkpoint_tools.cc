@@ -15,6 +15,7 @@
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/train/state_tensors.h"
 
 namespace zaya {
@@ -61,7 +62,7 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
   if (is_gguf)
     gguf.emplace(ZayaGgufFile::open(in));
   else
-    model = load_hf_model(in);
+    model = load_model_directory(in);  // either layout
   const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
   // The config's vocabulary is decided by the data when not given: take the model's.
   ZayaConfig want = config.model;
@@ -71,7 +72,9 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
     config.model = want;
     config.vocab_from_tokenizer = false;
   }
-  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(source, "float32"),
+  ZayaConfig same = source;
+  same.rope_precision = want.rope_precision;  // how RoPE angles are computed shapes no weight: the config's decides
+  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(same, "float32"),
              "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
              "--config {}`)",
              config_path, in, in, config_path);

@@ -3,18 +3,29 @@
 #include <map>
 #include <vector>
 
+#include "zaya/core/error.h"
 #include "zaya/dist/comm.h"
 #include "zaya/model/hf_checkpoint.h"
+#include "zaya/model/model_directory.h"
 
 namespace zaya {
 
 void save_final_weights(const ZayaModel& model, const ZayaConfig& config, ProcessMesh& mesh, const std::string& dir,
-                        const std::string& dtype) {
+                        const std::string& dtype, const std::string& layout_name) {
   HfSaveOptions save;
   save.dtype = dtype;
+  const DirectoryLayout layout = parse_directory_layout(layout_name, "train.save_layout");
+  if (layout == DirectoryLayout::kNative) {
+    // Every rank holds every balancing bias, so all refuse alike.
+    const std::string why = native_export_problem(config, model.buffers(), model.buffer_data(), "the trained model");
+    ZAYA_CHECK(why.empty(),
+               "train.save_layout = \"native\": {}; {} is not written (the run's checkpoints hold the weights: "
+               "`zaya ckpt export --in CHECKPOINTS --out DIR` writes the legacy layout)",
+               why, dir);
+  }
   const bool root = mesh.rank() == 0;
   if (mesh.ep_size() == 1) {
-    if (root) save_hf_tensors(config, complete_model_tensors(model), dir, save);
+    if (root) save_model_directory(config, complete_model_tensors(model), dir, layout, save);
     return;
   }
   // Expert parallel: gather every rank's expert region within its ep group
@@ -40,7 +51,7 @@ void save_final_weights(const ZayaModel& model, const ZayaConfig& config, Proces
   for (const ParamEntry& e : full.entries()) tensors.push_back({e.name, e.shape, where.at(e.name), false});
   for (const ParamEntry& e : model.buffers().entries())
     tensors.push_back({e.name, e.shape, model.buffer_data() + e.offset, true});
-  save_hf_tensors(config, tensors, dir, save);
+  save_model_directory(config, tensors, dir, layout, save);
 }
 
 }  // namespace zaya

@@ -65,25 +65,6 @@ std::string foreign_entry(const std::string& dir) {
   return {};
 }
 
-// Whether the skip expert of a native model can ever be chosen: per MoE
-// layer, the skip slot's biased probability is at most 1 + b_skip, a real
-// expert's at least its bias, so the slot is dead when 1 + b_skip is below the
-// top_k-th largest expert bias (spec §4). Returns the layers where it is alive.
-std::vector<int> live_skip_layers(const ZayaModel& model) {
-  const ZayaConfig& c = model.config();
-  std::vector<int> live;
-  if (!c.use_skip) return live;
-  for (const ParamEntry& e : model.buffers().entries()) {
-    if (e.role != TensorRole::kBalancingBias) continue;
-    const float* b = model.buffer_data() + e.offset;
-    std::vector<float> experts(b, b + c.experts);
-    std::sort(experts.begin(), experts.end(), std::greater<float>());
-    const float kth = experts[size_t(std::min<int64_t>(c.top_k, c.experts) - 1)];
-    if (!(1.0f + b[c.skip_slot()] < kth)) live.push_back(e.half_layer);
-  }
-  return live;
-}
-
 // The tokenizer must fit the model it goes with (as `zaya generate` checks).
 void check_export_tokenizer(const Tokenizer& tok, const ZayaConfig& c, const std::string& model) {
   ZAYA_CHECK(tok.vocab_size() <= c.real_vocab_size,
@@ -224,23 +205,28 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
                    "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype, r.format == "gguf" ? ", f16" : "");
   ZAYA_CHECK_USAGE(r.format == "gguf" || o.dtype != "f16",
                    "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
+  const DirectoryLayout layout = parse_directory_layout(o.layout, "--layout");
+  ZAYA_CHECK_USAGE(r.format == "safetensors" || layout == DirectoryLayout::kLegacy,
+                   "--layout native is for a Hugging Face directory; a GGUF file has its own tensor names "
+                   "(docs/formats-gguf.md): drop --layout or choose an --out without .gguf");
+  r.layout = directory_layout_name(layout);
   const std::string target = without_trailing_slash(out).string();
   r.replaced = check_export_target(target, r.format, o.force);
   r.source = resolve_model_source(in);
 
   std::unique_ptr<ZayaModel> model;
   std::string recorded_tokenizer;
+  bool native_source = false;
   if (r.source.kind == ModelSource::Kind::kCheckpoint) {
     const CheckpointReader ck = CheckpointReader::open(r.source.dir);
     model = load_checkpoint_model(ck);
     r.step = ck.meta().step;
     recorded_tokenizer = checkpoint_tokenizer(ck);
   } else {
-    bool native = false;
-    model = load_model_directory(r.source.dir, &native);
+    model = load_model_directory(r.source.dir, &native_source);
     recorded_tokenizer = (fs::path(r.source.dir) / "tokenizer.model").string();
-    const std::vector<int> live = live_skip_layers(*model);
-    if (native && model->config().use_skip)
+    const std::vector<int> live = live_skip_half_layers(model->config(), model->buffers(), model->buffer_data());
+    if (native_source && layout == DirectoryLayout::kLegacy && model->config().use_skip)
       r.notes.push_back(
           live.empty()
               ? fmt::format("{} is in the native layout, whose skip expert outputs 0 (the legacy layout of the "
@@ -253,6 +239,11 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
                             r.source.dir, fmt::join(live, ", ")));
   }
   const ZayaConfig& config = model->config();
+  // A native source keeps its own semantics in the native layout; legacy weights only where they compute the same.
+  if (r.format == "safetensors" && layout == DirectoryLayout::kNative && !native_source) {
+    const std::string why = native_export_problem(config, model->buffers(), model->buffer_data(), r.source.dir);
+    ZAYA_CHECK(why.empty(), "--layout native: {}", why);
+  }
 
   std::optional<Tokenizer> tok;
   std::error_code ec;
@@ -293,7 +284,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   } else {
     HfSaveOptions save;
     save.dtype = o.dtype;
-    save_hf_tensors(config, tensors, staged.path(), save);
+    save_model_directory(config, tensors, staged.path(), layout, save);
     if (tok) write_file_atomic((fs::path(staged.path()) / "tokenizer.model").string(), tok->serialized());
   }
   replace_path_atomically(staged.path(), target);

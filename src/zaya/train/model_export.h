@@ -46,10 +46,11 @@ bool check_export_target(const std::string& out, const std::string& format, bool
 std::string export_model_name(const ModelSource& source);
 
 struct ExportOptions {
-  std::string format = "auto";  // auto, safetensors, gguf
-  std::string dtype = "f32";    // f32, bf16 (gguf also f16)
-  std::string tokenizer;        // overrides the checkpoint's recorded tokenizer / the directory's tokenizer.model
-  bool force = false;           // replace an existing output (atomically)
+  std::string format = "auto";    // auto, safetensors, gguf
+  std::string dtype = "f32";      // f32, bf16 (gguf also f16)
+  std::string tokenizer;          // overrides the checkpoint's recorded tokenizer / the directory's tokenizer.model
+  std::string layout = "legacy";  // safetensors: legacy (80 half-layers) or native (40 layers); GGUF: legacy only
+  bool force = false;             // replace an existing output (atomically)
 };
 
 struct ExportReport {
@@ -58,15 +59,20 @@ struct ExportReport {
   int64_t step = -1;               // the checkpoint's step (-1: a model directory)
   std::string tokenizer;           // the tokenizer written (copied or embedded), empty for none
   std::string name;                // general.name (gguf)
+  std::string layout;              // the layout written (safetensors): "legacy" or "native"
   bool replaced = false;           // an existing output was replaced (--force)
   std::vector<std::string> notes;  // for stderr: no tokenizer and how to add one, skip-expert semantics
 };
 
 // Writes the weights of `in` (resolve_model_source) to `out`: a Hugging Face
-// directory (config.json + model.safetensors, legacy names, + tokenizer.model)
-// or one GGUF file (stacked experts, the tokenizer's vocabulary and its
+// directory (config.json + model.safetensors in the legacy or native layout,
+// + tokenizer.model) or one GGUF file (stacked experts, the tokenizer's vocabulary and its
 // SentencePiece model embedded). The output appears in one step
 // (replace_path_atomically): never half written, never half old and half new.
+// The native layout is refused, naming the half-layers, when the model (a
+// checkpoint or a legacy directory, legacy semantics) could choose its skip
+// expert somewhere (native_export_problem): the native file would compute
+// something else there.
 ExportReport export_model(const std::string& in, const std::string& out, const ExportOptions& options);
 
 // What `zaya ckpt inspect` shows of a model directory (weights only: no step,

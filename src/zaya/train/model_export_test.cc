@@ -380,6 +380,51 @@ TEST(CkptExport, FromANativeDirectory) {
   EXPECT_NE(l.notes[0].find("in half-layer(s) 1, 3 the skip slot can be chosen"), std::string::npos) << l.notes[0];
 }
 
+// --layout native: a legacy directory whose skip slot is dead in every layer
+// is written natively and reads back bit for bit; one whose skip slot can be
+// chosen is refused, naming the half-layers; a GGUF --out refuses the option.
+TEST(CkptExport, NativeLayoutOnlyWhereItComputesTheSame) {
+  TempDir dir;
+  ZayaConfig c = small_config();
+  c.top_k = 1;
+  ZayaModel dead(c);
+  dead.init(11);
+  for (float* b : dead.balancing_biases()) {
+    b[0] = 0.5f;
+    b[c.skip_slot()] = -1.0f;
+  }
+  save_hf_model(dead, dir.file("legacy"));
+  ExportOptions native;
+  native.layout = "native";
+  const ExportReport r = export_model(dir.file("legacy"), dir.file("native"), native);
+  EXPECT_EQ(r.layout, "native");
+  bool is_native = false;
+  const auto back = load_model_directory(dir.file("native"), &is_native);
+  EXPECT_TRUE(is_native);
+  EXPECT_EQ(std::memcmp(back->param_data(), dead.param_data(), sizeof(float) * dead.params().total_floats()), 0);
+  EXPECT_EQ(std::memcmp(back->buffer_data(), dead.buffer_data(), sizeof(float) * dead.buffers().total_floats()), 0);
+  // native -> native keeps the native semantics: no note about the skip expert.
+  const ExportReport again = export_model(dir.file("native"), dir.file("native2"), native);
+  for (const std::string& note : again.notes) EXPECT_EQ(note.find("skip"), std::string::npos) << note;
+
+  ZayaModel live(c);
+  live.init(12);  // fresh biases: 0 for experts, -1 for the skip slot, which can then still win
+  save_hf_model(live, dir.file("live"));
+  expect_error([&] { export_model(dir.file("live"), dir.file("live_native"), native); },
+               "cannot be written in the native layout exactly: in half-layer(s) 1, 3 the balancing biases "
+               "let the skip slot be chosen");
+  EXPECT_FALSE(fs::exists(dir.file("live_native")));
+  expect_error([&] { export_model(dir.file("legacy"), dir.file("m.gguf"), native); },
+               "--layout native is for a Hugging Face directory");
+  ZayaConfig top2 = small_config();
+  top2.top_k = 2;
+  ZayaModel two(top2);
+  two.init(13);
+  save_hf_model(two, dir.file("top2"));
+  expect_error([&] { export_model(dir.file("top2"), dir.file("top2_native"), native); },
+               "has no native layout: top_k = ");
+}
+
 // What `zaya ckpt inspect` shows of a model directory: legacy or native, its
 // config, files, tensors and tokenizer.
 TEST(CkptInspect, DescribesAModelDirectory) {

@@ -72,6 +72,7 @@ PhaseController::PhaseController(TrainConfig& config, int64_t world_size, bool s
     run.micro_batch = plans_[0].micro_batch;
     run.seq_len = plans_[0].seq_len;
     config.model.rope_theta = plans_[0].rope_theta;
+    config.model.sliding_rope_theta = plans_[0].sliding_rope_theta;
   }
   if (synthetic_data) {
     train_data_ = std::make_unique<SyntheticBatchSource>(config.model.real_vocab_size, run.seed);
@@ -122,6 +123,7 @@ bool PhaseController::enter(size_t phase, TrainConfig& config) {
   config.run.micro_batch = p.micro_batch;
   config.run.seq_len = p.seq_len;
   config.model.rope_theta = p.rope_theta;
+  config.model.sliding_rope_theta = p.sliding_rope_theta;
   if (recipe_data_) {
     auto train = recipe_data_->train_source(phase, p.seq_len, seed_);
     mixture_ = train.get();

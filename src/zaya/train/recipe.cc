@@ -34,6 +34,7 @@ std::vector<PhasePlan> plan_phases(const TrainConfig& config, int64_t world_size
     p.cp = config.parallel.cp;
     p.data_replicas = std::max<int64_t>(1, world_size / config.parallel.cp);
     p.rope_theta = config.model.rope_theta;
+    p.sliding_rope_theta = config.model.sliding_rope_theta;
     p.schedule = config.schedule;
     plans.push_back(p);
     return plans;
@@ -57,6 +58,7 @@ std::vector<PhasePlan> plan_phases(const TrainConfig& config, int64_t world_size
     p.cp = ph.cp;
     p.data_replicas = data_replicas;
     p.rope_theta = ph.rope_theta;
+    p.sliding_rope_theta = ph.sliding_rope_theta;
     p.lr_ratio = ph.lr / config.optim.lr;
     // WSD within the phase: warmup, stable, then a linear decay over the last
     // decay_fraction of its steps; decay_fraction = 0 keeps the peak to the end.
@@ -96,6 +98,7 @@ std::string describe_phase(const TrainConfig& config, size_t index, const PhaseP
       plan.micro_batch * plan.seq_len * config.run.grad_accum * data_replicas, plan.micro_batch, plan.seq_len,
       config.run.grad_accum, data_replicas, plan.cp > 1 ? fmt::format(", cp {}", plan.cp) : "", plan.rope_theta,
       config.optim.lr * plan.lr_ratio);
+  if (config.model.has_sliding()) line += fmt::format(", sliding_rope_theta {:g}", plan.sliding_rope_theta);
   if (index < config.phases.size()) {
     const PhaseConfig& ph = config.phases[index];
     double total = 0;
@@ -108,7 +111,7 @@ std::string describe_phase(const TrainConfig& config, size_t index, const PhaseP
   return line;
 }
 
-std::string phases_to_toml(const std::vector<PhaseConfig>& phases) {
+std::string phases_to_toml(const std::vector<PhaseConfig>& phases, bool sliding) {
   // A JSON string is a valid TOML basic string (the same escapes).
   auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
   std::string s;
@@ -117,6 +120,7 @@ std::string phases_to_toml(const std::vector<PhaseConfig>& phases) {
                      quoted(p.name), p.tokens, p.seq_len, p.rope_theta, p.micro_batch);
     s += fmt::format("lr = {}\nwarmup_steps = {}\ndecay_fraction = {}\nmin_lr_ratio = {}\ncp = {}\n", p.lr,
                      p.warmup_steps, p.decay_fraction, p.min_lr_ratio, p.cp);
+    if (sliding) s += fmt::format("sliding_rope_theta = {:.1f}\n", p.sliding_rope_theta);
     for (const PhaseData& d : p.data)
       s += fmt::format("[[phase.data]]\ndir = {}\nweight = {}\n", quoted(d.dir), d.weight);
   }

@@ -30,13 +30,14 @@ struct PhaseConfig {
   std::string name;    // default "phase N"
   int64_t tokens = 0;  // token budget (all data replicas together)
   int64_t seq_len = 0;
-  double rope_theta = 0;        // default model.rope_theta
-  int64_t micro_batch = 0;      // default train.micro_batch
-  double lr = 0;                // peak learning rate, default optim.lr
-  int64_t warmup_steps = 0;     // linear warmup at the start of the phase
-  double decay_fraction = 0.2;  // linear decay over the last share of the phase's steps (0: none)
-  double min_lr_ratio = 0.1;    // learning rate at the end of the decay / lr
-  int cp = 1;                   // context-parallel ranks, default parallel.cp (ZAYA1's 32K phase used 2)
+  double rope_theta = 0;          // default model.rope_theta
+  double sliding_rope_theta = 0;  // the sliding blocks' RoPE base, default model.sliding_rope_theta
+  int64_t micro_batch = 0;        // default train.micro_batch
+  double lr = 0;                  // peak learning rate, default optim.lr
+  int64_t warmup_steps = 0;       // linear warmup at the start of the phase
+  double decay_fraction = 0.2;    // linear decay over the last share of the phase's steps (0: none)
+  double min_lr_ratio = 0.1;      // learning rate at the end of the decay / lr
+  int cp = 1;                     // context-parallel ranks, default parallel.cp (ZAYA1's 32K phase used 2)
   std::vector<PhaseData> data;
 
   // Index into `data` of the highest weight (the first of equals): its
@@ -54,6 +55,7 @@ struct PhasePlan {
   int cp = 1;                 // context-parallel ranks
   int64_t data_replicas = 1;  // ranks reading distinct sequences: world / cp
   double rope_theta = 0;
+  double sliding_rope_theta = 0;
   double lr_ratio = 1.0;    // the phase's peak learning rate / optim.lr
   ScheduleConfig schedule;  // over the phase's own steps (step 0 = its first)
   int64_t end_step() const { return first_step + steps; }
@@ -79,7 +81,8 @@ double phase_lr_multiplier(const PhasePlan& plan, int64_t step);
 // One line describing a phase (progress output): steps, batch, RoPE base, lr, data.
 std::string describe_phase(const TrainConfig& config, size_t index, const PhasePlan& plan);
 
-// The [[phase]] tables as TOML (train_config_to_toml), every key explicit.
-std::string phases_to_toml(const std::vector<PhaseConfig>& phases);
+// The [[phase]] tables as TOML (train_config_to_toml), every key explicit
+// (sliding_rope_theta only for a model with sliding-window blocks).
+std::string phases_to_toml(const std::vector<PhaseConfig>& phases, bool sliding);
 
 }  // namespace zaya

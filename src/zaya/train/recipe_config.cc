@@ -45,6 +45,11 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
                "{}: {}.seq_len = {} does not fit {}cp = {}; allowed: a multiple of 2 * cp = {} and at least {}",
                s.where_table(), name, p.seq_len, p.cp == d.cp ? "parallel." : name + ".", p.cp, 2 * p.cp, 4 * p.cp);
     p.rope_theta = s.get_double("rope_theta", d.rope_theta, 1.0, 1e12, true);
+    ZAYA_CHECK(d.sliding || !s.has("sliding_rope_theta"),
+               "{}: {}.sliding_rope_theta is set, but the model has no sliding-window blocks (model.sliding_window = "
+               "0); allowed: rope_theta only",
+               s.where_table(), name);
+    p.sliding_rope_theta = s.get_double("sliding_rope_theta", d.sliding_rope_theta, 1.0, 1e12, true);
     p.micro_batch = s.get_int("micro_batch", d.micro_batch, 1, 1 << 16);
     p.lr = s.get_double("lr", d.lr, 1e-9, 1.0);
     p.warmup_steps = s.get_int("warmup_steps", p.warmup_steps, 0, int64_t(1) << 40);

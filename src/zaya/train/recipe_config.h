@@ -13,17 +13,20 @@ namespace zaya {
 
 // What a phase inherits when it does not set a key, and the limits its keys must respect.
 struct PhaseDefaults {
-  int64_t micro_batch = 16;     // train.micro_batch
-  double lr = 3e-3;             // optim.lr
-  double rope_theta = 10000;    // model.rope_theta
-  int64_t max_position = 4096;  // model.max_position_embeddings: the longest seq_len
-  int cp = 1;                   // parallel.cp: a phase's default cp
-  int ep = 1;                   // parallel.ep: a phase may change cp only with ep = 1
+  int64_t micro_batch = 16;           // train.micro_batch
+  double lr = 3e-3;                   // optim.lr
+  double rope_theta = 10000;          // model.rope_theta
+  double sliding_rope_theta = 10000;  // model.sliding_rope_theta
+  bool sliding = false;               // the model has sliding-window blocks (else sliding_rope_theta is refused)
+  int64_t max_position = 4096;        // model.max_position_embeddings: the longest seq_len
+  int cp = 1;                         // parallel.cp: a phase's default cp
+  int ep = 1;                         // parallel.ep: a phase may change cp only with ep = 1
 };
 
-inline const std::vector<std::string> kPhaseKeys = {"name",         "tokens", "seq_len",      "rope_theta",
-                                                    "micro_batch",  "lr",     "warmup_steps", "decay_fraction",
-                                                    "min_lr_ratio", "cp",     "data"};
+inline const std::vector<std::string> kPhaseKeys = {
+    "name",        "tokens", "seq_len",      "rope_theta",     "sliding_rope_theta",
+    "micro_batch", "lr",     "warmup_steps", "decay_fraction", "min_lr_ratio",
+    "cp",          "data"};
 inline const std::vector<std::string> kPhaseDataKeys = {"dir", "weight"};
 
 // The [[phase]] tables of `root` (empty when there are none), validated.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "zaya/core/test_util.h"
+#include "zaya/train/phase_controller.h"
 #include "zaya/train/train_config.h"
 
 namespace zaya {
@@ -134,6 +135,42 @@ TEST(Recipe, TomlRoundTripAndPhaseOverrides) {
   EXPECT_THROW(parse_train_config(kRecipe, "recipe.toml", {"phase.1.tokenz=1"}), UsageError);
   EXPECT_THROW(parse_train_config(kRecipe, "recipe.toml", {"phase.9.tokens=1"}), UsageError);
   EXPECT_NE(error_of(kRecipe, {"phase.x=1"}).find("phase.N.key=value"), std::string::npos);
+}
+
+// A model with sliding-window blocks: a phase may change the sliding blocks'
+// RoPE base with the full blocks' (defaults: the model's); the trainer's
+// controller sets both as it enters a phase; a model without sliding blocks
+// refuses the key by name.
+TEST(Recipe, PhasesChangeTheSlidingBlocksRopeBaseToo) {
+  std::string text = edited("preset = \"tiny\"", "preset = \"tiny\"\nsliding_window = 8\nsliding_rope_theta = 2000.0");
+  const size_t at = text.find("rope_theta = 100000");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "sliding_rope_theta = 40000\n");
+  TrainConfig t = parse_train_config(text, "recipe.toml");
+  ASSERT_EQ(t.phases.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.phases[0].sliding_rope_theta, 2000);  // the model's
+  EXPECT_DOUBLE_EQ(t.phases[1].sliding_rope_theta, 40000);
+  const std::vector<PhasePlan> p = plan_phases(t, 1);
+  EXPECT_DOUBLE_EQ(p[0].sliding_rope_theta, 2000);
+  EXPECT_DOUBLE_EQ(p[1].sliding_rope_theta, 40000);
+  EXPECT_NE(describe_phase(t, 1, p[1]).find("sliding_rope_theta 40000"), std::string::npos)
+      << describe_phase(t, 1, p[1]);
+  // The config written beside a run reads back the same.
+  const std::string toml = train_config_to_toml(t);
+  EXPECT_NE(toml.find("sliding_rope_theta = 40000.0"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_train_config(toml, "again.toml").phases[1].sliding_rope_theta, 40000);
+  PhaseController phases(t, 1, true);
+  EXPECT_DOUBLE_EQ(t.model.sliding_rope_theta, 2000);
+  EXPECT_TRUE(phases.enter(1, t));
+  EXPECT_DOUBLE_EQ(t.model.rope_theta, 100000);
+  EXPECT_DOUBLE_EQ(t.model.sliding_rope_theta, 40000);
+  EXPECT_TRUE(phases.enter(0, t));
+  EXPECT_DOUBLE_EQ(t.model.sliding_rope_theta, 2000);
+  // Without sliding blocks the key has nothing to set.
+  EXPECT_NE(error_of(edited("rope_theta = 100000", "sliding_rope_theta = 40000"))
+                .find("phase[2].sliding_rope_theta is set, but the model has no sliding-window blocks"),
+            std::string::npos)
+      << error_of(edited("rope_theta = 100000", "sliding_rope_theta = 40000"));
 }
 
 TEST(Recipe, ErrorsNameFileKeyAndAllowed) {

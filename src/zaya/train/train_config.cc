@@ -14,6 +14,7 @@
 #include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/model/native_config.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"
 
@@ -21,9 +22,9 @@ namespace zaya {
 namespace {
 
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val"};
-const std::vector<std::string> kTrainKeys = {"seed",    "micro_batch", "seq_len",      "grad_accum",
-                                             "steps",   "eval_every",  "eval_batches", "log_every",
-                                             "threads", "out_dir",     "save_dtype",   "precision"};
+const std::vector<std::string> kTrainKeys = {"seed",       "micro_batch",  "seq_len",   "grad_accum", "steps",
+                                             "eval_every", "eval_batches", "log_every", "threads",    "out_dir",
+                                             "save_dtype", "save_layout",  "precision"};
 const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
                                              "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
                                              "ns_steps",     "ns_dtype", "grad_clip"};
@@ -125,7 +126,10 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.out_dir = r.get_string("out_dir", run.out_dir);
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
   run.precision = r.get_string("precision", run.precision, {"f32", "bf16", "auto"});
+  run.save_layout = r.get_string("save_layout", run.save_layout, {"legacy", "native"});
   r.finish(kTrainKeys);
+  if (const std::string why = native_layout_problem(c); run.save_layout == "native" && !why.empty())
+    fail("{}: train.save_layout = \"native\" is invalid for this model: {}; allowed: \"legacy\"", source, why);
   ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
              c.max_position);
@@ -151,6 +155,8 @@ TrainConfig build(const toml::table& root, const std::string& source) {
     pd.micro_batch = run.micro_batch;
     pd.lr = op.lr;
     pd.rope_theta = c.rope_theta;
+    pd.sliding_rope_theta = c.sliding_rope_theta;
+    pd.sliding = c.has_sliding();
     pd.max_position = c.max_position;
     pd.cp = int(std::max<int64_t>(1, root["parallel"]["cp"].value_or<int64_t>(1)));  // validated with [parallel]
     pd.ep = int(std::max<int64_t>(1, root["parallel"]["ep"].value_or<int64_t>(1)));
@@ -283,7 +289,8 @@ std::string train_config_to_toml(const TrainConfig& t) {
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
                    r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format("save_dtype = \"{}\"\nprecision = \"{}\"\n\n", r.save_dtype, r.precision);
+  s += fmt::format("save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\n\n", r.save_dtype, r.save_layout,
+                   r.precision);
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
                    o.beta2, o.eps, o.weight_decay, o.use_muon);
@@ -309,7 +316,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
   s += fmt::format("on_save_error = \"{}\"\nmax_failed_saves = {}\n", ft.on_save_error, ft.max_failed_saves);
   s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
-  s += phases_to_toml(t.phases);
+  s += phases_to_toml(t.phases, t.model.has_sliding());
   return s;
 }
 

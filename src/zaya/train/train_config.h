@@ -37,7 +37,8 @@ struct RunConfig {
   int64_t log_every = 10;
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
-  std::string save_dtype = "f32";  // weights written at the end: f32 or bf16
+  std::string save_dtype = "f32";      // weights written at the end: f32 or bf16
+  std::string save_layout = "legacy";  // and their layout: legacy or native (model/model_directory.h)
   // GEMM operands of the forward and backward: "f32", "bf16" (float32 master
   // weights, gradients and optimizer state; docs/model.md "Precision") or
   // "auto" (bf16 where the CPU has native bf16 GEMMs). f32 by default: a

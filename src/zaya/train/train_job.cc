@@ -230,7 +230,7 @@ TrainSummary TrainJob::run_steps() {
   summary.weights_dir = (std::filesystem::path(run.out_dir) / "final").string();
   if (options_.write_outputs) {
     // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
-    save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype);
+    save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype, run.save_layout);
     if (is_root()) {
       if (!config_.data.tokenizer.empty())
         std::filesystem::copy_file(config_.data.tokenizer,

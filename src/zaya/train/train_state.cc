@@ -41,8 +41,9 @@ StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note)
   const ZayaConfig& current = p.numerics.model().config();
   // The model must be the same; everything else may change (layout, optimizer settings, out_dir...).
   const TrainConfig saved = parse_train_config(meta.config_toml, ck.dir() + "/metadata.json (config)");
-  // The RoPE base and the longest position shape no parameter: a context
-  // extension changes them (a recipe phase sets its own RoPE base).
+  // The RoPE bases, their precision and the longest position shape no
+  // parameter: a context extension changes them (a recipe phase sets its own
+  // RoPE bases).
   ZayaConfig saved_model = saved.model;
   if (note && (saved_model.rope_theta != current.rope_theta || saved_model.max_position != current.max_position))
     fmt::print(
@@ -50,6 +51,8 @@ StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note)
         "{}\n",
         ck.dir(), saved_model.rope_theta, saved_model.max_position, current.rope_theta, current.max_position);
   saved_model.rope_theta = current.rope_theta;
+  saved_model.sliding_rope_theta = current.sliding_rope_theta;
+  saved_model.rope_precision = current.rope_precision;
   saved_model.max_position = current.max_position;
   ZAYA_CHECK(config_to_hf_json(saved_model, "float32") == config_to_hf_json(current, "float32"),
              "{}: the checkpoint's model ({} preset, hidden {}, {} blocks, {} experts, vocab {}) differs from this "
