@@ -59,28 +59,38 @@ static void issue(int coll, int nonblocking, float* send, float* recv, size_t co
   const int c = (int)count;
   switch (coll) {
     case ALL_REDUCE:
-      if (r) MPI_Iallreduce(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r);
-      else MPI_Allreduce(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      if (r)
+        MPI_Iallreduce(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r);
+      else
+        MPI_Allreduce(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
     case REDUCE_SCATTER:
-      if (r) MPI_Ireduce_scatter_block(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r);
-      else MPI_Reduce_scatter_block(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      if (r)
+        MPI_Ireduce_scatter_block(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r);
+      else
+        MPI_Reduce_scatter_block(send, recv, c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
     case ALL_GATHER:
-      if (r) MPI_Iallgather(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, MPI_COMM_WORLD, r);
-      else MPI_Allgather(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, MPI_COMM_WORLD);
+      if (r)
+        MPI_Iallgather(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, MPI_COMM_WORLD, r);
+      else
+        MPI_Allgather(send, c, MPI_FLOAT, recv, c, MPI_FLOAT, MPI_COMM_WORLD);
       break;
     case BROADCAST: /* in place, as zaya's Comm::broadcast */
-      if (r) MPI_Ibcast(recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD, r);
-      else MPI_Bcast(recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      if (r)
+        MPI_Ibcast(recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD, r);
+      else
+        MPI_Bcast(recv, c, MPI_FLOAT, 0, MPI_COMM_WORLD);
       break;
     case ALL_TO_ALL_V:
       for (int i = 0; i < n; ++i) {
         counts[i] = c;
         displs[i] = c * i;
       }
-      if (r) MPI_Ialltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD, r);
-      else MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+      if (r)
+        MPI_Ialltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD, r);
+      else
+        MPI_Alltoallv(send, counts, displs, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
       break;
   }
   if (r) MPI_Wait(r, MPI_STATUS_IGNORE);
@@ -97,8 +107,10 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 5; ++i)
           if (strcmp(optarg, kNames[i]) == 0) coll = i;
         if (coll < 0) {
-          fprintf(stderr, "unknown collective '%s'; allowed: all_reduce, reduce_scatter, all_gather, broadcast, "
-                  "all_to_all_v\n", optarg);
+          fprintf(stderr,
+                  "unknown collective '%s'; allowed: all_reduce, reduce_scatter, all_gather, broadcast, "
+                  "all_to_all_v\n",
+                  optarg);
           MPI_Abort(MPI_COMM_WORLD, 2);
         }
         break;
