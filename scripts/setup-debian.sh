@@ -21,6 +21,7 @@ packages=(
   zlib1g-dev libzstd-dev zstd  # compressed corpora (.gz, .zst); the zstd tool for the tests
   libcpp-httplib-dev  # zaya serve's HTTP server
   nodejs              # tests/e2e/serve.sh runs the openai npm package against zaya serve
+  curl jq             # tests/e2e/serve.sh: the curl client and reading its JSON
   gnuplot-nox
   clang libclang-rt-14-dev libomp-dev clang-format
   python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)
