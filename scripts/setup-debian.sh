@@ -22,6 +22,7 @@ packages=(
   libcpp-httplib-dev  # zaya serve's HTTP server
   nodejs              # tests/e2e/serve.sh runs the openai npm package against zaya serve
   curl jq             # tests/e2e/serve.sh: the curl client and reading its JSON
+  python3             # small helpers inside tests/e2e (data_inputs, disk_full, export_layouts)
   gnuplot-nox
   clang libclang-rt-14-dev libomp-dev clang-format
   python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)
