@@ -11,36 +11,12 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/io/safetensors_file.h"
+#include "zaya/model/golden_fixture.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
 namespace zaya {
 namespace {
-
-const std::string kDir = std::string(ZAYA_TEST_DATA_DIR) + "/golden";
-
-struct Golden {
-  std::unique_ptr<ZayaModel> model = load_hf_model(kDir);
-  SafetensorsFile file = SafetensorsFile::open(kDir + "/golden.safetensors");
-  int64_t B = 0, S = 0;
-  std::vector<int32_t> ids, targets;
-  Golden() {
-    const auto& shape = file.info("input_ids").shape;
-    B = shape[0];
-    S = shape[1];
-    ids.resize(B * S);
-    targets.resize(B * S);
-    file.read_i32("input_ids", ids.data(), {B, S});
-    file.read_i32("targets", targets.data(), {B, S});
-  }
-  std::vector<float> tensor(const std::string& name, const std::vector<int64_t>& shape) const {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    std::vector<float> v(n);
-    file.read_f32(name, v.data(), shape);
-    return v;
-  }
-};
 
 // The stated bf16 tolerances: logits within 1% of their largest magnitude
 // (bf16 keeps 8 significant bits, about 0.4% per rounding, over several
