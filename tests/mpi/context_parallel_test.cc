@@ -40,11 +40,15 @@ Result forward_backward(const ZayaModel& model, ModelWorkspace& ws, const std::v
 }
 
 // window > 0: sliding-window attention (spec §12) on the even blocks, with their own RoPE base.
-void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t window = 0) {
+// k0, k1: the convolutions' taps (cca_time0 / cca_time1), a halo of max(1, k0 + k1 - 2) rows.
+void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t window = 0, int64_t k0 = 2,
+                                  int64_t k1 = 2) {
   Comm& w = world();
   auto cp = w.split(w.rank() / cp_size, w.rank() % cp_size, "cp");
   ZayaConfig c = testing::model_test_config();
   c.max_position = S;
+  c.conv_kernel0 = k0;
+  c.conv_kernel1 = k1;
   if (window > 0) {
     c.sliding_window = window;
     c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "test");
@@ -103,8 +107,10 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t win
   }
   EXPECT_GT(checked, 50);
   if (world().rank() == 0)
-    std::printf("cp %d, B %lld x S %lld, window %lld: worst relative gradient difference %.2e, logits %.2e\n", cp_size,
-                (long long)B, (long long)S, (long long)window, worst, max_err / max_abs);
+    std::printf(
+        "cp %d, B %lld x S %lld, window %lld, taps %lld/%lld: worst relative gradient difference %.2e, "
+        "logits %.2e\n",
+        cp_size, (long long)B, (long long)S, (long long)window, (long long)k0, (long long)k1, worst, max_err / max_abs);
 }
 
 TEST(ContextParallel, LossAndGradientsMatchOneRank) {
@@ -124,6 +130,19 @@ TEST(ContextParallel, SlidingWindowMatchesOneRank) {
     if (n % cp != 0) continue;
     for (int64_t window : {1, 3, 8, 12 * cp})
       check_cp_matches_single_rank(cp, 2, 12 * cp, window);  // chunks of 6 tokens
+  }
+}
+
+// Convolution kernels other than 2/2: 3/4 reads 5 rows before a chunk (chunks
+// of 6 and of exactly 5 tokens), 1/2 one row, 1/1 only the value shift's row.
+TEST(ContextParallel, OtherConvolutionKernelSizesMatchOneRank) {
+  const int n = world().size();
+  for (int cp = 2; cp <= n; ++cp) {
+    if (n % cp != 0) continue;
+    check_cp_matches_single_rank(cp, 2, 12 * cp, 0, 3, 4);  // chunks of 6 tokens
+    check_cp_matches_single_rank(cp, 1, 10 * cp, 0, 3, 4);  // chunks of 5: the halo is a whole chunk
+    check_cp_matches_single_rank(cp, 2, 12 * cp, 0, 1, 2);
+    check_cp_matches_single_rank(cp, 1, 4 * cp, 0, 1, 1);
   }
 }
 

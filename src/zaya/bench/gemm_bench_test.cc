@@ -44,8 +44,12 @@ TEST(GemmShapes, ExplicitShapes) {
 // The GEMM list accounts for exactly the model's FLOPs (model_forward_flops,
 // which MFU uses), except that attention runs whole 64-query blocks.
 TEST(GemmShapes, ModelGemmsMatchTheModelFlopCount) {
-  for (const std::string preset : {"tiny", "small"}) {
-    const ZayaConfig c = preset_config(preset);
+  for (const std::string preset : {"tiny", "small", "tiny-k34"}) {
+    ZayaConfig c = preset_config(preset == "tiny-k34" ? "tiny" : preset);
+    if (preset == "tiny-k34") {  // convolution kernels of 3 and 4 taps (cca_time0 / cca_time1)
+      c.conv_kernel0 = 3;
+      c.conv_kernel1 = 4;
+    }
     ModelGemmOptions o;
     o.micro_batch = 2;
     o.seq_len = 128;
@@ -68,6 +72,28 @@ TEST(GemmShapes, ModelGemmsMatchTheModelFlopCount) {
     // Backward: two GEMMs of the forward's size per linear layer, three for attention (recompute, dprobs, dq) + 2.
     EXPECT_NEAR(bwd, 2 * (fwd - attn_fwd) + 2.5 * attn_fwd, 1e-6 * bwd) << preset;
   }
+}
+
+// The grouped convolution is one d x d GEMM per tap, sequence and head group:
+// cca_time1 = 4 taps doubles ZAYA1's two, in the list and in the FLOP count.
+TEST(GemmShapes, GroupedConvolutionCountsItsTaps) {
+  ZayaConfig two = preset_config("tiny"), four = two;
+  four.conv_kernel1 = 4;
+  ModelGemmOptions o;
+  o.micro_batch = 2;
+  o.seq_len = 128;
+  auto conv_count = [&](const ZayaConfig& c) {
+    double n = 0;
+    for (const ModelGemm& g : model_gemms(c, o))
+      if (g.name == "attn.conv_qk.1" && g.phase == "fwd") n += g.count;
+    return n;
+  };
+  const double groups = double(two.conv_channels() / two.head_dim), L = double(two.num_blocks);
+  EXPECT_EQ(conv_count(two), L * 2 * groups * 2);
+  EXPECT_EQ(conv_count(four), L * 2 * groups * 4);
+  const double T = 2 * 128, routed = L * T * double(two.top_k);
+  EXPECT_DOUBLE_EQ(model_forward_flops(four, 2, 128, routed) - model_forward_flops(two, 2, 128, routed),
+                   L * T * 2 * 2 * double(two.conv_channels()) * double(two.head_dim));
 }
 
 // Sliding-window blocks (spec §12): their attention GEMMs are rows of their

@@ -118,8 +118,8 @@ std::vector<ModelGemm> model_gemms(const ZayaConfig& c, const ModelGemmOptions& 
   // CCA attention half-layers.
   linear("attn.qkv_proj", T, D, P, layers);
   linear("attn.o_proj", T, Q, D, layers);
-  // Grouped convolution: two taps per (sequence, head group), d x d each.
-  const double conv = layers * double(B) * double(G) * 2;
+  // Grouped convolution: k1 = cca_time1 taps per (sequence, head group), d x d each.
+  const double conv = layers * double(B) * double(G) * double(c.conv_kernel1);
   add("attn.conv_qk.1", "fwd", S, d, d, false, true, conv);
   add("attn.conv_qk.1", "bwd.dx", S, d, d, false, false, conv);
   add("attn.conv_qk.1", "bwd.dw", d, d, S, true, false, conv);

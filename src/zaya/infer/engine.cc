@@ -9,6 +9,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/model/conv_taps.h"
 #include "zaya/ops/residual_scale.h"
 #include "zaya/ops/rmsnorm.h"
 #include "zaya/ops/routing.h"
@@ -40,7 +41,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
       cc_(model.config().conv_channels()),
       pw_(model.config().q_width() + 2 * model.config().kv_width()),
       linear_(max_of({model.config().hidden, model.config().q_width(), model.config().expert_ffn,
-                      2 * model.config().head_dim, model.config().router_hidden}),
+                      model.config().conv_kernel1 * model.config().head_dim, model.config().router_hidden}),
               max_of({model.config().vocab_size, 2 * model.config().expert_ffn, model.config().hidden,
                       model.config().router_hidden, model.config().router_slots(), model.config().conv_channels(),
                       model.config().q_width()}),
@@ -64,9 +65,10 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   // The KV cache is left untouched (and so unallocated by the OS) until used.
   k_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
   v_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
-  conv_state_ = aligned_alloc_array<float>(size_t(B * slots_ * 2 * cc_));
+  conv_rows_ = conv_history(c);
+  conv_state_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, B * slots_ * conv_rows_ * cc_)));
   vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
-  std::memset(conv_state_.get(), 0, sizeof(float) * B * slots_ * 2 * cc_);
+  std::memset(conv_state_.get(), 0, sizeof(float) * B * slots_ * conv_rows_ * cc_);
   std::memset(vprev_.get(), 0, sizeof(float) * B * slots_ * (kw_ / 2));
   lengths_.assign(slots_, 0);
 
@@ -83,8 +85,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     x_TD_ = a.carve(T * D);
     rstd_T_ = a.carve(T);
     qkv_TP_ = a.carve(T * pw_);
-    a_ext_ = a.carve((T + chunks) * C);
-    xg_T2d_ = a.carve(T * 2 * C);
+    a_ext_ = a.carve((T + chunks * (c.conv_kernel1 - 1)) * C);
+    xg_T2d_ = a.carve(T * c.conv_kernel1 * C);
     c_TC_ = a.carve(T * C);
     q_TQ_ = a.carve(T * Q);
     k_TK_ = a.carve(T * K);
@@ -115,12 +117,12 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   plan_.reserve(c.experts, T, c.top_k);
   row_pos_.resize(T);
   row_chunk_.resize(T);
-  a_chunk_.resize(T + chunks);
+  a_chunk_.resize(T + chunks * (c.conv_kernel1 - 1));
 }
 
 int64_t InferenceEngine::state_bytes_per_slot() const {
   int64_t floats = 0;
-  for (int64_t b = 0; b < config_.num_blocks; ++b) floats += 2 * cache_rows_[b] * kw_ + 2 * cc_ + kw_ / 2;
+  for (int64_t b = 0; b < config_.num_blocks; ++b) floats += 2 * cache_rows_[b] * kw_ + conv_rows_ * cc_ + kw_ / 2;
   return int64_t(sizeof(float)) * floats;
 }
 
@@ -135,7 +137,7 @@ void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   lengths_[slot] = 0;
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memset(conv_state(b, slot), 0, sizeof(float) * 2 * cc_);
+    std::memset(conv_state(b, slot), 0, sizeof(float) * conv_rows_ * cc_);
     std::memset(vprev_state(b, slot), 0, sizeof(float) * (kw_ / 2));
   }
 }
@@ -153,7 +155,7 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
       std::memcpy(kcache(b, dst) + off, kcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
       std::memcpy(vcache(b, dst) + off, vcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
     }
-    std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * 2 * cc_);
+    std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * conv_rows_ * cc_);
     std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
   }
   lengths_[dst] = n;
@@ -218,15 +220,16 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   logit_chunk_.clear();
   logit_pos_.clear();
   int64_t r = 0;
+  const int64_t a_extra = c.conv_kernel1 - 1;  // conv-A rows per chunk beyond its token count
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const StepChunk& ch = chunks[ci];
     const int64_t past = lengths_[ch.slot];
     chunk_row0_.push_back(r);
     chunk_past_.push_back(past);
+    for (int64_t i = 0; i < ch.count + a_extra; ++i) a_chunk_[r + int64_t(ci) * a_extra + i] = int32_t(ci);
     for (int64_t i = 0; i < ch.count; ++i) {
       row_pos_[r + i] = int32_t(past + i);
       row_chunk_[r + i] = int32_t(ci);
-      a_chunk_[r + int64_t(ci) + i] = int32_t(ci);
       const bool want = ch.logits == LogitsWanted::kAll || (ch.logits == LogitsWanted::kLast && i == ch.count - 1);
       if (want) {
         logit_rows_.push_back(r + i);
@@ -234,7 +237,6 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
         logit_pos_.push_back(past + i);
       }
     }
-    a_chunk_[r + int64_t(ci) + ch.count] = int32_t(ci);
     r += ch.count;
   }
   stats_ = {};

@@ -14,7 +14,8 @@
 // workspace before its last N of them replace the oldest rows. So a sliding
 // block holds O(W) state however long the context, and each block applies its
 // own RoPE base (config.rope_theta_of) at absolute positions.
-//   conv    [2, C]                the raw (pre-conv) q|k vectors of the last two tokens, zero at start
+//   conv    [H, C]                the raw (pre-conv) q|k vectors of the last H = (cca_time0 - 1) +
+//                                 (cca_time1 - 1) tokens (ZAYA1: 2), zero at start
 //   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
 // The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to
 // it at the next step; we keep its product instead, which the fused projection
@@ -127,13 +128,16 @@ class InferenceEngine {
   float* vcache(int64_t block, int64_t slot) {
     return v_cache_.get() + cache_offset_[block] + slot * cache_rows_[block] * kw_;
   }
-  float* conv_state(int64_t block, int64_t slot) { return conv_state_.get() + (block * slots_ + slot) * 2 * cc_; }
+  float* conv_state(int64_t block, int64_t slot) {
+    return conv_state_.get() + (block * slots_ + slot) * conv_rows_ * cc_;
+  }
   float* vprev_state(int64_t block, int64_t slot) { return vprev_.get() + (block * slots_ + slot) * (kw_ / 2); }
 
   const InferModel& model_;
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;
+  int64_t conv_rows_ = 2;              // H: raw q|k rows of conv state per block and slot
   RopeTable rope_;                     // full-attention blocks' base (rope_theta)
   RopeTable rope_sliding_;             // sliding blocks' base (sliding_rope_theta), built when some block slides
   std::vector<int64_t> cache_rows_;    // per block: rows per slot and KV head
@@ -162,7 +166,7 @@ class InferenceEngine {
   ExpertPlan plan_;
   std::vector<int32_t> row_pos_;     // position of each row in its sequence
   std::vector<int32_t> row_chunk_;   // chunk of each row
-  std::vector<int32_t> a_chunk_;     // chunk of each conv-A row (a chunk of S rows has S + 1)
+  std::vector<int32_t> a_chunk_;     // chunk of each conv-A row (a chunk of S rows has S + cca_time1 - 1)
   std::vector<int64_t> chunk_row0_;  // first row of each chunk
   std::vector<int64_t> chunk_past_;  // slot length before the step
   std::vector<int64_t> logit_rows_;

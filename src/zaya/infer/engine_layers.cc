@@ -8,6 +8,7 @@
 
 #include "zaya/core/profiler.h"
 #include "zaya/infer/engine.h"
+#include "zaya/model/conv_taps.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
@@ -55,43 +56,46 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
   linear_.run_parts(qkv_TP_, pw_, x_TD_, D, T, parts);
 
-  // conv A (depthwise, kernel 2) over [state(2 rows), chunk rows]: a_ext row k of
-  // chunk ci = bA + wA0 * raw(k) + wA1 * raw(k+1), k = 0..S; row 0 is the older
-  // position's output (a_old of the first token), from the state alone.
+  // conv A (depthwise, k0 taps) over [state (H rows), chunk rows], H = k0 + k1 - 2:
+  // a_ext row k of chunk ci = bA + sum_j wA_j * raw(k + j), k = 0..S+k1-2; the
+  // first k1 - 1 rows are older positions' outputs, from the state alone.
+  const int64_t k0 = c.conv_kernel0, k1 = c.conv_kernel1, H = conv_history(c);
   const float* wA = w.conv_a_w_C2;
   const float* bA = w.conv_a_b_C;
-  const int64_t arows = T + nc;
+  const int64_t arows = T + nc * (k1 - 1);
 #pragma omp parallel for schedule(static) if (arows * C > 65536)
   for (int64_t ar = 0; ar < arows; ++ar) {
     const int64_t ci = a_chunk_[ar];
-    const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci;
+    const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci * (k1 - 1);
     const float* st = conv_state(b, chunks[ci].slot);
-    auto raw = [&](int64_t j) -> const float* { return j < 2 ? st + j * C : qkv_TP_ + (r0 + j - 2) * pw_; };
-    cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
+    auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_; };
+    if (k0 == 2) {
+      cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
+    } else {
+      const float* rows[kCcaConvMaxTaps];
+      for (int64_t j = 0; j < k0; ++j) rows[j] = raw(k + j);
+      cca_conv_a_row_taps(a_ext_ + ar * C, rows, wA, bA, C, k0);
+    }
   }
-  // New conv state: the raw vectors of the chunk's last two positions.
+  // New conv state: the raw vectors of the last H positions of [state, chunk]
+  // (row i from row S + i: ascending i never reads a row already replaced).
   for (int64_t ci = 0; ci < nc; ++ci) {
     const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
     float* st = conv_state(b, chunks[ci].slot);
-    if (S == 1) {
-      std::memcpy(st, st + C, sizeof(float) * C);
-    } else {
-      std::memcpy(st, qkv_TP_ + (r0 + S - 2) * pw_, sizeof(float) * C);
+    for (int64_t i = 0; i < H; ++i) {
+      const int64_t j = S + i;
+      std::memcpy(st + i * C, j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_, sizeof(float) * C);
     }
-    std::memcpy(st + C, qkv_TP_ + (r0 + S - 1) * pw_, sizeof(float) * C);
   }
-  // conv B (grouped): group g of row t reads (a_old[g], a_new[g]) = a_ext rows
-  // t + ci and t + ci + 1; inputs gathered as xg[g][t] = [a_old_g, a_new_g].
-  const int64_t d2 = 2 * d;
+  // conv B (grouped, k1 taps): group g of row t reads a_ext rows t + ci (k1 - 1) + m,
+  // m = 0..k1-1 (oldest first); inputs gathered as xg[g][t] = [a_0 g, .., a_{k1-1} g].
+  const int64_t d2 = k1 * d;
 #pragma omp parallel for schedule(static) if (T * C > 65536)
   for (int64_t t = 0; t < T; ++t) {
-    const int64_t ar = t + row_chunk_[t];
-    const float* a_old = a_ext_ + ar * C;
-    const float* a_new = a_old + C;
+    const float* a0 = a_ext_ + (t + row_chunk_[t] * (k1 - 1)) * C;
     for (int64_t g = 0; g < G; ++g) {
       float* dst = xg_T2d_ + (g * T + t) * d2;
-      std::memcpy(dst, a_old + g * d, sizeof(float) * d);
-      std::memcpy(dst + d, a_new + g * d, sizeof(float) * d);
+      for (int64_t m = 0; m < k1; ++m) std::memcpy(dst + m * d, a0 + m * C + g * d, sizeof(float) * d);
     }
   }
   if (T <= kMatvecMaxTokens) {

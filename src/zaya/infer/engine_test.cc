@@ -141,6 +141,59 @@ TEST(Engine, UntiedHeadPlainMergesAndF32RopeMatchTheTrainingForward) {
   }
 }
 
+// Convolution kernel sizes other than ZAYA1's 2/2 (cca_time0 / cca_time1): the
+// decoder's conv state of (k0 - 1) + (k1 - 1) rows per slot, across prefill /
+// decode splits, chunked prefill, a ragged step of two sequences and a forked
+// slot, equals the training forward. 1/1 keeps no conv state at all.
+TEST(Engine, OtherConvolutionKernelSizesMatchTheTrainingForward) {
+  for (const auto& [k0, k1] : {std::pair{3, 4}, std::pair{4, 1}, std::pair{1, 3}, std::pair{1, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "cca_time " << k0 << "/" << k1);
+    ZayaConfig c = testing::small_test_config();
+    c.conv_kernel0 = k0;
+    c.conv_kernel1 = k1;
+    auto model = testing::random_model(c, 15);
+    auto im = InferModel::from_model(*model);
+    const int64_t V = c.vocab_size, S = 24;
+    const std::vector<int32_t> ids = random_tokens(S, c.real_vocab_size, 9);
+    const std::vector<int32_t> other = random_tokens(S, c.real_vocab_size, 10);
+    const std::vector<float> ref = reference_logits(*model, ids), ref_other = reference_logits(*model, other);
+    EngineOptions o;
+    o.max_sequences = 3;
+    o.max_context = 32;
+    InferenceEngine engine(*im, o);
+    EXPECT_EQ(engine.state_bytes_per_slot(),
+              int64_t(sizeof(float)) * c.num_blocks *
+                  (2 * 32 * c.kv_width() + (k0 + k1 - 2) * c.conv_channels() + c.kv_width() / 2));
+    for (int64_t prefill : {1, 2, 5, 24}) {
+      const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+      EXPECT_LT(logits_error(got.data(), ref.data(), S, V, c.real_vocab_size), 2e-5) << "prefill " << prefill;
+    }
+    // Two sequences per step in chunks of 2 and 1 (shorter than the conv state when k0 + k1 - 2 > 2),
+    // then the first forked and all three continued in one ragged step.
+    engine.reset(0);
+    engine.reset(1);
+    std::vector<float> got(S * V), got_other(S * V), got_fork(S * V);
+    for (int64_t i = 0; i < 8; ++i) {
+      StepChunk step[2] = {{0, ids.data() + 2 * i, 2, LogitsWanted::kAll},
+                           {1, other.data() + i, 1, LogitsWanted::kAll}};
+      engine.step(step);
+      engine.logits(0, 2, got.data() + 2 * i * V);
+      engine.logits(2, 3, got_other.data() + i * V);
+    }
+    engine.copy(0, 2);
+    StepChunk rest[3] = {{0, ids.data() + 16, 8, LogitsWanted::kAll},
+                         {1, other.data() + 8, 16, LogitsWanted::kAll},
+                         {2, ids.data() + 16, 1, LogitsWanted::kAll}};
+    engine.step(rest);
+    engine.logits(0, 8, got.data() + 16 * V);
+    engine.logits(8, 24, got_other.data() + 8 * V);
+    engine.logits(24, 25, got_fork.data() + 16 * V);
+    EXPECT_LT(logits_error(got.data(), ref.data(), S, V, c.real_vocab_size), 2e-5);
+    EXPECT_LT(logits_error(got_other.data(), ref_other.data(), S, V, c.real_vocab_size), 2e-5);
+    EXPECT_LT(logits_error(got_fork.data() + 16 * V, ref.data() + 16 * V, 1, V, c.real_vocab_size), 2e-5);
+  }
+}
+
 // Three sequences of different prompt lengths in one ragged prefill step, then
 // decoded together (one token each per step); a fourth joins mid-way
 // (continuous batching); one finishes early. Each must equal its own

@@ -213,28 +213,26 @@ struct InferModel::Builder {
     }
   }
 
-  // The grouped conv [C, d, 2] repacked to [C, 2d] (see InferAttention::conv_b).
+  // The grouped conv [C, d, k1] repacked to [C, k1 d] (see InferAttention::conv_b).
   WeightMatrix conv_b(const ParamEntry& e) {
-    const int64_t C = e.shape[0], d = e.shape[1];
+    const int64_t C = e.shape[0], d = e.shape[1], k1 = e.shape[2];
     check_present(e);
-    std::vector<float> wb(C * d * 2);
+    std::vector<float> wb(C * d * k1);
     WeightType to = WeightType::kF32;
     if (zm != nullptr) {
       std::memcpy(wb.data(), model_ptr(e.name), sizeof(float) * wb.size());
       if (want == "bf16") to = WeightType::kBF16;
     } else {
       const std::string file_name = ref(e).name;
-      st->read_f32(file_name, wb.data(), {C, d, 2});
+      st->read_f32(file_name, wb.data(), {C, d, k1});
       const SafetensorsDtype stored = st->info(file_name).dtype;
       if (want == "bf16" || (want == "auto" && stored == SafetensorsDtype::kBF16)) to = WeightType::kBF16;
     }
-    std::vector<float> packed(C * 2 * d);
+    std::vector<float> packed(C * k1 * d);
     for (int64_t o = 0; o < C; ++o)
-      for (int64_t i = 0; i < d; ++i) {
-        packed[o * 2 * d + i] = wb[(o * d + i) * 2 + 0];
-        packed[o * 2 * d + d + i] = wb[(o * d + i) * 2 + 1];
-      }
-    return convert(packed.data(), C, 2 * d, to);
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t m = 0; m < k1; ++m) packed[(o * k1 + m) * d + i] = wb[(o * d + i) * k1 + m];
+    return convert(packed.data(), C, k1 * d, to);
   }
 
   // Every tensor of the layout (tensor_table.h) into its place.
@@ -360,7 +358,7 @@ struct InferModel::Builder {
     b = {};
     for (const InferAttention& a : w.attn) {
       b.dense += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
-      b.dense += 4 * (5 * D + 3 * C + C + c.kv_heads);  // norm, merge, conv A, conv B bias, temp
+      b.dense += 4 * (5 * D + (c.conv_kernel0 + 1) * C + C + c.kv_heads);  // norm, merge, conv A, conv B bias, temp
     }
     for (const InferMoe& mo : w.moe) {
       b.dense += mo.down.bytes() + mo.mlp0.bytes() + mo.mlp2.bytes() + mo.mlp4.bytes();

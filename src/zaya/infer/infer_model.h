@@ -10,8 +10,8 @@
 // widened or copied, pages are read on first touch and shared through the page
 // cache. The small tensors (norms, biases, residual scales, conv weights,
 // temperatures, balancing biases) are converted to float32 once (a few MB).
-// The grouped convolution is repacked so that each head group's two taps are
-// one [d, 2d] matrix (see CcaConvB below).
+// The grouped convolution is repacked so that each head group's k1 taps are
+// one [d, k1 d] matrix (see InferAttention::conv_b).
 //
 // dtype "bf16" rounds F32 matrices to bf16 (owned copies; halves the bytes a
 // decode step reads) and dtype "f32" widens BF16 matrices (owned copies;
@@ -60,10 +60,10 @@ struct InferAttention {
   const float* input_norm_D = nullptr;
   MergeVectors merge;
   WeightMatrix q, k, v_cur, v_prev;    // linear_q [Q, D], linear_k [K, D], val_proj1/2 [K/2, D]
-  const float* conv_a_w_C2 = nullptr;  // depthwise taps [C, 2] (tap 0 = older step)
+  const float* conv_a_w_C2 = nullptr;  // depthwise taps [C, k0] (tap 0 = oldest step; ZAYA1: k0 = 2)
   const float* conv_a_b_C = nullptr;
-  // Grouped conv, repacked: row o = (WB[o, :, 0], WB[o, :, 1]), so group g
-  // (rows g*d .. g*d+d-1) is a [d, 2d] matrix applied to (a_old[g], a_new[g]).
+  // Grouped conv, repacked: row o = (WB[o, :, 0], .., WB[o, :, k1 - 1]), so group g
+  // (rows g*d .. g*d+d-1) is a [d, k1 d] matrix applied to (a_0[g], .., a_{k1-1}[g]), oldest first.
   WeightMatrix conv_b;
   const float* conv_b_b_C = nullptr;
   const float* temp_Hk = nullptr;

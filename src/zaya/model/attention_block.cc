@@ -6,6 +6,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/model/context_parallel.h"
+#include "zaya/model/conv_taps.h"
 
 #include "zaya/ops/attention.h"
 #include "zaya/ops/cca_conv.h"
@@ -20,11 +21,17 @@ namespace {
 // Fused projection width P: q (Q) | k (K) | v_cur (K/2) | v_prev (K/2).
 int64_t fused_width(const ZayaConfig& c) { return c.q_width() + 2 * c.kv_width(); }
 
+// The convolutions' taps (cca_time0 / cca_time1); under cp the halo has
+// conv_halo_rows(c) rows per piece (the last history() of them used).
 CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
-  return {b.batch, b.seq, c.conv_channels(), c.head_dim, fused_width(c)};
+  CcaConvShape s{b.batch, b.seq, c.conv_channels(), c.head_dim, fused_width(c)};
+  s.taps_a = c.conv_kernel0;
+  s.taps_b = c.conv_kernel1;
+  s.hist_rows = conv_halo_rows(c);
+  return s;
 }
 CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {
-  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c)};
+  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c), conv_halo_rows(c)};
 }
 AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& b) {
   AttentionShape s{b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim};
@@ -51,15 +58,18 @@ BatchShape conv_pieces(const BatchShape& b) {
   return p;
 }
 
-// Rows of convA's output: S + 1 per convolved sequence (two chunks per sequence under cp).
-int64_t conv_a_rows(int64_t B, int64_t S, int cp) { return cp > 0 ? B * (S + 2) : B * (S + 1); }
+// Rows of convA's output: S + k1 - 1 per convolved sequence (two chunks per sequence under cp).
+int64_t conv_a_rows(const ZayaConfig& c, int64_t B, int64_t S, int cp) {
+  const int64_t extra = c.conv_kernel1 - 1;
+  return cp > 0 ? B * (S + 2 * extra) : B * (S + extra);
+}
 
 }  // namespace
 
 void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena, int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
   a.qkv_TP = arena.carve(T * fused_width(c));
-  a.conv_a_BUC = arena.carve(conv_a_rows(B, S, cp) * c.conv_channels());
+  a.conv_a_BUC = arena.carve(conv_a_rows(c, B, S, cp) * c.conv_channels());
   a.q_pre_TQ = arena.carve(T * Q);
   a.k_pre_TK = arena.carve(T * K);
   a.q_inv_TH = arena.carve(T * c.q_heads);
@@ -69,13 +79,14 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int6
   a.v_TK = arena.carve(T * K);
   a.lse_BHS = arena.carve(B * c.q_heads * S);
   a.o_TQ = arena.carve(T * Q);
-  if (cp > 0) a.hist_2B2P = arena.carve(2 * B * 2 * fused_width(c));
+  if (cp > 0) a.hist_2B2P = arena.carve(2 * B * conv_halo_rows(c) * fused_width(c));
 }
 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int threads, Arena& arena,
                              int cp) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width(), C = c.conv_channels(), P = fused_width(c);
   CcaConvShape cs{B, S, C, c.head_dim, 0};
+  cs.taps_b = c.conv_kernel1;  // the scratch holds conv B's repacked taps
   AttentionShape as{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp, 1)};
   s.c_TC = arena.carve(T * C);
   s.conv = arena.carve(2 * cca_conv_scratch_floats(cs));
@@ -88,7 +99,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   s.dk_pre_TK = arena.carve(T * K);
   s.dc_TC = arena.carve(T * C);
   s.dqkv_TP = arena.carve(T * fused_width(c));
-  s.da_BUC = arena.carve(conv_a_rows(B, S, cp) * C);
+  s.da_BUC = arena.carve(conv_a_rows(c, B, S, cp) * C);
   if (cp > 0) {
     const int64_t full = B * S * cp * K;
     s.k_full_BSK = arena.carve(full);
@@ -96,9 +107,10 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
     s.dk_full_BSK = arena.carve(full);
     s.dv_full_BSK = arena.carve(full);
     s.stage = arena.carve(2 * full);
-    s.halo_send = arena.carve(4 * B * P);
-    s.halo_recv = arena.carve(4 * B * P);
-    s.dhist_2B2P = arena.carve(2 * B * 2 * P);
+    const int64_t h = conv_halo_rows(c);
+    s.halo_send = arena.carve(2 * B * h * P);
+    s.halo_recv = arena.carve(2 * B * h * P);
+    s.dhist_2B2P = arena.carve(2 * B * h * P);
   }
 }
 
@@ -201,7 +213,7 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   float* dhist = nullptr;
   if (cp != nullptr) {
     dhist = s.dhist_2B2P;
-    zero(dhist, 2 * b.batch * 2 * P);
+    zero(dhist, 2 * b.batch * conv_halo_rows(c) * P);
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
   cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_Cd2, g.conv_b_b_C, s.dc_TC, a.qkv_TP,

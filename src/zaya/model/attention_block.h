@@ -11,8 +11,8 @@
 // table (BatchShape::sliding_rope: base sliding_rope_theta, absolute
 // positions); the convolutions and the value shift are those of a full block.
 // Under context parallelism (shape.cp) the rows are this rank's two chunks of
-// each sequence: the convolutions and the value shift read a halo of the two
-// projection rows before each chunk, and attention all-gathers K and V
+// each sequence: the convolutions and the value shift read a halo of the
+// conv_halo_rows(c) projection rows before each chunk, and attention all-gathers K and V
 // (model/context_parallel.h).
 
 #include <cstdint>
@@ -27,7 +27,7 @@ namespace zaya {
 // What the forward pass keeps for backward (per attention half-layer).
 struct AttentionActs {
   float* qkv_TP = nullptr;      // fused projection output
-  float* conv_a_BUC = nullptr;  // depthwise conv output [B, S+1, C]
+  float* conv_a_BUC = nullptr;  // depthwise conv output [B, S + cca_time1 - 1, C]
   float* q_pre_TQ = nullptr;    // before QK norm
   float* k_pre_TK = nullptr;
   float* q_inv_TH = nullptr;  // 1 / ||q|| per head
@@ -37,7 +37,7 @@ struct AttentionActs {
   float* v_TK = nullptr;
   float* lse_BHS = nullptr;    // attention row log-sum-exp
   float* o_TQ = nullptr;       // attention output before o_proj
-  float* hist_2B2P = nullptr;  // context parallelism: the two projection rows before each chunk
+  float* hist_2B2P = nullptr;  // context parallelism: the conv_halo_rows(c) projection rows before each chunk
 };
 
 // Scratch shared by all attention half-layers (sized for the largest batch).

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "zaya/core/error.h"
+#include "zaya/ops/cca_conv.h"
 
 namespace zaya {
 namespace {
@@ -36,8 +37,11 @@ void ZayaConfig::validate(const std::string& source) const {
   require(head_dim >= 2 && head_dim % 2 == 0, source, "kv_channels (head_dim)", head_dim, "an even number >= 2");
   require(kv_width() % 2 == 0, source, "num_query_groups * kv_channels", kv_width(),
           "an even number (values split into current and previous-token streams)");
-  require(conv_kernel0 == 2, source, "cca_time0", conv_kernel0, "2 (the ZAYA1 kernel size)");
-  require(conv_kernel1 == 2, source, "cca_time1", conv_kernel1, "2 (the ZAYA1 kernel size)");
+  // Any causal kernel sizes, as the zaya1-legacy reference's two Conv1d (ZAYA1 uses 2 and 2).
+  require(conv_kernel0 >= 1 && conv_kernel0 <= kCcaConvMaxTaps, source, "cca_time0", conv_kernel0,
+          "1..64 (depthwise convolution taps; ZAYA1: 2)");
+  require(conv_kernel1 >= 1 && conv_kernel1 <= kCcaConvMaxTaps, source, "cca_time1", conv_kernel1,
+          "1..64 (grouped convolution taps; ZAYA1: 2)");
   if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1) || rotary_dim() % 2 != 0 || rotary_dim() < 2)
     fail(
         "{}: partial_rotary_factor = {} is invalid; allowed: (0, 1] giving an even rotary dim >= 2 of "

@@ -9,6 +9,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/test_util.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/model/conv_taps.h"
 #include "zaya/model/params.h"
 
 namespace zaya {
@@ -86,6 +87,36 @@ TEST(Config, RopePrecisionKey) {
   EXPECT_EQ(parse(model_table_to_toml("tiny", preset_config("tiny"))).rope_precision, RopePrecision::kF64);
   testing::expect_error([] { parse("[model]\nrope_precision = \"bf16\"\n"); },
                         "model.rope_precision = 'bf16' is invalid; allowed: one of: f32, f64");
+}
+
+// The CCA convolutions' kernel sizes (cca_time0 / cca_time1): any 1..64 taps in
+// a training config and in validate(), refused by name otherwise; ZAYA1's 2/2
+// by default; the table a checkpoint stores keeps them.
+TEST(Config, ConvolutionKernelSizes) {
+  const ZayaConfig d = parse("[model]\n");
+  EXPECT_EQ(d.conv_kernel0, 2);
+  EXPECT_EQ(d.conv_kernel1, 2);
+  const ZayaConfig c = parse("[model]\ncca_time0 = 3\ncca_time1 = 4\n");
+  EXPECT_EQ(c.conv_kernel0, 3);
+  EXPECT_EQ(c.conv_kernel1, 4);
+  EXPECT_EQ(conv_history(c), 5);
+  EXPECT_EQ(conv_halo_rows(c), 5);
+  const ZayaConfig r = parse(model_table_to_toml("tiny", c));
+  EXPECT_EQ(r.conv_kernel0, 3);
+  EXPECT_EQ(r.conv_kernel1, 4);
+  const ZayaConfig one = parse("[model]\ncca_time0 = 1\ncca_time1 = 1\n");
+  EXPECT_EQ(conv_history(one), 0);
+  EXPECT_EQ(conv_halo_rows(one), 1);  // the value shift still reads one row
+  testing::expect_error([] { parse("[model]\ncca_time0 = 0\n"); }, "model.cca_time0 = 0 is invalid");
+  testing::expect_error([] { parse("[model]\ncca_time1 = 65\n"); }, "model.cca_time1 = 65 is invalid");
+  ZayaConfig bad = preset_config("tiny");
+  bad.conv_kernel0 = 0;
+  testing::expect_error([&] { bad.validate("config.json"); },
+                        "config.json: cca_time0 = 0 is invalid; allowed: 1..64 (depthwise convolution taps; ZAYA1: 2)");
+  bad.conv_kernel0 = 2;
+  bad.conv_kernel1 = 100;
+  testing::expect_error([&] { bad.validate("config.json"); },
+                        "config.json: cca_time1 = 100 is invalid; allowed: 1..64 (grouped convolution taps; ZAYA1: 2)");
 }
 
 TEST(Config, BadSlidingSettingsAreNamed) {

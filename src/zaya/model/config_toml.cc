@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "zaya/io/toml_section.h"
+#include "zaya/ops/cca_conv.h"
 
 namespace zaya {
 namespace {
@@ -31,6 +32,8 @@ const std::vector<std::string> kModelKeys = {"preset",
                                              "sliding_window",
                                              "sliding_blocks",
                                              "sliding_rope_theta",
+                                             "cca_time0",
+                                             "cca_time1",
                                              "rope_precision",
                                              "scale_residual_merge",
                                              "tie_word_embeddings",
@@ -68,6 +71,9 @@ ModelTable parse_model_table(const toml::table* table, const std::string& source
   c.use_eda = m.get_bool("use_eda", c.use_eda);
   c.scale_residual_merge = m.get_bool("scale_residual_merge", c.scale_residual_merge);
   c.tie_word_embeddings = m.get_bool("tie_word_embeddings", c.tie_word_embeddings);
+  // The two CCA convolutions' taps (HF config cca_time0 / cca_time1; ZayaConfig::validate checks them).
+  c.conv_kernel0 = m.get_int("cca_time0", c.conv_kernel0, 1, kCcaConvMaxTaps);
+  c.conv_kernel1 = m.get_int("cca_time1", c.conv_kernel1, 1, kCcaConvMaxTaps);
   c.norm_eps = m.get_double("norm_eps", c.norm_eps, 1e-12, 1.0);
   c.router_norm_eps = m.get_double("router_norm_eps", c.router_norm_eps, 1e-12, 1.0);
   // Sliding windows (spec §12): a window alone slides the even blocks (the 74B's pattern); sliding_blocks is
@@ -103,6 +109,7 @@ std::string model_table_to_toml(const std::string& preset, const ZayaConfig& c, 
                    c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
   s += fmt::format("scale_residual_merge = {}\ntie_word_embeddings = {}\n", c.scale_residual_merge,
                    c.tie_word_embeddings);
+  s += fmt::format("cca_time0 = {}\ncca_time1 = {}\n", c.conv_kernel0, c.conv_kernel1);
   s += fmt::format("sliding_window = {}\nsliding_blocks = [{}]\nsliding_rope_theta = {:.1f}\n\n", c.sliding_window,
                    fmt::join(c.sliding_blocks, ", "), c.sliding_rope_theta);
   if (!init_from.empty()) s.insert(s.size() - 1, fmt::format("init_from = \"{}\"\n", init_from));

@@ -1,5 +1,8 @@
 #include "zaya/model/context_parallel.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "zaya/core/error.h"
@@ -14,32 +17,37 @@ constexpr int kTagHaloBackward = 0x7c10;
 // Chunk held as piece p by cp rank q.
 int chunk_of_rank(const ContextParallel& cp, int q, int p) { return p == 0 ? q : 2 * cp.size - 1 - q; }
 
-// The last two rows of piece p of every sequence <-> buf [B][2][P].
+// The last h = cp.halo rows of piece p of every sequence <-> buf [B][h][P].
 void pack_tail(const ContextParallel& cp, const float* x_TP, int64_t B, int64_t P, int p, float* buf) {
-  const int64_t L = cp.local_seq(), c = cp.chunk;
+  const int64_t L = cp.local_seq(), c = cp.chunk, h = cp.halo;
   for (int64_t b = 0; b < B; ++b)
-    std::memcpy(buf + b * 2 * P, x_TP + (b * L + p * c + c - 2) * P, sizeof(float) * 2 * P);
+    std::memcpy(buf + b * h * P, x_TP + (b * L + p * c + c - h) * P, sizeof(float) * h * P);
 }
 void add_into_tail(const ContextParallel& cp, const float* buf, int64_t B, int64_t P, int p, float* x_TP) {
-  const int64_t L = cp.local_seq(), c = cp.chunk;
+  const int64_t L = cp.local_seq(), c = cp.chunk, h = cp.halo;
   for (int64_t b = 0; b < B; ++b) {
-    float* dst = x_TP + (b * L + p * c + c - 2) * P;
-    const float* src = buf + b * 2 * P;
-    for (int64_t i = 0; i < 2 * P; ++i) dst[i] += src[i];
+    float* dst = x_TP + (b * L + p * c + c - h) * P;
+    const float* src = buf + b * h * P;
+    for (int64_t i = 0; i < h * P; ++i) dst[i] += src[i];
   }
 }
 
 }  // namespace
 
-ContextParallel make_context_parallel(Comm& comm, int64_t seq) {
+ContextParallel make_context_parallel(Comm& comm, int64_t seq, int64_t halo) {
   ContextParallel cp;
   cp.comm = &comm;
   cp.size = comm.size();
   cp.rank = comm.rank();
-  ZAYA_CHECK(seq % (2 * cp.size) == 0 && seq / (2 * cp.size) >= 2,
-             "context parallelism over {} ranks cuts each sequence into {} chunks of at least 2 tokens: the "
+  ZAYA_ASSERT(halo >= 1);
+  cp.halo = halo;
+  const int64_t least = std::max<int64_t>(2, halo);
+  ZAYA_CHECK(seq % (2 * cp.size) == 0 && seq / (2 * cp.size) >= least,
+             "context parallelism over {} ranks cuts each sequence into {} chunks of at least {} tokens{}: the "
              "sequence length ({}) must be a multiple of {} and at least {}",
-             cp.size, 2 * cp.size, seq, 2 * cp.size, 4 * cp.size);
+             cp.size, 2 * cp.size, least,
+             halo > 2 ? fmt::format(" (the halo of {} rows that cca_time0 + cca_time1 - 2 asks for)", halo) : "", seq,
+             2 * cp.size, least * 2 * cp.size);
   cp.chunk = seq / (2 * cp.size);
   return cp;
 }
@@ -59,7 +67,8 @@ void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* l
 void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, int64_t P, float* hist_2B2P,
                      float* send, float* recv) {
   const int last = 2 * cp.size - 1;
-  const size_t n = size_t(B * 2 * P);
+  const int64_t h = cp.halo;
+  const size_t n = size_t(B * h * P);
   std::vector<Request> pending;
   for (int p = 0; p < 2; ++p) {  // receive the rows before each piece
     const int ch = cp.chunk_of(p);
@@ -70,7 +79,7 @@ void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, 
       pending.push_back(cp.comm->irecv(into, n, DType::kF32, cp.owner(ch - 1), kTagHaloForward + p));
     }
   }
-  for (int p = 0; p < 2; ++p) {  // send each piece's last two rows to the next chunk's owner
+  for (int p = 0; p < 2; ++p) {  // send each piece's last h rows to the next chunk's owner
     const int ch = cp.chunk_of(p);
     if (ch == last) continue;
     float* buf = send + p * n;
@@ -85,13 +94,14 @@ void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t B, 
   for (Request& r : pending) cp.comm->wait(r);
   for (int64_t b = 0; b < B; ++b)
     for (int p = 0; p < 2; ++p)
-      std::memcpy(hist_2B2P + (b * 2 + p) * 2 * P, recv + p * n + b * 2 * P, sizeof(float) * 2 * P);
+      std::memcpy(hist_2B2P + (b * 2 + p) * h * P, recv + p * n + b * h * P, sizeof(float) * h * P);
 }
 
 void cp_halo_backward(const ContextParallel& cp, const float* dhist_2B2P, float* dqkv_TP, int64_t B, int64_t P,
                       float* send, float* recv) {
   const int last = 2 * cp.size - 1;
-  const size_t n = size_t(B * 2 * P);
+  const int64_t h = cp.halo;
+  const size_t n = size_t(B * h * P);
   std::vector<Request> pending;
   bool received[2] = {false, false};
   for (int p = 0; p < 2; ++p) {  // gradients of this piece's last rows, from the next chunk's owner
@@ -105,7 +115,7 @@ void cp_halo_backward(const ContextParallel& cp, const float* dhist_2B2P, float*
     if (ch == 0) continue;
     float* buf = send + p * n;
     for (int64_t b = 0; b < B; ++b)
-      std::memcpy(buf + b * 2 * P, dhist_2B2P + (b * 2 + p) * 2 * P, sizeof(float) * 2 * P);
+      std::memcpy(buf + b * h * P, dhist_2B2P + (b * 2 + p) * h * P, sizeof(float) * h * P);
     const int to = cp.owner(ch - 1), to_piece = cp.piece_of(ch - 1);
     if (to == cp.rank) {
       std::memcpy(recv + to_piece * n, buf, sizeof(float) * n);

@@ -13,9 +13,10 @@
 // unchanged. Only CCA looks along the sequence, in three places:
 //   - attention: keys and values of the whole sequence are all-gathered (and
 //     their gradients reduce-scattered back to their owners in backward);
-//   - the two causal convolutions read the two previous q/k rows;
+//   - the two causal convolutions read the H = cca_time0 + cca_time1 - 2
+//     previous q/k rows (two for ZAYA1's kernels of 2 and 2);
 //   - the delayed value stream reads the previous row's v_prev.
-// The last two are a halo of the two fused-projection rows before each piece,
+// The last two are a halo of the max(H, 1) fused-projection rows before each piece,
 // sent by the owner of the previous chunk with non-blocking send/recv (their
 // gradients travel back the same way). The paper sends the previous token's
 // normed input and recomputes its projection; sending the projected rows is
@@ -33,6 +34,7 @@ struct ContextParallel {
   int size = 1;       // cp ranks
   int rank = 0;       // this rank in the cp group
   int64_t chunk = 0;  // tokens per chunk: S / (2 * size)
+  int64_t halo = 2;   // rows before each piece it reads: max(1, cca_time0 + cca_time1 - 2)
 
   int64_t local_seq() const { return 2 * chunk; }
   int64_t full_seq() const { return 2 * size * chunk; }
@@ -43,10 +45,10 @@ struct ContextParallel {
   int piece_of(int ch) const { return ch < size ? 0 : 1; }
 };
 
-// The layout for sequences of `seq` tokens over `comm`; fails unless seq is a
-// multiple of 2 * cp with at least two tokens per chunk (the convolutions'
-// halo is two rows).
-ContextParallel make_context_parallel(Comm& comm, int64_t seq);
+// The layout for sequences of `seq` tokens over `comm` with a halo of `halo`
+// rows (conv_halo_rows in model/conv_taps.h); fails unless seq is a multiple of 2 * cp
+// with at least max(2, halo) tokens per chunk (a halo comes from one chunk).
+ContextParallel make_context_parallel(Comm& comm, int64_t seq, int64_t halo = 2);
 
 // Positions (0 .. S-1) of the local rows of one sequence: local_seq() values.
 void cp_local_positions(const ContextParallel& cp, int32_t* pos_S);
@@ -55,13 +57,14 @@ void cp_local_positions(const ContextParallel& cp, int32_t* pos_S);
 void cp_take_local(const ContextParallel& cp, const int32_t* full_BS, int32_t* local_BS, int64_t batch);
 
 // Halo of the fused projection qkv_TP (B * local_seq rows of P floats).
-// hist_2B2P [2B pieces][2][P] receives, for piece n = 2b + p, the two rows
-// before it (zeros for chunk 0). `send` and `recv` hold 4 * B * P floats each.
+// hist_2B2P [2B pieces][h][P] (h = cp.halo) receives, for piece n = 2b + p,
+// the h rows before it (zeros for chunk 0). `send` and `recv` hold 2 * B * h * P
+// floats each.
 void cp_halo_forward(const ContextParallel& cp, const float* qkv_TP, int64_t batch, int64_t P, float* hist_2B2P,
                      float* send, float* recv);
 
 // Sends each piece's history gradient dhist_2B2P back to the previous chunk's
-// owner and adds the gradients it receives into its own last two rows of dqkv_TP.
+// owner and adds the gradients it receives into its own last h rows of dqkv_TP.
 void cp_halo_backward(const ContextParallel& cp, const float* dhist_2B2P, float* dqkv_TP, int64_t batch, int64_t P,
                       float* send, float* recv);
 

@@ -77,7 +77,8 @@ TEST(GgufZaya, MappingOfZaya1Base) {
   }
 }
 
-// Also with an untied head (output.weight), plain merges (no *_merge_* tensors) and float32 RoPE (metadata).
+// Also with an untied head (output.weight), plain merges (no *_merge_* tensors), float32 RoPE (metadata) and
+// convolution kernels of 3/4 taps (metadata and the conv tensors' shapes).
 class GgufZayaVariant : public ::testing::TestWithParam<int> {};
 
 TEST_P(GgufZayaVariant, F32RoundTripIsBitExact) {
@@ -87,6 +88,10 @@ TEST_P(GgufZayaVariant, F32RoundTripIsBitExact) {
   if (GetParam() == 2) {
     c.scale_residual_merge = false;
     c.rope_precision = RopePrecision::kF32;
+  }
+  if (GetParam() == 3) {  // convolution kernels of 3 and 4 taps (cca_time0 / cca_time1)
+    c.conv_kernel0 = 3;
+    c.conv_kernel1 = 4;
   }
   auto model = random_model(c, 1);
   const std::string path = dir.file("m.gguf");
@@ -116,6 +121,8 @@ TEST_P(GgufZayaVariant, F32RoundTripIsBitExact) {
   EXPECT_EQ(loaded->config().tie_word_embeddings, c.tie_word_embeddings);
   EXPECT_EQ(loaded->config().scale_residual_merge, c.scale_residual_merge);
   EXPECT_EQ(loaded->config().rope_precision, c.rope_precision);
+  EXPECT_EQ(loaded->config().conv_kernel0, c.conv_kernel0);
+  EXPECT_EQ(loaded->config().conv_kernel1, c.conv_kernel1);
   bool head = false, merges = false;
   for (const ZayaGgufTensor& t : zaya_gguf_tensor_map(c)) {
     head = head || t.name == "output.weight";
@@ -125,7 +132,7 @@ TEST_P(GgufZayaVariant, F32RoundTripIsBitExact) {
   EXPECT_EQ(merges, c.scale_residual_merge);
 }
 
-INSTANTIATE_TEST_SUITE_P(TiedUntiedPlain, GgufZayaVariant, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(TiedUntiedPlainKernels, GgufZayaVariant, ::testing::Values(0, 1, 2, 3));
 
 TEST(GgufZaya, Bf16RoundTripRoundsMatricesAndKeepsVectors) {
   TempDir dir;

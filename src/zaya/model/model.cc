@@ -7,6 +7,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/model/conv_taps.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
@@ -64,7 +65,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   int cp_ranks = 0;  // 0: whole sequences, no context-parallel exchanges
   if (cp != nullptr) {
     cp_comm_ = cp;
-    cp_ = make_context_parallel(*cp, S_full);  // validates the sequence length
+    cp_ = make_context_parallel(*cp, S_full, conv_halo_rows(c));  // validates the sequence length
     cp_ranks = cp->size();
   }
   const int64_t S = S_full / std::max(cp_ranks, 1);  // rows per sequence on this rank
@@ -151,7 +152,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   const ContextParallel* cp = nullptr;
   int64_t L = S;
   if (ws.cp_comm_ != nullptr) {
-    ws.cp_ = make_context_parallel(*ws.cp_comm_, S);
+    ws.cp_ = make_context_parallel(*ws.cp_comm_, S, conv_halo_rows(c));
     cp = &ws.cp_;
     L = cp->local_seq();
     cp_local_positions(*cp, ws.pos_T_.data());
@@ -288,7 +289,8 @@ double model_forward_flops(const ZayaConfig& c, int64_t B, int64_t S, double rou
   const double T = double(B * S), D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
   const double C = double(c.conv_channels()), d = double(c.head_dim), R = double(c.router_hidden);
   const double N = double(c.router_slots()), F = double(c.expert_ffn), V = double(c.vocab_size);
-  const double per_token_attn = 2 * D * (Q + 2 * K) + 2 * Q * D + 2 * 2 * C * d;
+  // The grouped convolution is k1 (cca_time1) d x d products per head group; the depthwise one is not counted.
+  const double per_token_attn = 2 * D * (Q + 2 * K) + 2 * Q * D + 2 * double(c.conv_kernel1) * C * d;
   const double per_token_router = 2 * (D * R + 2 * R * R + R * N);
   const double blocks = double(c.num_blocks);
   // Scores and the weighted sum: 4 Q FLOPs per visible key. A sequence's rows

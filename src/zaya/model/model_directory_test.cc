@@ -141,6 +141,48 @@ TEST(ModelDirectory, WeightsRoundTripLegacyNativeLegacyBitExactly) {
   EXPECT_FALSE(rounded.same_bits(original));
 }
 
+// Convolution kernels of 3 and 4 taps (cca_time0 / cca_time1): the conv
+// tensors [C, 1, 3] and [C, d, 4] travel legacy -> native -> legacy bit for bit,
+// and both layouts' config.json carry the sizes.
+TEST(ModelDirectory, OtherConvolutionKernelSizesRoundTripInBothLayouts) {
+  ZayaConfig c = native_config_from_json(small_74b_native_config(), "74b");
+  c.conv_kernel0 = 3;
+  c.conv_kernel1 = 4;
+  Arenas original(c);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : original.p) v = dist(rng);
+  for (float& v : original.b) v = dist(rng);
+  testing::TempDir legacy, native, legacy2;
+  save_hf_tensors(c, original.tensors(), legacy.path());
+  EXPECT_EQ(SafetensorsDir::open(legacy.path()).info("model.layers.0.self_attn.qkv.conv_qk.1.weight").shape,
+            (std::vector<int64_t>{c.conv_channels(), c.head_dim, 4}));
+  bool is_native = true;
+  const ZayaConfig from_legacy_json = read_model_directory_config(legacy.path(), &is_native);
+  EXPECT_FALSE(is_native);
+  EXPECT_EQ(from_legacy_json.conv_kernel0, 3);
+  EXPECT_EQ(from_legacy_json.conv_kernel1, 4);
+  Arenas from_legacy(c);
+  from_legacy.load(legacy.path(), c);
+  EXPECT_TRUE(from_legacy.same_bits(original));
+  save_native_tensors(c, from_legacy.tensors(), native.path());
+  EXPECT_EQ(
+      SafetensorsDir::open(native.path()).info("model.layers.0.self_attn.qkv_proj.conv_qk_depthwise.weight").shape,
+      (std::vector<int64_t>{c.conv_channels(), 1, 3}));
+  EXPECT_TRUE(model_differences(read_model_directory_config(native.path()), c).empty());
+  Arenas from_native(c);
+  from_native.load(native.path(), c);
+  EXPECT_TRUE(from_native.same_bits(original));
+  save_hf_tensors(c, from_native.tensors(), legacy2.path());
+  Arenas again(c);
+  again.load(legacy2.path(), c);
+  EXPECT_TRUE(again.same_bits(original));
+  // A 2/2 model does not load these weights: the shapes differ and the load says so.
+  const ZayaConfig two = native_config_from_json(small_74b_native_config(), "74b");
+  Arenas wrong(two);
+  EXPECT_THROW(wrong.load(legacy.path(), two), Error);
+}
+
 // An untied head travels as lm_head.weight in both layouts, bit for bit; a
 // tied config ignores a stray lm_head.weight, and an untied config whose
 // directory lacks it is refused naming the tensor.

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zaya/core/rng.h"
+#include "zaya/core/test_util.h"
 #include "zaya/dist/comm.h"
 #include "zaya/model/test_config.h"
 
@@ -114,6 +116,31 @@ void check_directional_derivatives(const ZayaConfig& c, uint64_t seed = 3) {
 }
 
 TEST(Model, DirectionalDerivativesMatchFiniteDifferences) { check_directional_derivatives(test_config()); }
+
+// Convolution kernels of 3 and 4 taps (cca_time0 / cca_time1, the
+// zaya1-legacy reference's other sizes): the whole model's gradients, through
+// the convolutions' k-tap forward and backward, match finite differences;
+// the conv tensors have the reference's [C, 1, k0] and [C, d, k1] shapes.
+TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithOtherKernelSizes) {
+  ZayaConfig c = test_config();
+  c.conv_kernel0 = 3;
+  c.conv_kernel1 = 4;
+  ParamTable t(c, true);
+  int conv_tensors = 0;
+  for (const ParamEntry& e : t.entries()) {
+    if (e.name.find("conv_qk.0.weight") != std::string::npos) {
+      EXPECT_EQ(e.shape, (std::vector<int64_t>{c.conv_channels(), 1, 3})) << e.name;
+      ++conv_tensors;
+    }
+    if (e.name.find("conv_qk.1.weight") != std::string::npos) {
+      EXPECT_EQ(e.shape, (std::vector<int64_t>{c.conv_channels(), c.head_dim, 4})) << e.name;
+      ++conv_tensors;
+    }
+  }
+  EXPECT_EQ(conv_tensors, 2 * c.num_blocks);
+  // Seeds 3, 4 and 9 put a token's routing within a step of a tie (a router tensor's finite difference jumps).
+  check_directional_derivatives(c, 2);
+}
 
 // scale_residual_merge = false (spec §11): no residual-scaling tensors, every merge a plain sum.
 TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithoutResidualScaling) {
@@ -286,6 +313,28 @@ void check_cp_path_on_one_rank(const ZayaConfig& c) {
 TEST(Model, ContextParallelPathOnOneRankMatchesPlainPath) { check_cp_path_on_one_rank(test_config()); }
 TEST(Model, ContextParallelPathOnOneRankMatchesPlainPathWithSlidingWindow) {
   check_cp_path_on_one_rank(sliding_config(3));
+}
+// Kernels of 3/4 taps need a halo of 5 rows, 1/2 of one (the value shift's), 1/1 none for the convolutions.
+TEST(Model, ContextParallelPathOnOneRankMatchesPlainPathWithOtherKernelSizes) {
+  for (const auto& [k0, k1] : {std::pair{3, 4}, std::pair{1, 2}, std::pair{1, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "cca_time " << k0 << "/" << k1);
+    ZayaConfig c = test_config();
+    c.conv_kernel0 = k0;
+    c.conv_kernel1 = k1;
+    check_cp_path_on_one_rank(c);
+  }
+}
+
+// A chunk shorter than the halo would need rows from two chunks back: refused, naming the kernel keys.
+TEST(Model, ContextParallelRefusesChunksShorterThanTheConvolutionHalo) {
+  ZayaConfig c = test_config();
+  c.conv_kernel0 = 4;
+  c.conv_kernel1 = 4;  // halo of 6 rows
+  auto self = make_self_comm();
+  testing::expect_error([&] { ModelWorkspace ws(c, 1, 8, true, nullptr, self.get()); },
+                        "chunks of at least 6 tokens (the halo of 6 rows that cca_time0 + cca_time1 - 2 asks for)");
+  ModelWorkspace ok(c, 1, 12, true, nullptr, self.get());
+  EXPECT_EQ(ok.cp_size(), 1);
 }
 
 }  // namespace

@@ -114,14 +114,16 @@ void init_params(const ParamTable& table, float* base, const ZayaConfig& c, uint
       case InitKind::kZeros:
         for (int64_t i = 0; i < e.numel; ++i) p[i] = 0.0f;
         break;
-      case InitKind::kConvDepthwise:  // [C, 1, 2]: out[t] ~ in[t] (tap 1 is the newer step)
+      case InitKind::kConvDepthwise: {  // [C, 1, k0]: out[t] ~ in[t] (tap k0 - 1 is the newest step)
         fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
-        for (int64_t ch = 0; ch < e.shape[0]; ++ch) p[ch * 2 + 1] += 1.0f;
+        const int64_t k = e.shape[2];
+        for (int64_t ch = 0; ch < e.shape[0]; ++ch) p[ch * k + k - 1] += 1.0f;
         break;
-      case InitKind::kConvGrouped: {  // [C, d, 2]: identity within the group on tap 1
+      }
+      case InitKind::kConvGrouped: {  // [C, d, k1]: identity within the group on the newest tap k1 - 1
         fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
-        const int64_t d = c.head_dim;
-        for (int64_t o = 0; o < e.shape[0]; ++o) p[(o * d + o % d) * 2 + 1] += 1.0f;
+        const int64_t d = c.head_dim, k = e.shape[2];
+        for (int64_t o = 0; o < e.shape[0]; ++o) p[(o * d + o % d) * k + k - 1] += 1.0f;
         break;
       }
     }

@@ -97,10 +97,10 @@ std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
     case R::kAttnK: return {Kw, D};
     case R::kAttnVCurrent:
     case R::kAttnVDelayed: return {c.value_stream_width(), D};
-    case R::kConvDepthwise: return {C, 1, 2};
+    case R::kConvDepthwise: return {C, 1, c.conv_kernel0};
     case R::kConvDepthwiseBias:
     case R::kConvGroupedBias: return {C};
-    case R::kConvGrouped: return {C, d, 2};
+    case R::kConvGrouped: return {C, d, c.conv_kernel1};
     case R::kKeyTemperature: return {c.kv_heads};
     case R::kAttnOut: return {D, Q};
     case R::kRouterDown: return {R, D};

@@ -5,21 +5,22 @@
 #include <algorithm>
 #include <cstring>
 
+#include "zaya/core/error.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/reduce.h"
 
 namespace zaya {
 namespace {
 
-// WB [C, d, 2] -> w_tap [2][C][d]: w_tap[k][o][i] = WB[o][i][k], so that each
+constexpr int64_t kMaxTaps = kCcaConvMaxTaps;
+
+// WB [C, d, k1] -> w_tap [k1][C][d]: w_tap[m][o][i] = WB[o][i][m], so that each
 // group's taps are plain row-major d x d matrices for the GEMMs.
 template <typename T>
-void pack_taps(T* w_tap, const T* wB, int64_t C, int64_t d) {
+void pack_taps(T* w_tap, const T* wB, int64_t C, int64_t d, int64_t k1) {
   for (int64_t o = 0; o < C; ++o)
-    for (int64_t i = 0; i < d; ++i) {
-      w_tap[o * d + i] = wB[(o * d + i) * 2 + 0];
-      w_tap[C * d + o * d + i] = wB[(o * d + i) * 2 + 1];
-    }
+    for (int64_t i = 0; i < d; ++i)
+      for (int64_t m = 0; m < k1; ++m) w_tap[m * C * d + o * d + i] = wB[(o * d + i) * k1 + m];
 }
 
 // Runs body(c0, c1) on per-thread channel ranges (bit-reproducible sums per channel).
@@ -33,13 +34,15 @@ void for_channel_ranges(int64_t C, Body body) {
   }
 }
 
-// Row t' - 2 + k (k = 0: older tap, 1: newer) of sequence b, in the sequence
-// or its history; null for zero padding.
+// Row t' - H + j (tap j of convA output t', 0 = oldest) of sequence b, in the
+// sequence or its history (hist_ld() rows per sequence, the last H used); null
+// for zero padding.
 template <typename T>
-T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int k, int64_t S, int64_t L) {
-  const int64_t t = tp - 2 + k;
-  if (t >= 0) return x_BSL + (b * S + t) * L;
-  return hist_B2C != nullptr ? hist_B2C + (b * 2 + 2 + t) * L : nullptr;
+T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int64_t j, const CcaConvShape& sh) {
+  const int64_t t = tp - sh.history() + j, L = sh.qk_ld();
+  if (t >= 0) return x_BSL + (b * sh.seq + t) * L;
+  const int64_t R = sh.hist_ld();
+  return hist_B2C != nullptr ? hist_B2C + (b * R + R + t) * L : nullptr;
 }
 
 }  // namespace
@@ -47,28 +50,39 @@ T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int k, int64_t S, int64
 template <typename T>
 void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
                       const CcaConvShape& sh, T* scratch, const T* hist) {
-  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
-  const int64_t L = sh.qk_ld();
-  // convA (depthwise): a[t'] = bA + wA0 * qk[t'-2] + wA1 * qk[t'-1], zero (or history) before the sequence.
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
+  const int64_t k0 = sh.taps_a, k1 = sh.taps_b;
+  ZAYA_ASSERT(k0 >= 1 && k0 <= kMaxTaps && k1 >= 1 && (hist == nullptr || sh.hist_ld() >= sh.history()));
+  // convA (depthwise): a[t'] = bA + sum_j wA_j * qk[t'-H+j], zero (or history) before the sequence.
+  if (k0 == 2) {
 #pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t tp = 0; tp < P; ++tp) {
-      cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L),
-                     tap_row(qk_BSC, hist, b, tp, 1, S, L), wA, bA, C);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t tp = 0; tp < P; ++tp) {
+        cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, sh),
+                       tap_row(qk_BSC, hist, b, tp, 1, sh), wA, bA, C);
+      }
+    }
+  } else {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t tp = 0; tp < P; ++tp) {
+        const T* rows[kMaxTaps];
+        for (int64_t j = 0; j < k0; ++j) rows[j] = tap_row(qk_BSC, hist, b, tp, j, sh);
+        cca_conv_a_row_taps(a_BUC + (b * P + tp) * C, rows, wA, bA, C, k0);
+      }
     }
   }
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
   T* w_tap = scratch;
-  pack_taps(w_tap, wB, C, d);
+  pack_taps(w_tap, wB, C, d, k1);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t g = 0; g < G; ++g) {
-      const T* a_lo = a_BUC + (b * P) * C + g * d;  // a[t]   for t = 0..S-1
-      const T* a_hi = a_lo + C;                     // a[t+1]
+      const T* a0 = a_BUC + (b * P) * C + g * d;  // a[t + m] for t = 0..S-1 starts at a0 + m * C
       T* c = c_BSC + (b * S) * C + g * d;
       for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
-      gemm<T>(false, true, S, d, d, T(1), a_lo, C, w_tap + g * d * d, d, T(1), c, C);
-      gemm<T>(false, true, S, d, d, T(1), a_hi, C, w_tap + C * d + g * d * d, d, T(1), c, C);
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
     }
   }
 }
@@ -77,50 +91,69 @@ template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BUC,
                        const T* wA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch, const T* hist,
                        T* dhist) {
-  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
-  const int64_t L = sh.qk_ld();
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
+  const int64_t k0 = sh.taps_a, k1 = sh.taps_b;
+  ZAYA_ASSERT(k0 >= 1 && k0 <= kMaxTaps && k1 >= 1 && (hist == nullptr || sh.hist_ld() >= sh.history()));
   T* w_tap = scratch;
-  T* dw_tap = scratch + 2 * C * d;
-  pack_taps(w_tap, wB, C, d);
-  std::memset(dw_tap, 0, sizeof(T) * 2 * C * d);
+  T* dw_tap = scratch + k1 * C * d;
+  pack_taps(w_tap, wB, C, d, k1);
+  std::memset(dw_tap, 0, sizeof(T) * k1 * C * d);
   std::memset(da_BUC, 0, sizeof(T) * B * P * C);
 
-  // convB: da[t] += dc[t] W0, da[t+1] += dc[t] W1; dW0 += dc^T a[0..S-1], dW1 += dc^T a[1..S].
+  // convB: da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
   // One group per task; sequences in order inside it, so weight sums are reproducible.
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t b = 0; b < B; ++b) {
       const T* dc = dc_BSC + (b * S) * C + g * d;
-      const T* a_lo = a_BUC + (b * P) * C + g * d;
-      T* da_lo = da_BUC + (b * P) * C + g * d;
-      gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + g * d * d, d, T(1), da_lo, C);
-      gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + C * d + g * d * d, d, T(1), da_lo + C, C);
-      gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo, C, T(1), dw_tap + g * d * d, d);
-      gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo + C, C, T(1), dw_tap + C * d + g * d * d, d);
+      const T* a0 = a_BUC + (b * P) * C + g * d;
+      T* da0 = da_BUC + (b * P) * C + g * d;
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + m * C * d + g * d * d, d, T(1), da0 + m * C, C);
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(true, false, d, d, S, T(1), dc, C, a0 + m * C, C, T(1), dw_tap + m * C * d + g * d * d, d);
     }
   }
   for (int64_t o = 0; o < C; ++o)
-    for (int64_t i = 0; i < d; ++i) {
-      dwB[(o * d + i) * 2 + 0] += dw_tap[o * d + i];
-      dwB[(o * d + i) * 2 + 1] += dw_tap[C * d + o * d + i];
-    }
+    for (int64_t i = 0; i < d; ++i)
+      for (int64_t m = 0; m < k1; ++m) dwB[(o * d + i) * k1 + m] += dw_tap[m * C * d + o * d + i];
   column_sum(dbB, dc_BSC, B * S, C);
 
   // convA: per channel, over sequences and time in order.
+  T* dh = hist != nullptr ? dhist : nullptr;
+  if (k0 == 2) {
+    for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t tp = 0; tp < P; ++tp) {
+          const T* da = da_BUC + (b * P + tp) * C;
+          const T* older = tap_row(qk_BSC, hist, b, tp, 0, sh);
+          const T* newer = tap_row(qk_BSC, hist, b, tp, 1, sh);
+          T* dolder = tap_row(dqk_BSC, dh, b, tp, 0, sh);
+          T* dnewer = tap_row(dqk_BSC, dh, b, tp, 1, sh);
+          for (int64_t c = c0; c < c1; ++c) {
+            dbA[c] += da[c];
+            if (older) dwA[c * 2 + 0] += older[c] * da[c];
+            if (dolder) dolder[c] += wA[c * 2 + 0] * da[c];
+            if (newer) dwA[c * 2 + 1] += newer[c] * da[c];
+            if (dnewer) dnewer[c] += wA[c * 2 + 1] * da[c];
+          }
+        }
+      }
+    });
+    return;
+  }
   for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
         const T* da = da_BUC + (b * P + tp) * C;
-        const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
-        const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
-        T* dolder = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 0, S, L);
-        T* dnewer = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 1, S, L);
-        for (int64_t c = c0; c < c1; ++c) {
-          dbA[c] += da[c];
-          if (older) dwA[c * 2 + 0] += older[c] * da[c];
-          if (dolder) dolder[c] += wA[c * 2 + 0] * da[c];
-          if (newer) dwA[c * 2 + 1] += newer[c] * da[c];
-          if (dnewer) dnewer[c] += wA[c * 2 + 1] * da[c];
+        for (int64_t c = c0; c < c1; ++c) dbA[c] += da[c];
+        for (int64_t j = 0; j < k0; ++j) {
+          const T* x = tap_row(qk_BSC, hist, b, tp, j, sh);
+          T* dx = tap_row(dqk_BSC, dh, b, tp, j, sh);
+          if (x != nullptr)
+            for (int64_t c = c0; c < c1; ++c) dwA[c * k0 + j] += x[c] * da[c];
+          if (dx != nullptr)
+            for (int64_t c = c0; c < c1; ++c) dx[c] += wA[c * k0 + j] * da[c];
         }
       }
     }

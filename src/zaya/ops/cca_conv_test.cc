@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
@@ -30,16 +31,18 @@ Vec conv1d(const Vec& x, int64_t c_in, int64_t len, const Vec& w, const Vec& b, 
   return out;
 }
 
-// The spec's recipe: left-pad the raw qk with 2 zeros, depthwise conv, grouped conv, no padding between.
+// The reference recipe: left-pad the raw qk with (k0 - 1) + (k1 - 1) zeros,
+// depthwise conv of k0 taps, grouped conv of k1 taps, no padding between.
 Vec reference(const Vec& qk_BSC, const Vec& wA, const Vec& bA, const Vec& wB, const Vec& bB, const CcaConvShape& s) {
-  const int64_t B = s.batch, S = s.seq, C = s.channels, L = s.qk_ld();
+  const int64_t B = s.batch, S = s.seq, C = s.channels, L = s.qk_ld(), k0 = s.taps_a, k1 = s.taps_b;
+  const int64_t pad = (k0 - 1) + (k1 - 1), n = S + pad;
   Vec out(B * S * C);
   for (int64_t b = 0; b < B; ++b) {
-    Vec x(C * (S + 2), 0.0);  // [C, S+2], channels-first as Conv1d wants
+    Vec x(C * n, 0.0);  // [C, S + pad], channels-first as Conv1d wants
     for (int64_t t = 0; t < S; ++t)
-      for (int64_t c = 0; c < C; ++c) x[c * (S + 2) + t + 2] = qk_BSC[(b * S + t) * L + c];
-    Vec a = conv1d(x, C, S + 2, wA, bA, C, 2, C);
-    Vec z = conv1d(a, C, S + 1, wB, bB, C, 2, s.groups());
+      for (int64_t c = 0; c < C; ++c) x[c * n + t + pad] = qk_BSC[(b * S + t) * L + c];
+    Vec a = conv1d(x, C, n, wA, bA, C, k0, C);
+    Vec z = conv1d(a, C, n - k0 + 1, wB, bB, C, k1, s.groups());
     for (int64_t t = 0; t < S; ++t)
       for (int64_t c = 0; c < C; ++c) out[(b * S + t) * C + c] = z[c * S + t];
   }
@@ -49,23 +52,44 @@ Vec reference(const Vec& qk_BSC, const Vec& wA, const Vec& bA, const Vec& wB, co
 struct ConvCase {
   CcaConvShape shape{2, 5, 12, 4, 15};  // 3 groups of 4 channels; qk rows 15 wide (strided input)
   Vec qk, wA, bA, wB, bB;
-  ConvCase() {
+  ConvCase(int64_t k0 = 2, int64_t k1 = 2, int64_t seq = 5) {
+    shape.taps_a = k0;
+    shape.taps_b = k1;
+    shape.seq = seq;
     const int64_t C = shape.channels, d = shape.head_dim;
     qk = random_vector(shape.batch * shape.seq * shape.qk_ld(), 1);
-    wA = random_vector(C * 2, 2);
+    wA = random_vector(C * k0, 2);
     bA = random_vector(C, 3);
-    wB = random_vector(C * d * 2, 4, 0.5);
+    wB = random_vector(C * d * k1, 4, 0.5);
     bB = random_vector(C, 5);
   }
-  Vec forward(Vec* a_out = nullptr) const {
+  Vec forward(Vec* a_out = nullptr, const double* hist = nullptr) const {
     const int64_t B = shape.batch, S = shape.seq, C = shape.channels;
-    Vec c(B * S * C), a(B * (S + 1) * C), scratch(cca_conv_scratch_floats(shape));
+    Vec c(B * S * C), a(B * shape.a_rows() * C), scratch(cca_conv_scratch_floats(shape));
     cca_conv_forward<double>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), shape,
-                             scratch.data());
+                             scratch.data(), hist);
     if (a_out) *a_out = a;
     return c;
   }
+  struct Grads {
+    Vec dqk, dwA, dbA, dwB, dbB, dhist;
+  };
+  Grads backward(const Vec& probe, const double* hist = nullptr) const {
+    const int64_t B = shape.batch, C = shape.channels;
+    Vec a;
+    forward(&a, hist);
+    Grads g{Vec(qk.size(), 0.0), Vec(wA.size(), 0.0), Vec(C, 0.0),
+            Vec(wB.size(), 0.0), Vec(C, 0.0),         Vec(B * shape.hist_ld() * shape.qk_ld(), 0.0)};
+    Vec da(B * shape.a_rows() * C), scratch(2 * cca_conv_scratch_floats(shape));
+    cca_conv_backward<double>(g.dqk.data(), g.dwA.data(), g.dbA.data(), g.dwB.data(), g.dbB.data(), probe.data(),
+                              qk.data(), a.data(), wA.data(), wB.data(), shape, da.data(), scratch.data(), hist,
+                              hist != nullptr ? g.dhist.data() : nullptr);
+    return g;
+  }
 };
+
+// Kernel sizes other than ZAYA1's 2/2 (cca_time0 / cca_time1 of the zaya1-legacy reference).
+constexpr int64_t kTapPairs[][2] = {{3, 4}, {1, 3}, {4, 1}, {1, 1}, {2, 3}, {3, 2}};
 
 TEST(CcaConv, MatchesPyTorchConv1dRecipe) {
   ConvCase k;
@@ -146,6 +170,69 @@ TEST(CcaConv, FloatMatchesDouble) {
   cca_conv_forward<float>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), k.shape,
                           scratch.data());
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], want[i], 2e-4) << i;
+}
+
+TEST(CcaConv, OtherKernelSizesMatchPyTorchConv1dRecipe) {
+  for (const auto& kk : kTapPairs) {
+    ConvCase k(kk[0], kk[1], 7);
+    Vec got = k.forward(), want = reference(k.qk, k.wA, k.bA, k.wB, k.bB, k.shape);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << kk[0] << "/" << kk[1] << " " << i;
+  }
+  // k0 = 1, k1 = 1: two pointwise maps, z = bB + WB . (bA + wA * qk); channel 0 of row 0.
+  ConvCase k(1, 1, 3);
+  Vec got = k.forward();
+  double z0 = k.bB[0];
+  for (int64_t i = 0; i < k.shape.head_dim; ++i) z0 += k.wB[i] * (k.bA[i] + k.wA[i] * k.qk[i]);
+  EXPECT_NEAR(got[0], z0, 1e-12);
+}
+
+TEST(CcaConv, OtherKernelSizesGradients) {
+  for (const auto& kk : kTapPairs) {
+    SCOPED_TRACE(::testing::Message() << "taps " << kk[0] << "/" << kk[1]);
+    ConvCase k(kk[0], kk[1], 6);
+    const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels;
+    Vec probe = random_vector(B * S * C, 9);
+    auto loss = [&] { return dot(k.forward(), probe); };
+    ConvCase::Grads g = k.backward(probe);
+    testing::expect_gradient("conv qk", k.qk, g.dqk, loss);
+    testing::expect_gradient("conv wA", k.wA, g.dwA, loss);
+    testing::expect_gradient("conv bA", k.bA, g.dbA, loss);
+    testing::expect_gradient("conv wB", k.wB, g.dwB, loss);
+    testing::expect_gradient("conv bB", k.bB, g.dbB, loss);
+  }
+}
+
+// Context parallelism with k taps: the history is the H = k0 + k1 - 2 rows
+// before the chunk, possibly inside a wider buffer (hist_rows > H, as the
+// attention block's halo of max(H, 1) rows); the tail of the sequence and the
+// gradients of the history rows match the whole sequence's.
+TEST(CcaConv, OtherKernelSizesHistoryContinuesASequence) {
+  for (const auto& kk : kTapPairs) {
+    SCOPED_TRACE(::testing::Message() << "taps " << kk[0] << "/" << kk[1]);
+    ConvCase k(kk[0], kk[1], 11);
+    k.shape.batch = 1;
+    const int64_t S = k.shape.seq, C = k.shape.channels, L = k.shape.qk_ld(), H = k.shape.history(), h0 = 6;
+    const int64_t R = std::max<int64_t>(H, 1) + 1;  // one unused leading row
+    Vec full = k.forward();
+    Vec probe_tail = random_vector((S - h0) * C, 17), probe(S * C, 0.0);
+    std::copy(probe_tail.begin(), probe_tail.end(), probe.begin() + h0 * C);
+    ConvCase::Grads fg = k.backward(probe);
+
+    ConvCase tail = k;
+    tail.shape.seq = S - h0;
+    tail.shape.hist_rows = R;
+    tail.qk.assign(k.qk.begin() + h0 * L, k.qk.end());
+    Vec hist(R * L, 1e3);  // the unused row is garbage on purpose
+    std::copy(k.qk.begin() + (h0 - H) * L, k.qk.begin() + h0 * L, hist.begin() + (R - H) * L);
+    Vec c = tail.forward(nullptr, hist.data());
+    for (int64_t i = 0; i < tail.shape.seq * C; ++i) ASSERT_NEAR(c[i], full[h0 * C + i], 1e-12) << i;
+    ConvCase::Grads g = tail.backward(probe_tail, hist.data());
+    for (int64_t i = 0; i < (R - H) * L; ++i) ASSERT_EQ(g.dhist[i], 0.0) << i;
+    for (int64_t i = 0; i < H * L; ++i) ASSERT_NEAR(g.dhist[(R - H) * L + i], fg.dqk[(h0 - H) * L + i], 1e-12) << i;
+    for (int64_t i = 0; i < tail.shape.seq * L; ++i) ASSERT_NEAR(g.dqk[i], fg.dqk[h0 * L + i], 1e-12) << i;
+    for (size_t i = 0; i < g.dwA.size(); ++i) ASSERT_NEAR(g.dwA[i], fg.dwA[i], 1e-12) << i;
+    for (size_t i = 0; i < g.dwB.size(); ++i) ASSERT_NEAR(g.dwB[i], fg.dwB[i], 1e-12) << i;
+  }
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hi
     for (int64_t t = 0; t < s.seq; ++t) {
       const int64_t row = b * s.seq + t;
       const T* prev = t > 0             ? qkv + (row - 1) * s.in_stride + off + half
-                      : hist != nullptr ? hist + (b * 2 + 1) * s.in_stride + off + half
+                      : hist != nullptr ? hist + ((b + 1) * s.hist_rows - 1) * s.in_stride + off + half
                                         : nullptr;
       cca_value_row(v_TK + row * KW, qkv + row * s.in_stride + off, prev, half);
     }
@@ -87,7 +87,7 @@ void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s, T* dhist
         for (int64_t i = 0; i < half; ++i) dcur[half + i] += dv_next[i];
       }
       if (t == 0 && dhist != nullptr) {
-        T* dprev = dhist + (b * 2 + 1) * s.in_stride + off + half;
+        T* dprev = dhist + ((b + 1) * s.hist_rows - 1) * s.in_stride + off + half;
         for (int64_t i = 0; i < half; ++i) dprev[i] += dv[half + i];
       }
     }

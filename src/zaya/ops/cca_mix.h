@@ -18,6 +18,7 @@ namespace zaya {
 struct CcaMixShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   int64_t in_stride = 0;  // row stride of the fused projection (q | k | v_cur | v_prev)
+  int64_t hist_rows = 2;  // rows per sequence of hist_B2P (the last gives v_prev[-1])
   int64_t q_width() const { return q_heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };
@@ -45,8 +46,8 @@ inline void cca_value_row(T* v_K, const T* cur_half, const T* prev_half, int64_t
 }
 
 // v_TK from the fused projection's value columns (after q and k). hist_B2P
-// (context parallelism, issue [cp]): the two fused-projection rows before each
-// sequence, row 1 giving v_prev[-1]; null means zeros (a sequence start).
+// (context parallelism, issue [cp]): the hist_rows fused-projection rows before
+// each sequence, the last giving v_prev[-1]; null means zeros (a sequence start).
 template <typename T>
 void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hist_B2P = nullptr);
 // Adds dv_TK back into dqkv's value columns (the delayed stream one step

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "zaya/core/error.h"
+#include "zaya/model/conv_taps.h"
 #include "zaya/model/params.h"
 #include "zaya/plan/attention_window.h"
 #include "zaya/plan/stream_ops.h"
@@ -39,7 +40,10 @@ LatencyPrediction predict_latency(const ZayaConfig& c, const InferenceLayout& L,
   const double layers = double(c.num_blocks);
   // Tokens held over all layers: the context on full blocks, the ring of W - 1 on sliding ones.
   const double kv_tokens = kv_cache_tokens(c, L.context);
-  const double conv_state = 2.0 * double(c.conv_channels() + c.hidden) * layers * bytes;  // per sequence
+  // Per sequence: the conv state of (cca_time0 - 1) + (cca_time1 - 1) raw q|k rows (two for ZAYA1), and the value
+  // shift's.
+  const double conv_state =
+      (double(conv_history(c)) * double(c.conv_channels()) + 2.0 * double(c.hidden)) * layers * bytes;
   r.kv_bytes = double(L.batch) * (kv_tokens * 2.0 * double(c.kv_width()) * bytes + conv_state);
   r.kv_bytes_uncompressed = double(L.batch) * kv_tokens * 2.0 * double(c.hidden) * bytes;
   const double read = r.weight_bytes + r.kv_bytes;
