@@ -90,7 +90,8 @@ void export_weights(const std::string& in, const std::string& out, const ExportO
   const ExportReport r = export_model(in, out, options);
   say_source(r.source);
   for (const std::string& note : r.notes) fmt::print(stderr, "zaya ckpt export: {}\n", note);
-  const std::string from = r.step >= 0 ? fmt::format("step {} ({})", r.step, r.source.dir) : r.source.dir;
+  const std::string from = (r.step >= 0 ? fmt::format("step {} ({})", r.step, r.source.dir) : r.source.dir) +
+                           (options.lora.empty() ? "" : ", LoRA adapter " + options.lora + " merged");
   const std::string replaced = r.replaced ? ", replacing what was there" : "";
   if (r.format == "gguf")
     fmt::print("wrote {} (GGUF, {}, stacked expert tensors, general.name '{}', {}) from {}{}\n", out, options.dtype,
@@ -124,7 +125,7 @@ void add_ckpt_command(CLI::App& app) {
   auto* ckpt = app.add_subcommand("ckpt", "inspect, verify, reshape, export and import checkpoints");
   ckpt->require_subcommand(1);
   struct Options {
-    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer, layout = "legacy";
+    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer, layout = "legacy", lora;
     bool tensors = false, weights_only = false, force = false;
     int dp = 1, ep = 1;
     double tolerance = 0;
@@ -163,8 +164,12 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--tokenizer", o->tokenizer,
                  "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
   ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
+  ex->add_option("--lora", o->lora,
+                 "merge this LoRA adapter (a PEFT directory: adapter_config.json + adapter_model.safetensors) into "
+                 "the weights written");
   ex->callback([o] {
     ExportOptions eo;
+    eo.lora = o->lora;
     eo.format = o->format;
     eo.dtype = o->dtype;
     eo.tokenizer = o->tokenizer;

@@ -19,7 +19,7 @@ namespace zaya::cli {
 namespace {
 
 struct EvalOptions {
-  std::string model, tokenizer, json_out, per_item, dtype = "auto";
+  std::string model, tokenizer, json_out, per_item, dtype = "auto", lora;
   std::vector<std::string> texts, shards, mc;
   int64_t context = 0, stride = 0, batch = 16, step_tokens = 512;
   int64_t max_documents = 0, max_tokens = 0, max_items = 0;
@@ -34,6 +34,7 @@ void run_eval(const EvalOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
+  lo.lora = o.lora;
   auto model = InferModel::open(o.model, lo);
   const ZayaConfig& c = model->config();
   // The tokenizer: given, or next to the weights; only text needs one.
@@ -121,6 +122,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "model directory (config.json + safetensors), training checkpoint or .gguf file")
       ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
+  cmd->add_option("--lora", o->lora,
+                  "apply this LoRA adapter (a PEFT directory: adapter_config.json + adapter_model.safetensors) "
+                  "without merging it into the model's files");
   cmd->add_option("--text", o->texts,
                   "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
       ->check(CLI::ExistingFile);

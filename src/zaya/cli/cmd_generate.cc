@@ -28,7 +28,7 @@ namespace zaya::cli {
 namespace {
 
 struct GenerateCliOptions {
-  std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto";
+  std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora;
   std::vector<std::string> stop_texts;
   std::vector<int32_t> stop_ids;
   GenerateOptions gen;
@@ -123,6 +123,7 @@ void run_generate(const GenerateCliOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
+  lo.lora = o.lora;
   lo.prefetch = o.prefetch;
   auto model = InferModel::open(o.model, lo);
   Tokenizer tok = load_model_tokenizer(o.model, o.tokenizer, model->tokenizer_hint());
@@ -180,6 +181,9 @@ void add_generate_command(CLI::App& app) {
                   "model directory (config.json + safetensors), training checkpoint (step_N) or .gguf file")
       ->required();
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
+  cmd->add_option("--lora", o->lora,
+                  "apply this LoRA adapter (a PEFT directory: adapter_config.json + adapter_model.safetensors) "
+                  "without merging it into the model's files");
   auto* prompt = cmd->add_option("--prompt", o->prompt, "text to continue (none: sample from BOS alone)");
   auto* prompt_file =
       cmd->add_option("-f,--prompt-file", o->prompt_file, "read the prompt from this file ('-': stdin)");

@@ -17,7 +17,7 @@ namespace zaya::cli {
 namespace {
 
 struct ServeCliOptions {
-  std::string model, tokenizer, dtype = "auto";
+  std::string model, tokenizer, dtype = "auto", lora;
   ServerOptions server;
   int threads = 0;
   int64_t prefix_cache_mb = 256;
@@ -32,6 +32,7 @@ void run_serve(ServeCliOptions o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
+  lo.lora = o.lora;
   auto model = InferModel::open(o.model, lo);
   Tokenizer tok = load_model_tokenizer(o.model, o.tokenizer, model->tokenizer_hint());
   o.server.serving.sample_vocab = check_tokenizer(tok, model->config(), o.model);
@@ -93,6 +94,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option(
       "--dtype", o->dtype,
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention and experts per-channel int8)");
+  cmd->add_option("--lora", o->lora,
+                  "apply this LoRA adapter (a PEFT directory) without merging it into the model's files");
   cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->callback([o] { run_serve(*o); });

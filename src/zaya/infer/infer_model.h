@@ -27,6 +27,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/model/config.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/model.h"
 #include "zaya/ops/matvec.h"
 
@@ -106,6 +107,10 @@ struct InferLoadOptions {
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
   bool prefetch = false;
+  // A LoRA adapter in the PEFT layout (model/lora_peft.h) applied at load
+  // (`--lora DIR`): the adapted projections get merged float32 copies in
+  // memory (W + alpha / rank * B A); the files are not changed. Empty: none.
+  std::string lora;
 };
 
 // Bytes of the weights a forward pass reads for one token, split as the
@@ -145,6 +150,11 @@ class InferModel {
   // a window, or sliding-window inference before the training side builds such a model.
   static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const ZayaConfig& config,
                                                 const std::string& dtype = "auto");
+
+  // Applies `adapters` (a model of this config): each adapted attention
+  // projection becomes an owned float32 matrix W + alpha / rank * B A, the
+  // other matrices stay as they are. Refused for int8 matrices.
+  void apply_lora(const LoraAdapters& adapters);
 
   InferModel(const InferModel&) = delete;
   InferModel& operator=(const InferModel&) = delete;

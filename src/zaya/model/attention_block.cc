@@ -11,6 +11,7 @@
 #include "zaya/ops/attention.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
+#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
@@ -38,6 +39,24 @@ AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& 
   s.window = c.window_of(block);
   return s;
 }
+// The adapters on rows of the fused projection (o_proj has its own).
+constexpr LoraTarget kQkvTargets[] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed};
+
+LoraShape lora_shape(const ZayaConfig& c, const AttentionLora& lora, LoraTarget t, int64_t tokens, int64_t stride) {
+  const LoraSlot slot = lora_slot(c, t);
+  LoraShape s;
+  s.tokens = tokens;
+  s.in = slot.in;
+  s.out = slot.out;
+  s.rank = lora.rank;
+  s.out_stride = stride;
+  s.scale = lora.scale;
+  s.dropout = lora.dropout;
+  s.seed = lora.seed;
+  s.stream = lora.stream * kLoraTargetCount + uint64_t(t);
+  return s;
+}
+
 // The block's RoPE table: sliding blocks have their own base (spec §12).
 const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b) {
   const RopeTable* t = c.is_sliding(block) ? b.sliding_rope : b.rope;
@@ -115,12 +134,22 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
 }
 
 void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
-                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD) {
+                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD,
+                             const AttentionLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
   const RopeTable& rope = rope_of(c, block, b);
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
     linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+    if (lora != nullptr) {
+      for (LoraTarget t : kQkvTargets) {
+        const LoraMatrices& m = (*lora->weights)[size_t(t)];
+        if (m.a_rI == nullptr) continue;
+        const LoraShape ls = lora_shape(c, *lora, t, T, P);
+        lora_forward<float>(a.qkv_TP + lora_slot(c, t).row_offset, lora->h_Tr[size_t(t)], x_TD, m.a_rI, m.b_Or, ls,
+                            lora->scratch);
+      }
+    }
   }
   ZAYA_PROFILE_SCOPE("attn.fwd.conv_norm_rope_attention_oproj");
   const ContextParallel* cp = b.cp;
@@ -158,17 +187,28 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   }
   attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
   linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
+  if (lora != nullptr && (*lora->weights)[size_t(LoraTarget::kO)].a_rI != nullptr) {
+    const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
+    lora_forward<float>(out_TD, lora->h_Tr[size_t(LoraTarget::kO)], a.o_TQ, m.a_rI, m.b_Or,
+                        lora_shape(c, *lora, LoraTarget::kO, T, D), lora->scratch);
+  }
 }
 
 void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
-                              const float* dout_TD, float* dx_TD) {
+                              const float* dout_TD, float* dx_TD, const AttentionLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
   const RopeTable& rope = rope_of(c, block, b);
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero(s.dO_TQ, T * Q);
   linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);
+  if (lora != nullptr && (*lora->weights)[size_t(LoraTarget::kO)].a_rI != nullptr) {
+    const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
+    const LoraMatrices& gm = (*lora->grads)[size_t(LoraTarget::kO)];
+    lora_backward<float>(s.dO_TQ, gm.a_rI, gm.b_Or, dout_TD, a.o_TQ, lora->h_Tr[size_t(LoraTarget::kO)], m.a_rI, m.b_Or,
+                         lora_shape(c, *lora, LoraTarget::kO, T, D), lora->scratch);
+  }
   // attention
   zero(s.dq_TQ, T * Q);
   zero(s.dk_TK, T * K);
@@ -224,6 +264,15 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);
   }
   linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
+  if (lora != nullptr) {
+    for (LoraTarget t : kQkvTargets) {
+      const LoraMatrices& m = (*lora->weights)[size_t(t)];
+      if (m.a_rI == nullptr) continue;
+      const LoraMatrices& gm = (*lora->grads)[size_t(t)];
+      lora_backward<float>(dx_TD, gm.a_rI, gm.b_Or, s.dqkv_TP + lora_slot(c, t).row_offset, x_TD, lora->h_Tr[size_t(t)],
+                           m.a_rI, m.b_Or, lora_shape(c, *lora, t, T, P), lora->scratch);
+    }
+  }
 }
 
 }  // namespace zaya

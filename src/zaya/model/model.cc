@@ -9,6 +9,7 @@
 #include "zaya/core/profiler.h"
 #include "zaya/model/conv_taps.h"
 #include "zaya/ops/cross_entropy.h"
+#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/ops/residual_scale.h"
@@ -133,6 +134,34 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
 
 void ModelWorkspace::reserve_bf16_gemms() const { reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_); }
 
+void ModelWorkspace::enable_lora(const ZayaConfig& c, int64_t rank) {
+  ZAYA_CHECK(rank >= 1, "LoRA rank {} must be >= 1", rank);
+  if (lora_rank_ == rank) return;
+  const int64_t T = max_batch_ * max_seq_ / std::max(cp_size(), 1);
+  // Scratch for the widest adapter input (D for the fused rows, Q for o_proj) with dropout.
+  LoraShape widest;
+  widest.tokens = T;
+  widest.in = std::max(c.hidden, c.q_width());
+  widest.rank = rank;
+  widest.dropout = 0.5;
+  const int64_t per_block = int64_t(kLoraTargetCount) * int64_t(align_floats(size_t(T * rank)));
+  const int64_t scratch = lora_backward_scratch_floats(widest);
+  lora_arena_.reset(size_t(c.num_blocks * per_block + int64_t(align_floats(size_t(scratch)))));
+  lora_.assign(size_t(c.num_blocks), AttentionLora{});
+  float* scratch_base = lora_arena_.carve(size_t(scratch));
+  for (auto& l : lora_) {
+    for (auto& h : l.h_Tr) h = lora_arena_.carve(size_t(T * rank));
+    l.scratch = scratch_base;
+  }
+  lora_rank_ = rank;
+}
+
+void ModelWorkspace::set_lora_dropout(bool on, uint64_t seed, uint64_t pass) {
+  lora_dropout_ = on;
+  lora_seed_ = seed;
+  lora_pass_ = pass;
+}
+
 void ModelWorkspace::reset_routing() {
   for (auto& r : routing_) r.reset(int64_t(r.choices_N.size()));
   moe_scratch_.experts.exchange_seconds = 0;
@@ -178,6 +207,22 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < T; ++t) std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(local_ids[t]) * D, 4 * D);
 
+  // LoRA: each block's adapters, this pass's dropout mask.
+  const LoraAdapters* lora = model.lora();
+  if (lora != nullptr) {
+    const LoraConfig& lc = lora->config();
+    ZAYA_CHECK(ws.lora_rank_ == lc.rank, "internal error: the workspace has no LoRA buffers for rank {}", lc.rank);
+    for (int64_t b = 0; b < c.num_blocks; ++b) {
+      AttentionLora& al = ws.lora_[size_t(b)];
+      al.weights = &lora->views()[size_t(b)];
+      al.grads = nullptr;
+      al.rank = lc.rank;
+      al.scale = lc.scale();
+      al.dropout = ws.lora_dropout_ ? lc.dropout : 0.0;
+      al.seed = ws.lora_seed_;
+      al.stream = ws.lora_pass_ * uint64_t(c.num_blocks) + uint64_t(b);
+    }
+  }
   LossParts parts;
   const float* h = ws.embed_out_TD_;
   const float* res_prev = nullptr;
@@ -189,7 +234,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
     rmsnorm_forward<float>(ws.x_TD_[n], ws.rstd_T_[n], ws.res_TD_[n], input_norm(w, n), T, D, float(c.norm_eps));
     if (n % 2 == 0) {
       attention_block_forward(c, n / 2, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
-                              ws.out_TD_[n]);
+                              ws.out_TD_[n], lora != nullptr ? &ws.lora_[size_t(n / 2)] : nullptr);
     } else {
       const int64_t l = n / 2;
       parts.router_loss +=
@@ -218,8 +263,14 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
 }
 
 void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& g, float xent_scale,
-                    float router_scale, const MoeLossOptions& loss, const std::function<void(int)>* layer_done) {
+                    float router_scale, const MoeLossOptions& loss, const std::function<void(int)>* layer_done,
+                    const LoraViews* lora_grads) {
   ZAYA_CHECK(ws.training_, "model_backward needs a workspace created for training");
+  const bool lora = model.lora() != nullptr;
+  ZAYA_CHECK(!lora || lora_grads != nullptr, "internal error: a model with LoRA adapters needs their gradients");
+  if (lora) {
+    for (size_t b = 0; b < ws.lora_.size(); ++b) ws.lora_[b].grads = &(*lora_grads)[b];
+  }
   const ZayaConfig& c = model.config();
   const ModelWeights& w = model.weights();
   const BatchShape& shape = ws.shape_;
@@ -251,7 +302,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     zero(ws.dx_TD_, T * D);
     if (k % 2 == 0) {
       attention_block_backward(c, k / 2, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape,
-                               ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_);
+                               ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_, lora ? &ws.lora_[size_t(k / 2)] : nullptr);
     } else {
       const int64_t l = k / 2;
       const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].router.r_TR : nullptr;

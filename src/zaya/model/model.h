@@ -18,6 +18,7 @@
 #include "zaya/model/attention_block.h"
 #include "zaya/model/config.h"
 #include "zaya/model/context_parallel.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/model/params.h"
 #include "zaya/model/weights.h"
@@ -57,6 +58,12 @@ class ZayaModel {
   // The bf16 copy, or null when the model runs float32 GEMMs.
   const Bf16Weights* bf16_weights() const { return bf16_arena_ ? &bf16_ : nullptr; }
 
+  // LoRA (model/lora.h): the adapters the forward and backward passes add
+  // to the attention projections, unmerged (null: none). Borrowed: they
+  // must outlive their use here.
+  void set_lora(const LoraAdapters* adapters) { lora_ = adapters; }
+  const LoraAdapters* lora() const { return lora_; }
+
  private:
   ZayaConfig config_;
   ParamTable params_;
@@ -67,6 +74,7 @@ class ZayaModel {
   std::vector<float*> biases_;
   AlignedPtr<uint16_t> bf16_arena_;
   Bf16Weights bf16_;
+  const LoraAdapters* lora_ = nullptr;
 };
 
 // Loss of one forward pass, with its parts.
@@ -109,12 +117,19 @@ class ModelWorkspace {
   // Sizes the bf16 conversion scratch (ops/bf16_linear.h) for this
   // workspace's largest operands, so a bf16 step loop allocates nothing.
   void reserve_bf16_gemms() const;
+  // Buffers for running a model with LoRA adapters of this rank (kept
+  // adapter inputs, scratch); needed before a forward of such a model.
+  void enable_lora(const ZayaConfig& config, int64_t rank);
+  // LoRA dropout of the following forward passes (and their backward): on
+  // with the mask of (seed, pass) (ops/lora_linear.h), or off (evaluation).
+  // The caller gives every pass of a run its own number (step, micro-batch, rank).
+  void set_lora_dropout(bool on, uint64_t seed = 0, uint64_t pass = 0);
 
  private:
   friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t, int64_t,
                                  const MoeLossOptions&);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
-                             const MoeLossOptions&, const std::function<void(int)>*);
+                             const MoeLossOptions&, const std::function<void(int)>*, const LoraViews*);
   int64_t max_batch_, max_seq_;
   bool training_;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
@@ -145,6 +160,11 @@ class ModelWorkspace {
   float* dres_b_TD_ = nullptr;
   float* dh_TD_ = nullptr;
   float* dx_TD_ = nullptr;
+  Arena lora_arena_;
+  int64_t lora_rank_ = 0;            // rank the LoRA buffers were sized for (0: none)
+  std::vector<AttentionLora> lora_;  // per attention block, filled by each forward
+  bool lora_dropout_ = false;
+  uint64_t lora_seed_ = 0, lora_pass_ = 0;
 };
 
 // Forward pass over ids_BS (B sequences of S tokens); targets_BS may be null
@@ -160,9 +180,11 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
 // For the mean over N target tokens of a global batch, xent_scale = 1/N.
 // layer_done, when given, is called with n as soon as every parameter gradient
 // of half-layer n is final (for overlapping their reduction with the rest).
+// lora_grads: where the gradients of the model's LoRA adapters are added
+// (LoraAdapters::bind of a gradient arena); required when the model has adapters.
 void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeights& grads, float xent_scale,
                     float router_scale, const MoeLossOptions& loss,
-                    const std::function<void(int)>* layer_done = nullptr);
+                    const std::function<void(int)>* layer_done = nullptr, const LoraViews* lora_grads = nullptr);
 
 // Forward FLOPs (GEMMs + causal attention, sliding blocks counting only the
 // keys in their window) of B*S tokens whose MoE layers sent `routed_rows` rows

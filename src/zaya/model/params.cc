@@ -21,6 +21,16 @@ uint64_t name_stream(const std::string& name) {
 
 }  // namespace
 
+ParamTable::ParamTable(std::vector<ParamEntry> entries) : entries_(std::move(entries)) {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const ParamEntry& e = entries_[i];
+    ZAYA_ASSERT(e.offset >= total_);
+    index_[e.name] = i;
+    total_ = e.offset + e.numel;
+  }
+  dense_ = total_;
+}
+
 void ParamTable::add(const ZayaConfig& c, TensorRole role, int half_layer, int expert) {
   if (!tensor_present(role, half_layer, c)) return;
   const TensorDecl& d = tensor_decl(role);

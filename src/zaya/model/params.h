@@ -49,6 +49,8 @@ class ParamTable {
  public:
   // trainable = true: the parameter table; false: the buffer table (balancing biases).
   ParamTable(const ZayaConfig& config, bool trainable, ExpertRange experts = {});
+  // A table of other tensors laid out by the caller (LoRA adapters, model/lora.h): one dense region.
+  explicit ParamTable(std::vector<ParamEntry> entries);
 
   const std::vector<ParamEntry>& entries() const { return entries_; }
   int64_t total_floats() const { return total_; }

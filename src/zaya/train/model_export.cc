@@ -18,6 +18,7 @@
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
+#include "zaya/model/lora_peft.h"
 #include "zaya/model/model_directory.h"
 #include "zaya/train/checkpoint_tools.h"
 
@@ -239,6 +240,8 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
                             r.source.dir, fmt::join(live, ", ")));
   }
   const ZayaConfig& config = model->config();
+  // --lora: the merged full weights W + alpha / rank * B A (model/lora.h).
+  if (!o.lora.empty()) merge_lora(*read_peft_adapter(o.lora, config), model->weights());
   // A native source keeps its own semantics in the native layout; legacy weights only where they compute the same.
   if (r.format == "safetensors" && layout == DirectoryLayout::kNative && !native_source) {
     const std::string why = native_export_problem(config, model->buffers(), model->buffer_data(), r.source.dir);

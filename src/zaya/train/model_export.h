@@ -51,6 +51,7 @@ struct ExportOptions {
   std::string tokenizer;          // overrides the checkpoint's recorded tokenizer / the directory's tokenizer.model
   std::string layout = "legacy";  // safetensors: legacy (80 half-layers) or native (40 layers); GGUF: legacy only
   bool force = false;             // replace an existing output (atomically)
+  std::string lora;               // a PEFT LoRA adapter directory merged into the weights written (--lora)
 };
 
 struct ExportReport {

@@ -41,6 +41,29 @@ std::vector<StateTensor> state_tensors(const ZayaConfig& c, const ParamTable& ta
   return out;
 }
 
+std::vector<StateTensor> lora_state_tensors(const ZayaConfig& c, const ParamTable& adapters, const ParamTable& buffers,
+                                            bool root, bool with_optimizer, StateUse use) {
+  using K = StateTensorKind;
+  std::vector<StateTensor> out;
+  if (use == StateUse::kWrite && !root) return out;  // everything is replicated: written once
+  const auto& entries = adapters.entries();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ParamEntry& e = entries[i];
+    out.push_back({K::kLoraParameter, i, e.name, CkptDType::kF32, e.shape});
+    if (!with_optimizer) continue;
+    out.push_back({K::kFirstMoment, i, "optim.m." + e.name, CkptDType::kF32, e.shape});
+    out.push_back({K::kSecondMoment, i, "optim.v." + e.name, CkptDType::kF32, e.shape});
+  }
+  for (size_t i = 0; i < buffers.entries().size(); ++i)
+    out.push_back({K::kBuffer, i, buffers.entries()[i].name, CkptDType::kF32, buffers.entries()[i].shape});
+  if (with_optimizer) {
+    const std::vector<int64_t> shape = {c.num_blocks, c.router_slots()};
+    out.push_back({K::kBalanceFirst, 0, "balance.m", CkptDType::kF64, shape});
+    out.push_back({K::kBalanceSecond, 0, "balance.v", CkptDType::kF64, shape});
+  }
+  return out;
+}
+
 std::vector<std::vector<StateTensor>> mesh_state_tensors(const ZayaConfig& c, int dp, int ep, bool muon,
                                                          bool with_optimizer) {
   ZAYA_CHECK(dp >= 1 && ep >= 1 && c.experts % ep == 0, "layout dp {} x ep {} does not fit {} experts", dp, ep,

@@ -20,7 +20,17 @@
 
 namespace zaya {
 
-enum class StateTensorKind { kParameter, kFirstMoment, kSecondMoment, kBuffer, kBalanceFirst, kBalanceSecond };
+// kLoraParameter: an adapter of a LoRA run (model/lora.h); in such a run the
+// moments are the adapters' (entry: in the adapter table).
+enum class StateTensorKind {
+  kParameter,
+  kFirstMoment,
+  kSecondMoment,
+  kBuffer,
+  kBalanceFirst,
+  kBalanceSecond,
+  kLoraParameter
+};
 
 struct StateTensor {
   StateTensorKind kind = StateTensorKind::kParameter;
@@ -43,6 +53,14 @@ enum class StateUse { kWrite, kRead };
 std::vector<StateTensor> state_tensors(const ZayaConfig& config, const ParamTable& table, const ParamTable& buffers,
                                        const std::vector<size_t>& owned, bool muon, bool root, bool with_optimizer,
                                        StateUse use);
+
+// The state of a LoRA run (docs/training.md "LoRA"): the adapters under
+// PEFT's names and their AdamW moments (replicated on every rank: rank 0
+// writes), the balancing biases and the controller's moments. The frozen base
+// weights are not saved: a resume rebuilds them as the run started
+// (model.init_from, or the seed).
+std::vector<StateTensor> lora_state_tensors(const ZayaConfig& config, const ParamTable& adapters,
+                                            const ParamTable& buffers, bool root, bool with_optimizer, StateUse use);
 
 // True for the optimizer's and the controller's tensors (optim.*, balance.*).
 bool is_optimizer_state_tensor(const std::string& name);

@@ -17,13 +17,24 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
   const int64_t local_experts = mc.experts / mesh.ep_size();
   model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts});
   model_->init(config.run.seed);
+  if (config.lora.enabled) {
+    // LoRA: the adapters are the only trained parameters (every rank holds all of them).
+    lora_ = std::make_unique<LoraAdapters>(mc, config.lora);
+    lora_->init(config.run.seed);
+    model_->set_lora(lora_.get());
+    lora_grad_arena_.reset(size_t(lora_->total_floats()));
+    lora_grad_arena_.zero();
+    lora_grads_ = lora_->bind(lora_grad_arena_.data());
+  }
   bf16_ = uses_bf16_gemms(config.run);
   if (bf16_) model_->enable_bf16_gemms();
   rebuild_workspace();
   grad_arena_.reset(model_->params().total_floats());
   grad_arena_.zero();
   grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
-  if (distributed_) {
+  if (lora_) {
+    optimizer_ = std::make_unique<Optimizer>(lora_->table(), config.optim);
+  } else if (distributed_) {
     sync_ =
         std::make_unique<GradientSync>(zero_layout(model_->params()), mesh, grad_arena_.data(), model_->param_data());
     layer_done_ = [this](int n) { sync_->layer_done(n); };
@@ -45,6 +56,7 @@ void StepNumerics::rebuild_workspace() {
                                                 mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
                                                 mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr);
   if (bf16_) workspace_->reserve_bf16_gemms();
+  if (lora_) workspace_->enable_lora(config_.model, lora_->config().rank);
   ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
   targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
 }
@@ -61,6 +73,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
     grad_arena_.zero();
+    if (lora_) lora_grad_arena_.zero();
   }
   workspace_->reset_routing();
   refresh_bf16_weights();
@@ -72,6 +85,13 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
   for (int64_t a = 0; a < accum; ++a) {
     data.next(ids_.data(), targets_.data(), B, S, mesh_.data_rank(), int(data_ranks));
+    if (lora_) {
+      // A dropout mask of its own for every micro-batch of every data rank, from the step: resumable.
+      const uint64_t pass =
+          (uint64_t(optimizer_->step_count()) * uint64_t(accum) + uint64_t(a)) * uint64_t(data_ranks) +
+          uint64_t(mesh_.data_rank());
+      workspace_->set_lora_dropout(true, config_.run.seed, pass);
+    }
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
@@ -81,24 +101,33 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     r.router_loss += parts.router_loss;
     ZAYA_PROFILE_SCOPE("model.backward");
     // The last micro-batch's backward overlaps the gradient reduction, layer by layer.
-    const bool overlap = distributed_ && a == accum - 1;
+    const bool overlap = sync_ && a == accum - 1;
     if (overlap) sync_->begin();
     model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses,
-                   overlap ? &layer_done_ : nullptr);
+                   overlap ? &layer_done_ : nullptr, lora_ ? &lora_grads_ : nullptr);
   }
-  if (distributed_) sync_->finish();
+  if (sync_) sync_->finish();
+  // LoRA: the adapters' gradients summed over every rank (they are replicated, like the dense weights).
+  if (lora_ && distributed_) {
+    ZAYA_PROFILE_SCOPE("train.lora_grad_reduce");
+    mesh_.world().all_reduce(lora_grad_arena_.data(), lora_grad_arena_.data(), size_t(lora_->total_floats()),
+                             DType::kF32, ReduceOp::kSum);
+  }
   r.rank_tokens = B * S * accum / mesh_.cp_size();
   r.tokens = B * S * accum * data_ranks;
 }
 
 double StepNumerics::communication_wait_seconds() const {
-  return (distributed_ ? sync_->exposed_seconds() : 0.0) + workspace_->exchange_seconds();
+  return (sync_ ? sync_->exposed_seconds() : 0.0) + workspace_->exchange_seconds();
 }
 
 void StepNumerics::reduce_totals(StepResult& r) {
   // One all-reduce for the loss parts and the squared gradient norm of every shard.
-  double sums[3] = {r.loss, r.router_loss, optimizer_->owned_sum_squares(grad_arena_.data())};
+  // LoRA: every rank holds the whole reduced adapter gradient, so its norm is local.
+  const double squares = optimizer_->owned_sum_squares(trained_gradients());
+  double sums[3] = {r.loss, r.router_loss, lora_ ? 0.0 : squares};
   if (distributed_) mesh_.world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
+  if (lora_) sums[2] = squares;
   r.loss = sums[0] / double(r.tokens);
   r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_.world_size());
   r.grad_norm = std::sqrt(sums[2]);
@@ -110,15 +139,17 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
     const double clip = (config_.optim.grad_clip > 0 && r.grad_norm > config_.optim.grad_clip)
                             ? config_.optim.grad_clip / r.grad_norm
                             : 1.0;
-    optimizer_->update(model_->param_data(), grad_arena_.data(), lr_scale, clip);
-    if (distributed_) sync_->all_gather_parameters();
-    bf16_stale_ = bf16_;
+    optimizer_->update(trained(), trained_gradients(), lr_scale, clip);
+    if (sync_) sync_->all_gather_parameters();
+    bf16_stale_ = bf16_ && !lora_;  // frozen base weights: their bf16 copy stays
   }
   if (distributed_) {
     reduce_routing_over_world();
-    r.grad_reduce_exposed = sync_->exposed_seconds();
-    r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
-    r.param_gather = accepted ? sync_->gather_seconds() : 0.0;
+    if (sync_) {
+      r.grad_reduce_exposed = sync_->exposed_seconds();
+      r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
+      r.param_gather = accepted ? sync_->gather_seconds() : 0.0;
+    }
   }
   r.expert_exchange = workspace_->exchange_seconds();
   double routed_rows = 0;
@@ -127,7 +158,8 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
     for (int64_t e = 0; e < c.experts; ++e) routed_rows += choice_counts_[size_t(l)][size_t(e)];
   }
   // Balancing biases from the whole step's routing (global batch): identical on every rank.
-  if (accepted) balance_->update(choice_counts_, model_->balancing_biases());
+  // A LoRA run keeps them frozen unless lora.train_biases.
+  if (accepted && (!lora_ || config_.lora.train_biases)) balance_->update(choice_counts_, model_->balancing_biases());
   // Model FLOPs done by this rank: its tokens (1 / cp of its sequences, with
   // the same share of causal attention under zig-zag), and its share of the routed rows.
   const double W = double(mesh_.world_size()), cp = double(mesh_.cp_size());
@@ -160,6 +192,7 @@ void StepNumerics::reduce_routing_over_world() {
 double StepNumerics::validation_loss(ShardBatchSource& val, int64_t batches) {
   const RunConfig& run = config_.run;
   refresh_bf16_weights();
+  workspace_->set_lora_dropout(false);
   val.reset();
   double sum = 0;
   int64_t n = 0;
@@ -184,6 +217,9 @@ void* StepNumerics::state_data(const StateTensor& t) {
     case StateTensorKind::kBuffer: return model_->buffer_data() + model_->buffers().entries()[t.entry].offset;
     case StateTensorKind::kBalanceFirst: return balance_->first_moment().data();
     case StateTensorKind::kBalanceSecond: return balance_->second_moment().data();
+    case StateTensorKind::kLoraParameter:
+      ZAYA_ASSERT(lora_ != nullptr);
+      return lora_->data() + lora_->table().entries()[t.entry].offset;
   }
   fail("internal error: state tensor '{}' has no place", t.name);
 }
@@ -202,13 +238,13 @@ void StepNumerics::load_state(const nlohmann::json& state) {
 
 void StepNumerics::scale_owned_gradients(float factor) {
   for (size_t idx : optimizer_->owned()) {
-    const ParamEntry& e = model_->params().entries()[idx];
-    for (int64_t i = 0; i < e.numel; ++i) grad_arena_.data()[e.offset + i] *= factor;
+    const ParamEntry& e = trained_table().entries()[idx];
+    for (int64_t i = 0; i < e.numel; ++i) trained_gradients()[e.offset + i] *= factor;
   }
 }
 
 void StepNumerics::poison_owned_gradient() {
-  grad_arena_.data()[model_->params().entries()[optimizer_->owned().front()].offset] = std::nanf("");
+  trained_gradients()[trained_table().entries()[optimizer_->owned().front()].offset] = std::nanf("");
 }
 
 }  // namespace zaya

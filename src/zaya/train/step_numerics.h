@@ -25,6 +25,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/dist/mesh.h"
 #include "zaya/dist/zero.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/model.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
@@ -51,6 +52,9 @@ class StepNumerics {
   const Optimizer& optimizer() const { return *optimizer_; }
   BalanceController& balance() { return *balance_; }
   const BalanceController& balance() const { return *balance_; }
+  // A LoRA run ([lora]): the adapters the optimizer trains (the base weights
+  // stay frozen and are not stepped); null otherwise.
+  const LoraAdapters* lora() const { return lora_.get(); }
   float* gradients() { return grad_arena_.data(); }
   const float* gradients() const { return grad_arena_.data(); }
   // True when the forward and backward GEMMs run in bf16 (train.precision).
@@ -95,6 +99,10 @@ class StepNumerics {
 
  private:
   void reduce_routing_over_world();
+  // What the optimizer steps: the adapters in a LoRA run, else the model's parameters.
+  float* trained() { return lora_ ? lora_->data() : model_->param_data(); }
+  float* trained_gradients() { return lora_ ? lora_grad_arena_.data() : grad_arena_.data(); }
+  const ParamTable& trained_table() const { return lora_ ? lora_->table() : model_->params(); }
   // Mixed precision: the model's bf16 weight copy follows the parameters once per change.
   void refresh_bf16_weights();
 
@@ -104,6 +112,9 @@ class StepNumerics {
   bool bf16_ = false;        // train.precision resolved for this CPU
   bool bf16_stale_ = false;  // parameters changed since the last bf16 copy
   std::unique_ptr<ZayaModel> model_;
+  std::unique_ptr<LoraAdapters> lora_;
+  Arena lora_grad_arena_;
+  LoraViews lora_grads_;
   std::unique_ptr<ModelWorkspace> workspace_;
   Arena grad_arena_;
   ModelWeights grads_;

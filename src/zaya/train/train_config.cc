@@ -35,8 +35,28 @@ const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
 const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",     "rollback_after",  "max_rollbacks",
                                           "on_save_error", "max_failed_saves", "straggler_ratio", "skip_steps"};
-const std::vector<std::string> kSections = {"model", "data",     "train",      "optim", "schedule",
-                                            "moe",   "parallel", "checkpoint", "ft",    "phase"};
+const std::vector<std::string> kLoraKeys = {"rank", "alpha", "dropout", "targets", "train_biases"};
+const std::vector<std::string> kSections = {"model",    "data",       "train", "optim", "schedule", "moe",
+                                            "parallel", "checkpoint", "ft",    "lora",  "phase"};
+
+// [lora]: present means a LoRA run (model/lora.h).
+LoraConfig parse_lora(const toml::table* table, const std::string& source) {
+  LoraConfig l;
+  if (table == nullptr) return l;
+  TomlSection s(table, "lora", source);
+  l.enabled = true;
+  l.rank = s.get_int("rank", l.rank, 1, 4096);
+  l.alpha = s.get_double("alpha", l.alpha, 0.0, 1e6, true);
+  l.dropout = s.get_double("dropout", l.dropout, 0.0, 0.99);
+  std::vector<std::string> allowed, names;
+  for (LoraTarget t : l.targets) allowed.emplace_back(lora_target_name(t));
+  names = s.get_string_list("targets", allowed, allowed);
+  l.targets.clear();
+  for (const std::string& n : names) l.targets.push_back(parse_lora_target(n, source));
+  l.train_biases = s.get_bool("train_biases", l.train_biases);
+  s.finish(kLoraKeys);
+  return l;
+}
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
   const toml::node* n = root.get(name);
@@ -227,6 +247,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   ft.straggler_ratio = f.get_double("straggler_ratio", ft.straggler_ratio, 1.0, 1e6);
   ft.skip_steps = f.get_int_list("skip_steps", ft.skip_steps, 1, int64_t(1) << 40);
   f.finish(kFtKeys);
+  t.lora = parse_lora(table_of(root, "lora", source), source);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
@@ -316,6 +337,12 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
   s += fmt::format("on_save_error = \"{}\"\nmax_failed_saves = {}\n", ft.on_save_error, ft.max_failed_saves);
   s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
+  if (t.lora.enabled) {
+    std::vector<std::string> targets;
+    for (LoraTarget x : t.lora.targets) targets.push_back(fmt::format("\"{}\"", lora_target_name(x)));
+    s += fmt::format("\n[lora]\nrank = {}\nalpha = {}\ndropout = {}\ntargets = [{}]\ntrain_biases = {}\n", t.lora.rank,
+                     t.lora.alpha, t.lora.dropout, fmt::join(targets, ", "), t.lora.train_biases);
+  }
   s += phases_to_toml(t.phases, t.model.has_sliding());
   return s;
 }

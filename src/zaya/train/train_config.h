@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zaya/model/config.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
@@ -97,6 +98,8 @@ struct TrainConfig {
   ParallelConfig parallel;
   CheckpointConfig checkpoint;
   FaultToleranceConfig ft;
+  // [lora] (model/lora.h, docs/training.md "LoRA"): lora.enabled when the section is present.
+  LoraConfig lora;
   // [[phase]] tables (recipe.h, docs/context-extension.md); empty: one implicit
   // phase from [train], [schedule] and [data]. With phases, run.micro_batch and
   // run.seq_len are the first phase's after parsing, run.steps the sum of the

@@ -94,7 +94,7 @@ TEST(TrainConfig, SetMistakesBlameTheCommandLine) {
   e = usage_error_of(kMinimal, {"trian.steps=3"});
   EXPECT_EQ(e,
             "--set trian.steps=3: unknown section 'trian' (did you mean 'train'?); allowed: model, data, train, "
-            "optim, schedule, moe, parallel, checkpoint, ft, phase")
+            "optim, schedule, moe, parallel, checkpoint, ft, lora, phase")
       << e;
   // A bad value, and one of the wrong type.
   e = usage_error_of(kMinimal, {"train.micro_batch=0"});
@@ -117,6 +117,49 @@ TEST(TrainConfig, SetMistakesBlameTheCommandLine) {
   // A good --set value still wins over the file.
   EXPECT_EQ(parse_train_config(std::string(kMinimal) + "[train]\nsteps = 5\n", "ok.toml", {"train.steps=7"}).run.steps,
             7);
+}
+
+}  // namespace
+}  // namespace zaya
+
+namespace zaya {
+namespace {
+
+TEST(TrainConfig, LoraSectionParsesRoundTripsAndNamesBadValues) {
+  TrainConfig none = parse_train_config(kMinimal, "ok.toml");
+  EXPECT_FALSE(none.lora.enabled);
+  EXPECT_EQ(train_config_to_toml(none).find("[lora]"), std::string::npos);
+  TrainConfig t = parse_train_config(std::string(kMinimal) +
+                                         "[lora]\nrank = 4\nalpha = 8\ndropout = 0.1\n"
+                                         "targets = [\"q_proj\", \"o_proj\"]\ntrain_biases = true\n",
+                                     "ok.toml");
+  EXPECT_TRUE(t.lora.enabled);
+  EXPECT_EQ(t.lora.rank, 4);
+  EXPECT_DOUBLE_EQ(t.lora.scale(), 2.0);
+  EXPECT_DOUBLE_EQ(t.lora.dropout, 0.1);
+  EXPECT_EQ(t.lora.targets, (std::vector<LoraTarget>{LoraTarget::kQ, LoraTarget::kO}));
+  EXPECT_TRUE(t.lora.train_biases);
+  TrainConfig again = parse_train_config(train_config_to_toml(t), "again.toml");
+  EXPECT_EQ(train_config_to_toml(again), train_config_to_toml(t));
+  EXPECT_EQ(again.lora.targets, t.lora.targets);
+  // Defaults: every attention projection, biases frozen.
+  TrainConfig d = parse_train_config(std::string(kMinimal) + "[lora]\n", "ok.toml");
+  EXPECT_TRUE(d.lora.enabled);
+  EXPECT_EQ(d.lora.targets.size(), 5u);
+  EXPECT_FALSE(d.lora.train_biases);
+  std::string e = error_of(std::string(kMinimal) + "[lora]\ntargets = [\"q_proj\", \"gate_proj\"]\n");
+  EXPECT_NE(e.find("bad.toml:4: lora.targets = ["), std::string::npos) << e;
+  EXPECT_NE(e.find("gate_proj"), std::string::npos) << e;
+  EXPECT_NE(e.find("is invalid; allowed: a non-empty list of distinct names out of q_proj, k_proj, v_proj_current, "
+                   "v_proj_delayed, o_proj"),
+            std::string::npos)
+      << e;
+  e = error_of(std::string(kMinimal) + "[lora]\nrank = 0\n");
+  EXPECT_NE(e.find("lora.rank = 0 is invalid; allowed: an integer in 1..4096"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "[lora]\ndropout = 1.0\n");
+  EXPECT_NE(e.find("lora.dropout = 1.0 is invalid; allowed: a number in [0, 0.99]"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "[lora]\nalpah = 3\n");
+  EXPECT_NE(e.find("unknown key 'lora.alpah' (did you mean 'lora.alpha'?)"), std::string::npos) << e;
 }
 
 }  // namespace

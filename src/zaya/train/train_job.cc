@@ -12,6 +12,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
+#include "zaya/model/lora_peft.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/train/final_weights.h"
 #include "zaya/train/job_start.h"
@@ -56,7 +57,9 @@ TrainJob::TrainJob(const TrainConfig& config, const TrainJobOptions& options, st
     for (Comm* c : {&mesh_->world(), &mesh_->ep(), &mesh_->dp(), &mesh_->cp()})
       c->set_timeout(config_.parallel.comm_timeout);
   numerics_ = std::make_unique<StepNumerics>(config_, *mesh_);
-  if (!config_.init_from.empty() && options_.init_weights) load_init_weights(config_, numerics_->model());
+  // A LoRA run's checkpoints hold the adapters only: its frozen base is loaded on resume too.
+  if (!config_.init_from.empty() && (options_.init_weights || config_.lora.enabled))
+    load_init_weights(config_, numerics_->model());
   // MFU is reported against the peak of the precision in use.
   peak_gflops_ = options_.peak_gflops > 0  ? options_.peak_gflops
                  : numerics_->bf16_gemms() ? measure_bf16_gemm_gflops()
@@ -227,17 +230,33 @@ TrainSummary TrainJob::run_steps() {
       checkpoints_.finish();
       if (config_.checkpoint.final && checkpoints_.last_saved_step() != step_) save_checkpoint(false);
     });
-  summary.weights_dir = (std::filesystem::path(run.out_dir) / "final").string();
-  if (options_.write_outputs) {
-    // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
-    save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype, run.save_layout);
-    if (is_root()) {
-      if (!config_.data.tokenizer.empty())
-        std::filesystem::copy_file(config_.data.tokenizer,
-                                   (std::filesystem::path(summary.weights_dir) / "tokenizer.model").string(),
-                                   std::filesystem::copy_options::overwrite_existing);
+  if (numerics_->lora() != nullptr) {
+    // A LoRA run's output is its adapter (PEFT layout); the frozen base is where it came from.
+    summary.weights_dir = (std::filesystem::path(run.out_dir) / "adapter").string();
+    if (options_.write_outputs && is_root()) {
+      const std::string base = !config_.init_from.empty()
+                                   ? config_.init_from
+                                   : fmt::format("{} (random init, seed {})", config_.model_preset, config_.run.seed);
+      write_peft_adapter(summary.weights_dir, *numerics_->lora(), base);
       log_.write_plot(phases_->unigram_entropy());
-      log_.print_saved(summary.weights_dir);
+      if (!options_.quiet)
+        fmt::print("saved the LoRA adapter to {} (adapter_config.json, adapter_model.safetensors)\n",
+                   summary.weights_dir);
+    }
+  } else {
+    summary.weights_dir = (std::filesystem::path(run.out_dir) / "final").string();
+    if (options_.write_outputs) {
+      // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
+      save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype,
+                         run.save_layout);
+      if (is_root()) {
+        if (!config_.data.tokenizer.empty())
+          std::filesystem::copy_file(config_.data.tokenizer,
+                                     (std::filesystem::path(summary.weights_dir) / "tokenizer.model").string(),
+                                     std::filesystem::copy_options::overwrite_existing);
+        log_.write_plot(phases_->unigram_entropy());
+        log_.print_saved(summary.weights_dir);
+      }
     }
   }
   summary.checkpoint_step = checkpoints_.open_now() ? checkpoints_.safe_step() : -1;

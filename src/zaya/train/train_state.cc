@@ -11,6 +11,8 @@ namespace {
 
 std::vector<StateTensor> rank_tensors(TrainStateParts p, bool root, bool with_optimizer, StateUse use) {
   const ZayaModel& model = p.numerics.model();
+  if (p.numerics.lora() != nullptr)
+    return lora_state_tensors(model.config(), p.numerics.lora()->table(), model.buffers(), root, with_optimizer, use);
   return state_tensors(model.config(), model.params(), model.buffers(), p.numerics.optimizer().owned(),
                        p.config.optim.use_muon, root, with_optimizer, use);
 }
@@ -59,6 +61,12 @@ StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note)
              "config's; resume with the model it was trained with",
              ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
              saved.model.vocab_size);
+  const LoraConfig &was = saved.lora, &is = p.config.lora;
+  ZAYA_CHECK(was.enabled == is.enabled && (!is.enabled || (was.rank == is.rank && was.targets == is.targets)),
+             "{}: the checkpoint's LoRA adapters ({}) differ from this config's [lora] ({}); resume with the [lora] "
+             "section it was trained with",
+             ck.dir(), was.enabled ? fmt::format("rank {}, {} targets", was.rank, was.targets.size()) : "none",
+             is.enabled ? fmt::format("rank {}, {} targets", is.rank, is.targets.size()) : "none");
   const nlohmann::json& st = meta.state;
   StateOnDisk s;
   s.with_optimizer = st.value("optimizer_state", false);

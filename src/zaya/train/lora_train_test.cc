@@ -1,0 +1,111 @@
+// A LoRA run ([lora], docs/training.md "LoRA"): only the adapters are
+// stepped (the base weights and, by default, the balancing biases stay as
+// they started, and the optimizer holds state for the adapters alone), and a
+// resume from a checkpoint continues bit for bit, dropout included.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "zaya/core/test_util.h"
+#include "zaya/model/lora_peft.h"
+#include "zaya/train/train_job.h"
+#include "zaya/train/train_state.h"
+
+namespace zaya {
+namespace {
+
+using testing::TempDir;
+
+TrainConfig lora_job_config(const std::string& out_dir, const std::string& lora = "") {
+  return parse_train_config(
+      "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
+      "[train]\nseq_len = 16\nmicro_batch = 2\nsteps = 20\n[schedule]\nwarmup_steps = 0\nkind = \"constant\"\n"
+      "[optim]\nlr = 0.01\n[checkpoint]\nasync = false\n"
+      "[lora]\nrank = 4\nalpha = 8\ndropout = 0.1\n" +
+          lora,
+      "lora.toml", {"train.out_dir=" + out_dir});
+}
+
+TrainJobOptions options() {
+  TrainJobOptions o;
+  o.synthetic_data = true;
+  o.quiet = true;
+  o.write_outputs = false;
+  o.peak_gflops = 100;
+  return o;
+}
+
+std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }
+
+TEST(LoraTraining, StepsOnlyTheAdaptersAndFreezesTheBaseAndBiases) {
+  TempDir dir;
+  const TrainConfig config = lora_job_config(dir.file("run"));
+  TrainJob job(config, options());
+  const ZayaModel& model = job.numerics().model();
+  const LoraAdapters* lora = job.numerics().lora();
+  ASSERT_NE(lora, nullptr);
+  const std::vector<float> base = copy(model.param_data(), model.params().total_floats());
+  const std::vector<float> biases = copy(model.buffer_data(), model.buffers().total_floats());
+  const std::vector<float> adapters = copy(lora->data(), lora->total_floats());
+  // The optimizer's state covers the adapters only.
+  EXPECT_EQ(job.numerics().optimizer().owned().size(), lora->table().entries().size());
+  EXPECT_LE(job.numerics().optimizer().first_moment().capacity(), size_t(lora->total_floats()) + 64 * 32);
+  double first = 0, last = 0;
+  for (int i = 0; i < 6; ++i) {
+    const StepResult r = job.train_step();
+    (i == 0 ? first : last) = r.loss;
+  }
+  // Synthetic tokens are random (nothing to learn: tests/e2e/lora.sh checks learning on text); the adapters act.
+  EXPECT_NE(last, first);
+  EXPECT_EQ(base, copy(model.param_data(), model.params().total_floats())) << "a base weight changed";
+  EXPECT_EQ(biases, copy(model.buffer_data(), model.buffers().total_floats())) << "a balancing bias changed";
+  EXPECT_NE(adapters, copy(lora->data(), lora->total_floats()));
+  // lora.train_biases = true lets the controller move them again.
+  const TrainConfig with_biases = lora_job_config(dir.file("biased"), "train_biases = true\n");
+  TrainJob biased(with_biases, options());
+  for (int i = 0; i < 3; ++i) biased.train_step();
+  const ZayaModel& bm = biased.numerics().model();
+  EXPECT_NE(biases, copy(bm.buffer_data(), bm.buffers().total_floats()));
+}
+
+TEST(LoraTraining, ResumeContinuesBitForBit) {
+  TempDir dir;
+  const TrainConfig config = lora_job_config(dir.file("run"));
+  TrainJob job(config, options());
+  for (int i = 0; i < 3; ++i) job.train_step();
+  job.save_checkpoint(false);
+  const std::string ck = config.checkpoint_dir() + "/step_00000003";
+  // The checkpoint holds the adapters under PEFT's names with their moments, not the frozen base.
+  const CheckpointReader reader = CheckpointReader::open(ck);
+  const std::string a = peft_lora_a_name(config.model, 1, LoraTarget::kO);
+  const auto& tensors = reader.meta().tensors;
+  EXPECT_TRUE(tensors.count(a));
+  EXPECT_TRUE(tensors.count("optim.v." + a));
+  EXPECT_FALSE(tensors.count("model.embed_tokens.weight"));
+  TrainJob resumed(config, options());
+  resumed.resume_from(reader);
+  EXPECT_EQ(resumed.step(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const StepResult x = job.train_step(), y = resumed.train_step();
+    EXPECT_EQ(x.loss, y.loss) << "step " << 4 + i;
+    EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << 4 + i;
+  }
+  const LoraAdapters &l1 = *job.numerics().lora(), &l2 = *resumed.numerics().lora();
+  EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), sizeof(float) * size_t(l1.total_floats())));
+  // Another [lora] than the checkpoint's is refused, naming both.
+  TrainJob other(lora_job_config(dir.file("run"), "targets = [\"q_proj\"]\n"), options());
+  try {
+    other.resume_from(reader);
+    FAIL() << "a checkpoint of other adapters was loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the checkpoint's LoRA adapters (rank 4, 5 targets) differ from this "
+                                         "config's [lora] (rank 4, 1 targets)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zaya
