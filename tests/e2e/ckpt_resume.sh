@@ -2,7 +2,8 @@
 # Exact resume: stopping at step 10 and resuming gives the loss curve and the
 # final weights of the uninterrupted run bit for bit, on one rank (also with
 # sliding-window attention) and on 4 ranks (dp 2 x ep 2), in float32 and with
-# bf16 GEMMs (train.precision = "bf16"); damaged checkpoints
+# bf16 GEMMs (train.precision = "bf16"), with activation recomputation
+# (the run without it, bit for bit); damaged checkpoints
 # are skipped by --resume.
 source "$(dirname "$0")/common.bash" "$@"
 prepare_data 512
@@ -74,6 +75,21 @@ diff <(curve "$WORK/full/metrics.jsonl") <(curve "$WORK/bf_full/metrics.jsonl") 
 "${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" \
   --set train.out_dir="$WORK/bf_msplit" --resume >/dev/null
 check_same "$WORK/bf_mfull" "$WORK/bf_msplit" "bf16, 4 ranks (dp 2 x ep 2)"
+
+# Activation recomputation (train.recompute) computes the run without it bit
+# for bit, and resumes so: on 1 rank (full), and on 4 ranks (dp 2 x ep 2,
+# moe) where the expert all-to-all runs again in backward.
+"$ZAYA" train --config "$WORK/base.toml" --quiet --set train.recompute=full --set train.out_dir="$WORK/rc_split" \
+  --stop-at 10 >/dev/null
+grep -q '^recompute = "full"$' "$WORK/rc_split/config.toml" || fail "config.toml lacks recompute = \"full\""
+"$ZAYA" train --config "$WORK/base.toml" --quiet --set train.recompute=full --set train.out_dir="$WORK/rc_split" \
+  --resume >/dev/null
+check_same "$WORK/full" "$WORK/rc_split" "recompute full (against none), 1 rank"
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" --set train.recompute=moe \
+  --set train.out_dir="$WORK/rc_msplit" --stop-at 10 >/dev/null
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" --set train.recompute=moe \
+  --set train.out_dir="$WORK/rc_msplit" --resume >/dev/null
+check_same "$WORK/mfull" "$WORK/rc_msplit" "recompute moe (against none), 4 ranks (dp 2 x ep 2)"
 
 # A damaged newest checkpoint: --resume falls back to the previous one.
 "$ZAYA" train --config "$WORK/base.toml" --quiet --set train.out_dir="$WORK/dmg" --stop-at 10 >/dev/null

@@ -27,8 +27,10 @@ void print_bench_train(const BenchTrainResult& res) {
       "  {:.0f} tokens/s aggregate, {:.1f} GFLOP/s model FLOPs per rank, MFU {:.1f}% of one rank's measured "
       "{} GEMM peak ({:.0f} GFLOP/s)\n",
       res.tokens_per_second(), r0.flops / r0.seconds / 1e9, 100 * res.mfu(), res.setup.precision, res.peak_gflops);
-  fmt::print("  memory per rank (largest): activation workspace {:.1f} MB, peak resident {:.1f} MB\n",
-             res.workspace_bytes / 1e6, res.peak_rss_bytes / 1e6);
+  fmt::print(
+      "  memory per rank (largest), recompute {}: workspace {:.1f} MB (activations kept for backward {:.1f} MB), "
+      "peak resident {:.1f} MB\n",
+      res.setup.recompute, res.workspace_bytes / 1e6, res.activation_bytes / 1e6, res.peak_rss_bytes / 1e6);
   if (res.ranks.size() > 1) {
     fmt::print("  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather   expert all-to-all\n");
     for (size_t q = 0; q < res.ranks.size(); ++q) {
@@ -55,9 +57,9 @@ void run_bench_train(const BenchTrainOptions& o, const std::string& json_out) {
     if (!s.root) return;
     fmt::print(
         "zaya bench train: {} ({:.1f}M params, {:.1f}M active), {} x {} x {} accum tokens/step per rank, "
-        "{} rank(s) (dp {} x ep {} x cp {}), {} threads per rank, {} GEMMs\n",
+        "{} rank(s) (dp {} x ep {} x cp {}), {} threads per rank, {} GEMMs, recompute {}\n",
         s.model, s.params / 1e6, s.active_params / 1e6, o.micro_batch, o.seq_len, o.grad_accum, s.world, s.dp, s.ep,
-        s.cp, s.threads, s.precision);
+        s.cp, s.threads, s.precision, s.recompute);
     std::fflush(stdout);
   });
   if (!res.setup.root) return;

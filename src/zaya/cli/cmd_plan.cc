@@ -33,15 +33,18 @@ void run_plan(const PlanCliOptions& o) {
   fmt::print(
       "  layout: {} device(s) = dp {} x ep {}{}, micro-batch {} x seq {} "
       "x accum {} = {} tokens/step "
-      "({} sequences), {} GEMMs, Muon {}\n",
+      "({} sequences), {} GEMMs, recompute {}, Muon {}\n",
       L.world, L.dp(), L.ep, L.cp > 1 ? fmt::format(" x cp {}", L.cp) : "", L.micro_batch, L.seq_len, L.grad_accum,
-      L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype,
+      L.tokens_per_step(), L.tokens_per_step() / L.seq_len, L.dtype, recompute_name(L.recompute),
       L.muon ? fmt::format("on ({} NS steps, {})", L.ns_steps, L.ns_dtype) : "off");
   const StepPrediction& r = res.step;
   fmt::print("\n# training step (per device)\n");
   fmt::print("  GEMMs forward        {:10.4f} s per micro-batch\n", r.gemm_fwd);
   fmt::print("  GEMMs backward       {:10.4f} s per micro-batch\n", r.gemm_bwd);
   fmt::print("  bandwidth-bound ops  {:10.4f} s per micro-batch\n", r.stream);
+  if (L.recompute != Recompute::kNone)
+    fmt::print("  recomputation        {:10.4f} s per micro-batch (GEMMs {:.4f} s, {:.1f} GFLOP; other ops {:.4f} s)\n",
+               r.recompute_gemm + r.recompute_stream, r.recompute_gemm, r.recompute_flops / 1e9, r.recompute_stream);
   fmt::print("  compute              {:10.4f} s ({} micro-batches)\n", r.compute, L.grad_accum);
   fmt::print(
       "  optimizer            {:10.4f} s (Newton-Schulz GEMMs {:.4f} s, "

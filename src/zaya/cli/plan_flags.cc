@@ -29,6 +29,8 @@ void add_plan_common_options(CLI::App& cmd, PlanCommonOptions& o) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd.add_option("--grad-dtype", o.grad_dtype, "dtype of the gradient reduce-scatter: f32 or bf16 (default: --dtype)")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd.add_option("--recompute", o.recompute, "activation recomputation (train.recompute): none, attention, moe, full")
+      ->check(CLI::IsMember({"none", "attention", "moe", "full"}));
   cmd.add_flag("!--no-muon", o.muon, "AdamW on every tensor (no Newton-Schulz)");
   cmd.add_option("--ns-steps", o.ns_steps, "Newton-Schulz steps")->check(CLI::Range(1, 20));
   cmd.add_option("--skip-fraction", o.skip_fraction, "share of routed tokens that take the skip expert")

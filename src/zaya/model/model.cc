@@ -20,6 +20,11 @@ namespace {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
+void gather_embedding(float* out_TD, const float* embed_VD, const int32_t* ids, int64_t T, int64_t D) {
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < T; ++t) std::memcpy(out_TD + t * D, embed_VD + int64_t(ids[t]) * D, sizeof(float) * D);
+}
+
 const ResidualScaleWeights& merge_weights(const ModelWeights& w, int64_t n, int64_t half_layers) {
   if (n == half_layers) return w.final_merge;
   return n % 2 == 0 ? w.attn[n / 2].merge : w.moe[n / 2].merge;
@@ -56,8 +61,9 @@ void ZayaModel::refresh_bf16_weights() {
   if (bf16_arena_) convert_to_bf16(bf16_arena_.get(), param_arena_.data(), bf16_.count);
 }
 
-ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp)
-    : max_batch_(B), max_seq_(S_full), training_(training), ep_(ep) {
+ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp,
+                               Recompute recompute)
+    : max_batch_(B), max_seq_(S_full), training_(training), recompute_(recompute), ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
   ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks", c.experts,
              ep_ranks);
@@ -79,25 +85,36 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   const int threads = omp_get_max_threads();
   // Activations kept for backward, then scratch (the forward needs the
   // attention part too). Each layout is carved twice: measured, then for real.
+  // A recomputed block kind keeps one set of activations for all its layers;
+  // with full recomputation the normed inputs, block outputs and the
+  // embedding output are one buffer each too, and only the residual stream
+  // (each half-layer's input) stays per layer.
+  const bool full = recompute == Recompute::kFull;
+  const int64_t attn_sets = recomputes_attention(recompute) ? 1 : c.num_blocks;
+  const int64_t moe_sets = recomputes_moe(recompute) ? 1 : c.num_blocks;
   auto carve_acts = [&](Arena& a) {
     res_TD_.clear();
     x_TD_.clear();
     rstd_T_.clear();
     out_TD_.clear();
-    embed_out_TD_ = a.carve(T * D);
+    float* x_shared = full ? a.carve(T * D) : nullptr;
+    float* rstd_shared = full ? a.carve(T) : nullptr;
+    float* out_shared = full ? a.carve(T * D) : nullptr;
+    embed_out_TD_ = full ? out_shared : a.carve(T * D);
     for (int64_t n = 0; n <= L2; ++n) {
       res_TD_.push_back(a.carve(T * D));
-      x_TD_.push_back(a.carve(T * D));
-      rstd_T_.push_back(a.carve(T));
-      if (n < L2) out_TD_.push_back(a.carve(T * D));
+      x_TD_.push_back(full ? x_shared : a.carve(T * D));
+      rstd_T_.push_back(full ? rstd_shared : a.carve(T));
+      if (n < L2) out_TD_.push_back(full ? out_shared : a.carve(T * D));
     }
-    attn_.assign(c.num_blocks, AttentionActs{});
+    attn_.assign(size_t(attn_sets), AttentionActs{});
+    for (AttentionActs& acts : attn_) carve_attention_acts(acts, c, B, S, a, cp_ranks);
     moe_.clear();
-    moe_.resize(c.num_blocks);
-    for (int64_t b = 0; b < c.num_blocks; ++b) {
-      carve_attention_acts(attn_[b], c, B, S, a, cp_ranks);
-      carve_moe_acts(moe_[b], c, B, S, ep_ranks, a);
-    }
+    moe_.resize(size_t(moe_sets));
+    for (MoeActs& acts : moe_) carve_moe_acts(acts, c, B, S, ep_ranks, a);
+    moe_r_TR_.clear();
+    if (moe_sets == 1 && c.use_eda)
+      for (int64_t l = 0; l < c.num_blocks; ++l) moe_r_TR_.push_back(a.carve(T * c.router_hidden));
     logits_TV_ = a.carve(T * V);
     loss_T_ = a.carve(T);
     lse_T_ = a.carve(T);
@@ -122,6 +139,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   carve_scratch(scratch_);
   routing_.resize(c.num_blocks);
   for (auto& r : routing_) r.reset(c.router_slots());
+  recompute_stats_.reset(c.router_slots());
   // The bf16 operands: x or dy (a) and x in backward (b), by token rows (T) or routed rows (X).
   const int64_t X = expert_row_capacity(c, T, ep_ranks), F = c.expert_ffn, P = c.q_width() + 2 * c.kv_width();
   const int64_t Tp = (T + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket;
@@ -169,6 +187,43 @@ void ModelWorkspace::reset_routing() {
 
 int64_t ModelWorkspace::bytes() const { return int64_t(sizeof(float)) * (acts_.capacity() + scratch_.capacity()); }
 
+int64_t ModelWorkspace::activation_bytes() const { return int64_t(sizeof(float)) * int64_t(acts_.capacity()); }
+
+MoeActs& ModelWorkspace::moe_acts(int64_t l) {
+  MoeActs& a = moe_[moe_.size() == 1 ? 0 : size_t(l)];
+  if (!moe_r_TR_.empty()) a.router.r_TR = moe_r_TR_[size_t(l)];
+  return a;
+}
+
+const float* ModelWorkspace::moe_router_state(int64_t l) const {
+  return moe_r_TR_.empty() ? moe_[moe_.size() == 1 ? 0 : size_t(l)].router.r_TR : moe_r_TR_[size_t(l)];
+}
+
+void ModelWorkspace::recompute_half_layer(const ZayaModel& model, int64_t k, const MoeLossOptions& loss) {
+  const bool attention = k % 2 == 0;
+  const bool full = recompute_ == Recompute::kFull;
+  if (!full && !(attention ? recomputes_attention(recompute_) : recomputes_moe(recompute_))) return;
+  ZAYA_PROFILE_SCOPE("model.recompute");
+  const ZayaConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  const int64_t T = shape_.tokens(), D = c.hidden, l = k / 2;
+  // The same calls on the same inputs as model_forward: the same bits.
+  if (full) rmsnorm_forward<float>(x_TD_[k], rstd_T_[k], res_TD_[k], input_norm(w, k), T, D, float(c.norm_eps));
+  if (attention) {
+    // LoRA: the forward's adapters and dropout stream again (lora_[l] is untouched since).
+    attention_block_forward(c, l, w.attn[l], attn_acts(l), attn_scratch_, shape_, x_TD_[k], out_TD_[k],
+                            model.lora() != nullptr ? &lora_[size_t(l)] : nullptr);
+    return;
+  }
+  // Routing statistics and losses were counted by the forward pass; the
+  // balancing biases only change at the optimizer update, so the routing
+  // (and under expert parallelism the exchange) is the forward's again.
+  recompute_stats_.reset(c.router_slots());
+  const float* r_prev = (c.use_eda && l > 0) ? moe_router_state(l - 1) : nullptr;
+  moe_block_forward(c, w.moe[l], model.balancing_biases()[l], moe_acts(l), moe_scratch_, shape_, x_TD_[k], r_prev,
+                    out_TD_[k], loss, recompute_stats_, ep_);
+}
+
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids, const int32_t* targets,
                         int64_t B, int64_t S, const MoeLossOptions& loss) {
   const ZayaConfig& c = model.config();
@@ -203,9 +258,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   }
   ws.shape_ = {B, L, ws.pos_T_.data(), &ws.rope_, c.has_sliding() ? &ws.sliding_rope_ : nullptr, cp};
   // Embedding (no scaling, spec §5).
-  const int32_t* local_ids = ws.ids_T_.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < T; ++t) std::memcpy(ws.embed_out_TD_ + t * D, w.embed_VD + int64_t(local_ids[t]) * D, 4 * D);
+  gather_embedding(ws.embed_out_TD_, w.embed_VD, ws.ids_T_.data(), T, D);
 
   // LoRA: each block's adapters, this pass's dropout mask.
   const LoraAdapters* lora = model.lora();
@@ -233,14 +286,14 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                                   D);
     rmsnorm_forward<float>(ws.x_TD_[n], ws.rstd_T_[n], ws.res_TD_[n], input_norm(w, n), T, D, float(c.norm_eps));
     if (n % 2 == 0) {
-      attention_block_forward(c, n / 2, w.attn[n / 2], ws.attn_[n / 2], ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
+      attention_block_forward(c, n / 2, w.attn[n / 2], ws.attn_acts(n / 2), ws.attn_scratch_, ws.shape_, ws.x_TD_[n],
                               ws.out_TD_[n], lora != nullptr ? &ws.lora_[size_t(n / 2)] : nullptr);
     } else {
       const int64_t l = n / 2;
       parts.router_loss +=
-          moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_[l], ws.moe_scratch_, ws.shape_,
+          moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_acts(l), ws.moe_scratch_, ws.shape_,
                             ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n], loss, ws.routing_[l], ws.ep_);
-      r_prev = ws.moe_[l].router.r_TR;
+      r_prev = ws.moe_router_state(l);
     }
     h = ws.out_TD_[n];
     res_prev = ws.res_TD_[n];
@@ -291,6 +344,9 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   zero(ws.moe_scratch_.eda_carry_TR, T * c.router_hidden);
   // Walk back through the merges: merge n built res[n] from out[n-1] and res[n-1].
   for (int64_t n = L2; n >= 1; --n) {
+    const int64_t k = n - 1;  // the block whose output we now differentiate
+    // Recomputed blocks first run their forward again (full: with their norm, giving out[k] and x[k]).
+    ws.recompute_half_layer(model, k, loss);
     const ResidualScaleWeights& m = merge_weights(w, n, L2);
     const ResidualScaleWeights& gm = merge_weights(g, n, L2);
     zero(ws.dh_TD_, T * D);
@@ -298,15 +354,14 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     residual_scale_backward<float>(ws.dh_TD_, gm.hs_scale_D, gm.hs_bias_D, dres_prev, gm.res_scale_D, gm.res_bias_D,
                                    dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1], m.res_scale_D,
                                    m.res_bias_D, T, D);
-    const int64_t k = n - 1;  // the block whose output we now differentiate
     zero(ws.dx_TD_, T * D);
     if (k % 2 == 0) {
-      attention_block_backward(c, k / 2, w.attn[k / 2], g.attn[k / 2], ws.attn_[k / 2], ws.attn_scratch_, shape,
+      attention_block_backward(c, k / 2, w.attn[k / 2], g.attn[k / 2], ws.attn_acts(k / 2), ws.attn_scratch_, shape,
                                ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_, lora ? &ws.lora_[size_t(k / 2)] : nullptr);
     } else {
       const int64_t l = k / 2;
-      const float* r_prev = (c.use_eda && l > 0) ? ws.moe_[l - 1].router.r_TR : nullptr;
-      moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_[l], ws.moe_scratch_, shape, ws.x_TD_[k], r_prev, ws.dh_TD_,
+      const float* r_prev = (c.use_eda && l > 0) ? ws.moe_router_state(l - 1) : nullptr;
+      moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_acts(l), ws.moe_scratch_, shape, ws.x_TD_[k], r_prev, ws.dh_TD_,
                          ws.dx_TD_, loss, router_scale, ws.ep_);
     }
     rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_, ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T,
@@ -315,7 +370,9 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     // Half-layer n's merge was differentiated now, its norm and block one iteration ago.
     if (layer_done != nullptr && n < L2) (*layer_done)(int(n));
   }
-  // Merge 0: res[0] = (embed + hb) * hs.
+  // Merge 0: res[0] = (embed + hb) * hs; under full recomputation the embedding output shares the block outputs'
+  // buffer.
+  if (ws.recompute_ == Recompute::kFull) gather_embedding(ws.embed_out_TD_, w.embed_VD, ws.ids_T_.data(), T, D);
   const ResidualScaleWeights& m0 = merge_weights(w, 0, L2);
   const ResidualScaleWeights& g0 = merge_weights(g, 0, L2);
   zero(ws.dh_TD_, T * D);

@@ -21,6 +21,7 @@
 #include "zaya/model/lora.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/model/params.h"
+#include "zaya/model/recompute.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/rope.h"
@@ -93,9 +94,11 @@ class ModelWorkspace {
   // context-parallel group sharing the same sequences (null: whole sequences
   // here); each of its ranks then holds max_seq / cp tokens of every sequence
   // (model/context_parallel.h). A group of one rank runs the same exchanges
-  // with itself (tests).
+  // with itself (tests). recompute: which blocks keep one shared set of
+  // activations, recomputed by model_backward (model/recompute.h); the
+  // gradients are bitwise those of Recompute::kNone.
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
-                 Comm* cp = nullptr);
+                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone);
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -113,7 +116,11 @@ class ModelWorkspace {
   // Seconds spent in expert-parallel all-to-all exchanges since the last reset_routing().
   double exchange_seconds() const { return moe_scratch_.experts.exchange_seconds; }
   void reset_routing();
+  Recompute recompute() const { return recompute_; }
+  // Bytes of the whole workspace: the activations kept for backward (with
+  // the one shared set of recomputed ones), then the scratch.
   int64_t bytes() const;
+  int64_t activation_bytes() const;
   // Sizes the bf16 conversion scratch (ops/bf16_linear.h) for this
   // workspace's largest operands, so a bf16 step loop allocates nothing.
   void reserve_bf16_gemms() const;
@@ -130,8 +137,18 @@ class ModelWorkspace {
                                  const MoeLossOptions&);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
                              const MoeLossOptions&, const std::function<void(int)>*, const LoraViews*);
+  // The activations of attention block b / MoE block l: their own, or the
+  // shared set when that block kind is recomputed (whose EDA router state
+  // then points at layer l's own, kept for the next layer).
+  AttentionActs& attn_acts(int64_t b) { return attn_[attn_.size() == 1 ? 0 : size_t(b)]; }
+  MoeActs& moe_acts(int64_t l);
+  const float* moe_router_state(int64_t l) const;
+  // Before the backward of half-layer k: its forward again when it is
+  // recomputed (no routing statistics, no losses counted).
+  void recompute_half_layer(const ZayaModel& model, int64_t k, const MoeLossOptions& loss);
   int64_t max_batch_, max_seq_;
   bool training_;
+  Recompute recompute_ = Recompute::kNone;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
@@ -150,7 +167,9 @@ class ModelWorkspace {
   std::vector<float*> out_TD_;  // block outputs [2L]
   std::vector<AttentionActs> attn_;
   std::vector<MoeActs> moe_;
+  std::vector<float*> moe_r_TR_;  // recomputed MoE blocks under EDA: each layer's router state r [L]
   std::vector<RoutingStats> routing_;
+  RoutingStats recompute_stats_;  // what a recomputed MoE forward counts (discarded)
   float* logits_TV_ = nullptr;
   float* loss_T_ = nullptr;
   float* lse_T_ = nullptr;

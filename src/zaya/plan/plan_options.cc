@@ -36,6 +36,8 @@ PlanSetup setup_plan(const PlanCommonOptions& o) {
   L.muon = o.muon;
   L.ns_steps = o.ns_steps;
   L.skip_fraction = o.skip_fraction;
+  L.recompute = parse_recompute(o.recompute, "--recompute");
+  L.cpu_trainer = !gpu;
   ZAYA_CHECK_USAGE(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
                    "--overlap = '{}' is invalid; allowed: auto, on, off", o.overlap);
   L.overlap = o.overlap == "auto" ? -1 : o.overlap == "on" ? 1 : 0;

@@ -29,8 +29,9 @@ struct PlanCommonOptions {
   bool muon = true;
   int ns_steps = 5;
   double skip_fraction = 0;
-  std::string overlap = "auto";  // auto | on | off
-  std::string grad_dtype;        // gradients reduced in: f32 or bf16 (default: the GEMM dtype)
+  std::string overlap = "auto";    // auto | on | off
+  std::string grad_dtype;          // gradients reduced in: f32 or bf16 (default: the GEMM dtype)
+  std::string recompute = "none";  // train.recompute: none, attention, moe, full
 };
 
 struct PlanSetup {

@@ -66,6 +66,12 @@ double newton_schulz_seconds(const GemmModel& model, const std::string& dtype, i
 
 }  // namespace
 
+bool recomputes_gemm(Recompute r, const std::string& name) {
+  if (name.rfind("attn.", 0) == 0) return recomputes_attention(r);
+  if (name.rfind("moe.", 0) == 0) return recomputes_moe(r);
+  return false;  // the LM head is never recomputed
+}
+
 void TrainLayout::validate(const ZayaConfig& c, const HardwareProfile& p) const {
   ZAYA_CHECK_USAGE(world >= 1, "--world = {} is invalid; allowed: >= 1", world);
   ZAYA_CHECK_USAGE(world <= p.max_devices,
@@ -107,17 +113,24 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
     t.gemm = g;
     t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
+    if (g.phase == "fwd" && recomputes_gemm(L.recompute, g.name)) {
+      r.recompute_gemm += t.seconds;
+      r.recompute_flops += g.count * g.shape.flops() / double(L.cp);
+    }
     r.gemms.push_back(std::move(t));
   }
   const double act_bytes = L.dtype == "bf16" ? 2 : 4;
   r.stream =
       model_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, true).seconds(p, act_bytes) / double(L.cp);
+  r.recompute_stream =
+      recompute_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, L.recompute).seconds(p, act_bytes) /
+      double(L.cp);
   if (L.cp > 1)
     r.notes.push_back(
         fmt::format("cp {}: each rank takes 1/{} of every GEMM, timed at the whole "
                     "sequence's shapes (the smaller shapes' efficiency is not modelled)",
                     L.cp, L.cp));
-  const double micro = r.gemm_fwd + r.gemm_bwd + r.stream;
+  const double micro = r.gemm_fwd + r.gemm_bwd + r.stream + r.recompute_gemm + r.recompute_stream;
   r.compute = double(L.grad_accum) * micro;
 
   // Optimizer: the busiest rank's ZeRO-1 shard (whole tensors per rank);

@@ -22,6 +22,10 @@
 //   step      = compute + optimizer + exposed comm, where the reduce-scatter
 //               hides behind the last micro-batch's backward when `overlap`
 //
+// Recomputation (layout.recompute) adds the recomputed blocks' forward GEMMs
+// and bandwidth-bound ops to every micro-batch's backward; those FLOPs are
+// not model FLOPs, so the MFU drops by their time.
+//
 // MFU = model FLOPs (3 x model_forward_flops, the FLOPs `zaya bench train`
 // counts, with each sliding block's attention over its window only:
 // plan/attention_window.h) / step time / the profile's peak of the GEMM dtype.
@@ -33,6 +37,7 @@
 
 #include "zaya/bench/gemm_shapes.h"
 #include "zaya/model/config.h"
+#include "zaya/model/recompute.h"
 #include "zaya/plan/gemm_model.h"
 #include "zaya/plan/hardware_profile.h"
 
@@ -52,6 +57,16 @@ struct TrainLayout {
                            // auto (GPUs yes, CPUs no)
   double grad_bytes = 4;   // bytes per gradient element reduced
   double param_bytes = 4;  // bytes per parameter element gathered
+  // train.recompute (model/recompute.h): the recomputed blocks' forward runs
+  // again in backward, and only one set of their activations is held.
+  Recompute recompute = Recompute::kNone;
+  // Whose memory layout (memory_model.h): zaya.cpp's CPU trainer (CPU
+  // profiles: float32 activations in both precisions, the logits' gradient
+  // in place of the logits, every rank's full f32 parameters plus their bf16
+  // copy under bf16 GEMMs), or a GPU stack's (activations in the GEMM dtype,
+  // logits and their gradient, bf16 weights with the f32 master in the
+  // ZeRO-1 shard).
+  bool cpu_trainer = false;
   // Data-parallel replicas; the ranks holding the same experts (dp x cp).
   int64_t dp() const { return world / (ep * cp); }
   int64_t expert_replicas() const { return world / ep; }
@@ -71,7 +86,10 @@ struct GemmTime {
 
 struct StepPrediction {
   double gemm_fwd = 0, gemm_bwd = 0, stream = 0;  // per micro-batch
-  double compute = 0;                             // accum x per micro-batch
+  // Per micro-batch, part of compute: the forward GEMMs and bandwidth-bound
+  // ops of the recomputed blocks run again in backward, and their FLOPs.
+  double recompute_gemm = 0, recompute_stream = 0, recompute_flops = 0;
+  double compute = 0;  // accum x per micro-batch
   double optimizer_gemm = 0, optimizer_stream = 0;
   double grad_reduce = 0, grad_reduce_exposed = 0, param_gather = 0, expert_all_to_all = 0;
   double context_parallel = 0;  // K/V all-gathers and reduce-scatters (cp > 1)
@@ -83,6 +101,11 @@ struct StepPrediction {
   std::vector<GemmTime> gemms;     // per micro-batch
   std::vector<std::string> notes;  // missing curves, approximations
 };
+
+// True when a forward GEMM of model_gemms() named `name` runs again in
+// backward under `r`: attention GEMMs (attn.*) for attention and full, MoE
+// ones (moe.*: router and experts) for moe and full.
+bool recomputes_gemm(Recompute r, const std::string& name);
 
 StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& layout, const GemmModel& gemm);
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "zaya/model/config.h"
+#include "zaya/model/recompute.h"
 #include "zaya/plan/hardware_profile.h"
 
 namespace zaya {
@@ -37,6 +38,12 @@ struct StreamWork {
 // of B x S tokens on one rank holding experts / ep experts.
 StreamWork model_stream_work(const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep, double skip_fraction,
                              bool backward);
+
+// The forward work the backward pass repeats under `recompute`
+// (model/recompute.h): the attention and/or MoE blocks, and with full also
+// every half-layer's RMSNorm; nothing for none.
+StreamWork recompute_stream_work(const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep, double skip_fraction,
+                                 Recompute recompute);
 
 // Element-wise optimizer work on `floats` parameters: AdamW (m, v, weight) or
 // Muon's momentum, normalisation and Newton-Schulz element-wise steps.

@@ -75,6 +75,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.cp = mesh.cp_size();
   s.threads = omp_get_max_threads();
   s.precision = job->numerics().bf16_gemms() ? "bf16" : "f32";
+  s.recompute = recompute_name(job->numerics().recompute());
   s.root = mesh.rank() == 0;
   if (started) started(s);
   for (int64_t i = 0; i < o.warmup; ++i) job->train_step();
@@ -115,15 +116,17 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   std::vector<double> all(size_t(kFields) * size_t(W));
   mesh.world().all_gather(a, all.data(), kFields, DType::kF64);
   for (int q = 0; q < W; ++q) res.ranks.push_back(from_array(&all[size_t(kFields) * size_t(q)]));
-  // Memory per rank: the activation workspace (exact) and the process's peak resident set.
+  // Memory per rank: the workspace and its activations (exact) and the process's peak resident set.
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
-  double mem[2] = {double(job->numerics().workspace_bytes()), double(usage.ru_maxrss) * 1024.0};
-  std::vector<double> all_mem(2 * size_t(W));
-  mesh.world().all_gather(mem, all_mem.data(), 2, DType::kF64);
+  double mem[3] = {double(job->numerics().workspace_bytes()), double(job->numerics().activation_bytes()),
+                   double(usage.ru_maxrss) * 1024.0};
+  std::vector<double> all_mem(3 * size_t(W));
+  mesh.world().all_gather(mem, all_mem.data(), 3, DType::kF64);
   for (int q = 0; q < W; ++q) {
-    res.workspace_bytes = std::max(res.workspace_bytes, all_mem[2 * size_t(q)]);
-    res.peak_rss_bytes = std::max(res.peak_rss_bytes, all_mem[2 * size_t(q) + 1]);
+    res.workspace_bytes = std::max(res.workspace_bytes, all_mem[3 * size_t(q)]);
+    res.activation_bytes = std::max(res.activation_bytes, all_mem[3 * size_t(q) + 1]);
+    res.peak_rss_bytes = std::max(res.peak_rss_bytes, all_mem[3 * size_t(q) + 2]);
   }
   res.peak_gflops = job->peak_gflops();
   if (profiling_enabled()) res.profile = profile_snapshot();
@@ -162,9 +165,11 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"tokens_per_second", res.tokens_per_second()},
           {"model_gflops_per_second", r0.flops / r0.seconds / 1e9},
           {"precision", s.precision},
+          {"recompute", s.recompute},
           {"peak_gemm_gflops", res.peak_gflops},
           {"mfu", res.mfu()},
           {"workspace_bytes_per_rank", res.workspace_bytes},
+          {"activation_bytes_per_rank", res.activation_bytes},
           {"peak_rss_bytes_per_rank", res.peak_rss_bytes},
           {"ranks", ranks}};
 }

@@ -37,15 +37,18 @@ struct BenchTrainSetup {
   double params = 0, active_params = 0;
   int world = 1, dp = 1, ep = 1, cp = 1, threads = 1;
   bool root = true;
-  std::string precision = "f32";  // of the GEMMs (train.precision resolved for this CPU)
+  std::string precision = "f32";   // of the GEMMs (train.precision resolved for this CPU)
+  std::string recompute = "none";  // train.recompute
 };
 
 struct BenchTrainResult {
   BenchTrainSetup setup;
   BenchTrainOptions options;
-  std::vector<BenchTrainRank> ranks;               // every rank's (gathered)
-  double peak_gflops = 0;                          // one rank's measured GEMM peak in setup.precision
-  double workspace_bytes = 0, peak_rss_bytes = 0;  // the largest over ranks
+  std::vector<BenchTrainRank> ranks;  // every rank's (gathered)
+  double peak_gflops = 0;             // one rank's measured GEMM peak in setup.precision
+  // The largest over ranks: the whole batch-sized workspace, its activations
+  // kept for backward (model/model.h), the process's peak resident set.
+  double workspace_bytes = 0, activation_bytes = 0, peak_rss_bytes = 0;
   // Async checkpoints (rank 0): saves, bytes of the last, stall per save, background write.
   int saves = 0;
   double checkpoint_bytes = 0, checkpoint_stall_seconds = 0, checkpoint_write_seconds = 0, final_wait_seconds = 0;

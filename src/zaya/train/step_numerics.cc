@@ -52,9 +52,9 @@ void StepNumerics::rebuild_workspace() {
   const RunConfig& run = config_.run;
   // The old workspace goes first (memory); the RoPE table is built from config.model.rope_theta.
   workspace_.reset();
-  workspace_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, true,
-                                                mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
-                                                mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr);
+  workspace_ = std::make_unique<ModelWorkspace>(
+      config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
+      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"));
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config().rank);
   ids_.assign(size_t(run.micro_batch * run.seq_len), 0);

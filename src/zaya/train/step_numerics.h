@@ -59,8 +59,11 @@ class StepNumerics {
   const float* gradients() const { return grad_arena_.data(); }
   // True when the forward and backward GEMMs run in bf16 (train.precision).
   bool bf16_gemms() const { return bf16_; }
-  // Bytes of this rank's activations and backward scratch.
+  // Bytes of this rank's activations and backward scratch; of the activations alone.
   int64_t workspace_bytes() const { return workspace_->bytes(); }
+  int64_t activation_bytes() const { return workspace_->activation_bytes(); }
+  // train.recompute, as the workspace applies it.
+  Recompute recompute() const { return workspace_->recompute(); }
   // Per-MoE-layer routing statistics of the last step (global batch after update()).
   const std::vector<RoutingStats>& routing() { return workspace_->routing(); }
 

@@ -84,6 +84,55 @@ TEST(TrainJob, Bf16StepLoopDoesNotAllocate) {
   EXPECT_EQ(testing::allocation_count() - before, 0);
 }
 
+// Activation recomputation keeps the step loop free of allocations too (the
+// shared activations, the discarded routing statistics: all preallocated).
+TEST(TrainJob, RecomputedStepLoopDoesNotAllocate) {
+  for (const std::string extra : {"recompute = \"attention\"\n", "recompute = \"moe\"\n", "recompute = \"full\"\n",
+                                  "recompute = \"full\"\nprecision = \"bf16\"\n"}) {
+    TrainJob t(synthetic_config(4, 2, extra + "[moe]\nswitch_aux_coeff = 0.01\nz_loss_coeff = 0.001\n"), quiet());
+    EXPECT_NE(t.numerics().recompute(), Recompute::kNone);
+    t.train_step();
+    t.train_step();
+    const long before = testing::allocation_count();
+    for (int i = 0; i < 2; ++i) t.train_step();
+    EXPECT_EQ(testing::allocation_count() - before, 0) << extra;
+  }
+}
+
+// Training with recomputation is training without it, bit for bit: the same
+// losses and, after updates that moved the balancing biases (routing counted
+// once per micro-batch), the same parameters; with a smaller workspace.
+TEST(StepNumerics, RecomputationTrainsBitwiseLikeNone) {
+  auto train = [](const std::string& recompute, int64_t* bytes) {
+    Numerics n(synthetic_config(
+        4, 2, "recompute = \"" + recompute + "\"\n[moe]\nswitch_aux_coeff = 0.01\nz_loss_coeff = 0.001\n"));
+    *bytes = n.numerics.workspace_bytes();
+    std::vector<double> losses;
+    for (int step = 0; step < 3; ++step) {
+      StepResult r;
+      n.numerics.compute_gradients(n.data.train_data(), r);
+      n.numerics.reduce_totals(r);
+      n.numerics.update(r, 1.0, true);
+      losses.push_back(r.loss);
+      losses.push_back(r.router_loss);
+    }
+    std::vector<float> state(n.numerics.model().param_data(),
+                             n.numerics.model().param_data() + n.numerics.model().params().total_floats());
+    for (const float* b : n.numerics.model().balancing_biases())
+      state.insert(state.end(), b, b + n.numerics.model().config().router_slots());
+    return std::make_pair(losses, state);
+  };
+  int64_t none_bytes = 0;
+  const auto none = train("none", &none_bytes);
+  for (const std::string r : {"attention", "moe", "full"}) {
+    int64_t bytes = 0;
+    const auto got = train(r, &bytes);
+    EXPECT_EQ(got.first, none.first) << r;
+    EXPECT_TRUE(got.second == none.second) << "parameters or balancing biases differ from none's: " << r;
+    EXPECT_LT(bytes, none_bytes) << r;
+  }
+}
+
 // bf16 training is bit-reproducible at a fixed thread count: two runs of the
 // same config end with the same parameters bit for bit, and not with the
 // float32 run's (the precision is really applied), after updates that

@@ -15,6 +15,7 @@
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
 #include "zaya/model/native_config.h"
+#include "zaya/model/recompute.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"
 
@@ -24,7 +25,7 @@ namespace {
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val"};
 const std::vector<std::string> kTrainKeys = {"seed",       "micro_batch",  "seq_len",   "grad_accum", "steps",
                                              "eval_every", "eval_batches", "log_every", "threads",    "out_dir",
-                                             "save_dtype", "save_layout",  "precision"};
+                                             "save_dtype", "save_layout",  "precision", "recompute"};
 const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
                                              "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
                                              "ns_steps",     "ns_dtype", "grad_clip"};
@@ -146,6 +147,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.out_dir = r.get_string("out_dir", run.out_dir);
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
   run.precision = r.get_string("precision", run.precision, {"f32", "bf16", "auto"});
+  run.recompute = r.get_string("recompute", run.recompute, recompute_names());
   run.save_layout = r.get_string("save_layout", run.save_layout, {"legacy", "native"});
   r.finish(kTrainKeys);
   if (const std::string why = native_layout_problem(c); run.save_layout == "native" && !why.empty())
@@ -310,8 +312,8 @@ std::string train_config_to_toml(const TrainConfig& t) {
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
                    r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format("save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\n\n", r.save_dtype, r.save_layout,
-                   r.precision);
+  s += fmt::format("save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\nrecompute = \"{}\"\n\n",
+                   r.save_dtype, r.save_layout, r.precision, r.recompute);
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
                    o.beta2, o.eps, o.weight_decay, o.use_muon);

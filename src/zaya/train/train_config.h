@@ -45,6 +45,10 @@ struct RunConfig {
   // "auto" (bf16 where the CPU has native bf16 GEMMs). f32 by default: a
   // config then computes the same numbers on every machine.
   std::string precision = "f32";
+  // Activation recomputation (model/recompute.h, docs/training.md): none,
+  // attention, moe or full. The gradients are bitwise the same; "none" is the
+  // fastest, "full" keeps the least.
+  std::string recompute = "none";
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 

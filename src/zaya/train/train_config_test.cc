@@ -34,6 +34,11 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   EXPECT_EQ(again.model.experts, 4);
   EXPECT_EQ(again.run.steps, 42);
   EXPECT_EQ(train_config_to_toml(again), train_config_to_toml(t));
+  EXPECT_EQ(again.run.recompute, "none");
+  // train.recompute: read, and written back.
+  TrainConfig full = parse_train_config(train_config_to_toml(t), "again.toml", {"train.recompute=\"full\""});
+  EXPECT_EQ(full.run.recompute, "full");
+  EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, "full");
 }
 
 TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
@@ -49,6 +54,10 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   e = error_of(std::string(kMinimal) + "[train]\nprecision = \"fp16\"\n");
   EXPECT_NE(e.find("bad.toml"), std::string::npos) << e;
   EXPECT_NE(e.find("train.precision = 'fp16' is invalid; allowed: one of: f32, bf16, auto"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "[train]\nrecompute = \"selective\"\n");
+  EXPECT_NE(e.find("train.recompute = 'selective' is invalid; allowed: one of: none, attention, moe, full"),
+            std::string::npos)
+      << e;
   e = error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
   EXPECT_NE(e.find("optim.lr"), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[model]\nq_heads = 3\n");

@@ -1,0 +1,100 @@
+// The planner's model of activation recomputation (memory_model.h,
+// step_model.h): its activation bytes against the workspace zaya.cpp really
+// allocates (ModelWorkspace::bytes()) within 15% for every setting, and the
+// recomputed forward's time and FLOPs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "zaya/model/model.h"
+#include "zaya/plan/builtin_profiles.h"
+#include "zaya/plan/memory_model.h"
+#include "zaya/plan/step_model.h"
+
+namespace zaya {
+namespace {
+
+const Recompute kAll[] = {Recompute::kNone, Recompute::kAttention, Recompute::kMoe, Recompute::kFull};
+
+TEST(RecomputeModel, ActivationBytesMatchTheWorkspaceWithin15Percent) {
+  struct Case {
+    const char* preset;
+    int64_t batch, seq;
+  };
+  for (const Case& k : {Case{"tiny", 8, 128}, Case{"small", 8, 256}, Case{"small", 2, 512}}) {
+    const ZayaConfig c = preset_config(k.preset);
+    for (const char* dtype : {"f32", "bf16"})
+      for (Recompute r : kAll) {
+        TrainLayout L;
+        L.cpu_trainer = true;
+        L.micro_batch = k.batch;
+        L.seq_len = k.seq;
+        L.dtype = dtype;
+        L.recompute = r;
+        const MemoryPrediction m = predict_memory(c, L);
+        const double real = double(ModelWorkspace(c, k.batch, k.seq, true, nullptr, nullptr, r).bytes());
+        const double predicted = m.activations + m.logits;
+        std::printf("%s %lld x %lld %s %-9s workspace %.2f MB, planned %.2f MB (%+.1f%%)\n", k.preset,
+                    (long long)k.batch, (long long)k.seq, dtype, recompute_name(r).c_str(), real / 1e6, predicted / 1e6,
+                    100 * (predicted / real - 1));
+        EXPECT_NEAR(predicted / real, 1.0, 0.15) << k.preset << " " << dtype << " " << recompute_name(r);
+      }
+  }
+}
+
+TEST(RecomputeModel, PlannedMemoryShrinksAndTheWeightsFollowThePrecision) {
+  const ZayaConfig c = preset_config("small");
+  TrainLayout L;
+  L.cpu_trainer = true;
+  auto acts = [&](Recompute r) {
+    L.recompute = r;
+    return predict_memory(c, L).activations;
+  };
+  EXPECT_GT(acts(Recompute::kNone), acts(Recompute::kAttention));
+  EXPECT_GT(acts(Recompute::kNone), acts(Recompute::kMoe));
+  EXPECT_GT(acts(Recompute::kAttention), acts(Recompute::kFull));
+  EXPECT_GT(acts(Recompute::kMoe), acts(Recompute::kFull));
+  // zaya.cpp keeps its f32 parameters and, under bf16 GEMMs, a bf16 copy of all of them.
+  L.dtype = "f32";
+  const MemoryPrediction f32 = predict_memory(c, L);
+  L.dtype = "bf16";
+  const MemoryPrediction bf16 = predict_memory(c, L);
+  EXPECT_DOUBLE_EQ(f32.weights, f32.params_held * 4);
+  EXPECT_DOUBLE_EQ(bf16.weights, bf16.params_held * 6);
+  EXPECT_DOUBLE_EQ(bf16.activations, f32.activations);  // float32 activations in both precisions
+}
+
+TEST(RecomputeModel, TheRecomputedForwardCostsTimeButNoModelFlops) {
+  const GemmModel g(*find_builtin_profile("h200"));
+  const ZayaConfig c = preset_config("small");
+  TrainLayout L;
+  L.micro_batch = 8;
+  L.seq_len = 256;
+  L.dtype = "bf16";
+  auto step = [&](Recompute r) {
+    L.recompute = r;
+    return predict_step(c, L, g);
+  };
+  const StepPrediction none = step(Recompute::kNone), attention = step(Recompute::kAttention);
+  const StepPrediction moe = step(Recompute::kMoe), full = step(Recompute::kFull);
+  EXPECT_EQ(none.recompute_gemm + none.recompute_stream + none.recompute_flops, 0);
+  for (const StepPrediction* p : {&attention, &moe, &full}) {
+    EXPECT_GT(p->recompute_gemm, 0);
+    EXPECT_GT(p->recompute_stream, 0);
+    EXPECT_NEAR(p->compute, none.compute + p->recompute_gemm + p->recompute_stream, 1e-12);
+    EXPECT_EQ(p->model_flops_per_rank, none.model_flops_per_rank);
+    EXPECT_LT(p->mfu, none.mfu);
+  }
+  EXPECT_NEAR(full.recompute_flops, attention.recompute_flops + moe.recompute_flops, 1e-6 * full.recompute_flops);
+  // Full recomputation repeats every forward GEMM but the LM head's.
+  double forward = 0, head = 0;
+  for (const GemmTime& t : none.gemms)
+    if (t.gemm.phase == "fwd")
+      (t.gemm.name.rfind("lm_head", 0) == 0 ? head : forward) += t.gemm.count * t.gemm.shape.flops();
+  EXPECT_GT(head, 0);
+  EXPECT_NEAR(full.recompute_flops, forward, 1e-9 * forward);
+}
+
+}  // namespace
+}  // namespace zaya
