@@ -68,7 +68,10 @@ class StepNumerics {
 
   // Zeroes the gradients, then forward + backward of grad_accum micro-batches
   // from `data` (this rank's slice of the global batch). Fills r.loss (this
-  // rank's cross-entropy sum), r.router_loss, r.tokens and r.rank_tokens.
+  // rank's cross-entropy sum), r.router_loss, r.tokens, r.rank_tokens and
+  // r.loss_tokens. The loss is a mean over the targets that count in the
+  // global batch (all of them, or those a loss mask selects: with
+  // data.loss_masked() they are counted and summed over the ranks first).
   void compute_gradients(BatchSource& data, StepResult& r);
   // Seconds of the last compute_gradients spent waiting for other ranks
   // (exposed gradient reduction, expert exchanges).
@@ -95,6 +98,9 @@ class StepNumerics {
 
  private:
   void reduce_routing_over_world();
+  // Targets >= 0 of the drawn micro-batches over all ranks (each sequence once);
+  // without a mask, every target of the global batch (no communication).
+  int64_t global_loss_tokens(bool masked);
   // Mixed precision: the model's bf16 weight copy follows the parameters once per change.
   void refresh_bf16_weights();
 
@@ -111,7 +117,7 @@ class StepNumerics {
   std::function<void(int)> layer_done_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BalanceController> balance_;
-  std::vector<int32_t> ids_, targets_;
+  std::vector<int32_t> ids_, targets_;  // grad_accum micro-batches of B x S
   std::vector<std::vector<double>> choice_counts_;
   std::vector<double> reduce_scratch_;
 };
