@@ -79,11 +79,11 @@ head -c 4096 "$WORK/base-native/model.safetensors" | grep -aEq '"dtype": *"BF16"
 
 # accuracy MODEL: exact matches of the greedy answers to the held-out prompts, in percent.
 accuracy() {
-  "$ZAYA" generate --model "$1" --prompts "$WORK/prompts.jsonl" --temperature 0 --max-new-tokens 12 \
+  "$ZAYA" generate --model "$1" --prompts "$WORK/prompts.jsonl" --temperature 0 --max-new-tokens 24 \
     --stop "<end_of_turn>" --batch 20 >"$WORK/answers.jsonl" 2>/dev/null
   python3 - "$WORK/answers.jsonl" "$WORK/answers.txt" <<'PY'
 import json, sys
-got = [json.loads(l)["completion"].replace("<end_of_turn>", "").strip() for l in open(sys.argv[1])]
+got = [json.loads(l)["completion"].split("<")[0].strip() for l in open(sys.argv[1])]  # up to <end_of_turn>
 want = [l.strip() for l in open(sys.argv[2])]
 assert len(got) == len(want) == 100, (len(got), len(want))
 print(sum(g == w for g, w in zip(got, want)))
