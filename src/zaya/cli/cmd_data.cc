@@ -1,4 +1,5 @@
-// zaya data tokenizer | shards: SentencePiece training and corpus -> token shards.
+// zaya data tokenizer | shards | sft | read-speed: SentencePiece training, corpus -> token shards,
+// fine-tuning data -> shards with loss masks, sampler speed.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -55,10 +56,32 @@ std::string progress_line(const ShardBuildProgress& p) {
                      p.skipped > 0 ? fmt::format("  {} skipped", p.skipped) : "", p.pass > 1 ? "  (pass 2)" : "");
 }
 
+// A progress bar on stderr: redrawn in place on a terminal; a line every 30 s otherwise (logs).
+void set_progress(ShardBuildOptions& o) {
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  o.progress_interval_s = tty ? 0.5 : 30.0;
+  o.progress = [tty](const ShardBuildProgress& p) {
+    if (tty) {
+      fmt::print(stderr, "\r{}\x1b[K{}", progress_line(p), p.finished ? "\n" : "");
+    } else {
+      fmt::print(stderr, "{}\n", progress_line(p));
+    }
+    std::fflush(stderr);
+  };
+}
+
+// `zaya data sft`'s flags that become options.
+struct SftFlags {
+  std::string loss_on = "assistant";
+  std::string pairs = "text";
+  std::string format = "zaya";
+  bool quiet = false;
+};
+
 }  // namespace
 
 void add_data_command(CLI::App& app) {
-  auto* data = app.add_subcommand("data", "prepare training data: tokenizer, token shards");
+  auto* data = app.add_subcommand("data", "prepare training data: tokenizer, token shards, fine-tuning data");
   data->require_subcommand(1);
 
   auto topt = std::make_shared<TokenizerTrainOptions>();
@@ -100,25 +123,55 @@ void add_data_command(CLI::App& app) {
     const double t0 = now_seconds();
     sopt->corpus.format = parse_corpus_format(sflags->format);
     sopt->format = parse_dataset_format(*out_format);
-    const bool tty = isatty(STDERR_FILENO) != 0;
-    if (!*quiet) {
-      // A bar redrawn in place on a terminal; a line every 30 s otherwise (logs).
-      sopt->progress_interval_s = tty ? 0.5 : 30.0;
-      sopt->progress = [tty](const ShardBuildProgress& p) {
-        if (tty) {
-          fmt::print(stderr, "\r{}\x1b[K{}", progress_line(p), p.finished ? "\n" : "");
-        } else {
-          fmt::print(stderr, "{}\n", progress_line(p));
-        }
-        std::fflush(stderr);
-      };
-    }
+    if (!*quiet) set_progress(*sopt);
     ShardBuildSummary s = build_token_shards(*sopt);
     fmt::print("wrote {} ({}): train {} documents / {} tokens, val {} documents / {} tokens, vocab {}, {:.1f}s\n",
                sopt->out_dir, dataset_format_name(sopt->format), s.train.documents, s.train.tokens, s.val.documents,
                s.val.tokens, s.vocab_size, now_seconds() - t0);
     if (s.skipped > 0) fmt::print("skipped {} bad records (--skip-bad); the first: {}\n", s.skipped, s.first_skipped);
     fmt::print("unigram entropy of the train split: {:.4f} nats/token\n", s.train_unigram_entropy);
+  });
+
+  auto fopt = std::make_shared<ShardBuildOptions>();
+  auto fflags = std::make_shared<SftFlags>();
+  auto* sft = data->add_subcommand(
+      "sft", "fine-tuning data: chat conversations or prompt/completion pairs (JSONL) -> shards with loss masks");
+  sft->add_option("--corpus", fopt->corpus.inputs,
+                  "JSONL files, directories or glob patterns (repeatable); plain, .gz or .zst")
+      ->required();
+  sft->add_option("--tokenizer", fopt->tokenizer_path, "SentencePiece .model (the model's own, e.g. Gemma 3's)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sft->add_option("--out", fopt->out_dir, "output directory (train/val .bin, .idx and .mask)")->required();
+  sft->add_option("--loss-on", fflags->loss_on,
+                  "tokens that count for the loss: assistant (every assistant turn), last-assistant, all")
+      ->check(CLI::IsMember({"assistant", "last-assistant", "all"}));
+  sft->add_option("--pairs", fflags->pairs,
+                  "prompt/completion pairs: text (plain prompt + completion) or chat (a user and an assistant turn)")
+      ->check(CLI::IsMember({"text", "chat"}));
+  sft->add_option("--format", fflags->format, "zaya (uint32 shards) or megatron (Megatron-LM indexed dataset)")
+      ->check(CLI::IsMember({"zaya", "megatron"}));
+  sft->add_flag("--skip-bad", fopt->corpus.skip_bad,
+                "skip and count bad records (invalid UTF-8 or JSON, a wrong schema, roles out of order, nothing to "
+                "learn) instead of failing on the first");
+  sft->add_option("--workers", fopt->workers, "tokenization threads (0: all cores)")->check(CLI::Range(0, 1024));
+  sft->add_option("--val-fraction", fopt->val_fraction, "share of examples held out for validation")
+      ->check(CLI::Range(0.0, 0.999));
+  sft->add_option("--seed", fopt->seed, "seed of the train/val split");
+  sft->add_flag("--quiet", fflags->quiet, "no progress bar on stderr");
+  sft->callback([fopt, fflags] {
+    const double t0 = now_seconds();
+    fopt->corpus.format = CorpusFormat::kJsonl;
+    fopt->format = parse_dataset_format(fflags->format);
+    fopt->sft = SftOptions{parse_loss_on(fflags->loss_on), parse_pair_format(fflags->pairs)};
+    if (!fflags->quiet) set_progress(*fopt);
+    const ShardBuildSummary s = build_token_shards(*fopt);
+    fmt::print(
+        "wrote {} ({}, loss on {}): train {} examples / {} tokens ({} in the loss), val {} examples / {} tokens "
+        "({} in the loss), vocab {}, {:.1f}s\n",
+        fopt->out_dir, dataset_format_name(fopt->format), fflags->loss_on, s.train.documents, s.train.tokens,
+        s.train.loss_tokens, s.val.documents, s.val.tokens, s.val.loss_tokens, s.vocab_size, now_seconds() - t0);
+    if (s.skipped > 0) fmt::print("skipped {} bad records (--skip-bad); the first: {}\n", s.skipped, s.first_skipped);
   });
 
   auto ropt = std::make_shared<SamplerSpeedOptions>();

@@ -149,33 +149,59 @@ bool CorpusRecordReader::next(CorpusRecord& record) {
   }
 }
 
-DecodedRecord decode_record(CorpusRecord&& record, const std::vector<CorpusFile>& files, const std::string& field) {
-  DecodedRecord out;
-  const std::string& path = files[record.file].path;
+namespace {
+
+// The invalid-UTF-8 error of `record`, or "" when it is valid UTF-8.
+std::string utf8_error(const CorpusRecord& record, const std::string& path) {
   const size_t bad = find_invalid_utf8(record.text);
-  if (bad != std::string::npos) {
-    // The line and column of the bad byte inside the record.
-    const size_t line_start = record.text.rfind('\n', bad == 0 ? 0 : bad - 1);
-    const uint64_t line =
-        record.line + static_cast<uint64_t>(std::count(record.text.begin(), record.text.begin() + bad, '\n'));
-    const size_t column = bad - (line_start == std::string::npos || line_start >= bad ? 0 : line_start + 1) + 1;
-    out.error = fmt::format("{}: line {}: invalid UTF-8 (byte 0x{:02x} at column {}); the corpus must be UTF-8 text",
-                            path, line, static_cast<unsigned char>(record.text[bad]), column);
-    return out;
-  }
+  if (bad == std::string::npos) return "";
+  // The line and column of the bad byte inside the record.
+  const size_t line_start = record.text.rfind('\n', bad == 0 ? 0 : bad - 1);
+  const uint64_t line =
+      record.line + static_cast<uint64_t>(std::count(record.text.begin(), record.text.begin() + bad, '\n'));
+  const size_t column = bad - (line_start == std::string::npos || line_start >= bad ? 0 : line_start + 1) + 1;
+  return fmt::format("{}: line {}: invalid UTF-8 (byte 0x{:02x} at column {}); the corpus must be UTF-8 text", path,
+                     line, static_cast<unsigned char>(record.text[bad]), column);
+}
+
+}  // namespace
+
+DecodedJson decode_json_record(CorpusRecord&& record, const std::vector<CorpusFile>& files) {
+  DecodedJson out;
+  const std::string& path = files[record.file].path;
+  out.where = fmt::format("{}: line {}", path, record.line);
   if (!record.jsonl) {
-    out.ok = true;
-    out.text = std::move(record.text);
+    out.error = fmt::format("{}: not a JSON line (the file is read as text); expected JSONL", out.where);
     return out;
   }
-  nlohmann::json j;
-  const std::string where = fmt::format("{}: line {}", path, record.line);
+  out.error = utf8_error(record, path);
+  if (!out.error.empty()) return out;
   try {
-    j = parse_json(record.text, where);
+    out.value = parse_json(record.text, out.where);
   } catch (const Error& e) {
     out.error = e.what();
     return out;
   }
+  out.ok = true;
+  return out;
+}
+
+DecodedRecord decode_record(CorpusRecord&& record, const std::vector<CorpusFile>& files, const std::string& field) {
+  DecodedRecord out;
+  if (!record.jsonl) {
+    out.error = utf8_error(record, files[record.file].path);
+    if (!out.error.empty()) return out;
+    out.ok = true;
+    out.text = std::move(record.text);
+    return out;
+  }
+  DecodedJson d = decode_json_record(std::move(record), files);
+  if (!d.ok) {
+    out.error = std::move(d.error);
+    return out;
+  }
+  const nlohmann::json& j = d.value;
+  const std::string& where = d.where;
   std::string why;
   const nlohmann::json* v = find_field(j, field, why);
   if (v == nullptr) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,15 @@ struct DecodedRecord {
 
 // Validates `record` and extracts its document; `field` is CorpusSpec::field.
 DecodedRecord decode_record(CorpusRecord&& record, const std::vector<CorpusFile>& files, const std::string& field);
+
+// A JSONL record's object (fine-tuning data, sft_example.h): the UTF-8 and
+// JSON checks of decode_record, without taking a field. Not ok for a text record.
+struct DecodedJson {
+  bool ok = false;
+  nlohmann::json value;
+  std::string where;  // "FILE: line N", the prefix of errors about the record
+  std::string error;  // "FILE: line N: REASON" (not ok)
+};
+DecodedJson decode_json_record(CorpusRecord&& record, const std::vector<CorpusFile>& files);
 
 }  // namespace zaya

@@ -88,4 +88,10 @@ MixtureState MixtureSampler::state_at(uint64_t position) const {
   return st;
 }
 
+bool MixtureSampler::loss_masked() const {
+  for (const TokenSampler& s : samplers_)
+    if (s.loss_masked()) return true;
+  return false;
+}
+
 }  // namespace zaya

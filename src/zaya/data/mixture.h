@@ -50,6 +50,8 @@ class MixtureSampler {
   MixtureState state_at(uint64_t position) const;
 
   size_t datasets() const { return samplers_.size(); }
+  // Some dataset has a loss mask (its sequences have targets of -1).
+  bool loss_masked() const;
   int64_t seq() const { return seq_; }
   uint64_t seed() const { return seed_; }
 

@@ -51,6 +51,11 @@ void TokenSampler::window(uint64_t w, int32_t* input_S, int32_t* target_S) const
              start + static_cast<uint64_t>(seq_), last, vocab);
   for (int64_t i = 0; i + 1 < seq_; ++i) target_S[i] = static_cast<int32_t>(t[i + 1]);
   target_S[seq_ - 1] = static_cast<int32_t>(last);
+  // A loss mask (fine-tuning data): targets that do not count become -1, which
+  // the cross-entropy ignores; target i is token start + i + 1.
+  if (shard_->has_loss_mask())
+    for (int64_t i = 0; i < seq_; ++i)
+      if (!shard_->loss_selected(start + static_cast<uint64_t>(i) + 1)) target_S[i] = -1;
 }
 
 void TokenSampler::document_starts(uint64_t w, std::vector<int32_t>& starts) const {

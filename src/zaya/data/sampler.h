@@ -9,6 +9,10 @@
 // token and every token is a target exactly once per epoch (except the first).
 // There are floor((num_tokens - 1) / seq) windows per epoch.
 //
+// A shard with a loss mask (loss_mask.h: fine-tuning data) gives the target
+// -1 ("no loss", ops/cross_entropy.h) wherever the mask does not select the
+// target token; the inputs are unchanged. Without a mask every target counts.
+//
 // kShuffled draws every window once per epoch in the order of a seeded
 // pseudo-random permutation (FeistelPermutation, stream = epoch), a new one
 // each epoch. kSequential draws windows 0, 1, 2, ... and wraps to 0 (with
@@ -65,6 +69,8 @@ class TokenSampler {
   uint64_t window_at(uint64_t epoch, uint64_t index) const;
 
   uint64_t windows_per_epoch() const { return num_windows_; }
+  // The shard has a loss mask: some targets are -1.
+  bool loss_masked() const { return shard_->has_loss_mask(); }
   int64_t seq() const { return seq_; }
   SamplerOrder order() const { return order_; }
 

@@ -14,6 +14,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/timer.h"
+#include "zaya/data/loss_mask.h"
 #include "zaya/data/ordered_pipeline.h"
 #include "zaya/data/shard_format.h"
 #include "zaya/data/tokenizer.h"
@@ -48,7 +49,35 @@ struct RecordBatch {
 
 struct EncodedDocument {
   std::vector<int32_t> tokens;  // [bos] + text + [eos], or empty when bad
+  std::vector<uint8_t> mask;    // fine-tuning data: the loss mask of `tokens`
   std::string error;            // why the record is bad
+};
+
+// One split's outputs: the dataset and, for fine-tuning data, its loss mask.
+struct SplitWriters {
+  std::unique_ptr<DatasetWriter> data;
+  std::unique_ptr<LossMaskWriter> mask;
+
+  void add(const EncodedDocument& e) {
+    data->add_document(e.tokens);
+    if (mask) mask->add_document(e.tokens, e.mask);
+  }
+  // Removes the split's old index (and any old loss mask): from here until
+  // commit() readers find no dataset rather than a mix of old and new files.
+  void remove_old() const {
+    for (const std::string& path : {shard_idx_path(data->prefix()), loss_mask_path(data->prefix())})
+      ZAYA_CHECK(::unlink(path.c_str()) == 0 || errno == ENOENT, "{}: cannot remove the old file: {}", path,
+                 std::strerror(errno));
+  }
+  // The mask first: until the index is in place nothing reads the split.
+  void commit() {
+    if (mask) mask->commit();
+    data->commit();
+  }
+  SplitSummary summary() const {
+    return SplitSummary{data->prefix(), data->num_documents(), data->num_tokens(),
+                        mask ? mask->num_selected() : data->num_tokens()};
+  }
 };
 
 struct EncodedBatch {
@@ -107,13 +136,14 @@ class ShardBuild {
       : o_(o), tok_(tok), files_(std::move(files)), t0_(now_seconds()) {}
 
   // Reads and writes the corpus once; forced_* move one document (UINT64_MAX: none).
-  PassResult pass(int number, uint64_t forced_val, uint64_t forced_train, uint32_t vocab,
-                  std::unique_ptr<DatasetWriter>& train, std::unique_ptr<DatasetWriter>& val,
-                  std::vector<uint64_t>& train_counts) {
-    train.reset();  // a previous pass's writers remove their temporary files first
-    val.reset();
-    train = make_dataset_writer(o_.format, (std::filesystem::path(o_.out_dir) / "train").string(), vocab);
-    val = make_dataset_writer(o_.format, (std::filesystem::path(o_.out_dir) / "val").string(), vocab);
+  PassResult pass(int number, uint64_t forced_val, uint64_t forced_train, uint32_t vocab, SplitWriters& train,
+                  SplitWriters& val, std::vector<uint64_t>& train_counts) {
+    for (auto [w, name] : {std::pair{&train, "train"}, std::pair{&val, "val"}}) {
+      *w = SplitWriters();  // a previous pass's writers remove their temporary files first
+      const std::string prefix = (std::filesystem::path(o_.out_dir) / name).string();
+      w->data = make_dataset_writer(o_.format, prefix, vocab);
+      if (o_.sft) w->mask = std::make_unique<LossMaskWriter>(prefix);
+    }
     train_counts.assign(vocab, 0);
     PassResult r;
     double umin = 2.0, umax = -1.0;
@@ -136,8 +166,12 @@ class ShardBuild {
       out.bytes_read = batch.bytes_read;
       out.documents.resize(batch.records.size());
       for (size_t i = 0; i < batch.records.size(); ++i) {
-        DecodedRecord d = decode_record(std::move(batch.records[i]), files_, o_.corpus.field);
         EncodedDocument& e = out.documents[i];
+        if (o_.sft) {
+          encode_example(std::move(batch.records[i]), e);
+          continue;
+        }
+        DecodedRecord d = decode_record(std::move(batch.records[i]), files_, o_.corpus.field);
         if (!d.ok) {
           e.error = std::move(d.error);
           continue;
@@ -168,10 +202,10 @@ class ShardBuild {
         }
         const bool is_val = index == forced_val || (index != forced_train && u < o_.val_fraction);
         if (is_val) {
-          val->add_document(e.tokens);
+          val.add(e);
           ++r.val;
         } else {
-          train->add_document(e.tokens);
+          train.add(e);
           for (int32_t id : e.tokens) ++train_counts[static_cast<size_t>(id)];
         }
         progress.tokens += e.tokens.size();
@@ -190,6 +224,22 @@ class ShardBuild {
                                                     produce, transform, consume);
     last_ = progress;
     return r;
+  }
+
+  // A fine-tuning record: its example's tokens and loss mask, or why it is bad.
+  void encode_example(CorpusRecord&& record, EncodedDocument& e) const {
+    DecodedJson d = decode_json_record(std::move(record), files_);
+    if (!d.ok) {
+      e.error = std::move(d.error);
+      return;
+    }
+    try {
+      SftDocument doc = encode_sft_example(tok_, parse_sft_example(d.value, o_.sft->pairs), o_.sft->loss_on);
+      e.tokens = std::move(doc.tokens);
+      e.mask = std::move(doc.mask);
+    } catch (const Error& err) {
+      e.error = fmt::format("{}: {}", d.where, err.what());
+    }
   }
 
   void report_finished() {
@@ -230,7 +280,7 @@ ShardBuildSummary build_token_shards(const ShardBuildOptions& o) {
   const std::string label = corpus_label(files);
 
   ShardBuild build(o, tok, files);
-  std::unique_ptr<DatasetWriter> train, val;
+  SplitWriters train, val;
   std::vector<uint64_t> train_counts;
   PassResult r = build.pass(1, UINT64_MAX, UINT64_MAX, summary.vocab_size, train, val, train_counts);
   ZAYA_CHECK(r.documents >= 2,
@@ -252,18 +302,17 @@ ShardBuildSummary build_token_shards(const ShardBuildOptions& o) {
 
   // Commit: both splits are complete on disk under temporary names; remove
   // the old indexes first, so that no moment has a new split beside an old one.
-  train->prepare();
-  val->prepare();
-  for (const auto* w : {train.get(), val.get()}) {
-    const std::string idx = shard_idx_path(w->prefix());
-    ZAYA_CHECK(::unlink(idx.c_str()) == 0 || errno == ENOENT, "{}: cannot remove the old index: {}", idx,
-               std::strerror(errno));
+  for (SplitWriters* w : {&train, &val}) {
+    w->data->prepare();
+    if (w->mask) w->mask->prepare();
   }
-  train->commit();
-  val->commit();
+  train.remove_old();
+  val.remove_old();
+  train.commit();
+  val.commit();
 
-  summary.train = SplitSummary{train->prefix(), train->num_documents(), train->num_tokens()};
-  summary.val = SplitSummary{val->prefix(), val->num_documents(), val->num_tokens()};
+  summary.train = train.summary();
+  summary.val = val.summary();
   summary.skipped = r.skipped;
   summary.first_skipped = r.first_skipped;
   summary.train_unigram_entropy = unigram_entropy(train_counts);

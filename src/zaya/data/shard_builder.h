@@ -4,7 +4,10 @@
 // Each document of the corpus (corpus_input.h: text or JSONL files, plain or
 // compressed) is encoded as [bos] + tokens + [eos] and written to
 // OUT_DIR/train.{bin,idx} or OUT_DIR/val.{bin,idx}, as zaya token shards or a
-// Megatron indexed dataset. The split is decided per document by a seeded
+// Megatron indexed dataset. Fine-tuning data (ShardBuildOptions::sft, `zaya
+// data sft`) reads each JSONL line as a conversation or a prompt/completion
+// pair (sft_example.h) and writes its loss mask beside each split
+// (OUT_DIR/train.mask, val.mask: loss_mask.h). The split is decided per document by a seeded
 // hash of its index, so validation documents are spread through the corpus,
 // and it does not depend on the tokenizer or the worker count.
 //
@@ -20,11 +23,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "zaya/data/corpus_input.h"
 #include "zaya/data/dataset_writer.h"
+#include "zaya/data/sft_example.h"
 #include "zaya/data/shard_reader.h"
 
 namespace zaya {
@@ -33,7 +38,7 @@ namespace zaya {
 struct ShardBuildProgress {
   uint64_t bytes_read = 0;   // input bytes consumed (compressed, as on disk)
   uint64_t bytes_total = 0;  // all input files
-  uint64_t documents = 0;    // written so far in this pass
+  uint64_t documents = 0;    // written so far in this pass (examples, for fine-tuning data)
   uint64_t tokens = 0;
   uint64_t skipped = 0;    // bad records skipped (skip_bad)
   double elapsed_s = 0.0;  // since the build started
@@ -48,6 +53,11 @@ struct ShardBuildOptions {
   double val_fraction = 0.02;  // expected fraction of documents in val, in [0, 1)
   uint64_t seed = 0;           // seeds the train/val split
   DatasetFormat format = DatasetFormat::kZaya;
+  // Set: fine-tuning data. Every record must be a JSONL object of one of the
+  // schemas of sft_example.h (else a bad record: FILE: line N: REASON), the
+  // documents are its rendering, and each split gets its loss mask. Unset: a
+  // plain build, which removes a loss mask left in OUT_DIR by an earlier one.
+  std::optional<SftOptions> sft;
   int workers = 0;  // encoding threads; 0: OpenMP's thread count (OMP_NUM_THREADS or the cores)
   // Called on the calling thread about every progress_interval_s and once at
   // the end; an exception thrown from it aborts the build (nothing is committed).
@@ -59,6 +69,7 @@ struct SplitSummary {
   std::string prefix;  // OUT_DIR/train or OUT_DIR/val
   uint64_t documents = 0;
   uint64_t tokens = 0;
+  uint64_t loss_tokens = 0;  // tokens that count for the loss (= tokens without a loss mask)
 };
 
 struct ShardBuildSummary {

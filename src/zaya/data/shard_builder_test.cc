@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -186,6 +187,90 @@ TEST(ShardBuild, BadRecordsFailOrAreSkippedAndCounted) {
   EXPECT_EQ(s.skipped, 2u);
   EXPECT_NE(s.first_skipped.find("line 3"), std::string::npos) << s.first_skipped;
   EXPECT_EQ(s.train.documents + s.val.documents, 4u);
+}
+
+// Fine-tuning data: each JSONL conversation is one document, rendered as
+// encode_sft_example renders it, with its loss mask beside each split; the
+// output is the same for any worker count; a bad example stops the build with
+// FILE: line N: REASON or is skipped; a plain build into the same directory
+// removes the masks (a stale mask would be refused by the reader).
+TEST(ShardBuild, FineTuningDataHasLossMasks) {
+  TempDir dir;
+  std::string jsonl;
+  std::vector<nlohmann::json> examples;
+  for (int i = 0; i < 60; ++i) {
+    nlohmann::json e = i % 3 == 2 ? nlohmann::json{{"prompt", "Say " + std::to_string(i) + ":"},
+                                                   {"completion", " " + std::to_string(i * 7)}}
+                                  : nlohmann::json{{"messages",
+                                                    {{{"role", "user"}, {"content", "count to " + std::to_string(i)}},
+                                                     {{"role", "assistant"}, {"content", std::to_string(i + 1)}}}}};
+    examples.push_back(e);
+    jsonl += e.dump() + "\n";
+    if (i == 10) jsonl += "{\"messages\": [{\"role\": \"assistant\", \"content\": \"x\"}]}\n";  // line 12
+  }
+  write_file(dir.file("chat.jsonl"), jsonl);
+  ShardBuildOptions o = options_for(dir, "sft");
+  o.corpus.inputs = {dir.file("chat.jsonl")};
+  o.sft = SftOptions{};
+  testing::expect_data_error(
+      [&] { build_token_shards(o); },
+      {"chat.jsonl: line 12: messages[0].role is \"assistant\" where \"user\" is expected", "--skip-bad"});
+  o.corpus.skip_bad = true;
+  o.workers = 1;
+  const ShardBuildSummary s = build_token_shards(o);
+  EXPECT_EQ(s.skipped, 1u);
+  EXPECT_EQ(s.train.documents + s.val.documents, examples.size());
+
+  Tokenizer tok = Tokenizer::load(o.tokenizer_path);
+  uint64_t selected = 0, tokens = 0;
+  for (const auto& e : examples) {
+    const SftDocument d = encode_sft_example(tok, parse_sft_example(e, PairFormat::kText), LossOn::kAssistant);
+    tokens += d.tokens.size();
+    selected += uint64_t(std::count(d.mask.begin(), d.mask.end(), uint8_t{1}));
+  }
+  EXPECT_EQ(s.train.tokens + s.val.tokens, tokens);
+  EXPECT_EQ(s.train.loss_tokens + s.val.loss_tokens, selected);
+  EXPECT_LT(s.train.loss_tokens, s.train.tokens);
+  for (const SplitSummary* split : {&s.train, &s.val}) {
+    const ShardReader r = ShardReader::open(split->prefix, {ChecksumMode::kAlways, true});
+    ASSERT_TRUE(r.has_loss_mask()) << split->prefix;
+    EXPECT_EQ(r.loss_tokens(), split->loss_tokens);
+  }
+  // The first training document, token by token.
+  const ShardReader train = ShardReader::open(s.train.prefix);
+  DocumentSplit split(examples.size(), o.val_fraction, o.seed);
+  size_t first = 0;
+  while (split.is_validation(first)) ++first;
+  const SftDocument d =
+      encode_sft_example(tok, parse_sft_example(examples[first], PairFormat::kText), LossOn::kAssistant);
+  const std::vector<uint32_t> doc = train.document(0);
+  ASSERT_EQ(doc.size(), d.tokens.size());
+  for (size_t i = 0; i < doc.size(); ++i) {
+    EXPECT_EQ(int32_t(doc[i]), d.tokens[i]) << i;
+    EXPECT_EQ(train.loss_selected(i), d.mask[i] != 0) << i;
+  }
+
+  for (int workers : {2, 5}) {
+    ShardBuildOptions w = o;
+    w.workers = workers;
+    w.out_dir = dir.file("sft" + std::to_string(workers));
+    build_token_shards(w);
+    for (const char* f : {"train.bin", "train.idx", "train.mask", "val.bin", "val.idx", "val.mask"})
+      EXPECT_EQ(read_file(o.out_dir + "/" + f), read_file(w.out_dir + "/" + f)) << f << ", " << workers << " workers";
+  }
+
+  ShardBuildOptions all = o;
+  all.sft->loss_on = LossOn::kAll;
+  all.out_dir = dir.file("all");
+  const ShardBuildSummary every = build_token_shards(all);
+  EXPECT_EQ(every.train.loss_tokens, every.train.tokens);
+  EXPECT_EQ(every.train.tokens, s.train.tokens);
+
+  write_file(dir.file("corpus.txt"), testing::kjv_slice(50'000));
+  build_token_shards(options_for(dir, "sft"));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("sft/train.mask")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("sft/val.mask")));
+  EXPECT_FALSE(ShardReader::open(dir.file("sft/train")).has_loss_mask());
 }
 
 // A build that stops part-way (here: its progress callback throws) commits

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "zaya/core/error.h"
@@ -83,6 +84,7 @@ ShardReader ShardReader::open(const std::string& prefix, const ShardReadOptions&
   } else {
     r.open_zaya(options);
   }
+  r.open_mask(options);
   return r;
 }
 
@@ -137,6 +139,31 @@ void ShardReader::open_megatron(const ShardReadOptions& options) {
   }
 }
 
+void ShardReader::open_mask(const ShardReadOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(loss_mask_path(prefix_), ec)) return;
+  uint64_t tokens_xxh64 = checksum_;
+  bool check = format_ == ShardFileFormat::kZaya;
+  if (!check && options.verify_checksum != ChecksumMode::kNever) {
+    // A Megatron dataset records no checksum: hash its ids as uint32, as the mask writer did.
+    XXH64_state_t* state = XXH64_createState();
+    ZAYA_CHECK(state != nullptr, "{}: out of memory creating the checksum state", loss_mask_path(prefix_));
+    XXH64_reset(state, 0);
+    constexpr uint64_t kBlock = 1 << 16;
+    std::vector<uint32_t> block(kBlock);
+    for (uint64_t at = 0; at < num_tokens(); at += kBlock) {
+      const uint64_t n = std::min(kBlock, num_tokens() - at);
+      read_tokens(at, n, block.data());
+      XXH64_update(state, block.data(), n * sizeof(uint32_t));
+    }
+    tokens_xxh64 = XXH64_digest(state);
+    XXH64_freeState(state);
+    check = true;
+  }
+  mask_ = read_loss_mask(prefix_, num_tokens(), tokens_xxh64, check);
+  has_mask_ = true;
+}
+
 ShardReader::ShardReader(ShardReader&& other) noexcept
     : prefix_(std::move(other.prefix_)),
       vocab_size_(other.vocab_size_),
@@ -146,7 +173,9 @@ ShardReader::ShardReader(ShardReader&& other) noexcept
       token_bytes_(other.token_bytes_),
       data_(std::exchange(other.data_, nullptr)),
       mapping_(std::exchange(other.mapping_, nullptr)),
-      mapping_bytes_(std::exchange(other.mapping_bytes_, 0)) {}
+      mapping_bytes_(std::exchange(other.mapping_bytes_, 0)),
+      has_mask_(std::exchange(other.has_mask_, false)),
+      mask_(std::move(other.mask_)) {}
 
 ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
   if (this != &other) {
@@ -160,6 +189,8 @@ ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     mapping_ = std::exchange(other.mapping_, nullptr);
     mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
+    has_mask_ = std::exchange(other.has_mask_, false);
+    mask_ = std::move(other.mask_);
   }
   return *this;
 }

@@ -18,12 +18,20 @@
 // a zaya "document" is a Megatron document (document indices). It has no
 // vocabulary size or checksum: ShardReadOptions::vocab_size supplies the
 // former (0: the largest id + 1, which scans the tokens once).
+//
+// A shard of either format may have a loss mask, NAME.mask (loss_mask.h):
+// when the file exists, open() reads and validates it too (its token count,
+// its checksum, and that it was written for these tokens: the index's checksum
+// for a zaya shard; for a Megatron dataset the tokens are hashed when the
+// checksum is verified), and loss_selected() says which tokens count.
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "zaya/data/loss_mask.h"
 
 namespace zaya {
 
@@ -92,12 +100,20 @@ class ShardReader {
   // Fails naming the first token id >= vocab_size().
   void check_token_ids() const;
 
+  // NAME.mask exists (and was valid): some tokens do not count for the loss.
+  bool has_loss_mask() const { return has_mask_; }
+  // Token i (< num_tokens()) counts for the loss: always true without a mask.
+  bool loss_selected(uint64_t i) const { return !has_mask_ || mask_.selected(i); }
+  // Tokens that count for the loss (num_tokens() without a mask).
+  uint64_t loss_tokens() const { return has_mask_ ? mask_.num_selected() : num_tokens(); }
+
  private:
   ShardReader() = default;
   void unmap() noexcept;
   void open_zaya(const ShardReadOptions& options);
   void open_megatron(const ShardReadOptions& options);
   void map_bin(uint64_t bytes);
+  void open_mask(const ShardReadOptions& options);
 
   std::string prefix_;
   uint32_t vocab_size_ = 0;
@@ -108,6 +124,8 @@ class ShardReader {
   const unsigned char* data_ = nullptr;
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
+  bool has_mask_ = false;
+  LossMask mask_;
 };
 
 }  // namespace zaya

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <string>
@@ -187,6 +188,35 @@ TEST(Lora, DropoutIsReproducibleAndDependsOnThePass) {
   EXPECT_NE(loss(true, 3), loss(true, 4));
   EXPECT_NE(loss(true, 3), loss(false, 3));
   EXPECT_EQ(loss(false, 3), loss(false, 4));
+}
+
+// Recomputed attention blocks rerun their adapters, dropout included: the
+// gradients of the base and of the adapters are those of "none" bit for bit.
+TEST(Lora, RecomputationGivesTheGradientsOfNoneBitwise) {
+  const ZayaConfig c = testing::model_test_config();
+  Batch batch;
+  auto grads_of = [&](Recompute r) {
+    ZayaModel model(c);
+    model.init(1);
+    LoraAdapters adapters(c, lora_config(0.3));
+    randomize(adapters, 5);
+    model.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, r);
+    ws.enable_lora(c, adapters.config().rank);
+    ws.set_lora_dropout(true, 9, 2);
+    model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
+    std::vector<float> all(size_t(model.params().total_floats() + adapters.total_floats()), 0.0f);
+    const ModelWeights g = bind_weights(c, model.params(), all.data());
+    const LoraViews gv = adapters.bind(all.data() + model.params().total_floats());
+    model_backward(model, ws, g, 1.0f / float(kB * kS), 0.0f, {}, nullptr, &gv);
+    return all;
+  };
+  const std::vector<float> none = grads_of(Recompute::kNone);
+  for (Recompute r : {Recompute::kAttention, Recompute::kFull}) {
+    const std::vector<float> got = grads_of(r);
+    ASSERT_EQ(none.size(), got.size());
+    EXPECT_EQ(0, std::memcmp(none.data(), got.data(), sizeof(float) * none.size())) << recompute_name(r);
+  }
 }
 
 class LoraPeft : public ::testing::Test {

@@ -22,6 +22,9 @@ class BatchSource {
   // Position for checkpoints (shard sources); synthetic sources report their counter as index.
   virtual SamplerState state() const = 0;
   virtual void set_state(const SamplerState& state) = 0;
+  // Some targets may be -1 (a loss mask: fine-tuning data), so the loss is a
+  // mean over fewer tokens than the batch has (step_numerics.h counts them).
+  virtual bool loss_masked() const { return false; }
 };
 
 // Shuffled windows of a token shard (one epoch after another).
@@ -35,6 +38,7 @@ class ShardBatchSource : public BatchSource {
   }
   SamplerState state() const override { return sampler_->state(); }
   void set_state(const SamplerState& s) override { sampler_->set_state(s); }
+  bool loss_masked() const override { return sampler_->loss_masked(); }
   void reset() { sampler_->reset(); }
   const ShardReader& shard() const { return *shard_; }
   uint64_t windows_per_epoch() const { return sampler_->windows_per_epoch(); }

@@ -28,6 +28,7 @@ class MixtureBatchSource : public BatchSource {
   // up to that position (exact, but costs one hash per sequence drawn).
   SamplerState state() const override { return {sampler_->seed(), 0, sampler_->state().position}; }
   void set_state(const SamplerState& s) override { sampler_->set_state(sampler_->state_at(s.index)); }
+  bool loss_masked() const override { return sampler_->loss_masked(); }
   // The full position (checkpoints).
   MixtureState mixture_state() const { return sampler_->state(); }
   void set_mixture_state(const MixtureState& s) { sampler_->set_state(s); }

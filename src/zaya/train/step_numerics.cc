@@ -57,8 +57,9 @@ void StepNumerics::rebuild_workspace() {
       mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"));
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config().rank);
-  ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
-  targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
+  // Every micro-batch of a step (compute_gradients draws them all first).
+  ids_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
+  targets_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
 }
 
 void StepNumerics::refresh_bf16_weights() {
@@ -80,11 +81,17 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_.world_size();
   // The cp ranks of a group share sequences: world / cp groups read distinct ones.
   const int64_t data_ranks = mesh_.data_ranks();
-  // Mean over every token of the global batch (all ranks): gradients summed over ranks are then exact.
-  const float xent_scale = 1.0f / float(B * S * accum * data_ranks);
+  // The step's micro-batches first: the loss is a mean over the targets that
+  // count in the whole global batch, whose number the first backward needs.
+  for (int64_t a = 0; a < accum; ++a)
+    data.next(ids_.data() + a * B * S, targets_.data() + a * B * S, B, S, mesh_.data_rank(), int(data_ranks));
+  r.loss_tokens = global_loss_tokens(data.loss_masked());
+  // Mean over those targets of the global batch (all ranks): gradients summed over ranks are then exact.
+  const float xent_scale = 1.0f / float(std::max<int64_t>(r.loss_tokens, 1));
   const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
   for (int64_t a = 0; a < accum; ++a) {
-    data.next(ids_.data(), targets_.data(), B, S, mesh_.data_rank(), int(data_ranks));
+    const int32_t* ids = ids_.data() + a * B * S;
+    const int32_t* targets = targets_.data() + a * B * S;
     if (lora_) {
       // A dropout mask of its own for every micro-batch of every data rank, from the step: resumable.
       const uint64_t pass =
@@ -95,7 +102,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
-      parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+      parts = model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses);
     }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss;
@@ -117,6 +124,17 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   r.tokens = B * S * accum * data_ranks;
 }
 
+int64_t StepNumerics::global_loss_tokens(bool masked) {
+  const RunConfig& run = config_.run;
+  const int64_t all = run.micro_batch * run.seq_len * run.grad_accum * mesh_.data_ranks();
+  if (!masked) return all;
+  // Targets of -1 do not count. The cp ranks of a group hold the same whole
+  // sequences, so the sum over the world counts each of them cp times.
+  double count = double(std::count_if(targets_.begin(), targets_.end(), [](int32_t t) { return t >= 0; }));
+  if (distributed_) mesh_.world().all_reduce(&count, &count, 1, DType::kF64, ReduceOp::kSum);
+  return int64_t(count) / mesh_.cp_size();
+}
+
 double StepNumerics::communication_wait_seconds() const {
   return (sync_ ? sync_->exposed_seconds() : 0.0) + workspace_->exchange_seconds();
 }
@@ -128,7 +146,7 @@ void StepNumerics::reduce_totals(StepResult& r) {
   double sums[3] = {r.loss, r.router_loss, lora_ ? 0.0 : squares};
   if (distributed_) mesh_.world().all_reduce(sums, sums, 3, DType::kF64, ReduceOp::kSum);
   if (lora_) sums[2] = squares;
-  r.loss = sums[0] / double(r.tokens);
+  r.loss = sums[0] / double(std::max<int64_t>(r.loss_tokens, 1));
   r.router_loss = sums[1] / double(config_.run.grad_accum * mesh_.world_size());
   r.grad_norm = std::sqrt(sums[2]);
 }

@@ -75,7 +75,10 @@ class StepNumerics {
 
   // Zeroes the gradients, then forward + backward of grad_accum micro-batches
   // from `data` (this rank's slice of the global batch). Fills r.loss (this
-  // rank's cross-entropy sum), r.router_loss, r.tokens and r.rank_tokens.
+  // rank's cross-entropy sum), r.router_loss, r.tokens, r.rank_tokens and
+  // r.loss_tokens. The loss is a mean over the targets that count in the
+  // global batch (all of them, or those a loss mask selects: with
+  // data.loss_masked() they are counted and summed over the ranks first).
   void compute_gradients(BatchSource& data, StepResult& r);
   // Seconds of the last compute_gradients spent waiting for other ranks
   // (exposed gradient reduction, expert exchanges).
@@ -106,6 +109,9 @@ class StepNumerics {
   float* trained() { return lora_ ? lora_->data() : model_->param_data(); }
   float* trained_gradients() { return lora_ ? lora_grad_arena_.data() : grad_arena_.data(); }
   const ParamTable& trained_table() const { return lora_ ? lora_->table() : model_->params(); }
+  // Targets >= 0 of the drawn micro-batches over all ranks (each sequence once);
+  // without a mask, every target of the global batch (no communication).
+  int64_t global_loss_tokens(bool masked);
   // Mixed precision: the model's bf16 weight copy follows the parameters once per change.
   void refresh_bf16_weights();
 
@@ -125,7 +131,7 @@ class StepNumerics {
   std::function<void(int)> layer_done_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BalanceController> balance_;
-  std::vector<int32_t> ids_, targets_;
+  std::vector<int32_t> ids_, targets_;  // grad_accum micro-batches of B x S
   std::vector<std::vector<double>> choice_counts_;
   std::vector<double> reduce_scratch_;
 };

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -59,6 +60,84 @@ TEST(StepNumerics, GradientAccumulationMatchesOneLargeBatch) {
   }
   EXPECT_GT(scale, 0.0);
   EXPECT_LT(worst / scale, 1e-4);
+}
+
+// Rows of the synthetic source with some targets dropped by a fixed pattern,
+// and after every `real` rows `pad` rows whose targets are all -1 (a loss
+// mask: the batch source of fine-tuning data).
+class MaskedSource : public BatchSource {
+ public:
+  MaskedSource(int64_t vocab, uint64_t seed, int64_t real, int64_t pad) : inner_(vocab, seed), real_(real), pad_(pad) {}
+  void next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int, int) override {
+    for (int64_t b = 0; b < batch; ++b, ++row_) {
+      int32_t* i = ids + b * seq;
+      int32_t* t = targets + b * seq;
+      if (row_ % (real_ + pad_) < real_) {
+        inner_.next(i, t, 1, seq);
+        const int64_t k = inner_.state().index;
+        for (int64_t p = 0; p < seq; ++p)
+          if ((p + k) % 3 == 0) t[p] = -1;
+      } else {
+        std::fill_n(i, seq, 7);
+        std::fill_n(t, seq, -1);
+      }
+    }
+  }
+  SamplerState state() const override { return {0, 0, uint64_t(row_)}; }
+  void set_state(const SamplerState&) override {}
+  bool loss_masked() const override { return true; }
+
+ private:
+  SyntheticBatchSource inner_;
+  int64_t real_, pad_, row_ = 0;
+};
+
+// The loss normaliser: with a loss mask the loss is the mean over the targets
+// that count in the whole step, so rows (or a whole micro-batch) without a
+// target change neither the loss nor the gradients, and the loss equals the
+// model's own cross-entropy sum over its target count. (Normalising by every
+// position of the batch halves the loss and gradients of the padded runs.)
+TEST(StepNumerics, LossIsAMeanOverTheTargetsTheMaskSelects) {
+  struct Case {
+    int64_t micro_batch, grad_accum, pad;
+  };
+  std::vector<std::vector<float>> grads;
+  std::vector<double> losses;
+  std::vector<int64_t> counts;
+  for (const Case c : {Case{4, 1, 0}, Case{8, 1, 4}, Case{4, 2, 4}}) {
+    Numerics n(synthetic_config(c.micro_batch, c.grad_accum));
+    MaskedSource data(512, 9, 4, c.pad);
+    StepResult r;
+    n.numerics.compute_gradients(data, r);
+    n.numerics.reduce_totals(r);
+    EXPECT_EQ(r.tokens, 4 * 32 * (c.pad > 0 ? 2 : 1));
+    if (c.pad == 0) {
+      // The model's own sum and count over the same rows.
+      MaskedSource again(512, 9, 4, 0);
+      std::vector<int32_t> ids(4 * 32), targets(4 * 32);
+      again.next(ids.data(), targets.data(), 4, 32, 0, 1);
+      ModelWorkspace ws(n.config.model, 4, 32, false);
+      const LossParts parts = model_forward(n.numerics.model(), ws, ids.data(), targets.data(), 4, 32, {});
+      EXPECT_EQ(r.loss_tokens, parts.xent_tokens);
+      EXPECT_LT(parts.xent_tokens, 4 * 32);
+      EXPECT_NEAR(r.loss, parts.xent_sum / double(parts.xent_tokens), 1e-6 * r.loss);
+    }
+    losses.push_back(r.loss);
+    counts.push_back(r.loss_tokens);
+    const float* g = n.numerics.gradients();
+    grads.emplace_back(g, g + n.numerics.model().params().total_floats());
+  }
+  for (size_t k = 1; k < grads.size(); ++k) {
+    EXPECT_EQ(counts[k], counts[0]);
+    EXPECT_NEAR(losses[k], losses[0], 1e-5 * losses[0]) << "case " << k;
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      worst = std::max(worst, double(std::fabs(grads[k][i] - grads[0][i])));
+      scale = std::max(scale, double(std::fabs(grads[0][i])));
+    }
+    EXPECT_GT(scale, 0.0);
+    EXPECT_LT(worst / scale, 1e-4) << "case " << k;
+  }
 }
 
 // The step loop allocates nothing on the heap once warm (our code; oneDNN's
