@@ -33,13 +33,61 @@ void for_channel_ranges(int64_t C, Body body) {
   }
 }
 
+// Document masking: is tap k (0: older, 1: newer) of convA row t' before the
+// document of the output row it is computed for (t' - 1, or 0 for t' = 0)?
+bool masked_tap(const int32_t* doc_BS, int64_t b, int64_t tp, int k, int64_t S) {
+  const int64_t row = tp > 0 ? tp - 1 : 0, back = row - (tp - 2 + k);
+  return back > doc_BS[b * S + row];
+}
+
 // Row t' - 2 + k (k = 0: older tap, 1: newer) of sequence b, in the sequence
-// or its history; null for zero padding.
+// or its history; null for zero padding (and for masked taps).
 template <typename T>
-T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int k, int64_t S, int64_t L) {
+T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int k, int64_t S, int64_t L, const int32_t* doc_BS) {
+  if (doc_BS != nullptr && masked_tap(doc_BS, b, tp, k, S)) return nullptr;
   const int64_t t = tp - 2 + k;
   if (t >= 0) return x_BSL + (b * S + t) * L;
   return hist_B2C != nullptr ? hist_B2C + (b * 2 + 2 + t) * L : nullptr;
+}
+
+// Document masking, convB's older tap at the document starts t >= 1 of
+// sequence b, group g: c[t] += W0 (bA - a[t]) (forward) and its backward
+// (da[t] loses W0^T dc[t], which goes to dbA; dW0 += dc[t] (bA - a[t])^T).
+template <typename T>
+void doc_starts_forward(T* c_BSC, const T* a_BUC, const T* w_tap, const T* bA, const CcaConvShape& sh, int64_t b,
+                        int64_t g) {
+  const int64_t S = sh.seq, C = sh.channels, d = sh.head_dim;
+  for (int64_t t = 1; t < S; ++t) {
+    if (sh.doc_pos[b * S + t] != 0) continue;
+    const T* a = a_BUC + (b * (S + 1) + t) * C + g * d;
+    T* c = c_BSC + (b * S + t) * C + g * d;
+    for (int64_t o = 0; o < d; ++o) {
+      const T* w = w_tap + (g * d + o) * d;
+      T acc = 0;
+      for (int64_t i = 0; i < d; ++i) acc += w[i] * (bA[g * d + i] - a[i]);
+      c[o] += acc;
+    }
+  }
+}
+template <typename T>
+void doc_starts_backward(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T* a_BUC, const T* w_tap, const T* bA,
+                         const CcaConvShape& sh, int64_t b, int64_t g) {
+  const int64_t S = sh.seq, C = sh.channels, d = sh.head_dim;
+  for (int64_t t = 1; t < S; ++t) {
+    if (sh.doc_pos[b * S + t] != 0) continue;
+    const T* a = a_BUC + (b * (S + 1) + t) * C + g * d;
+    const T* dc = dc_BSC + (b * S + t) * C + g * d;
+    T* da = da_BUC + (b * (S + 1) + t) * C + g * d;
+    for (int64_t o = 0; o < d; ++o) {
+      const T* w = w_tap + (g * d + o) * d;
+      T* dw = dw_tap + (g * d + o) * d;
+      for (int64_t i = 0; i < d; ++i) {
+        da[i] -= w[i] * dc[o];
+        dbA[g * d + i] += w[i] * dc[o];
+        dw[i] += dc[o] * (bA[g * d + i] - a[i]);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -53,8 +101,8 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t tp = 0; tp < P; ++tp) {
-      cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L),
-                     tap_row(qk_BSC, hist, b, tp, 1, S, L), wA, bA, C);
+      cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, S, L, sh.doc_pos),
+                     tap_row(qk_BSC, hist, b, tp, 1, S, L, sh.doc_pos), wA, bA, C);
     }
   }
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
@@ -69,14 +117,15 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
       for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
       gemm<T>(false, true, S, d, d, T(1), a_lo, C, w_tap + g * d * d, d, T(1), c, C);
       gemm<T>(false, true, S, d, d, T(1), a_hi, C, w_tap + C * d + g * d * d, d, T(1), c, C);
+      if (sh.doc_pos != nullptr) doc_starts_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
   }
 }
 
 template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BUC,
-                       const T* wA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch, const T* hist,
-                       T* dhist) {
+                       const T* wA, const T* bA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch,
+                       const T* hist, T* dhist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = S + 1, G = sh.groups();
   const int64_t L = sh.qk_ld();
   T* w_tap = scratch;
@@ -97,6 +146,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
       gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + C * d + g * d * d, d, T(1), da_lo + C, C);
       gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo, C, T(1), dw_tap + g * d * d, d);
       gemm<T>(true, false, d, d, S, T(1), dc, C, a_lo + C, C, T(1), dw_tap + C * d + g * d * d, d);
+      if (sh.doc_pos != nullptr) doc_starts_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
   }
   for (int64_t o = 0; o < C; ++o)
@@ -111,10 +161,10 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
         const T* da = da_BUC + (b * P + tp) * C;
-        const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L);
-        const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L);
-        T* dolder = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 0, S, L);
-        T* dnewer = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 1, S, L);
+        const T* older = tap_row(qk_BSC, hist, b, tp, 0, S, L, sh.doc_pos);
+        const T* newer = tap_row(qk_BSC, hist, b, tp, 1, S, L, sh.doc_pos);
+        T* dolder = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 0, S, L, sh.doc_pos);
+        T* dnewer = tap_row(dqk_BSC, hist != nullptr ? dhist : nullptr, b, tp, 1, S, L, sh.doc_pos);
         for (int64_t c = c0; c < c1; ++c) {
           dbA[c] += da[c];
           if (older) dwA[c * 2 + 0] += older[c] * da[c];
@@ -132,10 +182,10 @@ template void cca_conv_forward<float>(float*, float*, const float*, const float*
 template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*, const double*,
                                        const double*, const CcaConvShape&, double*, const double*);
 template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*, const float*,
-                                       const float*, const float*, const CcaConvShape&, float*, float*, const float*,
-                                       float*);
+                                       const float*, const float*, const float*, const CcaConvShape&, float*, float*,
+                                       const float*, float*);
 template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*, const double*,
-                                        const double*, const double*, const double*, const CcaConvShape&, double*,
-                                        double*, const double*, double*);
+                                        const double*, const double*, const double*, const double*, const CcaConvShape&,
+                                        double*, double*, const double*, double*);
 
 }  // namespace zaya

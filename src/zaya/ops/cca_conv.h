@@ -17,11 +17,12 @@
 namespace zaya {
 
 struct CcaConvShape {
-  int64_t batch = 0;      // B sequences
-  int64_t seq = 0;        // S tokens per sequence
-  int64_t channels = 0;   // C = (Hq + Hk) * head_dim
-  int64_t head_dim = 0;   // d: group width of the grouped conv
-  int64_t qk_stride = 0;  // row stride of qk / dqk (0 = channels; the fused q/k/v projection is wider)
+  int64_t batch = 0;                 // B sequences
+  int64_t seq = 0;                   // S tokens per sequence
+  int64_t channels = 0;              // C = (Hq + Hk) * head_dim
+  int64_t head_dim = 0;              // d: group width of the grouped conv
+  int64_t qk_stride = 0;             // row stride of qk / dqk (0 = channels; the fused q/k/v projection is wider)
+  const int32_t* doc_pos = nullptr;  // document masking: [batch * seq] position of each row in its document
   int64_t qk_ld() const { return qk_stride > 0 ? qk_stride : channels; }
   int64_t groups() const { return channels / head_dim; }
 };
@@ -53,6 +54,13 @@ inline int64_t cca_conv_scratch_floats(const CcaConvShape& s) { return 2 * s.cha
 // in the middle of a longer one, hist_B2C [B, 2, qk_ld] holds the two qk rows
 // before it (rows t0 - 2, t0 - 1) and takes the place of the zero padding;
 // null means zeros (a sequence start). Zero rows give exactly the padded result.
+//
+// Document masking (shape.doc_pos, data.document_masking): output row t reads
+// qk rows t-2..t, and row t-k counts as zero padding when k > doc_pos[t] (it
+// lies before the row's document, or is history), so every document restarts
+// exactly as a sequence does. a_BUC then holds convA computed for output row
+// t'-1 (row 0 for t' = 0); a document start t >= 1 takes bA as its older
+// convA row (both taps padding), a correction after convB's GEMMs.
 
 // c_BSC = conv(qk_BSC); a_BUC [B, S+1, C] keeps convA's output for backward.
 // `scratch` holds cca_conv_scratch_floats() floats.
@@ -65,7 +73,7 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA_C12, cons
 // B*(S+1)*C floats; `scratch` two times cca_conv_scratch_floats().
 template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA_C12, T* dbA_C, T* dwB_Cd2, T* dbB_C, const T* dc_BSC, const T* qk_BSC,
-                       const T* a_BUC, const T* wA_C12, const T* wB_Cd2, const CcaConvShape& shape, T* da_BUC,
-                       T* scratch, const T* hist_B2C = nullptr, T* dhist_B2C = nullptr);
+                       const T* a_BUC, const T* wA_C12, const T* bA_C, const T* wB_Cd2, const CcaConvShape& shape,
+                       T* da_BUC, T* scratch, const T* hist_B2C = nullptr, T* dhist_B2C = nullptr);
 
 }  // namespace zaya
