@@ -47,7 +47,10 @@ void StepNumerics::rebuild_workspace() {
   if (bf16_) workspace_->reserve_bf16_gemms();
   ids_.assign(size_t(run.micro_batch * run.seq_len), 0);
   targets_.assign(size_t(run.micro_batch * run.seq_len), 0);
+  doc_pos_.assign(config_.data.document_masking ? size_t(run.micro_batch * run.seq_len) : 0, 0);
 }
+
+int32_t* StepNumerics::doc_pos() { return doc_pos_.empty() ? nullptr : doc_pos_.data(); }
 
 void StepNumerics::refresh_bf16_weights() {
   if (!bf16_stale_) return;
@@ -71,11 +74,11 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   const float xent_scale = 1.0f / float(B * S * accum * data_ranks);
   const float router_scale = 1.0f / float(accum * W);  // router losses: mean over micro-batches of all ranks
   for (int64_t a = 0; a < accum; ++a) {
-    data.next(ids_.data(), targets_.data(), B, S, mesh_.data_rank(), int(data_ranks));
+    data.next(ids_.data(), targets_.data(), B, S, mesh_.data_rank(), int(data_ranks), doc_pos());
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
-      parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses);
+      parts = model_forward(*model_, *workspace_, ids_.data(), targets_.data(), B, S, config_.router_losses, doc_pos());
     }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss;
@@ -164,9 +167,10 @@ double StepNumerics::validation_loss(ShardBatchSource& val, int64_t batches) {
   double sum = 0;
   int64_t n = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    val.next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_.data_rank(), mesh_.data_ranks());
+    val.next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_.data_rank(), mesh_.data_ranks(),
+             doc_pos());
     LossParts parts =
-        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {});
+        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {}, doc_pos());
     sum += parts.xent_sum;
     n += parts.xent_tokens;
   }
