@@ -173,12 +173,31 @@ TEST(Sampler, Errors) {
   }
 }
 
+// Tokens 0 .. num_tokens - 1 in documents of 3 to 9 tokens (counting_shard's
+// condition never holds: it writes one document).
+ShardReader short_documents_shard(const TempDir& dir, int32_t num_tokens) {
+  std::string prefix = dir.file("short");
+  ShardWriter w(prefix, 1u << 20);
+  std::vector<int32_t> doc;
+  for (int32_t p = 0, n = 0; p < num_tokens; ++p) {
+    doc.push_back(p);
+    if (doc.size() == static_cast<size_t>(3 + n % 7)) {
+      w.add_document(doc);
+      doc.clear();
+      ++n;
+    }
+  }
+  w.add_document(doc);
+  w.finish();
+  return ShardReader::open(prefix);
+}
+
 // document_starts lists the input positions where a document begins, the
 // same as the documents' offsets inside the window; document_positions gives
 // each token's offset from the last of them, and next_slice hands those out per window.
 TEST(Sampler, DocumentStartsPerWindow) {
   TempDir dir;
-  ShardReader shard = counting_shard(dir, 500);
+  ShardReader shard = short_documents_shard(dir, 500);
   const int64_t seq = 16;
   TokenSampler s(shard, seq, SamplerOrder::kShuffled, 4);
   const std::vector<uint64_t>& o = shard.offsets();
