@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Exact resume: stopping at step 10 and resuming gives the loss curve and the
 # final weights of the uninterrupted run bit for bit, on one rank (also with
-# sliding-window attention) and on 4 ranks (dp 2 x ep 2), in float32 and with
-# bf16 GEMMs (train.precision = "bf16"), with activation recomputation
-# (the run without it, bit for bit); damaged checkpoints
+# sliding-window attention, and with document masking) and on 4 ranks (dp 2 x
+# ep 2), in float32 and with bf16 GEMMs (train.precision = "bf16"), with
+# activation recomputation (the run without it, bit for bit); damaged checkpoints
 # are skipped by --resume.
 source "$(dirname "$0")/common.bash" "$@"
 prepare_data 512
@@ -47,6 +47,31 @@ check_same "$WORK/swa_full" "$WORK/swa_split" "sliding window, 1 rank"
 # Full attention trains another curve (the window is really applied).
 diff <(curve "$WORK/full/metrics.jsonl") <(curve "$WORK/swa_full/metrics.jsonl") >/dev/null &&
   fail "the sliding-window run logged the full-attention run's curve"
+
+# Document masking (data.document_masking = true: windows that span two
+# chapters are computed as separate documents): the run records the key,
+# trains another curve than the unmasked run, and a resume is exact, on one
+# rank and on two context-parallel ranks (document starts in the other chunk).
+sed '/^tokenizer = /a document_masking = true' "$WORK/base.toml" >"$WORK/doc.toml"
+"$ZAYA" train --config "$WORK/doc.toml" --quiet --set train.out_dir="$WORK/doc_full" >/dev/null
+grep -q '^document_masking = true$' "$WORK/doc_full/config.toml" || fail "config.toml lacks document_masking = true"
+"$ZAYA" train --config "$WORK/doc.toml" --quiet --set train.out_dir="$WORK/doc_split" --stop-at 10 >/dev/null
+"$ZAYA" train --config "$WORK/doc.toml" --quiet --set train.out_dir="$WORK/doc_split" --resume >/dev/null
+check_same "$WORK/doc_full" "$WORK/doc_split" "document masking, 1 rank"
+diff <(curve "$WORK/full/metrics.jsonl") <(curve "$WORK/doc_full/metrics.jsonl") >/dev/null &&
+  fail "the document-masking run logged the unmasked run's curve"
+cpm=(--set parallel.cp=2)
+"${MPIRUN[@]}" -np 2 "$ZAYA" train --config "$WORK/doc.toml" --quiet "${cpm[@]}" --set train.out_dir="$WORK/doc_cfull" \
+  >/dev/null
+"${MPIRUN[@]}" -np 2 "$ZAYA" train --config "$WORK/doc.toml" --quiet "${cpm[@]}" --set train.out_dir="$WORK/doc_csplit" \
+  --stop-at 10 >/dev/null
+"${MPIRUN[@]}" -np 2 "$ZAYA" train --config "$WORK/doc.toml" --quiet "${cpm[@]}" --set train.out_dir="$WORK/doc_csplit" \
+  --resume >/dev/null
+check_same "$WORK/doc_cfull" "$WORK/doc_csplit" "document masking, 2 ranks (cp 2)"
+# cp 2 computes what one rank does (float32 sums in another order).
+paste <(losses "$WORK/doc_full/metrics.jsonl") <(losses "$WORK/doc_cfull/metrics.jsonl") |
+  awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > max) max = d } END { exit !(NR > 0 && max < 1e-3) }' ||
+  fail "document masking: the cp 2 losses differ from one rank's by 1e-3 or more"
 
 # Four ranks, dp 2 x ep 2.
 mp=(--set parallel.ep=2 --set train.micro_batch=2)

@@ -28,21 +28,24 @@ struct Result {
   std::vector<float> grads;
 };
 
-// One forward + backward of ids/targets (B x S) with the loss mean over all B*S tokens.
+// One forward + backward of ids/targets (B x S) with the loss mean over all B*S
+// tokens; doc_pos: document masking (null: none).
 Result forward_backward(const ZayaModel& model, ModelWorkspace& ws, const std::vector<int32_t>& ids,
-                        const std::vector<int32_t>& targets, int64_t B, int64_t S) {
+                        const std::vector<int32_t>& targets, int64_t B, int64_t S, const int32_t* doc_pos) {
   Result r;
   r.grads.assign(size_t(model.params().total_floats()), 0.0f);
   ModelWeights g = bind_weights(model.config(), model.params(), r.grads.data());
-  r.loss = model_forward(model, ws, ids.data(), targets.data(), B, S, {});
+  r.loss = model_forward(model, ws, ids.data(), targets.data(), B, S, {}, doc_pos);
   model_backward(model, ws, g, 1.0f / float(B * S), 1.0f, {});
   return r;
 }
 
 // window > 0: sliding-window attention (spec §12) on the even blocks, with their own RoPE base.
 // k0, k1: the convolutions' taps (cca_time0 / cca_time1), a halo of max(1, k0 + k1 - 2) rows.
-void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t window = 0, int64_t k0 = 2,
-                                  int64_t k1 = 2) {
+// masked: document masking, with documents that begin in one chunk and run into
+// the next, one starting at a chunk's first row and one at its second.
+void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t window = 0, int64_t k0 = 2, int64_t k1 = 2,
+                                  bool masked = false) {
   Comm& w = world();
   auto cp = w.split(w.rank() / cp_size, w.rank() % cp_size, "cp");
   ZayaConfig c = testing::model_test_config();
@@ -64,12 +67,21 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t win
     ids[i] = int32_t(philox4x32(7, group, uint64_t(i))[0] % uint32_t(c.real_vocab_size));
     targets[i] = int32_t(philox4x32(8, group, uint64_t(i))[0] % uint32_t(c.real_vocab_size));
   }
+  std::vector<int32_t> doc(B * S);
+  const int64_t chunk = S / (2 * cp_size);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0, cur = 0; t < S; ++t) {
+      const int64_t shift = (t + b * (chunk - 1)) % S;  // sequence b: the starts shifted
+      if (shift % (2 * chunk) == 3 || (t > 0 && t % (3 * chunk) == 0) || t == chunk + 1) cur = t;
+      doc[b * S + t] = int32_t(t - cur);
+    }
+  const int32_t* doc_pos = masked ? doc.data() : nullptr;
   ModelWorkspace whole(c, B, S, true);
   ModelWorkspace split(c, B, S, true, nullptr, cp.get());
   ASSERT_EQ(split.cp_size(), cp_size);
   // Logits: this rank's rows are its two chunks of each sequence.
-  model_forward(model, whole, ids.data(), targets.data(), B, S, {});
-  model_forward(model, split, ids.data(), targets.data(), B, S, {});
+  model_forward(model, whole, ids.data(), targets.data(), B, S, {}, doc_pos);
+  model_forward(model, split, ids.data(), targets.data(), B, S, {}, doc_pos);
   const ContextParallel layout = make_context_parallel(*cp, S);
   const int64_t L = layout.local_seq(), V = c.vocab_size;
   ASSERT_EQ(split.rows(), B * L);
@@ -85,8 +97,8 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t win
       }
   EXPECT_LE(max_err, 1e-5 * max_abs + 1e-6) << "logits, cp " << cp_size;
 
-  Result ref = forward_backward(model, whole, ids, targets, B, S);
-  Result got = forward_backward(model, split, ids, targets, B, S);
+  Result ref = forward_backward(model, whole, ids, targets, B, S, doc_pos);
+  Result got = forward_backward(model, split, ids, targets, B, S, doc_pos);
   double sums[2] = {got.loss.xent_sum, double(got.loss.xent_tokens)};
   cp->all_reduce(sums, sums, 2, DType::kF64, ReduceOp::kSum);
   EXPECT_EQ(int64_t(sums[1]), ref.loss.xent_tokens);
@@ -108,9 +120,10 @@ void check_cp_matches_single_rank(int cp_size, int64_t B, int64_t S, int64_t win
   EXPECT_GT(checked, 50);
   if (world().rank() == 0)
     std::printf(
-        "cp %d, B %lld x S %lld, window %lld, taps %lld/%lld: worst relative gradient difference %.2e, "
+        "cp %d, B %lld x S %lld, window %lld, taps %lld/%lld%s: worst relative gradient difference %.2e, "
         "logits %.2e\n",
-        cp_size, (long long)B, (long long)S, (long long)window, (long long)k0, (long long)k1, worst, max_err / max_abs);
+        cp_size, (long long)B, (long long)S, (long long)window, (long long)k0, (long long)k1,
+        masked ? ", document masking" : "", worst, max_err / max_abs);
 }
 
 TEST(ContextParallel, LossAndGradientsMatchOneRank) {
@@ -143,6 +156,17 @@ TEST(ContextParallel, OtherConvolutionKernelSizesMatchOneRank) {
     check_cp_matches_single_rank(cp, 1, 10 * cp, 0, 3, 4);  // chunks of 5: the halo is a whole chunk
     check_cp_matches_single_rank(cp, 2, 12 * cp, 0, 1, 2);
     check_cp_matches_single_rank(cp, 1, 4 * cp, 0, 1, 1);
+  }
+}
+
+// Document masking (data.document_masking): the gathered keys and the halo
+// rows honour document starts in other chunks, with and without a window.
+TEST(ContextParallel, DocumentMaskingMatchesOneRank) {
+  const int n = world().size();
+  for (int cp = 2; cp <= n; ++cp) {
+    if (n % cp != 0) continue;
+    for (int64_t window : {0, 3, 8}) check_cp_matches_single_rank(cp, 2, 12 * cp, window, 2, 2, true);
+    check_cp_matches_single_rank(cp, 2, 12 * cp, 0, 3, 4, true);  // k taps: halos of 5 rows
   }
 }
 

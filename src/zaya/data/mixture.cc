@@ -42,14 +42,15 @@ size_t MixtureSampler::dataset_of(uint64_t i) const {
 }
 
 void MixtureSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first,
-                                int64_t total) {
+                                int64_t total, int32_t* doc_pos_BS) {
   ZAYA_CHECK(seq == seq_, "a data mixture of sequence length {} was asked for sequences of {}", seq_, seq);
   ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total, "slice {}..{} of a draw of {} sequences is invalid",
              first, first + batch, total);
   for (int64_t i = 0; i < total; ++i) {
     TokenSampler& s = samplers_[dataset_of(position_ + uint64_t(i))];
     if (i >= first && i < first + batch) {
-      s.next(input_BS + (i - first) * seq, target_BS + (i - first) * seq, 1, seq);
+      s.next_slice(input_BS + (i - first) * seq, target_BS + (i - first) * seq, 1, seq, 0, 1,
+                   doc_pos_BS != nullptr ? doc_pos_BS + (i - first) * seq : nullptr);
     } else {
       s.next_slice(nullptr, nullptr, 0, seq, 0, 1);  // another rank's sequence: only the position advances
     }

@@ -38,8 +38,10 @@ class MixtureSampler {
   size_t dataset_of(uint64_t i) const;
 
   // Draws `total` sequences (the global batch of every rank) and copies only
-  // sequences first .. first + batch - 1 (TokenSampler::next_slice's contract).
-  void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total);
+  // sequences first .. first + batch - 1 (TokenSampler::next_slice's contract,
+  // doc_pos_BS too: each token's position in its document).
+  void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total,
+                  int32_t* doc_pos_BS = nullptr);
 
   MixtureState state() const;
   // Restores a saved state; fails when it has another number of datasets or a

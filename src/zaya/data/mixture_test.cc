@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "zaya/core/error.h"
@@ -49,6 +50,26 @@ std::vector<int32_t> draw(MixtureSampler& m, int draws, int64_t batch, int64_t f
     out.insert(out.end(), in.begin(), in.end());
   }
   return out;
+}
+
+// Document masking: every sequence's tokens come with their positions inside
+// their documents (10 tokens each; the window's first token starts one).
+TEST(Mixture, DocumentPositionsFollowEachSequencesDataset) {
+  Shards s;
+  MixtureSampler m(s.all(), {1.0, 1.0, 1.0}, 8, 42, 0);
+  const int64_t seq = 8, batch = 3;
+  std::vector<int32_t> in(batch * seq), tgt(batch * seq), doc(batch * seq, -1);
+  int restarts = 0;
+  for (int i = 0; i < 20; ++i) {
+    m.next_slice(in.data(), tgt.data(), batch, seq, 1, 5, doc.data());
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < seq; ++t) {
+        const int32_t p = in[b * seq + t] % 100000, p0 = in[b * seq] % 100000;
+        EXPECT_EQ(doc[b * seq + t], std::min(p - p0, p % 10)) << "token " << in[b * seq + t];
+        restarts += t > 0 && doc[b * seq + t] == 0;
+      }
+  }
+  EXPECT_GT(restarts, 0);
 }
 
 TEST(Mixture, ProportionsFollowTheWeights) {

@@ -71,17 +71,32 @@ void TokenSampler::document_starts(uint64_t w, std::vector<int32_t>& starts) con
     if (static_cast<int32_t>(*it - start) != starts.back()) starts.push_back(static_cast<int32_t>(*it - start));
 }
 
+void TokenSampler::document_positions(uint64_t w, int32_t* doc_pos_S) const {
+  ZAYA_CHECK(w < num_windows_, "{}: window {} requested, but there are {} windows of length {}", shard_->idx_path(), w,
+             num_windows_, seq_);
+  const uint64_t start = w * static_cast<uint64_t>(seq_);
+  const std::vector<uint64_t>& o = shard_->offsets();
+  auto it = std::upper_bound(o.begin(), o.end(), start);  // the first document start after the window's
+  int64_t cur = 0;                                        // input position of the current document's start
+  for (int64_t p = 0; p < seq_; ++p) {
+    if (it != o.end() && *it == start + static_cast<uint64_t>(p)) {
+      cur = p;
+      while (it != o.end() && *it == start + static_cast<uint64_t>(p)) ++it;  // empty documents share the offset
+    }
+    doc_pos_S[p] = static_cast<int32_t>(p - cur);
+  }
+}
+
 void TokenSampler::next(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq) {
   next_slice(input_BS, target_BS, batch, seq, 0, batch);
 }
 
 void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first,
-                              int64_t total, std::vector<std::vector<int32_t>>* starts) {
+                              int64_t total, int32_t* doc_pos_BS) {
   ZAYA_CHECK(seq == seq_, "{}: next() asked for sequence length {}, but the sampler was built for {}",
              shard_->idx_path(), seq, seq_);
   ZAYA_CHECK(batch >= 0 && first >= 0 && first + batch <= total, "{}: slice {}..{} of a draw of {} windows is invalid",
              shard_->idx_path(), first, first + batch, total);
-  if (starts != nullptr) starts->resize(static_cast<size_t>(batch));
   for (int64_t i = 0; i < total; ++i) {
     if (state_.index == num_windows_) {
       ++state_.epoch;
@@ -91,7 +106,7 @@ void TokenSampler::next_slice(int32_t* input_BS, int32_t* target_BS, int64_t bat
     if (i < first || i >= first + batch) continue;  // another rank's window: only the position advances
     const uint64_t w = window_at(state_.epoch, index);
     window(w, input_BS + (i - first) * seq_, target_BS + (i - first) * seq_);
-    if (starts != nullptr) document_starts(w, (*starts)[static_cast<size_t>(i - first)]);
+    if (doc_pos_BS != nullptr) document_positions(w, doc_pos_BS + (i - first) * seq_);
   }
 }
 

@@ -27,6 +27,9 @@
 // belongs to the document of the last start <= p; its target (token p + 1 of
 // the window) is that document's next token unless p + 1 is itself a start,
 // in which case the target is the next document's first token (its bos).
+// document_positions(w) gives the same per token: each input position's
+// offset from its document's start (0 at every start), what the model's
+// document masking reads (model/batch.h).
 
 #include <cstdint>
 #include <vector>
@@ -56,14 +59,16 @@ class TokenSampler {
   // Draws `total` windows (the whole global batch of every rank) but copies
   // only windows first .. first + batch - 1: data parallelism, where every rank
   // keeps the same sampler state and takes its own slice.
-  // With `starts`, (*starts)[b] receives document_starts() of the slice's window b.
+  // With doc_pos_BS, row b receives document_positions() of the slice's window b.
   void next_slice(int32_t* input_BS, int32_t* target_BS, int64_t batch, int64_t seq, int64_t first, int64_t total,
-                  std::vector<std::vector<int32_t>>* starts = nullptr);
+                  int32_t* doc_pos_BS = nullptr);
 
   // Copies window w (< windows_per_epoch()) into input_S and target_S.
   void window(uint64_t w, int32_t* input_S, int32_t* target_S) const;
   // The input positions of window w where documents begin (see above), ascending, starting with 0.
   void document_starts(uint64_t w, std::vector<int32_t>& starts) const;
+  // Input position p of window w's offset from its document's start, for p in [0, seq) (allocates nothing).
+  void document_positions(uint64_t w, int32_t* doc_pos_S) const;
 
   // The window drawn at position `index` of `epoch` (< windows_per_epoch()).
   uint64_t window_at(uint64_t epoch, uint64_t index) const;

@@ -14,12 +14,12 @@ SamplerSpeed measure_sampler_speed(const ShardReader& shard, const SamplerSpeedO
              o.ranks, o.min_seconds);
   TokenSampler sampler(shard, o.seq, SamplerOrder::kShuffled, 1);
   std::vector<int32_t> input(static_cast<size_t>(o.batch * o.seq)), target(input.size());
-  std::vector<std::vector<int32_t>> starts;
+  std::vector<int32_t> doc_pos(o.document_starts ? input.size() : 0);
   SamplerSpeed s;
   const double t0 = now_seconds();
   do {
     sampler.next_slice(input.data(), target.data(), o.batch, o.seq, 0, o.batch * o.ranks,
-                       o.document_starts ? &starts : nullptr);
+                       o.document_starts ? doc_pos.data() : nullptr);
     ++s.steps;
     s.seconds = now_seconds() - t0;
   } while (s.seconds < o.min_seconds);

@@ -14,7 +14,7 @@ struct SamplerSpeedOptions {
   int64_t batch = 4;            // sequences this rank copies per step (micro-batch x grad-accum)
   int64_t ranks = 1;            // data-parallel ranks drawing the same global batch
   double min_seconds = 2.0;     // time at least this long
-  bool document_starts = true;  // also compute each window's document starts
+  bool document_starts = true;  // also compute each token's document position (document masking)
 };
 
 struct SamplerSpeed {

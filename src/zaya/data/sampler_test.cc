@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -172,14 +173,35 @@ TEST(Sampler, Errors) {
   }
 }
 
+// Tokens 0 .. num_tokens - 1 in documents of 3 to 9 tokens (counting_shard's
+// condition never holds: it writes one document).
+ShardReader short_documents_shard(const TempDir& dir, int32_t num_tokens) {
+  std::string prefix = dir.file("short");
+  ShardWriter w(prefix, 1u << 20);
+  std::vector<int32_t> doc;
+  for (int32_t p = 0, n = 0; p < num_tokens; ++p) {
+    doc.push_back(p);
+    if (doc.size() == static_cast<size_t>(3 + n % 7)) {
+      w.add_document(doc);
+      doc.clear();
+      ++n;
+    }
+  }
+  w.add_document(doc);
+  w.finish();
+  return ShardReader::open(prefix);
+}
+
 // document_starts lists the input positions where a document begins, the
-// same as the documents' offsets inside the window; next_slice hands them out per window.
+// same as the documents' offsets inside the window; document_positions gives
+// each token's offset from the last of them, and next_slice hands those out per window.
 TEST(Sampler, DocumentStartsPerWindow) {
   TempDir dir;
-  ShardReader shard = counting_shard(dir, 500);
+  ShardReader shard = short_documents_shard(dir, 500);
   const int64_t seq = 16;
   TokenSampler s(shard, seq, SamplerOrder::kShuffled, 4);
   const std::vector<uint64_t>& o = shard.offsets();
+  size_t packed = 0;
   for (uint64_t w = 0; w < s.windows_per_epoch(); ++w) {
     std::vector<int32_t> starts;
     s.document_starts(w, starts);
@@ -187,15 +209,24 @@ TEST(Sampler, DocumentStartsPerWindow) {
     for (uint64_t off : o)
       if (off > w * seq && off < (w + 1) * seq) want.push_back(static_cast<int32_t>(off - w * seq));
     EXPECT_EQ(starts, want) << "window " << w;
+    std::vector<int32_t> pos(seq, -1);
+    s.document_positions(w, pos.data());
+    for (int64_t p = 0; p < seq; ++p) {
+      const int32_t first = *(std::upper_bound(want.begin(), want.end(), static_cast<int32_t>(p)) - 1);
+      EXPECT_EQ(pos[p], p - first) << "window " << w << " position " << p;
+    }
+    packed += want.size() > 1;
   }
-  std::vector<int32_t> in(3 * seq), tg(3 * seq);
-  std::vector<std::vector<int32_t>> starts;
-  s.next_slice(in.data(), tg.data(), 3, seq, 2, 5, &starts);
-  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_GT(packed, 0u);  // some window holds more than one document
+  std::vector<int32_t> in(3 * seq), tg(3 * seq), doc(3 * seq, -1);
+  s.next_slice(in.data(), tg.data(), 3, seq, 2, 5, doc.data());
   for (int b = 0; b < 3; ++b) {
-    std::vector<int32_t> want;
-    s.document_starts(static_cast<uint64_t>(in[b * seq]) / seq, want);
-    EXPECT_EQ(starts[b], want);
+    std::vector<int32_t> starts;
+    s.document_starts(static_cast<uint64_t>(in[b * seq]) / seq, starts);
+    for (int64_t p = 0; p < seq; ++p) {
+      const int32_t first = *(std::upper_bound(starts.begin(), starts.end(), static_cast<int32_t>(p)) - 1);
+      EXPECT_EQ(doc[b * seq + p], p - first) << "window " << b << " position " << p;
+    }
   }
 }
 

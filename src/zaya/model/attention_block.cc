@@ -29,14 +29,18 @@ CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
   s.taps_a = c.conv_kernel0;
   s.taps_b = c.conv_kernel1;
   s.hist_rows = conv_halo_rows(c);
+  s.doc_pos = b.doc_pos_T;
   return s;
 }
 CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {
-  return {b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c), conv_halo_rows(c)};
+  CcaMixShape s{b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim, fused_width(c), conv_halo_rows(c)};
+  s.doc_pos = b.doc_pos_T;
+  return s;
 }
 AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& b) {
   AttentionShape s{b.batch, b.seq, c.q_heads, c.kv_heads, c.head_dim};
   s.window = c.window_of(block);
+  s.doc_pos = b.doc_pos_T;
   return s;
 }
 // The adapters on rows of the fused projection (o_proj has its own).
@@ -169,10 +173,10 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   Request gather_v, gather_k;
   if (cp != nullptr) gather_v = cp_gather_begin(*cp, a.v_TK, b.batch, K, s.stage + b.batch * cp->full_seq() * K);
   l2norm_heads_forward<float>(a.k_TK, a.k_inv_TH, a.k_pre_TK, w.temp_Hk, T, c.kv_heads, c.head_dim);
-  rope_apply<float>(a.k_TK, b.pos_T, T, c.kv_heads, c.head_dim, rope, false);
+  rope_apply<float>(a.k_TK, b.rope_pos_T(), T, c.kv_heads, c.head_dim, rope, false);
   if (cp != nullptr) gather_k = cp_gather_begin(*cp, a.k_TK, b.batch, K, s.stage);
   l2norm_heads_forward<float>(a.q_TQ, a.q_inv_TH, a.q_pre_TQ, nullptr, T, c.q_heads, c.head_dim);
-  rope_apply<float>(a.q_TQ, b.pos_T, T, c.q_heads, c.head_dim, rope, false);
+  rope_apply<float>(a.q_TQ, b.rope_pos_T(), T, c.q_heads, c.head_dim, rope, false);
   AttentionShape as = attn_shape(c, block, b);
   const float* k = a.k_TK;
   const float* v = a.v_TK;
@@ -237,8 +241,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     cp_reduce_scatter(*cp, s.dv_full_BSK, s.dv_TK, b.batch, K, s.stage);
   }
   // RoPE is a rotation: its backward is the inverse rotation.
-  rope_apply<float>(s.dq_TQ, b.pos_T, T, c.q_heads, c.head_dim, rope, true);
-  rope_apply<float>(s.dk_TK, b.pos_T, T, c.kv_heads, c.head_dim, rope, true);
+  rope_apply<float>(s.dq_TQ, b.rope_pos_T(), T, c.q_heads, c.head_dim, rope, true);
+  rope_apply<float>(s.dk_TK, b.rope_pos_T(), T, c.kv_heads, c.head_dim, rope, true);
   // QK norm
   zero(s.dq_pre_TQ, T * Q);
   zero(s.dk_pre_TK, T * K);
@@ -257,8 +261,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
   cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_Cd2, g.conv_b_b_C, s.dc_TC, a.qkv_TP,
-                           a.conv_a_BUC, w.conv_a_w_C12, w.conv_b_w_Cd2, conv_shape(c, pieces), s.da_BUC, s.conv,
-                           cp != nullptr ? a.hist_2B2P : nullptr, dhist);
+                           a.conv_a_BUC, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, conv_shape(c, pieces), s.da_BUC,
+                           s.conv, cp != nullptr ? a.hist_2B2P : nullptr, dhist);
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);

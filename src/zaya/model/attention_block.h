@@ -14,6 +14,10 @@
 // each sequence: the convolutions and the value shift read a halo of the
 // conv_halo_rows(c) projection rows before each chunk, and attention all-gathers K and V
 // (model/context_parallel.h).
+// Document masking (shape.doc_pos_T): attention, both convolutions and the
+// value shift restart at every document start, and RoPE uses the positions
+// inside the documents (model/batch.h); under context parallelism the same
+// per-row positions mask the gathered keys and the halo rows.
 
 #include <array>
 #include <cstdint>

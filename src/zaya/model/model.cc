@@ -80,6 +80,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   rope_.build(S_full, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) sliding_rope_.build(S_full, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
   pos_T_.resize(T);
+  doc_pos_T_.resize(T);
   targets_T_.assign(T, -1);
   ids_T_.assign(T, 0);
   const int threads = omp_get_max_threads();
@@ -225,7 +226,7 @@ void ModelWorkspace::recompute_half_layer(const ZayaModel& model, int64_t k, con
 }
 
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids, const int32_t* targets,
-                        int64_t B, int64_t S, const MoeLossOptions& loss) {
+                        int64_t B, int64_t S, const MoeLossOptions& loss, const int32_t* doc_pos) {
   const ZayaConfig& c = model.config();
   const ModelWeights& w = model.weights();
   ZAYA_CHECK(B >= 1 && B <= ws.max_batch_ && S >= 1 && S <= ws.max_seq_,
@@ -243,11 +244,18 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
     for (int64_t b = 1; b < B; ++b) std::copy_n(ws.pos_T_.data(), L, ws.pos_T_.data() + b * L);
     cp_take_local(*cp, ids, ws.ids_T_.data(), B);
     if (targets != nullptr) cp_take_local(*cp, targets, ws.targets_T_.data(), B);
+    if (doc_pos != nullptr) cp_take_local(*cp, doc_pos, ws.doc_pos_T_.data(), B);
   } else {
     for (int64_t t = 0; t < B * S; ++t) ws.pos_T_[t] = int32_t(t % S);
     std::copy_n(ids, B * S, ws.ids_T_.data());
     if (targets != nullptr) std::copy_n(targets, B * S, ws.targets_T_.data());
+    if (doc_pos != nullptr) std::copy_n(doc_pos, B * S, ws.doc_pos_T_.data());
   }
+  for (int64_t t = 0; doc_pos != nullptr && t < B * S; ++t)
+    ZAYA_CHECK(doc_pos[t] == 0 || (t % S > 0 && doc_pos[t] == doc_pos[t - 1] + 1),
+               "document position {} at position {} of sequence {} neither starts a document (0) nor continues the "
+               "previous token's ({})",
+               doc_pos[t], t % S, t / S, t % S > 0 ? doc_pos[t - 1] : -1);
   const int64_t T = B * L;
   if (targets == nullptr) std::fill_n(ws.targets_T_.data(), T, -1);
   for (int64_t t = 0; t < T; ++t) {
@@ -256,7 +264,13 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
     ZAYA_CHECK(ws.targets_T_[t] < c.real_vocab_size, "target id {} at position {} is outside the vocabulary",
                ws.targets_T_[t], ws.pos_T_[t]);
   }
-  ws.shape_ = {B, L, ws.pos_T_.data(), &ws.rope_, c.has_sliding() ? &ws.sliding_rope_ : nullptr, cp};
+  ws.shape_ = {B,
+               L,
+               ws.pos_T_.data(),
+               &ws.rope_,
+               c.has_sliding() ? &ws.sliding_rope_ : nullptr,
+               cp,
+               doc_pos != nullptr ? ws.doc_pos_T_.data() : nullptr};
   // Embedding (no scaling, spec §5).
   gather_embedding(ws.embed_out_TD_, w.embed_VD, ws.ids_T_.data(), T, D);
 

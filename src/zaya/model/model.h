@@ -134,7 +134,7 @@ class ModelWorkspace {
 
  private:
   friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t, int64_t,
-                                 const MoeLossOptions&);
+                                 const MoeLossOptions&, const int32_t*);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
                              const MoeLossOptions&, const std::function<void(int)>*, const LoraViews*);
   // The activations of attention block b / MoE block l: their own, or the
@@ -157,6 +157,7 @@ class ModelWorkspace {
   RopeTable rope_;
   RopeTable sliding_rope_;  // built only when the config has sliding-window blocks
   std::vector<int32_t> pos_T_;
+  std::vector<int32_t> doc_pos_T_;  // document masking: this rank's rows of doc_pos_BS
   std::vector<int32_t> targets_T_;
   std::vector<int32_t> ids_T_;
   Arena acts_, scratch_;
@@ -190,8 +191,12 @@ class ModelWorkspace {
 // (no loss) and entries < 0 are ignored. Logits stay in ws.logits(). Under
 // context parallelism every rank of the cp group passes the same whole
 // sequences and computes its own chunks (logits, losses: those rows only).
+// doc_pos_BS (document masking, model/batch.h): each token's position inside
+// its document, 0 at every document start and +1 along it; null for none.
+// A window packing several documents then gives each of them the logits and
+// gradients it would have alone (positions restart at 0).
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS, const int32_t* targets_BS,
-                        int64_t batch, int64_t seq, const MoeLossOptions& loss);
+                        int64_t batch, int64_t seq, const MoeLossOptions& loss, const int32_t* doc_pos_BS = nullptr);
 
 // Backward of the last forward. Adds into `grads` (a ModelWeights bound to a
 // gradient arena) the gradient of

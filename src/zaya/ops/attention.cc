@@ -14,12 +14,16 @@ namespace {
 // The query block starting at row i0 ends before the returned row: at most
 // kAttentionQueryBlock rows; with a window also at most that many positions,
 // so a block never straddles the gap between two context-parallel chunks and
-// its keys stay within W + kAttentionQueryBlock - 1.
-int64_t query_block_end(const AttentionShape& sh, int64_t i0) {
+// its keys stay within W + kAttentionQueryBlock - 1. Under document masking a
+// block also ends before the next document start (row b, i1 with doc_pos 0).
+int64_t query_block_end(const AttentionShape& sh, int64_t b, int64_t i0) {
   const int64_t end = std::min(sh.seq, i0 + kAttentionQueryBlock);
-  if (sh.window == 0) return end;
+  if (sh.window == 0 && sh.doc_pos == nullptr) return end;
+  const int32_t* doc = sh.doc_pos != nullptr ? sh.doc_pos + b * sh.seq : nullptr;
   int64_t i1 = i0 + 1;
-  while (i1 < end && sh.pos(i1) - sh.pos(i0) < kAttentionQueryBlock) ++i1;
+  while (i1 < end && (sh.window == 0 || sh.pos(i1) - sh.pos(i0) < kAttentionQueryBlock) &&
+         (doc == nullptr || doc[i1] != 0))
+    ++i1;
   return i1;
 }
 
@@ -44,12 +48,12 @@ void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const 
       for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
         // Keys first_key(i) .. pos(i) for row i: the block's first row sees the
         // first key, its last row the last; probs column c is key lo + c.
-        i1 = query_block_end(sh, i0);
-        const int64_t rows = i1 - i0, lo = sh.first_key(i0), keys = sh.pos(i1 - 1) + 1 - lo;
+        i1 = query_block_end(sh, b, i0);
+        const int64_t rows = i1 - i0, lo = sh.first_key(b, i0), keys = sh.pos(i1 - 1) + 1 - lo;
         gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);
         for (int64_t r = 0; r < rows; ++r) {
           T* p = probs + r * Sk;
-          const int64_t c0 = sh.first_key(i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
+          const int64_t c0 = sh.first_key(b, i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
           T mx = -std::numeric_limits<T>::infinity();
           for (int64_t c = c0; c < c1; ++c) mx = std::max(mx, p[c]);
           T sum = 0;
@@ -95,15 +99,15 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
         T* dq = dq_TQ + b * S * QW + h * d;
         const T* lse = lse_BHS + (b * Hq + h) * S;
         for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
-          i1 = query_block_end(sh, i0);
-          const int64_t rows = i1 - i0, lo = sh.first_key(i0), keys = sh.pos(i1 - 1) + 1 - lo;
+          i1 = query_block_end(sh, b, i0);
+          const int64_t rows = i1 - i0, lo = sh.first_key(b, i0), keys = sh.pos(i1 - 1) + 1 - lo;
           // Recompute P from the saved log-sum-exp (column c: key lo + c).
           gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);
           gemm<T>(false, true, rows, keys, d, T(1), dout + i0 * QW, QW, v + lo * KW, KW, T(0), dprobs, Sk);
           for (int64_t r = 0; r < rows; ++r) {
             T* p = probs + r * Sk;
             T* dp = dprobs + r * Sk;
-            const int64_t c0 = sh.first_key(i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
+            const int64_t c0 = sh.first_key(b, i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
             const T row_lse = lse[i0 + r];
             // D_i = dO_i . O_i = sum_c dP_ic P_ic
             T di = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -18,7 +19,10 @@ using Vec = std::vector<double>;
 
 // Direct causal GQA attention: full score matrix, mask, softmax, weighted sum.
 // window > 0: row i sees keys max(0, i - window + 1) .. i only (spec §12).
-Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s, int64_t window = 0) {
+// doc (document masking, [B * S] position of each row in its document): row
+// i of sequence b also sees no key before i - doc[b * S + i].
+Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s, int64_t window = 0,
+              const std::vector<int32_t>& doc = {}) {
   const int64_t B = s.batch, S = s.seq, Hq = s.q_heads, d = s.head_dim, G = Hq / s.kv_heads;
   const int64_t QW = s.q_width(), KW = s.kv_width();
   Vec o(B * S * QW, 0.0);
@@ -30,7 +34,8 @@ Vec reference(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s,
         std::vector<bool> seen(i + 1, false);
         double mx = -1e300;
         for (int64_t c = 0; c <= i; ++c) {
-          if (window > 0 && c < i - window + 1) continue;  // outside the window: masked
+          if (window > 0 && c < i - window + 1) continue;        // outside the window: masked
+          if (!doc.empty() && c < i - doc[b * S + i]) continue;  // another document: masked
           seen[c] = true;
           double acc = 0;
           for (int64_t e = 0; e < d; ++e) acc += q[(b * S + i) * QW + h * d + e] * k[(b * S + c) * KW + j * d + e];
@@ -134,9 +139,11 @@ TEST(Attention, SlidingWindowGradients) {
 // Context parallelism: some query rows (two chunks, as positions q_pos) against
 // all keys give those rows of full attention, and the gradients of those rows'
 // outputs (dK, dV over all keys).
-void check_rows_at_positions(int64_t window) {
+// doc: document positions of the full sequences ([2 * 80]), empty for none.
+void check_rows_at_positions(int64_t window, const std::vector<int32_t>& doc = {}) {
   AttentionShape shape{2, 80, 4, 2, 3};
   shape.window = window;
+  if (!doc.empty()) shape.doc_pos = doc.data();
   AttnCase c(shape);
   const std::vector<int32_t> pos = [] {
     std::vector<int32_t> p;
@@ -149,6 +156,10 @@ void check_rows_at_positions(int64_t window) {
   sub.seq = R;
   sub.kv_seq = S;
   sub.q_pos = pos.data();
+  std::vector<int32_t> doc_rows;  // the chosen rows' document positions
+  for (int64_t b = 0; b < B && !doc.empty(); ++b)
+    for (int64_t r = 0; r < R; ++r) doc_rows.push_back(doc[b * S + pos[r]]);
+  if (!doc.empty()) sub.doc_pos = doc_rows.data();
   Vec q_rows(B * R * QW);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t r = 0; r < R; ++r)
@@ -221,6 +232,59 @@ TEST(Attention, SlidingWindowSkipsKeysOutsideEveryWindow) {
       const bool outside = t < pos.front() - W + 1 || t > pos.back();
       ASSERT_TRUE(outside ? dk[t * KW + e] == 0 && dv[t * KW + e] == 0 : std::isfinite(dk[t * KW + e])) << t;
     }
+}
+
+// Document masking: [B * S] positions inside the documents that begin at
+// starts[b] (each list ascending from 0).
+std::vector<int32_t> doc_positions(int64_t S, const std::vector<std::vector<int32_t>>& starts) {
+  std::vector<int32_t> doc;
+  for (const auto& st : starts)
+    for (int64_t i = 0, cur = 0; i < S; ++i) {
+      if (std::find(st.begin(), st.end(), int32_t(i)) != st.end()) cur = i;
+      doc.push_back(int32_t(i - cur));
+    }
+  return doc;
+}
+
+// Block-diagonal causal attention: documents of one token, documents across
+// the query block boundary (64) and a start right at it, with and without a window.
+TEST(Attention, DocumentMaskingMatchesBruteForceMaskedAttention) {
+  const std::vector<int32_t> doc = doc_positions(140, {{0, 5, 6, 70, 100}, {0, 63, 64, 65, 139}});
+  for (int64_t window : {0, 1, 3, 50}) {
+    AttentionShape shape{2, 140, 4, 2, 4};
+    shape.window = window;
+    shape.doc_pos = doc.data();
+    AttnCase c(shape);
+    Vec got = c.forward(), want = reference(c.q, c.k, c.v, c.shape, window, doc);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << "window " << window << " " << i;
+  }
+  // One document per sequence is no masking at all.
+  AttnCase plain({2, 70, 4, 2, 4});
+  const Vec want = plain.forward();
+  const std::vector<int32_t> one = doc_positions(70, {{0}, {0}});
+  plain.shape.doc_pos = one.data();
+  EXPECT_EQ(plain.forward(), want);
+}
+
+TEST(Attention, DocumentMaskingGradients) {
+  // Short sequences (the forward test covers the query blocks): finite differences cost S^2 per element.
+  const std::vector<int32_t> doc = doc_positions(20, {{0, 3, 10, 11}, {0, 17}});
+  for (int64_t window : {0, 5}) {
+    AttentionShape shape{2, 20, 4, 2, 3};
+    shape.window = window;
+    shape.doc_pos = doc.data();
+    check_gradients(shape);
+  }
+}
+
+// Context parallelism with document masking: documents that begin in an
+// earlier chunk, inside a chunk and at a chunk's first row (10 and 60).
+TEST(Attention, QueryRowsAtPositionsWithDocumentMasking) {
+  const std::vector<int32_t> doc = doc_positions(80, {{0, 7, 15, 60, 65}, {0, 10, 30, 61}});
+  for (int64_t window : {0, 5, 45}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    check_rows_at_positions(window, doc);
+  }
 }
 
 TEST(Attention, FloatMatchesDouble) {

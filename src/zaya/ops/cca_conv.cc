@@ -36,13 +36,70 @@ void for_channel_ranges(int64_t C, Body body) {
 
 // Row t' - H + j (tap j of convA output t', 0 = oldest) of sequence b, in the
 // sequence or its history (hist_ld() rows per sequence, the last H used); null
-// for zero padding.
+// for zero padding. Document masking: convA row t' is computed for output row
+// max(t' - (k1 - 1), 0) (its own position, or the first row for history
+// positions), and a tap before that row's document is zero padding.
 template <typename T>
 T* tap_row(T* x_BSL, T* hist_B2C, int64_t b, int64_t tp, int64_t j, const CcaConvShape& sh) {
   const int64_t t = tp - sh.history() + j, L = sh.qk_ld();
+  if (sh.doc_pos != nullptr) {
+    const int64_t row = std::max<int64_t>(tp - (sh.taps_b - 1), 0);
+    if (row - t > sh.doc_pos[b * sh.seq + row]) return nullptr;
+  }
   if (t >= 0) return x_BSL + (b * sh.seq + t) * L;
   const int64_t R = sh.hist_ld();
   return hist_B2C != nullptr ? hist_B2C + (b * R + R + t) * L : nullptr;
+}
+
+// Document masking, convB: tap m of output row t reads convA row t + m, at
+// position t + m - (k1 - 1); when that lies before row t's document
+// (k1 - 1 - m > doc_pos[t]) it must read the padding's convA output, bA. A
+// correction after the GEMMs: c[t] += W_m (bA - a[t + m]) for sequence b,
+// group g; backward: da[t + m] -= W_m^T dc[t] (to dbA instead) and
+// dW_m += dc[t] (bA - a[t + m])^T. A convA row wholly before row 0's document
+// is bA already (every tap padding) and needs none, so a window of one
+// document keeps the unmasked bits.
+template <typename T>
+void masked_taps_forward(T* c_BSC, const T* a_BUC, const T* w_tap, const T* bA, const CcaConvShape& sh, int64_t b,
+                         int64_t g) {
+  const int64_t S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), k1 = sh.taps_b;
+  for (int64_t t = 0; t < S; ++t) {
+    const int64_t dp = sh.doc_pos[b * S + t];
+    for (int64_t m = 0; k1 - 1 - m > dp; ++m) {
+      if (t + m - (k1 - 1) < -sh.doc_pos[b * S]) continue;  // wholly before row 0's document: a is bA already
+      const T* a = a_BUC + (b * P + t + m) * C + g * d;
+      T* c = c_BSC + (b * S + t) * C + g * d;
+      for (int64_t o = 0; o < d; ++o) {
+        const T* w = w_tap + m * C * d + (g * d + o) * d;
+        T acc = 0;
+        for (int64_t i = 0; i < d; ++i) acc += w[i] * (bA[g * d + i] - a[i]);
+        c[o] += acc;
+      }
+    }
+  }
+}
+template <typename T>
+void masked_taps_backward(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T* a_BUC, const T* w_tap, const T* bA,
+                          const CcaConvShape& sh, int64_t b, int64_t g) {
+  const int64_t S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), k1 = sh.taps_b;
+  for (int64_t t = 0; t < S; ++t) {
+    const int64_t dp = sh.doc_pos[b * S + t];
+    for (int64_t m = 0; k1 - 1 - m > dp; ++m) {
+      if (t + m - (k1 - 1) < -sh.doc_pos[b * S]) continue;  // wholly before row 0's document: a is bA already
+      const T* a = a_BUC + (b * P + t + m) * C + g * d;
+      const T* dc = dc_BSC + (b * S + t) * C + g * d;
+      T* da = da_BUC + (b * P + t + m) * C + g * d;
+      for (int64_t o = 0; o < d; ++o) {
+        const T* w = w_tap + m * C * d + (g * d + o) * d;
+        T* dw = dw_tap + m * C * d + (g * d + o) * d;
+        for (int64_t i = 0; i < d; ++i) {
+          da[i] -= w[i] * dc[o];
+          dbA[g * d + i] += w[i] * dc[o];
+          dw[i] += dc[o] * (bA[g * d + i] - a[i]);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -83,14 +140,15 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
       for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
       for (int64_t m = 0; m < k1; ++m)
         gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
+      if (sh.doc_pos != nullptr) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
   }
 }
 
 template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_BSC, const T* qk_BSC, const T* a_BUC,
-                       const T* wA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch, const T* hist,
-                       T* dhist) {
+                       const T* wA, const T* bA, const T* wB, const CcaConvShape& sh, T* da_BUC, T* scratch,
+                       const T* hist, T* dhist) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k0 = sh.taps_a, k1 = sh.taps_b;
   ZAYA_ASSERT(k0 >= 1 && k0 <= kMaxTaps && k1 >= 1 && (hist == nullptr || sh.hist_ld() >= sh.history()));
@@ -112,6 +170,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
         gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + m * C * d + g * d * d, d, T(1), da0 + m * C, C);
       for (int64_t m = 0; m < k1; ++m)
         gemm<T>(true, false, d, d, S, T(1), dc, C, a0 + m * C, C, T(1), dw_tap + m * C * d + g * d * d, d);
+      if (sh.doc_pos != nullptr) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
   }
   for (int64_t o = 0; o < C; ++o)
@@ -165,10 +224,10 @@ template void cca_conv_forward<float>(float*, float*, const float*, const float*
 template void cca_conv_forward<double>(double*, double*, const double*, const double*, const double*, const double*,
                                        const double*, const CcaConvShape&, double*, const double*);
 template void cca_conv_backward<float>(float*, float*, float*, float*, float*, const float*, const float*, const float*,
-                                       const float*, const float*, const CcaConvShape&, float*, float*, const float*,
-                                       float*);
+                                       const float*, const float*, const float*, const CcaConvShape&, float*, float*,
+                                       const float*, float*);
 template void cca_conv_backward<double>(double*, double*, double*, double*, double*, const double*, const double*,
-                                        const double*, const double*, const double*, const CcaConvShape&, double*,
-                                        double*, const double*, double*);
+                                        const double*, const double*, const double*, const double*, const CcaConvShape&,
+                                        double*, double*, const double*, double*);
 
 }  // namespace zaya

@@ -32,6 +32,7 @@ struct CcaConvShape {
   int64_t taps_a = 2;     // k0: depthwise taps (cca_time0)
   int64_t taps_b = 2;     // k1: grouped taps (cca_time1)
   int64_t hist_rows = 0;  // rows per sequence of the history (0 = history(); may be more, the last ones are used)
+  const int32_t* doc_pos = nullptr;  // document masking: [batch * seq] position of each row in its document
   int64_t qk_ld() const { return qk_stride > 0 ? qk_stride : channels; }
   int64_t groups() const { return channels / head_dim; }
   int64_t history() const { return taps_a + taps_b - 2; }                    // H: past rows one output reads
@@ -81,6 +82,13 @@ inline int64_t cca_conv_scratch_floats(const CcaConvShape& s) { return s.taps_b 
 // H = history() qk rows before it (rows t0 - H .. t0 - 1) and takes the place
 // of the zero padding; null means zeros (a sequence start). Zero rows give
 // exactly the padded result.
+//
+// Document masking (shape.doc_pos, data.document_masking): every document
+// restarts exactly as a sequence does. convA row t' is computed for output row
+// max(t' - (k1 - 1), 0), and a qk row before that row's document (or history
+// outside it) is zero padding; convB's taps of output row t that reach convA
+// rows before t's document read bA there (the padding's convA output), a
+// correction after convB's GEMMs.
 
 // c_BSC = conv(qk_BSC); a_BUC [B, U = S + k1 - 1, C] keeps convA's output for backward.
 // `scratch` holds cca_conv_scratch_floats() floats.
@@ -93,7 +101,7 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA_C12, cons
 // B*U*C floats; `scratch` two times cca_conv_scratch_floats().
 template <typename T>
 void cca_conv_backward(T* dqk_BSC, T* dwA_C12, T* dbA_C, T* dwB_Cd2, T* dbB_C, const T* dc_BSC, const T* qk_BSC,
-                       const T* a_BUC, const T* wA_C12, const T* wB_Cd2, const CcaConvShape& shape, T* da_BUC,
-                       T* scratch, const T* hist_B2C = nullptr, T* dhist_B2C = nullptr);
+                       const T* a_BUC, const T* wA_C12, const T* bA_C, const T* wB_Cd2, const CcaConvShape& shape,
+                       T* da_BUC, T* scratch, const T* hist_B2C = nullptr, T* dhist_B2C = nullptr);
 
 }  // namespace zaya

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
@@ -113,7 +115,7 @@ TEST(CcaConv, Gradients) {
   Vec dqk(k.qk.size(), 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
   Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
   cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
-                            a.data(), k.wA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
+                            a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
   testing::expect_gradient("conv qk", k.qk, dqk, loss);
   testing::expect_gradient("conv wA", k.wA, dwA, loss);
   testing::expect_gradient("conv bA", k.bA, dbA, loss);
@@ -143,15 +145,118 @@ TEST(CcaConv, HistoryRowsContinueASequence) {
   Vec da((tail.seq + 1) * C), dqk(tail.seq * L, 0.0), dhist(2 * L, 0.0);
   Vec dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * d * 2, 0.0), dbB(C, 0.0);
   cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe_tail.data(), qk_tail,
-                            a.data(), k.wA.data(), k.wB.data(), tail, da.data(), scratch.data(), hist, dhist.data());
+                            a.data(), k.wA.data(), k.bA.data(), k.wB.data(), tail, da.data(), scratch.data(), hist,
+                            dhist.data());
   Vec full_a;
   k.forward(&full_a);
   Vec fda((S + 1) * C), fdqk(S * L, 0.0), fdwA(C * 2, 0.0), fdbA(C, 0.0), fdwB(C * d * 2, 0.0), fdbB(C, 0.0);
   cca_conv_backward<double>(fdqk.data(), fdwA.data(), fdbA.data(), fdwB.data(), fdbB.data(), probe.data(), k.qk.data(),
-                            full_a.data(), k.wA.data(), k.wB.data(), k.shape, fda.data(), scratch.data());
+                            full_a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, fda.data(), scratch.data());
   for (int64_t i = 0; i < 2 * L; ++i) ASSERT_NEAR(dhist[i], fdqk[(h0 - 2) * L + i], 1e-12) << i;
   for (int64_t i = 0; i < tail.seq * L; ++i) ASSERT_NEAR(dqk[i], fdqk[h0 * L + i], 1e-12) << i;
   for (int64_t i = 0; i < C * 2; ++i) ASSERT_NEAR(dwA[i], fdwA[i], 1e-12) << i;
+}
+
+// Document masking: [B * S] positions inside the documents that begin at starts[b].
+std::vector<int32_t> doc_positions(int64_t S, const std::vector<std::vector<int32_t>>& starts) {
+  std::vector<int32_t> doc;
+  for (const auto& st : starts)
+    for (int64_t i = 0, cur = 0; i < S; ++i) {
+      if (std::find(st.begin(), st.end(), int32_t(i)) != st.end()) cur = i;
+      doc.push_back(int32_t(i - cur));
+    }
+  return doc;
+}
+
+// Each document of a packed sequence is convolved as a sequence of its own
+// (the spec recipe on its rows alone): documents of 1, 2 and more tokens.
+TEST(CcaConv, DocumentMaskingRestartsEachDocument) {
+  ConvCase k;
+  k.shape.seq = 9;
+  const int64_t S = 9, C = k.shape.channels, L = k.shape.qk_ld();
+  const std::vector<std::vector<int32_t>> starts = {{0, 3, 4, 6}, {0, 7}};
+  const std::vector<int32_t> doc = doc_positions(S, starts);
+  k.qk = random_vector(k.shape.batch * S * L, 21);
+  k.shape.doc_pos = doc.data();
+  const Vec got = k.forward();
+  for (int64_t b = 0; b < k.shape.batch; ++b)
+    for (size_t n = 0; n < starts[b].size(); ++n) {
+      const int64_t t0 = starts[b][n], t1 = n + 1 < starts[b].size() ? starts[b][n + 1] : S;
+      CcaConvShape alone{1, t1 - t0, C, k.shape.head_dim, L};
+      Vec qk(k.qk.begin() + (b * S + t0) * L, k.qk.begin() + (b * S + t1) * L);
+      const Vec want = reference(qk, k.wA, k.bA, k.wB, k.bB, alone);
+      for (int64_t i = 0; i < (t1 - t0) * C; ++i)
+        ASSERT_NEAR(got[(b * S + t0) * C + i], want[i], 1e-12) << "sequence " << b << " document " << n << " " << i;
+    }
+  // Without masking the later documents see the earlier ones.
+  k.shape.doc_pos = nullptr;
+  EXPECT_GT(std::fabs(k.forward()[3 * C] - got[3 * C]), 1e-6);
+}
+
+TEST(CcaConv, DocumentMaskingGradients) {
+  ConvCase k;
+  k.shape.seq = 9;
+  const int64_t B = k.shape.batch, S = 9, C = k.shape.channels;
+  const std::vector<int32_t> doc = doc_positions(S, {{0, 3, 4, 6}, {0, 1, 7}});
+  k.qk = random_vector(B * S * k.shape.qk_ld(), 22);
+  k.shape.doc_pos = doc.data();
+  Vec probe = random_vector(B * S * C, 23);
+  auto loss = [&] { return dot(k.forward(), probe); };
+  Vec a;
+  k.forward(&a);
+  Vec dqk(k.qk.size(), 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
+  Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
+  cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
+                            a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
+  testing::expect_gradient("masked conv qk", k.qk, dqk, loss);
+  testing::expect_gradient("masked conv wA", k.wA, dwA, loss);
+  testing::expect_gradient("masked conv bA", k.bA, dbA, loss);
+  testing::expect_gradient("masked conv wB", k.wB, dwB, loss);
+  testing::expect_gradient("masked conv bB", k.bB, dbB, loss);
+}
+
+// Context parallelism with document masking: a tail after history rows
+// continues the masked sequence, whether its document began long before,
+// one or two rows before the tail, or at its first row.
+TEST(CcaConv, DocumentMaskingWithHistoryRows) {
+  const int64_t h0 = 4;
+  for (int32_t start : {0, 2, 3, 4, 5}) {
+    SCOPED_TRACE("document start " + std::to_string(start));
+    ConvCase k;
+    k.shape.batch = 1;
+    k.shape.seq = 9;
+    const int64_t S = 9, C = k.shape.channels, L = k.shape.qk_ld(), d = k.shape.head_dim;
+    k.qk = random_vector(S * L, 24);
+    const std::vector<int32_t> doc = doc_positions(S, {{0, start, 7}});
+    k.shape.doc_pos = doc.data();
+    CcaConvShape tail = k.shape;
+    tail.seq = S - h0;
+    tail.doc_pos = doc.data() + h0;
+    const double* hist = k.qk.data() + (h0 - 2) * L;
+    const double* qk_tail = k.qk.data() + h0 * L;
+    Vec full_a;
+    const Vec full = k.forward(&full_a);
+    Vec c(tail.seq * C), a((tail.seq + 1) * C), scratch(2 * cca_conv_scratch_floats(tail));
+    cca_conv_forward<double>(c.data(), a.data(), qk_tail, k.wA.data(), k.bA.data(), k.wB.data(), k.bB.data(), tail,
+                             scratch.data(), hist);
+    for (int64_t i = 0; i < tail.seq * C; ++i) ASSERT_NEAR(c[i], full[h0 * C + i], 1e-12) << i;
+    Vec probe_tail = random_vector(tail.seq * C, 25), probe(S * C, 0.0);
+    std::copy(probe_tail.begin(), probe_tail.end(), probe.begin() + h0 * C);
+    Vec da((tail.seq + 1) * C), dqk(tail.seq * L, 0.0), dhist(2 * L, 0.0);
+    Vec dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * d * 2, 0.0), dbB(C, 0.0);
+    cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe_tail.data(), qk_tail,
+                              a.data(), k.wA.data(), k.bA.data(), k.wB.data(), tail, da.data(), scratch.data(), hist,
+                              dhist.data());
+    Vec fda((S + 1) * C), fdqk(S * L, 0.0), fdwA(C * 2, 0.0), fdbA(C, 0.0), fdwB(C * d * 2, 0.0), fdbB(C, 0.0);
+    cca_conv_backward<double>(fdqk.data(), fdwA.data(), fdbA.data(), fdwB.data(), fdbB.data(), probe.data(),
+                              k.qk.data(), full_a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, fda.data(),
+                              scratch.data());
+    for (int64_t i = 0; i < 2 * L; ++i) ASSERT_NEAR(dhist[i], fdqk[(h0 - 2) * L + i], 1e-12) << i;
+    for (int64_t i = 0; i < tail.seq * L; ++i) ASSERT_NEAR(dqk[i], fdqk[h0 * L + i], 1e-12) << i;
+    for (int64_t i = 0; i < C * 2; ++i) ASSERT_NEAR(dwA[i], fdwA[i], 1e-12) << i;
+    for (int64_t i = 0; i < C; ++i) ASSERT_NEAR(dbA[i], fdbA[i], 1e-12) << i;
+    for (int64_t i = 0; i < C * d * 2; ++i) ASSERT_NEAR(dwB[i], fdwB[i], 1e-12) << i;
+  }
 }
 
 TEST(CcaConv, FloatMatchesDouble) {

@@ -63,7 +63,8 @@ void cca_values_forward(T* v_TK, const T* qkv, const CcaMixShape& s, const T* hi
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t t = 0; t < s.seq; ++t) {
       const int64_t row = b * s.seq + t;
-      const T* prev = t > 0             ? qkv + (row - 1) * s.in_stride + off + half
+      const T* prev = s.doc_start(row)  ? nullptr
+                      : t > 0           ? qkv + (row - 1) * s.in_stride + off + half
                       : hist != nullptr ? hist + ((b + 1) * s.hist_rows - 1) * s.in_stride + off + half
                                         : nullptr;
       cca_value_row(v_TK + row * KW, qkv + row * s.in_stride + off, prev, half);
@@ -82,11 +83,11 @@ void cca_values_backward(T* dqkv, const T* dv_TK, const CcaMixShape& s, T* dhist
       T* dcur = dqkv + row * s.in_stride + off;
       for (int64_t i = 0; i < half; ++i) dcur[i] += dv[i];
       // v_prev of row t + 1 came from this row's delayed-stream projection.
-      if (t + 1 < s.seq) {
+      if (t + 1 < s.seq && !s.doc_start(row + 1)) {
         const T* dv_next = dv_TK + (row + 1) * KW + half;
         for (int64_t i = 0; i < half; ++i) dcur[half + i] += dv_next[i];
       }
-      if (t == 0 && dhist != nullptr) {
+      if (t == 0 && dhist != nullptr && !s.doc_start(row)) {
         T* dprev = dhist + ((b + 1) * s.hist_rows - 1) * s.in_stride + off + half;
         for (int64_t i = 0; i < half; ++i) dprev[i] += dv[half + i];
       }

@@ -9,6 +9,8 @@
 // Values: two time streams, V[t] = concat(v_cur[t], v_prev[t - 1]) viewed as
 // [Hk, d] (v_prev[-1] = 0 at each sequence start), so with Hk = 2 KV head 0 is
 // the current-token stream and KV head 1 the previous-token stream.
+// Document masking (doc_pos, data.document_masking): v_prev[t - 1] is also
+// zero at every document start (doc_pos[t] = 0), exactly as at a sequence start.
 
 #include <algorithm>
 #include <cstdint>
@@ -17,8 +19,10 @@ namespace zaya {
 
 struct CcaMixShape {
   int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
-  int64_t in_stride = 0;  // row stride of the fused projection (q | k | v_cur | v_prev)
-  int64_t hist_rows = 2;  // rows per sequence of hist_B2P (the last gives v_prev[-1])
+  int64_t in_stride = 0;             // row stride of the fused projection (q | k | v_cur | v_prev)
+  int64_t hist_rows = 2;             // rows per sequence of hist_B2P (the last gives v_prev[-1])
+  const int32_t* doc_pos = nullptr;  // document masking: [batch * seq] position of each row in its document
+  bool doc_start(int64_t row) const { return doc_pos != nullptr && doc_pos[row] == 0; }
   int64_t q_width() const { return q_heads * head_dim; }
   int64_t kv_width() const { return kv_heads * head_dim; }
 };

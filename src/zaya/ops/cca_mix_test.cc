@@ -72,5 +72,42 @@ TEST(CcaMix, ValueStreamsShiftWithinSequences) {
   testing::expect_gradient("value streams", qkv, dqkv, loss);
 }
 
+// Document masking: the delayed stream restarts at every document start
+// (doc_pos 0) as at a sequence start; a piece whose first row continues a
+// document reads the history row, one whose first row starts a document does not.
+TEST(CcaMix, ValueStreamsRestartAtDocumentStarts) {
+  CcaMixShape s = shape();
+  s.seq = 6;
+  const int64_t T = s.batch * s.seq, KW = s.kv_width(), half = KW / 2, off = s.q_width() + KW;
+  const std::vector<int32_t> doc = {3, 4, 0, 0, 1, 2, 0, 1, 2, 3, 4, 0};  // sequence 0 continues a document
+  s.doc_pos = doc.data();
+  Vec qkv = random_vector(T * s.in_stride, 5), hist = random_vector(s.batch * 2 * s.in_stride, 6);
+  Vec probe = random_vector(T * KW, 7);
+  auto run = [&] {
+    Vec v(T * KW);
+    cca_values_forward<double>(v.data(), qkv.data(), s, hist.data());
+    return v;
+  };
+  const Vec v = run();
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t t = 0; t < s.seq; ++t) {
+      const int64_t r = b * s.seq + t;
+      const double* prev = doc[r] == 0 ? nullptr
+                           : t > 0     ? qkv.data() + (r - 1) * s.in_stride
+                                       : hist.data() + (b * 2 + 1) * s.in_stride;
+      for (int64_t i = 0; i < half; ++i) {
+        EXPECT_EQ(v[r * KW + i], qkv[r * s.in_stride + off + i]);
+        EXPECT_EQ(v[r * KW + half + i], prev == nullptr ? 0.0 : prev[off + half + i]) << r;
+      }
+    }
+  auto loss = [&] { return dot(run(), probe); };
+  Vec dqkv(T * s.in_stride, 0.0), dhist(hist.size(), 0.0);
+  cca_values_backward<double>(dqkv.data(), probe.data(), s, dhist.data());
+  testing::expect_gradient("masked value streams", qkv, dqkv, loss);
+  testing::expect_gradient("masked value streams' history", hist, dhist, loss);
+  // The second sequence starts a document at its first row: its history is unused.
+  for (int64_t i = 0; i < 2 * s.in_stride; ++i) EXPECT_EQ(dhist[2 * s.in_stride + i], 0.0);
+}
+
 }  // namespace
 }  // namespace zaya

@@ -18,7 +18,10 @@ class BatchSource {
   // Fills B x S input ids and next-token targets: sequences
   // rank * batch .. rank * batch + batch - 1 of a global draw of ranks * batch
   // sequences (every rank draws the same global batch and keeps its slice).
-  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) = 0;
+  // doc_pos_BS, when given, receives each token's position inside its
+  // document (document masking, model/batch.h).
+  virtual void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1,
+                    int32_t* doc_pos_BS = nullptr) = 0;
   // Position for checkpoints (shard sources); synthetic sources report their counter as index.
   virtual SamplerState state() const = 0;
   virtual void set_state(const SamplerState& state) = 0;
@@ -33,8 +36,9 @@ class ShardBatchSource : public BatchSource {
   // `read` is passed to ShardReader::open (a Megatron dataset needs its vocab_size).
   ShardBatchSource(const std::string& prefix, int64_t seq, uint64_t seed, SamplerOrder order,
                    const ShardReadOptions& read = {});
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override {
-    sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch);
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1,
+            int32_t* doc_pos_BS = nullptr) override {
+    sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch, doc_pos_BS);
   }
   SamplerState state() const override { return sampler_->state(); }
   void set_state(const SamplerState& s) override { sampler_->set_state(s); }
@@ -49,11 +53,13 @@ class ShardBatchSource : public BatchSource {
 };
 
 // Uniform random ids in [0, vocab): sequence i of the run comes from its own
-// Philox stream, so any rank can produce any slice of a global batch.
+// Philox stream, so any rank can produce any slice of a global batch. Each
+// sequence is one document.
 class SyntheticBatchSource : public BatchSource {
  public:
   SyntheticBatchSource(int64_t vocab, uint64_t seed) : vocab_(vocab), seed_(seed) {}
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override;
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1,
+            int32_t* doc_pos_BS = nullptr) override;
   SamplerState state() const override { return {seed_, 0, sequences_}; }
   void set_state(const SamplerState& s) override { sequences_ = s.index; }
 

@@ -21,8 +21,9 @@ namespace zaya {
 class MixtureBatchSource : public BatchSource {
  public:
   explicit MixtureBatchSource(std::unique_ptr<MixtureSampler> sampler) : sampler_(std::move(sampler)) {}
-  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1) override {
-    sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch);
+  void next(int32_t* ids_BS, int32_t* targets_BS, int64_t batch, int64_t seq, int rank = 0, int ranks = 1,
+            int32_t* doc_pos_BS = nullptr) override {
+    sampler_->next_slice(ids_BS, targets_BS, batch, seq, int64_t(rank) * batch, int64_t(ranks) * batch, doc_pos_BS);
   }
   // {mixture seed, 0, global sequences drawn}; set_state replays the choices
   // up to that position (exact, but costs one hash per sequence drawn).

@@ -60,6 +60,12 @@ void StepNumerics::rebuild_workspace() {
   // Every micro-batch of a step (compute_gradients draws them all first).
   ids_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
   targets_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
+  doc_pos_.assign(config_.data.document_masking ? size_t(run.micro_batch * run.seq_len * run.grad_accum) : 0, 0);
+}
+
+int32_t* StepNumerics::doc_pos(int64_t micro) {
+  const RunConfig& run = config_.run;
+  return doc_pos_.empty() ? nullptr : doc_pos_.data() + micro * run.micro_batch * run.seq_len;
 }
 
 void StepNumerics::refresh_bf16_weights() {
@@ -84,7 +90,8 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   // The step's micro-batches first: the loss is a mean over the targets that
   // count in the whole global batch, whose number the first backward needs.
   for (int64_t a = 0; a < accum; ++a)
-    data.next(ids_.data() + a * B * S, targets_.data() + a * B * S, B, S, mesh_.data_rank(), int(data_ranks));
+    data.next(ids_.data() + a * B * S, targets_.data() + a * B * S, B, S, mesh_.data_rank(), int(data_ranks),
+              doc_pos(a));
   r.loss_tokens = global_loss_tokens(data.loss_masked());
   // Mean over those targets of the global batch (all ranks): gradients summed over ranks are then exact.
   const float xent_scale = 1.0f / float(std::max<int64_t>(r.loss_tokens, 1));
@@ -102,7 +109,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
-      parts = model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses);
+      parts = model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses, doc_pos(a));
     }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss;
@@ -215,9 +222,10 @@ double StepNumerics::validation_loss(ShardBatchSource& val, int64_t batches) {
   double sum = 0;
   int64_t n = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    val.next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_.data_rank(), mesh_.data_ranks());
+    val.next(ids_.data(), targets_.data(), run.micro_batch, run.seq_len, mesh_.data_rank(), mesh_.data_ranks(),
+             doc_pos());
     LossParts parts =
-        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {});
+        model_forward(*model_, *workspace_, ids_.data(), targets_.data(), run.micro_batch, run.seq_len, {}, doc_pos());
     sum += parts.xent_sum;
     n += parts.xent_tokens;
   }

@@ -89,7 +89,7 @@ class StepNumerics {
   void update(StepResult& r, double lr_scale, bool accepted);
 
   // Mean cross-entropy over `batches` micro-batches of `val` from its start
-  // (the same windows every time), over all ranks.
+  // (the same windows every time), over all ranks; masked as training is.
   double validation_loss(ShardBatchSource& val, int64_t batches);
 
   // Checkpoint state (train_state.h): where each of this rank's tensors
@@ -131,7 +131,11 @@ class StepNumerics {
   std::function<void(int)> layer_done_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BalanceController> balance_;
-  std::vector<int32_t> ids_, targets_;  // grad_accum micro-batches of B x S
+  // Document masking (data.document_masking): each token's position in its
+  // document for micro-batch `micro` of the step, filled by the data source;
+  // null without masking.
+  int32_t* doc_pos(int64_t micro = 0);
+  std::vector<int32_t> ids_, targets_, doc_pos_;  // grad_accum micro-batches of B x S
   std::vector<std::vector<double>> choice_counts_;
   std::vector<double> reduce_scratch_;
 };

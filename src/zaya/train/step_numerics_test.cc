@@ -151,6 +151,19 @@ TEST(TrainJob, StepLoopDoesNotAllocate) {
   EXPECT_EQ(testing::allocation_count() - before, 0);
 }
 
+// With document masking (data.document_masking) the document positions have
+// their own buffer, sized with the workspace: still nothing allocated.
+TEST(TrainJob, DocumentMaskingStepLoopDoesNotAllocate) {
+  TrainConfig c = synthetic_config(4, 2);
+  c.data.document_masking = true;
+  TrainJob t(c, quiet());
+  t.train_step();
+  t.train_step();
+  const long before = testing::allocation_count();
+  for (int i = 0; i < 2; ++i) t.train_step();
+  EXPECT_EQ(testing::allocation_count() - before, 0);
+}
+
 // The same step loop with bf16 GEMMs: the weight copies and the conversion
 // scratch are preallocated, so it allocates nothing either.
 TEST(TrainJob, Bf16StepLoopDoesNotAllocate) {

@@ -22,7 +22,7 @@
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val"};
+const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val", "document_masking"};
 const std::vector<std::string> kTrainKeys = {"seed",       "micro_batch",  "seq_len",   "grad_accum", "steps",
                                              "eval_every", "eval_batches", "log_every", "threads",    "out_dir",
                                              "save_dtype", "save_layout",  "precision", "recompute"};
@@ -117,6 +117,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   t.data.tokenizer = d.get_string("tokenizer", "");
   t.data.train = d.get_string("train", "");
   t.data.val = d.get_string("val", "");
+  t.data.document_masking = d.get_bool("document_masking", false);
   d.finish(kDataKeys);
   ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.train.empty(),
              "{}: data.dir is missing; set it to a directory made by `zaya data shards`, or set data.train and "
@@ -299,11 +300,12 @@ std::string train_config_to_toml(const TrainConfig& t) {
   // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
   const bool recipe = !t.phases.empty();
   if (recipe)
-    s += fmt::format("[data]\ntokenizer = \"{}\"\n\n", t.data.tokenizer);
+    s +=
+        fmt::format("[data]\ntokenizer = \"{}\"\ndocument_masking = {}\n\n", t.data.tokenizer, t.data.document_masking);
   else
-    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n{}{}\n", t.data.dir, t.data.tokenizer,
-                     t.data.train.empty() ? "" : fmt::format("train = \"{}\"\n", t.data.train),
-                     t.data.val.empty() ? "" : fmt::format("val = \"{}\"\n", t.data.val));
+    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n{}{}document_masking = {}\n\n", t.data.dir,
+                     t.data.tokenizer, t.data.train.empty() ? "" : fmt::format("train = \"{}\"\n", t.data.train),
+                     t.data.val.empty() ? "" : fmt::format("val = \"{}\"\n", t.data.val), t.data.document_masking);
   const RunConfig& r = t.run;
   if (recipe)
     s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\ngrad_accum = {}\n", r.seed, r.micro_batch, r.grad_accum);

@@ -25,6 +25,10 @@ struct DataConfig {
   // indexed dataset, told apart by the index's magic); default DIR/train, DIR/val.
   std::string train;
   std::string val;
+  // Document masking (docs/training.md): no token sees across a document
+  // boundary inside a training window (attention, CCA convolutions, value
+  // shift), and RoPE positions restart at every document.
+  bool document_masking = false;
 };
 
 struct RunConfig {

@@ -41,6 +41,18 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, "full");
 }
 
+// data.document_masking: off by default, read, written back, and only true or false.
+TEST(TrainConfig, DocumentMasking) {
+  EXPECT_FALSE(parse_train_config(kMinimal, "ok.toml").data.document_masking);
+  TrainConfig t = parse_train_config(std::string(kMinimal) + "document_masking = true\n", "ok.toml");
+  EXPECT_TRUE(t.data.document_masking);
+  EXPECT_TRUE(parse_train_config(train_config_to_toml(t), "again.toml").data.document_masking);
+  EXPECT_TRUE(parse_train_config(kMinimal, "ok.toml", {"data.document_masking=true"}).data.document_masking);
+  const std::string e = error_of(std::string(kMinimal) + "document_masking = \"yes\"\n");
+  EXPECT_NE(e.find("bad.toml"), std::string::npos) << e;
+  EXPECT_NE(e.find("data.document_masking = 'yes' is invalid; allowed: true or false"), std::string::npos) << e;
+}
+
 TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   std::string e = error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
   EXPECT_NE(e.find("bad.toml:4"), std::string::npos) << e;
