@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "tests/mpi/mpi_test_env.h"
+#include "zaya/core/error.h"
 #include "zaya/dist/mesh.h"
 #include "zaya/train/batch_source.h"
 #include "zaya/train/step_numerics.h"
@@ -30,7 +31,9 @@ constexpr int64_t kBatch = 2, kSeq = 32;
 class MaskedGlobalSource : public BatchSource {
  public:
   explicit MaskedGlobalSource(uint64_t seed) : inner_(512, seed) {}
-  void next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int rank, int ranks) override {
+  void next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int rank, int ranks,
+            int32_t* doc_pos) override {
+    ZAYA_CHECK(doc_pos == nullptr, "this test source has no document positions");
     const int64_t before = int64_t(inner_.state().index);
     inner_.next(ids, targets, batch, seq, rank, ranks);
     for (int64_t b = 0; b < batch; ++b) {

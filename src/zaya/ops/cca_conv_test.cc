@@ -84,8 +84,8 @@ struct ConvCase {
             Vec(wB.size(), 0.0), Vec(C, 0.0),         Vec(B * shape.hist_ld() * shape.qk_ld(), 0.0)};
     Vec da(B * shape.a_rows() * C), scratch(2 * cca_conv_scratch_floats(shape));
     cca_conv_backward<double>(g.dqk.data(), g.dwA.data(), g.dbA.data(), g.dwB.data(), g.dbB.data(), probe.data(),
-                              qk.data(), a.data(), wA.data(), wB.data(), shape, da.data(), scratch.data(), hist,
-                              hist != nullptr ? g.dhist.data() : nullptr);
+                              qk.data(), a.data(), wA.data(), bA.data(), wB.data(), shape, da.data(), scratch.data(),
+                              hist, hist != nullptr ? g.dhist.data() : nullptr);
     return g;
   }
 };

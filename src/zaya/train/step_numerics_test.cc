@@ -1,5 +1,6 @@
 // The step numerics on their own (no files, no job) and the job's step loop.
 #include "zaya/train/step_numerics.h"
+#include "zaya/core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -68,7 +69,8 @@ TEST(StepNumerics, GradientAccumulationMatchesOneLargeBatch) {
 class MaskedSource : public BatchSource {
  public:
   MaskedSource(int64_t vocab, uint64_t seed, int64_t real, int64_t pad) : inner_(vocab, seed), real_(real), pad_(pad) {}
-  void next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int, int) override {
+  void next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int, int, int32_t* doc_pos = nullptr) override {
+    ZAYA_CHECK(doc_pos == nullptr, "this test source has no document positions");
     for (int64_t b = 0; b < batch; ++b, ++row_) {
       int32_t* i = ids + b * seq;
       int32_t* t = targets + b * seq;
