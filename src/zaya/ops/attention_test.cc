@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
+#include "zaya/ops/test_util.h"
 
 namespace zaya {
 namespace {
@@ -234,22 +235,10 @@ TEST(Attention, SlidingWindowSkipsKeysOutsideEveryWindow) {
     }
 }
 
-// Document masking: [B * S] positions inside the documents that begin at
-// starts[b] (each list ascending from 0).
-std::vector<int32_t> doc_positions(int64_t S, const std::vector<std::vector<int32_t>>& starts) {
-  std::vector<int32_t> doc;
-  for (const auto& st : starts)
-    for (int64_t i = 0, cur = 0; i < S; ++i) {
-      if (std::find(st.begin(), st.end(), int32_t(i)) != st.end()) cur = i;
-      doc.push_back(int32_t(i - cur));
-    }
-  return doc;
-}
-
 // Block-diagonal causal attention: documents of one token, documents across
 // the query block boundary (64) and a start right at it, with and without a window.
 TEST(Attention, DocumentMaskingMatchesBruteForceMaskedAttention) {
-  const std::vector<int32_t> doc = doc_positions(140, {{0, 5, 6, 70, 100}, {0, 63, 64, 65, 139}});
+  const std::vector<int32_t> doc = testing::doc_positions(140, {{0, 5, 6, 70, 100}, {0, 63, 64, 65, 139}});
   for (int64_t window : {0, 1, 3, 50}) {
     AttentionShape shape{2, 140, 4, 2, 4};
     shape.window = window;
@@ -261,14 +250,14 @@ TEST(Attention, DocumentMaskingMatchesBruteForceMaskedAttention) {
   // One document per sequence is no masking at all.
   AttnCase plain({2, 70, 4, 2, 4});
   const Vec want = plain.forward();
-  const std::vector<int32_t> one = doc_positions(70, {{0}, {0}});
+  const std::vector<int32_t> one = testing::doc_positions(70, {{0}, {0}});
   plain.shape.doc_pos = one.data();
   EXPECT_EQ(plain.forward(), want);
 }
 
 TEST(Attention, DocumentMaskingGradients) {
   // Short sequences (the forward test covers the query blocks): finite differences cost S^2 per element.
-  const std::vector<int32_t> doc = doc_positions(20, {{0, 3, 10, 11}, {0, 17}});
+  const std::vector<int32_t> doc = testing::doc_positions(20, {{0, 3, 10, 11}, {0, 17}});
   for (int64_t window : {0, 5}) {
     AttentionShape shape{2, 20, 4, 2, 3};
     shape.window = window;
@@ -280,7 +269,7 @@ TEST(Attention, DocumentMaskingGradients) {
 // Context parallelism with document masking: documents that begin in an
 // earlier chunk, inside a chunk and at a chunk's first row (10 and 60).
 TEST(Attention, QueryRowsAtPositionsWithDocumentMasking) {
-  const std::vector<int32_t> doc = doc_positions(80, {{0, 7, 15, 60, 65}, {0, 10, 30, 61}});
+  const std::vector<int32_t> doc = testing::doc_positions(80, {{0, 7, 15, 60, 65}, {0, 10, 30, 61}});
   for (int64_t window : {0, 5, 45}) {
     SCOPED_TRACE("window " + std::to_string(window));
     check_rows_at_positions(window, doc);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
+#include "zaya/ops/test_util.h"
 
 namespace zaya {
 namespace {
@@ -157,17 +158,6 @@ TEST(CcaConv, HistoryRowsContinueASequence) {
   for (int64_t i = 0; i < C * 2; ++i) ASSERT_NEAR(dwA[i], fdwA[i], 1e-12) << i;
 }
 
-// Document masking: [B * S] positions inside the documents that begin at starts[b].
-std::vector<int32_t> doc_positions(int64_t S, const std::vector<std::vector<int32_t>>& starts) {
-  std::vector<int32_t> doc;
-  for (const auto& st : starts)
-    for (int64_t i = 0, cur = 0; i < S; ++i) {
-      if (std::find(st.begin(), st.end(), int32_t(i)) != st.end()) cur = i;
-      doc.push_back(int32_t(i - cur));
-    }
-  return doc;
-}
-
 // Each document of a packed sequence is convolved as a sequence of its own
 // (the spec recipe on its rows alone): documents of 1, 2 and more tokens.
 TEST(CcaConv, DocumentMaskingRestartsEachDocument) {
@@ -175,7 +165,7 @@ TEST(CcaConv, DocumentMaskingRestartsEachDocument) {
   k.shape.seq = 9;
   const int64_t S = 9, C = k.shape.channels, L = k.shape.qk_ld();
   const std::vector<std::vector<int32_t>> starts = {{0, 3, 4, 6}, {0, 7}};
-  const std::vector<int32_t> doc = doc_positions(S, starts);
+  const std::vector<int32_t> doc = testing::doc_positions(S, starts);
   k.qk = random_vector(k.shape.batch * S * L, 21);
   k.shape.doc_pos = doc.data();
   const Vec got = k.forward();
@@ -197,7 +187,7 @@ TEST(CcaConv, DocumentMaskingGradients) {
   ConvCase k;
   k.shape.seq = 9;
   const int64_t B = k.shape.batch, S = 9, C = k.shape.channels;
-  const std::vector<int32_t> doc = doc_positions(S, {{0, 3, 4, 6}, {0, 1, 7}});
+  const std::vector<int32_t> doc = testing::doc_positions(S, {{0, 3, 4, 6}, {0, 1, 7}});
   k.qk = random_vector(B * S * k.shape.qk_ld(), 22);
   k.shape.doc_pos = doc.data();
   Vec probe = random_vector(B * S * C, 23);
@@ -227,7 +217,7 @@ TEST(CcaConv, DocumentMaskingWithHistoryRows) {
     k.shape.seq = 9;
     const int64_t S = 9, C = k.shape.channels, L = k.shape.qk_ld(), d = k.shape.head_dim;
     k.qk = random_vector(S * L, 24);
-    const std::vector<int32_t> doc = doc_positions(S, {{0, start, 7}});
+    const std::vector<int32_t> doc = testing::doc_positions(S, {{0, start, 7}});
     k.shape.doc_pos = doc.data();
     CcaConvShape tail = k.shape;
     tail.seq = S - h0;
