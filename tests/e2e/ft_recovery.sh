@@ -19,10 +19,12 @@ recovery() { grep '"event":"recovered"' "$WORK/$1/incidents.jsonl" | grep -o '"s
 "${LAUNCH[@]}" -- train --config "$WORK/base.toml" --quiet --set train.out_dir="$WORK/ref" >/dev/null 2>&1 ||
   fail "fault-free run"
 for fault in "kill kill:rank=1,step=7 crash" "hang hang:rank=1,step=7 hang" "preempt preempt:rank=0,step=7 preempted" \
-             "corrupt corrupt-ckpt:step=6;kill:rank=0,step=8 crash"; do
+             "corrupt corrupt-ckpt:step=6;kill:rank=0,step=8 crash checkpoint.async=false"; do
+  # A fourth field is one more --set: the damaged checkpoint must be published
+  # (synchronously) before the kill, or the restart never meets it.
   set -- $fault
-  name=$1 spec=$2 expected=$3
-  "${LAUNCH[@]}" --inject "$spec" -- train --config "$WORK/base.toml" --quiet --set train.out_dir="$WORK/$name" \
+  name=$1 spec=$2 expected=$3 extra=(${4:+--set "$4"})
+  "${LAUNCH[@]}" --inject "$spec" -- train --config "$WORK/base.toml" --quiet --set train.out_dir="$WORK/$name" "${extra[@]}" \
     >"$WORK/$name.log" 2>&1 || { cat "$WORK/$name.log"; fail "$name: the supervisor gave up"; }
   [[ $(event "$name" "$expected") -ge 1 ]] || fail "$name: no '$expected' incident"
   [[ $(event "$name" finished) == 1 ]] || fail "$name: did not finish"
