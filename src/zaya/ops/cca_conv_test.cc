@@ -111,17 +111,12 @@ TEST(CcaConv, Gradients) {
   const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels;
   Vec probe = random_vector(B * S * C, 9);
   auto loss = [&] { return dot(k.forward(), probe); };
-  Vec a;
-  k.forward(&a);
-  Vec dqk(k.qk.size(), 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
-  Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
-  cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
-                            a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
-  testing::expect_gradient("conv qk", k.qk, dqk, loss);
-  testing::expect_gradient("conv wA", k.wA, dwA, loss);
-  testing::expect_gradient("conv bA", k.bA, dbA, loss);
-  testing::expect_gradient("conv wB", k.wB, dwB, loss);
-  testing::expect_gradient("conv bB", k.bB, dbB, loss);
+  const ConvCase::Grads g = k.backward(probe);
+  testing::expect_gradient("conv qk", k.qk, g.dqk, loss);
+  testing::expect_gradient("conv wA", k.wA, g.dwA, loss);
+  testing::expect_gradient("conv bA", k.bA, g.dbA, loss);
+  testing::expect_gradient("conv wB", k.wB, g.dwB, loss);
+  testing::expect_gradient("conv bB", k.bB, g.dbB, loss);
 }
 
 // Context parallelism: the sequence's tail (rows 3..S-1) convolved with the two
@@ -192,17 +187,12 @@ TEST(CcaConv, DocumentMaskingGradients) {
   k.shape.doc_pos = doc.data();
   Vec probe = random_vector(B * S * C, 23);
   auto loss = [&] { return dot(k.forward(), probe); };
-  Vec a;
-  k.forward(&a);
-  Vec dqk(k.qk.size(), 0.0), dwA(C * 2, 0.0), dbA(C, 0.0), dwB(C * k.shape.head_dim * 2, 0.0), dbB(C, 0.0);
-  Vec da(B * (S + 1) * C), scratch(2 * cca_conv_scratch_floats(k.shape));
-  cca_conv_backward<double>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), probe.data(), k.qk.data(),
-                            a.data(), k.wA.data(), k.bA.data(), k.wB.data(), k.shape, da.data(), scratch.data());
-  testing::expect_gradient("masked conv qk", k.qk, dqk, loss);
-  testing::expect_gradient("masked conv wA", k.wA, dwA, loss);
-  testing::expect_gradient("masked conv bA", k.bA, dbA, loss);
-  testing::expect_gradient("masked conv wB", k.wB, dwB, loss);
-  testing::expect_gradient("masked conv bB", k.bB, dbB, loss);
+  const ConvCase::Grads g = k.backward(probe);
+  testing::expect_gradient("masked conv qk", k.qk, g.dqk, loss);
+  testing::expect_gradient("masked conv wA", k.wA, g.dwA, loss);
+  testing::expect_gradient("masked conv bA", k.bA, g.dbA, loss);
+  testing::expect_gradient("masked conv wB", k.wB, g.dwB, loss);
+  testing::expect_gradient("masked conv bB", k.bB, g.dbB, loss);
 }
 
 // Context parallelism with document masking: a tail after history rows
