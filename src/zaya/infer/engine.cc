@@ -108,6 +108,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     act_MF_ = a.carve(TJ * F);
     y_MD_ = a.carve(TJ * D);
     hid_TD_ = a.carve(T * D);
+    if (const LoraAdapters* lora = model_.lora()) lora_h_Tr_ = a.carve(T * lora->config().rank);
   };
   Arena measure = Arena::measuring();
   carve(measure);

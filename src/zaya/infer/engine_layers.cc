@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #include "zaya/core/profiler.h"
 #include "zaya/infer/engine.h"
@@ -12,6 +13,7 @@
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
+#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
 #include "zaya/ops/router.h"
@@ -44,6 +46,27 @@ class RunnerRouterProducts final : public RouterProducts<float> {
   const InferMoe& w_;
 };
 
+// The unmerged LoRA branches of attention block b (InferModel::lora()):
+// y[:, slot] += scale * (x A^T) B^T for each of `targets` the adapter has,
+// the same op and order as training's forward (ops/lora_linear.h, no dropout).
+void add_lora_branches(const LoraAdapters* lora, int64_t b, std::initializer_list<LoraTarget> targets, float* y,
+                       int64_t ldy, const float* x, int64_t tokens, float* h_Tr) {
+  if (lora == nullptr) return;
+  for (LoraTarget target : targets) {
+    const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
+    if (m.a_rI == nullptr) continue;
+    const LoraSlot slot = lora_slot(lora->model_config(), target);
+    LoraShape s;
+    s.tokens = tokens;
+    s.in = slot.in;
+    s.out = slot.out;
+    s.rank = lora->config().rank;
+    s.out_stride = ldy;
+    s.scale = lora->config().scale();
+    lora_forward<float>(y + slot.row_offset, h_Tr, x, m.a_rI, m.b_Or, s, nullptr);
+  }
+}
+
 }  // namespace
 
 void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const StepChunk> chunks) {
@@ -55,6 +78,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // Fused projection: q | k | v_cur | v_prev.
   const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
   linear_.run_parts(qkv_TP_, pw_, x_TD_, D, T, parts);
+  add_lora_branches(model_.lora(), b, {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed},
+                    qkv_TP_, pw_, x_TD_, T, lora_h_Tr_);
 
   // conv A (depthwise, k0 taps) over [state (H rows), chunk rows], H = k0 + k1 - 2:
   // a_ext row k of chunk ci = bA + sum_j wA_j * raw(k + j), k = 0..S+k1-2; the
@@ -138,6 +163,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   attend(b, chunks);
   if (sliding) append_to_cache(b, chunks);
   linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
+  add_lora_branches(model_.lora(), b, {LoraTarget::kO}, h_TD_, D, o_TQ_, T, lora_h_Tr_);
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {

@@ -194,6 +194,55 @@ TEST(Engine, OtherConvolutionKernelSizesMatchTheTrainingForward) {
   }
 }
 
+// A LoRA adapter applied unmerged by the decoder (InferModel::set_lora) gives
+// the training forward's logits with the same adapter (model/lora.h), prefill
+// then decode; beside int8 base matrices (which it cannot be merged into) it
+// stays as close to that as int8 alone stays to f32.
+std::unique_ptr<LoraAdapters> trained_adapter(const ZayaConfig& c, uint64_t seed) {
+  LoraConfig l;
+  l.enabled = true;
+  l.rank = 4;
+  l.alpha = 8;
+  auto a = std::make_unique<LoraAdapters>(c, l);
+  a->init(seed);
+  for (const LoraAdapters::Entry& e : a->entries())  // B != 0: a trained adapter
+    for (int64_t i = 0; i < e.slot.out * l.rank; ++i)
+      a->data()[e.b_offset + i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  return a;
+}
+
+TEST(Engine, UnmergedLoraAdapterMatchesTheTrainingForward) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 14);
+  const std::vector<int32_t> ids = random_tokens(24, c.real_vocab_size, 8);
+  const std::vector<float> base_ref = reference_logits(*model, ids);
+  std::unique_ptr<LoraAdapters> adapter = trained_adapter(c, 3);
+  model->set_lora(adapter.get());
+  ModelWorkspace ws(c, 1, 24, false);
+  ws.enable_lora(c, adapter->config().rank);
+  model_forward(*model, ws, ids.data(), nullptr, 1, 24, {});
+  const std::vector<float> ref(ws.logits(), ws.logits() + 24 * c.vocab_size);
+  ASSERT_GT(logits_error(ref.data(), base_ref.data(), 24, c.vocab_size, c.real_vocab_size), 1e-2)
+      << "the adapter does not change the logits: the test would be vacuous";
+  EngineOptions o;
+  o.max_context = 32;
+  for (const char* dtype : {"f32", "int8"}) {
+    auto im = InferModel::from_model(*model, dtype == std::string("int8") ? "int8" : "auto");
+    im->set_lora(trained_adapter(c, 3));
+    ASSERT_NE(im->lora(), nullptr);
+    InferenceEngine engine(*im, o);
+    for (int64_t prefill : {1, 24}) {
+      const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+      const double err = logits_error(got.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size);
+      EXPECT_LT(err, dtype == std::string("f32") ? 2e-5 : 0.03) << dtype << " prefill " << prefill;
+    }
+  }
+  auto other = InferModel::from_model(*model);
+  ZayaConfig wider = c;
+  wider.hidden = 2 * c.hidden;
+  EXPECT_THROW(other->set_lora(std::make_unique<LoraAdapters>(wider, adapter->config())), Error);
+}
+
 // Three sequences of different prompt lengths in one ragged prefill step, then
 // decoded together (one token each per step); a fourth joins mid-way
 // (continuous batching); one finishes early. Each must equal its own

@@ -24,7 +24,6 @@
 #include "zaya/model/lora_peft.h"
 #include "zaya/model/native_config.h"
 #include "zaya/model/params.h"
-#include "zaya/ops/lora_linear.h"
 
 namespace zaya {
 
@@ -472,40 +471,19 @@ std::unique_ptr<InferModel> open_base(const std::string& path, const InferLoadOp
 
 std::unique_ptr<InferModel> InferModel::open(const std::string& path, const InferLoadOptions& options) {
   std::unique_ptr<InferModel> m = open_base(path, options);
-  if (!options.lora.empty()) m->apply_lora(*read_peft_adapter(options.lora, m->config()));
+  if (!options.lora.empty()) m->set_lora(read_peft_adapter(options.lora, m->config()));
   return m;
 }
 
-void InferModel::apply_lora(const LoraAdapters& adapters) {
-  const LoraConfig& lora = adapters.config();
-  for (const LoraAdapters::Entry& e : adapters.entries()) {
-    InferAttention& a = weights_.attn[size_t(e.block)];
-    WeightMatrix* w = nullptr;
-    switch (e.target) {
-      case LoraTarget::kQ: w = &a.q; break;
-      case LoraTarget::kK: w = &a.k; break;
-      case LoraTarget::kVCurrent: w = &a.v_cur; break;
-      case LoraTarget::kVDelayed: w = &a.v_prev; break;
-      case LoraTarget::kO: w = &a.o; break;
-    }
-    ZAYA_ASSERT(w != nullptr && w->rows == e.slot.out && w->cols == e.slot.in);
-    ZAYA_CHECK(w->type != WeightType::kI8,
-               "--lora cannot be applied to int8 matrices (--dtype int8); load the model with --dtype auto, bf16 "
-               "or f32, or merge the adapter first (zaya ckpt merge-lora) and quantize the merged model");
-    const int64_t n = w->rows * w->cols;
-    owned_.push_back(aligned_alloc_array<uint8_t>(size_t(n) * sizeof(float)));
-    float* merged = reinterpret_cast<float*>(owned_.back().get());
-    if (w->type == WeightType::kF32) {
-      std::memcpy(merged, w->data, size_t(n) * sizeof(float));
-    } else {
-      const uint16_t* src = static_cast<const uint16_t*>(w->data);
-      for (int64_t i = 0; i < n; ++i) merged[i] = bf16_to_float(src[i]);
-    }
-    lora_merge<float>(merged, adapters.data() + e.a_offset, adapters.data() + e.b_offset, e.slot.in, e.slot.out,
-                      lora.rank, lora.scale());
-    *w = WeightMatrix{WeightType::kF32, merged, e.slot.out, e.slot.in, nullptr};
+void InferModel::set_lora(std::unique_ptr<LoraAdapters> adapters) {
+  if (adapters != nullptr) {
+    const ZayaConfig& a = adapters->model_config();
+    ZAYA_CHECK(a.hidden == config_.hidden && a.num_blocks == config_.num_blocks && a.q_width() == config_.q_width() &&
+                   a.kv_heads == config_.kv_heads && a.head_dim == config_.head_dim,
+               "LoRA adapter: it was made for another model (hidden {}, {} blocks) than {} (hidden {}, {} blocks)",
+               a.hidden, a.num_blocks, source_, config_.hidden, config_.num_blocks);
   }
-  if (matrix_dtype_ != "f32") matrix_dtype_ = "mixed";
+  lora_ = std::move(adapters);
 }
 
 std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const std::string& dtype) {

@@ -107,9 +107,9 @@ struct InferLoadOptions {
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
   bool prefetch = false;
-  // A LoRA adapter in the PEFT layout (model/lora_peft.h) applied at load
-  // (`--lora DIR`): the adapted projections get merged float32 copies in
-  // memory (W + alpha / rank * B A); the files are not changed. Empty: none.
+  // A LoRA adapter in the PEFT layout (model/lora_peft.h) applied unmerged
+  // (`--lora DIR`, set_lora): the base matrices are not copied or changed,
+  // in any dtype (int8 too). Empty: none.
   std::string lora;
 };
 
@@ -151,10 +151,12 @@ class InferModel {
   static std::unique_ptr<InferModel> from_model(const ZayaModel& model, const ZayaConfig& config,
                                                 const std::string& dtype = "auto");
 
-  // Applies `adapters` (a model of this config): each adapted attention
-  // projection becomes an owned float32 matrix W + alpha / rank * B A, the
-  // other matrices stay as they are. Refused for int8 matrices.
-  void apply_lora(const LoraAdapters& adapters);
+  // A LoRA adapter (a model of this config) that the engine applies
+  // unmerged: each adapted attention projection computes x W^T + alpha /
+  // rank * (x A^T) B^T (ops/lora_linear.h), the base matrices stay as they
+  // are (bf16, f32 or int8, shared with the file mapping). Null: none.
+  void set_lora(std::unique_ptr<LoraAdapters> adapters);
+  const LoraAdapters* lora() const { return lora_.get(); }
 
   InferModel(const InferModel&) = delete;
   InferModel& operator=(const InferModel&) = delete;
@@ -191,6 +193,7 @@ class InferModel {
   bool native_ = false;
   std::optional<SafetensorsDir> files_;     // keeps the mapping alive
   std::vector<AlignedPtr<uint8_t>> owned_;  // converted matrices and small tensors
+  std::unique_ptr<LoraAdapters> lora_;      // applied unmerged by the engine (null: none)
 };
 
 // Validates a dtype option: "auto", "bf16", "f32" or "int8" (the message names `flag`).
