@@ -2,7 +2,8 @@
 # Exports that work on their own: a tiny run exported to a Hugging Face
 # directory and to GGUF from its checkpoint, from final/ and from the
 # checkpoints root; `zaya generate` from each export gives the greedy text of
-# final/ (f32: identical; bf16: it generates), the HF directories hold
+# final/ (f32: identical; bf16: it generates; q8_0: as final/ with --dtype
+# int8, also after `ckpt import`), the HF directories hold
 # tokenizer.model, a GGUF file needs nothing beside it (its tokenizer is
 # embedded), `zaya info` reads it like the directory it came from; an existing
 # output is refused without --force and replaced with it; a damaged newest
@@ -74,6 +75,22 @@ for out in "$E/bf16.gguf" "$E/bf16"; do
 done
 [[ $(stat -c %s "$E/bf16.gguf") -lt $(stat -c %s "$E/ck.gguf") ]] || fail "the bf16 GGUF is not smaller"
 echo "ok: bf16 exports generate"
+
+# Q8_0 exports: the int8 matrices as Q8_0 blocks, the bytes `--dtype int8` runs, so the file generates what
+# final/ does with --dtype int8; imported (dequantized) and run with --dtype int8 again, the same (requantizing
+# Q8_0 values is exact); --dtype q8_0 is for GGUF only.
+"$ZAYA" ckpt export --in "$R/final" --out "$E/q8.gguf" --dtype q8_0 >"$WORK/q8.log" || fail "export q8_0"
+grep -q "GGUF, q8_0" "$WORK/q8.log" || fail "q8_0: $(cat "$WORK/q8.log")"
+greedy "$R/final" --dtype int8 >"$WORK/int8.txt"
+[[ $(wc -c <"$WORK/int8.txt") -gt 14 ]] || fail "final/ --dtype int8 generated nothing"
+greedy "$E/q8.gguf" >"$WORK/gen.txt"
+cmp -s "$WORK/gen.txt" "$WORK/int8.txt" || fail "q8.gguf generates '$(cat "$WORK/gen.txt")', final/ --dtype int8 '$(cat "$WORK/int8.txt")'"
+[[ $(stat -c %s "$E/q8.gguf") -lt $(stat -c %s "$E/bf16.gguf") ]] || fail "the Q8_0 GGUF is not smaller than the bf16 one"
+"$ZAYA" ckpt import --in "$E/q8.gguf" --out "$WORK/q8import" --config "$WORK/train.toml" >/dev/null || fail "import q8.gguf"
+greedy "$WORK/q8import/step_00000000" --dtype int8 >"$WORK/gen.txt"
+cmp -s "$WORK/gen.txt" "$WORK/int8.txt" || fail "the imported Q8_0 file generates '$(cat "$WORK/gen.txt")' with --dtype int8"
+expect_error 2 "--dtype q8_0 is only for --format gguf" -- "$ZAYA" ckpt export --in "$R/final" --out "$E/q8dir" --dtype q8_0
+echo "ok: a Q8_0 export generates like --dtype int8, and imports"
 
 # An existing output: refused without --force (untouched), replaced with it.
 before=$(md5sum <"$E/ck.gguf")

@@ -46,7 +46,7 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_option("--preset", o->preset, "random weights of a preset: tiny, small");
   cmd->add_option("--model", o->model, "a model directory (weights memory-mapped) or training checkpoint");
   cmd->add_option("--dtype", o->dtype,
-                  "weights: bf16 (default), f32, int8 (attention and experts), or auto (as stored)");
+                  "weights: bf16 (default), f32, int8 (attention, experts and LM head, Q8_0), or auto (as stored)");
   cmd->add_option("--prefill", o->bench.prefill_lengths, "prompt lengths to prefill (empty list: skip)")
       ->delimiter(',');
   cmd->add_option("--batch", o->bench.batches, "decode batch sizes")->delimiter(',');

@@ -156,7 +156,10 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--out", o->out, "output: a FILE.gguf, or a directory (safetensors)")->required();
   ex->add_option("--format", o->format, "auto (a .gguf --out is GGUF, else safetensors), safetensors or gguf")
       ->check(CLI::IsMember({"auto", "safetensors", "gguf"}));
-  ex->add_option("--dtype", o->dtype, "f32 or bf16 (gguf also f16)")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  ex->add_option("--dtype", o->dtype,
+                 "f32 or bf16 (gguf also f16, or q8_0: the int8 matrices as Q8_0 blocks, the other matrices bf16, "
+                 "the bytes `--dtype int8` runs)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0"}));
   ex->add_option("--layout", o->layout,
                  "safetensors: legacy (ZAYA1-base's 80 half-layers) or native (the 40-layer layout of ZAYA1-8B and "
                  "later; refused where the skip expert could be chosen, docs/checkpoints.md)")

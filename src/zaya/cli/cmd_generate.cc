@@ -204,7 +204,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--stop", o->stop_texts, "stop when the text contains this string (repeatable; not printed)");
   cmd->add_option(
       "--dtype", o->dtype,
-      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention and experts per-channel int8)");
+      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
   cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");
   cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step (prefill chunk)")
       ->check(CLI::Range(1, 1 << 16));

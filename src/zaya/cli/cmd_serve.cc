@@ -93,7 +93,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--io-timeout", o->server.io_timeout, "seconds a read or write on a connection may wait");
   cmd->add_option(
       "--dtype", o->dtype,
-      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention and experts per-channel int8)");
+      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
   cmd->add_option("--lora", o->lora,
                   "apply this LoRA adapter (a PEFT directory) without merging it into the model's files");
   cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");

@@ -72,7 +72,7 @@ DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, in
   p.context = L;
   p.best_ms_per_step = 1e30;
   double total = 0, weight_bytes = 0, kv_bytes = 0, loads = 0;
-  const int64_t embed_row_bytes = c.hidden * weight_type_bytes(model.weights().embed.type);
+  const int64_t embed_row_bytes = model.weights().embed.row_bytes();
   for (int64_t i = 0; i < warm + steps; ++i) {
     for (int32_t s = 0; s < B; ++s) chunks[s] = {s, ids.data() + i * B + s, 1, LogitsWanted::kLast};
     const double t0 = now_seconds();

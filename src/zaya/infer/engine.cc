@@ -253,13 +253,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
 #pragma omp parallel for schedule(static) if (T * D > 65536)
     for (int64_t t = 0; t < T; ++t) {
-      float* dst = h_TD_ + t * D;
-      if (w.embed.type == WeightType::kBF16) {
-        const uint16_t* src = static_cast<const uint16_t*>(w.embed.data) + int64_t(ids[t]) * D;
-        for (int64_t i = 0; i < D; ++i) dst[i] = bf16_to_float(src[i]);
-      } else {
-        std::memcpy(dst, static_cast<const float*>(w.embed.data) + int64_t(ids[t]) * D, sizeof(float) * D);
-      }
+      w.embed.row_f32(int64_t(ids[t]), h_TD_ + t * D);  // an int8 (tied, Q8_0) row is dequantized
     }
   }
 

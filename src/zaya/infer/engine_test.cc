@@ -58,8 +58,8 @@ TEST(Engine, PrefillThenDecodeMatchesFullSequence) {
   }
 }
 
-// int8 weights (per output channel) for attention and experts: the router,
-// convolutions and embedding become bf16, decode reads fewer bytes, prefill
+// int8 weights (Q8_0 blocks) for attention, experts and the tied LM head: the
+// router and convolutions become bf16, decode reads fewer bytes, prefill
 // and decode agree with each other, and the logits stay close to f32's.
 TEST(Engine, Int8WeightsStayCloseToF32) {
   const ZayaConfig c = testing::small_test_config();
@@ -74,8 +74,11 @@ TEST(Engine, Int8WeightsStayCloseToF32) {
   EXPECT_EQ(w.moe[0].down.type, WeightType::kBF16);
   EXPECT_EQ(w.moe[0].mlp4.type, WeightType::kBF16);
   EXPECT_EQ(w.attn[0].conv_b.type, WeightType::kBF16);
-  EXPECT_EQ(w.embed.type, WeightType::kBF16);
-  EXPECT_LT(i8->weight_bytes().per_expert * 3, f32->weight_bytes().per_expert);
+  EXPECT_EQ(w.embed.type, WeightType::kI8);  // the tied LM head is int8 too; the lookup dequantizes a row
+  EXPECT_EQ(w.lm_head.data, w.embed.data);
+  // fc2's rows of 48 are no whole Q8_0 blocks of 32: that matrix stays bf16.
+  EXPECT_EQ(w.moe[2].fc2[3].type, WeightType::kBF16);
+  EXPECT_LT(i8->weight_bytes().per_expert * 2, f32->weight_bytes().per_expert);
   const std::vector<int32_t> ids = random_tokens(24, c.real_vocab_size, 6);
   const std::vector<float> ref = reference_logits(*model, ids);
   EngineOptions o;

@@ -14,6 +14,7 @@
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/io/gguf_vocab.h"
 #include "zaya/io/json_file.h"
@@ -39,8 +40,9 @@ struct InferModel::Builder {
   InferModel& m;
   const SafetensorsDir* st = nullptr;
   const ZayaModel* zm = nullptr;
-  std::string want;   // auto, bf16, f32: the matrices that are not int8
-  bool int8 = false;  // attention and expert matrices per-channel int8
+  const ZayaGgufFile* q8_file = nullptr;  // a Q8_0 GGUF whose Q8_0 tensors are taken as they are (zm holds the rest)
+  std::string want;                       // auto, bf16, f32: the matrices that are not int8
+  bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
   std::string label;
   bool native = false;  // tensors under native names (model/native_config.h, tensor_table.h)
   std::set<std::string> used;
@@ -74,10 +76,8 @@ struct InferModel::Builder {
     want = int8 ? "bf16" : dtype;
   }
 
-  static bool int8_role(TensorRole r) {
-    return r == TensorRole::kAttnQ || r == TensorRole::kAttnK || r == TensorRole::kAttnVCurrent ||
-           r == TensorRole::kAttnVDelayed || r == TensorRole::kAttnOut || r == TensorRole::kExpertFc1 ||
-           r == TensorRole::kExpertFc2;
+  bool int8_matrix(const ParamEntry& e) const {
+    return e.shape.size() == 2 && zaya_int8_matrix(e.role, e.shape[1], m.config_.tie_word_embeddings);
   }
 
   // Float pointer of a tensor held by the in-memory model.
@@ -112,8 +112,14 @@ struct InferModel::Builder {
   WeightMatrix mat(const ParamEntry& e) {
     check_present(e);
     const int64_t rows = e.shape[0], cols = e.shape[1];
+    if (q8_file != nullptr && q8_file->is_q8_0(e.name)) {  // the file's blocks, copied as they are
+      uint8_t* dst = alloc<uint8_t>(rows * q8_0_row_bytes(cols));
+      q8_file->read_legacy_q8_0(e.name, dst, e.shape);
+      matrix_types.insert(WeightType::kI8);
+      return {WeightType::kI8, dst, rows, cols};
+    }
     // An int8 matrix is quantized from the stored values (no bf16 copy on the way).
-    const bool quantize = int8 && int8_role(e.role);
+    const bool quantize = int8 && int8_matrix(e);
     const std::string keep = want;
     if (quantize) want = "auto";
     WeightMatrix w;
@@ -318,37 +324,23 @@ struct InferModel::Builder {
     return true;
   }
 
-  // Row r of `w` as float32.
-  static void row_f32(const WeightMatrix& w, int64_t r, float* dst) {
-    if (w.type == WeightType::kBF16) {
-      const uint16_t* src = static_cast<const uint16_t*>(w.data) + r * w.cols;
-      for (int64_t i = 0; i < w.cols; ++i) dst[i] = bf16_to_float(src[i]);
-    } else {
-      const float* src = static_cast<const float*>(w.data) + r * w.cols;
-      std::copy(src, src + w.cols, dst);
-    }
-  }
-
-  // Per-output-channel int8 (InferModel::quantize_int8).
+  // Q8_0 blocks (core/q8_0.h) from the stored values, row by row: the bytes
+  // `zaya ckpt export --dtype q8_0` writes for the same values.
   void to_int8(WeightMatrix& w) {
     if (w.type == WeightType::kI8 || w.rows == 0) return;
-    int8_t* q = alloc<int8_t>(w.rows * w.cols);
-    float* scale = alloc<float>(w.rows);
+    ZAYA_ASSERT(w.cols % kQ8Block == 0);
+    const int64_t row_bytes = q8_0_row_bytes(w.cols);
+    uint8_t* q = alloc<uint8_t>(w.rows * row_bytes);
 #pragma omp parallel
     {
       std::vector<float> row(size_t(w.cols));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < w.rows; ++r) {
-        row_f32(w, r, row.data());
-        float mx = 0;
-        for (float v : row) mx = std::max(mx, std::fabs(v));
-        const float s = mx > 0 ? mx / 127.0f : 1.0f;
-        scale[r] = s;
-        for (int64_t i = 0; i < w.cols; ++i)
-          q[r * w.cols + i] = int8_t(std::clamp(std::lround(row[size_t(i)] / s), -127l, 127l));
+        w.row_f32(r, row.data());
+        quantize_q8_0(row.data(), w.cols, q + r * row_bytes);
       }
     }
-    w = {WeightType::kI8, q, w.rows, w.cols, scale};
+    w = {WeightType::kI8, q, w.rows, w.cols};
   }
 
   void count_bytes() {
@@ -436,10 +428,21 @@ std::unique_ptr<InferModel> InferModel::load_gguf(const std::string& path, const
   check_weight_dtype_option(options.dtype, "--dtype");
   const ZayaGgufFile file = ZayaGgufFile::open(path);
   auto held = std::make_unique<ZayaModel>(file.config());
-  load_gguf_weights(*held, file);
-  const bool bf16_file = file.gguf().tensor("token_embd.weight").type == GgmlType::kBF16;
-  const std::string dtype = options.dtype == "auto" ? (bf16_file ? "bf16" : "f32") : options.dtype;
-  std::unique_ptr<InferModel> m = from_model(*held, dtype);
+  // A Q8_0 file under auto or int8: its Q8_0 tensors are copied block for
+  // block into int8 matrices (never widened; `held` keeps zeros there).
+  const bool q8_blocks = file.has_q8_0() && (options.dtype == "auto" || options.dtype == "int8");
+  load_gguf_weights(*held, file, q8_blocks);
+  const GgmlType embed_type = file.gguf().tensor("token_embd.weight").type;
+  const bool bf16_file = embed_type == GgmlType::kBF16 || file.has_q8_0();  // a q8_0 export's other matrices are BF16
+  const std::string dtype = q8_blocks ? "int8" : options.dtype == "auto" ? (bf16_file ? "bf16" : "f32") : options.dtype;
+  std::unique_ptr<InferModel> m(new InferModel());
+  m->config_ = held->config();
+  Builder b(*m);
+  b.zm = held.get();
+  b.q8_file = q8_blocks ? &file : nullptr;
+  b.set_dtype(dtype);
+  b.label = path;
+  b.build();
   m->held_ = std::move(held);
   m->source_ = path;
   // The embedded tokenizer, else a tokenizer.model beside the file, else the

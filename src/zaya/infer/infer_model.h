@@ -34,19 +34,20 @@
 namespace zaya {
 
 // A row-major [rows, cols] matrix in nn.Linear layout [out, in]; an int8 one
-// has a float scale per row (per output channel).
+// is rows of Q8_0 blocks (core/q8_0.h: an f16 scale per 32 weights).
 struct WeightMatrix {
   WeightType type = WeightType::kF32;
   const void* data = nullptr;
   int64_t rows = 0, cols = 0;
-  const float* scale = nullptr;  // [rows], kI8 only
 
-  int64_t bytes() const { return rows * cols * weight_type_bytes(type) + (scale ? rows * 4 : 0); }
+  int64_t row_bytes() const { return weight_row_bytes(type, cols); }
+  int64_t bytes() const { return rows * row_bytes(); }
   // Rows [r0, r1) (contiguous).
   WeightMatrix row_slice(int64_t r0, int64_t r1) const {
-    return {type, static_cast<const uint8_t*>(data) + r0 * cols * weight_type_bytes(type), r1 - r0, cols,
-            scale ? scale + r0 : nullptr};
+    return {type, static_cast<const uint8_t*>(data) + r0 * row_bytes(), r1 - r0, cols};
   }
+  // Row r as float32 (an int8 row dequantized).
+  void row_f32(int64_t r, float* dst) const { weight_row_f32(type, data, cols, r, dst); }
 };
 
 // Residual scaling of spec §5: res' = (h + hb) * hs + (res + rb) * rs; rs/rb null on half-layer 0.
@@ -96,13 +97,15 @@ struct InferWeights {
 };
 
 struct InferLoadOptions {
-  // "auto": matrices as stored (BF16 and F32 used in place); "bf16" or "f32": converted;
-  // "int8": per-output-channel int8 for the attention projections (q, k, the
-  // two value projections, o) and every expert's fc1 and fc2 (row r becomes
-  // round(W[r, :] / s_r), s_r = max_i |W[r, i]| / 127, quantized from the
-  // stored values), and bf16 for the other matrices (router, grouped conv,
-  // embedding / LM head); vectors (norms, temperatures, residual scales,
-  // biases) stay f32, as in the community's quantized ZAYA1 checkpoints.
+  // "auto": matrices as stored (BF16 and F32 used in place; a Q8_0 GGUF's
+  // Q8_0 tensors as int8); "bf16" or "f32": converted; "int8": the int8 set
+  // (zaya_int8_matrix, model/gguf_zaya_map.h: the attention projections q, k,
+  // the two value projections and o, every expert's fc1 and fc2, and the LM
+  // head, which is the embedding when tied) in Q8_0 blocks (core/q8_0.h,
+  // quantized from the stored values, or taken as they are from a Q8_0 GGUF),
+  // and bf16 for the other matrices (router, grouped conv, an untied
+  // embedding); vectors (norms, temperatures, residual scales, biases) stay
+  // f32, as in the community's quantized ZAYA1 checkpoints.
   std::string dtype = "auto";
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
@@ -135,7 +138,10 @@ class InferModel {
   // halves apart, so its matrices cannot be used in place), then used as
   // from_model does; dtype "auto" gives bf16 matrices for a BF16 file, else
   // f32. A GGUF file of another tool or architecture is refused, saying what is
-  // read. tokenizer_hint() is the file itself when it embeds its tokenizer
+  // read. A Q8_0 file (`zaya ckpt export --dtype q8_0`) gives, with dtype
+  // "auto" or "int8", its Q8_0 tensors as int8 matrices, copied block for
+  // block (never widened), and bf16 for the rest; with "bf16" or "f32" the
+  // Q8_0 tensors are dequantized. tokenizer_hint() is the file itself when it embeds its tokenizer
   // (data/tokenizer_gguf.h), else the tokenizer.model beside it if there is
   // one, else the file again (loading it then says how to give a tokenizer).
   static std::unique_ptr<InferModel> load_gguf(const std::string& path, const InferLoadOptions& options = {});

@@ -13,6 +13,7 @@
 
 #include "zaya/data/test_util.h"
 #include "zaya/data/tokenizer_gguf.h"
+#include "zaya/infer/engine.h"
 #include "zaya/infer/generator.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/infer/text.h"
@@ -293,6 +294,81 @@ TEST(InferModel, LoadsTheGgufFilesZayaWrites) {
                         "files `zaya ckpt export` writes");
   testing::write_file(dir.file("notes.txt"), "hello");
   testing::expect_error([&] { InferModel::open(dir.file("notes.txt")); }, "notes.txt: a file, but not a GGUF file");
+}
+
+// A Q8_0 export (`zaya ckpt export --dtype q8_0`) loads as int8 without
+// widening: its blocks are the bytes `--dtype int8` makes from the same
+// weights, so the matrices, the logits and the greedy tokens are identical;
+// `--dtype f32` on it dequantizes.
+TEST(InferModel, Q8_0GgufEqualsLoadTimeInt8) {
+  for (bool tied : {true, false}) {
+    ZayaConfig c = testing::small_test_config();
+    c.tie_word_embeddings = tied;
+    auto model = testing::random_model(c, 46);
+    testing::TempDir dir;
+    const std::string path = dir.file("q.gguf");
+    GgufSaveOptions q8;
+    q8.dtype = "q8_0";
+    save_gguf_model(*model, path, q8);
+    auto g = InferModel::open(path);
+    auto mem = InferModel::from_model(*model, "int8");
+    EXPECT_EQ(g->matrix_dtype(), "int8+bf16");
+    EXPECT_EQ(mem->matrix_dtype(), "int8+bf16");
+    auto same = [](const WeightMatrix& a, const WeightMatrix& b) {
+      return a.type == b.type && a.rows == b.rows && a.cols == b.cols && std::memcmp(a.data, b.data, a.bytes()) == 0;
+    };
+    const InferWeights& gw = g->weights();
+    EXPECT_EQ(gw.lm_head.type, WeightType::kI8);
+    EXPECT_EQ(gw.embed.type, tied ? WeightType::kI8 : WeightType::kBF16);
+    EXPECT_TRUE(same(gw.embed, mem->weights().embed));
+    EXPECT_TRUE(same(gw.lm_head, mem->weights().lm_head));
+    for (size_t i = 0; i < size_t(c.num_blocks); ++i) {
+      const InferAttention &a = gw.attn[i], &b = mem->weights().attn[i];
+      EXPECT_EQ(a.q.type, WeightType::kI8);
+      EXPECT_TRUE(same(a.q, b.q) && same(a.k, b.k) && same(a.v_cur, b.v_cur) && same(a.v_prev, b.v_prev) &&
+                  same(a.o, b.o) && same(a.conv_b, b.conv_b))
+          << i;
+      EXPECT_TRUE(same(gw.moe[i].down, mem->weights().moe[i].down));
+      EXPECT_EQ(gw.moe[i].down.type, WeightType::kBF16);
+      for (size_t e = 0; e < size_t(c.experts); ++e) {
+        EXPECT_EQ(gw.moe[i].fc1[e].type, WeightType::kI8);
+        EXPECT_EQ(gw.moe[i].fc2[e].type, WeightType::kBF16);  // rows of 48: no whole Q8_0 blocks
+        EXPECT_TRUE(same(gw.moe[i].fc1[e], mem->weights().moe[i].fc1[e]));
+        EXPECT_TRUE(same(gw.moe[i].fc2[e], mem->weights().moe[i].fc2[e]));
+      }
+    }
+    EXPECT_EQ(g->weight_bytes().total, mem->weight_bytes().total);
+    GenerationRequest r;
+    r.prompt = {2, 17, 99, 250};
+    r.max_new_tokens = 12;
+    r.sampling.temperature = 0;
+    EXPECT_EQ(generate(*g, {r}, {})[0].tokens, generate(*mem, {r}, {})[0].tokens);
+    // Token-by-token decode: the logits bit for bit.
+    auto decode_logits = [&](const InferModel& m) {
+      EngineOptions o;
+      o.max_context = 32;
+      InferenceEngine engine(m, o);
+      const std::vector<int32_t> ids = {2, 17, 99, 250, 5, 7, 11};
+      std::vector<float> out(ids.size() * size_t(c.vocab_size));
+      engine.reset(0);
+      for (size_t t = 0; t < ids.size(); ++t) {
+        StepChunk one{0, ids.data() + t, 1, LogitsWanted::kLast};
+        engine.step({&one, 1});
+        engine.logits(0, 1, out.data() + t * size_t(c.vocab_size));
+      }
+      return out;
+    };
+    EXPECT_EQ(decode_logits(*g), decode_logits(*mem));
+
+    InferLoadOptions f32;
+    f32.dtype = "f32";
+    auto wide = InferModel::open(path, f32);
+    EXPECT_EQ(wide->matrix_dtype(), "f32");
+    std::vector<float> row(size_t(c.hidden)), want(size_t(c.hidden));
+    wide->weights().attn[1].q.row_f32(3, row.data());
+    gw.attn[1].q.row_f32(3, want.data());
+    EXPECT_EQ(row, want);
+  }
 }
 
 // Gemma 3's layout: the tokenizer (pad 0, eos 1, bos 2, unk 3, byte fallback)

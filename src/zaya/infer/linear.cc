@@ -19,7 +19,7 @@ constexpr int64_t kMaxChunkRows = 512;
 // most kMaxChunkRows / kRowBucket oneDNN primitives.
 constexpr int64_t kRowBucket = 32;
 
-// int8 weights always take the matvec kernel (there is no int8 GEMM here): prefill on them is slower.
+// int8 (Q8_0) weights always take the matvec kernel (there is no int8 GEMM here): prefill on them is slower.
 bool use_matvec(int64_t tokens, const WeightMatrix& w, bool bf16_activations) {
   return tokens <= kMatvecMaxTokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
 }
@@ -74,10 +74,10 @@ void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64
   if (tokens <= 0) return;
   if (use_matvec(tokens, w, bf16_activations_)) {
     if (tokens * w.rows * w.cols < kDecodeParallelMinMacs) {
-      matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate, w.scale);
+      matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate);
       return;
     }
-    matvec(w.type, w.data, w.cols, w.rows, x, ldx, tokens, y, ldy, accumulate, w.scale);
+    matvec(w.type, w.data, w.cols, w.rows, x, ldx, tokens, y, ldy, accumulate);
   } else if (w.type == WeightType::kF32) {
     gemm<float>(false, true, tokens, w.rows, w.cols, 1.0f, x, ldx, static_cast<const float*>(w.data), w.cols,
                 accumulate ? 1.0f : 0.0f, y, ldy);
@@ -110,8 +110,7 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
     int64_t base = 0;
     for (const Part& p : parts) {
       const int64_t r0 = std::max(g0, base) - base, r1 = std::min(g1, base + p.w->rows) - base;
-      if (r0 < r1)
-        matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false, p.w->scale);
+      if (r0 < r1) matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
       base += p.w->rows;
     }
   }

@@ -8,7 +8,7 @@
 //    the activations to bf16 as bf16 inference in PyTorch does; with
 //    `bf16_activations` off they stay on the matvec kernel instead (f32
 //    activations, exact, several times slower): the setting the decode-vs-
-//    full-sequence tests use. int8 weights (per-row scales) always take the
+//    full-sequence tests use. int8 weights (Q8_0 blocks) always take the
 //    matvec kernel.
 //
 // The runner owns the scratch of the bf16 GEMM path (activations rounded to

@@ -41,14 +41,22 @@ void GgufFile::read_f32(const std::string& name, float* dst, const std::vector<i
   gguf_convert_to_f32(path(), name, t.type, bytes(name), dst, static_cast<uint64_t>(t.numel));
 }
 
-void GgufFile::read_f32_range(const std::string& name, uint64_t first, uint64_t count, float* dst) const {
+std::span<const uint8_t> GgufFile::range_bytes(const std::string& name, uint64_t first, uint64_t count) const {
   const GgufTensorInfo& t = tensor(name);
   const auto numel = static_cast<uint64_t>(t.numel);
   if (first > numel || count > numel - first)
     fail("{}: tensor '{}': elements [{}, +{}) requested, but it has {} elements", path(), printable(name), first, count,
          numel);
-  const size_t size = ggml_type_size(t.type);
-  gguf_convert_to_f32(path(), name, t.type, bytes(name).subspan(first * size, count * size), dst, count);
+  const auto block = static_cast<uint64_t>(ggml_block_size(t.type));
+  if (first % block != 0 || count % block != 0)
+    fail("{}: tensor '{}': elements [{}, +{}) do not start and end on the {}-element blocks of {}", path(),
+         printable(name), first, count, block, ggml_type_name(t.type));
+  return bytes(name).subspan(ggml_nbytes(t.type, first), ggml_nbytes(t.type, count));
+}
+
+void GgufFile::read_f32_range(const std::string& name, uint64_t first, uint64_t count, float* dst) const {
+  const GgufTensorInfo& t = tensor(name);
+  gguf_convert_to_f32(path(), name, t.type, range_bytes(name, first, count), dst, count);
 }
 
 }  // namespace zaya

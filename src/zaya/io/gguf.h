@@ -49,14 +49,19 @@ class GgufFile {
   // The tensor's raw little-endian bytes inside the mapping.
   std::span<const uint8_t> bytes(const std::string& name) const;
 
-  // Copies the whole tensor into dst (numel floats), converting F32, F16, BF16
-  // or F64. `expected_shape` is in PyTorch order (outermost first) and must
+  // Copies the whole tensor into dst (numel floats), converting F32, F16, BF16,
+  // F64 or Q8_0. `expected_shape` is in PyTorch order (outermost first) and must
   // match the tensor's shape (leading 1s aside: gguf_same_shape).
   void read_f32(const std::string& name, float* dst, const std::vector<int64_t>& expected_shape) const;
 
   // Copies elements [first, first + count) of the tensor, in storage order
-  // (row-major over the PyTorch shape), into dst, converting as read_f32 does.
+  // (row-major over the PyTorch shape), into dst, converting as read_f32 does
+  // (Q8_0 too: dequantized).
   void read_f32_range(const std::string& name, uint64_t first, uint64_t count, float* dst) const;
+
+  // The raw bytes of elements [first, first + count); for a block type (Q8_0)
+  // both ends must be on block boundaries.
+  std::span<const uint8_t> range_bytes(const std::string& name, uint64_t first, uint64_t count) const;
 
  private:
   GgufFile(MappedFile file, GgufLayout layout);

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstring>
 
+#include "zaya/core/q8_0.h"
+
 namespace zaya {
 
 std::string_view gguf_type_name(GgufType type) {
@@ -68,6 +70,7 @@ std::optional<GgmlType> ggml_type_from_raw(uint32_t raw) {
   switch (raw) {
     case 0: return GgmlType::kF32;
     case 1: return GgmlType::kF16;
+    case 8: return GgmlType::kQ8_0;
     case 24: return GgmlType::kI8;
     case 25: return GgmlType::kI16;
     case 26: return GgmlType::kI32;
@@ -82,6 +85,7 @@ std::string_view ggml_type_name(GgmlType type) {
   switch (type) {
     case GgmlType::kF32: return "F32";
     case GgmlType::kF16: return "F16";
+    case GgmlType::kQ8_0: return "Q8_0";
     case GgmlType::kI8: return "I8";
     case GgmlType::kI16: return "I16";
     case GgmlType::kI32: return "I32";
@@ -105,6 +109,7 @@ std::string ggml_raw_type_name(uint32_t raw) {
 
 size_t ggml_type_size(GgmlType type) {
   switch (type) {
+    case GgmlType::kQ8_0: return size_t(kQ8BlockBytes);
     case GgmlType::kI8: return 1;
     case GgmlType::kF16:
     case GgmlType::kBF16:
@@ -115,6 +120,12 @@ size_t ggml_type_size(GgmlType type) {
     case GgmlType::kF64: return 8;
   }
   return 0;
+}
+
+int64_t ggml_block_size(GgmlType type) { return type == GgmlType::kQ8_0 ? kQ8Block : 1; }
+
+uint64_t ggml_nbytes(GgmlType type, uint64_t numel) {
+  return numel / uint64_t(ggml_block_size(type)) * ggml_type_size(type);
 }
 
 bool ggml_type_is_float(GgmlType type) {

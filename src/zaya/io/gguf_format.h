@@ -72,11 +72,14 @@ size_t gguf_type_size(GgufType type);
 bool gguf_type_is_integer(GgufType type);
 
 // Tensor element types (enum ggml_type). zaya.cpp reads and writes the types
-// that are one element per fixed-size slot; the block-quantised types (Q4_0,
-// Q4_K, IQ*, ...) are recognised by name in error messages only.
+// that are one element per fixed-size slot and Q8_0 (blocks of 32 elements
+// along the innermost axis, 34 bytes each: core/q8_0.h); the other
+// block-quantised types (Q4_0, Q4_K, IQ*, ...) are recognised by name in error
+// messages only.
 enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
+  kQ8_0 = 8,
   kI8 = 24,
   kI16 = 25,
   kI32 = 26,
@@ -91,7 +94,12 @@ std::optional<GgmlType> ggml_type_from_raw(uint32_t raw);
 std::string_view ggml_type_name(GgmlType type);
 // The name of any raw ggml type value: "Q4_K" for 12, "unknown" outside the table.
 std::string ggml_raw_type_name(uint32_t raw);
+// Bytes of one block, and elements per block (1 for the plain types; Q8_0: 34 and 32), as ggml's
+// type_size and blck_size: a tensor's innermost dimension must be a multiple of the block size.
 size_t ggml_type_size(GgmlType type);
+int64_t ggml_block_size(GgmlType type);
+// Bytes of `numel` elements (a multiple of the block size).
+uint64_t ggml_nbytes(GgmlType type, uint64_t numel);
 bool ggml_type_is_float(GgmlType type);
 
 // `offset` rounded up to a multiple of `alignment` (a power of two); false on overflow.

@@ -9,6 +9,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/io/utf8.h"
 
 namespace zaya {
@@ -222,11 +223,18 @@ GgufTensorInfo parse_tensor_info(Reader& r, uint64_t index, uint64_t alignment,
   if (!type) {
     const std::string name = ggml_raw_type_name(raw_type);
     if (name == "unknown") r.error("ggml type at byte {} is {}, which is not a ggml type", type_at, raw_type);
-    r.error("ggml type is {} ({}), a quantised type; zaya.cpp reads F32, F16, BF16, F64, I8, I16, I32 and I64", name,
-            raw_type);
+    r.error("ggml type is {} ({}), a quantised type; zaya.cpp reads F32, F16, BF16, F64, Q8_0, I8, I16, I32 and I64",
+            name, raw_type);
   }
   t.type = *type;
-  if (__builtin_mul_overflow(numel, static_cast<uint64_t>(ggml_type_size(t.type)), &t.nbytes))
+  // ggml's rule for block types: whole blocks along the innermost axis.
+  const int64_t block = ggml_block_size(t.type);
+  if (block > 1 && (t.dims.empty() || t.dims[0] % block != 0))
+    r.error(
+        "ggml type {} stores blocks of {} elements along the innermost dimension, but dimensions [{}] have rows "
+        "of {} elements (not a multiple of {})",
+        ggml_type_name(t.type), block, fmt::join(t.dims, ", "), t.dims.empty() ? 1 : t.dims[0], block);
+  if (__builtin_mul_overflow(numel / uint64_t(block), static_cast<uint64_t>(ggml_type_size(t.type)), &t.nbytes))
     r.error("{} elements of {} need more than 2^64 bytes", numel, ggml_type_name(t.type));
 
   const uint64_t offset_at = r.pos();
@@ -325,6 +333,13 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
 
 void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType type, std::span<const uint8_t> src,
                          float* dst, uint64_t count) {
+  if (type == GgmlType::kQ8_0) {  // whole blocks (callers start and end ranges on block boundaries)
+    ZAYA_ASSERT(count % uint64_t(kQ8Block) == 0 && ggml_nbytes(type, count) <= src.size());
+    const auto blocks = static_cast<int64_t>(count / uint64_t(kQ8Block));
+#pragma omp parallel for schedule(static) if (blocks >= 2048)
+    for (int64_t b = 0; b < blocks; ++b) dequantize_q8_0(src.data() + b * kQ8BlockBytes, kQ8Block, dst + b * kQ8Block);
+    return;
+  }
   const size_t size = ggml_type_size(type);
   ZAYA_ASSERT(count <= src.size() / size);
   const uint8_t* p = src.data();
@@ -354,7 +369,7 @@ void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType
       }
       return;
     default:
-      fail("{}: tensor '{}' has ggml type {}; only F32, F16, BF16 and F64 tensors convert to float", label,
+      fail("{}: tensor '{}' has ggml type {}; only F32, F16, BF16, F64 and Q8_0 tensors convert to float", label,
            printable(name), ggml_type_name(type));
   }
 }

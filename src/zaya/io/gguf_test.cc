@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/core/test_util.h"
 #include "zaya/io/gguf_writer.h"
 
@@ -264,6 +266,43 @@ TEST(Gguf, PiecesRangesAndCustomAlignment) {
   expect_failure([&] { f.read_f32_range("stacked", 6, 4, part.data()); }, {"'stacked'", "has 9 elements"});
   expect_failure([&] { f.read_f32("raw_i8", back.data(), {4}); }, {"'raw_i8'", "ggml type I8"});
   expect_failure([&] { f.tensor("nope"); }, {"p.gguf", "no tensor named 'nope'"});
+}
+
+// Q8_0 (ggml type 8): floats quantized as core/q8_0.h into 34-byte blocks of
+// 32, read back dequantized or as raw block ranges; shapes whose rows are no
+// whole blocks, and ranges off the block boundaries, refused.
+TEST(Gguf, Q8_0TensorsRoundTrip) {
+  testing::TempDir dir;
+  std::vector<float> x(3 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i)) * float(1 + i % 5);
+  GgufWriter w;
+  w.add_f32("q", {3, 64}, x.data(), GgmlType::kQ8_0);
+  w.add_f32("after", {2}, x.data());
+  const std::string path = dir.file("q.gguf");
+  w.write(path);
+  const GgufFile f = GgufFile::open(path);
+  const GgufTensorInfo& t = f.tensor("q");
+  EXPECT_EQ(t.type, GgmlType::kQ8_0);
+  EXPECT_EQ(t.dims, (std::vector<int64_t>{64, 3}));
+  EXPECT_EQ(t.nbytes, 6u * 34u);
+  std::vector<uint8_t> want(6 * 34);
+  quantize_q8_0(x.data(), 192, want.data());
+  const auto raw = f.bytes("q");
+  EXPECT_TRUE(std::equal(raw.begin(), raw.end(), want.begin(), want.end()));
+  std::vector<float> back(192), deq(192);
+  f.read_f32("q", back.data(), {3, 64});
+  dequantize_q8_0(want.data(), 192, deq.data());
+  EXPECT_EQ(back, deq);
+  const auto mid = f.range_bytes("q", 64, 96);  // row 1 and the first block of row 2
+  EXPECT_EQ(mid.size(), 3u * 34u);
+  EXPECT_EQ(mid.data(), raw.data() + 2 * 34);
+  expect_failure([&] { f.range_bytes("q", 16, 32); }, {"q.gguf", "tensor 'q'", "blocks of Q8_0"});
+  GgufWriter bad;
+  expect_failure(
+      [&] {
+        bad.add_f32("odd", {2, 48}, x.data(), GgmlType::kQ8_0);
+      },
+      {"'odd'", "cannot be stored as Q8_0", "multiple of 32"});
 }
 
 TEST(GgufWriter, RejectsInvalidInput) {

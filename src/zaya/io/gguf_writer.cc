@@ -8,6 +8,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/utf8.h"
 
@@ -63,6 +64,7 @@ void encode_floats(GgmlType type, const float* src, size_t n, uint8_t* dst) {
         std::memcpy(dst + 8 * i, &d, 8);
       }
       return;
+    case GgmlType::kQ8_0: quantize_q8_0(src, int64_t(n), dst); return;
     default: fail("internal error: cannot encode floats as {}", ggml_type_name(type));
   }
 }
@@ -98,12 +100,17 @@ GgufWriter::Tensor& GgufWriter::add(std::string name, std::vector<int64_t> shape
     ZAYA_CHECK(d >= 0 && !__builtin_mul_overflow(numel, d, &numel),
                "GGUF tensor '{}': shape [{}] is invalid (negative or more than 2^63-1 elements)", name,
                fmt::join(shape, ", "));
+  const int64_t block = ggml_block_size(type);
+  ZAYA_CHECK(block == 1 || (!shape.empty() && shape.back() % block == 0),
+             "GGUF tensor '{}': shape [{}] cannot be stored as {}: its rows (the last dimension) must be a multiple of "
+             "{} elements",
+             name, fmt::join(shape, ", "), ggml_type_name(type), block);
   Tensor t;
   t.name = std::move(name);
   t.shape = std::move(shape);
   t.type = type;
   t.numel = numel;
-  ZAYA_CHECK(!__builtin_mul_overflow(static_cast<uint64_t>(numel), ggml_type_size(type), &t.nbytes),
+  ZAYA_CHECK(!__builtin_mul_overflow(static_cast<uint64_t>(numel / block), ggml_type_size(type), &t.nbytes),
              "GGUF tensor '{}' is too large", t.name);
   t.offset = data_bytes_;
   uint64_t end = 0;
@@ -125,11 +132,15 @@ void GgufWriter::add_f32(std::string name, std::vector<int64_t> shape, const flo
 
 void GgufWriter::add_f32_pieces(std::string name, std::vector<int64_t> shape,
                                 std::vector<std::span<const float>> pieces, GgmlType type) {
-  ZAYA_CHECK(ggml_type_is_float(type), "GGUF tensor '{}': floats cannot be stored as {}", name, ggml_type_name(type));
+  ZAYA_CHECK(ggml_type_is_float(type) || type == GgmlType::kQ8_0, "GGUF tensor '{}': floats cannot be stored as {}",
+             name, ggml_type_name(type));
   Tensor& t = add(std::move(name), std::move(shape), type);
   uint64_t total = 0;
   for (const auto& p : pieces) {
     ZAYA_CHECK(p.data() != nullptr || p.empty(), "GGUF tensor '{}': null source data", t.name);
+    ZAYA_CHECK(p.size() % uint64_t(ggml_block_size(type)) == 0,
+               "GGUF tensor '{}': a piece of {} floats is not whole {} blocks of {}", t.name, p.size(),
+               ggml_type_name(type), ggml_block_size(type));
     total += p.size();
   }
   ZAYA_CHECK(total == static_cast<uint64_t>(t.numel), "GGUF tensor '{}': the pieces hold {} floats, the shape {}",
@@ -182,13 +193,12 @@ void GgufWriter::write(const std::string& path) const {
     } else if (t.type == GgmlType::kF32) {
       for (const auto& p : t.pieces) out.write(p.data(), p.size_bytes());
     } else {
-      const size_t size = ggml_type_size(t.type);
-      buffer.resize(kChunkElements * size);
+      buffer.resize(ggml_nbytes(t.type, kChunkElements));  // kChunkElements: whole blocks
       for (const auto& p : t.pieces)
         for (size_t i = 0; i < p.size(); i += kChunkElements) {
           const size_t n = std::min(kChunkElements, p.size() - i);
           encode_floats(t.type, p.data() + i, n, buffer.data());
-          out.write(buffer.data(), n * size);
+          out.write(buffer.data(), ggml_nbytes(t.type, n));
         }
     }
     const uint64_t pad = (alignment_ - (t.nbytes % alignment_)) % alignment_;

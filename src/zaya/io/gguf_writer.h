@@ -61,7 +61,8 @@ class GgufWriter {
   void set_f64(std::string key, double v) { set(std::move(key), GgufValue::f64(v)); }
   void set_bool(std::string key, bool v) { set(std::move(key), GgufValue::boolean(v)); }
 
-  // numel floats stored as `type` (F32, F16, BF16 or F64; F16/BF16 round to nearest even).
+  // numel floats stored as `type` (F32, F16, BF16 or F64; F16/BF16 round to
+  // nearest even; or Q8_0, quantized as core/q8_0.h, rows a multiple of 32).
   void add_f32(std::string name, std::vector<int64_t> shape, const float* src, GgmlType type = GgmlType::kF32);
   // A tensor whose elements, in storage order, are the concatenation of
   // `pieces` (e.g. the gate halves of every expert's fc1, stacked).

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <unordered_set>
 
 #include "zaya/core/error.h"
@@ -60,7 +61,7 @@ void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& t
       keep_f32 = keep_f32 || src.always_f32;
       pieces.emplace_back(src.data + s.first, static_cast<size_t>(s.count));
     }
-    w.add_f32_pieces(t.name, t.shape, std::move(pieces), keep_f32 ? GgmlType::kF32 : dtype);
+    w.add_f32_pieces(t.name, t.shape, std::move(pieces), keep_f32 ? GgmlType::kF32 : zaya_gguf_tensor_type(t, dtype));
   }
   w.write(path);
 }
@@ -90,14 +91,42 @@ ZayaGgufFile::ZayaGgufFile(GgufFile file, ZayaConfig config)
   }
 }
 
-void ZayaGgufFile::read_legacy(const std::string& name, float* dst, const std::vector<int64_t>& expected_shape) const {
+const std::vector<ZayaGgufFile::Source>& ZayaGgufFile::sources_of(const std::string& name,
+                                                                  const std::vector<int64_t>& expected_shape) const {
   auto it = legacy_index_.find(name);
   ZAYA_CHECK(it != legacy_index_.end(), "{}: the model of this file has no tensor '{}'", file_.path(), name);
   const LegacyTensor& t = legacy_[it->second];
   ZAYA_CHECK(t.shape == expected_shape, "{}: tensor '{}': expected shape {}, the file's config gives {}", file_.path(),
              name, format_shape(expected_shape), format_shape(t.shape));
-  for (const Source& s : sources_[it->second])
+  return sources_[it->second];
+}
+
+void ZayaGgufFile::read_legacy(const std::string& name, float* dst, const std::vector<int64_t>& expected_shape) const {
+  for (const Source& s : sources_of(name, expected_shape))
     file_.read_f32_range(s.gguf_name, s.gguf_first, static_cast<uint64_t>(s.count), dst + s.legacy_first);
+}
+
+bool ZayaGgufFile::has_q8_0() const {
+  for (const GgufTensorInfo& t : file_.tensors())
+    if (t.type == GgmlType::kQ8_0) return true;
+  return false;
+}
+
+bool ZayaGgufFile::is_q8_0(const std::string& name) const {
+  auto it = legacy_index_.find(name);
+  if (it == legacy_index_.end()) return false;
+  for (const Source& s : sources_[it->second])
+    if (file_.tensor(s.gguf_name).type != GgmlType::kQ8_0) return false;
+  return !sources_[it->second].empty();
+}
+
+void ZayaGgufFile::read_legacy_q8_0(const std::string& name, uint8_t* dst,
+                                    const std::vector<int64_t>& expected_shape) const {
+  ZAYA_CHECK(is_q8_0(name), "{}: tensor '{}' is not stored as Q8_0", file_.path(), name);
+  for (const Source& s : sources_of(name, expected_shape)) {
+    const std::span<const uint8_t> src = file_.range_bytes(s.gguf_name, s.gguf_first, static_cast<uint64_t>(s.count));
+    std::memcpy(dst + ggml_nbytes(GgmlType::kQ8_0, static_cast<uint64_t>(s.legacy_first)), src.data(), src.size());
+  }
 }
 
 ZayaGgufContents read_zaya_gguf(const std::string& path) {
@@ -112,11 +141,12 @@ ZayaGgufContents read_zaya_gguf(const std::string& path) {
   return out;
 }
 
-void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file) {
+void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file, bool skip_q8_0) {
   // Same config, compared through its complete JSON form.
   ZAYA_CHECK(config_to_hf_json(model.config(), "float32") == config_to_hf_json(file.config(), "float32"),
              "{}: the file's model config differs from the model being loaded", file.gguf().path());
-  for (const ParamEntry& e : model.params().entries()) file.read_legacy(e.name, model.param_data() + e.offset, e.shape);
+  for (const ParamEntry& e : model.params().entries())
+    if (!skip_q8_0 || !file.is_q8_0(e.name)) file.read_legacy(e.name, model.param_data() + e.offset, e.shape);
   for (const ParamEntry& e : model.buffers().entries())
     file.read_legacy(e.name, model.buffer_data() + e.offset, e.shape);
 }

@@ -53,8 +53,14 @@ class ZayaGgufFile {
   const GgufFile& gguf() const { return file_; }
   // Parameters then buffers, in ParamTable order.
   const std::vector<LegacyTensor>& legacy_tensors() const { return legacy_; }
-  // Copies legacy tensor `name` into dst (numel floats); `expected_shape` must match.
+  // Copies legacy tensor `name` into dst (numel floats, Q8_0 dequantized); `expected_shape` must match.
   void read_legacy(const std::string& name, float* dst, const std::vector<int64_t>& expected_shape) const;
+
+  // Whether any tensor is Q8_0 (a `--dtype q8_0` export), and whether legacy tensor `name` is.
+  bool has_q8_0() const;
+  bool is_q8_0(const std::string& name) const;
+  // Copies a Q8_0 legacy tensor's blocks, as stored, into dst (rows x q8_0_row_bytes(cols) bytes).
+  void read_legacy_q8_0(const std::string& name, uint8_t* dst, const std::vector<int64_t>& expected_shape) const;
 
  private:
   struct Source {  // where legacy elements [legacy_first, + count) are in the GGUF file
@@ -64,6 +70,7 @@ class ZayaGgufFile {
     int64_t count = 0;
   };
   ZayaGgufFile(GgufFile file, ZayaConfig config);
+  const std::vector<Source>& sources_of(const std::string& name, const std::vector<int64_t>& expected_shape) const;
 
   GgufFile file_;
   ZayaConfig config_;
@@ -86,9 +93,11 @@ struct ZayaGgufContents {
 // Reads the whole file into memory as legacy tensors.
 ZayaGgufContents read_zaya_gguf(const std::string& path);
 
-// Loads the weights of a ZAYA GGUF file into a model with the same config.
+// Loads the weights of a ZAYA GGUF file into a model with the same config
+// (Q8_0 tensors dequantized; with skip_q8_0 left as they are, for a reader
+// that takes their blocks with read_legacy_q8_0).
 void load_gguf_weights(ZayaModel& model, const std::string& path);
-void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file);
+void load_gguf_weights(ZayaModel& model, const ZayaGgufFile& file, bool skip_q8_0 = false);
 std::unique_ptr<ZayaModel> load_gguf_model(const std::string& path);
 
 }  // namespace zaya

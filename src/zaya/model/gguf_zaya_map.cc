@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "zaya/core/error.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/io/utf8.h"
 #include "zaya/model/gguf_zaya_map.h"
@@ -59,7 +60,7 @@ constexpr const char* kTiedHead = "zaya.tie_word_embeddings";               // f
 constexpr const char* kRopePrecision = "zaya.rope.precision";               // "f32" or "f64" angles
 
 // llama_ftype values for general.file_type.
-constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyBF16 = 32;
+constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyQ8_0 = 7, kFileTypeMostlyBF16 = 32;
 
 // Upper bounds checked before a value enters the config, so that no size
 // product in ParamTable (or ZayaConfig::validate) can overflow int64 on a
@@ -97,7 +98,30 @@ GgmlType zaya_gguf_dtype(const std::string& dtype) {
   if (dtype == "f32") return GgmlType::kF32;
   if (dtype == "bf16") return GgmlType::kBF16;
   if (dtype == "f16") return GgmlType::kF16;
-  fail("GGUF export dtype '{}' is invalid; allowed: f32, bf16, f16", dtype);
+  if (dtype == "q8_0") return GgmlType::kQ8_0;
+  fail("GGUF export dtype '{}' is invalid; allowed: f32, bf16, f16, q8_0", dtype);
+}
+
+GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype) {
+  if (t.keep_f32) return GgmlType::kF32;
+  if (dtype == GgmlType::kQ8_0) return t.int8 ? GgmlType::kQ8_0 : t.decoder_f32 ? GgmlType::kF32 : GgmlType::kBF16;
+  return dtype;
+}
+
+bool zaya_int8_matrix(TensorRole role, int64_t cols, bool tied_head) {
+  if (cols <= 0 || cols % kQ8Block != 0) return false;
+  switch (role) {
+    case TensorRole::kAttnQ:
+    case TensorRole::kAttnK:
+    case TensorRole::kAttnVCurrent:
+    case TensorRole::kAttnVDelayed:
+    case TensorRole::kAttnOut:
+    case TensorRole::kExpertFc1:
+    case TensorRole::kExpertFc2:
+    case TensorRole::kLmHead: return true;
+    case TensorRole::kEmbedding: return tied_head;
+    default: return false;
+  }
 }
 
 std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& c) {
@@ -105,15 +129,24 @@ std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& c) {
   const ParamTable buffers(c, false);
   const int64_t E = c.experts, F = c.expert_ffn, D = c.hidden;
   std::vector<ZayaGgufTensor> out;
+  const bool tied = c.tie_word_embeddings;
   auto single = [&](const ParamEntry& e) {
-    out.push_back({gguf_tensor_name(e.role, e.half_layer), e.shape, {{e.name, 0, e.numel}}, e.shape.size() == 1});
+    const bool int8 = e.shape.size() == 2 && zaya_int8_matrix(e.role, e.shape[1], tied);
+    out.push_back({gguf_tensor_name(e.role, e.half_layer),
+                   e.shape,
+                   {{e.name, 0, e.numel}},
+                   e.shape.size() == 1,
+                   int8,
+                   e.role == TensorRole::kConvDepthwise});
   };
   // Stacked experts (llama.cpp's layout): fc1 [2F, D] splits into gate rows
   // [0, F) and up rows [F, 2F); fc2 [D, F] is the down projection.
   auto experts = [&](int n) {
-    ZayaGgufTensor gate{gguf_tensor_name(TensorRole::kExpertFc1, n, 0), {E, F, D}, {}, false};
-    ZayaGgufTensor up{gguf_tensor_name(TensorRole::kExpertFc1, n, 1), {E, F, D}, {}, false};
-    ZayaGgufTensor down{gguf_tensor_name(TensorRole::kExpertFc2, n), {E, D, F}, {}, false};
+    const bool fc1_int8 = zaya_int8_matrix(TensorRole::kExpertFc1, D, tied);
+    const bool fc2_int8 = zaya_int8_matrix(TensorRole::kExpertFc2, F, tied);
+    ZayaGgufTensor gate{gguf_tensor_name(TensorRole::kExpertFc1, n, 0), {E, F, D}, {}, false, fc1_int8, false};
+    ZayaGgufTensor up{gguf_tensor_name(TensorRole::kExpertFc1, n, 1), {E, F, D}, {}, false, fc1_int8, false};
+    ZayaGgufTensor down{gguf_tensor_name(TensorRole::kExpertFc2, n), {E, D, F}, {}, false, fc2_int8, false};
     for (const ParamEntry& e : params.entries()) {
       if (e.half_layer != n) continue;
       if (e.role == TensorRole::kExpertFc1) {
@@ -171,9 +204,10 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   const GgmlType dtype = zaya_gguf_dtype(options.dtype);
   w.set_string("general.architecture", kZayaGgufArchitecture);
   w.set_string("general.name", options.name);
-  w.set_u32("general.file_type", dtype == GgmlType::kF32   ? kFileTypeAllF32
-                                 : dtype == GgmlType::kF16 ? kFileTypeMostlyF16
-                                                           : kFileTypeMostlyBF16);
+  w.set_u32("general.file_type", dtype == GgmlType::kF32    ? kFileTypeAllF32
+                                 : dtype == GgmlType::kF16  ? kFileTypeMostlyF16
+                                 : dtype == GgmlType::kQ8_0 ? kFileTypeMostlyQ8_0
+                                                            : kFileTypeMostlyBF16);
   w.set_string(kLayout, kZayaGgufLayout);
   w.set_u32(kContextLength, as_u32(kContextLength, c.max_position));
   w.set_u32(kEmbeddingLength, as_u32(kEmbeddingLength, c.hidden));
@@ -300,8 +334,14 @@ void check_zaya_gguf_tensors(std::string_view label, const std::vector<ZayaGgufT
     const GgufTensorInfo& info = *it->second;
     ZAYA_CHECK(gguf_same_shape(info.shape, t.shape), "{}: tensor '{}' has shape {}, the config gives {}", label, t.name,
                format_shape(info.shape), format_shape(t.shape));
-    ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64", label,
-               t.name, ggml_type_name(info.type));
+    if (info.type == GgmlType::kQ8_0)
+      ZAYA_CHECK(t.int8,
+                 "{}: tensor '{}' has ggml type Q8_0, but it is not one of the int8 matrices (attention "
+                 "projections, experts, LM head; docs/formats-gguf.md); expected F32, F16, BF16 or F64",
+                 label, t.name);
+    else
+      ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64{}",
+                 label, t.name, ggml_type_name(info.type), t.int8 ? " (or Q8_0)" : "");
   }
   for (const GgufTensorInfo& t : tensors)
     ZAYA_CHECK(expected.count(t.name) != 0, "{}: unexpected tensor '{}' (not part of the ZAYA mapping for this config)",

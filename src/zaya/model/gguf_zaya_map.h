@@ -12,6 +12,7 @@
 #include "zaya/io/gguf_parse.h"
 #include "zaya/io/gguf_writer.h"
 #include "zaya/model/config.h"
+#include "zaya/model/tensor_table.h"
 
 namespace zaya {
 
@@ -32,22 +33,39 @@ struct ZayaGgufTensor {
   std::vector<int64_t> shape;  // PyTorch order (stored reversed, in ggml order)
   std::vector<ZayaGgufSegment> segments;
   bool keep_f32 = false;  // 1-D tensors (norms, scales, biases, balancing biases) are always F32
+  bool int8 = false;      // in the int8 set (zaya_int8_matrix): Q8_0 in a q8_0 export, and allowed as Q8_0 on reading
+  // Taps the decoder reads as f32 vectors whatever the dtype (the depthwise
+  // conv [C, 1, k0]): F32 in a q8_0 export, so that it holds what `--dtype int8` runs.
+  bool decoder_f32 = false;
 };
+
+// The int8 set, shared by `--dtype int8` (infer/infer_model.h) and the Q8_0
+// export so that both give the same bytes: the attention projections (q, k,
+// both value projections, o), every expert's fc1 and fc2, and the LM head
+// (the embedding when `tied_head`, else lm_head), each only when its rows
+// (`cols` elements) are whole Q8_0 blocks of 32 (every ZAYA1 and preset matrix
+// is; a toy config's other matrices stay float). The router, convolutions,
+// norms, temperatures and residual scales are never in it.
+bool zaya_int8_matrix(TensorRole role, int64_t cols, bool tied_head);
 
 // The mapping for `config`: every parameter and buffer of ParamTable(config)
 // appears in exactly one segment (checked).
 std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& config);
 
 struct GgufSaveOptions {
-  std::string dtype = "f32";  // f32, bf16 or f16 (for tensors of 2+ dimensions; 1-D stay F32)
+  // f32, bf16 or f16 (for tensors of 2+ dimensions; 1-D stay F32), or q8_0:
+  // the int8 set (zaya_int8_matrix) as Q8_0, the other 2+-D tensors BF16.
+  std::string dtype = "f32";
   std::string name = "zaya";  // general.name
   uint32_t alignment = kGgufDefaultAlignment;
   // Written after the config's keys, e.g. the tokenizer's (data/tokenizer_gguf.h).
   std::vector<GgufKeyValue> extra_metadata;
 };
 
-// The ggml type of options.dtype (throws for anything but f32, bf16, f16).
+// The ggml type of options.dtype (throws for anything but f32, bf16, f16, q8_0).
 GgmlType zaya_gguf_dtype(const std::string& dtype);
+// The type tensor `t` is written as under `dtype` (keep_f32 tensors: F32).
+GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype);
 
 // All metadata of a ZAYA GGUF file: general.* (architecture, name, file
 // type), the config as zaya.* keys, the tokenizer's special ids, then
@@ -59,7 +77,8 @@ void write_zaya_gguf_metadata(const ZayaConfig& config, const GgufSaveOptions& o
 ZayaConfig zaya_config_from_gguf(const GgufMetadata& metadata);
 
 // Checks that `tensors` (a GGUF file's, `label` naming it) are exactly those
-// of `map`, each with the mapped shape and a float type (F32, F16, BF16, F64).
+// of `map`, each with the mapped shape and a float type (F32, F16, BF16, F64),
+// or Q8_0 for the tensors of the int8 set.
 void check_zaya_gguf_tensors(std::string_view label, const std::vector<ZayaGgufTensor>& map,
                              const std::vector<GgufTensorInfo>& tensors);
 

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <set>
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/core/test_util.h"
 #include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
@@ -368,6 +370,150 @@ TEST(GgufZaya, ReadRejectsFilesThatDoNotMatchTheMapping) {
   expect_failure([&] { ZayaGgufFile::open(path); }, {"r.gguf", "moe_router_topk"});
   with_metadata("zaya.router.eda", GgufValue::u8(1));
   expect_failure([&] { ZayaGgufFile::open(path); }, {"'zaya.router.eda' is uint8 1, expected a bool"});
+}
+
+// The int8 set of the test config: q, k, v, o, fc1 (rows of 32) and the tied
+// embedding; fc2's rows of 12 are no whole Q8_0 blocks and stay BF16.
+TEST(GgufZaya, Q8_0ExportHoldsTheInt8SetInBlocks) {
+  for (bool tied : {true, false}) {
+    TempDir dir;
+    ZayaConfig c = test_config();
+    c.tie_word_embeddings = tied;
+    auto model = random_model(c, 8);
+    const std::string path = dir.file("q.gguf");
+    GgufSaveOptions options;
+    options.dtype = "q8_0";
+    save_gguf_model(*model, path, options);
+
+    const ZayaGgufFile file = ZayaGgufFile::open(path);
+    const GgufFile& raw = file.gguf();
+    EXPECT_TRUE(file.has_q8_0());
+    EXPECT_EQ(raw.metadata().get_u32("general.file_type"), 7u);  // LLAMA_FTYPE_MOSTLY_Q8_0
+    for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_k.weight", "blk.2.attn_output.weight",
+                             "blk.0.ffn_gate_exps.weight", "blk.2.ffn_up_exps.weight"})
+      EXPECT_EQ(raw.tensor(name).type, GgmlType::kQ8_0) << name;
+    EXPECT_EQ(raw.tensor("token_embd.weight").type, tied ? GgmlType::kQ8_0 : GgmlType::kBF16);
+    if (!tied) {
+      EXPECT_EQ(raw.tensor("output.weight").type, GgmlType::kQ8_0);
+    }
+    EXPECT_EQ(raw.tensor("blk.0.ffn_down_exps.weight").type, GgmlType::kBF16);  // rows of 12
+    EXPECT_EQ(raw.tensor("blk.0.attn_norm.weight").type, GgmlType::kF32);
+    EXPECT_EQ(raw.tensor("blk.0.attn_conv_dw.weight").type, GgmlType::kF32);  // read as f32 taps by the decoder
+    EXPECT_EQ(raw.tensor("blk.0.attn_conv_grp.weight").type, GgmlType::kBF16);
+    for (const GgufTensorInfo& t : raw.tensors())
+      if (t.name.find("router") != std::string::npos || t.name.find("conv") != std::string::npos) {
+        EXPECT_NE(t.type, GgmlType::kQ8_0) << t.name;
+      }
+
+    // llama.cpp's reader rules: type id 8, rows of whole 32-blocks, 34 bytes per
+    // block, the data section and every tensor aligned, each tensor right after
+    // the previous one padded to the alignment.
+    EXPECT_EQ(raw.data_offset() % raw.alignment(), 0u);
+    uint64_t next = 0;
+    for (const GgufTensorInfo& t : raw.tensors()) {
+      EXPECT_EQ(t.offset, next) << t.name;
+      if (t.type == GgmlType::kQ8_0) {
+        EXPECT_EQ(static_cast<uint32_t>(t.type), 8u);
+        EXPECT_EQ(t.dims[0] % 32, 0) << t.name;
+        EXPECT_EQ(t.nbytes, uint64_t(t.numel) / 32 * 34) << t.name;
+      }
+      next = (t.offset + t.nbytes + raw.alignment() - 1) / raw.alignment() * raw.alignment();
+    }
+    EXPECT_EQ(raw.data_offset() + next, std::filesystem::file_size(path));
+
+    // The blocks are exactly quantize_q8_0 of the model's rows (fc1: the gate
+    // rows then the up rows of each expert), and read back block for block.
+    int checked = 0, experts = 0;
+    for (const ParamEntry& e : model->params().entries()) {
+      if (!file.is_q8_0(e.name)) continue;
+      ++checked;
+      experts += e.role == TensorRole::kExpertFc1;
+      const int64_t rows = e.shape[0], cols = e.shape[1];
+      std::vector<uint8_t> want(size_t(rows * q8_0_row_bytes(cols))), got(want.size());
+      for (int64_t r = 0; r < rows; ++r)
+        quantize_q8_0(model->param_data() + e.offset + r * cols, cols, want.data() + r * q8_0_row_bytes(cols));
+      file.read_legacy_q8_0(e.name, got.data(), e.shape);
+      ASSERT_EQ(got, want) << e.name;
+      // Read as floats (ckpt import): the dequantized blocks.
+      std::vector<float> deq(size_t(e.numel)), f(size_t(e.numel));
+      dequantize_q8_0(want.data(), e.numel, deq.data());
+      file.read_legacy(e.name, f.data(), e.shape);
+      ASSERT_EQ(std::memcmp(f.data(), deq.data(), f.size() * sizeof(float)), 0) << e.name;
+    }
+    // Per block q, k, two v, o; fc1 of 4 experts in each of 3 blocks; the head.
+    EXPECT_EQ(checked, 3 * 5 + 3 * 4 + 1);
+    EXPECT_EQ(experts, 3 * 4);
+  }
+}
+
+// Byte offset of tensor `name`'s info (just past its name) in the file.
+size_t tensor_info_at(const std::string& bytes, const std::string& name) {
+  std::string key(8, '\0');
+  const uint64_t n = name.size();
+  std::memcpy(key.data(), &n, 8);
+  key += name;
+  const size_t at = bytes.find(key);
+  EXPECT_NE(at, std::string::npos) << name;
+  return at + key.size();
+}
+
+TEST(GgufZaya, BadQ8_0FilesAreRefusedNamingFileAndTensor) {
+  TempDir dir;
+  auto model = random_model(test_config(), 9);
+  const std::string good = dir.file("good.gguf"), bad = dir.file("bad.gguf");
+  GgufSaveOptions options;
+  options.dtype = "q8_0";
+  save_gguf_model(*model, good, options);
+  const std::string bytes = testing::read_file(good);
+  const GgufFile raw = GgufFile::open(good);
+
+  // Truncated inside a Q8_0 tensor: the last Q8_0 tensor of the file.
+  const GgufTensorInfo* last = nullptr;
+  for (const GgufTensorInfo& t : raw.tensors())
+    if (t.type == GgmlType::kQ8_0) last = &t;
+  ASSERT_NE(last, nullptr);
+  testing::write_file(bad, bytes.substr(0, raw.data_offset() + last->offset + last->nbytes - 17));
+  expect_failure([&] { ZayaGgufFile::open(bad); },
+                 {"bad.gguf", "tensor '" + last->name + "'", "Q8_0", "truncated file?"});
+
+  // More blocks than the data holds: blk.0.attn_q.weight claims twice its rows and runs into the next tensor.
+  {
+    std::string b = bytes;
+    const size_t at = tensor_info_at(b, "blk.0.attn_q.weight");
+    uint64_t rows;
+    std::memcpy(&rows, b.data() + at + 4 + 8, 8);
+    rows *= 2;
+    std::memcpy(b.data() + at + 4 + 8, &rows, 8);
+    testing::write_file(bad, b);
+    expect_failure([&] { ZayaGgufFile::open(bad); }, {"bad.gguf", "'blk.0.attn_q.weight'", "overlap"});
+  }
+  // Rows that are no whole blocks (33 elements): ggml's block rule.
+  {
+    std::string b = bytes;
+    const size_t at = tensor_info_at(b, "blk.1.attn_k.weight");
+    const uint64_t cols = 33;
+    std::memcpy(b.data() + at + 4, &cols, 8);
+    testing::write_file(bad, b);
+    expect_failure([&] { ZayaGgufFile::open(bad); },
+                   {"bad.gguf", "tensor 'blk.1.attn_k.weight'", "Q8_0", "not a multiple of 32"});
+  }
+  // Whole blocks, but another shape than the config's (rows of 64: two blocks where the config has one).
+  auto keep_metadata = [](GgufWriter&) {};
+  std::vector<float> zeros(100000, 0.0f);
+  write_edited(*model, bad, keep_metadata, [&](const ZayaGgufTensor& t, GgufWriter& w) {
+    if (t.name != "blk.0.attn_q.weight") return false;
+    w.add_f32(t.name, {t.shape[0], 64}, zeros.data(), GgmlType::kQ8_0);
+    return true;
+  });
+  expect_failure([&] { ZayaGgufFile::open(bad); }, {"bad.gguf", "'blk.0.attn_q.weight' has shape [32, 64]"});
+  // Q8_0 where the set has none (a router matrix).
+  write_edited(*model, bad, keep_metadata, [&](const ZayaGgufTensor& t, GgufWriter& w) {
+    if (t.name != "blk.0.ffn_router_down.weight") return false;
+    w.add_f32(t.name, t.shape, zeros.data(), GgmlType::kQ8_0);
+    return true;
+  });
+  expect_failure([&] { ZayaGgufFile::open(bad); },
+                 {"bad.gguf", "'blk.0.ffn_router_down.weight' has ggml type Q8_0", "not one of the int8 matrices"});
 }
 
 TEST(GgufZaya, LoadIntoAModelOfAnotherConfigFails) {

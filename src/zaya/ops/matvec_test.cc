@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/q8_0.h"
 #include "zaya/core/rng.h"
 
 namespace zaya {
@@ -19,22 +20,26 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 
 // Every token count (tile shapes 1..4 and their remainders), row counts that
 // leave remainders of the 8- and 4-row tiles, `in` with and without a 16-lane
-// tail, strided x and y, accumulation, bf16, f32 and int8 weights (with
-// per-row scales): all against the double-accumulating loop.
+// tail, strided x and y, accumulation, bf16, f32 and int8 weights (Q8_0
+// blocks, rows of a multiple of 32): all against the double-accumulating loop.
 TEST(Matvec, MatchesReferenceForAllShapes) {
   for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kI8})
-    for (int64_t in : {1, 15, 16, 37, 64, 200})
+    for (int64_t in : {1, 15, 16, 32, 37, 64, 96, 200, 224})
       for (int64_t out : {1, 3, 8, 13, 33})
         for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
+          if (type == WeightType::kI8 && in % kQ8Block != 0) continue;
           const int64_t ldx = in + 3, ldy = out + 5;
           std::vector<float> wf = randn(in * out, 1 + in + out);
           std::vector<uint16_t> wb(wf.size());
           for (size_t i = 0; i < wf.size(); ++i) wb[i] = float_to_bf16(wf[i]);
-          std::vector<int8_t> wq(wf.size());
-          std::vector<float> scale(out);
-          for (int64_t r = 0; r < out; ++r) {
-            scale[r] = 0.01f * float(r + 1);
-            for (int64_t i = 0; i < in; ++i) wq[r * in + i] = int8_t(std::lround(40 * wf[r * in + i]) % 128);
+          std::vector<uint8_t> wq;
+          if (type == WeightType::kI8) {
+            wq.resize(size_t(out * q8_0_row_bytes(in)));
+            for (int64_t r = 0; r < out; ++r) {
+              std::vector<float> row(wf.begin() + r * in, wf.begin() + (r + 1) * in);
+              for (float& v : row) v *= 0.01f * float(r + 1);  // a different scale per row
+              quantize_q8_0(row.data(), in, wq.data() + r * q8_0_row_bytes(in));
+            }
           }
           const void* w = type == WeightType::kBF16 ? static_cast<const void*>(wb.data())
                           : type == WeightType::kI8 ? static_cast<const void*>(wq.data())
@@ -42,8 +47,8 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
           std::vector<float> x = randn(tokens * ldx, 2 + tokens);
           for (bool acc : {false, true}) {
             std::vector<float> y = randn(tokens * ldy, 3), ref = y;
-            matvec(type, w, in, out, x.data(), ldx, tokens, y.data(), ldy, acc, scale.data());
-            matvec_reference(type, w, in, out, x.data(), ldx, tokens, ref.data(), ldy, acc, scale.data());
+            matvec(type, w, in, out, x.data(), ldx, tokens, y.data(), ldy, acc);
+            matvec_reference(type, w, in, out, x.data(), ldx, tokens, ref.data(), ldy, acc);
             for (int64_t t = 0; t < tokens; ++t)
               for (int64_t r = 0; r < ldy; ++r) {
                 const float a = y[t * ldy + r], b = ref[t * ldy + r];
@@ -53,6 +58,25 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
               }
           }
         }
+}
+
+// The reference itself reads Q8_0 as ggml does: element i of a block is d * q[i].
+TEST(Matvec, Q8ReferenceIsBlockScaleTimesQuant) {
+  std::vector<uint8_t> w(size_t(2 * q8_0_row_bytes(64)), 0);
+  // Row 0: block 0 d = 0.5 (f16 0x3800), q[3] = 4; block 1 d = 2 (0x4000), q[0] = -3.
+  w[0] = 0x00, w[1] = 0x38, w[2 + 3] = 4;
+  w[34] = 0x00, w[35] = 0x40, w[36] = uint8_t(int8_t(-3));
+  // Row 1: block 1 d = 1 (0x3C00), q[31] = 127.
+  w[68 + 34] = 0x00, w[68 + 35] = 0x3C, w[68 + 34 + 2 + 31] = 127;
+  std::vector<float> x(64, 0.0f);
+  x[3] = 1.5f, x[32] = 1.0f, x[63] = -1.0f;
+  float y[2], ref[2];
+  matvec(WeightType::kI8, w.data(), 64, 2, x.data(), 64, 1, y, 2, false);
+  matvec_reference(WeightType::kI8, w.data(), 64, 2, x.data(), 64, 1, ref, 2, false);
+  EXPECT_FLOAT_EQ(ref[0], 0.5f * 4 * 1.5f + 2.0f * -3 * 1.0f);
+  EXPECT_FLOAT_EQ(ref[1], -127.0f);
+  EXPECT_FLOAT_EQ(y[0], ref[0]);
+  EXPECT_FLOAT_EQ(y[1], ref[1]);
 }
 
 // A bf16 weight is used exactly: the result equals the f32 product with the

@@ -202,10 +202,10 @@ std::string export_model_name(const ModelSource& source) {
 ExportReport export_model(const std::string& in, const std::string& out, const ExportOptions& o) {
   ExportReport r;
   r.format = resolve_export_format(out, o.format);
-  ZAYA_CHECK_USAGE(o.dtype == "f32" || o.dtype == "bf16" || o.dtype == "f16",
-                   "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype, r.format == "gguf" ? ", f16" : "");
-  ZAYA_CHECK_USAGE(r.format == "gguf" || o.dtype != "f16",
-                   "--dtype f16 is only for --format gguf (allowed: f32, bf16)");
+  ZAYA_CHECK_USAGE(o.dtype == "f32" || o.dtype == "bf16" || o.dtype == "f16" || o.dtype == "q8_0",
+                   "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype, r.format == "gguf" ? ", f16, q8_0" : "");
+  ZAYA_CHECK_USAGE(r.format == "gguf" || (o.dtype != "f16" && o.dtype != "q8_0"),
+                   "--dtype {} is only for --format gguf (allowed: f32, bf16)", o.dtype);
   const DirectoryLayout layout = parse_directory_layout(o.layout, "--layout");
   ZAYA_CHECK_USAGE(r.format == "safetensors" || layout == DirectoryLayout::kLegacy,
                    "--layout native is for a Hugging Face directory; a GGUF file has its own tensor names "

@@ -47,7 +47,7 @@ std::string export_model_name(const ModelSource& source);
 
 struct ExportOptions {
   std::string format = "auto";    // auto, safetensors, gguf
-  std::string dtype = "f32";      // f32, bf16 (gguf also f16)
+  std::string dtype = "f32";      // f32, bf16 (gguf also f16, q8_0)
   std::string tokenizer;          // overrides the checkpoint's recorded tokenizer / the directory's tokenizer.model
   std::string layout = "legacy";  // safetensors: legacy (80 half-layers) or native (40 layers); GGUF: legacy only
   bool force = false;             // replace an existing output (atomically)
