@@ -50,6 +50,22 @@ cmp -s "$ADAPTER/adapter_model.safetensors" "$WORK/split/adapter/adapter_model.s
   fail "the resumed LoRA run's adapter differs"
 echo "ok: a LoRA run resumes bit for bit"
 
+# train.precision = "bf16": the frozen base held in bf16 only (no float32 copy, no base gradients); it learns
+# from the same base and resumes bit for bit as well.
+bf16=(--set train.precision=bf16)
+"$ZAYA" train --config "$WORK/lora.toml" --quiet "${bf16[@]}" --set train.out_dir="$WORK/bf16" >/dev/null
+first=$(grep -o '"loss":[0-9.e+-]*' "$WORK/bf16/metrics.jsonl" | head -1 | cut -d: -f2)
+last=$(grep -o '"loss":[0-9.e+-]*' "$WORK/bf16/metrics.jsonl" | tail -1 | cut -d: -f2)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "the bf16 LoRA run did not learn ($first -> $last)"
+"$ZAYA" train --config "$WORK/lora.toml" --quiet "${bf16[@]}" --set train.out_dir="$WORK/bf16_split" --stop-at 5 \
+  >/dev/null
+"$ZAYA" train --config "$WORK/lora.toml" --quiet "${bf16[@]}" --set train.out_dir="$WORK/bf16_split" --resume >/dev/null
+diff <(curve "$WORK/bf16/metrics.jsonl") <(curve "$WORK/bf16_split/metrics.jsonl") >/dev/null ||
+  fail "the resumed bf16 LoRA run's loss curve differs"
+cmp -s "$WORK/bf16/adapter/adapter_model.safetensors" "$WORK/bf16_split/adapter/adapter_model.safetensors" ||
+  fail "the resumed bf16 LoRA run's adapter differs"
+echo "ok: a LoRA run on a frozen bf16 base learns ($first -> $last) and resumes bit for bit"
+
 # Unmerged (--lora) and merged (ckpt export --lora) generate the same tokens, and not the base's.
 gen() { "$ZAYA" generate --model "$1" --prompt "And God said" --max-new-tokens 24 --temperature 0 "${@:2}"; }
 gen "$BASE" --lora "$ADAPTER" >"$WORK/unmerged.txt" 2>/dev/null

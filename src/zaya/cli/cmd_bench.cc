@@ -31,6 +31,11 @@ void print_bench_train(const BenchTrainResult& res) {
       "  memory per rank (largest), recompute {}: workspace {:.1f} MB (activations kept for backward {:.1f} MB), "
       "peak resident {:.1f} MB\n",
       res.setup.recompute, res.workspace_bytes / 1e6, res.activation_bytes / 1e6, res.peak_rss_bytes / 1e6);
+  fmt::print(
+      "  parameters (rank 0){}: float32 {:.1f} MB, bf16 {:.1f} MB, base gradients {:.1f} MB; start-up {:.1f} s, "
+      "first step {:.2f} s\n",
+      res.setup.lora ? ", LoRA" : "", res.setup.f32_param_bytes / 1e6, res.setup.bf16_param_bytes / 1e6,
+      res.setup.base_gradient_bytes / 1e6, res.setup.startup_seconds, res.first_step_seconds);
   if (res.ranks.size() > 1) {
     fmt::print("  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather   expert all-to-all\n");
     for (size_t q = 0; q < res.ranks.size(); ++q) {

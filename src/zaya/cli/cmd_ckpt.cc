@@ -1,4 +1,4 @@
-// zaya ckpt inspect | verify | reshape | export | import: checkpoint tools (docs/checkpoints.md).
+// zaya ckpt inspect | verify | reshape | export | import | random: checkpoint tools (docs/checkpoints.md).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
 #include "zaya/io/atomic_file.h"
+#include "zaya/model/random_checkpoint.h"
 #include "zaya/train/checkpoint_tools.h"
 #include "zaya/train/model_export.h"
 
@@ -198,6 +199,34 @@ void add_ckpt_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   im->callback([o] { import_weights(o->in, o->out, o->config); });
+  auto* rnd = ckpt->add_subcommand(
+      "random", "write a randomly initialised model directory tensor by tensor (models too large to hold in f32)");
+  struct RandomFlags {
+    std::string preset, out, dtype = "bf16", layout = "native";
+    uint64_t seed = 1;
+    uint64_t shard_mb = 1024;
+  };
+  auto r = std::make_shared<RandomFlags>();
+  rnd->add_option("--preset", r->preset, "model preset (zaya info --preset NAME prints its sizes)")->required();
+  rnd->add_option("--out", r->out, "model directory to create (config.json + safetensors); must be new or empty")
+      ->required();
+  rnd->add_option("--seed", r->seed, "initialisation seed (as train.seed: the same values ZayaModel::init gives)");
+  rnd->add_option("--dtype", r->dtype, "bf16 (as released) or f32")->check(CLI::IsMember({"bf16", "f32"}));
+  rnd->add_option("--layout", r->layout, "native (ZAYA1-8B's 40 layers) or legacy (80 half-layers)")
+      ->check(CLI::IsMember({"native", "legacy"}));
+  rnd->add_option("--shard-mb", r->shard_mb, "tensor data per safetensors file, in MiB")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
+  rnd->callback([r] {
+    RandomCheckpointOptions ro;
+    ro.seed = r->seed;
+    ro.dtype = r->dtype;
+    ro.layout = parse_directory_layout(r->layout, "--layout");
+    ro.max_shard_bytes = r->shard_mb << 20;
+    const double t0 = now_seconds();
+    const RandomCheckpointSummary s = write_random_model_directory(preset_config(r->preset), r->out, ro);
+    fmt::print("wrote {} ({} layout, {}): {} tensors in {} file(s), {:.2f} GB, {:.1f} s\n", r->out, r->layout, r->dtype,
+               s.tensors, s.files, double(s.bytes) / 1e9, now_seconds() - t0);
+  });
 }
 
 }  // namespace zaya::cli

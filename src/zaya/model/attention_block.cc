@@ -123,6 +123,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   s.dc_TC = arena.carve(T * C);
   s.dqkv_TP = arena.carve(T * fused_width(c));
   s.da_BUC = arena.carve(conv_a_rows(c, B, S, cp) * C);
+  s.conv_sink = arena.carve(C * (c.conv_kernel0 + 2 + c.head_dim * c.conv_kernel1));
   if (cp > 0) {
     const int64_t full = B * S * cp * K;
     s.k_full_BSK = arena.carve(full);
@@ -260,9 +261,19 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     zero(dhist, 2 * b.batch * conv_halo_rows(c) * P);
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
-  cca_conv_backward<float>(s.dqkv_TP, g.conv_a_w_C12, g.conv_a_b_C, g.conv_b_w_Cd2, g.conv_b_b_C, s.dc_TC, a.qkv_TP,
-                           a.conv_a_BUC, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, conv_shape(c, pieces), s.da_BUC,
-                           s.conv, cp != nullptr ? a.hist_2B2P : nullptr, dhist);
+  // Frozen taps (null views, all four together): their gradients go to the sink.
+  const int64_t C = c.conv_channels();
+  const bool frozen_conv = g.conv_a_w_C12 == nullptr;
+  ZAYA_ASSERT(frozen_conv == (g.conv_a_b_C == nullptr) && frozen_conv == (g.conv_b_w_Cd2 == nullptr) &&
+              frozen_conv == (g.conv_b_b_C == nullptr));
+  float* sink_wa = s.conv_sink;
+  float* sink_ba = sink_wa + C * c.conv_kernel0;
+  float* sink_wb = sink_ba + C;
+  float* sink_bb = sink_wb + C * c.head_dim * c.conv_kernel1;
+  cca_conv_backward<float>(s.dqkv_TP, frozen_conv ? sink_wa : g.conv_a_w_C12, frozen_conv ? sink_ba : g.conv_a_b_C,
+                           frozen_conv ? sink_wb : g.conv_b_w_Cd2, frozen_conv ? sink_bb : g.conv_b_b_C, s.dc_TC,
+                           a.qkv_TP, a.conv_a_BUC, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, conv_shape(c, pieces),
+                           s.da_BUC, s.conv, cp != nullptr ? a.hist_2B2P : nullptr, dhist);
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);

@@ -60,6 +60,10 @@ struct AttentionScratch {
   float* dc_TC = nullptr;
   float* dqkv_TP = nullptr;
   float* da_BUC = nullptr;
+  // Frozen convolution taps (null gradient views, model/weights.h): ops/cca_conv
+  // always forms the taps' gradients (a few thousand floats per layer), so
+  // they land here and are dropped; [C*k0 | C | C*d*k1 | C].
+  float* conv_sink = nullptr;
   // Context parallelism only: whole-sequence K/V and their gradients, the
   // gather/scatter staging buffer, halo messages and the halo's gradient.
   float* k_full_BSK = nullptr;

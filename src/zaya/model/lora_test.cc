@@ -219,6 +219,47 @@ TEST(Lora, RecomputationGivesTheGradientsOfNoneBitwise) {
   }
 }
 
+// A frozen base (null gradient views, model/weights.h) gets no weight
+// gradients, and the adapters' gradients are bitwise those of a backward that
+// also forms every base gradient (f32 and bf16 GEMMs, with and without
+// recomputation, with dropout).
+TEST(Lora, FrozenBaseViewsGiveTheSameAdapterGradientsBitwise) {
+  const ZayaConfig c = testing::model_test_config();
+  Batch batch;
+  auto adapter_grads = [&](bool frozen, bool bf16, Recompute r) {
+    ZayaModel model(c);
+    model.init(1);
+    if (bf16) model.enable_bf16_gemms();
+    LoraAdapters adapters(c, lora_config(0.3));
+    randomize(adapters, 5);
+    model.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, r);
+    ws.enable_lora(c, adapters.config().rank);
+    ws.set_lora_dropout(true, 9, 2);
+    model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
+    std::vector<float> base(frozen ? 0 : size_t(model.params().total_floats()), 0.0f);
+    std::vector<float> lora(size_t(adapters.total_floats()), 0.0f);
+    const ModelWeights g = bind_weights(c, model.params(), frozen ? nullptr : base.data());
+    const LoraViews gv = adapters.bind(lora.data());
+    MoeLossOptions loss;
+    loss.switch_aux_coeff = 0.01f;
+    loss.z_loss_coeff = 0.001f;
+    model_backward(model, ws, g, 1.0f / float(kB * kS), 0.5f, loss, nullptr, &gv);
+    if (!frozen) {
+      EXPECT_GT(std::count_if(base.begin(), base.end(), [](float v) { return v != 0.0f; }), 0);
+    }
+    return lora;
+  };
+  for (bool bf16 : {false, true})
+    for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+      const std::vector<float> full = adapter_grads(false, bf16, r);
+      const std::vector<float> frozen = adapter_grads(true, bf16, r);
+      EXPECT_GT(std::count_if(frozen.begin(), frozen.end(), [](float v) { return v != 0.0f; }), 0);
+      EXPECT_EQ(0, std::memcmp(full.data(), frozen.data(), sizeof(float) * full.size()))
+          << (bf16 ? "bf16 " : "f32 ") << recompute_name(r);
+    }
+}
+
 class LoraPeft : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/model/conv_taps.h"
@@ -20,9 +21,22 @@ namespace {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
-void gather_embedding(float* out_TD, const float* embed_VD, const int32_t* ids, int64_t T, int64_t D) {
+// The rows of the embedding; from its bf16 copy when the model holds it only
+// in bf16 (a frozen bf16 base), widened exactly.
+void gather_embedding(float* out_TD, const ZayaModel& model, const int32_t* ids, int64_t T, int64_t D) {
+  const float* embed_VD = model.weights().embed_VD;
+  const uint16_t* bf16 =
+      model.storage() == ParamStorage::kFrozenBf16 ? model.bf16_weights()->copy_of(embed_VD) : nullptr;
 #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < T; ++t) std::memcpy(out_TD + t * D, embed_VD + int64_t(ids[t]) * D, sizeof(float) * D);
+  for (int64_t t = 0; t < T; ++t) {
+    float* out = out_TD + t * D;
+    if (bf16 == nullptr) {
+      std::memcpy(out, embed_VD + int64_t(ids[t]) * D, sizeof(float) * D);
+      continue;
+    }
+    const uint16_t* row = bf16 + int64_t(ids[t]) * D;
+    for (int64_t i = 0; i < D; ++i) out[i] = bf16_to_float(row[i]);
+  }
 }
 
 const ResidualScaleWeights& merge_weights(const ModelWeights& w, int64_t n, int64_t half_layers) {
@@ -35,30 +49,83 @@ float* input_norm(const ModelWeights& w, int64_t n) {
 
 }  // namespace
 
-ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts)
+ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts, ParamStorage storage)
     : config_(config), params_(config, true, experts), buffers_(config, false) {
   config_.validate("model config");
-  param_arena_.reset(params_.total_floats());
+  if (storage == ParamStorage::kFrozenBf16) {
+    frozen_ = std::make_unique<FrozenF32Space>(params_);
+    const int64_t n = params_.total_floats();
+    bf16_arena_ = aligned_alloc_array<uint16_t>(size_t(n));
+    bf16_ = {frozen_->data(), n, bf16_arena_.get()};
+  } else {
+    param_arena_.reset(params_.total_floats());
+  }
   buffer_arena_.reset(std::max<int64_t>(buffers_.total_floats(), 1));
-  weights_ = bind_weights(config_, params_, param_arena_.data());
+  weights_ = bind_weights(config_, params_, param_data());
   biases_ = bind_balancing_biases(config_, buffers_, buffer_arena_.data());
   init_buffers(config_, buffers_, buffer_arena_.data());
 }
 
 void ZayaModel::init(uint64_t seed) {
-  init_params(params_, param_arena_.data(), config_, seed);
+  if (!frozen_) {
+    init_params(params_, param_arena_.data(), config_, seed);
+  } else {
+    std::vector<float> values;
+    for (const ParamEntry& e : params_.entries()) {
+      values.resize(size_t(e.numel));
+      init_param(e, values.data(), config_, seed);
+      set_param(e, values.data());
+    }
+  }
   init_buffers(config_, buffers_, buffer_arena_.data());
+}
+
+void ZayaModel::set_param(const ParamEntry& e, const float* values) {
+  const bool bf16_only = frozen_ && bf16_only_role(e.role);
+  if (!bf16_only) std::memcpy(param_data() + e.offset, values, sizeof(float) * size_t(e.numel));
+  if (frozen_) convert_to_bf16(bf16_arena_.get() + e.offset, values, e.numel);
+}
+
+void ZayaModel::set_param_bf16(const ParamEntry& e, const uint16_t* bits) {
+  if (frozen_) std::memcpy(bf16_arena_.get() + e.offset, bits, sizeof(uint16_t) * size_t(e.numel));
+  if (frozen_ && bf16_only_role(e.role)) return;
+  float* dst = param_data() + e.offset;
+  for (int64_t i = 0; i < e.numel; ++i) dst[i] = bf16_to_float(bits[i]);
+}
+
+void ZayaModel::read_param(const ParamEntry& e, float* out) const {
+  if (!(frozen_ && bf16_only_role(e.role))) {
+    std::memcpy(out, param_data() + e.offset, sizeof(float) * size_t(e.numel));
+    return;
+  }
+  const uint16_t* bits = bf16_arena_.get() + e.offset;
+  for (int64_t i = 0; i < e.numel; ++i) out[i] = bf16_to_float(bits[i]);
+}
+
+int64_t ZayaModel::f32_param_bytes() const {
+  return frozen_ ? frozen_->backed_bytes() : int64_t(sizeof(float)) * params_.total_floats();
+}
+
+int64_t ZayaModel::bf16_param_bytes() const {
+  return bf16_arena_ ? int64_t(sizeof(uint16_t)) * params_.total_floats() : 0;
 }
 
 void ZayaModel::enable_bf16_gemms() {
   const int64_t n = params_.total_floats();
   if (!bf16_arena_) bf16_arena_ = aligned_alloc_array<uint16_t>(size_t(n));
-  bf16_ = {param_arena_.data(), n, bf16_arena_.get()};
+  bf16_ = {param_data(), n, bf16_arena_.get()};
   refresh_bf16_weights();
 }
 
 void ZayaModel::refresh_bf16_weights() {
-  if (bf16_arena_) convert_to_bf16(bf16_arena_.get(), param_arena_.data(), bf16_.count);
+  if (!bf16_arena_) return;
+  if (!frozen_) {
+    convert_to_bf16(bf16_arena_.get(), param_arena_.data(), bf16_.count);
+    return;
+  }
+  // A frozen bf16 base: the bf16-only tensors have no float32 to copy from.
+  for (const ParamEntry& e : params_.entries())
+    if (!bf16_only_role(e.role)) convert_to_bf16(bf16_arena_.get() + e.offset, param_data() + e.offset, e.numel);
 }
 
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp,
@@ -272,7 +339,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                cp,
                doc_pos != nullptr ? ws.doc_pos_T_.data() : nullptr};
   // Embedding (no scaling, spec §5).
-  gather_embedding(ws.embed_out_TD_, w.embed_VD, ws.ids_T_.data(), T, D);
+  gather_embedding(ws.embed_out_TD_, model, ws.ids_T_.data(), T, D);
 
   // LoRA: each block's adapters, this pass's dropout mask.
   const LoraAdapters* lora = model.lora();
@@ -386,14 +453,15 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   }
   // Merge 0: res[0] = (embed + hb) * hs; under full recomputation the embedding output shares the block outputs'
   // buffer.
-  if (ws.recompute_ == Recompute::kFull) gather_embedding(ws.embed_out_TD_, w.embed_VD, ws.ids_T_.data(), T, D);
+  if (ws.recompute_ == Recompute::kFull) gather_embedding(ws.embed_out_TD_, model, ws.ids_T_.data(), T, D);
   const ResidualScaleWeights& m0 = merge_weights(w, 0, L2);
   const ResidualScaleWeights& g0 = merge_weights(g, 0, L2);
   zero(ws.dh_TD_, T * D);
   residual_scale_backward<float>(ws.dh_TD_, g0.hs_scale_D, g0.hs_bias_D, nullptr, nullptr, nullptr, dres,
                                  ws.embed_out_TD_, m0.hs_scale_D, m0.hs_bias_D, nullptr, nullptr, nullptr, T, D);
   if (layer_done != nullptr) (*layer_done)(0);
-  // Embedding rows: columns split across threads, tokens in order (reproducible).
+  // Embedding rows: columns split across threads, tokens in order (reproducible). Frozen: none.
+  if (g.embed_VD == nullptr) return;
   const int32_t* ids = ws.ids_T_.data();
   float* dh = ws.dh_TD_;
 #pragma omp parallel

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "zaya/core/arena.h"
 #include "zaya/model/attention_block.h"
 #include "zaya/model/config.h"
 #include "zaya/model/context_parallel.h"
+#include "zaya/model/frozen_base.h"
 #include "zaya/model/lora.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/model/params.h"
@@ -28,21 +30,47 @@
 
 namespace zaya {
 
+// Where the parameters live. kF32: one float32 arena (the master weights),
+// with a bf16 copy after enable_bf16_gemms(). kFrozenBf16: a frozen base in
+// bf16 (model/frozen_base.h): the large matrices only in the bf16 arena, the
+// small tensors float32 beside their bf16 copy; for LoRA with bf16 GEMMs. The
+// parameters then change only through init(), set_param() and
+// set_param_bf16(), one tensor at a time.
+enum class ParamStorage : uint8_t { kF32, kFrozenBf16 };
+
 class ZayaModel {
  public:
   // experts: the experts this rank holds (expert parallelism); default all.
-  explicit ZayaModel(const ZayaConfig& config, ExpertRange experts = {});
+  explicit ZayaModel(const ZayaConfig& config, ExpertRange experts = {}, ParamStorage storage = ParamStorage::kF32);
   ZayaModel(const ZayaModel&) = delete;
   ZayaModel& operator=(const ZayaModel&) = delete;
 
-  // Random initialisation (spec §10, docs/model.md) and initial buffers.
+  // Random initialisation (spec §10, docs/model.md) and initial buffers
+  // (kFrozenBf16: tensor by tensor, the bf16-only ones rounded to bf16).
   void init(uint64_t seed);
+  ParamStorage storage() const { return frozen_ ? ParamStorage::kFrozenBf16 : ParamStorage::kF32; }
+  // Writes parameter `e` (an entry of params()) from numel float32 values
+  // (rounded to bf16 where only bf16 is held), or from numel bf16 values (raw
+  // bits; widened exactly where float32 is held). Under kFrozenBf16 the bf16
+  // copy of a float32 tensor is written too; under kF32 the owner refreshes
+  // it (refresh_bf16_weights) as after any change.
+  void set_param(const ParamEntry& e, const float* values);
+  void set_param_bf16(const ParamEntry& e, const uint16_t* bits);
+  // Parameter `e` as numel float32 values (widened from bf16 where only bf16 is held).
+  void read_param(const ParamEntry& e, float* out) const;
+  // Bytes of parameter memory: the float32 arena (kFrozenBf16: its backed
+  // pages, the float32-held tensors only) and the bf16 arena (0 without one).
+  int64_t f32_param_bytes() const;
+  int64_t bf16_param_bytes() const;
 
   const ZayaConfig& config() const { return config_; }
   const ParamTable& params() const { return params_; }
   const ParamTable& buffers() const { return buffers_; }
-  float* param_data() { return param_arena_.data(); }
-  const float* param_data() const { return param_arena_.data(); }
+  // The float32 arena laid out by params(). Under kFrozenBf16 the bf16-only
+  // tensors' ranges of it are views without memory (reading them faults): use
+  // read_param / set_param for whole tensors.
+  float* param_data() { return frozen_ ? frozen_->data() : param_arena_.data(); }
+  const float* param_data() const { return frozen_ ? frozen_->data() : param_arena_.data(); }
   float* buffer_data() { return buffer_arena_.data(); }
   const float* buffer_data() const { return buffer_arena_.data(); }
   const ModelWeights& weights() const { return weights_; }
@@ -53,7 +81,9 @@ class ZayaModel {
   // keep a bf16 copy of every parameter, used by the forward and backward
   // linear layers; the float32 parameters stay the master weights. The copy
   // is taken now and by every refresh_bf16_weights() (the owner calls it
-  // after each change of the parameters: once per optimizer update).
+  // after each change of the parameters: once per optimizer update). Under
+  // kFrozenBf16 the bf16 arena exists from the start; these refresh the copy
+  // of the float32-held tensors only.
   void enable_bf16_gemms();
   void refresh_bf16_weights();
   // The bf16 copy, or null when the model runs float32 GEMMs.
@@ -70,6 +100,7 @@ class ZayaModel {
   ParamTable params_;
   ParamTable buffers_;
   Arena param_arena_;
+  std::unique_ptr<FrozenF32Space> frozen_;  // kFrozenBf16: the float32 arena's address space
   Arena buffer_arena_;
   ModelWeights weights_;
   std::vector<float*> biases_;
@@ -199,7 +230,8 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                         int64_t batch, int64_t seq, const MoeLossOptions& loss, const int32_t* doc_pos_BS = nullptr);
 
 // Backward of the last forward. Adds into `grads` (a ModelWeights bound to a
-// gradient arena) the gradient of
+// gradient arena; its null views are frozen tensors, model/weights.h, whose weight
+// gradients are skipped: only the input gradients are formed) the gradient of
 //   xent_scale * sum of token cross-entropies + router_scale * router losses.
 // For the mean over N target tokens of a global batch, xent_scale = 1/N.
 // layer_done, when given, is called with n as soon as every parameter gradient

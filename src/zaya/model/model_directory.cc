@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -33,13 +36,27 @@ std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* na
   return model;
 }
 
-void load_model_directory_weights(ZayaModel& model, const std::string& dir) {
-  load_model_directory_tensors(dir, model.config(), model.params(), model.param_data(), model.buffers(),
-                               model.buffer_data());
+namespace {
+
+// Drops the mapped file pages wholly inside `bytes` from this process (they
+// stay in the page cache): a tensor copied out of its mapping need not count
+// in the resident set while the rest of the model loads.
+void release_mapped_pages(const uint8_t* begin, size_t n) {
+  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
+  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);  // advice only: a failure changes nothing
 }
 
-void load_model_directory_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable& params,
-                                  float* param_data, const ParamTable& buffers, float* buffer_data) {
+// Where the loader puts each parameter: float32 values, or (when `bf16` is
+// set) a BF16 tensor's bits as stored, without widening.
+struct ParamSink {
+  std::function<void(const ParamEntry&, const float*)> f32;
+  std::function<void(const ParamEntry&, const uint16_t*)> bf16;
+};
+
+void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable& params, const ParamSink& sink,
+                  const ParamTable& buffers, float* buffer_data) {
   bool native = false;
   read_model_directory_config(dir, &native);
   const SafetensorsDir st = SafetensorsDir::open(dir);
@@ -48,32 +65,69 @@ void load_model_directory_tensors(const std::string& dir, const ZayaConfig& c, c
   for (const ParamTable& table : {ParamTable(c, true), ParamTable(c, false)})
     for (const ParamEntry& e : table.entries())
       known.insert(native ? native_tensor_ref(e.role, e.half_layer, e.expert, c).name : e.name);
-  std::map<std::string, std::vector<float>> stacked;  // native [E, ...] tensors, read once each
-  auto load_table = [&](const ParamTable& table, float* base) {
+  // A native [E, ...] tensor read as float32, kept while its experts follow each other in the table.
+  std::string stacked_name;
+  std::vector<float> stacked;
+  std::vector<float> values;
+  auto load_table = [&](const ParamTable& table, const ParamSink& to) {
     for (const ParamEntry& e : table.entries()) {
       const NativeTensorRef r = native ? native_tensor_ref(e.role, e.half_layer, e.expert, c) : NativeTensorRef{e.name};
       std::vector<int64_t> shape = e.shape;
       if (r.expert >= 0) shape.insert(shape.begin(), c.experts);
       ZAYA_CHECK(st.has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json", dir,
                  r.name, fmt::join(shape, "x"));
+      const int64_t first = r.expert >= 0 ? r.expert * e.numel : 0;  // this entry's first element in the tensor
+      if (to.bf16) {
+        // BF16 on disk: the stored bits, straight from the mapping (one tensor at a time).
+        const SafetensorsTensorInfo& info = st.info(r.name);
+        const std::span<const uint8_t> bytes = st.bytes(r.name);
+        if (info.dtype == SafetensorsDtype::kBF16 && info.shape == shape &&
+            reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint16_t) == 0) {
+          to.bf16(e, reinterpret_cast<const uint16_t*>(bytes.data()) + first);
+          release_mapped_pages(bytes.data() + first * 2, size_t(e.numel) * 2);
+          continue;
+        }
+      }
       if (r.expert < 0) {
-        st.read_f32(r.name, base + e.offset, e.shape);
+        values.resize(size_t(e.numel));
+        st.read_f32(r.name, values.data(), e.shape);
+        to.f32(e, values.data());
         continue;
       }
-      auto it = stacked.find(r.name);
-      if (it == stacked.end()) {
-        it = stacked.emplace(r.name, std::vector<float>(size_t(c.experts * e.numel))).first;
-        st.read_f32(r.name, it->second.data(), shape);
+      if (stacked_name != r.name) {
+        stacked.resize(size_t(c.experts * e.numel));
+        st.read_f32(r.name, stacked.data(), shape);
+        stacked_name = r.name;
       }
-      std::copy_n(it->second.data() + r.expert * e.numel, e.numel, base + e.offset);
+      to.f32(e, stacked.data() + first);
     }
   };
-  load_table(params, param_data);
-  load_table(buffers, buffer_data);
+  load_table(params, sink);
+  ParamSink to_buffers;
+  to_buffers.f32 = [&](const ParamEntry& e, const float* v) { std::copy_n(v, e.numel, buffer_data + e.offset); };
+  load_table(buffers, to_buffers);
   for (const std::string& name : st.names())
     if (!known.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
       fail("{}: unexpected tensor '{}' (not part of the {} layout config.json describes; wrong config.json?)", dir,
            name, native ? "native" : "legacy");
+}
+
+}  // namespace
+
+void load_model_directory_weights(ZayaModel& model, const std::string& dir) {
+  ParamSink sink;
+  sink.f32 = [&](const ParamEntry& e, const float* v) { model.set_param(e, v); };
+  // A frozen bf16 base takes BF16 tensors as stored (no float32 of them ever exists).
+  if (model.storage() == ParamStorage::kFrozenBf16)
+    sink.bf16 = [&](const ParamEntry& e, const uint16_t* bits) { model.set_param_bf16(e, bits); };
+  load_tensors(dir, model.config(), model.params(), sink, model.buffers(), model.buffer_data());
+}
+
+void load_model_directory_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable& params,
+                                  float* param_data, const ParamTable& buffers, float* buffer_data) {
+  ParamSink sink;
+  sink.f32 = [&](const ParamEntry& e, const float* v) { std::copy_n(v, e.numel, param_data + e.offset); };
+  load_tensors(dir, c, params, sink, buffers, buffer_data);
 }
 
 void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& dir,

@@ -148,8 +148,8 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     std::memset(s.dact_XF + r0 * F, 0, sizeof(float) * n * F);
-    linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF + e * D * F, dye + r0 * D, a.act_XF + r0 * F,
-                           w.fc2_EDF + e * D * F, n, F, D);
+    linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
+                           a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
   }
   std::memset(s.dh_X2F, 0, sizeof(float) * x.rows * 2 * F);
   swiglu_backward<float>(s.dh_X2F, s.dact_XF, a.h_X2F, x.rows, F);
@@ -158,8 +158,8 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     std::memset(dxe + r0 * D, 0, sizeof(float) * n * D);
-    linear_backward<float>(dxe + r0 * D, g.fc1_E2FD + e * 2 * F * D, s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D,
-                           w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
+    linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
+                           s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);

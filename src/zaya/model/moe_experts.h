@@ -68,7 +68,7 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
                      ExpertScratch& s, Comm* ep);
 
 // Given dy_MD (gradient of the plan-order outputs): adds the experts' weight
-// gradients into g and writes dxp_MD, the gradient of the plan-order inputs.
+// gradients into g (null views: frozen, skipped) and writes dxp_MD, the gradient of the plan-order inputs.
 void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
                       ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD);
 

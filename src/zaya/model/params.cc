@@ -111,31 +111,32 @@ ZeroLayout zero_layout(const ParamTable& table) {
 }
 
 void init_params(const ParamTable& table, float* base, const ZayaConfig& c, uint64_t seed) {
-  for (const ParamEntry& e : table.entries()) {
-    float* p = base + e.offset;
-    // One Philox stream per tensor, from its name: a tensor's values depend on
-    // neither the other tensors nor which experts this rank holds.
-    const uint64_t stream = name_stream(e.name);
-    switch (e.init) {
-      case InitKind::kNormal: fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream); break;
-      case InitKind::kOnes:
-        for (int64_t i = 0; i < e.numel; ++i) p[i] = 1.0f;
-        break;
-      case InitKind::kZeros:
-        for (int64_t i = 0; i < e.numel; ++i) p[i] = 0.0f;
-        break;
-      case InitKind::kConvDepthwise: {  // [C, 1, k0]: out[t] ~ in[t] (tap k0 - 1 is the newest step)
-        fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
-        const int64_t k = e.shape[2];
-        for (int64_t ch = 0; ch < e.shape[0]; ++ch) p[ch * k + k - 1] += 1.0f;
-        break;
-      }
-      case InitKind::kConvGrouped: {  // [C, d, k1]: identity within the group on the newest tap k1 - 1
-        fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
-        const int64_t d = c.head_dim, k = e.shape[2];
-        for (int64_t o = 0; o < e.shape[0]; ++o) p[(o * d + o % d) * k + k - 1] += 1.0f;
-        break;
-      }
+  for (const ParamEntry& e : table.entries()) init_param(e, base + e.offset, c, seed);
+}
+
+void init_param(const ParamEntry& e, float* p, const ZayaConfig& c, uint64_t seed) {
+  // One Philox stream per tensor, from its name: a tensor's values depend on
+  // neither the other tensors nor which experts this rank holds.
+  const uint64_t stream = name_stream(e.name);
+  switch (e.init) {
+    case InitKind::kNormal: fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream); break;
+    case InitKind::kOnes:
+      for (int64_t i = 0; i < e.numel; ++i) p[i] = 1.0f;
+      break;
+    case InitKind::kZeros:
+      for (int64_t i = 0; i < e.numel; ++i) p[i] = 0.0f;
+      break;
+    case InitKind::kConvDepthwise: {  // [C, 1, k0]: out[t] ~ in[t] (tap k0 - 1 is the newest step)
+      fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
+      const int64_t k = e.shape[2];
+      for (int64_t ch = 0; ch < e.shape[0]; ++ch) p[ch * k + k - 1] += 1.0f;
+      break;
+    }
+    case InitKind::kConvGrouped: {  // [C, d, k1]: identity within the group on the newest tap k1 - 1
+      fill_normal(p, e.numel, 0.0f, e.init_std, seed, stream);
+      const int64_t d = c.head_dim, k = e.shape[2];
+      for (int64_t o = 0; o < e.shape[0]; ++o) p[(o * d + o % d) * k + k - 1] += 1.0f;
+      break;
     }
   }
 }

@@ -75,6 +75,9 @@ ZeroLayout zero_layout(const ParamTable& table);
 
 // Writes the initial values of every entry (deterministic in `seed`, any thread count).
 void init_params(const ParamTable& table, float* base, const ZayaConfig& config, uint64_t seed);
+// The initial values of one entry into p[numel]: what init_params writes at its
+// offset (a tensor's values depend only on its name and the seed).
+void init_param(const ParamEntry& entry, float* p, const ZayaConfig& config, uint64_t seed);
 
 // Parameter counts (spec §2 "sanity check"): total and active, with and without the embedding.
 struct ParamCounts {

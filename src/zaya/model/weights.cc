@@ -22,7 +22,7 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
     m.expert_count = t.experts().count;
   }
   for (const ParamEntry& e : t.entries()) {
-    float* p = base + e.offset;
+    float* p = base != nullptr ? base + e.offset : nullptr;
     const int b = e.half_layer / 2;
     switch (e.role) {
       case TensorRole::kEmbedding: w.embed_VD = p; break;
@@ -38,7 +38,8 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
       case TensorRole::kAttnVCurrent: break;  // rows of qkv_PD (checked below)
       case TensorRole::kAttnVDelayed:
         // The fused GEMM relies on q, k, v1, v2 being adjacent in the arena.
-        ZAYA_ASSERT(p == w.attn[b].qkv_PD + (c.q_width() + c.kv_width() + c.value_stream_width()) * c.hidden);
+        ZAYA_ASSERT(base == nullptr ||
+                    p == w.attn[b].qkv_PD + (c.q_width() + c.kv_width() + c.value_stream_width()) * c.hidden);
         break;
       case TensorRole::kConvDepthwise: w.attn[b].conv_a_w_C12 = p; break;
       case TensorRole::kConvDepthwiseBias: w.attn[b].conv_a_b_C = p; break;
@@ -64,6 +65,7 @@ ModelWeights bind_weights(const ZayaConfig& c, const ParamTable& t, float* base)
         const bool fc1 = e.role == TensorRole::kExpertFc1;
         float*& first = fc1 ? m.fc1_E2FD : m.fc2_EDF;
         if (e.expert == m.expert_first) first = p;
+        if (base == nullptr) break;
         ZAYA_ASSERT(first != nullptr && p == first + (e.expert - m.expert_first) * e.numel);
         break;
       }

@@ -4,6 +4,14 @@
 // Names carry shapes: D hidden, Q = Hq*d, K = Hk*d, C = Q + K conv channels,
 // P = Q + K + 2 * (K/2) fused q/k/v rows, R router width, N router slots,
 // E experts, F expert width.
+//
+// Frozen tensors (LoRA, model/lora.h): in a set of gradient views a null
+// pointer means "frozen, no gradient". model_backward and every op it calls
+// (ops/matmul.h linear_backward, ops/reduce.h, rmsnorm, residual_scale,
+// qk_norm, router, the experts, the head and the embedding) then skip that
+// tensor's weight-gradient work and form only the input gradients the rest of
+// the pass needs. bind_weights(config, table, nullptr) gives such views for
+// every tensor at once: a backward without any base-weight gradient.
 
 #include <vector>
 
@@ -59,7 +67,8 @@ struct ModelWeights {
   std::vector<MoeWeights> moe;         // one per block (half-layer 2b+1)
 };
 
-// Binds views into `base`, an arena laid out by `table` (ParamTable(config, true)).
+// Binds views into `base`, an arena laid out by `table` (ParamTable(config, true));
+// a null base gives all-null views (every tensor frozen) with the same structure.
 ModelWeights bind_weights(const ZayaConfig& config, const ParamTable& table, float* base);
 
 // Balancing biases per MoE half-layer, [N] each, from the buffer table (ParamTable(config, false)).

@@ -24,6 +24,7 @@ void for_column_ranges(int64_t dim, Body body) {
 
 template <typename T>
 void column_sum(T* out_D, const T* x_TD, int64_t tokens, int64_t dim) {
+  if (out_D == nullptr) return;  // a frozen parameter: no gradient
   for_column_ranges(dim, [&](int64_t i0, int64_t i1) {
     for (int64_t t = 0; t < tokens; ++t) {
       const T* x = x_TD + t * dim;
@@ -35,6 +36,7 @@ void column_sum(T* out_D, const T* x_TD, int64_t tokens, int64_t dim) {
 
 template <typename T>
 void column_sum_product(T* out_D, const T* a_TD, const T* b_TD, const T* scale_T, int64_t tokens, int64_t dim) {
+  if (out_D == nullptr) return;  // a frozen parameter: no gradient
   for_column_ranges(dim, [&](int64_t i0, int64_t i1) {
     for (int64_t t = 0; t < tokens; ++t) {
       const T* a = a_TD + t * dim;

@@ -2,6 +2,7 @@
 // Column reductions over the token axis, used for the gradients of per-channel
 // parameters (norm weights, biases, scales). Each column is summed over tokens
 // in order t = 0..T-1 whatever the thread count, so results are bit-reproducible.
+// A null out_D is a frozen parameter (model/weights.h): nothing is computed.
 
 #include <cstdint>
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "zaya/core/error.h"
+
 namespace zaya {
 
 template <typename T>
@@ -60,9 +62,10 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
     return;
   }
   // Per-channel parameter gradients: columns are split across threads, each
-  // column summed over tokens in order (bit-reproducible).
-#pragma omp parallel
-  {
+  // column summed over tokens in order (bit-reproducible). Null: frozen, none.
+  ZAYA_ASSERT((dhs_D == nullptr) == (dhb_D == nullptr) && (drs_D == nullptr) == (drb_D == nullptr));
+#pragma omp parallel if (dhs_D != nullptr)
+  if (dhs_D != nullptr) {
     int nt = omp_get_num_threads(), id = omp_get_thread_num();
     int64_t blocks = (dim + 15) / 16;
     int64_t i0 = std::min(dim, blocks * id / nt * 16), i1 = std::min(dim, blocks * (id + 1) / nt * 16);

@@ -11,7 +11,7 @@ namespace zaya {
 template <typename T>
 void rmsnorm_forward(T* out_TD, T* rstd_T, const T* x_TD, const T* w_D, int64_t tokens, int64_t dim, T eps);
 
-// Adds the gradients into dx_TD and dw_D.
+// Adds the gradients into dx_TD and dw_D (null: a frozen weight, model/weights.h; only dx_TD).
 template <typename T>
 void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const T* w_D, const T* rstd_T, int64_t tokens,
                       int64_t dim);

@@ -58,6 +58,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   topt.quiet = true;
   topt.write_outputs = false;
   topt.peak_gflops = o.peak_gflops;
+  const double start = now_seconds();
   std::unique_ptr<TrainJob> job = start_train_job([&] { return bench_config(o); }, topt, "the benchmark configuration");
   ProcessMesh& mesh = job->mesh();
   if (o.checkpoint_every > 0 && mesh.rank() == 0) std::filesystem::remove_all(o.checkpoint_dir);
@@ -77,8 +78,17 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.precision = job->numerics().bf16_gemms() ? "bf16" : "f32";
   s.recompute = recompute_name(job->numerics().recompute());
   s.root = mesh.rank() == 0;
+  const StepNumerics& numerics = job->numerics();
+  s.lora = numerics.lora() != nullptr;
+  s.f32_param_bytes = double(numerics.model().f32_param_bytes());
+  s.bf16_param_bytes = double(numerics.model().bf16_param_bytes());
+  s.base_gradient_bytes = double(numerics.base_gradient_bytes());
+  s.startup_seconds = now_seconds() - start;
   if (started) started(s);
-  for (int64_t i = 0; i < o.warmup; ++i) job->train_step();
+  for (int64_t i = 0; i < o.warmup; ++i) {
+    const StepResult r = job->train_step();
+    if (i == 0) res.first_step_seconds = r.seconds;
+  }
   profile_reset();
   BenchTrainRank mine;
   mine.best_step = 1e30;
@@ -94,6 +104,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
     res.checkpoint_stall_seconds += stall;
     mine.seconds += stall;
     const StepResult r = job->train_step();
+    if (o.warmup == 0 && i == 0) res.first_step_seconds = r.seconds;
     mine.seconds += r.seconds;
     mine.flops += r.flops;
     mine.tokens += double(r.rank_tokens);
@@ -171,6 +182,12 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"workspace_bytes_per_rank", res.workspace_bytes},
           {"activation_bytes_per_rank", res.activation_bytes},
           {"peak_rss_bytes_per_rank", res.peak_rss_bytes},
+          {"lora", s.lora},
+          {"f32_param_bytes", s.f32_param_bytes},
+          {"bf16_param_bytes", s.bf16_param_bytes},
+          {"base_gradient_bytes", s.base_gradient_bytes},
+          {"startup_seconds", s.startup_seconds},
+          {"first_step_seconds", res.first_step_seconds},
           {"ranks", ranks}};
 }
 

@@ -39,12 +39,19 @@ struct BenchTrainSetup {
   bool root = true;
   std::string precision = "f32";   // of the GEMMs (train.precision resolved for this CPU)
   std::string recompute = "none";  // train.recompute
+  bool lora = false;               // a [lora] run (docs/training.md "LoRA")
+  // This rank's parameter memory (model/model.h): the float32 parameters (a
+  // frozen bf16 base: the small tensors only), their bf16 copy, the base's
+  // gradient arena (0 in a LoRA run), in bytes.
+  double f32_param_bytes = 0, bf16_param_bytes = 0, base_gradient_bytes = 0;
+  double startup_seconds = 0;  // rank 0: start_train_job (config, model, init_from, workspace)
 };
 
 struct BenchTrainResult {
   BenchTrainSetup setup;
   BenchTrainOptions options;
   std::vector<BenchTrainRank> ranks;  // every rank's (gathered)
+  double first_step_seconds = 0;      // rank 0: the first step (warm-up or timed), its one-time costs included
   double peak_gflops = 0;             // one rank's measured GEMM peak in setup.precision
   // The largest over ranks: the whole batch-sized workspace, its activations
   // kept for backward (model/model.h), the process's peak resident set.

@@ -18,14 +18,15 @@ namespace {
 
 using testing::TempDir;
 
-TrainConfig lora_job_config(const std::string& out_dir, const std::string& lora = "") {
+TrainConfig lora_job_config(const std::string& out_dir, const std::string& lora = "",
+                            const std::string& precision = "f32") {
   return parse_train_config(
       "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
       "[train]\nseq_len = 16\nmicro_batch = 2\nsteps = 20\n[schedule]\nwarmup_steps = 0\nkind = \"constant\"\n"
       "[optim]\nlr = 0.01\n[checkpoint]\nasync = false\n"
       "[lora]\nrank = 4\nalpha = 8\ndropout = 0.1\n" +
           lora,
-      "lora.toml", {"train.out_dir=" + out_dir});
+      "lora.toml", {"train.out_dir=" + out_dir, "train.precision=" + precision});
 }
 
 TrainJobOptions options() {
@@ -39,6 +40,13 @@ TrainJobOptions options() {
 
 std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }
 
+// Every base parameter's values (a frozen bf16 base holds its large matrices in bf16 only).
+std::vector<float> base_values(const ZayaModel& model) {
+  std::vector<float> out(size_t(model.params().total_floats()));
+  for (const ParamEntry& e : model.params().entries()) model.read_param(e, out.data() + e.offset);
+  return out;
+}
+
 TEST(LoraTraining, StepsOnlyTheAdaptersAndFreezesTheBaseAndBiases) {
   TempDir dir;
   const TrainConfig config = lora_job_config(dir.file("run"));
@@ -46,12 +54,15 @@ TEST(LoraTraining, StepsOnlyTheAdaptersAndFreezesTheBaseAndBiases) {
   const ZayaModel& model = job.numerics().model();
   const LoraAdapters* lora = job.numerics().lora();
   ASSERT_NE(lora, nullptr);
-  const std::vector<float> base = copy(model.param_data(), model.params().total_floats());
+  const std::vector<float> base = base_values(model);
   const std::vector<float> biases = copy(model.buffer_data(), model.buffers().total_floats());
   const std::vector<float> adapters = copy(lora->data(), lora->total_floats());
   // The optimizer's state covers the adapters only.
   EXPECT_EQ(job.numerics().optimizer().owned().size(), lora->table().entries().size());
   EXPECT_LE(job.numerics().optimizer().first_moment().capacity(), size_t(lora->total_floats()) + 64 * 32);
+  // The frozen base has no gradient arena (a full run's is 4 bytes per parameter).
+  EXPECT_EQ(job.numerics().base_gradient_bytes(), 0);
+  EXPECT_EQ(job.numerics().gradients(), nullptr);
   double first = 0, last = 0;
   for (int i = 0; i < 6; ++i) {
     const StepResult r = job.train_step();
@@ -59,7 +70,7 @@ TEST(LoraTraining, StepsOnlyTheAdaptersAndFreezesTheBaseAndBiases) {
   }
   // Synthetic tokens are random (nothing to learn: tests/e2e/lora.sh checks learning on text); the adapters act.
   EXPECT_NE(last, first);
-  EXPECT_EQ(base, copy(model.param_data(), model.params().total_floats())) << "a base weight changed";
+  EXPECT_EQ(base, base_values(model)) << "a base weight changed";
   EXPECT_EQ(biases, copy(model.buffer_data(), model.buffers().total_floats())) << "a balancing bias changed";
   EXPECT_NE(adapters, copy(lora->data(), lora->total_floats()));
   // lora.train_biases = true lets the controller move them again.
@@ -104,6 +115,36 @@ TEST(LoraTraining, ResumeContinuesBitForBit) {
                                          "config's [lora] (rank 4, 1 targets)"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// train.precision = "bf16": the frozen base lives in bf16 only (no float32
+// copy of its large matrices, no base gradients), stays as it started, and a
+// resume from a checkpoint (which does not hold it) continues bit for bit.
+TEST(LoraTraining, Bf16BaseIsHeldInBf16OnlyAndResumesBitForBit) {
+  TempDir dir;
+  const TrainConfig config = lora_job_config(dir.file("run"), "", "bf16");
+  TrainJob job(config, options());
+  const ZayaModel& model = job.numerics().model();
+  ASSERT_EQ(model.storage(), ParamStorage::kFrozenBf16);
+  int64_t small = 0;
+  for (const ParamEntry& e : model.params().entries())
+    if (!bf16_only_role(e.role)) small += int64_t(sizeof(float)) * e.numel;
+  const int64_t all = int64_t(sizeof(float)) * model.params().total_floats();
+  EXPECT_GE(model.f32_param_bytes(), small);
+  EXPECT_LT(model.f32_param_bytes(), all / 2) << "the float32 copy of the large matrices is back";
+  EXPECT_EQ(model.bf16_param_bytes(), all / 2);
+  EXPECT_EQ(job.numerics().base_gradient_bytes(), 0);
+  const std::vector<float> base = base_values(model);
+  for (int i = 0; i < 3; ++i) job.train_step();
+  EXPECT_EQ(base, base_values(model)) << "a base weight changed";
+  job.save_checkpoint(false);
+  TrainJob resumed(config, options());
+  resumed.resume_from(CheckpointReader::open(config.checkpoint_dir() + "/step_00000003"));
+  for (int i = 0; i < 3; ++i) {
+    const StepResult x = job.train_step(), y = resumed.train_step();
+    EXPECT_EQ(x.loss, y.loss) << "step " << 4 + i;
+    EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << 4 + i;
   }
 }
 

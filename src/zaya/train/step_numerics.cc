@@ -15,8 +15,13 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
   distributed_ = mesh.world_size() > 1;
   // Expert parallelism: this rank holds experts [ep_rank * E/ep, (ep_rank + 1) * E/ep).
   const int64_t local_experts = mc.experts / mesh.ep_size();
-  model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts});
-  model_->init(config.run.seed);
+  bf16_ = uses_bf16_gemms(config.run);
+  // LoRA with bf16 GEMMs: the frozen base is held in bf16 only (model/frozen_base.h). Its weights come from
+  // model.init_from when set (train_job.cc loads them: no random initialisation first), else from the seed.
+  const bool frozen_bf16 = config.lora.enabled && bf16_;
+  model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts},
+                                       frozen_bf16 ? ParamStorage::kFrozenBf16 : ParamStorage::kF32);
+  if (!frozen_bf16 || config.init_from.empty()) model_->init(config.run.seed);
   if (config.lora.enabled) {
     // LoRA: the adapters are the only trained parameters (every rank holds all of them).
     lora_ = std::make_unique<LoraAdapters>(mc, config.lora);
@@ -26,12 +31,14 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
     lora_grad_arena_.zero();
     lora_grads_ = lora_->bind(lora_grad_arena_.data());
   }
-  bf16_ = uses_bf16_gemms(config.run);
   if (bf16_) model_->enable_bf16_gemms();
   rebuild_workspace();
-  grad_arena_.reset(model_->params().total_floats());
-  grad_arena_.zero();
-  grads_ = bind_weights(mc, model_->params(), grad_arena_.data());
+  // A LoRA run's base is frozen: null gradient views (model/weights.h), no base gradient arena.
+  if (!lora_) {
+    grad_arena_.reset(model_->params().total_floats());
+    grad_arena_.zero();
+  }
+  grads_ = bind_weights(mc, model_->params(), lora_ ? nullptr : grad_arena_.data());
   if (lora_) {
     optimizer_ = std::make_unique<Optimizer>(lora_->table(), config.optim);
   } else if (distributed_) {
@@ -79,8 +86,11 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   const RunConfig& run = config_.run;
   {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
-    grad_arena_.zero();
-    if (lora_) lora_grad_arena_.zero();
+    if (lora_) {
+      lora_grad_arena_.zero();
+    } else {
+      grad_arena_.zero();
+    }
   }
   workspace_->reset_routing();
   refresh_bf16_weights();

@@ -55,8 +55,11 @@ class StepNumerics {
   // A LoRA run ([lora]): the adapters the optimizer trains (the base weights
   // stay frozen and are not stepped); null otherwise.
   const LoraAdapters* lora() const { return lora_.get(); }
+  // The base parameters' gradients (null in a LoRA run: the base is frozen and
+  // gets none, model/weights.h) and their bytes (0 then).
   float* gradients() { return grad_arena_.data(); }
   const float* gradients() const { return grad_arena_.data(); }
+  int64_t base_gradient_bytes() const { return int64_t(sizeof(float)) * int64_t(grad_arena_.capacity()); }
   // True when the forward and backward GEMMs run in bf16 (train.precision).
   bool bf16_gemms() const { return bf16_; }
   // Bytes of this rank's activations and backward scratch; of the activations alone.
