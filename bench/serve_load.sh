@@ -4,10 +4,13 @@
 # each, against a tiny model trained here (or MODEL). The server admits
 # 2 x CLIENTS requests at once: a request counts until its connection's
 # response is released, which a client's next request can overtake. Reports throughput and
-# p50/p99 latency, and fails when any request is lost or malformed; then
-# checks that the server's own counters agree (every request answered 200,
-# nothing left running).
+# p50/p99 latency, and fails when any request is lost or malformed or a
+# (prompt, seed) pair's text changes between requests; then checks that the
+# server's own counters agree (every request answered 200, nothing left
+# running, no KV page reserved).
 #   bench/serve_load.sh [CLIENTS] [SECONDS] [MAX_TOKENS] [MODEL]
+# SERVE_ARGS adds flags to zaya serve (e.g. "--kv-cache-mb 1": a pool of a few
+# sequences, so requests queue for pages and prefix snapshots are evicted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-64} seconds=${2:-60} max_tokens=${3:-32} model=${4:-}
@@ -35,7 +38,8 @@ TOML
   "$zaya" train --config "$dir/train.toml" --quiet >/dev/null
   model=$dir/run/final
 fi
-"$zaya" serve --model "$model" --port 0 --batch 16 --max-concurrent $((2 * clients)) 2>"$dir/serve.log" &
+# shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
+"$zaya" serve --model "$model" --port 0 --batch 16 --max-concurrent $((2 * clients)) ${SERVE_ARGS:-} 2>"$dir/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q "on http://" "$dir/serve.log" && break; sleep 0.2; done
@@ -45,7 +49,7 @@ echo "== $clients clients for $seconds s, $max_tokens tokens each, against $url 
 rc=0
 node bench/serve_load.mjs "$url" "$clients" "$seconds" "$max_tokens" | tee "$dir/result.json" || rc=$?
 curl -s "$url/metrics" >"$dir/metrics.txt"
-grep -E '^zaya_requests_total\{endpoint="/v1/completions"|^zaya_sequences_running|^zaya_queue_depth|^zaya_requests_cancelled_total' "$dir/metrics.txt"
+grep -E '^zaya_requests_total\{endpoint="/v1/completions"|^zaya_sequences_running|^zaya_queue_depth|^zaya_requests_cancelled_total|^zaya_kv_pages|^zaya_prefix_cache' "$dir/metrics.txt"
 python3 - "$dir/result.json" "$dir/metrics.txt" <<'PY'
 import json, re, sys
 r = json.load(open(sys.argv[1]))
@@ -54,7 +58,11 @@ served = sum(int(v) for v in re.findall(r'^zaya_requests_total\{endpoint="/v1/co
 print(f"throughput {r['tokens_per_second']:.0f} tokens/s, {r['requests_per_second']:.1f} requests/s; latency p50 "
       f"{r['latency_ms']['p50']:.0f} ms, p99 {r['latency_ms']['p99']:.0f} ms; first byte p50 {r['first_byte_ms']['p50']:.0f} ms, "
       f"p99 {r['first_byte_ms']['p99']:.0f} ms")
-print(f"requests: {r['ok']} ok, {r['failed']} failed; the server answered {served} with 200")
-sys.exit(0 if r["failed"] == 0 and served == r["ok"] else 1)
+gauge = lambda name: int(re.search(rf'^{name} (\d+)$', m, re.M).group(1))
+print(f"requests: {r['ok']} ok, {r['failed']} failed, {r['mismatched']} with a changed text; the server answered "
+      f"{served} with 200; {gauge('zaya_sequences_running')} running, {gauge('zaya_kv_pages_reserved')} KV pages reserved "
+      f"at the end; prefix cache hit tokens {gauge('zaya_prefix_cache_hit_tokens_total')}")
+sys.exit(0 if r["failed"] == 0 and r["mismatched"] == 0 and served == r["ok"] and
+         gauge('zaya_sequences_running') == 0 and gauge('zaya_kv_pages_reserved') == 0 else 1)
 PY
 exit $rc

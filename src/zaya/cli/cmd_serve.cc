@@ -21,6 +21,7 @@ struct ServeCliOptions {
   ServerOptions server;
   int threads = 0;
   int64_t prefix_cache_mb = 256;
+  int64_t kv_cache_mb = 0;
   bool exact = false;
 };
 
@@ -38,6 +39,7 @@ void run_serve(ServeCliOptions o) {
   o.server.serving.sample_vocab = check_tokenizer(tok, model->config(), o.model);
   o.server.serving.bf16_activations = !o.exact;
   o.server.serving.prefix_cache_bytes = o.prefix_cache_mb << 20;
+  o.server.serving.kv_cache_bytes = o.kv_cache_mb << 20;
   if (o.server.model_name.empty()) {
     std::filesystem::path p = std::filesystem::path(o.model).lexically_normal();
     if (p.filename().empty()) p = p.parent_path();
@@ -45,9 +47,13 @@ void run_serve(ServeCliOptions o) {
   }
   ApiServer server(*model, tok, o.server);
   server.bind();
-  fmt::print(stderr, "zaya serve: model {} ({} weights) on http://{}:{} (batch {}, context {}, {}); Ctrl-C stops\n",
+  const ServingCounters n = server.counters();
+  fmt::print(stderr,
+             "zaya serve: model {} ({} weights) on http://{}:{} (batch {}, context {}, KV pool {} pages of {} tokens, "
+             "{} bytes each, {:.1f} MB; {}); Ctrl-C stops\n",
              o.server.model_name, model->matrix_dtype(), o.server.host, server.port(), o.server.serving.max_batch,
-             o.server.serving.max_context > 0 ? o.server.serving.max_context : model->config().max_position,
+             o.server.serving.max_context > 0 ? o.server.serving.max_context : model->config().max_position, n.kv_pages,
+             o.server.serving.prefix_block, n.kv_page_bytes, double(n.kv_pages) * double(n.kv_page_bytes) / (1 << 20),
              o.server.api_key.empty() ? "no API key" : "API key required");
   std::fflush(stderr);
   server.run_until_signal();
@@ -75,10 +81,16 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--max-queue", o->server.serving.max_waiting, "sequences waiting beyond the batch (503 beyond)")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--prefix-cache-mb", o->prefix_cache_mb,
-                  "memory for prefix snapshots (decode state of repeated prompt prefixes; 0: off)")
+  cmd->add_option("--kv-cache-mb", o->kv_cache_mb,
+                  "KV page pool shared by the running sequences and the prefix snapshots (0: the batch at full "
+                  "context plus --prefix-cache-mb); requests wait for pages beyond it")
       ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--prefix-block", o->server.serving.prefix_block, "prompt tokens per prefix-cache block")
+  cmd->add_option("--prefix-cache-mb", o->prefix_cache_mb,
+                  "prefix caching (shared pages of repeated prompt prefixes; 0: off); with --kv-cache-mb 0, this much "
+                  "is added to the pool for them")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--prefix-block", o->server.serving.prefix_block,
+                  "tokens per KV page (prefix snapshots are taken at multiples of it)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-concurrent", o->server.max_concurrent, "requests generating at once (429 beyond)")
       ->check(CLI::Range(1, 1 << 16));

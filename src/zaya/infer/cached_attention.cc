@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -196,7 +197,8 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
 }
 
 // Query rows [row0, row0 + 64) of head h: sgemm for the scores and the output,
-// over the keys the block's rows see (all earlier ones, or the window's).
+// over the keys the block's rows see (all earlier ones, or the window's),
+// gathered into one [keys, d] block per K and V when they span several pieces.
 void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t h, int64_t row0,
                 float* scratch) {
   const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
@@ -206,9 +208,29 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
   const int64_t klo = cached_attention_first_key(ch.past + row0, ch.window), khi = ch.past + row1;
   const int64_t keys = khi - klo;  // positions klo .. khi - 1
   const float* q = ch.q_SQ + row0 * QW + h * d;
-  for_each_piece(ch, j, klo, khi, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
-    gemm<float>(false, true, rows, n, d, scale, q, QW, kc, ld, 0.0f, scratch + off, keys);
+  const float *kb = nullptr, *vb = nullptr;
+  int64_t ld = d, pieces = 0;
+  for_each_piece(ch, j, klo, khi, [&](const float* kc, const float* vc, int64_t stride, int64_t, int64_t) {
+    if (pieces++ == 0) {
+      kb = kc;
+      vb = vc;
+      ld = stride;
+    }
   });
+  if (pieces > 1) {
+    float* kg = scratch + std::max(G, kQueryBlock) * keys;
+    float* vg = kg + keys * d;
+    for_each_piece(ch, j, klo, khi, [&](const float* kc, const float* vc, int64_t stride, int64_t n, int64_t off) {
+      for (int64_t t = 0; t < n; ++t) {
+        std::memcpy(kg + (off + t) * d, kc + t * stride, sizeof(float) * d);
+        std::memcpy(vg + (off + t) * d, vc + t * stride, sizeof(float) * d);
+      }
+    });
+    kb = kg;
+    vb = vg;
+    ld = d;
+  }
+  gemm<float>(false, true, rows, keys, d, scale, q, QW, kb, ld, 0.0f, scratch, keys);
   for (int64_t r = 0; r < rows; ++r) {
     float* pr = scratch + r * keys;
     const int64_t pos = ch.past + row0 + r, first = cached_attention_first_key(pos, ch.window) - klo;
@@ -217,19 +239,15 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
     softmax_inplace(pr + first, end - first);
     std::fill(pr + end, pr + keys, 0.0f);
   }
-  float beta = 0.0f;
-  for_each_piece(ch, j, klo, khi, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
-    gemm<float>(false, false, rows, d, n, 1.0f, scratch + off, keys, vc, ld, beta, ch.o_SQ + row0 * QW + h * d, QW);
-    beta = 1.0f;
-  });
+  gemm<float>(false, false, rows, d, keys, 1.0f, scratch, keys, vb, ld, 0.0f, ch.o_SQ + row0 * QW + h * d, QW);
 }
 
 }  // namespace
 
-int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window) {
+int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim) {
   // A row sees at most W keys, a block of 64 rows at most W + 63.
   const int64_t keys = window > 0 ? std::min(max_context, window + kQueryBlock - 1) : max_context;
-  return std::max(group, kQueryBlock) * keys;
+  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys;
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,
@@ -239,9 +257,10 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
   tasks.clear();
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const CachedAttentionChunk& ch = chunks[ci];
-    ZAYA_ASSERT(cached_attention_scratch_floats(s.q_heads / s.kv_heads, ch.past + ch.count, ch.window) <= per_thread);
+    ZAYA_ASSERT(cached_attention_scratch_floats(s.q_heads / s.kv_heads, ch.past + ch.count, ch.window, s.head_dim) <=
+                per_thread);
     // The spans hold every key a row sees, in order and without gaps.
-    ZAYA_ASSERT(ch.span_count >= 1 && ch.span_count <= int32_t(ch.spans.size()));
+    ZAYA_ASSERT(ch.span_count >= 1 && ch.spans != nullptr);
     ZAYA_ASSERT(ch.spans[0].first <= cached_attention_first_key(ch.past, ch.window));
     for (int32_t si = 1; si < ch.span_count; ++si)
       ZAYA_ASSERT(ch.spans[si].first == ch.spans[si - 1].first + ch.spans[si - 1].count);

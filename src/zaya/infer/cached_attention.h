@@ -5,19 +5,23 @@
 // where lo(p) = 0 on full-attention layers and max(0, p - W + 1) on a sliding
 // layer of window W (spec §12: W counts the query itself).
 //
-// The keys come as up to three spans of consecutive positions, each with its
-// own strides: one head-major cache on a full layer; on a sliding layer the
-// ring of the last W - 1 keys (two spans where it wraps) and the chunk's own
-// keys in the step's workspace (token-major). The spans together must hold
-// every key some row of the chunk sees.
+// The keys come as spans of consecutive positions, each with its own strides:
+// the pages of a sequence's paged cache (engine.h: one span per page of
+// `page_tokens` positions, head-major inside the page) and, on a sliding
+// layer, the chunk's own keys in the step's workspace (token-major). The
+// spans together must hold every key some row of the chunk sees.
 //
 // Decode-sized chunks (S <= 4) walk the keys once per KV head for all G query
-// heads sharing it (the cache is read once: the bandwidth-bound case); longer
-// chunks (prefill) use sgemm blocks of 64 queries, as ops/attention does, over
-// only the keys the block's rows see.
+// heads sharing it (the cache is read once: the bandwidth-bound case), span by
+// span; each key's score and the output's running sums are computed in the
+// same order however the keys are split, so the result does not depend on the
+// page size. Longer chunks (prefill) use sgemm blocks of 64 queries, as
+// ops/attention does, over only the keys the block's rows see: keys spread
+// over several spans are first gathered into one contiguous block per head, so
+// the sgemm sees the same operands (and gives the same bits) as over one
+// contiguous cache.
 // Tasks (chunk x KV head, or chunk x head x query block) run over OpenMP threads.
 
-#include <array>
 #include <cstdint>
 #include <span>
 
@@ -41,7 +45,7 @@ struct CachedKeySpan {
 struct CachedAttentionChunk {
   const float* q_SQ = nullptr;           // [S, Hq*d] queries after norm and RoPE
   float* o_SQ = nullptr;                 // [S, Hq*d] output
-  std::array<CachedKeySpan, 3> spans{};  // in position order, without gaps
+  const CachedKeySpan* spans = nullptr;  // in position order, without gaps
   int32_t span_count = 0;
   int64_t past = 0;
   int64_t count = 0;   // S
@@ -54,8 +58,9 @@ inline int64_t cached_attention_first_key(int64_t p, int64_t window) {
 }
 
 // Scratch floats one thread needs for a context of max_context keys under a
-// window (0: full attention).
-int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window = 0);
+// window (0: full attention), head_dim floats per key: the scores and the
+// gathered keys and values of one query block.
+int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim);
 
 // Runs on at most `threads` OpenMP threads; `scratch` holds threads * per_thread floats.
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape, float* scratch,

@@ -1,13 +1,16 @@
 // Cached attention against a float64 brute-force masked softmax attention:
 // full causal and sliding windows (W = 1, 3, 8), decode-sized and prefill
 // chunks (the per-row and the sgemm-block paths, a block boundary crossed),
-// keys split over a wrapped ring and a token-major workspace span.
+// keys split over a wrapped ring and a token-major workspace span, or over
+// pages of 5 positions stored out of order (the engine's paged cache), which
+// give the same bits as one contiguous cache.
 #include "zaya/infer/cached_attention.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "zaya/core/rng.h"
@@ -65,6 +68,7 @@ TEST_P(CachedAttentionWindow, MatchesBruteForce) {
                            v = random_values(P * kHk * kD, 3);
   const std::vector<double> ref = brute_force(q, k, v, cs.past, S, W);
   std::vector<float> o(S * kQW, -7.0f), kc, vc;
+  std::vector<CachedKeySpan> spans;
   CachedAttentionChunk ch;
   ch.q_SQ = q.data();
   ch.o_SQ = o.data();
@@ -80,7 +84,7 @@ TEST_P(CachedAttentionWindow, MatchesBruteForce) {
           kc[(j * P + t) * kD + c] = k[(t * kHk + j) * kD + c];
           vc[(j * P + t) * kD + c] = v[(t * kHk + j) * kD + c];
         }
-    ch.spans[ch.span_count++] = {kc.data(), vc.data(), P * kD, kD, 0, P};
+    spans.push_back({kc.data(), vc.data(), P * kD, kD, 0, P});
   } else {
     const int64_t N = W - 1;
     kc.assign(std::max<int64_t>(1, kHk * N * kD), 1e9f);  // rows never written are poison
@@ -93,22 +97,47 @@ TEST_P(CachedAttentionWindow, MatchesBruteForce) {
         }
     for (int64_t pos = std::max<int64_t>(0, cs.past - N); pos < cs.past;) {
       const int64_t row = pos % N, n = std::min(cs.past - pos, N - row);
-      ch.spans[ch.span_count++] = {kc.data() + row * kD, vc.data() + row * kD, N * kD, kD, pos, n};
+      spans.push_back({kc.data() + row * kD, vc.data() + row * kD, N * kD, kD, pos, n});
       pos += n;
     }
-    ch.spans[ch.span_count++] = {
-        k.data() + cs.past * kHk * kD, v.data() + cs.past * kHk * kD, kD, kHk * kD, cs.past, S};
+    spans.push_back({k.data() + cs.past * kHk * kD, v.data() + cs.past * kHk * kD, kD, kHk * kD, cs.past, S});
   }
-  const int64_t per_thread = cached_attention_scratch_floats(kHq / kHk, P, W);
+  ch.spans = spans.data();
+  ch.span_count = int32_t(spans.size());
+  const int64_t per_thread = cached_attention_scratch_floats(kHq / kHk, P, W, kD);
   std::vector<float> scratch(2 * per_thread);
   cached_attention({&ch, 1}, CachedAttentionShape{kHq, kHk, kD}, scratch.data(), per_thread, 2);
   double err = 0;
   for (int64_t i = 0; i < S * kQW; ++i) err = std::max(err, std::fabs(double(o[i]) - ref[i]));
   EXPECT_LT(err, 2e-5) << "past " << cs.past << " count " << cs.count << " window " << W;
+  if (W != 0) return;
+  // The same keys in pages of 5 positions ([Hk, 5, d] each), the pages stored in reverse order.
+  constexpr int64_t kPage = 5;
+  const int64_t pages = (P + kPage - 1) / kPage;
+  std::vector<float> kp(pages * kHk * kPage * kD, 1e9f), vp(kp.size(), 1e9f);
+  std::vector<CachedKeySpan> paged;
+  for (int64_t i = 0; i < pages; ++i) {
+    const int64_t at = (pages - 1 - i) * kHk * kPage * kD, n = std::min(kPage, P - i * kPage);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < kHk; ++j)
+        for (int64_t c = 0; c < kD; ++c) {
+          kp[at + (j * kPage + t) * kD + c] = k[((i * kPage + t) * kHk + j) * kD + c];
+          vp[at + (j * kPage + t) * kD + c] = v[((i * kPage + t) * kHk + j) * kD + c];
+        }
+    paged.push_back({kp.data() + at, vp.data() + at, kPage * kD, kD, i * kPage, n});
+  }
+  std::vector<float> o_paged(S * kQW, -7.0f);
+  ch.o_SQ = o_paged.data();
+  ch.spans = paged.data();
+  ch.span_count = int32_t(paged.size());
+  cached_attention({&ch, 1}, CachedAttentionShape{kHq, kHk, kD}, scratch.data(), per_thread, 2);
+  EXPECT_EQ(std::memcmp(o_paged.data(), o.data(), sizeof(float) * o.size()), 0)
+      << "paged: past " << cs.past << " count " << cs.count;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CachedAttentionWindow,
-                         ::testing::Values(Case{0, 1, 0}, Case{9, 1, 0}, Case{5, 70, 0},         // full attention
+                         ::testing::Values(Case{0, 1, 0}, Case{9, 1, 0}, Case{5, 70, 0},
+                                           Case{13, 3, 0},                                       // full attention
                                            Case{0, 1, 3}, Case{1, 1, 3}, Case{2, 1, 3},          // ring filling
                                            Case{11, 1, 3}, Case{12, 3, 3}, Case{20, 4, 3},       // decode, wrapped
                                            Case{0, 20, 3}, Case{7, 9, 3}, Case{13, 70, 3},       // prefill blocks

@@ -29,6 +29,10 @@ void EngineOptions::validate(const ZayaConfig& c) const {
              "context length {} is invalid; allowed: 1..{} (max_position_embeddings)", max_context, c.max_position);
   ZAYA_CHECK(max_step_tokens >= 1 && max_step_tokens <= (1 << 20), "tokens per step {} is invalid; allowed: 1..1048576",
              max_step_tokens);
+  ZAYA_CHECK(page_tokens >= 1 && page_tokens <= (1 << 20), "KV page of {} tokens is invalid; allowed: 1..1048576",
+             page_tokens);
+  ZAYA_CHECK(kv_pool_bytes >= 0, "KV pool of {} bytes is invalid; allowed: >= 0 (0: every slot at full context)",
+             kv_pool_bytes);
 }
 
 InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& options)
@@ -50,21 +54,46 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
-  const int64_t B = c.num_blocks;
-  // Full blocks keep every position; a sliding block a ring of its last W - 1 keys.
-  cache_rows_.resize(B);
-  cache_offset_.resize(B);
-  int64_t cache_floats = 0, scratch_floats = 0;
+  const int64_t B = c.num_blocks, P = options_.page_tokens;
+  // One kind of pages per attention pattern: full blocks, then sliding ones.
+  kind_of_.assign(B, -1);
+  layer_in_kind_.assign(B, 0);
+  int64_t scratch_floats = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t W = c.window_of(b);
-    cache_rows_[b] = W > 0 ? std::min(W - 1, max_context_) : max_context_;
-    cache_offset_[b] = cache_floats;
-    cache_floats += slots_ * cache_rows_[b] * kw_;
-    scratch_floats = std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W));
+    int64_t k = 0;
+    while (k < int64_t(kinds_.size()) && kinds_[k].window != W) ++k;
+    if (k == int64_t(kinds_.size())) {
+      kinds_.emplace_back();
+      kinds_.back().window = W;
+    }
+    kind_of_[b] = k;
+    layer_in_kind_[b] = kinds_[k].layers++;
+    scratch_floats =
+        std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W, c.head_dim));
   }
-  // The KV cache is left untouched (and so unallocated by the OS) until used.
-  k_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
-  v_cache_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, cache_floats)));
+  page_floats_ = c.kv_heads * P * c.head_dim;
+  // The pool: every slot at full context, or kv_pool_bytes shared among the
+  // kinds in the proportion one slot at full context needs them.
+  const std::vector<int64_t> per_slot = max_pages(max_context_);
+  int64_t slot_bytes = 0;
+  for (size_t k = 0; k < kinds_.size(); ++k) slot_bytes += per_slot[k] * page_bytes(int64_t(k));
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    Kind& kd = kinds_[k];
+    kd.pages = options_.kv_pool_bytes == 0 || slot_bytes == 0
+                   ? slots_ * per_slot[k]
+                   : options_.kv_pool_bytes / slot_bytes * per_slot[k] +
+                         options_.kv_pool_bytes % slot_bytes * per_slot[k] / slot_bytes;
+    ZAYA_CHECK(kd.pages < (int64_t(1) << 31), "KV pool of {} pages is too large; allowed: < 2^31 pages", kd.pages);
+    // The pages are left untouched (and so unallocated by the OS) until used.
+    const size_t floats = size_t(std::max<int64_t>(1, kd.layers * kd.pages * page_floats_));
+    kd.k = aligned_alloc_array<float>(floats);
+    kd.v = aligned_alloc_array<float>(floats);
+    kd.refs.assign(kd.pages, 0);
+    kd.free.resize(kd.pages);
+    for (int64_t i = 0; i < kd.pages; ++i) kd.free[i] = int32_t(kd.pages - 1 - i);  // low pages first
+  }
+  tables_.assign(slots_, std::vector<std::vector<int32_t>>(kinds_.size()));
   conv_rows_ = conv_history(c);
   conv_state_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, B * slots_ * conv_rows_ * cc_)));
   vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
@@ -121,13 +150,92 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   a_chunk_.resize(T + chunks * (c.conv_kernel1 - 1));
 }
 
+int64_t InferenceEngine::page_bytes(int64_t kind) const {
+  return int64_t(sizeof(float)) * 2 * kinds_[kind].layers * page_floats_;
+}
+
+int64_t InferenceEngine::small_state_bytes() const {
+  return int64_t(sizeof(float)) * config_.num_blocks * (conv_rows_ * cc_ + kw_ / 2);
+}
+
 int64_t InferenceEngine::state_bytes_per_slot() const {
-  int64_t floats = 0;
-  for (int64_t b = 0; b < config_.num_blocks; ++b) floats += 2 * cache_rows_[b] * kw_ + conv_rows_ * cc_ + kw_ / 2;
-  return int64_t(sizeof(float)) * floats;
+  const std::vector<int64_t> pages = max_pages(max_context_);
+  int64_t bytes = small_state_bytes();
+  for (size_t k = 0; k < kinds_.size(); ++k) bytes += pages[k] * page_bytes(int64_t(k));
+  return bytes;
 }
 
 int64_t InferenceEngine::workspace_bytes() const { return int64_t(sizeof(float)) * int64_t(ws_.capacity()); }
+
+std::vector<int64_t> InferenceEngine::max_pages(int64_t length) const {
+  const int64_t P = options_.page_tokens, all = (length + P - 1) / P;
+  std::vector<int64_t> out(kinds_.size());
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    const int64_t W = kinds_[k].window;
+    // A sliding kind holds the pages of its last W - 1 positions, and during a
+    // step as many again for the ones it writes.
+    out[k] = W == 0 ? all : W == 1 ? 0 : std::min(all, 2 * ((W - 1 + P - 1) / P + 1));
+  }
+  return out;
+}
+
+void InferenceEngine::written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const {
+  const int64_t W = kinds_[kind].window;
+  hi = past + count;
+  lo = W == 0 ? past : std::max(past, hi - (W - 1));
+}
+
+std::vector<int64_t> InferenceEngine::pages_held(int32_t slot) const {
+  ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
+  std::vector<int64_t> out(kinds_.size(), 0);
+  for (size_t k = 0; k < kinds_.size(); ++k)
+    for (int32_t page : tables_[slot][k]) out[k] += page >= 0;
+  return out;
+}
+
+std::vector<int64_t> InferenceEngine::pages_needed(std::span<const StepChunk> chunks) const {
+  const int64_t P = options_.page_tokens;
+  std::vector<int64_t> out(kinds_.size(), 0);
+  for (const StepChunk& ch : chunks)
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      int64_t lo = 0, hi = 0;
+      written(int64_t(k), lengths_[ch.slot], ch.count, lo, hi);
+      const std::vector<int32_t>& table = tables_[ch.slot][k];
+      for (int64_t i = lo / P; lo < hi && i <= (hi - 1) / P; ++i) out[k] += i >= int64_t(table.size()) || table[i] < 0;
+    }
+  return out;
+}
+
+int32_t InferenceEngine::take_page(int64_t kind) {
+  Kind& k = kinds_[kind];
+  ZAYA_ASSERT(!k.free.empty());
+  const int32_t page = k.free.back();
+  k.free.pop_back();
+  k.refs[page] = 1;
+  return page;
+}
+
+void InferenceEngine::drop_page(int64_t kind, int32_t page) {
+  Kind& k = kinds_[kind];
+  ZAYA_ASSERT(k.refs[page] > 0);
+  if (--k.refs[page] == 0) k.free.push_back(page);
+}
+
+void InferenceEngine::release_out_of_window(int32_t slot) {
+  const int64_t P = options_.page_tokens;
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    const int64_t W = kinds_[k].window;
+    if (W == 0) continue;
+    // Page i holds positions [iP, (i+1)P); the next query (at `length`) sees positions >= length - W + 1.
+    std::vector<int32_t>& table = tables_[slot][k];
+    const int64_t first = lengths_[slot] - W + 1;
+    for (int64_t i = 0; i < int64_t(table.size()) && (i + 1) * P <= first; ++i)
+      if (table[i] >= 0) {
+        drop_page(int64_t(k), table[i]);
+        table[i] = -1;
+      }
+  }
+}
 
 int64_t InferenceEngine::length(int32_t slot) const {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
@@ -137,6 +245,11 @@ int64_t InferenceEngine::length(int32_t slot) const {
 void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   lengths_[slot] = 0;
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    for (int32_t page : tables_[slot][k])
+      if (page >= 0) drop_page(int64_t(k), page);
+    tables_[slot][k].clear();
+  }
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     std::memset(conv_state(b, slot), 0, sizeof(float) * conv_rows_ * cc_);
     std::memset(vprev_state(b, slot), 0, sizeof(float) * (kw_ / 2));
@@ -147,40 +260,121 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
   ZAYA_CHECK(src >= 0 && src < slots_ && dst >= 0 && dst < slots_, "sequence slots {} and {} must be in 0..{}", src,
              dst, slots_ - 1);
   if (src == dst) return;
-  const int64_t n = lengths_[src];
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    // The rows in use: positions 0..n-1, or the whole ring once it has wrapped (same row for each position).
-    const int64_t N = cache_rows_[b], rows = std::min(n, N);
-    for (int64_t j = 0; j < config_.kv_heads; ++j) {
-      const int64_t off = j * N * config_.head_dim;
-      std::memcpy(kcache(b, dst) + off, kcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
-      std::memcpy(vcache(b, dst) + off, vcache(b, src) + off, sizeof(float) * rows * config_.head_dim);
+  reset(dst);
+  const int64_t n = lengths_[src], P = options_.page_tokens, partial = n / P, rows = n % P;
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    const std::vector<int32_t>& from = tables_[src][k];
+    const bool copy_last = rows > 0 && partial < int64_t(from.size()) && from[partial] >= 0;
+    ZAYA_CHECK(!copy_last || !kinds_[k].free.empty(),
+               "the KV pool is full: copying sequence slot {} needs a free page (all {} are in use; "
+               "EngineOptions.kv_pool_bytes)",
+               src, kinds_[k].pages);
+    std::vector<int32_t>& to = tables_[dst][k];
+    to = from;
+    for (int64_t i = 0; i < int64_t(to.size()); ++i) {
+      if (to[i] < 0) continue;
+      if (i != partial) {
+        ++kinds_[k].refs[to[i]];
+        continue;
+      }
+      // The partial last page is written by both sequences from here on: each gets its own.
+      to[i] = take_page(int64_t(k));
+      for (int64_t b = 0; b < config_.num_blocks; ++b) {
+        if (kind_of_[b] != int64_t(k)) continue;
+        for (int64_t j = 0; j < config_.kv_heads; ++j) {
+          const int64_t off = j * P * config_.head_dim;
+          std::memcpy(kpage(b, to[i]) + off, kpage(b, from[i]) + off, sizeof(float) * rows * config_.head_dim);
+          std::memcpy(vpage(b, to[i]) + off, vpage(b, from[i]) + off, sizeof(float) * rows * config_.head_dim);
+        }
+      }
     }
+  }
+  for (int64_t b = 0; b < config_.num_blocks; ++b) {
     std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * conv_rows_ * cc_);
     std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
   }
   lengths_[dst] = n;
 }
 
+InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
+  ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
+  const int64_t n = lengths_[slot];
+  ZAYA_CHECK(n > 0 && n % options_.page_tokens == 0,
+             "a snapshot needs a length that is a positive multiple of the page ({} tokens); the sequence has {}",
+             options_.page_tokens, n);
+  Snapshot s;
+  s.length = n;
+  s.pages = tables_[slot];
+  for (size_t k = 0; k < kinds_.size(); ++k)
+    for (int32_t page : s.pages[k])
+      if (page >= 0) ++kinds_[k].refs[page];
+  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
+  s.small.resize(config_.num_blocks * per);
+  for (int64_t b = 0; b < config_.num_blocks; ++b) {
+    std::memcpy(s.small.data() + b * per, conv_state(b, slot), sizeof(float) * conv_rows_ * cc_);
+    std::memcpy(s.small.data() + b * per + conv_rows_ * cc_, vprev_state(b, slot), sizeof(float) * (kw_ / 2));
+  }
+  return s;
+}
+
+void InferenceEngine::start_from(const Snapshot& s, int32_t slot) {
+  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
+  ZAYA_CHECK(s.length > 0 && s.length <= max_context_ && s.pages.size() == kinds_.size() &&
+                 int64_t(s.small.size()) == config_.num_blocks * per,
+             "the snapshot of {} tokens is not one of this engine's", s.length);
+  reset(slot);
+  tables_[slot] = s.pages;
+  for (size_t k = 0; k < kinds_.size(); ++k)
+    for (int32_t page : s.pages[k])
+      if (page >= 0) ++kinds_[k].refs[page];
+  for (int64_t b = 0; b < config_.num_blocks; ++b) {
+    std::memcpy(conv_state(b, slot), s.small.data() + b * per, sizeof(float) * conv_rows_ * cc_);
+    std::memcpy(vprev_state(b, slot), s.small.data() + b * per + conv_rows_ * cc_, sizeof(float) * (kw_ / 2));
+  }
+  lengths_[slot] = s.length;
+}
+
+void InferenceEngine::release(Snapshot& s) {
+  for (size_t k = 0; k < s.pages.size(); ++k)
+    for (int32_t page : s.pages[k])
+      if (page >= 0) drop_page(int64_t(k), page);
+  s = Snapshot{};
+}
+
 void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   ZAYA_CHECK(length >= 0 && length <= max_context_, "synthetic length {} exceeds the context {}", length, max_context_);
-  const float scale = 1.0f / std::sqrt(float(config_.head_dim));
+  reset(slot);
+  const int64_t P = options_.page_tokens, d = config_.head_dim;
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    int64_t lo = 0, hi = 0;
+    written(int64_t(k), 0, length, lo, hi);
+    const int64_t need = lo < hi ? (hi - 1) / P - lo / P + 1 : 0;
+    ZAYA_CHECK(need <= free_pages(int64_t(k)), "the KV pool is full: {} synthetic tokens need {} pages, {} are free",
+               length, need, free_pages(int64_t(k)));
+    std::vector<int32_t>& table = tables_[slot][k];
+    table.assign(lo < hi ? (hi - 1) / P + 1 : 0, -1);
+    for (int64_t i = lo / P; lo < hi && i <= (hi - 1) / P; ++i) table[i] = take_page(int64_t(k));
+  }
+  const float scale = 1.0f / std::sqrt(float(d));
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    float* k = kcache(b, slot);
-    float* v = vcache(b, slot);
-    const int64_t d = config_.head_dim, N = cache_rows_[b], t0 = length - std::min(length, N);
+    int64_t t0 = 0, hi = 0;
+    written(kind_of_[b], 0, length, t0, hi);
+    const std::vector<int32_t>& table = tables_[slot][kind_of_[b]];
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t j = 0; j < config_.kv_heads; ++j)
-      for (int64_t t = t0; t < length; ++t)
+      for (int64_t t = t0; t < length; ++t) {
+        float* k = kpage(b, table[t / P]) + (j * P + t % P) * d;
+        float* v = vpage(b, table[t / P]) + (j * P + t % P) * d;
         for (int64_t i = 0; i < d; ++i) {
           // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
           const uint64_t hsh =
               (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
           const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
-          k[(j * N + t % N) * d + i] = u * scale * 4;
-          v[(j * N + t % N) * d + i] = u;
+          k[i] = u * scale * 4;
+          v[i] = u;
         }
+      }
   }
   lengths_[slot] = length;
 }
@@ -213,6 +407,24 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   }
   ZAYA_CHECK(T <= options_.max_step_tokens, "a step of {} tokens exceeds the step capacity {}", T,
              options_.max_step_tokens);
+  // Pages for the positions the step writes, taken before anything else changes.
+  const std::vector<int64_t> need = pages_needed(chunks);
+  for (size_t k = 0; k < kinds_.size(); ++k)
+    ZAYA_CHECK(need[k] <= free_pages(int64_t(k)),
+               "the KV pool is full: the step needs {} new pages of {} tokens and {} of {} are free "
+               "(EngineOptions.kv_pool_bytes; zaya serve --kv-cache-mb)",
+               need[k], options_.page_tokens, free_pages(int64_t(k)), kinds_[k].pages);
+  for (const StepChunk& ch : chunks)
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      int64_t lo = 0, hi = 0;
+      written(int64_t(k), lengths_[ch.slot], ch.count, lo, hi);
+      if (lo >= hi) continue;
+      std::vector<int32_t>& table = tables_[ch.slot][k];
+      const int64_t P = options_.page_tokens;
+      if (int64_t(table.size()) <= (hi - 1) / P) table.resize((hi - 1) / P + 1, -1);
+      for (int64_t i = lo / P; i <= (hi - 1) / P; ++i)
+        if (table[i] < 0) table[i] = take_page(int64_t(k));
+    }
 
   // Row bookkeeping.
   chunk_row0_.clear();
@@ -289,7 +501,10 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   const int64_t L = int64_t(logit_rows_.size());
   for (int64_t i = 0; i < L; ++i) std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
   rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
-  for (const StepChunk& ch : chunks) lengths_[ch.slot] += ch.count;
+  for (const StepChunk& ch : chunks) {
+    lengths_[ch.slot] += ch.count;
+    release_out_of_window(ch.slot);
+  }
 }
 
 void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {

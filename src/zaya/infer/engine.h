@@ -5,15 +5,25 @@
 // sequence) and any mix of the two (continuous batching) are the same call.
 //
 // Decode state per attention half-layer and slot (spec §3, "Decode / cache state"):
-//   K cache [Hk, N, d]            keys after QK norm and RoPE (head-major: each
-//                                 head's keys are one contiguous stream for decode)
-//   V cache [Hk, N, d]            values (head 0: current-token stream, head 1: delayed)
-// N = max_context on a full-attention block. On a sliding block of window W
-// (spec §12) the cache is a ring of N = min(W - 1, max_context) rows: position
-// t lives in row t mod N, and a step's own keys are read from the step's
-// workspace before its last N of them replace the oldest rows. So a sliding
-// block holds O(W) state however long the context, and each block applies its
-// own RoPE base (config.rope_theta_of) at absolute positions.
+// K and V live in a paged cache: a pool of pages, each holding `page_tokens`
+// positions of every layer of one attention kind (full or sliding), [Hk,
+// page_tokens, d] per layer for K and for V (keys after QK norm and RoPE;
+// values: head 0 the current-token stream, head 1 the delayed one). A slot's
+// page table maps page i (positions i*page_tokens ..) to a pool page; the
+// attention reads through the table (cached_attention.h: one span per page).
+// Pages are reference-counted: copy() and prefix snapshots (share(),
+// start_from()) reference the full pages of another sequence instead of
+// copying them; a page that more than one holder references is never written
+// (a sequence writes only positions >= its length, which lie in its last,
+// partial page or in new pages, and a partial page is copied, not shared).
+// A sliding block of window W (spec §12) keeps only the pages that hold its
+// last W - 1 positions: a step's own keys are read from the step's workspace,
+// only its last W - 1 are written, and pages that fell out of the window go
+// back to the pool. So a sliding block holds O(W) state however long the
+// context, and each block applies its own RoPE base (config.rope_theta_of) at
+// absolute positions. The pool is sized by `kv_pool_bytes` (0: every slot at
+// max_context); a step that needs more pages than are free fails before it
+// changes anything (the serving loop reserves pages so that it never does).
 //   conv    [H, C]                the raw (pre-conv) q|k vectors of the last H = (cca_time0 - 1) +
 //                                 (cca_time1 - 1) tokens (ZAYA1: 2), zero at start
 //   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
@@ -47,6 +57,8 @@ struct EngineOptions {
   // bf16 weights with many rows: bf16 GEMM (AMX) with activations rounded to
   // bf16 (true), or the exact f32-activation kernel (false). See linear.h.
   bool bf16_activations = true;
+  int64_t page_tokens = 16;   // positions per KV page
+  int64_t kv_pool_bytes = 0;  // bytes of KV pages; 0: every slot at max_context
   void validate(const ZayaConfig& config) const;
 };
 
@@ -82,10 +94,42 @@ class InferenceEngine {
 
   // Tokens held by a slot.
   int64_t length(int32_t slot) const;
-  // Empties a slot (state back to zero).
+  // Empties a slot (state back to zero, its pages released).
   void reset(int32_t slot);
-  // dst becomes a copy of src (prefix sharing: score several continuations of one context).
+  // dst becomes a copy of src (prefix sharing: score several continuations of
+  // one context): it references src's full pages and gets a copy of the
+  // partial last one (copy-on-write); fails when no page is free for it.
   void copy(int32_t src, int32_t dst);
+
+  // The paged KV cache, one pool per attention kind (full, sliding), numbered in the order blocks first use them.
+  int64_t page_tokens() const { return options_.page_tokens; }
+  int64_t kv_kinds() const { return int64_t(kinds_.size()); }
+  int64_t pool_pages(int64_t kind) const { return kinds_[kind].pages; }
+  int64_t free_pages(int64_t kind) const { return int64_t(kinds_[kind].free.size()); }
+  int64_t page_refs(int64_t kind, int32_t page) const { return kinds_[kind].refs[page]; }
+  // Pages of each kind a slot references now.
+  std::vector<int64_t> pages_held(int32_t slot) const;
+  // The most pages of each kind one sequence holds at once while it grows to `length` tokens (any chunking).
+  std::vector<int64_t> max_pages(int64_t length) const;
+  // New pages of each kind step(chunks) would take from the pool.
+  std::vector<int64_t> pages_needed(std::span<const StepChunk> chunks) const;
+  // Bytes of one page of each kind, and of the per-sequence state beside the pages (conv state, delayed value).
+  int64_t page_bytes(int64_t kind) const;
+  int64_t small_state_bytes() const;
+
+  // A snapshot of a sequence after `length` tokens (a multiple of page_tokens):
+  // references to its pages and a copy of the small per-sequence state.
+  struct Snapshot {
+    int64_t length = 0;
+    std::vector<std::vector<int32_t>> pages;  // per kind: the page table (-1: released, sliding)
+    std::vector<float> small;                 // conv state and delayed value of every block
+  };
+  // The slot's state as a snapshot (its pages' reference counts + 1).
+  Snapshot share(int32_t slot);
+  // The slot (reset first) continues from the snapshot: it references the snapshot's pages.
+  void start_from(const Snapshot& snapshot, int32_t slot);
+  // Drops the snapshot's references (pages nothing else references go back to the pool).
+  void release(Snapshot& snapshot);
 
   // One forward pass over the chunks (distinct slots, at most max_step_tokens
   // tokens in all); each chunk's tokens are appended to its slot.
@@ -106,9 +150,8 @@ class InferenceEngine {
   // filled with deterministic pseudo-random values), without a prefill.
   void fill_synthetic(int32_t slot, int64_t length, uint64_t seed);
 
-  // Rows of block b's K and V caches per slot and KV head (max_context, or the ring of a sliding block).
-  int64_t cache_rows(int64_t block) const { return cache_rows_[block]; }
-  // Bytes of decode state per slot at full context (the rings counted as held), and of the step workspace.
+  // Bytes of decode state per slot at full context (a sliding block's pages
+  // counted at their most, max_pages), and of the step workspace.
   int64_t state_bytes_per_slot() const;
   int64_t workspace_bytes() const;
 
@@ -122,11 +165,19 @@ class InferenceEngine {
   void moe_layer(int64_t block, int64_t T, const float* r_prev, float* r_out);
   void attend(int64_t block, std::span<const StepChunk> chunks);
   void append_to_cache(int64_t block, std::span<const StepChunk> chunks);
-  float* kcache(int64_t block, int64_t slot) {
-    return k_cache_.get() + cache_offset_[block] + slot * cache_rows_[block] * kw_;
+  // Positions [lo, hi) a step from `past` with `count` tokens writes to kind k's pages.
+  void written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const;
+  int32_t take_page(int64_t kind);
+  void drop_page(int64_t kind, int32_t page);
+  // Releases the sliding pages of a slot that no later query sees.
+  void release_out_of_window(int32_t slot);
+  float* kpage(int64_t block, int32_t page) {
+    const Kind& k = kinds_[kind_of_[block]];
+    return k.k.get() + (layer_in_kind_[block] * k.pages + page) * page_floats_;
   }
-  float* vcache(int64_t block, int64_t slot) {
-    return v_cache_.get() + cache_offset_[block] + slot * cache_rows_[block] * kw_;
+  float* vpage(int64_t block, int32_t page) {
+    const Kind& k = kinds_[kind_of_[block]];
+    return k.v.get() + (layer_in_kind_[block] * k.pages + page) * page_floats_;
   }
   float* conv_state(int64_t block, int64_t slot) {
     return conv_state_.get() + (block * slots_ + slot) * conv_rows_ * cc_;
@@ -137,18 +188,29 @@ class InferenceEngine {
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;
-  int64_t conv_rows_ = 2;              // H: raw q|k rows of conv state per block and slot
-  RopeTable rope_;                     // full-attention blocks' base (rope_theta)
-  RopeTable rope_sliding_;             // sliding blocks' base (sliding_rope_theta), built when some block slides
-  std::vector<int64_t> cache_rows_;    // per block: rows per slot and KV head
-  std::vector<int64_t> cache_offset_;  // per block: first float of its caches
+  int64_t conv_rows_ = 2;   // H: raw q|k rows of conv state per block and slot
+  RopeTable rope_;          // full-attention blocks' base (rope_theta)
+  RopeTable rope_sliding_;  // sliding blocks' base (sliding_rope_theta), built when some block slides
   LinearRunner linear_;
 
-  // Decode state (not touched until used: a large max_context costs no memory up front).
-  AlignedPtr<float> k_cache_, v_cache_, conv_state_, vprev_;
+  // One attention kind's pages: [layers][pages][Hk][page_tokens][d] for K and for V.
+  struct Kind {
+    int64_t window = 0;  // 0: full attention
+    int64_t layers = 0;  // blocks of this kind
+    int64_t pages = 0;
+    AlignedPtr<float> k, v;
+    std::vector<int32_t> refs;
+    std::vector<int32_t> free;  // pages with no reference, taken from the back
+  };
+  std::vector<Kind> kinds_;
+  std::vector<int64_t> kind_of_, layer_in_kind_;  // per block
+  int64_t page_floats_ = 0;                       // Hk * page_tokens * d
+
+  // Decode state (the pages are not touched until used: a large pool costs no memory up front).
+  std::vector<std::vector<std::vector<int32_t>>> tables_;  // [slot][kind]: page of each page index, -1 released
+  AlignedPtr<float> conv_state_, vprev_;
   std::vector<int64_t> lengths_;
 
-  // Step workspace, sized for max_step_tokens rows.
   Arena ws_;
   float *h_TD_ = nullptr, *res_a_TD_ = nullptr, *res_b_TD_ = nullptr, *x_TD_ = nullptr, *rstd_T_ = nullptr;
   float *qkv_TP_ = nullptr, *a_ext_ = nullptr, *xg_T2d_ = nullptr, *c_TC_ = nullptr;
@@ -163,6 +225,8 @@ class InferenceEngine {
   std::vector<char> seen_;  // per-step scratch, reused
   std::vector<int32_t> ids_;
   std::vector<CachedAttentionChunk> attn_work_;
+  std::vector<CachedKeySpan> attn_spans_;
+  std::vector<size_t> attn_first_span_;
   std::vector<int32_t> choice_TJ_;
   ExpertPlan plan_;
   std::vector<int32_t> row_pos_;     // position of each row in its sequence

@@ -167,26 +167,35 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
-  const int64_t K = kw_, d = config_.head_dim, N = cache_rows_[b];
+  const int64_t K = kw_, d = config_.head_dim, P = options_.page_tokens, kind = kind_of_[b];
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
-    const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count, past = chunk_past_[ci];
-    float* kc = kcache(b, chunks[ci].slot);
-    float* vc = vcache(b, chunks[ci].slot);
-    // Position t goes to row t mod N (t itself on a full block, N = max_context); only the last N survive.
-    for (int64_t j = 0; j < config_.kv_heads; ++j)
-      for (int64_t i = std::max<int64_t>(0, S - N); i < S; ++i) {
-        const int64_t at = (j * N + (past + i) % N) * d;
-        std::memcpy(kc + at, k_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
-        std::memcpy(vc + at, v_TK_ + (r0 + i) * K + j * d, sizeof(float) * d);
+    const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci];
+    // Every new position on a full block; a sliding block only the last W - 1 (later queries see no earlier one).
+    int64_t lo = 0, hi = 0;
+    written(kind, past, chunks[ci].count, lo, hi);
+    const std::vector<int32_t>& table = tables_[chunks[ci].slot][kind];
+    for (int64_t t = lo; t < hi; ++t) {
+      float* kc = kpage(b, table[t / P]);
+      float* vc = vpage(b, table[t / P]);
+      const int64_t row = r0 + t - past;
+      for (int64_t j = 0; j < config_.kv_heads; ++j) {
+        const int64_t at = (j * P + t % P) * d;
+        std::memcpy(kc + at, k_TK_ + row * K + j * d, sizeof(float) * d);
+        std::memcpy(vc + at, v_TK_ + row * K + j * d, sizeof(float) * d);
       }
+    }
   }
 }
 
 void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   const ZayaConfig& c = config_;
-  const int64_t W = c.window_of(b), N = cache_rows_[b], d = c.head_dim;
+  const int64_t W = c.window_of(b), d = c.head_dim, P = options_.page_tokens, kind = kind_of_[b];
   std::vector<CachedAttentionChunk>& work = attn_work_;
+  std::vector<CachedKeySpan>& spans = attn_spans_;
   work.clear();
+  spans.clear();
+  std::vector<size_t>& first_span = attn_first_span_;
+  first_span.clear();
   int64_t keys_read = 0;  // sum over rows of the keys each sees
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci], S = chunks[ci].count;
@@ -196,25 +205,25 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     ch.past = past;
     ch.count = S;
     ch.window = W;
-    const float* kc = kcache(b, chunks[ci].slot);
-    const float* vc = vcache(b, chunks[ci].slot);
-    if (W == 0) {
-      // The cache, the chunk's keys already appended.
-      ch.spans[ch.span_count++] = {kc, vc, N * d, d, 0, past + S};
-    } else {
-      // The ring holds positions [past - N, past); the first row needs [first_key(past), past).
-      const int64_t lo = std::max(cached_attention_first_key(past, W), past - N);
-      int64_t pos = lo;
-      while (pos < past) {  // at most two pieces: up to the ring's end, then from its start
-        const int64_t row = pos % N, n = std::min(past - pos, N - row);
-        ch.spans[ch.span_count++] = {kc + row * d, vc + row * d, N * d, d, pos, n};
-        pos += n;
-      }
-      // The chunk's own keys, token-major in the step's workspace.
-      ch.spans[ch.span_count++] = {k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S};
+    first_span.push_back(spans.size());
+    const std::vector<int32_t>& table = tables_[chunks[ci].slot][kind];
+    // The pages: every position through the chunk's own (appended already) on a full
+    // block; on a sliding block those the first row sees before the chunk, then the
+    // chunk's own keys, token-major in the step's workspace.
+    const int64_t lo = W == 0 ? 0 : cached_attention_first_key(past, W), hi = W == 0 ? past + S : past;
+    for (int64_t pos = lo; pos < hi;) {
+      const int64_t i = pos / P, n = std::min(hi, (i + 1) * P) - pos, row = pos - i * P;
+      spans.push_back({kpage(b, table[i]) + row * d, vpage(b, table[i]) + row * d, P * d, d, pos, n});
+      pos += n;
     }
+    if (W != 0) spans.push_back({k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S});
     work.push_back(ch);
     for (int64_t i = 0; i < S; ++i) keys_read += past + i + 1 - cached_attention_first_key(past + i, W);
+  }
+  for (size_t ci = 0; ci < work.size(); ++ci) {
+    const size_t end = ci + 1 < work.size() ? first_span[ci + 1] : spans.size();
+    work[ci].spans = spans.data() + first_span[ci];
+    work[ci].span_count = int32_t(end - first_span[ci]);
   }
   stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * keys_read;
   // Short decode attention (a few hundred KB of cache) is not worth a parallel

@@ -2,7 +2,8 @@
 // the context equals full attention bit for bit; W = 3 bounds what a position
 // depends on exactly (query i sees keys i-2..i); chunked prefill, forked slots
 // and token-by-token decode agree across the window boundary; each block's own
-// RoPE base is used; the rings are what the state and bandwidth counts hold.
+// RoPE base is used; only the pages of the window are held, and they are what
+// the state and bandwidth counts hold.
 // (Training does not build sliding models yet: the weights are a full-attention
 // model's, run under a sliding config, InferModel::from_model(model, config).)
 #include <gtest/gtest.h>
@@ -52,8 +53,9 @@ TEST(EngineSliding, WindowCoveringTheContextEqualsFullAttention) {
   for (int64_t W : {40, 1000}) {
     auto im = InferModel::from_model(*model, sliding(c, W, {0, 1, 2}, c.rope_theta));
     InferenceEngine e(*im, o);
-    EXPECT_EQ(e.cache_rows(1), std::min<int64_t>(W - 1, 40));
     const std::vector<float> got = run_chunks(e, ids, 1);
+    // Every block slides (one kind of pages): positions 1..39 of 40, pages of 16, are the last 3 pages.
+    EXPECT_EQ(e.pages_held(0), std::vector<int64_t>{3}) << "window " << W;
     EXPECT_EQ(std::memcmp(got.data(), ref.data(), sizeof(float) * got.size()), 0) << "window " << W;
     for (int64_t chunk : {7, 40}) {
       const std::vector<float> chunked = run_chunks(e, ids, chunk);
@@ -100,8 +102,9 @@ TEST(EngineSliding, WindowOfThreeBoundsTheDependencyExactly) {
 }
 
 // W = 3 on the even blocks of three (sliding and full layers mixed, two RoPE
-// bases): prefill in chunks of every size, and a slot forked after the ring has
-// wrapped, give the token-by-token logits over 26 positions.
+// bases), pages of 4 positions: prefill in chunks of every size, and a slot
+// forked once pages have left the window, give the token-by-token logits over
+// 26 positions; the sliding pages that left the window are back in the pool.
 TEST(EngineSliding, ChunkedPrefillAndForksEqualDecodeAcrossTheWindow) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 33);
@@ -112,10 +115,12 @@ TEST(EngineSliding, ChunkedPrefillAndForksEqualDecodeAcrossTheWindow) {
   o.max_sequences = 2;
   o.max_context = 26;
   o.max_step_tokens = 26;
+  o.page_tokens = 4;
   InferenceEngine engine(*im, o);
-  EXPECT_EQ(engine.cache_rows(0), 2);
-  EXPECT_EQ(engine.cache_rows(1), 26);
   const std::vector<float> ref = run_chunks(engine, ids, 1);
+  // Kind 0 slides (block 0 first uses it): positions 24, 25 in page 6; the full blocks hold all 7 pages.
+  EXPECT_EQ(engine.pages_held(0), (std::vector<int64_t>{1, 7}));
+  EXPECT_EQ(engine.free_pages(0), engine.pool_pages(0) - 1);
   for (int64_t chunk : {2, 3, 4, 5, 7, 13, 26}) {
     const std::vector<float> got = run_chunks(engine, ids, chunk);
     EXPECT_LT(logits_error(got.data(), ref.data(), 26, V, c.real_vocab_size), 2e-5) << "chunk " << chunk;
@@ -130,20 +135,27 @@ TEST(EngineSliding, ChunkedPrefillAndForksEqualDecodeAcrossTheWindow) {
   const std::vector<float> got = testing::step_logits(engine);
   EXPECT_LT(logits_error(got.data(), ref.data() + 11 * V, 15, V, c.real_vocab_size), 2e-5);
   EXPECT_LT(logits_error(got.data() + 15 * V, ref.data() + 11 * V, 2, V, c.real_vocab_size), 2e-5);
+  engine.reset(0);
+  engine.reset(1);
+  for (int64_t k = 0; k < engine.kv_kinds(); ++k) EXPECT_EQ(engine.free_pages(k), engine.pool_pages(k));
 }
 
-// The state of a sliding block is its ring (W - 1 rows), and a decode step
-// reads W keys there (what bench infer's roofline counts), at any context.
+// The state of a sliding block is the pages of its last W - 1 positions (at
+// most twice as many while a step writes), and a decode step reads W keys
+// there (what bench infer's roofline counts), at any context.
 TEST(EngineSliding, StateAndBandwidthCountTheRing) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 34);
   EngineOptions o;
   o.max_context = 100;
+  o.page_tokens = 4;
   auto full = InferModel::from_model(*model);
   auto win = InferModel::from_model(*model, sliding(c, 5, {0, 2}, 10000));
   InferenceEngine ef(*full, o), ew(*win, o);
   const int64_t kw = c.kv_width(), f = int64_t(sizeof(float));
-  EXPECT_EQ(ef.state_bytes_per_slot() - ew.state_bytes_per_slot(), f * 2 * 2 * (100 - 4) * kw);
+  // Two sliding blocks: 100 positions full, 2 x (1 + 1) pages of 4 for W - 1 = 4.
+  EXPECT_EQ(ew.max_pages(100), (std::vector<int64_t>{4, 25}));
+  EXPECT_EQ(ef.state_bytes_per_slot() - ew.state_bytes_per_slot(), f * 2 * 2 * (100 - 16) * kw);
   const std::vector<int32_t> one = random_tokens(1, c.real_vocab_size, 6);
   for (int64_t L : {2, 60}) {
     ew.fill_synthetic(0, L, 9);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "zaya/core/test_util.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/io/safetensors_file.h"
@@ -337,6 +339,139 @@ TEST(Engine, CopiedSlotContinuesIdentically) {
   const int64_t V = c.vocab_size;
   EXPECT_LT(logits_error(got.data(), ref.data() + 12 * V, 8, V, c.real_vocab_size), 2e-5);
   EXPECT_LT(logits_error(got.data() + 8 * V, ref.data() + 12 * V, 3, V, c.real_vocab_size), 2e-5);
+}
+
+// The paged KV cache: pages of 1, 3 or 16 positions give the same bits as one
+// page holding the whole context (the former contiguous per-slot cache), for
+// token-by-token decode and for prefills long enough for the sgemm path, on
+// full attention and with sliding blocks (W = 3, pages leaving the window).
+TEST(Engine, PagedCacheGivesTheSameBitsForAnyPageSize) {
+  for (const bool slide : {false, true}) {
+    ZayaConfig c = testing::small_test_config();
+    if (slide) {
+      c.sliding_window = 3;
+      c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "test");
+      c.sliding_rope_theta = 700;
+    }
+    auto model = testing::random_model(c, 18);
+    auto im = InferModel::from_model(*model);
+    const std::vector<int32_t> ids = random_tokens(40, c.real_vocab_size, 19);
+    EngineOptions o;
+    o.max_context = 40;
+    o.max_step_tokens = 40;
+    o.page_tokens = 40;
+    InferenceEngine whole(*im, o);
+    for (int64_t prefill : {1, 17, 40}) {
+      const std::vector<float> ref = prefill_then_decode(whole, 0, ids, prefill);
+      for (int64_t page : {1, 3, 16}) {
+        o.page_tokens = page;
+        InferenceEngine paged(*im, o);
+        const std::vector<float> got = prefill_then_decode(paged, 0, ids, prefill);
+        EXPECT_EQ(std::memcmp(got.data(), ref.data(), sizeof(float) * got.size()), 0)
+            << (slide ? "sliding, " : "") << "page " << page << ", prefill " << prefill;
+      }
+    }
+  }
+}
+
+// Snapshots share pages: two sequences started from one prefix reference its
+// pages (reference count 3 with the snapshot), write only pages of their own,
+// and give the bits each gives alone (the same steps from an empty slot);
+// in one ragged step together they match the alone runs closely. Every
+// reference count returns to zero when the slots are reset and the snapshot
+// released. A partial page is copied on copy(), never shared.
+TEST(Engine, SharedPrefixPagesAreReferencedNotCopied) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 20);
+  auto im = InferModel::from_model(*model);
+  const int64_t V = c.vocab_size;
+  const std::vector<int32_t> prefix = random_tokens(12, c.real_vocab_size, 21);
+  const std::vector<int32_t> a = random_tokens(6, c.real_vocab_size, 22), b = random_tokens(5, c.real_vocab_size, 23);
+  EngineOptions o;
+  o.max_sequences = 3;
+  o.max_context = 32;
+  o.page_tokens = 4;
+  InferenceEngine engine(*im, o);
+  const int64_t pool = engine.pool_pages(0);
+  EXPECT_EQ(pool, 3 * 8);
+  auto alone = [&](const std::vector<int32_t>& rest) {
+    engine.reset(0);
+    StepChunk p{0, prefix.data(), 12, LogitsWanted::kNone};
+    engine.step({&p, 1});
+    StepChunk r{0, rest.data(), int64_t(rest.size()), LogitsWanted::kAll};
+    engine.step({&r, 1});
+    std::vector<float> out = step_logits(engine);
+    engine.reset(0);
+    return out;
+  };
+  const std::vector<float> ref_a = alone(a), ref_b = alone(b);
+  EXPECT_EQ(engine.free_pages(0), pool);
+  StepChunk p{0, prefix.data(), 12, LogitsWanted::kNone};
+  engine.step({&p, 1});
+  InferenceEngine::Snapshot snap = engine.share(0);
+  engine.reset(0);
+  EXPECT_EQ(engine.free_pages(0), pool - 3);  // the snapshot's 3 pages, nothing else
+  engine.start_from(snap, 1);
+  engine.start_from(snap, 2);
+  EXPECT_EQ(engine.length(1), 12);
+  for (int32_t page : snap.pages[0]) EXPECT_EQ(engine.page_refs(0, page), 3);
+  EXPECT_EQ(engine.free_pages(0), pool - 3);  // shared, not copied
+  StepChunk ra{1, a.data(), 6, LogitsWanted::kAll}, rb{2, b.data(), 5, LogitsWanted::kAll};
+  engine.step({&ra, 1});
+  const std::vector<float> got_a = step_logits(engine);
+  engine.step({&rb, 1});
+  const std::vector<float> got_b = step_logits(engine);
+  EXPECT_EQ(std::memcmp(got_a.data(), ref_a.data(), sizeof(float) * got_a.size()), 0);
+  EXPECT_EQ(std::memcmp(got_b.data(), ref_b.data(), sizeof(float) * got_b.size()), 0);
+  EXPECT_EQ(engine.pages_held(1), std::vector<int64_t>{5});  // 18 tokens: 3 shared + 2 own
+  EXPECT_EQ(engine.free_pages(0), pool - 3 - 2 - 2);
+  for (int32_t page : snap.pages[0]) EXPECT_EQ(engine.page_refs(0, page), 3);
+  // Both again in one ragged step (other rows in the products: close, not equal).
+  engine.start_from(snap, 1);
+  engine.start_from(snap, 2);
+  StepChunk both[2] = {{1, a.data(), 6, LogitsWanted::kAll}, {2, b.data(), 5, LogitsWanted::kAll}};
+  engine.step(both);
+  const std::vector<float> got = step_logits(engine);
+  EXPECT_LT(logits_error(got.data(), ref_a.data(), 6, V, c.real_vocab_size), 2e-5);
+  EXPECT_LT(logits_error(got.data() + 6 * V, ref_b.data(), 5, V, c.real_vocab_size), 2e-5);
+  // copy() at 18 tokens: the 4 full pages shared, the partial fifth copied.
+  engine.copy(1, 0);
+  EXPECT_EQ(engine.page_refs(0, snap.pages[0][0]), 4);
+  EXPECT_EQ(engine.free_pages(0), pool - 3 - 2 - 2 - 1);
+  engine.reset(0);
+  engine.reset(1);
+  engine.reset(2);
+  EXPECT_EQ(engine.free_pages(0), pool - 3);
+  engine.release(snap);
+  EXPECT_EQ(engine.free_pages(0), pool);
+  for (int32_t page = 0; page < pool; ++page) ASSERT_EQ(engine.page_refs(0, page), 0) << page;
+}
+
+// A pool smaller than the slots at full context: a step that needs more pages
+// than are free fails before it changes anything, and so does a fork.
+TEST(Engine, FullPoolRefusesAStepCleanly) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 24);
+  auto im = InferModel::from_model(*model);
+  EngineOptions o;
+  o.max_sequences = 2;
+  o.max_context = 32;
+  o.page_tokens = 4;
+  InferenceEngine probe(*im, o);
+  o.kv_pool_bytes = 3 * probe.page_bytes(0);
+  InferenceEngine engine(*im, o);
+  EXPECT_EQ(engine.pool_pages(0), 3);
+  const std::vector<int32_t> ids = random_tokens(16, c.real_vocab_size, 25);
+  StepChunk ten{0, ids.data(), 10, LogitsWanted::kLast};
+  engine.step({&ten, 1});
+  EXPECT_EQ(engine.free_pages(0), 0);
+  StepChunk more{1, ids.data(), 1, LogitsWanted::kLast};
+  testing::expect_error([&] { engine.step({&more, 1}); }, "the KV pool is full");
+  EXPECT_EQ(engine.length(1), 0);
+  testing::expect_error([&] { engine.copy(0, 1); }, "the KV pool is full");
+  StepChunk two{0, ids.data() + 10, 2, LogitsWanted::kLast};  // into the partial third page: no new page
+  engine.step({&two, 1});
+  EXPECT_EQ(engine.length(0), 12);
 }
 
 // Weights written as a sharded Hugging Face directory in bf16 and in f32, then

@@ -5,11 +5,6 @@
 #include "zaya/core/error.h"
 
 namespace zaya {
-
-PrefixCache::PrefixCache(std::vector<int32_t> slots, int64_t block) : slots_(std::move(slots)), block_(block) {
-  ZAYA_CHECK(block >= 1, "prefix block {} is invalid; allowed: >= 1", block);
-}
-
 namespace {
 
 bool starts_with(const std::vector<int32_t>& prompt, const std::vector<int32_t>& prefix) {
@@ -18,35 +13,85 @@ bool starts_with(const std::vector<int32_t>& prompt, const std::vector<int32_t>&
 
 }  // namespace
 
-PrefixCache::Hit PrefixCache::find(const std::vector<int32_t>& prompt) {
+PrefixCache::PrefixCache(InferenceEngine& engine) : engine_(engine) {
+  for (int64_t k = 0; k < engine.kv_kinds(); ++k) refs_.emplace_back(engine.pool_pages(k), 0);
+}
+
+PrefixCache::~PrefixCache() {
+  while (evict_one()) {
+  }
+}
+
+std::vector<int64_t> PrefixCache::pages() const {
+  std::vector<int64_t> out(refs_.size(), 0);
+  for (size_t k = 0; k < refs_.size(); ++k)
+    for (int32_t r : refs_[k]) out[k] += r > 0;
+  return out;
+}
+
+int64_t PrefixCache::start(const std::vector<int32_t>& prompt, int32_t slot) {
   Entry* best = nullptr;
   for (Entry& e : entries_)
     if (e.tokens.size() < prompt.size() && starts_with(prompt, e.tokens) &&
         (!best || e.tokens.size() > best->tokens.size()))
       best = &e;
-  if (!best) return {};
+  if (!best) return 0;
   best->used = ++clock_;
-  return {best->slot, int64_t(best->tokens.size())};
+  engine_.start_from(best->state, slot);
+  return best->state.length;
 }
 
-int32_t PrefixCache::insert(const std::vector<int32_t>& prompt, int64_t length) {
-  if (slots_.empty() || length <= 0 || length % block_ != 0 || length > int64_t(prompt.size())) return -1;
+bool PrefixCache::insert(const std::vector<int32_t>& prompt, int32_t slot) {
+  const int64_t length = engine_.length(slot);
+  if (length <= 0 || length % block() != 0 || length > int64_t(prompt.size())) return false;
   for (Entry& e : entries_)
     if (int64_t(e.tokens.size()) == length && starts_with(prompt, e.tokens)) {
       e.used = ++clock_;
-      return -1;
+      return false;
     }
-  Entry* target = nullptr;
-  if (entries_.size() < slots_.size()) {
-    entries_.push_back({{}, slots_[entries_.size()], 0});
-    target = &entries_.back();
-  } else {
-    target = &*std::min_element(entries_.begin(), entries_.end(),
-                                [](const Entry& a, const Entry& b) { return a.used < b.used; });
-  }
-  target->tokens.assign(prompt.begin(), prompt.begin() + length);
-  target->used = ++clock_;
-  return target->slot;
+  Entry e;
+  e.tokens.assign(prompt.begin(), prompt.begin() + length);
+  e.state = engine_.share(slot);
+  e.used = ++clock_;
+  for (size_t k = 0; k < refs_.size(); ++k)
+    for (int32_t page : e.state.pages[k])
+      if (page >= 0) ++refs_[k][page];
+  entries_.push_back(std::move(e));
+  return true;
+}
+
+bool PrefixCache::in_use(const Entry& e) const {
+  for (size_t k = 0; k < refs_.size(); ++k)
+    for (int32_t page : e.state.pages[k])
+      if (page >= 0 && engine_.page_refs(int64_t(k), page) > refs_[k][page]) return true;
+  return false;
+}
+
+bool PrefixCache::evict_one() {
+  if (entries_.empty()) return false;
+  // Least recently used among the snapshots no sequence reads, else among all.
+  auto oldest = entries_.end();
+  for (int pass = 0; pass < 2 && oldest == entries_.end(); ++pass)
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if ((pass == 1 || !in_use(*it)) && (oldest == entries_.end() || it->used < oldest->used)) oldest = it;
+  for (size_t k = 0; k < refs_.size(); ++k)
+    for (int32_t page : oldest->state.pages[k])
+      if (page >= 0) --refs_[k][page];
+  engine_.release(oldest->state);
+  entries_.erase(oldest);
+  ++evictions_;
+  return true;
+}
+
+bool PrefixCache::make_room(const std::vector<int64_t>& need) {
+  auto enough = [&] {
+    for (size_t k = 0; k < need.size(); ++k)
+      if (engine_.free_pages(int64_t(k)) < need[k]) return false;
+    return true;
+  };
+  while (!enough())
+    if (!evict_one()) return false;
+  return true;
 }
 
 }  // namespace zaya

@@ -1,53 +1,70 @@
 #pragma once
 // Which prompt prefixes the serving loop holds decode-state snapshots of
-// (serving_loop.h): each snapshot is the state of a sequence after the first
-// L tokens of some prompt, L a multiple of the block size, kept in an engine
-// slot of its own. A new prompt starts from the longest snapshot that is a
-// prefix of it (and leaves at least one of its tokens to run, for the logits
-// of the first generated token), so a repeated system prompt, the `n`
-// choices of one request or the rounds of an aggregation loop are not
-// prefilled again. The snapshots live in a fixed number of slots (the memory
-// budget over the state of one slot); a new one replaces the least recently
-// used. A snapshot is copied into the sequence's slot when it is used, so
-// nothing is shared while a sequence runs and no reference counts are needed.
+// (serving_loop.h), and the snapshots themselves: each is the state of a
+// sequence after the first L tokens of some prompt, L a multiple of the
+// engine's page (engine.h), as references to the sequence's KV pages plus a
+// copy of its small per-sequence state (convolution state, delayed value). A
+// new prompt starts from the longest snapshot that is a prefix of it (and
+// leaves at least one of its tokens to run, for the logits of the first
+// generated token): its slot references the snapshot's pages instead of
+// copying them, so a repeated system prompt, the `n` choices of one request or
+// the rounds of an aggregation loop are not prefilled again and cost their
+// pages once. Snapshots of one prompt at several lengths share their first
+// pages too.
 //
-// Only the bookkeeping: the loop copies the engine state.
+// The memory budget is the engine's page pool: when a step needs pages that
+// are not free, make_room() evicts snapshots, least recently used first,
+// those whose pages no running sequence references before those still in use.
+// Evicting a snapshot only drops its references: a page goes back to the pool
+// when nothing references it, so a page a sequence reads is never freed.
 
 #include <cstdint>
 #include <vector>
+
+#include "zaya/infer/engine.h"
 
 namespace zaya {
 
 class PrefixCache {
  public:
-  // `slots`: the engine slots reserved for snapshots; `block`: tokens per block (>= 1).
-  PrefixCache(std::vector<int32_t> slots, int64_t block);
+  explicit PrefixCache(InferenceEngine& engine);
+  ~PrefixCache();  // releases every snapshot
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
 
-  int64_t block() const { return block_; }
-  int64_t capacity() const { return int64_t(slots_.size()); }
+  int64_t block() const { return engine_.page_tokens(); }
   int64_t size() const { return int64_t(entries_.size()); }
+  int64_t evictions() const { return evictions_; }
+  // Pages of each kind the snapshots reference (some shared with running sequences).
+  std::vector<int64_t> pages() const;
 
-  struct Hit {
-    int32_t slot = -1;   // the engine slot holding the snapshot; -1: none
-    int64_t length = 0;  // tokens it covers
-  };
-  // The longest snapshot that is a prefix of `prompt` and shorter than it (marked as just used).
-  Hit find(const std::vector<int32_t>& prompt);
-  // The slot to copy a snapshot of prompt[0, length) into, or -1 when it is
-  // held already, length is not a positive multiple of the block, or there
-  // are no slots; evicts the least recently used snapshot when full.
-  int32_t insert(const std::vector<int32_t>& prompt, int64_t length);
+  // Starts `slot` from the longest snapshot that is a prefix of `prompt` and
+  // shorter than it (marked as just used); returns the tokens it covers (0:
+  // none, the slot is left as it was).
+  int64_t start(const std::vector<int32_t>& prompt, int32_t slot);
+  // Snapshots `slot`, which holds prompt[0, engine.length(slot)), unless that
+  // prefix is held already or its length is not a positive multiple of the page.
+  // Returns whether it took one.
+  bool insert(const std::vector<int32_t>& prompt, int32_t slot);
+  // Evicts snapshots until `need[k]` pages of each kind are free, or none is
+  // left to evict; returns whether the pages are free.
+  bool make_room(const std::vector<int64_t>& need);
+  // Evicts the least recently used snapshot (unused ones first); false when there is none.
+  bool evict_one();
 
  private:
   struct Entry {
     std::vector<int32_t> tokens;
-    int32_t slot = -1;
+    InferenceEngine::Snapshot state;
     uint64_t used = 0;
   };
-  std::vector<int32_t> slots_;
-  int64_t block_;
+  bool in_use(const Entry& e) const;  // a running sequence references one of its pages
+
+  InferenceEngine& engine_;
   std::vector<Entry> entries_;
+  std::vector<std::vector<int32_t>> refs_;  // per kind and page: the snapshots' references
   uint64_t clock_ = 0;
+  int64_t evictions_ = 0;
 };
 
 }  // namespace zaya

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/timer.h"
@@ -40,6 +42,7 @@ struct ServingLoop::Sequence {
   int64_t fed = 0;    // prompt tokens in the cache
   int32_t last = -1;  // the last sampled token, fed at the next step
   int64_t generated = 0;
+  std::vector<int64_t> reserve;  // pages of each kind it may hold at its longest
 
   explicit Sequence(Pending pending, const Tokenizer& tok)
       : p(std::move(pending)),
@@ -57,16 +60,54 @@ ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const Se
   ZAYA_CHECK(o.max_context >= 0, "context {} is invalid; allowed: >= 0 (0: max_position_embeddings)", o.max_context);
   ZAYA_CHECK(o.prefix_cache_bytes >= 0, "prefix cache {} bytes is invalid; allowed: >= 0", o.prefix_cache_bytes);
   ZAYA_CHECK(o.prefix_block >= 1, "prefix block {} is invalid; allowed: >= 1 tokens", o.prefix_block);
+  ZAYA_CHECK(o.kv_cache_bytes >= 0, "KV cache of {} bytes is invalid; allowed: >= 0 (0: the batch at full context)",
+             o.kv_cache_bytes);
   context_ = o.max_context > 0 ? std::min(o.max_context, c.max_position) : c.max_position;
   sample_vocab_ = o.sample_vocab > 0 ? std::min(o.sample_vocab, c.real_vocab_size) : c.real_vocab_size;
+  EngineOptions eo;
+  eo.max_sequences = o.max_batch;
+  eo.max_context = context_;
+  eo.max_step_tokens = std::max(o.step_tokens, o.max_batch);
+  eo.bf16_activations = o.bf16_activations;
+  eo.page_tokens = o.prefix_block;
+  eo.kv_pool_bytes = o.kv_cache_bytes;
+  if (o.kv_cache_bytes == 0 && o.prefix_cache_bytes > 0) {
+    // The batch at full context, plus the snapshots' pages.
+    EngineOptions probe = eo;
+    probe.max_sequences = 1;
+    probe.max_step_tokens = 1;
+    eo.kv_pool_bytes = o.max_batch * InferenceEngine(model, probe).state_bytes_per_slot() + o.prefix_cache_bytes;
+  }
+  engine_ = std::make_unique<InferenceEngine>(model, eo);
+  cache_ = std::make_unique<PrefixCache>(*engine_);
+  reserved_.assign(engine_->kv_kinds(), 0);
+  for (int64_t k = 0; k < engine_->kv_kinds(); ++k) {
+    counters_.kv_pages += engine_->pool_pages(k);
+    counters_.kv_page_bytes += engine_->page_bytes(k);
+  }
   slots_.resize(o.max_batch);
   thread_ = std::thread([this] { run(); });
 }
 
 ServingLoop::~ServingLoop() { stop(); }
 
+std::vector<int64_t> ServingLoop::reservation(const TextRequest& r) const {
+  const int64_t n = int64_t(r.generation.prompt.size());
+  return engine_->max_pages(std::min(context_, n + std::min(r.generation.max_new_tokens, context_)));
+}
+
 std::string ServingLoop::request_error(const TextRequest& r) const {
-  return generation_request_error(r.generation, model_.config(), context_);
+  std::string error = generation_request_error(r.generation, model_.config(), context_);
+  if (!error.empty()) return error;
+  const std::vector<int64_t> need = reservation(r);
+  for (int64_t k = 0; k < engine_->kv_kinds(); ++k)
+    if (need[k] > engine_->pool_pages(k))
+      return fmt::format(
+          "the prompt ({} tokens) and max_tokens ({}) need {} KV pages of {} tokens, more than the pool's {} "
+          "(--kv-cache-mb); lower max_tokens",
+          r.generation.prompt.size(), r.generation.max_new_tokens, need[k], engine_->page_tokens(),
+          engine_->pool_pages(k));
+  return "";
 }
 
 std::shared_ptr<ServeChannel> ServingLoop::submit(std::vector<TextRequest> requests, int64_t top_logprobs) {
@@ -112,11 +153,19 @@ void ServingLoop::finish(int32_t slot, FinishReason why) {
   e.finish = s.text.stopped() && why != FinishReason::kCancelled ? FinishReason::kStop : why;
   e.tokens = s.generated;
   e.time = now_seconds();
+  engine_->reset(slot);  // its pages go back to the pool (those snapshots share stay with them)
   {
     // Counted before the event goes out: a client that sees its end sees the counters with it.
     std::lock_guard<std::mutex> lock(mu_);
     --counters_.running;
     if (why == FinishReason::kCancelled) ++counters_.cancelled;
+    for (size_t k = 0; k < reserved_.size(); ++k) reserved_[k] -= s.reserve[k];
+    counters_.kv_pages_reserved = 0;
+    counters_.kv_pages_used = 0;
+    for (size_t k = 0; k < reserved_.size(); ++k) {
+      counters_.kv_pages_reserved += reserved_[k];
+      counters_.kv_pages_used += engine_->pool_pages(int64_t(k)) - engine_->free_pages(int64_t(k));
+    }
   }
   s.p.channel->push(std::move(e));
   slots_[slot].reset();
@@ -131,12 +180,15 @@ void ServingLoop::fail_all(const std::string& message) {
     e.time = now_seconds();
     ch->push(std::move(e));
   };
-  for (auto& s : slots_)
-    if (s) {
-      error(s->p.channel, s->p.choice);
-      s.reset();
+  for (int32_t i = 0; i < int32_t(slots_.size()); ++i)
+    if (slots_[i]) {
+      error(slots_[i]->p.channel, slots_[i]->p.choice);
+      slots_[i].reset();
+      engine_->reset(i);
     }
   std::lock_guard<std::mutex> lock(mu_);
+  std::fill(reserved_.begin(), reserved_.end(), 0);
+  counters_.kv_pages_reserved = 0;
   for (Pending& p : queue_) error(p.channel, p.choice);
   queue_.clear();
   counters_.running = 0;
@@ -155,32 +207,12 @@ void ServingLoop::run() {
 
 void ServingLoop::run_steps() {
   const ZayaConfig& c = model_.config();
-  EngineOptions eo;
-  eo.max_sequences = options_.max_batch;
-  eo.max_context = context_;
-  eo.max_step_tokens = std::max(options_.step_tokens, options_.max_batch);
-  eo.bf16_activations = options_.bf16_activations;
-  // Engine slots beyond the batch hold the prefix snapshots.
-  int64_t snapshots = 0;
-  if (options_.prefix_cache_bytes > 0) {
-    EngineOptions probe = eo;
-    probe.max_sequences = 1;
-    probe.max_step_tokens = 1;
-    const int64_t per_slot = std::max<int64_t>(1, InferenceEngine(model_, probe).state_bytes_per_slot());
-    snapshots = std::min<int64_t>(256, options_.prefix_cache_bytes / per_slot);
-  }
-  eo.max_sequences = options_.max_batch + snapshots;
-  InferenceEngine engine(model_, eo);
-  std::vector<int32_t> snapshot_slots;
-  for (int64_t k = 0; k < snapshots; ++k) snapshot_slots.push_back(int32_t(options_.max_batch + k));
-  PrefixCache cache(snapshot_slots, options_.prefix_block);
-  const int64_t B = options_.prefix_block;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    counters_.prefix_slots = snapshots;
-  }
+  InferenceEngine& engine = *engine_;
+  PrefixCache& cache = *cache_;
+  const bool caching = options_.prefix_cache_bytes > 0;
+  const int64_t B = engine.page_tokens(), kinds = engine.kv_kinds();
   std::vector<int32_t> admitted;
-  std::vector<float> logits(eo.max_sequences * c.vocab_size);
+  std::vector<float> logits(engine.max_step_tokens() * c.vocab_size);
   std::vector<std::pair<float, int32_t>> scratch;
   std::vector<StepChunk> chunks;
 
@@ -197,28 +229,39 @@ void ServingLoop::run_steps() {
       if (stopping_) break;
       for (int32_t s = 0; s < int32_t(slots_.size()) && !queue_.empty(); ++s) {
         if (slots_[s]) continue;
-        Pending p = std::move(queue_.front());
-        queue_.pop_front();
-        if (p.channel->cancelled()) {
-          cancelled.push_back(std::move(p));
+        if (queue_.front().channel->cancelled()) {
+          cancelled.push_back(std::move(queue_.front()));
+          queue_.pop_front();
           --s;
           continue;
         }
-        slots_[s] = std::make_unique<Sequence>(std::move(p), tok_);
+        // In arrival order, each when its pages fit beside the running sequences' reservations.
+        std::vector<int64_t> need = reservation(queue_.front().request);
+        bool fits = true;
+        for (int64_t k = 0; k < kinds; ++k) fits = fits && reserved_[k] + need[k] <= engine.pool_pages(k);
+        if (!fits) {
+          ++counters_.waiting_for_pages;
+          break;
+        }
+        slots_[s] = std::make_unique<Sequence>(std::move(queue_.front()), tok_);
+        queue_.pop_front();
+        for (int64_t k = 0; k < kinds; ++k) reserved_[k] += need[k];
+        slots_[s]->reserve = std::move(need);
         ++counters_.running;
         admitted.push_back(s);
       }
+      counters_.kv_pages_reserved = 0;
+      for (int64_t r : reserved_) counters_.kv_pages_reserved += r;
       counters_.waiting = int64_t(queue_.size());
     }
     // A new sequence starts empty, or from the longest snapshot its prompt begins with.
     for (int32_t s : admitted) {
       engine.reset(s);
-      const PrefixCache::Hit hit = cache.find(slots_[s]->p.request.generation.prompt);
-      if (hit.slot < 0) continue;
-      engine.copy(hit.slot, s);
-      slots_[s]->fed = hit.length;
+      const int64_t hit = caching ? cache.start(slots_[s]->p.request.generation.prompt, s) : 0;
+      if (hit == 0) continue;
+      slots_[s]->fed = hit;
       std::lock_guard<std::mutex> lock(mu_);
-      counters_.prefix_hit_tokens += hit.length;
+      counters_.prefix_hit_tokens += hit;
     }
     for (Pending& p : cancelled) {
       ServeEvent e;
@@ -241,7 +284,7 @@ void ServingLoop::run_steps() {
     }
     // As generate(): decoding sequences first (one token each), then prompt chunks in the remaining budget.
     chunks.clear();
-    int64_t budget = eo.max_step_tokens, prompt_tokens = 0;
+    int64_t budget = engine.max_step_tokens(), prompt_tokens = 0;
     for (int32_t s = 0; s < int32_t(slots_.size()); ++s) {
       Sequence* q = slots_[s].get();
       if (q && q->fed == q->prompt_size()) {
@@ -253,7 +296,7 @@ void ServingLoop::run_steps() {
       Sequence* q = slots_[s].get();
       if (!q || q->fed == q->prompt_size()) continue;
       int64_t n = std::min(budget, q->prompt_size() - q->fed);
-      if (snapshots > 0) {
+      if (caching) {
         // End the chunk at a block boundary (the last one before the prompt's end if it reaches it), to snapshot there.
         const int64_t last_boundary = (q->prompt_size() - 1) / B * B, end = q->fed + n;
         const int64_t cut = q->fed < last_boundary && end >= last_boundary ? last_boundary : end / B * B;
@@ -266,6 +309,9 @@ void ServingLoop::run_steps() {
       prompt_tokens += n;
     }
     if (chunks.empty()) continue;
+    // The reservations leave room for every step: only snapshots need evicting.
+    ZAYA_CHECK(cache.make_room(engine.pages_needed(chunks)),
+               "internal error: the KV pool has no free pages for a step within the reservations");
     engine.step(chunks);
     const int64_t rows = engine.logit_rows();
     if (rows > 0) engine.logits(0, rows, logits.data());
@@ -274,13 +320,14 @@ void ServingLoop::run_steps() {
       if (q.fed >= q.prompt_size()) continue;
       q.fed += ch.count;
       // A prompt chunk that ends at a block boundary (before the prompt's last token): snapshot the state.
-      if (snapshots > 0 && q.fed % B == 0 && q.fed < q.prompt_size()) {
-        const int32_t into = cache.insert(q.p.request.generation.prompt, q.fed);
-        if (into >= 0) engine.copy(ch.slot, into);
-      }
+      if (caching && q.fed % B == 0 && q.fed < q.prompt_size()) cache.insert(q.p.request.generation.prompt, ch.slot);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      counters_.prefix_evictions = cache.evictions();
+      counters_.prefix_snapshots = cache.size();
+      counters_.kv_pages_used = 0;
+      for (int64_t k = 0; k < kinds; ++k) counters_.kv_pages_used += engine.pool_pages(k) - engine.free_pages(k);
       ++counters_.steps;
       counters_.prefill_tokens += prompt_tokens;
       counters_.generated_tokens += rows;

@@ -6,8 +6,19 @@
 // prefill beside the decoding sequences), and a channel that is cancelled (its
 // client went away) frees its slots at the next step.
 // With prefix caching on, a prompt starts from the longest snapshot of an
-// earlier prompt's state it begins with (prefix_cache.h), and its prefill
-// chunks end at block boundaries so that its own state is snapshotted there.
+// earlier prompt's state it begins with (prefix_cache.h: it references the
+// snapshot's KV pages), and its prefill chunks end at page boundaries so that
+// its own state is snapshotted there.
+//
+// The KV cache is one pool of pages (engine.h) shared by the running
+// sequences and the snapshots. A sequence joins the batch only when the pages
+// it may hold at its longest (prompt + max_tokens, under the context) fit
+// beside those reserved by the running ones; until then it waits in the
+// queue, and a full queue refuses new requests (submit returns nullptr: the
+// server's 503). Snapshots live in the pages nobody reserved and are evicted
+// (least recently used) when a step needs their pages. So a step never runs
+// out of pages, whatever the load; a request that could not fit even alone
+// is refused up front (request_error).
 //
 // Each sequence samples from its own seeded stream (sampling_rng) and its text
 // goes through the same stop ids and stop strings as zaya generate's
@@ -31,6 +42,9 @@
 
 namespace zaya {
 
+class InferenceEngine;
+class PrefixCache;
+
 struct ServingOptions {
   int64_t max_batch = 8;         // sequences decoded together (engine slots)
   int64_t max_context = 0;       // tokens per sequence, prompt included; 0: max_position_embeddings
@@ -38,10 +52,13 @@ struct ServingOptions {
   int64_t max_waiting = 256;     // sequences queued beyond the running ones; submit refuses more
   int64_t sample_vocab = 0;      // ids >= this are never sampled; 0: the config's real vocabulary
   bool bf16_activations = true;  // see EngineOptions
-  // Prefix caching (prefix_cache.h): bytes of decode-state snapshots (whole
-  // slots at the full context, at most 256 of them; 0: off), taken at
-  // multiples of `prefix_block` prompt tokens.
+  // The KV page pool (engine.h), in bytes; 0: max_batch sequences at the full
+  // context plus prefix_cache_bytes.
+  int64_t kv_cache_bytes = 0;
+  // Prefix caching (prefix_cache.h): on when > 0; with kv_cache_bytes 0 these
+  // bytes of pages are added to the pool for the snapshots.
   int64_t prefix_cache_bytes = 0;
+  // Tokens per KV page; snapshots are taken at multiples of it.
   int64_t prefix_block = 64;
 };
 
@@ -89,7 +106,13 @@ struct ServingCounters {
   int64_t steps = 0;              // forward steps
   int64_t cancelled = 0;          // sequences ended by a cancelled channel
   int64_t prefix_hit_tokens = 0;  // prompt tokens restored from prefix snapshots instead of run
-  int64_t prefix_slots = 0;       // snapshots the prefix cache can hold
+  int64_t prefix_snapshots = 0;   // snapshots held
+  int64_t prefix_evictions = 0;   // snapshots evicted to free pages
+  int64_t kv_pages = 0;           // pages in the pool (all attention kinds)
+  int64_t kv_pages_used = 0;      // pages referenced by sequences or snapshots
+  int64_t kv_pages_reserved = 0;  // pages the running sequences may hold at their longest
+  int64_t kv_page_bytes = 0;      // bytes of one page (all kinds' layers)
+  int64_t waiting_for_pages = 0;  // times the queue's first sequence waited for pages to be unreserved
 };
 
 class ServingLoop {
@@ -129,6 +152,8 @@ class ServingLoop {
   void admit();
   void finish(int32_t slot, FinishReason why);
   void fail_all(const std::string& message);
+  // Pages of each kind a request may hold at its longest.
+  std::vector<int64_t> reservation(const TextRequest& request) const;
 
   const InferModel& model_;
   const Tokenizer& tok_;
@@ -141,7 +166,10 @@ class ServingLoop {
   bool stopping_ = false;
   ServingCounters counters_;
 
+  std::unique_ptr<InferenceEngine> engine_;       // loop thread only (its geometry is read by request_error)
+  std::unique_ptr<PrefixCache> cache_;            // loop thread only
   std::vector<std::unique_ptr<Sequence>> slots_;  // loop thread only
+  std::vector<int64_t> reserved_;                 // per kind: the running sequences' reservations (under mu_)
   std::thread thread_;
 };
 

@@ -147,7 +147,7 @@ TEST(ServingLoop, RepeatedPrefixIsNotRecomputed) {
     };
     const std::vector<int32_t> a = run(first);
     const int64_t after_first = loop.counters().prefill_tokens;
-    EXPECT_EQ(loop.counters().prefix_slots > 0, budget > 0);
+    EXPECT_EQ(loop.counters().prefix_snapshots > 0, budget > 0);
     const std::vector<int32_t> b = run(first);
     const int64_t after_second = loop.counters().prefill_tokens;
     const std::vector<int32_t> l = run(longer);
@@ -164,6 +164,53 @@ TEST(ServingLoop, RepeatedPrefixIsNotRecomputed) {
       EXPECT_LT(loop.counters().prefill_tokens - after_second, P2 - 8);
       EXPECT_GE(loop.counters().prefix_hit_tokens, held + 8);
     }
+  }
+}
+
+// A KV pool that holds one request at its longest (and snapshots beside it):
+// requests beyond it wait in the queue and are served in turn, each with the
+// tokens it gives alone; one that could never fit is refused with its reason;
+// every reservation is returned.
+TEST(ServingLoop, FullKvPoolQueuesRequestsAndRefusesOneThatCannotFit) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 46);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  std::vector<TextRequest> reqs;
+  for (int i = 0; i < 3; ++i)
+    reqs.push_back(request(tok, i == 1 ? "And God said, Let there be light" : "In the beginning", 30 + i, 12));
+  int64_t longest = 0;
+  for (const TextRequest& r : reqs)
+    longest = std::max<int64_t>(longest, int64_t(r.generation.prompt.size()) + r.generation.max_new_tokens);
+  EngineOptions eo;
+  eo.max_context = 64;
+  eo.page_tokens = 8;
+  InferenceEngine probe(*im, eo);
+  ServingOptions o;
+  o.max_batch = 3;
+  o.max_context = 64;
+  o.prefix_block = 8;
+  o.prefix_cache_bytes = 1;  // caching on; the pool is kv_cache_bytes
+  o.kv_cache_bytes = (longest + 7) / 8 * probe.page_bytes(0);
+  ServingLoop loop(*im, tok, o);
+  EXPECT_EQ(loop.counters().kv_pages, (longest + 7) / 8);
+  std::vector<std::shared_ptr<ServeChannel>> channels;
+  for (const TextRequest& r : reqs) {
+    channels.push_back(loop.submit({r}));
+    ASSERT_TRUE(channels.back());
+  }
+  for (size_t i = 0; i < reqs.size(); ++i)
+    EXPECT_EQ(collect(*channels[i]).tokens[0], generate_text(*im, tok, {reqs[i]}, GeneratorOptions{})[0].tokens) << i;
+  const ServingCounters n = loop.counters();
+  EXPECT_GT(n.waiting_for_pages, 0);
+  EXPECT_EQ(n.kv_pages_reserved, 0);
+  EXPECT_EQ(n.running, 0);
+  TextRequest big = request(tok, "In the beginning", 1, 60);
+  try {
+    loop.submit({big});
+    ADD_FAILURE() << "a request larger than the pool was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KV pages"), std::string::npos) << e.what();
   }
 }
 

@@ -90,7 +90,9 @@ struct ApiServer::Impl {
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       const ServingCounters n = loop.counters();
-      MetricsGauges g{in_flight.load(), n.running, n.waiting, n.prefill_tokens, n.steps, n.prefix_hit_tokens};
+      MetricsGauges g{in_flight.load(), n.running,           n.waiting,          n.prefill_tokens,
+                      n.steps,          n.prefix_hit_tokens, n.prefix_snapshots, n.prefix_evictions,
+                      n.kv_pages,       n.kv_pages_used,     n.kv_pages_reserved};
       res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
       metrics.request("/metrics", 200);
     });

@@ -80,7 +80,12 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
           g.prefix_hit_tokens);
   gauge("zaya_requests_in_flight", "HTTP requests generating now.", g.requests_in_flight);
   gauge("zaya_sequences_running", "Sequences in the running batch.", g.running);
-  gauge("zaya_queue_depth", "Sequences waiting for a slot in the batch.", g.waiting);
+  gauge("zaya_queue_depth", "Sequences waiting for a slot in the batch (or for KV pages).", g.waiting);
+  counter("zaya_prefix_cache_evictions_total", "Prefix snapshots evicted to free KV pages.", g.prefix_evictions);
+  gauge("zaya_prefix_cache_snapshots", "Prefix snapshots held.", g.prefix_snapshots);
+  gauge("zaya_kv_pages", "Pages in the KV pool.", g.kv_pages);
+  gauge("zaya_kv_pages_used", "KV pages referenced by running sequences or prefix snapshots.", g.kv_pages_used);
+  gauge("zaya_kv_pages_reserved", "KV pages the running sequences may hold at their longest.", g.kv_pages_reserved);
   out += ttft_.render("zaya_time_to_first_token_seconds", "Time from a request's arrival to its first token.");
   out += itl_.render("zaya_inter_token_latency_seconds", "Time between consecutive tokens of a sequence.");
   return out;

@@ -37,6 +37,11 @@ struct MetricsGauges {
   int64_t prefill_tokens = 0;      // prompt tokens the decoder ran
   int64_t steps = 0;               // decoder steps
   int64_t prefix_hit_tokens = 0;   // prompt tokens restored from prefix snapshots
+  int64_t prefix_snapshots = 0;    // prefix snapshots held
+  int64_t prefix_evictions = 0;    // snapshots evicted to free KV pages
+  int64_t kv_pages = 0;            // pages in the KV pool
+  int64_t kv_pages_used = 0;       // pages referenced by sequences or snapshots
+  int64_t kv_pages_reserved = 0;   // pages the running sequences may hold at their longest
 };
 
 class ServerMetrics {

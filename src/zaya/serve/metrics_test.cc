@@ -17,6 +17,8 @@ TEST(ServerMetrics, PrometheusTextWithCumulativeBuckets) {
   m.inter_token(0.02);
   MetricsGauges g;
   g.waiting = 3;
+  g.kv_pages = 40;
+  g.kv_pages_used = 12;
   const std::string text = m.render(g);
   auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("zaya_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2")) << text;
@@ -26,6 +28,9 @@ TEST(ServerMetrics, PrometheusTextWithCumulativeBuckets) {
   EXPECT_TRUE(has("zaya_generation_tokens_total 5"));
   EXPECT_TRUE(has("zaya_requests_cancelled_total 1"));
   EXPECT_TRUE(has("zaya_queue_depth 3"));
+  EXPECT_TRUE(has("zaya_kv_pages 40"));
+  EXPECT_TRUE(has("zaya_kv_pages_used 12"));
+  EXPECT_TRUE(has("# TYPE zaya_prefix_cache_evictions_total counter"));
   EXPECT_TRUE(has("# TYPE zaya_time_to_first_token_seconds histogram"));
   EXPECT_TRUE(has("zaya_time_to_first_token_seconds_bucket{le=\"0.005\"} 1"));
   EXPECT_TRUE(has("zaya_time_to_first_token_seconds_bucket{le=\"0.1\"} 1"));
