@@ -40,7 +40,7 @@ TEST(ZeroBf16Gather, FillsTheBf16CopyWithTheRoundedFloat32Gather) {
   ASSERT_FALSE(a.bf16_gather());
   ASSERT_TRUE(b.bf16_gather());
   const int64_t n = a.model().params().total_floats();
-  std::vector<uint16_t> rounded(size_t(n));
+  std::vector<uint16_t> rounded(static_cast<size_t>(n));
   for (int step = 0; step < 3; ++step) {
     SyntheticBatchSource da(512, 5), db(512, 5);
     da.set_state({5, 0, uint64_t(step * 2 * W)});
