@@ -100,6 +100,20 @@ diff <(curve "$WORK/full/metrics.jsonl") <(curve "$WORK/bf_full/metrics.jsonl") 
 "${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" \
   --set train.out_dir="$WORK/bf_msplit" --resume >/dev/null
 check_same "$WORK/bf_mfull" "$WORK/bf_msplit" "bf16, 4 ranks (dp 2 x ep 2)"
+# The ZeRO-1 all-gather in bf16 (parallel.zero_gather_dtype = "bf16") fills
+# the bf16 weight copies with the rounding of what the float32 gather gives:
+# the float32-gather run above bit for bit, resumed, in fewer bytes.
+bg=(--set parallel.zero_gather_dtype=bf16)
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" "${bg[@]}" \
+  --set train.out_dir="$WORK/bg_msplit" --stop-at 10 >/dev/null
+"${MPIRUN[@]}" -np 4 "$ZAYA" train --config "$WORK/base.toml" --quiet "${mp[@]}" "${bf[@]}" "${bg[@]}" \
+  --set train.out_dir="$WORK/bg_msplit" --resume >/dev/null
+check_same "$WORK/bf_mfull" "$WORK/bg_msplit" "bf16 ZeRO-1 gather against the float32 gather, 4 ranks (dp 2 x ep 2)"
+gathered() { grep -o '"param_gather_bytes":[0-9]*' "$1/metrics.jsonl" | head -1 | cut -d: -f2; }
+f32_bytes=$(gathered "$WORK/bf_mfull") bf16_bytes=$(gathered "$WORK/bg_msplit")
+[[ -n $f32_bytes && -n $bf16_bytes ]] && ((bf16_bytes > 0 && 10 * bf16_bytes < 6 * f32_bytes)) ||
+  fail "param_gather_bytes: bf16 gather ${bf16_bytes:-none}, float32 ${f32_bytes:-none} (expected under 0.6x)"
+echo "ok: the bf16 gather received $bf16_bytes bytes per step on rank 0 (float32: $f32_bytes)"
 
 # Activation recomputation (train.recompute) computes the run without it bit
 # for bit, and resumes so: on 1 rank (full), and on 4 ranks (dp 2 x ep 2,

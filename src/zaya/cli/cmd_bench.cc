@@ -37,12 +37,16 @@ void print_bench_train(const BenchTrainResult& res) {
       res.setup.lora ? ", LoRA" : "", res.setup.f32_param_bytes / 1e6, res.setup.bf16_param_bytes / 1e6,
       res.setup.base_gradient_bytes / 1e6, res.setup.startup_seconds, res.first_step_seconds);
   if (res.ranks.size() > 1) {
-    fmt::print("  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather   expert all-to-all\n");
+    fmt::print(
+        "  rank  tokens/s   step s   grad-reduce exposed / overlapped   param gather ({}, MB received)   expert "
+        "all-to-all\n",
+        res.setup.zero_gather_dtype);
     for (size_t q = 0; q < res.ranks.size(); ++q) {
       const BenchTrainRank& a = res.ranks[q];
-      fmt::print("  {:>4} {:>9.0f} {:>8.3f}   {:>14.3f} / {:<14.3f}   {:>12.3f}   {:>17.3f}\n", q, a.tokens / a.seconds,
-                 a.seconds / steps, a.grad_reduce_exposed / steps, a.grad_reduce_overlapped / steps,
-                 a.param_gather / steps, a.expert_exchange / steps);
+      fmt::print("  {:>4} {:>9.0f} {:>8.3f}   {:>14.3f} / {:<14.3f}   {:>12.3f} s {:>10.1f} MB   {:>17.3f}\n", q,
+                 a.tokens / a.seconds, a.seconds / steps, a.grad_reduce_exposed / steps,
+                 a.grad_reduce_overlapped / steps, a.param_gather / steps, a.param_gather_bytes / steps / 1e6,
+                 a.expert_exchange / steps);
     }
     const double comm_exposed = (r0.grad_reduce_exposed + r0.param_gather + r0.expert_exchange) / steps;
     fmt::print("  rank 0 per step: compute {:.3f} s, exposed communication {:.3f} s, overlapped {:.3f} s\n",

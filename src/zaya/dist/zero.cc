@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
@@ -59,6 +60,29 @@ GradientSync::GradientSync(const ZeroLayout& layout, ProcessMesh& mesh, float* g
     reg.bounds = shard_boundaries(layout, ranges[r][0], ranges[r][1], reg.group->size());
     for (int q = 0; q < reg.group->size(); ++q) reg.counts.push_back(reg.bounds[q + 1] - reg.bounds[q]);
     reg.reduced.assign(size_t(reg.mine_end() - reg.mine_begin()), 0.0f);
+    // The bf16 gather's segments: each shard's tensors in runs of one dtype.
+    reg.f32_segments.resize(size_t(reg.group->size()));
+    reg.bf16_segments.resize(size_t(reg.group->size()));
+    reg.f32_counts.assign(size_t(reg.group->size()), 0);
+    reg.bf16_counts.assign(size_t(reg.group->size()), 0);
+    for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i) {
+      const size_t q =
+          size_t(std::upper_bound(reg.bounds.begin(), reg.bounds.end(), e[i].offset) - reg.bounds.begin()) - 1;
+      if (e[i].numel == 0 || q >= size_t(reg.group->size())) continue;
+      std::vector<Segment>& segs = e[i].bf16_gather ? reg.bf16_segments[q] : reg.f32_segments[q];
+      if (!segs.empty() && segs.back().offset + segs.back().numel == e[i].offset)
+        segs.back().numel += e[i].numel;
+      else
+        segs.push_back({e[i].offset, e[i].numel});
+      (e[i].bf16_gather ? reg.bf16_counts : reg.f32_counts)[q] += e[i].numel;
+    }
+    int64_t f32_total = 0, bf16_total = 0;
+    for (int q = 0; q < reg.group->size(); ++q) {
+      f32_total += reg.f32_counts[size_t(q)];
+      bf16_total += reg.bf16_counts[size_t(q)];
+    }
+    reg.f32_packed.resize(size_t(f32_total));
+    reg.bf16_packed.resize(size_t(bf16_total));
     // Buckets: runs of consecutive entries finished by the same half-layer.
     for (size_t i = ranges[r][0]; i < ranges[r][1]; ++i) {
       if (buckets_.empty() || buckets_.back().region != r || buckets_.back().ready_at != e[i].ready_at) {
@@ -141,8 +165,63 @@ double GradientSync::owned_sum_squares() const {
 void GradientSync::all_gather_parameters() {
   ZAYA_PROFILE_SCOPE("dist.param_all_gather");
   const double t0 = now_seconds();
-  for (Region& reg : regions_)
+  gather_bytes_ = 0;
+  for (Region& reg : regions_) {
     reg.group->all_gather_v(params_ + reg.mine_begin(), params_ + reg.bounds[0], reg.counts.data(), DType::kF32);
+    gather_bytes_ += int64_t(sizeof(float)) * (reg.bounds.back() - reg.bounds.front() - reg.counts[reg.group->rank()]);
+  }
+  gather_seconds_ = now_seconds() - t0;
+}
+
+void GradientSync::all_gather_parameters_bf16(uint16_t* bf16_params) {
+  ZAYA_PROFILE_SCOPE("dist.param_all_gather");
+  const double t0 = now_seconds();
+  gather_bytes_ = 0;
+  for (Region& reg : regions_) {
+    const int me = reg.group->rank(), n = reg.group->size();
+    int64_t f32_total = 0, bf16_total = 0, f32_mine = 0, bf16_mine = 0;
+    for (int q = 0; q < n; ++q) {
+      if (q == me) f32_mine = f32_total, bf16_mine = bf16_total;
+      f32_total += reg.f32_counts[size_t(q)];
+      bf16_total += reg.bf16_counts[size_t(q)];
+    }
+    if (f32_total + bf16_total == 0) continue;
+    // This rank's shard into its place in the packed buffers (in place, as all_gather_parameters()).
+    float* f = reg.f32_packed.data() + f32_mine;
+    for (const Segment& s : reg.f32_segments[size_t(me)]) {
+      std::memcpy(f, params_ + s.offset, sizeof(float) * size_t(s.numel));
+      f += s.numel;
+    }
+    uint16_t* h = reg.bf16_packed.data() + bf16_mine;
+    for (const Segment& s : reg.bf16_segments[size_t(me)]) {
+      const float* src = params_ + s.offset;
+#pragma omp parallel for schedule(static) if (s.numel > 65536)
+      for (int64_t i = 0; i < s.numel; ++i) h[i] = float_to_bf16(src[i]);
+      h += s.numel;
+    }
+    if (f32_total > 0)
+      reg.group->all_gather_v(reg.f32_packed.data() + f32_mine, reg.f32_packed.data(), reg.f32_counts.data(),
+                              DType::kF32);
+    if (bf16_total > 0)
+      reg.group->all_gather_v(reg.bf16_packed.data() + bf16_mine, reg.bf16_packed.data(), reg.bf16_counts.data(),
+                              DType::kBF16);
+    // Every rank's segments to their arena offsets: float32 ones into the arena and their rounding into the copy.
+    const float* fp = reg.f32_packed.data();
+    const uint16_t* hp = reg.bf16_packed.data();
+    for (int q = 0; q < n; ++q) {
+      for (const Segment& s : reg.f32_segments[size_t(q)]) {
+        std::memcpy(params_ + s.offset, fp, sizeof(float) * size_t(s.numel));
+        for (int64_t i = 0; i < s.numel; ++i) bf16_params[s.offset + i] = float_to_bf16(fp[i]);
+        fp += s.numel;
+      }
+      for (const Segment& s : reg.bf16_segments[size_t(q)]) {
+        std::memcpy(bf16_params + s.offset, hp, sizeof(uint16_t) * size_t(s.numel));
+        hp += s.numel;
+      }
+    }
+    gather_bytes_ += int64_t(sizeof(float)) * (f32_total - reg.f32_counts[size_t(me)]) +
+                     int64_t(sizeof(uint16_t)) * (bf16_total - reg.bf16_counts[size_t(me)]);
+  }
   gather_seconds_ = now_seconds() - t0;
 }
 

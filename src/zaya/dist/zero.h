@@ -33,6 +33,9 @@ struct ZeroTensor {
   int64_t offset = 0;  // floats from the arena start
   int64_t numel = 0;
   int ready_at = -1;  // the backward step whose layer_done(n) finishes its gradient (-1: only finish())
+  // Its values are read only through a bf16 copy of the arena (the GEMM
+  // weights under bf16 GEMMs): a bf16 all-gather may carry it.
+  bool bf16_gather = false;
 };
 
 // The arena: tensors in offset order, packed; the first `dense_count` form the
@@ -75,6 +78,15 @@ class GradientSync {
   double owned_sum_squares() const;
   // Replicates the updated shards: parameters of every rank are equal again.
   void all_gather_parameters();
+  // The same in bf16 (parallel.zero_gather_dtype = "bf16"): afterwards
+  // `bf16_params` (a bf16 copy of the whole arena, same offsets) is, on every
+  // rank, the rounding of what all_gather_parameters() would have replicated.
+  // The tensors marked bf16_gather travel as bf16 and land only in the copy:
+  // their float32 values stay exact on their owner (the master weights are
+  // sharded) and stale elsewhere until the next all_gather_parameters() or
+  // load. The other tensors travel as float32 into the arena, their copy is
+  // their rounding.
+  void all_gather_parameters_bf16(uint16_t* bf16_params);
 
   // Seconds spent waiting for gradient reductions after the backward pass
   // (communication that did not overlap compute), and in parameter gathering.
@@ -82,14 +94,26 @@ class GradientSync {
   // Seconds from the first bucket's launch to the last reduction's completion.
   double in_flight_seconds() const { return in_flight_seconds_; }
   double gather_seconds() const { return gather_seconds_; }
+  // Bytes this rank received in its last parameter all-gather.
+  int64_t gather_bytes() const { return gather_bytes_; }
   int64_t reduced_floats() const { return reduced_floats_; }
 
  private:
+  // A run of consecutive tensors of one shard that travel in one dtype.
+  struct Segment {
+    int64_t offset = 0, numel = 0;
+  };
   struct Region {
     Comm* group = nullptr;
     std::vector<int64_t> bounds;  // group size + 1 arena offsets
     std::vector<int64_t> counts;  // shard sizes, for all_gather_v
     std::vector<float> reduced;   // this rank's reduced shard (received here, then copied to the arena)
+    // The bf16 gather: per rank, its shard's float32 and bf16 segments and
+    // their sizes; the packed buffers every rank's segments are gathered into.
+    std::vector<std::vector<Segment>> f32_segments, bf16_segments;
+    std::vector<int64_t> f32_counts, bf16_counts;
+    std::vector<float> f32_packed;
+    std::vector<uint16_t> bf16_packed;
     int64_t mine_begin() const { return bounds[group->rank()]; }
     int64_t mine_end() const { return bounds[group->rank() + 1]; }
   };
@@ -110,7 +134,7 @@ class GradientSync {
   std::vector<Request> in_flight_;
   std::vector<size_t> owned_;
   double exposed_seconds_ = 0, gather_seconds_ = 0, in_flight_seconds_ = 0, first_launch_ = -1;
-  int64_t reduced_floats_ = 0;
+  int64_t reduced_floats_ = 0, gather_bytes_ = 0;
 };
 
 }  // namespace zaya

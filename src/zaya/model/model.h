@@ -88,6 +88,8 @@ class ZayaModel {
   void refresh_bf16_weights();
   // The bf16 copy, or null when the model runs float32 GEMMs.
   const Bf16Weights* bf16_weights() const { return bf16_arena_ ? &bf16_ : nullptr; }
+  // The bf16 copy itself, for a ZeRO-1 bf16 all-gather that fills it (null before enable_bf16_gemms).
+  uint16_t* bf16_weight_data() { return bf16_arena_.get(); }
 
   // LoRA (model/lora.h): the adapters the forward and backward passes add
   // to the attention projections, unmerged (null: none). Borrowed: they

@@ -103,7 +103,8 @@ const ParamEntry& ParamTable::at(const std::string& name) const {
 ZeroLayout zero_layout(const ParamTable& table) {
   ZeroLayout layout;
   for (const ParamEntry& e : table.entries()) {
-    layout.tensors.push_back({e.offset, e.numel, e.half_layer});
+    // The matrices are the GEMM weights: under bf16 GEMMs only their bf16 copy is read.
+    layout.tensors.push_back({e.offset, e.numel, e.half_layer, e.kind == ParamKind::kMatrix});
     if (e.offset < table.dense_floats()) ++layout.dense_count;
   }
   layout.total_floats = table.total_floats();

@@ -65,3 +65,30 @@ TEST(Zero, EveryTensorHasExactlyOneOwner) {
 
 }  // namespace
 }  // namespace zaya
+
+namespace zaya {
+namespace {
+
+// A bf16 parameter all-gather carries exactly the GEMM weights (the matrices,
+// read only through the bf16 weight copy); the embedding (also read by the
+// lookup), the norms, biases, scales and convolutions travel as float32.
+TEST(Zero, Bf16GatherMarksTheGemmWeights) {
+  ParamTable t(preset_config("small"), true);
+  const ZeroLayout layout = zero_layout(t);
+  ASSERT_EQ(layout.tensors.size(), t.entries().size());
+  int64_t bf16 = 0;
+  for (size_t i = 0; i < t.entries().size(); ++i) {
+    const ParamEntry& e = t.entries()[i];
+    const bool gemm =
+        e.role == TensorRole::kAttnQ || e.role == TensorRole::kAttnK || e.role == TensorRole::kAttnVCurrent ||
+        e.role == TensorRole::kAttnVDelayed || e.role == TensorRole::kAttnOut || e.role == TensorRole::kRouterDown ||
+        e.role == TensorRole::kRouterFc1 || e.role == TensorRole::kRouterFc2 || e.role == TensorRole::kRouterOut ||
+        e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2;
+    EXPECT_EQ(layout.tensors[i].bf16_gather, gemm) << e.name;
+    if (gemm) bf16 += e.numel;
+  }
+  EXPECT_GT(double(bf16), 0.5 * double(t.total_floats()));  // most of the bytes
+}
+
+}  // namespace
+}  // namespace zaya

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/ops/matmul.h"
@@ -32,33 +33,48 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   float* y = scratch;          // [rows, cols]
   float* A = y + rows * cols;  // [m, m]
   float* B = A + m * m;        // [m, m]
+  const int64_t n = rows * cols;
+  // The norm's sum stays one ordered float64 sum (its bits are the update's);
+  // the element-wise passes run in parallel, fused with the bf16 rounding
+  // that follows them (the same values as separate passes, fewer sweeps).
   double ss = 0;
-  for (int64_t i = 0; i < rows * cols; ++i) ss += double(x[i]) * x[i];
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
   const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
-  for (int64_t i = 0; i < rows * cols; ++i) x[i] *= inv;
   const bool wide = rows <= cols;  // work on the small Gram matrix
   if (scratch16 != nullptr) {
-    uint16_t* xb = scratch16;         // bf16(X)
-    uint16_t* mb = xb + rows * cols;  // bf16(A), then bf16(B)
+    uint16_t* xb = scratch16;  // bf16(X)
+    uint16_t* mb = xb + n;     // bf16(A), then bf16(B)
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] *= inv;
+      xb[i] = float_to_bf16(x[i]);
+    }
     for (int s = 0; s < steps; ++s) {
-      convert_to_bf16(xb, x, rows * cols);
       if (wide)
         gemm_bf16(false, true, m, m, cols, xb, cols, xb, cols, A, m);
       else
         gemm_bf16(true, false, m, m, rows, xb, cols, xb, cols, A, m);
       convert_to_bf16(mb, A, m * m);
       gemm_bf16(false, false, m, m, m, mb, m, mb, m, B, m);
-      for (int64_t i = 0; i < m * m; ++i) B[i] = b * A[i] + c * B[i];
-      convert_to_bf16(mb, B, m * m);
+#pragma omp parallel for schedule(static) if (m * m > 65536)
+      for (int64_t i = 0; i < m * m; ++i) {
+        B[i] = b * A[i] + c * B[i];
+        mb[i] = float_to_bf16(B[i]);
+      }
       if (wide)
         gemm_bf16(false, false, rows, cols, m, mb, m, xb, cols, y, cols);
       else
         gemm_bf16(false, false, rows, cols, m, xb, cols, mb, m, y, cols);
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-      for (int64_t i = 0; i < rows * cols; ++i) x[i] = a * x[i] + y[i];
+      const bool last = s + 1 == steps;
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = a * x[i] + y[i];
+        if (!last) xb[i] = float_to_bf16(x[i]);
+      }
     }
     return;
   }
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
   for (int s = 0; s < steps; ++s) {
     // A = X X^T (wide) or X^T X (tall); B = b A + c A A
     if (wide)
@@ -152,9 +168,11 @@ void Optimizer::update(float* params, const float* grads, double lr_scale, doubl
       const int64_t rows = e.shape[0], cols = e.numel / rows;
       const float mu = float(config_.muon_momentum);
       float* u = ns_scratch_.get();
+      const bool nesterov = config_.muon_nesterov;
+#pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) {
         em[i] = mu * em[i] + clip * g[i];
-        u[i] = config_.muon_nesterov ? clip * g[i] + mu * em[i] : em[i];
+        u[i] = nesterov ? clip * g[i] + mu * em[i] : em[i];
       }
       newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel, ns_scratch16_.get());
       const float scale = lr * 0.2f * std::sqrt(float(std::max(rows, cols)));

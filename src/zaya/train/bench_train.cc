@@ -14,16 +14,22 @@
 namespace zaya {
 namespace {
 
-constexpr int kFields = 8;  // BenchTrainRank as doubles, for all_gather
+constexpr int kFields = 9;  // BenchTrainRank as doubles, for all_gather
 
 void to_array(const BenchTrainRank& r, double* a) {
-  const double v[kFields] = {
-      r.seconds,      r.flops,          r.tokens, r.best_step, r.grad_reduce_exposed, r.grad_reduce_overlapped,
-      r.param_gather, r.expert_exchange};
+  const double v[kFields] = {r.seconds,
+                             r.flops,
+                             r.tokens,
+                             r.best_step,
+                             r.grad_reduce_exposed,
+                             r.grad_reduce_overlapped,
+                             r.param_gather,
+                             r.expert_exchange,
+                             r.param_gather_bytes};
   std::copy(v, v + kFields, a);
 }
 
-BenchTrainRank from_array(const double* a) { return {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]}; }
+BenchTrainRank from_array(const double* a) { return {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]}; }
 
 TrainConfig bench_config(const BenchTrainOptions& o) {
   std::vector<std::string> overrides = {
@@ -76,6 +82,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.cp = mesh.cp_size();
   s.threads = omp_get_max_threads();
   s.precision = job->numerics().bf16_gemms() ? "bf16" : "f32";
+  s.zero_gather_dtype = job->numerics().bf16_gather() ? "bf16" : "f32";
   s.recompute = recompute_name(job->numerics().recompute());
   s.root = mesh.rank() == 0;
   const StepNumerics& numerics = job->numerics();
@@ -113,6 +120,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
     mine.grad_reduce_overlapped += r.grad_reduce_overlapped;
     mine.param_gather += r.param_gather;
     mine.expert_exchange += r.expert_exchange;
+    mine.param_gather_bytes += double(r.param_gather_bytes);
   }
   if (ckpt.writer()) {
     const double f0 = now_seconds();
@@ -157,6 +165,7 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
                      {"grad_reduce_exposed_seconds", a.grad_reduce_exposed / steps},
                      {"grad_reduce_overlapped_seconds", a.grad_reduce_overlapped / steps},
                      {"param_gather_seconds", a.param_gather / steps},
+                     {"param_gather_bytes", a.param_gather_bytes / steps},
                      {"expert_exchange_seconds", a.expert_exchange / steps}});
   }
   const BenchTrainRank& r0 = res.ranks[0];
@@ -176,6 +185,7 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"tokens_per_second", res.tokens_per_second()},
           {"model_gflops_per_second", r0.flops / r0.seconds / 1e9},
           {"precision", s.precision},
+          {"zero_gather_dtype", s.zero_gather_dtype},
           {"recompute", s.recompute},
           {"peak_gemm_gflops", res.peak_gflops},
           {"mfu", res.mfu()},

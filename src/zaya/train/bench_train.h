@@ -29,6 +29,7 @@ struct BenchTrainOptions {
 struct BenchTrainRank {
   double seconds = 0, flops = 0, tokens = 0, best_step = 0;
   double grad_reduce_exposed = 0, grad_reduce_overlapped = 0, param_gather = 0, expert_exchange = 0;
+  double param_gather_bytes = 0;  // received in the ZeRO-1 parameter all-gathers, all timed steps
 };
 
 // Known once the job has started (before any step).
@@ -37,9 +38,10 @@ struct BenchTrainSetup {
   double params = 0, active_params = 0;
   int world = 1, dp = 1, ep = 1, cp = 1, threads = 1;
   bool root = true;
-  std::string precision = "f32";   // of the GEMMs (train.precision resolved for this CPU)
-  std::string recompute = "none";  // train.recompute
-  bool lora = false;               // a [lora] run (docs/training.md "LoRA")
+  std::string precision = "f32";          // of the GEMMs (train.precision resolved for this CPU)
+  std::string zero_gather_dtype = "f32";  // of the ZeRO-1 parameter all-gather (distributed runs)
+  std::string recompute = "none";         // train.recompute
+  bool lora = false;                      // a [lora] run (docs/training.md "LoRA")
   // This rank's parameter memory (model/model.h): the float32 parameters (a
   // frozen bf16 base: the small tensors only), their bf16 copy, the base's
   // gradient arena (0 in a LoRA run), in bytes.

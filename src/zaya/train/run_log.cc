@@ -158,12 +158,14 @@ void RunLog::step(const StepResult& r, const std::vector<RoutingStats>& routing_
   record(fmt::format(
       "{{\"step\":{},\"loss\":{:.6f},\"router_loss\":{:.6f},\"lr\":{:.6e},\"grad_norm\":{:.5f},"
       "\"tokens\":{},\"step_seconds\":{:.4f},\"tokens_per_second\":{:.1f},\"mfu\":{:.4f},\"elapsed\":{:.2f},"
-      "\"eta\":{:.1f},{}{}\"routing\":[{}]}}",
+      "\"eta\":{:.1f},{}{}{}\"routing\":[{}]}}",
       r.step, r.loss, r.router_loss, r.lr, r.grad_norm, r.tokens, r.seconds, double(r.tokens) / r.seconds,
       r.flops / r.seconds / (peak_gflops * 1e9), elapsed, eta_seconds,
       r.skipped ? fmt::format("\"skipped\":\"{}\",", r.skipped) : "",
       // A loss mask (fine-tuning data): the targets the loss is a mean over.
-      r.loss_tokens != r.tokens ? fmt::format("\"loss_tokens\":{},", r.loss_tokens) : "", routing));
+      r.loss_tokens != r.tokens ? fmt::format("\"loss_tokens\":{},", r.loss_tokens) : "",
+      // ZeRO-1 (distributed runs): the bytes this rank received in the parameter all-gather.
+      r.param_gather_bytes > 0 ? fmt::format("\"param_gather_bytes\":{},", r.param_gather_bytes) : "", routing));
 }
 
 void RunLog::validation(int64_t step, double val) {

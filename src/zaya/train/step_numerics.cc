@@ -46,6 +46,7 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
         std::make_unique<GradientSync>(zero_layout(model_->params()), mesh, grad_arena_.data(), model_->param_data());
     layer_done_ = [this](int n) { sync_->layer_done(n); };
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim, &sync_->owned_entries());
+    bf16_gather_ = bf16_ && config.parallel.zero_gather_dtype == "bf16";
   } else {
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim);
   }
@@ -175,8 +176,11 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
                             ? config_.optim.grad_clip / r.grad_norm
                             : 1.0;
     optimizer_->update(trained(), trained_gradients(), lr_scale, clip);
-    if (sync_) sync_->all_gather_parameters();
-    bf16_stale_ = bf16_ && !lora_;  // frozen base weights: their bf16 copy stays
+    if (bf16_gather_)
+      sync_->all_gather_parameters_bf16(model_->bf16_weight_data());  // the bf16 copy is current
+    else if (sync_)
+      sync_->all_gather_parameters();
+    bf16_stale_ = bf16_ && !lora_ && !bf16_gather_;  // frozen base weights: their bf16 copy stays
   }
   if (distributed_) {
     reduce_routing_over_world();
@@ -184,6 +188,7 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
       r.grad_reduce_exposed = sync_->exposed_seconds();
       r.grad_reduce_overlapped = std::max(0.0, sync_->in_flight_seconds() - sync_->exposed_seconds());
       r.param_gather = accepted ? sync_->gather_seconds() : 0.0;
+      r.param_gather_bytes = accepted ? sync_->gather_bytes() : 0;
     }
   }
   r.expert_exchange = workspace_->exchange_seconds();
@@ -202,6 +207,10 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
             model_forward_flops(c, config_.run.micro_batch * config_.run.grad_accum, config_.run.seq_len,
                                 routed_rows / W * cp) /
             cp;
+}
+
+void StepNumerics::gather_master_weights() {
+  if (bf16_gather_) sync_->all_gather_parameters();
 }
 
 void StepNumerics::reduce_routing_over_world() {

@@ -62,6 +62,12 @@ class StepNumerics {
   int64_t base_gradient_bytes() const { return int64_t(sizeof(float)) * int64_t(grad_arena_.capacity()); }
   // True when the forward and backward GEMMs run in bf16 (train.precision).
   bool bf16_gemms() const { return bf16_; }
+  // True when the ZeRO-1 parameter all-gather carries bf16 (parallel.zero_gather_dtype).
+  bool bf16_gather() const { return bf16_gather_; }
+  // Under a bf16 gather the float32 master weights are exact only in each
+  // rank's own shard: this replicates them in float32 (before the whole
+  // float32 model is read, e.g. the final weights). A no-op otherwise.
+  void gather_master_weights();
   // Bytes of this rank's activations and backward scratch; of the activations alone.
   int64_t workspace_bytes() const { return workspace_->bytes(); }
   int64_t activation_bytes() const { return workspace_->activation_bytes(); }
@@ -121,8 +127,9 @@ class StepNumerics {
   const TrainConfig& config_;
   ProcessMesh& mesh_;
   bool distributed_ = false;
-  bool bf16_ = false;        // train.precision resolved for this CPU
-  bool bf16_stale_ = false;  // parameters changed since the last bf16 copy
+  bool bf16_ = false;         // train.precision resolved for this CPU
+  bool bf16_stale_ = false;   // parameters changed since the last bf16 copy
+  bool bf16_gather_ = false;  // the ZeRO-1 all-gather fills the bf16 copy (parallel.zero_gather_dtype)
   std::unique_ptr<ZayaModel> model_;
   std::unique_ptr<LoraAdapters> lora_;
   Arena lora_grad_arena_;

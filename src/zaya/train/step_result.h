@@ -24,6 +24,7 @@ struct StepResult {
   // the backward pass, its part that was hidden, parameter all-gather, and the
   // expert-parallel all-to-all exchanges (always on the critical path).
   double grad_reduce_exposed = 0, grad_reduce_overlapped = 0, param_gather = 0, expert_exchange = 0;
+  int64_t param_gather_bytes = 0;  // bytes this rank received in the ZeRO-1 parameter all-gather (0: none)
 };
 
 }  // namespace zaya

@@ -32,7 +32,7 @@ const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2"
 const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
 const std::vector<std::string> kMoeKeys = {"balance",     "balance_lr",       "balance_beta1", "balance_beta2",
                                            "skip_target", "switch_aux_coeff", "z_loss_coeff"};
-const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout"};
+const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout", "zero_gather_dtype"};
 const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
 const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",     "rollback_after",  "max_rollbacks",
                                           "on_save_error", "max_failed_saves", "straggler_ratio", "skip_steps"};
@@ -229,6 +229,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
   t.parallel.cp = int(par.get_int("cp", t.parallel.cp, 1, 4096));
   t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
+  t.parallel.zero_gather_dtype = par.get_string("zero_gather_dtype", t.parallel.zero_gather_dtype, {"f32", "bf16"});
   par.finish(kParallelKeys);
   TomlSection ck(table_of(root, "checkpoint", source), "checkpoint", source);
   CheckpointConfig& cc = t.checkpoint;
@@ -259,6 +260,10 @@ TrainConfig build(const toml::table& root, const std::string& source) {
              "{}: train.seq_len = {} does not fit parallel.cp = {}; allowed: a multiple of 2 * cp = {} and at least "
              "{} (every rank holds two chunks of at least 2 tokens of each sequence)",
              source, t.run.seq_len, t.parallel.cp, 2 * t.parallel.cp, cp_unit);
+  ZAYA_CHECK(t.parallel.zero_gather_dtype == "f32" || t.run.precision != "f32",
+             "{}: parallel.zero_gather_dtype = \"bf16\" needs bf16 GEMMs; allowed with train.precision = \"f32\": "
+             "\"f32\" (or set train.precision = \"bf16\" or \"auto\")",
+             source);
 
   c.validate(source);
   return t;
@@ -330,8 +335,8 @@ std::string train_config_to_toml(const TrainConfig& t) {
                    b.beta1, b.beta2);
   s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n\n", b.skip_target,
                    t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
-  s += fmt::format("[parallel]\nep = {}\ncp = {}\ncomm_timeout = {}\n\n", t.parallel.ep, t.parallel.cp,
-                   t.parallel.comm_timeout);
+  s += fmt::format("[parallel]\nep = {}\ncp = {}\ncomm_timeout = {}\nzero_gather_dtype = \"{}\"\n\n", t.parallel.ep,
+                   t.parallel.cp, t.parallel.comm_timeout, t.parallel.zero_gather_dtype);
   const CheckpointConfig& cc = t.checkpoint;
   s +=
       fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",

@@ -61,6 +61,10 @@ struct ParallelConfig {
   int ep = 1;                 // expert-parallel ranks (experts split over them)
   int cp = 1;                 // context-parallel ranks (each sequence split over them, model/context_parallel.h)
   double comm_timeout = 600;  // seconds a collective may wait for a peer before the run fails (0: forever)
+  // ZeRO-1 parameter all-gather (dist/zero.h): "f32" replicates the updated
+  // float32 shards; "bf16" (bf16 GEMMs only) carries the GEMM weights as bf16
+  // straight into the bf16 weight copy, halving their bytes.
+  std::string zero_gather_dtype = "f32";
 };
 
 // Checkpoints (docs/checkpoints.md).

@@ -39,6 +39,10 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   TrainConfig full = parse_train_config(train_config_to_toml(t), "again.toml", {"train.recompute=\"full\""});
   EXPECT_EQ(full.run.recompute, "full");
   EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, "full");
+  TrainConfig gather = parse_train_config(train_config_to_toml(t), "again.toml",
+                                          {"train.precision=bf16", "parallel.zero_gather_dtype=bf16"});
+  EXPECT_EQ(t.parallel.zero_gather_dtype, "f32");  // the default
+  EXPECT_EQ(parse_train_config(train_config_to_toml(gather), "gather.toml").parallel.zero_gather_dtype, "bf16");
 }
 
 // data.document_masking: off by default, read, written back, and only true or false.
@@ -70,6 +74,13 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   EXPECT_NE(e.find("train.recompute = 'selective' is invalid; allowed: one of: none, attention, moe, full"),
             std::string::npos)
       << e;
+  e = error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"fp8\"\n");
+  EXPECT_NE(e.find("parallel.zero_gather_dtype = 'fp8' is invalid; allowed: one of: f32, bf16"), std::string::npos)
+      << e;
+  // A bf16 gather fills the bf16 weight copy: it needs bf16 GEMMs.
+  e = error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"bf16\"\n");
+  EXPECT_NE(e.find("bad.toml: parallel.zero_gather_dtype = \"bf16\" needs bf16 GEMMs"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.precision = \"bf16\" or \"auto\""), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
   EXPECT_NE(e.find("optim.lr"), std::string::npos) << e;
   e = error_of(std::string(kMinimal) + "[model]\nq_heads = 3\n");

@@ -246,6 +246,7 @@ TrainSummary TrainJob::run_steps() {
   } else {
     summary.weights_dir = (std::filesystem::path(run.out_dir) / "final").string();
     if (options_.write_outputs) {
+      numerics_->gather_master_weights();  // a bf16 ZeRO-1 gather leaves them sharded
       // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
       save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype,
                          run.save_layout);
