@@ -33,23 +33,10 @@ if [[ ! -f $ckpt/config.json ]]; then
     "$zaya" ckpt random --preset zaya1-8b --out "$ckpt" --dtype bf16 --layout native --seed 1
 fi
 du -sh "$ckpt"
-cfg=$out/lora_8b.toml
-cat >"$cfg" <<TOML
-[model]
-preset = "zaya1-8b"
-init_from = "$ckpt"
-
-[train]
-precision = "bf16"
-
-[lora]
-rank = $rank
-alpha = $((2 * rank))
-dropout = 0.05
-TOML
 /usr/bin/time -f "bench train: %e s wall, peak RSS %M KB" \
-  "$zaya" bench train --config "$cfg" --micro-batch 1 --seq-len "$seq" --steps "$steps" --warmup 1 \
+  "$zaya" bench train --preset zaya1-8b --set model.init_from="$ckpt" --set train.precision=bf16 \
+  --set lora.rank="$rank" --set lora.alpha=$((2 * rank)) --set lora.dropout=0.05 --micro-batch 1 --seq-len "$seq" --steps "$steps" --warmup 1 \
   --threads "$threads" "${overrides[@]}" --json "$out/lora_8b_${seq}_r${rank}.json"
 "$zaya" plan --model zaya1-8b --dtype bf16 --micro-batch 1 --seq-len "$seq" --recompute full --no-tradeoff \
-  --top-gemms 0 --json "$out/full_ft_8b_plan.json" | grep -i -E "memory|bytes|GB|fit" || true
+  --top-gemms 0 --json "$out/full_ft_8b_plan.json" | grep -A1 "# memory per device"
 [[ ${KEEP:-0} == 1 ]] || rm -rf "$ckpt"
