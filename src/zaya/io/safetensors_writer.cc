@@ -137,18 +137,34 @@ void SafetensorsWriter::write(const std::string& path) const {
   out.commit();
 }
 
-std::vector<SafetensorsWriter> SafetensorsWriter::split(uint64_t max_shard_bytes) const {
+std::vector<size_t> SafetensorsWriter::shard_starts(const std::vector<uint64_t>& nbytes, uint64_t max_shard_bytes) {
   ZAYA_CHECK(max_shard_bytes > 0, "safetensors writer: max shard size must be positive");
-  std::vector<SafetensorsWriter> shards;
-  for (const Tensor& t : tensors_) {
-    if (shards.empty() || (!shards.back().tensors_.empty() && shards.back().data_bytes_ + t.nbytes > max_shard_bytes)) {
-      shards.emplace_back();
-      shards.back().metadata_ = metadata_;
+  std::vector<size_t> starts;
+  uint64_t shard_bytes = 0;
+  for (size_t i = 0; i < nbytes.size(); ++i) {
+    if (starts.empty() || (i > starts.back() && shard_bytes + nbytes[i] > max_shard_bytes)) {
+      starts.push_back(i);
+      shard_bytes = 0;
     }
-    SafetensorsWriter& shard = shards.back();
-    shard.names_.insert(t.name);
-    shard.data_bytes_ += t.nbytes;
-    shard.tensors_.push_back(t);
+    shard_bytes += nbytes[i];
+  }
+  return starts;
+}
+
+std::vector<SafetensorsWriter> SafetensorsWriter::split(uint64_t max_shard_bytes) const {
+  std::vector<uint64_t> nbytes;
+  for (const Tensor& t : tensors_) nbytes.push_back(t.nbytes);
+  const std::vector<size_t> starts = shard_starts(nbytes, max_shard_bytes);
+  std::vector<SafetensorsWriter> shards(starts.size());
+  for (size_t s = 0; s < starts.size(); ++s) {
+    SafetensorsWriter& shard = shards[s];
+    shard.metadata_ = metadata_;
+    const size_t end = s + 1 < starts.size() ? starts[s + 1] : tensors_.size();
+    for (size_t i = starts[s]; i < end; ++i) {
+      shard.names_.insert(tensors_[i].name);
+      shard.data_bytes_ += tensors_[i].nbytes;
+      shard.tensors_.push_back(tensors_[i]);
+    }
   }
   return shards;
 }

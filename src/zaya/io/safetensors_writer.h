@@ -67,6 +67,9 @@ class SafetensorsWriter {
   // max_shard_bytes of tensor data each (a tensor larger than that gets a
   // group of its own), each with this writer's metadata. Used by write_sharded.
   std::vector<SafetensorsWriter> split(uint64_t max_shard_bytes) const;
+  // The grouping split() makes, on byte sizes alone: for tensors of nbytes[i]
+  // bytes in this order, the index of the first tensor of each shard.
+  static std::vector<size_t> shard_starts(const std::vector<uint64_t>& nbytes, uint64_t max_shard_bytes);
 
  private:
   void add(std::string name, SafetensorsDtype dtype, std::vector<int64_t> shape, const void* src, bool from_float);

@@ -83,29 +83,33 @@ RandomCheckpointSummary write_random_model_directory(const ZayaConfig& c, const 
   init_buffers(c, buffers, buffer_values.data());
   const bool f32 = options.dtype == "f32";
   const std::vector<FileTensor> tensors = plan_tensors(c, params, buffers, native, f32);
-  // The shards, planned on descriptors: the same split write_sharded makes. The
-  // plan is never written, so its tensors borrow a placeholder, not data.
-  static const uint8_t kPlanOnly = 0;
-  SafetensorsWriter plan;
-  for (const FileTensor& t : tensors)
-    plan.add_raw(t.name, t.f32 ? SafetensorsDtype::kF32 : SafetensorsDtype::kBF16, t.shape, &kPlanOnly);
-  const std::vector<SafetensorsWriter> shards = plan.split(options.max_shard_bytes);
-  std::map<std::string, const FileTensor*> by_name;
-  for (const FileTensor& t : tensors) by_name[t.name] = &t;
+  // The shards: the same split write_sharded makes, from the tensors' byte sizes.
+  std::vector<uint64_t> nbytes;
+  for (const FileTensor& t : tensors) {
+    uint64_t numel = 1;
+    for (int64_t dim : t.shape) numel *= uint64_t(dim);
+    nbytes.push_back(numel * (t.f32 ? sizeof(float) : sizeof(uint16_t)));
+  }
+  const std::vector<size_t> starts = SafetensorsWriter::shard_starts(nbytes, options.max_shard_bytes);
+  uint64_t total_bytes = 0;
+  for (uint64_t b : nbytes) total_bytes += b;
   RandomCheckpointSummary summary;
   nlohmann::json weight_map = nlohmann::json::object();
   std::vector<float> values;
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string file = shards.size() == 1
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const std::string file = starts.size() == 1
                                  ? std::string(kSafetensorsSingleFile)
-                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, shards.size());
+                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, starts.size());
+    const size_t first = starts[i], end = i + 1 < starts.size() ? starts[i + 1] : tensors.size();
+    uint64_t shard_bytes = 0;
+    for (size_t j = first; j < end; ++j) shard_bytes += nbytes[j];
     // This shard's bytes, filled one parameter at a time.
-    std::vector<uint8_t> data(size_t(shards[i].data_bytes()));
+    std::vector<uint8_t> data(static_cast<size_t>(shard_bytes));
     SafetensorsWriter w;
     w.set_metadata("format", "pt");
     uint64_t at = 0;
-    for (const SafetensorsWriter::Tensor& d : shards[i].tensors()) {
-      const FileTensor& t = *by_name.at(d.name);
+    for (size_t j = first; j < end; ++j) {
+      const FileTensor& t = tensors[j];
       uint8_t* dst = data.data() + at;
       for (const ParamEntry* e : t.parts) {
         const float* v = buffer_values.data() + e->offset;
@@ -124,18 +128,18 @@ RandomCheckpointSummary write_random_model_directory(const ZayaConfig& c, const 
           dst += sizeof(uint16_t) * size_t(e->numel);
         }
       }
-      ZAYA_ASSERT(uint64_t(dst - (data.data() + at)) == d.nbytes);
-      w.add_raw(d.name, d.dtype, d.shape, data.data() + at);
-      at += d.nbytes;
-      weight_map[d.name] = file;
+      ZAYA_ASSERT(uint64_t(dst - (data.data() + at)) == nbytes[j]);
+      w.add_raw(t.name, t.f32 ? SafetensorsDtype::kF32 : SafetensorsDtype::kBF16, t.shape, data.data() + at);
+      at += nbytes[j];
+      weight_map[t.name] = file;
       ++summary.tensors;
     }
     w.write((fs::path(dir) / file).string());
     summary.bytes += at;
     ++summary.files;
   }
-  if (shards.size() > 1) {
-    const nlohmann::json index = {{"metadata", {{"total_size", plan.data_bytes()}}}, {"weight_map", weight_map}};
+  if (starts.size() > 1) {
+    const nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
     write_file_atomic((fs::path(dir) / kSafetensorsIndexFile).string(), index.dump(2) + "\n");
   }
   const std::string dtype = f32 ? "float32" : "bfloat16";
