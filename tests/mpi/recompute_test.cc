@@ -18,21 +18,21 @@ namespace {
 
 using testing::world;
 
-struct Result {
+struct RecomputeResult {
   std::vector<LossParts> parts;
   std::vector<float> grads;
   std::vector<double> choices;
 };
 
 // Two micro-batches (router losses on) on a model holding `experts` of c.
-Result run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp, uint64_t group, Recompute r) {
+RecomputeResult run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp, uint64_t group, Recompute r) {
   ZayaModel model(c, experts);
   model.init(13);
   float* p = model.param_data();
   for (int64_t i = 0; i < model.params().total_floats(); ++i) p[i] += 0.05f * normal01(22, 2, uint64_t(i));
   const int64_t B = 2, S = c.max_position;
   ModelWorkspace ws(c, B, S, true, ep, cp, r);
-  Result out;
+  RecomputeResult out;
   out.grads.assign(size_t(model.params().total_floats()), 0.0f);
   const ModelWeights g = bind_weights(c, model.params(), out.grads.data());
   const MoeLossOptions loss{0.01f, 0.001f};
@@ -51,7 +51,7 @@ Result run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp, uint64_
   return out;
 }
 
-void expect_same(const Result& a, const Result& b, const char* what, Recompute r) {
+void expect_same(const RecomputeResult& a, const RecomputeResult& b, const char* what, Recompute r) {
   for (size_t i = 0; i < a.parts.size(); ++i) {
     EXPECT_EQ(a.parts[i].xent_sum, b.parts[i].xent_sum) << what << " " << recompute_name(r);
     EXPECT_EQ(a.parts[i].router_loss, b.parts[i].router_loss) << what << " " << recompute_name(r);
@@ -73,7 +73,7 @@ TEST(Recompute, ExpertParallelGradientsAreThoseOfNoneBitwise) {
     const int64_t local = c.experts / ep_size;
     const ExpertRange experts{ep->rank() * local, local};
     const uint64_t group = uint64_t(w.rank());  // every rank its own tokens
-    const Result none = run(c, experts, ep.get(), nullptr, group, Recompute::kNone);
+    const RecomputeResult none = run(c, experts, ep.get(), nullptr, group, Recompute::kNone);
     for (Recompute r : {Recompute::kAttention, Recompute::kMoe, Recompute::kFull})
       expect_same(none, run(c, experts, ep.get(), nullptr, group, r), "ep", r);
     ++checked;
@@ -90,7 +90,7 @@ TEST(Recompute, ContextParallelGradientsAreThoseOfNoneBitwise) {
     ZayaConfig c = testing::model_test_config();
     c.max_position = 12 * cp_size;
     const uint64_t group = uint64_t(w.rank() / cp_size);  // a cp group shares its sequences
-    const Result none = run(c, {}, nullptr, cp.get(), group, Recompute::kNone);
+    const RecomputeResult none = run(c, {}, nullptr, cp.get(), group, Recompute::kNone);
     for (Recompute r : {Recompute::kAttention, Recompute::kMoe, Recompute::kFull})
       expect_same(none, run(c, {}, nullptr, cp.get(), group, r), "cp", r);
   }

@@ -21,7 +21,7 @@ using testing::parse_xml;
 using testing::XmlNode;
 
 // The straight segments of a series' path: its points less one.
-long line_to_count(const XmlNode& path) {
+long train_line_to_count(const XmlNode& path) {
   const std::string d = path.attr("d");
   return std::count(d.begin(), d.end(), 'L');
 }
@@ -79,7 +79,7 @@ TEST(ReportTrain, CurvesAreNamedByRunWithValidationDashed) {
     auto s = root->find("path", "series");
     ASSERT_EQ(s.size(), 2u) << f;
     EXPECT_EQ(s[0]->attr("data-name"), "a");
-    EXPECT_EQ(line_to_count(*s[1]), 19) << f;  // 20 points
+    EXPECT_EQ(train_line_to_count(*s[1]), 19) << f;  // 20 points
   }
   // The distributed run's ranks: slowest solid, fastest dashed.
   ASSERT_TRUE(figures.count("train_rank_step_time.svg"));

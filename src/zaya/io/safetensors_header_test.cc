@@ -23,21 +23,21 @@ std::string st_bytes(std::string_view header, std::string_view data = "", uint64
   return out;
 }
 
-std::span<const uint8_t> as_span(const std::string& s) {
+std::span<const uint8_t> st_span(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-SafetensorsLayout parse(const std::string& file) {
-  return parse_safetensors_layout("model.safetensors", as_span(file));
+SafetensorsLayout parse_st(const std::string& file) {
+  return parse_safetensors_layout("model.safetensors", st_span(file));
 }
 
-struct BadCase {
+struct StBadCase {
   const char* what;
   std::string file;
   std::vector<std::string> message_parts;  // each must appear in the error
 };
 
-std::vector<BadCase> bad_cases() {
+std::vector<StBadCase> st_bad_cases() {
   const std::string data16(16, '\0');
   auto one = [&](const std::string& entry) { return st_bytes(R"({"w":)" + entry + "}", data16); };
   return {
@@ -143,7 +143,7 @@ std::vector<BadCase> bad_cases() {
 // problem, both from memory and through SafetensorsFile::open on disk.
 TEST(SafetensorsHeader, RejectsMalformedFiles) {
   testing::TempDir dir;
-  for (const BadCase& c : bad_cases()) {
+  for (const StBadCase& c : st_bad_cases()) {
     SCOPED_TRACE(c.what);
     for (bool from_disk : {false, true}) {
       std::string message;
@@ -151,7 +151,7 @@ TEST(SafetensorsHeader, RejectsMalformedFiles) {
         if (from_disk)
           SafetensorsFile::open(dir.write("model.safetensors", c.file));
         else
-          parse(c.file);
+          parse_st(c.file);
         ADD_FAILURE() << "accepted: " << c.what;
       } catch (const Error& e) {
         message = e.what();
@@ -167,7 +167,7 @@ TEST(SafetensorsHeader, MessageNamesFileTensorAndField) {
       st_bytes(R"({"model.layers.3.input_norm.weight": {"dtype": "F32", "shape": [1], "data_offsets": [10, 4]}})",
                std::string(16, '\0'));
   try {
-    parse(file);
+    parse_st(file);
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
@@ -177,7 +177,7 @@ TEST(SafetensorsHeader, MessageNamesFileTensorAndField) {
 
 TEST(SafetensorsHeader, ControlCharactersInNamesAreEscaped) {
   try {
-    parse(st_bytes(R"({"a\u001b[31mb": 1})"));
+    parse_st(st_bytes(R"({"a\u001b[31mb": 1})"));
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 'a\\x1b[31mb'"), std::string::npos) << e.what();
@@ -193,7 +193,7 @@ TEST(SafetensorsHeader, AcceptsGapsEmptyTensorsScalarsAndPadding) {
       "b": {"dtype": "I16", "shape": [1], "data_offsets": [12, 14]},
       "s": {"dtype": "F64", "shape": [], "data_offsets": [16, 24]}}     )",
                               std::string(30, '\0'));
-  SafetensorsLayout layout = parse(file);
+  SafetensorsLayout layout = parse_st(file);
   ASSERT_EQ(layout.tensors.size(), 4u);
   EXPECT_EQ(layout.tensors[0].name, "a");
   EXPECT_EQ(layout.tensors[1].name, "e");
@@ -208,7 +208,7 @@ TEST(SafetensorsHeader, AcceptsGapsEmptyTensorsScalarsAndPadding) {
 }
 
 TEST(SafetensorsHeader, AcceptsEmptyFile) {
-  SafetensorsLayout layout = parse(st_bytes("{}"));
+  SafetensorsLayout layout = parse_st(st_bytes("{}"));
   EXPECT_TRUE(layout.tensors.empty());
   EXPECT_TRUE(layout.metadata.empty());
   EXPECT_EQ(layout.data_size, 0u);
@@ -222,7 +222,7 @@ TEST(SafetensorsHeader, MutatedFilesFailCleanly) {
       "w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
       "b": {"dtype": "I64", "shape": [1], "data_offsets": [16, 24]}})",
                                      std::string(24, '\x01'));
-  ASSERT_NO_THROW(parse(valid));
+  ASSERT_NO_THROW(parse_st(valid));
   std::mt19937 rng(1234);
   const std::string alphabet = "{}[]\":,-0123456789eE. \x00\xff";
   int accepted = 0;
@@ -240,7 +240,7 @@ TEST(SafetensorsHeader, MutatedFilesFailCleanly) {
       if (file.empty()) break;
     }
     try {
-      SafetensorsLayout layout = parse(file);
+      SafetensorsLayout layout = parse_st(file);
       ++accepted;
       ASSERT_EQ(layout.data_start + layout.data_size, file.size());
       for (const auto& t : layout.tensors) {

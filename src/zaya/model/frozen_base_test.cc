@@ -23,7 +23,7 @@
 namespace zaya {
 namespace {
 
-constexpr int64_t kB = 2, kS = 8;
+constexpr int64_t kFrozenB = 2, kFrozenS = 8;
 
 // A bf16 checkpoint of a randomly initialised model (biases away from zero, so
 // the routing depends on them) in `layout`.
@@ -37,14 +37,14 @@ void write_bf16_checkpoint(const ZayaConfig& c, const std::string& dir, Director
   save_model_directory(c, complete_model_tensors(model), dir, layout, options);
 }
 
-struct Pass {
+struct FrozenPass {
   LossParts loss;
   std::vector<float> logits, adapter_grads;
 };
 
 // Forward and backward with LoRA adapters (dropout on), the base's gradients
 // formed (`base_grads`) or not (null views).
-Pass run(ZayaModel& model, bool base_grads) {
+FrozenPass run(ZayaModel& model, bool base_grads) {
   const ZayaConfig& c = model.config();
   LoraConfig lc;
   lc.enabled = true;
@@ -57,26 +57,26 @@ Pass run(ZayaModel& model, bool base_grads) {
     for (int64_t i = 0; i < e.slot.out * lc.rank; ++i)
       adapters.data()[e.b_offset + i] = 0.2f * normal01(5, 7 + uint64_t(e.b_offset), uint64_t(i));
   model.set_lora(&adapters);
-  ModelWorkspace ws(c, kB, kS, true);
+  ModelWorkspace ws(c, kFrozenB, kFrozenS, true);
   ws.reserve_bf16_gemms();
   ws.enable_lora(c, lc.rank);
   ws.set_lora_dropout(true, 9, 2);
-  std::vector<int32_t> ids(kB * kS), targets(kB * kS);
-  for (int64_t i = 0; i < kB * kS; ++i) {
+  std::vector<int32_t> ids(kFrozenB * kFrozenS), targets(kFrozenB * kFrozenS);
+  for (int64_t i = 0; i < kFrozenB * kFrozenS; ++i) {
     ids[size_t(i)] = int32_t((i * 37 + 5) % c.real_vocab_size);
     targets[size_t(i)] = int32_t((i * 11 + 3) % c.real_vocab_size);
   }
   MoeLossOptions loss;
   loss.switch_aux_coeff = 0.01f;
   loss.z_loss_coeff = 0.001f;
-  Pass p;
-  p.loss = model_forward(model, ws, ids.data(), targets.data(), kB, kS, loss);
+  FrozenPass p;
+  p.loss = model_forward(model, ws, ids.data(), targets.data(), kFrozenB, kFrozenS, loss);
   p.logits.assign(ws.logits(), ws.logits() + ws.rows() * c.vocab_size);
   std::vector<float> base(base_grads ? size_t(model.params().total_floats()) : 0, 0.0f);
   p.adapter_grads.assign(size_t(adapters.total_floats()), 0.0f);
   const LoraViews gv = adapters.bind(p.adapter_grads.data());
-  model_backward(model, ws, bind_weights(c, model.params(), base_grads ? base.data() : nullptr), 1.0f / float(kB * kS),
-                 0.5f, loss, nullptr, &gv);
+  model_backward(model, ws, bind_weights(c, model.params(), base_grads ? base.data() : nullptr),
+                 1.0f / float(kFrozenB * kFrozenS), 0.5f, loss, nullptr, &gv);
   model.set_lora(nullptr);
   return p;
 }
@@ -96,12 +96,12 @@ TEST(FrozenBase, Bf16CheckpointGivesTheLossesLogitsAndAdapterGradientsOfTheF32Ma
     ZayaModel master(c);
     load_model_directory_weights(master, dir.path());
     master.enable_bf16_gemms();
-    const Pass want = run(master, true);
+    const FrozenPass want = run(master, true);
     // The frozen base: bf16 arena filled from the file, the small tensors float32; no base gradients.
     ZayaModel frozen(c, {}, ParamStorage::kFrozenBf16);
     load_model_directory_weights(frozen, dir.path());
     frozen.enable_bf16_gemms();
-    const Pass got = run(frozen, false);
+    const FrozenPass got = run(frozen, false);
     EXPECT_EQ(want.loss.xent_sum, got.loss.xent_sum);
     EXPECT_EQ(want.loss.router_loss, got.loss.router_loss);
     EXPECT_TRUE(same_bits(want.logits, got.logits));
@@ -126,7 +126,7 @@ TEST(FrozenBase, Bf16CheckpointGivesTheLossesLogitsAndAdapterGradientsOfTheF32Ma
     frozen.read_param(o, w.data());
     w[3] = bf16_to_float(uint16_t(float_to_bf16(w[3]) + 1));
     frozen.set_param(o, w.data());
-    const Pass perturbed = run(frozen, false);
+    const FrozenPass perturbed = run(frozen, false);
     EXPECT_NE(want.loss.xent_sum, perturbed.loss.xent_sum);
     EXPECT_FALSE(same_bits(want.adapter_grads, perturbed.adapter_grads));
   }

@@ -15,7 +15,7 @@ namespace {
 using testing::parse_xml;
 using testing::XmlNode;
 
-std::vector<std::string> texts(const XmlNode& root, const std::string& cls) {
+std::vector<std::string> line_plot_texts(const XmlNode& root, const std::string& cls) {
   std::vector<std::string> out;
   for (const XmlNode* n : root.find("text", cls)) out.push_back(n->text);
   return out;
@@ -70,21 +70,21 @@ TEST(SvgLinePlot, RendersWellFormedSvg) {
   EXPECT_NE(series[0]->attr("stroke"), series[1]->attr("stroke"));
   EXPECT_EQ(path_points(series[0]->attr("d")).size(), 101u);
 
-  EXPECT_EQ(texts(*root, "title"), (std::vector<std::string>{"train loss"}));
-  EXPECT_EQ(texts(*root, "xlabel"), (std::vector<std::string>{"step"}));
-  EXPECT_EQ(texts(*root, "ylabel"), (std::vector<std::string>{"loss (nats/token)"}));
-  EXPECT_EQ(texts(*root, "xtick"), (std::vector<std::string>{"0", "200", "400", "600", "800", "1000"}));
+  EXPECT_EQ(line_plot_texts(*root, "title"), (std::vector<std::string>{"train loss"}));
+  EXPECT_EQ(line_plot_texts(*root, "xlabel"), (std::vector<std::string>{"step"}));
+  EXPECT_EQ(line_plot_texts(*root, "ylabel"), (std::vector<std::string>{"loss (nats/token)"}));
+  EXPECT_EQ(line_plot_texts(*root, "xtick"), (std::vector<std::string>{"0", "200", "400", "600", "800", "1000"}));
   // The y axis reaches down to the reference line at 1.5.
-  auto yticks = texts(*root, "ytick");
+  auto yticks = line_plot_texts(*root, "ytick");
   ASSERT_FALSE(yticks.empty());
   EXPECT_LE(std::stod(yticks.front()), 1.5);
   EXPECT_GE(std::stod(yticks.back()), 10.0);
   auto legend = root->find("g", "legend");
   ASSERT_EQ(legend.size(), 1u);
-  EXPECT_EQ(texts(*legend[0], ""), (std::vector<std::string>{"lr 3e-3", "lr 1e-3"}));
+  EXPECT_EQ(line_plot_texts(*legend[0], ""), (std::vector<std::string>{"lr 3e-3", "lr 1e-3"}));
   auto reference = root->find("g", "reference");
   ASSERT_EQ(reference.size(), 1u);
-  EXPECT_EQ(texts(*reference[0], ""), (std::vector<std::string>{"unigram entropy"}));
+  EXPECT_EQ(line_plot_texts(*reference[0], ""), (std::vector<std::string>{"unigram entropy"}));
 }
 
 // A dashed series (validation beside training) keeps the colour it is given and
@@ -142,7 +142,7 @@ TEST(SvgLinePlot, LogAxesTickAtPowersOfTen) {
   plot.add_series("all-reduce", bytes, gbps);
   auto root = parse_xml(plot.render());
   for (const char* cls : {"xtick", "ytick"}) {
-    auto labels = texts(*root, cls);
+    auto labels = line_plot_texts(*root, cls);
     ASSERT_GE(labels.size(), 2u) << cls;
     for (const auto& l : labels) {
       double e = std::log10(std::stod(l));
@@ -150,9 +150,9 @@ TEST(SvgLinePlot, LogAxesTickAtPowersOfTen) {
     }
   }
   // x spans 1 .. 1e9: exponent notation throughout; y spans 0.001 .. 1000: plain.
-  EXPECT_EQ(texts(*root, "xtick").front(), "1e0");
-  EXPECT_EQ(texts(*root, "xtick").back(), "1e9");
-  EXPECT_EQ(texts(*root, "ytick").front(), "0.001");
+  EXPECT_EQ(line_plot_texts(*root, "xtick").front(), "1e0");
+  EXPECT_EQ(line_plot_texts(*root, "xtick").back(), "1e9");
+  EXPECT_EQ(line_plot_texts(*root, "ytick").front(), "0.001");
 }
 
 TEST(SvgLinePlot, MissingPointsBreakTheLine) {
@@ -172,7 +172,7 @@ TEST(SvgLinePlot, MissingPointsBreakTheLine) {
   EXPECT_EQ(pts[3].command, 'L');
   EXPECT_EQ(series[1]->attr("d"), "");
   EXPECT_EQ(root->find("circle").size(), 3u);  // x=6 of "gappy", both ends of "inf"
-  for (const auto& l : texts(*root, "ytick")) EXPECT_TRUE(std::isfinite(std::stod(l))) << l;
+  for (const auto& l : line_plot_texts(*root, "ytick")) EXPECT_TRUE(std::isfinite(std::stod(l))) << l;
 }
 
 TEST(SvgLinePlot, NonPositiveValuesAreMissingOnLogAxes) {
@@ -185,8 +185,8 @@ TEST(SvgLinePlot, NonPositiveValuesAreMissingOnLogAxes) {
   EXPECT_EQ(root->find("path", "series")[0]->attr("d"), "");
   EXPECT_EQ(root->find("circle").size(), 2u);
   EXPECT_TRUE(root->find("g", "reference").empty());
-  EXPECT_EQ(texts(*root, "ytick").front(), "10");
-  EXPECT_EQ(texts(*root, "ytick").back(), "1000");
+  EXPECT_EQ(line_plot_texts(*root, "ytick").front(), "10");
+  EXPECT_EQ(line_plot_texts(*root, "ytick").back(), "1000");
 }
 
 TEST(SvgLinePlot, EscapesLabels) {
@@ -198,8 +198,8 @@ TEST(SvgLinePlot, EscapesLabels) {
   std::string svg = plot.render();
   EXPECT_EQ(svg.find("<script"), std::string::npos);
   auto root = parse_xml(svg);
-  EXPECT_EQ(texts(*root, "title"), (std::vector<std::string>{opt.title}));
-  EXPECT_EQ(texts(*root, "ylabel"), (std::vector<std::string>{"loss\xef\xbf\xbd\xef\xbf\xbd"}));
+  EXPECT_EQ(line_plot_texts(*root, "title"), (std::vector<std::string>{opt.title}));
+  EXPECT_EQ(line_plot_texts(*root, "ylabel"), (std::vector<std::string>{"loss\xef\xbf\xbd\xef\xbf\xbd"}));
   auto series = root->find("path", "series");
   EXPECT_EQ(series[0]->attr("data-name"), R"(a "quoted" <name>)");
   EXPECT_EQ(series[0]->attr("stroke"), R"(red" onload="x)");
@@ -213,8 +213,8 @@ TEST(SvgLinePlot, FixedRangesClipTheData) {
   SvgLinePlot plot(opt);
   plot.add_series("spiky", {0, 1, 2}, {100, 3, 2});
   auto root = parse_xml(plot.render());
-  EXPECT_EQ(texts(*root, "ytick").front(), "0");
-  EXPECT_EQ(texts(*root, "ytick").back(), "5");
+  EXPECT_EQ(line_plot_texts(*root, "ytick").front(), "0");
+  EXPECT_EQ(line_plot_texts(*root, "ytick").back(), "5");
   bool clipped = false;
   for (const XmlNode* g : root->find("g"))
     if (g->attr("clip-path").rfind("url(#zaya-plot-", 0) == 0) clipped = true;
@@ -226,7 +226,7 @@ TEST(SvgLinePlot, EmptyPlotStillRenders) {
   auto root = parse_xml(SvgLinePlot({}).render());
   EXPECT_EQ(root->name, "svg");
   EXPECT_TRUE(root->find("path", "series").empty());
-  EXPECT_FALSE(texts(*root, "xtick").empty());
+  EXPECT_FALSE(line_plot_texts(*root, "xtick").empty());
 }
 
 TEST(SvgLinePlot, RejectsBadInput) {

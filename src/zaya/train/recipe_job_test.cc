@@ -85,7 +85,7 @@ dir = "{0}/b"
   }
 };
 
-TrainJobOptions options(int64_t stop_at = 0) {
+TrainJobOptions recipe_job_options(int64_t stop_at = 0) {
   TrainJobOptions o;
   o.quiet = true;
   o.peak_gflops = 100;  // skip the measurement
@@ -108,7 +108,7 @@ int count_lines(const std::string& path, const std::string& needle) {
 TEST(RecipeTrainer, SwitchesPhasesAndResumesBitExactlyAcrossTheBoundary) {
   RecipeFixture f;
   const TrainConfig full_config = f.config("full");
-  TrainJob full(full_config, options());
+  TrainJob full(full_config, recipe_job_options());
   ASSERT_EQ(full.phases().plans().size(), 2u);
   EXPECT_EQ(full.phases().plans()[1].first_step, 4);
   EXPECT_EQ(full.config().run.steps, 7);
@@ -132,11 +132,11 @@ TEST(RecipeTrainer, SwitchesPhasesAndResumesBitExactlyAcrossTheBoundary) {
     SCOPED_TRACE("stopped at step " + std::to_string(stop));
     const TrainConfig c = f.config("split" + std::to_string(stop));
     {
-      TrainJob first(c, options(stop));
+      TrainJob first(c, recipe_job_options(stop));
       first.run();
       EXPECT_EQ(first.step(), stop);
     }
-    TrainJob second(c, options());
+    TrainJob second(c, recipe_job_options());
     const std::vector<std::string> saved = list_checkpoints(c.checkpoint_dir());
     ASSERT_FALSE(saved.empty());
     const CheckpointReader ck = CheckpointReader::open(saved.back());
@@ -163,7 +163,7 @@ TEST(RecipeTrainer, RollsBackWithinAndAcrossPhases) {
     c.checkpoint.every = 2;
     c.ft.rollback_after = 1;
     set_fault_plan(fmt::format("nan:rank=0,step={}", bad));
-    TrainJob t(c, options());
+    TrainJob t(c, recipe_job_options());
     t.run();
     set_fault_plan("");
     EXPECT_EQ(t.step(), 7);
@@ -181,10 +181,10 @@ TEST(RecipeTrainer, RollsBackWithinAndAcrossPhases) {
 TEST(RecipeTrainer, SpikeDetectorStartsOverInEachPhase) {
   RecipeFixture f;
   TrainConfig c = f.config("spikes");
-  TrainJob t(c, options(5));
+  TrainJob t(c, recipe_job_options(5));
   t.run();
   EXPECT_EQ(t.guard().window_steps(), 1);  // step 5 only: phase 2 began after step 4
-  TrainJob u(c, options());
+  TrainJob u(c, recipe_job_options());
   u.resume_from(CheckpointReader::open(c.checkpoint_dir() + "/step_00000005"));
   u.run();
   EXPECT_EQ(u.guard().window_steps(), 3);  // steps 5..7, restored and continued
@@ -197,13 +197,13 @@ TEST(RecipeTrainer, RollbackIntoAnEarlierPhaseSkipsTheBadBatches) {
   RecipeFixture f;
   TrainConfig clean = f.config("clean");
   clean.checkpoint.every = 4;
-  TrainJob ref(clean, options());
+  TrainJob ref(clean, recipe_job_options());
   ref.run();
   TrainConfig c = f.config("faulty");
   c.checkpoint.every = 4;
   c.ft.rollback_after = 1;
   set_fault_plan("nan:rank=0,step=5");
-  TrainJob t(c, options());
+  TrainJob t(c, recipe_job_options());
   t.run();
   set_fault_plan("");
   EXPECT_EQ(t.step(), 7);
@@ -232,7 +232,7 @@ TEST(RecipeTrainer, RejectsDatasetsOfDifferentVocabularies) {
   }
   TrainConfig c = f.config("x");
   c.phases[1].data[0].dir = f.dir.file("c");
-  const std::string e = testing::error_of([&] { TrainJob t(c, options()); });
+  const std::string e = testing::error_of([&] { TrainJob t(c, recipe_job_options()); });
   EXPECT_NE(e.find("must share one tokenizer"), std::string::npos) << e;
   EXPECT_NE(e.find(f.dir.file("c")), std::string::npos) << e;
   EXPECT_NE(e.find(f.dir.file("a")), std::string::npos) << e;

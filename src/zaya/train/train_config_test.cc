@@ -9,7 +9,7 @@
 namespace zaya {
 namespace {
 
-std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+std::string config_error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
   try {
     parse_train_config(text, "bad.toml", overrides);
   } catch (const Error& e) {
@@ -52,48 +52,48 @@ TEST(TrainConfig, DocumentMasking) {
   EXPECT_TRUE(t.data.document_masking);
   EXPECT_TRUE(parse_train_config(train_config_to_toml(t), "again.toml").data.document_masking);
   EXPECT_TRUE(parse_train_config(kMinimal, "ok.toml", {"data.document_masking=true"}).data.document_masking);
-  const std::string e = error_of(std::string(kMinimal) + "document_masking = \"yes\"\n");
+  const std::string e = config_error_of(std::string(kMinimal) + "document_masking = \"yes\"\n");
   EXPECT_NE(e.find("bad.toml"), std::string::npos) << e;
   EXPECT_NE(e.find("data.document_masking = 'yes' is invalid; allowed: true or false"), std::string::npos) << e;
 }
 
 TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
-  std::string e = error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
+  std::string e = config_error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
   EXPECT_NE(e.find("bad.toml:4"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key 'train.stesp'"), std::string::npos) << e;
   EXPECT_NE(e.find("steps"), std::string::npos) << e;  // lists the allowed keys
-  e = error_of(std::string(kMinimal) + "[train]\nmicro_batch = 0\n");
+  e = config_error_of(std::string(kMinimal) + "[train]\nmicro_batch = 0\n");
   EXPECT_NE(e.find("train.micro_batch = 0 is invalid; allowed: an integer in 1.."), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[model]\npreset = \"huge\"\n");
+  e = config_error_of(std::string(kMinimal) + "[model]\npreset = \"huge\"\n");
   EXPECT_NE(e.find("model.preset = 'huge' is invalid; allowed: one of: tiny, small, zaya1-base"), std::string::npos)
       << e;
-  e = error_of(std::string(kMinimal) + "[train]\nprecision = \"fp16\"\n");
+  e = config_error_of(std::string(kMinimal) + "[train]\nprecision = \"fp16\"\n");
   EXPECT_NE(e.find("bad.toml"), std::string::npos) << e;
   EXPECT_NE(e.find("train.precision = 'fp16' is invalid; allowed: one of: f32, bf16, auto"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[train]\nrecompute = \"selective\"\n");
+  e = config_error_of(std::string(kMinimal) + "[train]\nrecompute = \"selective\"\n");
   EXPECT_NE(e.find("train.recompute = 'selective' is invalid; allowed: one of: none, attention, moe, full"),
             std::string::npos)
       << e;
-  e = error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"fp8\"\n");
+  e = config_error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"fp8\"\n");
   EXPECT_NE(e.find("parallel.zero_gather_dtype = 'fp8' is invalid; allowed: one of: f32, bf16"), std::string::npos)
       << e;
   // A bf16 gather fills the bf16 weight copy: it needs bf16 GEMMs.
-  e = error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"bf16\"\n");
+  e = config_error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"bf16\"\n");
   EXPECT_NE(e.find("bad.toml: parallel.zero_gather_dtype = \"bf16\" needs bf16 GEMMs"), std::string::npos) << e;
   EXPECT_NE(e.find("train.precision = \"bf16\" or \"auto\""), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
+  e = config_error_of(std::string(kMinimal) + "[optim]\nlr = \"fast\"\n");
   EXPECT_NE(e.find("optim.lr"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[model]\nq_heads = 3\n");
+  e = config_error_of(std::string(kMinimal) + "[model]\nq_heads = 3\n");
   EXPECT_NE(e.find("num_query_groups"), std::string::npos) << e;
-  e = error_of("[data\n");
+  e = config_error_of("[data\n");
   EXPECT_NE(e.find("TOML syntax error"), std::string::npos) << e;
-  e = error_of("[train]\nsteps = 3\n");
+  e = config_error_of("[train]\nsteps = 3\n");
   EXPECT_NE(e.find("data.dir is missing"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[trian]\n");
+  e = config_error_of(std::string(kMinimal) + "[trian]\n");
   EXPECT_NE(e.find("unknown section 'trian'"), std::string::npos) << e;
-  e = error_of(kMinimal, {"steps=3"});
+  e = config_error_of(kMinimal, {"steps=3"});
   EXPECT_NE(e.find("expected section.key=value"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[schedule]\nkind = \"linear\"\n");
+  e = config_error_of(std::string(kMinimal) + "[schedule]\nkind = \"linear\"\n");
   EXPECT_NE(e.find("cosine, wsd, constant"), std::string::npos) << e;
 }
 
@@ -141,10 +141,10 @@ TEST(TrainConfig, SetMistakesBlameTheCommandLine) {
   e = usage_error_of(kMinimal, {"train.learning_rate=1"});
   EXPECT_NE(e.find("unknown key 'train.learning_rate'; allowed keys in [train]: seed,"), std::string::npos) << e;
   // The same typo in the file is the file's: a plain Error naming file:line, with the guess too.
-  e = error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
+  e = config_error_of(std::string(kMinimal) + "[train]\nstesp = 5\n");
   EXPECT_NE(e.find("bad.toml:4: unknown key 'train.stesp' (did you mean 'train.steps'?)"), std::string::npos) << e;
   EXPECT_EQ(usage_error_of(std::string(kMinimal) + "[train]\nstesp = 5\n", {}).rfind("not a usage error", 0), 0u);
-  e = error_of(std::string(kMinimal) + "[optimizer]\n");
+  e = config_error_of(std::string(kMinimal) + "[optimizer]\n");
   EXPECT_NE(e.find("bad.toml: unknown section 'optimizer' (did you mean 'optim'?)"), std::string::npos) << e;
   // A good --set value still wins over the file.
   EXPECT_EQ(parse_train_config(std::string(kMinimal) + "[train]\nsteps = 5\n", "ok.toml", {"train.steps=7"}).run.steps,
@@ -179,18 +179,18 @@ TEST(TrainConfig, LoraSectionParsesRoundTripsAndNamesBadValues) {
   EXPECT_TRUE(d.lora.enabled);
   EXPECT_EQ(d.lora.targets.size(), 5u);
   EXPECT_FALSE(d.lora.train_biases);
-  std::string e = error_of(std::string(kMinimal) + "[lora]\ntargets = [\"q_proj\", \"gate_proj\"]\n");
+  std::string e = config_error_of(std::string(kMinimal) + "[lora]\ntargets = [\"q_proj\", \"gate_proj\"]\n");
   EXPECT_NE(e.find("bad.toml:4: lora.targets = ["), std::string::npos) << e;
   EXPECT_NE(e.find("gate_proj"), std::string::npos) << e;
   EXPECT_NE(e.find("is invalid; allowed: a non-empty list of distinct names out of q_proj, k_proj, v_proj_current, "
                    "v_proj_delayed, o_proj"),
             std::string::npos)
       << e;
-  e = error_of(std::string(kMinimal) + "[lora]\nrank = 0\n");
+  e = config_error_of(std::string(kMinimal) + "[lora]\nrank = 0\n");
   EXPECT_NE(e.find("lora.rank = 0 is invalid; allowed: an integer in 1..4096"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[lora]\ndropout = 1.0\n");
+  e = config_error_of(std::string(kMinimal) + "[lora]\ndropout = 1.0\n");
   EXPECT_NE(e.find("lora.dropout = 1.0 is invalid; allowed: a number in [0, 0.99]"), std::string::npos) << e;
-  e = error_of(std::string(kMinimal) + "[lora]\nalpah = 3\n");
+  e = config_error_of(std::string(kMinimal) + "[lora]\nalpah = 3\n");
   EXPECT_NE(e.find("unknown key 'lora.alpah' (did you mean 'lora.alpha'?)"), std::string::npos) << e;
 }
 
