@@ -1,9 +1,13 @@
 #include "zaya/ops/matmul_bf16.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
 #include <tuple>
 
 #include "zaya/core/bf16.h"
@@ -87,6 +91,30 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
 bool bf16_gemm_is_native() {
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+bool bf16_gemm_outruns_f32(Bf16Isa isa, bool amd_cpu) {
+  switch (isa) {
+    case Bf16Isa::kAmx: return true;
+    case Bf16Isa::kAvx512Bf16: return amd_cpu;
+    case Bf16Isa::kNone: return false;
+  }
+  return false;
+}
+
+bool bf16_gemm_outruns_f32() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  const Bf16Isa kind = isa == dnnl::cpu_isa::avx512_core_amx    ? Bf16Isa::kAmx
+                       : isa == dnnl::cpu_isa::avx512_core_bf16 ? Bf16Isa::kAvx512Bf16
+                                                                : Bf16Isa::kNone;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  char vendor[13] = {};
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {  // the vendor string is EBX, EDX, ECX
+    std::memcpy(vendor, &ebx, 4);
+    std::memcpy(vendor + 4, &edx, 4);
+    std::memcpy(vendor + 8, &ecx, 4);
+  }
+  return bf16_gemm_outruns_f32(kind, std::string_view(vendor) == "AuthenticAMD");
 }
 
 void convert_to_bf16(uint16_t* dst, const float* src, int64_t n) {

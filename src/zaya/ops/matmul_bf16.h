@@ -1,7 +1,8 @@
 #pragma once
 // bfloat16 GEMMs with float32 results through oneDNN's matmul primitive, which
-// uses AMX or AVX512-BF16 where the CPU has them (this project's development
-// machine: Intel AMX, about 2 TFLOP/s on 2 cores against 0.35 for float32).
+// uses AMX or AVX512-BF16 where the CPU has them (on 2 cores: Intel AMX about
+// 2 TFLOP/s against 0.35 for float32; whether bf16 pays depends on the CPU,
+// bf16_gemm_outruns_f32 below).
 // Used where bf16 inputs are the accepted practice: Muon's Newton-Schulz
 // iteration and the linear layers of mixed-precision training
 // (ops/bf16_linear.h). Primitives are created once per shape and cached.
@@ -20,6 +21,22 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
 // True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX); without
 // them oneDNN would emulate bf16, slower than float32.
 bool bf16_gemm_is_native();
+
+// What `auto` picks (train.precision, optim.ns_dtype): bf16 GEMMs only where
+// they outrun float32 ones. Native is not enough (docs/performance.md, "GEMM
+// peak", measured with `zaya bench gemm`):
+//   AMX tiles (Intel Sapphire Rapids and later): about 6x float32;
+//   AVX512-BF16 on AMD Zen 4/5: 1.9x (two bf16 products per float32 FMA slot);
+//   AVX512-BF16 on Intel without AMX (Cooper Lake, or AMX hidden by a
+//   hypervisor): 0.5x, since its one bf16 dot-product port does no more
+//   work per cycle than its two FMA ports and oneDNN repacks the operands;
+//   no native bf16: emulated, slower still.
+// The rule reads only what the CPU reports, so a config gives the same
+// numbers on every machine of one kind (a timed choice would not).
+enum class Bf16Isa { kNone, kAvx512Bf16, kAmx };
+bool bf16_gemm_outruns_f32(Bf16Isa isa, bool amd_cpu);
+// The rule for this CPU (oneDNN's effective ISA, the CPUID vendor).
+bool bf16_gemm_outruns_f32();
 
 // dst[i] = bf16(src[i]) (round to nearest even), in parallel.
 void convert_to_bf16(uint16_t* dst, const float* src, int64_t n);

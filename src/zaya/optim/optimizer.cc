@@ -116,7 +116,7 @@ Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config, con
   m_.zero();
   v_.zero();
   ns_scratch_ = aligned_alloc_array<float>(std::max<int64_t>(scratch, 1));
-  if (config.ns_dtype == "bf16" || (config.ns_dtype == "auto" && bf16_gemm_is_native()))
+  if (config.ns_dtype == "bf16" || (config.ns_dtype == "auto" && bf16_gemm_outruns_f32()))
     ns_scratch16_ = aligned_alloc_array<uint16_t>(std::max<int64_t>(scratch, 1));
   norm_partials_.resize(table.total_floats() / 65536 + owned_.size() + 1);
 }

@@ -272,7 +272,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 }  // namespace
 
 bool uses_bf16_gemms(const RunConfig& run) {
-  return run.precision == "bf16" || (run.precision == "auto" && bf16_gemm_is_native());
+  return run.precision == "bf16" || (run.precision == "auto" && bf16_gemm_outruns_f32());
 }
 
 std::string TrainConfig::checkpoint_dir() const {
