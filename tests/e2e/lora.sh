@@ -3,7 +3,8 @@
 # run on its final/ learns (loss falls) with the base frozen, writes a PEFT
 # adapter, and resumes bit for bit; `zaya generate --lora` (unmerged) gives
 # the tokens of the merged model (`zaya ckpt export --lora`); a damaged adapter
-# and a dp 2 x ep 2 LoRA run are covered too.
+# and a dp 2 x ep 2 LoRA run are covered too (router and expert targets:
+# tests/e2e/lora_moe.sh).
 source "$(dirname "$0")/common.bash" "$@"
 prepare_data 512
 write_config base.toml 30

@@ -137,7 +137,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     act_MF_ = a.carve(TJ * F);
     y_MD_ = a.carve(TJ * D);
     hid_TD_ = a.carve(T * D);
-    if (const LoraAdapters* lora = model_.lora()) lora_h_Tr_ = a.carve(T * lora->config().rank);
+    // A LoRA adapter's x A^T: [T, rank] of a token product, [T top_k, rank] of the experts' rows.
+    if (const LoraAdapters* lora = model_.lora()) lora_h_Tr_ = a.carve(TJ * lora->config().rank);
   };
   Arena measure = Arena::measuring();
   carve(measure);

@@ -219,7 +219,7 @@ class InferenceEngine {
   float *r_a_TR_ = nullptr, *r_b_TR_ = nullptr, *rn_TR_ = nullptr, *u_TR_ = nullptr, *g_TR_ = nullptr;
   float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TJ_ = nullptr;
   float *xp_MD_ = nullptr, *h_M2F_ = nullptr, *act_MF_ = nullptr, *y_MD_ = nullptr, *hid_TD_ = nullptr;
-  float* lora_h_Tr_ = nullptr;  // a LoRA adapter's x A^T [T, rank] (only with an adapter)
+  float* lora_h_Tr_ = nullptr;  // a LoRA adapter's x A^T [T top_k, rank] (only with an adapter)
   int64_t attn_scratch_per_thread_ = 0;
   int threads_ = 1;         // OpenMP threads the attention scratch is sized for
   std::vector<char> seen_;  // per-step scratch, reused

@@ -29,43 +29,66 @@ void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
     for (int64_t i = 0; i < n; ++i) y[t * ldy + i] += b[i];
 }
 
-// The router's products through the runner, on the layer's bf16 or f32 matrices.
+// The unmerged LoRA branch of one target (InferModel::lora()):
+// y += scale * (x A^T) B^T with the target's matrices `m` (one expert's for an
+// expert target), the same op as training's forward (ops/lora_linear.h, no dropout).
+void add_lora_branch(const LoraAdapters& lora, LoraTarget target, const LoraMatrices& m, float* y, int64_t ldy,
+                     const float* x, int64_t tokens, float* h_Tr) {
+  const LoraSlot slot = lora_slot(lora.model_config(), target);
+  LoraShape s;
+  s.tokens = tokens;
+  s.in = slot.in;
+  s.out = slot.out;
+  s.rank = lora.config().rank;
+  s.out_stride = ldy;
+  s.scale = lora.config().scale();
+  lora_forward<float>(y + slot.row_offset, h_Tr, x, m.a_rI, m.b_Or, s, nullptr);
+}
+
+// The branches of block b's `targets` the adapter has.
+void add_lora_branches(const LoraAdapters* lora, int64_t b, std::initializer_list<LoraTarget> targets, float* y,
+                       int64_t ldy, const float* x, int64_t tokens, float* h_Tr) {
+  if (lora == nullptr) return;
+  for (LoraTarget target : targets) {
+    const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
+    if (m.a_rI != nullptr) add_lora_branch(*lora, target, m, y, ldy, x, tokens, h_Tr);
+  }
+}
+
+// Expert e's branch of an expert target of block b, over its rows.
+void add_expert_lora_branch(const LoraAdapters* lora, int64_t b, LoraTarget target, int64_t e, float* y, int64_t ldy,
+                            const float* x, int64_t rows, float* h_Tr) {
+  if (lora == nullptr) return;
+  const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
+  if (m.a_rI != nullptr) add_lora_branch(*lora, target, m.expert(e), y, ldy, x, rows, h_Tr);
+}
+
+// The router's products through the runner, on the layer's bf16 or f32
+// matrices, each with its LoRA branch when the adapter targets it.
 class RunnerRouterProducts final : public RouterProducts<float> {
  public:
-  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w) : runner_(runner), w_(w) {}
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const LoraAdapters* lora, int64_t block, float* h_Tr)
+      : runner_(runner), w_(w), lora_(lora), block_(block), h_Tr_(h_Tr) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
                                : m == RouterMatrix::kMlp0 ? w_.mlp0
                                : m == RouterMatrix::kMlp2 ? w_.mlp2
                                                           : w_.mlp4;
     runner_.run(y_TO, out, x_TI, in, tokens, w_OI);
+    const LoraTarget t = m == RouterMatrix::kDown   ? LoraTarget::kRouterDown
+                         : m == RouterMatrix::kMlp0 ? LoraTarget::kRouterFc1
+                         : m == RouterMatrix::kMlp2 ? LoraTarget::kRouterFc2
+                                                    : LoraTarget::kRouterOut;
+    add_lora_branches(lora_, block_, {t}, y_TO, out, x_TI, tokens, h_Tr_);
   }
 
  private:
   LinearRunner& runner_;
   const InferMoe& w_;
+  const LoraAdapters* lora_;
+  int64_t block_;
+  float* h_Tr_;
 };
-
-// The unmerged LoRA branches of attention block b (InferModel::lora()):
-// y[:, slot] += scale * (x A^T) B^T for each of `targets` the adapter has,
-// the same op and order as training's forward (ops/lora_linear.h, no dropout).
-void add_lora_branches(const LoraAdapters* lora, int64_t b, std::initializer_list<LoraTarget> targets, float* y,
-                       int64_t ldy, const float* x, int64_t tokens, float* h_Tr) {
-  if (lora == nullptr) return;
-  for (LoraTarget target : targets) {
-    const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
-    if (m.a_rI == nullptr) continue;
-    const LoraSlot slot = lora_slot(lora->model_config(), target);
-    LoraShape s;
-    s.tokens = tokens;
-    s.in = slot.in;
-    s.out = slot.out;
-    s.rank = lora->config().rank;
-    s.out_stride = ldy;
-    s.scale = lora->config().scale();
-    lora_forward<float>(y + slot.row_offset, h_Tr, x, m.a_rI, m.b_Or, s, nullptr);
-  }
-}
 
 }  // namespace
 
@@ -246,7 +269,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                                 .norm_R = w.eda_norm_R,
                                 .mlp0_b_R = w.mlp0_b_R,
                                 .mlp2_b_R = w.mlp2_b_R};
-  RunnerRouterProducts products(linear_, w);
+  RunnerRouterProducts products(linear_, w, model_.lora(), b, lora_h_Tr_);
   RouterActs<float> ra{.r_TR = r_out,
                        .rstd_T = rstd_T_,
                        .rn_TR = rn_TR_,
@@ -273,12 +296,16 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
     if (n == 0) continue;
     ++stats_.expert_loads;
     linear_.run(h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D, D, n, w.fc1[e]);
+    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertGateUp, e, h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D,
+                           n, lora_h_Tr_);
   }
   swiglu_forward<float>(act_MF_, h_M2F_, plan_.rows, F);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
     linear_.run(y_MD_ + r0 * D, D, act_MF_ + r0 * F, F, n, w.fc2[e]);
+    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertDown, e, y_MD_ + r0 * D, D, act_MF_ + r0 * F, n,
+                           lora_h_Tr_);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).

@@ -202,17 +202,23 @@ TEST(Engine, OtherConvolutionKernelSizesMatchTheTrainingForward) {
 // A LoRA adapter applied unmerged by the decoder (InferModel::set_lora) gives
 // the training forward's logits with the same adapter (model/lora.h), prefill
 // then decode; beside int8 base matrices (which it cannot be merged into) it
-// stays as close to that as int8 alone stays to f32.
-std::unique_ptr<LoraAdapters> trained_adapter(const ZayaConfig& c, uint64_t seed) {
+// stays as close to that as int8 alone stays to f32. For the attention
+// targets, and for every target (router matrices and experts too).
+std::unique_ptr<LoraAdapters> trained_adapter(const ZayaConfig& c, uint64_t seed,
+                                              const std::vector<LoraTarget>& targets) {
   LoraConfig l;
   l.enabled = true;
   l.rank = 4;
   l.alpha = 8;
+  l.targets = targets;
   auto a = std::make_unique<LoraAdapters>(c, l);
   a->init(seed);
-  for (const LoraAdapters::Entry& e : a->entries())  // B != 0: a trained adapter
-    for (int64_t i = 0; i < e.slot.out * l.rank; ++i)
-      a->data()[e.b_offset + i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  for (const LoraAdapters::Entry& e : a->entries()) {  // both matrices != 0: a trained adapter
+    const bool expert = lora_is_expert(e.target);
+    float* p = a->data() + (expert ? e.a_offset : e.b_offset);
+    const int64_t n = expert ? e.a_floats(l.rank) : e.b_floats(l.rank);
+    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  }
   return a;
 }
 
@@ -221,31 +227,40 @@ TEST(Engine, UnmergedLoraAdapterMatchesTheTrainingForward) {
   auto model = testing::random_model(c, 14);
   const std::vector<int32_t> ids = random_tokens(24, c.real_vocab_size, 8);
   const std::vector<float> base_ref = reference_logits(*model, ids);
-  std::unique_ptr<LoraAdapters> adapter = trained_adapter(c, 3);
-  model->set_lora(adapter.get());
-  ModelWorkspace ws(c, 1, 24, false);
-  ws.enable_lora(c, adapter->config().rank);
-  model_forward(*model, ws, ids.data(), nullptr, 1, 24, {});
-  const std::vector<float> ref(ws.logits(), ws.logits() + 24 * c.vocab_size);
-  ASSERT_GT(logits_error(ref.data(), base_ref.data(), 24, c.vocab_size, c.real_vocab_size), 1e-2)
-      << "the adapter does not change the logits: the test would be vacuous";
-  EngineOptions o;
-  o.max_context = 32;
-  for (const char* dtype : {"f32", "int8"}) {
-    auto im = InferModel::from_model(*model, dtype == std::string("int8") ? "int8" : "auto");
-    im->set_lora(trained_adapter(c, 3));
-    ASSERT_NE(im->lora(), nullptr);
-    InferenceEngine engine(*im, o);
-    for (int64_t prefill : {1, 24}) {
-      const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
-      const double err = logits_error(got.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size);
-      EXPECT_LT(err, dtype == std::string("f32") ? 2e-5 : 0.03) << dtype << " prefill " << prefill;
+  const std::vector<LoraTarget> attention = LoraConfig().targets;
+  std::unique_ptr<LoraAdapters> adapter = trained_adapter(c, 3, attention);
+  for (const std::vector<LoraTarget>& targets : {attention, all_lora_targets()}) {
+    SCOPED_TRACE(::testing::Message() << targets.size() << " targets");
+    adapter = trained_adapter(c, 3, targets);
+    model->set_lora(adapter.get());
+    ModelWorkspace ws(c, 1, 24, false);
+    ws.enable_lora(c, adapter->config());
+    model_forward(*model, ws, ids.data(), nullptr, 1, 24, {});
+    model->set_lora(nullptr);
+    const std::vector<float> ref(ws.logits(), ws.logits() + 24 * c.vocab_size);
+    ASSERT_GT(logits_error(ref.data(), base_ref.data(), 24, c.vocab_size, c.real_vocab_size), 1e-2)
+        << "the adapter does not change the logits: the test would be vacuous";
+    EngineOptions o;
+    o.max_context = 32;
+    for (const char* dtype : {"f32", "int8"}) {
+      auto im = InferModel::from_model(*model, dtype == std::string("int8") ? "int8" : "auto");
+      im->set_lora(trained_adapter(c, 3, targets));
+      ASSERT_NE(im->lora(), nullptr);
+      InferenceEngine engine(*im, o);
+      for (int64_t prefill : {1, 24}) {
+        const std::vector<float> got = prefill_then_decode(engine, 0, ids, prefill);
+        const double err = logits_error(got.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size);
+        EXPECT_LT(err, dtype == std::string("f32") ? 2e-5 : 0.03) << dtype << " prefill " << prefill;
+      }
     }
   }
   auto other = InferModel::from_model(*model);
   ZayaConfig wider = c;
   wider.hidden = 2 * c.hidden;
   EXPECT_THROW(other->set_lora(std::make_unique<LoraAdapters>(wider, adapter->config())), Error);
+  ZayaConfig wider_experts = c;  // only the experts' width differs: an expert adapter would not fit
+  wider_experts.expert_ffn = 2 * c.expert_ffn;
+  EXPECT_THROW(other->set_lora(std::make_unique<LoraAdapters>(wider_experts, adapter->config())), Error);
 }
 
 // Three sequences of different prompt lengths in one ragged prefill step, then

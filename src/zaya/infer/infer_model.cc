@@ -481,10 +481,16 @@ std::unique_ptr<InferModel> InferModel::open(const std::string& path, const Infe
 void InferModel::set_lora(std::unique_ptr<LoraAdapters> adapters) {
   if (adapters != nullptr) {
     const ZayaConfig& a = adapters->model_config();
-    ZAYA_CHECK(a.hidden == config_.hidden && a.num_blocks == config_.num_blocks && a.q_width() == config_.q_width() &&
-                   a.kv_heads == config_.kv_heads && a.head_dim == config_.head_dim,
-               "LoRA adapter: it was made for another model (hidden {}, {} blocks) than {} (hidden {}, {} blocks)",
-               a.hidden, a.num_blocks, source_, config_.hidden, config_.num_blocks);
+    bool same = true;  // every shape an adapter's targets depend on (model/lora.h lora_slot)
+    for (LoraTarget t : all_lora_targets()) {
+      const LoraSlot x = lora_slot(a, t), y = lora_slot(config_, t);
+      same = same && x.in == y.in && x.out == y.out && x.row_offset == y.row_offset;
+    }
+    ZAYA_CHECK(same && a.num_blocks == config_.num_blocks && a.experts == config_.experts,
+               "LoRA adapter: it was made for another model (hidden {}, {} blocks, {} experts of width {}) than {} "
+               "(hidden {}, {} blocks, {} experts of width {})",
+               a.hidden, a.num_blocks, a.experts, a.expert_ffn, source_, config_.hidden, config_.num_blocks,
+               config_.experts, config_.expert_ffn);
   }
   lora_ = std::move(adapters);
 }

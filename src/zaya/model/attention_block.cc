@@ -46,21 +46,6 @@ AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& 
 // The adapters on rows of the fused projection (o_proj has its own).
 constexpr LoraTarget kQkvTargets[] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed};
 
-LoraShape lora_shape(const ZayaConfig& c, const AttentionLora& lora, LoraTarget t, int64_t tokens, int64_t stride) {
-  const LoraSlot slot = lora_slot(c, t);
-  LoraShape s;
-  s.tokens = tokens;
-  s.in = slot.in;
-  s.out = slot.out;
-  s.rank = lora.rank;
-  s.out_stride = stride;
-  s.scale = lora.scale;
-  s.dropout = lora.dropout;
-  s.seed = lora.seed;
-  s.stream = lora.stream * kLoraTargetCount + uint64_t(t);
-  return s;
-}
-
 // The block's RoPE table: sliding blocks have their own base (spec §12).
 const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b) {
   const RopeTable* t = c.is_sliding(block) ? b.sliding_rope : b.rope;
@@ -140,7 +125,7 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
 
 void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
                              AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD,
-                             const AttentionLora* lora) {
+                             const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
   const RopeTable& rope = rope_of(c, block, b);
   {
@@ -150,9 +135,8 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
       for (LoraTarget t : kQkvTargets) {
         const LoraMatrices& m = (*lora->weights)[size_t(t)];
         if (m.a_rI == nullptr) continue;
-        const LoraShape ls = lora_shape(c, *lora, t, T, P);
-        lora_forward<float>(a.qkv_TP + lora_slot(c, t).row_offset, lora->h_Tr[size_t(t)], x_TD, m.a_rI, m.b_Or, ls,
-                            lora->scratch);
+        lora_forward<float>(a.qkv_TP + lora_slot(c, t).row_offset, lora->h[size_t(t)], x_TD, m.a_rI, m.b_Or,
+                            lora->shape(c, t, T, P), lora->scratch);
       }
     }
   }
@@ -192,27 +176,27 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   }
   attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
   linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
-  if (lora != nullptr && (*lora->weights)[size_t(LoraTarget::kO)].a_rI != nullptr) {
+  if (lora != nullptr && lora->has(LoraTarget::kO)) {
     const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
-    lora_forward<float>(out_TD, lora->h_Tr[size_t(LoraTarget::kO)], a.o_TQ, m.a_rI, m.b_Or,
-                        lora_shape(c, *lora, LoraTarget::kO, T, D), lora->scratch);
+    lora_forward<float>(out_TD, lora->h[size_t(LoraTarget::kO)], a.o_TQ, m.a_rI, m.b_Or,
+                        lora->shape(c, LoraTarget::kO, T, D), lora->scratch);
   }
 }
 
 void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
-                              const float* dout_TD, float* dx_TD, const AttentionLora* lora) {
+                              const float* dout_TD, float* dx_TD, const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
   const RopeTable& rope = rope_of(c, block, b);
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero(s.dO_TQ, T * Q);
   linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);
-  if (lora != nullptr && (*lora->weights)[size_t(LoraTarget::kO)].a_rI != nullptr) {
+  if (lora != nullptr && lora->has(LoraTarget::kO)) {
     const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
     const LoraMatrices& gm = (*lora->grads)[size_t(LoraTarget::kO)];
-    lora_backward<float>(s.dO_TQ, gm.a_rI, gm.b_Or, dout_TD, a.o_TQ, lora->h_Tr[size_t(LoraTarget::kO)], m.a_rI, m.b_Or,
-                         lora_shape(c, *lora, LoraTarget::kO, T, D), lora->scratch);
+    lora_backward<float>(s.dO_TQ, gm.a_rI, gm.b_Or, dout_TD, a.o_TQ, lora->h[size_t(LoraTarget::kO)], m.a_rI, m.b_Or,
+                         lora->shape(c, LoraTarget::kO, T, D), lora->scratch);
   }
   // attention
   zero(s.dq_TQ, T * Q);
@@ -284,8 +268,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
       const LoraMatrices& m = (*lora->weights)[size_t(t)];
       if (m.a_rI == nullptr) continue;
       const LoraMatrices& gm = (*lora->grads)[size_t(t)];
-      lora_backward<float>(dx_TD, gm.a_rI, gm.b_Or, s.dqkv_TP + lora_slot(c, t).row_offset, x_TD, lora->h_Tr[size_t(t)],
-                           m.a_rI, m.b_Or, lora_shape(c, *lora, t, T, P), lora->scratch);
+      lora_backward<float>(dx_TD, gm.a_rI, gm.b_Or, s.dqkv_TP + lora_slot(c, t).row_offset, x_TD, lora->h[size_t(t)],
+                           m.a_rI, m.b_Or, lora->shape(c, t, T, P), lora->scratch);
     }
   }
 }

@@ -76,21 +76,6 @@ struct AttentionScratch {
   float* dhist_2B2P = nullptr;
 };
 
-// The LoRA adapters of one attention block for one pass (model/lora.h,
-// ops/lora_linear.h): the adapters, their gradients (backward only), the
-// adapter inputs kept for backward and scratch. Null matrices: not targeted.
-struct AttentionLora {
-  const std::array<LoraMatrices, kLoraTargetCount>* weights = nullptr;
-  const std::array<LoraMatrices, kLoraTargetCount>* grads = nullptr;
-  std::array<float*, kLoraTargetCount> h_Tr{};  // drop(x) A^T of each target
-  float* scratch = nullptr;                     // lora_backward_scratch_floats of the largest target
-  int64_t rank = 0;
-  double scale = 1.0;
-  double dropout = 0.0;
-  uint64_t seed = 0;
-  uint64_t stream = 0;  // unique per pass and block; each target adds its index
-};
-
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).
 // seq: rows per sequence on this rank; cp: 0 without context parallelism,
 // else the ranks of the cp group (the whole sequence has seq * cp tokens).
@@ -99,13 +84,14 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t b
                              Arena& arena, int cp = 0);
 
 // out_TD = block(x_TD) for block `block` (0 .. num_blocks - 1: its window and RoPE base).
+// lora: the block's adapters (model/lora.h), whose attention targets add their branches; null: none.
 void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
                              AttentionScratch& s, const BatchShape& shape, const float* x_TD, float* out_TD,
-                             const AttentionLora* lora = nullptr);
+                             const BlockLora* lora = nullptr);
 
 // Adds into dx_TD and the parameter gradients g.
 void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
                               const AttentionActs& a, AttentionScratch& s, const BatchShape& shape, const float* x_TD,
-                              const float* dout_TD, float* dx_TD, const AttentionLora* lora = nullptr);
+                              const float* dout_TD, float* dx_TD, const BlockLora* lora = nullptr);
 
 }  // namespace zaya

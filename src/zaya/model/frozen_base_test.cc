@@ -42,24 +42,29 @@ struct FrozenPass {
   std::vector<float> logits, adapter_grads;
 };
 
-// Forward and backward with LoRA adapters (dropout on), the base's gradients
-// formed (`base_grads`) or not (null views).
-FrozenPass run(ZayaModel& model, bool base_grads) {
+// Forward and backward with LoRA adapters (the attention targets with dropout
+// on, or every target: router matrices and experts too, without dropout), the
+// base's gradients formed (`base_grads`) or not (null views).
+FrozenPass run(ZayaModel& model, bool base_grads, bool every_target = false) {
   const ZayaConfig& c = model.config();
   LoraConfig lc;
   lc.enabled = true;
   lc.rank = 4;
   lc.alpha = 8;
-  lc.dropout = 0.2;
+  lc.dropout = every_target ? 0.0 : 0.2;
+  if (every_target) lc.targets = all_lora_targets();
   LoraAdapters adapters(c, lc);
   adapters.init(5);
-  for (const auto& e : adapters.entries())
-    for (int64_t i = 0; i < e.slot.out * lc.rank; ++i)
-      adapters.data()[e.b_offset + i] = 0.2f * normal01(5, 7 + uint64_t(e.b_offset), uint64_t(i));
+  for (const auto& e : adapters.entries()) {  // the factor init() leaves at zero, drawn too
+    const bool expert = lora_is_expert(e.target);
+    float* p = adapters.data() + (expert ? e.a_offset : e.b_offset);
+    const int64_t n = expert ? e.a_floats(lc.rank) : e.b_floats(lc.rank);
+    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(5, 7 + uint64_t(e.b_offset), uint64_t(i));
+  }
   model.set_lora(&adapters);
   ModelWorkspace ws(c, kFrozenB, kFrozenS, true);
   ws.reserve_bf16_gemms();
-  ws.enable_lora(c, lc.rank);
+  ws.enable_lora(c, lc);
   ws.set_lora_dropout(true, 9, 2);
   std::vector<int32_t> ids(kFrozenB * kFrozenS), targets(kFrozenB * kFrozenS);
   for (int64_t i = 0; i < kFrozenB * kFrozenS; ++i) {
@@ -106,6 +111,12 @@ TEST(FrozenBase, Bf16CheckpointGivesTheLossesLogitsAndAdapterGradientsOfTheF32Ma
     EXPECT_EQ(want.loss.router_loss, got.loss.router_loss);
     EXPECT_TRUE(same_bits(want.logits, got.logits));
     EXPECT_TRUE(same_bits(want.adapter_grads, got.adapter_grads));
+    // Every target kind (the experts' fc1 / fc2 held in bf16 only, the router's matrices float32 beside bf16).
+    const FrozenPass want_all = run(master, true, true), got_all = run(frozen, false, true);
+    EXPECT_EQ(want_all.loss.xent_sum, got_all.loss.xent_sum);
+    EXPECT_TRUE(same_bits(want_all.logits, got_all.logits));
+    EXPECT_TRUE(same_bits(want_all.adapter_grads, got_all.adapter_grads));
+    EXPECT_FALSE(same_bits(want.logits, want_all.logits));
     // Every tensor reads back as the master's.
     for (const ParamEntry& e : frozen.params().entries()) {
       std::vector<float> a(size_t(e.numel)), b(size_t(e.numel));

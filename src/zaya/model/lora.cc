@@ -8,14 +8,17 @@
 #include "zaya/core/rng.h"
 #include "zaya/model/lora_peft.h"
 #include "zaya/model/tensor_table.h"
-#include "zaya/ops/lora_linear.h"
 
 namespace zaya {
 
 namespace {
 
-constexpr std::array<LoraTarget, kLoraTargetCount> kAllTargets = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent,
-                                                                  LoraTarget::kVDelayed, LoraTarget::kO};
+constexpr std::array<LoraTarget, kLoraTargetCount> kAllTargets = {LoraTarget::kQ,         LoraTarget::kK,
+                                                                  LoraTarget::kVCurrent,  LoraTarget::kVDelayed,
+                                                                  LoraTarget::kO,         LoraTarget::kRouterDown,
+                                                                  LoraTarget::kRouterFc1, LoraTarget::kRouterFc2,
+                                                                  LoraTarget::kRouterOut, LoraTarget::kExpertGateUp,
+                                                                  LoraTarget::kExpertDown};
 
 TensorRole target_role(LoraTarget t) {
   switch (t) {
@@ -24,12 +27,41 @@ TensorRole target_role(LoraTarget t) {
     case LoraTarget::kVCurrent: return TensorRole::kAttnVCurrent;
     case LoraTarget::kVDelayed: return TensorRole::kAttnVDelayed;
     case LoraTarget::kO: return TensorRole::kAttnOut;
+    case LoraTarget::kRouterDown: return TensorRole::kRouterDown;
+    case LoraTarget::kRouterFc1: return TensorRole::kRouterFc1;
+    case LoraTarget::kRouterFc2: return TensorRole::kRouterFc2;
+    case LoraTarget::kRouterOut: return TensorRole::kRouterOut;
+    case LoraTarget::kExpertGateUp: return TensorRole::kExpertFc1;
+    case LoraTarget::kExpertDown: return TensorRole::kExpertFc2;
   }
   ZAYA_ASSERT(false);
   return TensorRole::kAttnQ;
 }
 
+// The half-layer of block b that holds the target.
+int target_half_layer(int64_t block, LoraTarget t) {
+  return int(2 * block + (lora_target_kind(t) == LoraTargetKind::kAttention ? 0 : 1));
+}
+
 }  // namespace
+
+LoraTargetKind lora_target_kind(LoraTarget t) {
+  switch (t) {
+    case LoraTarget::kQ:
+    case LoraTarget::kK:
+    case LoraTarget::kVCurrent:
+    case LoraTarget::kVDelayed:
+    case LoraTarget::kO: return LoraTargetKind::kAttention;
+    case LoraTarget::kRouterDown:
+    case LoraTarget::kRouterFc1:
+    case LoraTarget::kRouterFc2:
+    case LoraTarget::kRouterOut: return LoraTargetKind::kRouter;
+    case LoraTarget::kExpertGateUp:
+    case LoraTarget::kExpertDown: return LoraTargetKind::kExpert;
+  }
+  ZAYA_ASSERT(false);
+  return LoraTargetKind::kAttention;
+}
 
 std::string_view lora_target_name(LoraTarget t) {
   switch (t) {
@@ -38,10 +70,18 @@ std::string_view lora_target_name(LoraTarget t) {
     case LoraTarget::kVCurrent: return "v_proj_current";
     case LoraTarget::kVDelayed: return "v_proj_delayed";
     case LoraTarget::kO: return "o_proj";
+    case LoraTarget::kRouterDown: return "mlp.gate.down_proj";
+    case LoraTarget::kRouterFc1: return "mlp.gate.router_mlp.fc1";
+    case LoraTarget::kRouterFc2: return "mlp.gate.router_mlp.fc2";
+    case LoraTarget::kRouterOut: return "mlp.gate.router_mlp.out_proj";
+    case LoraTarget::kExpertGateUp: return "mlp.experts.gate_up_proj";
+    case LoraTarget::kExpertDown: return "mlp.experts.down_proj";
   }
   ZAYA_ASSERT(false);
   return "";
 }
+
+std::vector<LoraTarget> all_lora_targets() { return {kAllTargets.begin(), kAllTargets.end()}; }
 
 std::string lora_target_names() {
   std::string s;
@@ -61,24 +101,46 @@ bool LoraConfig::targets_has(LoraTarget t) const {
   return false;
 }
 
+bool LoraConfig::has_expert_targets() const {
+  for (LoraTarget x : targets)
+    if (lora_is_expert(x)) return true;
+  return false;
+}
+
 LoraSlot lora_slot(const ZayaConfig& c, LoraTarget t) {
   const int64_t D = c.hidden, Q = c.q_width(), K = c.kv_width(), half = K / 2;
+  const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
   switch (t) {
     case LoraTarget::kQ: return {D, Q, 0};
     case LoraTarget::kK: return {D, K, Q};
     case LoraTarget::kVCurrent: return {D, half, Q + K};
     case LoraTarget::kVDelayed: return {D, half, Q + K + half};
     case LoraTarget::kO: return {Q, D, 0};
+    case LoraTarget::kRouterDown: return {D, R, 0};
+    case LoraTarget::kRouterFc1:
+    case LoraTarget::kRouterFc2: return {R, R, 0};
+    case LoraTarget::kRouterOut: return {R, N, 0};
+    case LoraTarget::kExpertGateUp: return {D, 2 * F, 0};
+    case LoraTarget::kExpertDown: return {F, D, 0};
   }
   ZAYA_ASSERT(false);
   return {};
 }
 
 std::string lora_module_path(const ZayaConfig& c, int64_t block, LoraTarget t) {
-  std::string name = native_tensor_ref(target_role(t), int(2 * block), -1, c).name;
+  std::string name = native_tensor_ref(target_role(t), target_half_layer(block, t), 0, c).name;
+  if (lora_is_expert(t)) return name;  // a stacked parameter: no ".weight"
   const std::string suffix = ".weight";
   ZAYA_ASSERT(name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
   return name.substr(0, name.size() - suffix.size());
+}
+
+std::string lora_expert_a_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  return "lora." + lora_module_path(c, block, t) + ".A";
+}
+
+std::string lora_expert_b_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  return "lora." + lora_module_path(c, block, t) + ".B";
 }
 
 namespace {
@@ -86,19 +148,24 @@ namespace {
 ParamTable adapter_table(const ZayaConfig& c, const LoraConfig& lora, const std::vector<LoraAdapters::Entry>& entries) {
   std::vector<ParamEntry> out;
   for (const LoraAdapters::Entry& e : entries) {
+    const bool expert = lora_is_expert(e.target);
     ParamEntry a;
     a.role = target_role(e.target);
     a.kind = ParamKind::kMatrix;
-    a.half_layer = int(2 * e.block);
+    a.half_layer = target_half_layer(e.block, e.target);
     ParamEntry b = a;
-    a.name = peft_lora_a_name(c, e.block, e.target);
+    a.name = expert ? lora_expert_a_name(c, e.block, e.target) : peft_lora_a_name(c, e.block, e.target);
     a.shape = {lora.rank, e.slot.in};
     a.offset = e.a_offset;
-    a.numel = lora.rank * e.slot.in;
-    b.name = peft_lora_b_name(c, e.block, e.target);
+    a.numel = e.a_floats(lora.rank);
+    b.name = expert ? lora_expert_b_name(c, e.block, e.target) : peft_lora_b_name(c, e.block, e.target);
     b.shape = {e.slot.out, lora.rank};
     b.offset = e.b_offset;
-    b.numel = e.slot.out * lora.rank;
+    b.numel = e.b_floats(lora.rank);
+    if (expert) {
+      a.shape.insert(a.shape.begin(), e.experts);
+      b.shape.insert(b.shape.begin(), e.experts);
+    }
     out.push_back(a);
     out.push_back(b);
   }
@@ -108,6 +175,10 @@ ParamTable adapter_table(const ZayaConfig& c, const LoraConfig& lora, const std:
 std::vector<LoraAdapters::Entry> adapter_entries(const ZayaConfig& model, const LoraConfig& lora, int64_t& total) {
   ZAYA_CHECK(lora.rank >= 1, "LoRA rank {} must be >= 1", lora.rank);
   ZAYA_CHECK(!lora.targets.empty(), "LoRA needs at least one target; allowed: {}", lora_target_names());
+  ZAYA_CHECK(!(lora.has_expert_targets() && lora.dropout > 0),
+             "LoRA dropout {} with expert targets: PEFT's ParamWrapper (target_parameters) has no dropout; allowed: "
+             "dropout 0, or no mlp.experts.* targets",
+             lora.dropout);
   std::vector<LoraAdapters::Entry> entries;
   total = 0;
   for (int64_t b = 0; b < model.num_blocks; ++b) {
@@ -117,10 +188,11 @@ std::vector<LoraAdapters::Entry> adapter_entries(const ZayaConfig& model, const 
       e.block = b;
       e.target = t;
       e.slot = lora_slot(model, t);
+      e.experts = lora_is_expert(t) ? model.experts : 1;
       e.a_offset = total;
-      total += int64_t(align_floats(size_t(lora.rank * e.slot.in)));
+      total += int64_t(align_floats(size_t(e.a_floats(lora.rank))));
       e.b_offset = total;
-      total += int64_t(align_floats(size_t(e.slot.out * lora.rank)));
+      total += int64_t(align_floats(size_t(e.b_floats(lora.rank))));
       entries.push_back(e);
     }
   }
@@ -129,19 +201,31 @@ std::vector<LoraAdapters::Entry> adapter_entries(const ZayaConfig& model, const 
 
 }  // namespace
 
+ParamTable lora_adapter_table(const ZayaConfig& model, const LoraConfig& lora) {
+  int64_t total = 0;
+  return adapter_table(model, lora, adapter_entries(model, lora, total));
+}
+
 LoraAdapters::LoraAdapters(const ZayaConfig& model, const LoraConfig& lora)
     : model_(model),
       lora_(lora),
       entries_(adapter_entries(model, lora, total_)),
       table_(adapter_table(model, lora, entries_)) {
-  arena_.reset(size_t(total_));
+  arena_.reset(size_t(std::max<int64_t>(total_, 1)));
   arena_.zero();
   views_ = bind(arena_.data());
 }
 
 LoraViews LoraAdapters::bind(float* base) const {
   LoraViews v(size_t(model_.num_blocks));
-  for (const Entry& e : entries_) v[size_t(e.block)][size_t(e.target)] = {base + e.a_offset, base + e.b_offset};
+  for (const Entry& e : entries_) {
+    LoraMatrices& m = v[size_t(e.block)][size_t(e.target)];
+    m = {base + e.a_offset, base + e.b_offset, 0, 0};
+    if (lora_is_expert(e.target)) {
+      m.a_stride = lora_.rank * e.slot.in;
+      m.b_stride = e.slot.out * lora_.rank;
+    }
+  }
   return v;
 }
 
@@ -150,21 +234,71 @@ void LoraAdapters::init(uint64_t seed) {
   for (size_t k = 0; k < entries_.size(); ++k) {
     const Entry& e = entries_[k];
     // kaiming_uniform_(a = sqrt(5)): gain sqrt(2 / 6), bound gain * sqrt(3 / fan_in) = 1 / sqrt(fan_in).
-    const float bound = float(1.0 / std::sqrt(double(e.slot.in)));
+    const bool expert = lora_is_expert(e.target);
+    const int64_t fan_in = expert ? e.slot.out : e.slot.in;
+    const float bound = float(1.0 / std::sqrt(double(fan_in)));
     const uint64_t stream = 0x4c6f5241ull ^ (uint64_t(e.block) << 8) ^ uint64_t(e.target);
-    float* a = arena_.data() + e.a_offset;
-    for (int64_t i = 0; i < lora_.rank * e.slot.in; ++i) a[i] = bound * (2 * uniform01(seed, stream, uint64_t(i)) - 1);
+    float* p = arena_.data() + (expert ? e.b_offset : e.a_offset);
+    const int64_t n = expert ? e.b_floats(lora_.rank) : e.a_floats(lora_.rank);
+    for (int64_t i = 0; i < n; ++i) p[i] = bound * (2 * uniform01(seed, stream, uint64_t(i)) - 1);
   }
 }
 
 void merge_lora(const LoraAdapters& adapters, const ModelWeights& w) {
   const LoraConfig& lora = adapters.config();
+  const ZayaConfig& c = adapters.model_config();
   for (const LoraAdapters::Entry& e : adapters.entries()) {
-    const AttentionWeights& aw = w.attn[size_t(e.block)];
-    float* base = (e.target == LoraTarget::kO ? aw.o_DQ : aw.qkv_PD) + e.slot.row_offset * e.slot.in;
-    lora_merge<float>(base, adapters.data() + e.a_offset, adapters.data() + e.b_offset, e.slot.in, e.slot.out,
-                      lora.rank, lora.scale());
+    const float* a = adapters.data() + e.a_offset;
+    const float* b = adapters.data() + e.b_offset;
+    if (lora_is_expert(e.target)) {
+      const MoeWeights& mw = w.moe[size_t(e.block)];
+      ZAYA_CHECK(mw.expert_first == 0 && mw.expert_count == c.experts,
+                 "internal error: merging expert adapters needs every expert's weights");
+      float* base = e.target == LoraTarget::kExpertGateUp ? mw.fc1_E2FD : mw.fc2_EDF;
+      const int64_t per_w = e.slot.out * e.slot.in, per_a = lora.rank * e.slot.in, per_b = e.slot.out * lora.rank;
+      for (int64_t x = 0; x < e.experts; ++x)
+        lora_merge<float>(base + x * per_w, a + x * per_a, b + x * per_b, e.slot.in, e.slot.out, lora.rank,
+                          lora.scale());
+      continue;
+    }
+    float* base = nullptr;
+    if (lora_target_kind(e.target) == LoraTargetKind::kAttention) {
+      const AttentionWeights& aw = w.attn[size_t(e.block)];
+      base = (e.target == LoraTarget::kO ? aw.o_DQ : aw.qkv_PD) + e.slot.row_offset * e.slot.in;
+    } else {
+      const MoeWeights& mw = w.moe[size_t(e.block)];
+      base = e.target == LoraTarget::kRouterDown  ? mw.down_RD
+             : e.target == LoraTarget::kRouterFc1 ? mw.mlp0_RR
+             : e.target == LoraTarget::kRouterFc2 ? mw.mlp2_RR
+                                                  : mw.mlp4_NR;
+    }
+    lora_merge<float>(base, a, b, e.slot.in, e.slot.out, lora.rank, lora.scale());
   }
+}
+
+LoraShape BlockLora::shape(const ZayaConfig& c, LoraTarget t, int64_t tokens, int64_t out_stride) const {
+  const LoraSlot slot = lora_slot(c, t);
+  LoraShape s;
+  s.tokens = tokens;
+  s.in = slot.in;
+  s.out = slot.out;
+  s.rank = rank;
+  s.out_stride = out_stride;
+  s.scale = scale;
+  s.seed = seed;
+  switch (lora_target_kind(t)) {
+    case LoraTargetKind::kAttention:
+      s.dropout = dropout;
+      s.stream = stream * kLoraAttentionTargetCount + uint64_t(t);
+      break;
+    case LoraTargetKind::kRouter:
+      // A stream space of its own (the top bit), so no router mask repeats an attention one.
+      s.dropout = dropout;
+      s.stream = (uint64_t(1) << 63) | (stream * kLoraTargetCount + uint64_t(t));
+      break;
+    case LoraTargetKind::kExpert: s.dropout = 0; break;  // refused at configuration (LoraAdapters)
+  }
+  return s;
 }
 
 }  // namespace zaya

@@ -1,17 +1,30 @@
 #pragma once
-// LoRA adapters on the attention projections (docs/training.md "LoRA"):
-// for each targeted projection of each attention half-layer,
+// LoRA adapters (docs/training.md "LoRA"): for each targeted matrix W of
+// every layer,
 //
 //   y = x W^T + (alpha / rank) * drop(x) A^T B^T,   A [rank, in], B [out, rank]
 //
-// (ops/lora_linear.h). The targets are named as PEFT names them: the module
-// leaf of the native layout's Hugging Face path (model/tensor_table.cc), e.g.
-// q_proj for model.layers.N.self_attn.qkv_proj.q_proj. The projections q, k,
-// v_current and v_delayed are rows of the fused qkv matrix (weights.h): their
-// adapters add into their column range of the fused output.
+// (ops/lora_linear.h). Three kinds of targets:
+//
+//   attention  q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj: named
+//              as PEFT names them, by the module leaf of the native layout's
+//              path (model/tensor_table.cc), e.g. q_proj for
+//              model.layers.N.self_attn.qkv_proj.q_proj. q, k and the two value
+//              projections are rows of the fused qkv matrix (weights.h): their
+//              adapters add into their column range of the fused output.
+//   router     mlp.gate.down_proj, mlp.gate.router_mlp.fc1, .fc2, .out_proj:
+//              the router's nn.Linear modules (PEFT target_modules).
+//   experts    mlp.experts.gate_up_proj, mlp.experts.down_proj: the stacked
+//              [E, ...] expert parameters of the native layout (PEFT
+//              target_parameters, its ParamWrapper). Every expert e has its
+//              own A_e, B_e, applied to exactly the rows routed to e (the
+//              skip slot has none). No dropout: PEFT cannot express it there.
 //
 // LoraAdapters owns one float32 arena of every A and B; LoraViews binds the
-// same layout into another base (their gradients, optimizer moments).
+// same layout into another base (their gradients, optimizer moments). An
+// expert target stores its experts' matrices stacked: A [E, rank, in],
+// B [E, out, rank]. The PEFT files store those transposed and interleaved
+// (model/lora_peft.h); merge_lora gives exactly PEFT's delta.
 
 #include <array>
 #include <cstdint>
@@ -23,14 +36,43 @@
 #include "zaya/model/config.h"
 #include "zaya/model/params.h"
 #include "zaya/model/weights.h"
+#include "zaya/ops/lora_linear.h"
 
 namespace zaya {
 
-enum class LoraTarget { kQ, kK, kVCurrent, kVDelayed, kO };
-inline constexpr int kLoraTargetCount = 5;
+enum class LoraTarget : uint8_t {
+  // attention half-layer (target_modules)
+  kQ,
+  kK,
+  kVCurrent,
+  kVDelayed,
+  kO,
+  // the router of the MoE half-layer (target_modules)
+  kRouterDown,
+  kRouterFc1,
+  kRouterFc2,
+  kRouterOut,
+  // the experts of the MoE half-layer (target_parameters)
+  kExpertGateUp,
+  kExpertDown,
+};
+inline constexpr int kLoraTargetCount = 11;
+// The attention targets are the first ones (their dropout streams predate the others).
+inline constexpr int kLoraAttentionTargetCount = 5;
 
-// The PEFT target_modules name: q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj.
+enum class LoraTargetKind : uint8_t { kAttention, kRouter, kExpert };
+LoraTargetKind lora_target_kind(LoraTarget target);
+inline bool lora_is_expert(LoraTarget t) { return lora_target_kind(t) == LoraTargetKind::kExpert; }
+
+// The [lora] targets name: q_proj, k_proj, v_proj_current, v_proj_delayed,
+// o_proj, mlp.gate.down_proj, mlp.gate.router_mlp.fc1, mlp.gate.router_mlp.fc2,
+// mlp.gate.router_mlp.out_proj, mlp.experts.gate_up_proj, mlp.experts.down_proj.
+// The same names go into adapter_config.json (target_modules, or
+// target_parameters for the expert targets), where PEFT matches them as
+// suffixes of the native module (parameter) paths.
 std::string_view lora_target_name(LoraTarget target);
+// All of them in the order above.
+std::vector<LoraTarget> all_lora_targets();
 // The allowed names, comma separated (for error messages).
 std::string lora_target_names();
 // The target called `name`; throws naming `where` and the allowed names.
@@ -40,16 +82,18 @@ struct LoraConfig {
   bool enabled = false;  // a [lora] section was given
   int64_t rank = 8;      // r
   double alpha = 16;     // lora_alpha: the branch is scaled by alpha / rank
-  double dropout = 0;    // lora_dropout: on the adapter's input only
+  double dropout = 0;    // lora_dropout: on the adapter's input only (0 with expert targets)
   std::vector<LoraTarget> targets = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed,
                                      LoraTarget::kO};
   bool train_biases = false;  // whether the balancing controller still updates the biases
   double scale() const { return alpha / double(rank); }
   bool targets_has(LoraTarget t) const;
+  bool has_expert_targets() const;
 };
 
 // Where a target sits in its base weight: rows [row_offset, row_offset + out)
-// of a matrix with `in` columns (the fused qkv rows, or o_proj).
+// of a matrix with `in` columns (the fused qkv rows; 0 for the others). For an
+// expert target: one expert's matrix.
 struct LoraSlot {
   int64_t in = 0;
   int64_t out = 0;
@@ -57,15 +101,22 @@ struct LoraSlot {
 };
 LoraSlot lora_slot(const ZayaConfig& config, LoraTarget target);
 
-// The native layout's module path of a target in attention block `block`,
-// e.g. model.layers.3.self_attn.qkv_proj.q_proj.
+// The native layout's module path of a target in block `block`, e.g.
+// model.layers.3.self_attn.qkv_proj.q_proj or model.layers.3.mlp.gate.down_proj;
+// for an expert target the stacked parameter's path,
+// model.layers.3.mlp.experts.gate_up_proj (module model.layers.3.mlp.experts).
 std::string lora_module_path(const ZayaConfig& config, int64_t block, LoraTarget target);
 
+// One target's A and B. For an expert target, expert 0's of the stacked
+// [E, rank, in] / [E, out, rank]; expert(e) gives expert e's.
 struct LoraMatrices {
   float* a_rI = nullptr;
   float* b_Or = nullptr;
+  int64_t a_stride = 0;  // floats between two experts' A (0: not an expert target)
+  int64_t b_stride = 0;
+  LoraMatrices expert(int64_t e) const { return {a_rI + e * a_stride, b_Or + e * b_stride, 0, 0}; }
 };
-// Per attention block, per target (null where not targeted).
+// Per block, per target (null where not targeted).
 using LoraViews = std::vector<std::array<LoraMatrices, kLoraTargetCount>>;
 
 class LoraAdapters {
@@ -78,13 +129,19 @@ class LoraAdapters {
     int64_t block = 0;
     LoraTarget target = LoraTarget::kQ;
     LoraSlot slot;
-    int64_t a_offset = 0;  // [rank, in] floats from the arena's start
-    int64_t b_offset = 0;  // [out, rank]
+    int64_t experts = 1;   // E for an expert target, else 1
+    int64_t a_offset = 0;  // [experts, rank, in] floats from the arena's start
+    int64_t b_offset = 0;  // [experts, out, rank]
+    int64_t a_floats(int64_t rank) const { return experts * rank * slot.in; }
+    int64_t b_floats(int64_t rank) const { return experts * slot.out * rank; }
   };
 
-  // PEFT's initialisation: A Kaiming-uniform (a = sqrt(5), i.e. U(-1/sqrt(in),
-  // 1/sqrt(in))) from Philox keyed by seed and the entry, B zero, so the
-  // adapted model starts equal to the base.
+  // PEFT's initialisation (init_lora_weights = true): its lora_A
+  // Kaiming-uniform (a = sqrt(5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in))),
+  // its lora_B zero, so the adapted model starts equal to the base. For
+  // nn.Linear targets PEFT's lora_A is our A (fan_in = in); for an expert
+  // parameter it is our B transposed (fan_in = out, model/lora_peft.h), so
+  // there B is drawn and A is zero. From Philox keyed by seed and the entry.
   void init(uint64_t seed);
 
   const ZayaConfig& model_config() const { return model_; }
@@ -96,8 +153,9 @@ class LoraAdapters {
   const LoraViews& views() const { return views_; }
   // The same layout bound into `base` (total_floats() floats).
   LoraViews bind(float* base) const;
-  // The adapters as a parameter table (for the optimizer and checkpoints):
-  // PEFT's tensor names (model/lora_peft.h), AdamW, no weight decay.
+  // The adapters as a parameter table (for the optimizer and checkpoints),
+  // AdamW, no weight decay: nn.Linear targets under PEFT's tensor names
+  // (model/lora_peft.h), expert targets as lora_expert_a_name / _b_name.
   const ParamTable& table() const { return table_; }
 
  private:
@@ -110,7 +168,38 @@ class LoraAdapters {
   ParamTable table_;
 };
 
-// W += (alpha / rank) B A for every adapter: the merged full weights.
+// LoraAdapters(model, lora).table() without the adapters' memory (offline tools).
+ParamTable lora_adapter_table(const ZayaConfig& model, const LoraConfig& lora);
+
+// The checkpoint names of an expert target's stacked A [E, rank, in] and
+// B [E, out, rank]: lora.<parameter path>.A / .B.
+std::string lora_expert_a_name(const ZayaConfig& config, int64_t block, LoraTarget target);
+std::string lora_expert_b_name(const ZayaConfig& config, int64_t block, LoraTarget target);
+
+// W += (alpha / rank) B A for every adapter (per expert for expert targets):
+// the merged full weights. `weights` holds every expert (an export's model).
 void merge_lora(const LoraAdapters& adapters, const ModelWeights& weights);
+
+// The adapters of one block for one pass (both half-layers): the adapters,
+// their gradients (backward only), the adapter inputs kept for backward and
+// scratch. Null matrices: not targeted.
+struct BlockLora {
+  const std::array<LoraMatrices, kLoraTargetCount>* weights = nullptr;
+  const std::array<LoraMatrices, kLoraTargetCount>* grads = nullptr;
+  // drop(x) A^T of each target: [T, rank] (attention, router), or [X, rank]
+  // over the expert-major rows this rank's experts process (expert targets).
+  std::array<float*, kLoraTargetCount> h{};
+  float* scratch = nullptr;  // lora_backward_scratch_floats of the largest target
+  int64_t rank = 0;
+  double scale = 1.0;
+  double dropout = 0.0;
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // unique per pass and block; each target derives its own
+
+  bool has(LoraTarget t) const { return (*weights)[size_t(t)].a_rI != nullptr; }
+  // The op's shape for target t over `tokens` rows whose output rows are `out_stride` apart
+  // (dropout: on the attention and router targets only).
+  LoraShape shape(const ZayaConfig& config, LoraTarget t, int64_t tokens, int64_t out_stride) const;
+};
 
 }  // namespace zaya

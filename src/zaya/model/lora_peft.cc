@@ -21,31 +21,111 @@ constexpr const char* kWeightsFile = "adapter_model.safetensors";
 
 std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
 
+// An expert target's PEFT module: the stacked parameter's path without the parameter.
+std::string experts_module(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  const std::string path = lora_module_path(c, block, t);
+  return path.substr(0, path.rfind('.'));
+}
+
+// Whether this expert target's ParamWrapper is the inner one (under base_layer):
+// gate_up_proj when down_proj is targeted too.
+bool nested_inside(const LoraConfig& lora, LoraTarget t) {
+  return t == LoraTarget::kExpertGateUp && lora.targets_has(LoraTarget::kExpertDown);
+}
+
+std::string expert_pair_name(const ZayaConfig& c, int64_t block, LoraTarget t, bool inner, bool lora_b) {
+  return "base_model.model." + experts_module(c, block, t) + (inner ? ".base_layer" : "") +
+         (lora_b ? ".lora_B.weight" : ".lora_A.weight");
+}
+
+// PEFT's shapes of an expert target's pair: lora_A [r E, out], lora_B [in, r E].
+std::vector<int64_t> expert_pair_shape(const LoraAdapters::Entry& e, int64_t rank, bool lora_b) {
+  return lora_b ? std::vector<int64_t>{e.slot.in, rank * e.experts}
+                : std::vector<int64_t>{rank * e.experts, e.slot.out};
+}
+
+// The path of a target below "model.layers.N." (what PEFT's suffix match sees of it).
+std::string relative_path(LoraTarget t) {
+  if (lora_target_kind(t) == LoraTargetKind::kAttention) {
+    return t == LoraTarget::kO ? "self_attn.o_proj" : "self_attn.qkv_proj." + std::string(lora_target_name(t));
+  }
+  return std::string(lora_target_name(t));
+}
+
+// The targets a target_modules (parameters = false) or target_parameters entry selects.
+std::vector<LoraTarget> targets_named(const std::string& name, bool parameters) {
+  std::vector<LoraTarget> out;
+  for (LoraTarget t : all_lora_targets()) {
+    if (lora_is_expert(t) != parameters) continue;
+    const std::string rel = relative_path(t);
+    if (rel == name || (rel.size() > name.size() && rel.compare(rel.size() - name.size(), name.size(), name) == 0 &&
+                        rel[rel.size() - name.size() - 1] == '.'))
+      out.push_back(t);
+  }
+  return out;
+}
+
+std::string names_of(bool parameters) {
+  std::string s;
+  for (LoraTarget t : all_lora_targets())
+    if (lora_is_expert(t) == parameters) s += (s.empty() ? "" : ", ") + std::string(lora_target_name(t));
+  return s;
+}
+
 }  // namespace
 
 std::string peft_lora_a_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  ZAYA_ASSERT(!lora_is_expert(t));
   return "base_model.model." + lora_module_path(c, block, t) + ".lora_A.weight";
 }
 
 std::string peft_lora_b_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  ZAYA_ASSERT(!lora_is_expert(t));
   return "base_model.model." + lora_module_path(c, block, t) + ".lora_B.weight";
+}
+
+std::string peft_tensor_name(const ZayaConfig& c, const LoraConfig& lora, int64_t block, LoraTarget t, bool lora_b) {
+  if (!lora_is_expert(t)) return lora_b ? peft_lora_b_name(c, block, t) : peft_lora_a_name(c, block, t);
+  return expert_pair_name(c, block, t, nested_inside(lora, t), lora_b);
 }
 
 void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, const std::string& base_model) {
   const ZayaConfig& c = adapters.model_config();
   const LoraConfig& lora = adapters.config();
+  const int64_t r = lora.rank;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   ZAYA_CHECK(!ec, "cannot create the adapter directory '{}': {}", dir, ec.message());
+  // The expert pairs in PEFT's layout (the writer keeps pointers until write()).
+  std::vector<std::vector<float>> stacked;
   SafetensorsWriter w;
   w.set_metadata("format", "pt");
   for (const LoraAdapters::Entry& e : adapters.entries()) {
-    w.add_f32(peft_lora_a_name(c, e.block, e.target), {lora.rank, e.slot.in}, adapters.data() + e.a_offset);
-    w.add_f32(peft_lora_b_name(c, e.block, e.target), {e.slot.out, lora.rank}, adapters.data() + e.b_offset);
+    const float* a = adapters.data() + e.a_offset;
+    const float* b = adapters.data() + e.b_offset;
+    const std::string a_name = peft_tensor_name(c, lora, e.block, e.target, false);
+    const std::string b_name = peft_tensor_name(c, lora, e.block, e.target, true);
+    if (!lora_is_expert(e.target)) {
+      w.add_f32(a_name, {r, e.slot.in}, a);
+      w.add_f32(b_name, {e.slot.out, r}, b);
+      continue;
+    }
+    const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
+    std::vector<float> pa(size_t(r * E * out)), pb(size_t(in * r * E));
+    for (int64_t x = 0; x < E; ++x)
+      for (int64_t k = 0; k < r; ++k) {
+        for (int64_t i = 0; i < out; ++i) pa[size_t((x * r + k) * out + i)] = b[(x * out + i) * r + k];
+        for (int64_t o = 0; o < in; ++o) pb[size_t(o * r * E + k * E + x)] = a[(x * r + k) * in + o];
+      }
+    stacked.push_back(std::move(pa));
+    w.add_f32(a_name, expert_pair_shape(e, r, false), stacked.back().data());
+    stacked.push_back(std::move(pb));
+    w.add_f32(b_name, expert_pair_shape(e, r, true), stacked.back().data());
   }
   w.write(join(dir, kWeightsFile));
-  nlohmann::json targets = nlohmann::json::array();
-  for (LoraTarget t : lora.targets) targets.push_back(std::string(lora_target_name(t)));
+  nlohmann::json modules = nlohmann::json::array(), parameters = nlohmann::json::array();
+  for (LoraTarget t : lora.targets)
+    (lora_is_expert(t) ? parameters : modules).push_back(std::string(lora_target_name(t)));
   nlohmann::json j = {
       {"peft_type", "LORA"},
       {"task_type", "CAUSAL_LM"},
@@ -53,7 +133,7 @@ void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, co
       {"r", lora.rank},
       {"lora_alpha", lora.alpha},
       {"lora_dropout", lora.dropout},
-      {"target_modules", targets},
+      {"target_modules", modules},
       {"bias", "none"},
       {"fan_in_fan_out", false},
       {"use_rslora", false},
@@ -67,6 +147,8 @@ void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, co
       {"alpha_pattern", nlohmann::json::object()},
       {"revision", nullptr},
   };
+  // Only with expert targets: a PEFT older than target_parameters could not apply those anyway.
+  if (!parameters.empty()) j["target_parameters"] = parameters;
   write_file_atomic(join(dir, kConfigFile), j.dump(2) + "\n");
 }
 
@@ -93,42 +175,94 @@ LoraConfig read_peft_adapter_config(const std::string& dir) {
   if (lora.rank < 1) json_field_error(path, "r", j.at("r"), "an integer >= 1");
   lora.alpha = json_number(j, path, "lora_alpha", 8);
   lora.dropout = json_number(j, path, "lora_dropout", 0);
-  if (!j.contains("target_modules") || !j.at("target_modules").is_array() || j.at("target_modules").empty()) {
-    json_field_error(path, "target_modules", j.value("target_modules", nlohmann::json()),
-                     "a non-empty list of module names out of " + lora_target_names());
-  }
   lora.targets.clear();
-  for (const nlohmann::json& t : j.at("target_modules")) {
-    if (!t.is_string()) json_field_error(path, "target_modules", t, "module names out of " + lora_target_names());
-    const LoraTarget target = parse_lora_target(t.get<std::string>(), path + ": \"target_modules\"");
-    if (!lora.targets_has(target)) lora.targets.push_back(target);
+  // target_modules (nn.Linear modules) and target_parameters (the stacked expert parameters).
+  for (const bool parameters : {false, true}) {
+    const char* key = parameters ? "target_parameters" : "target_modules";
+    const std::string names = names_of(parameters) + " (or a suffix of their paths below model.layers.N.)";
+    const std::string allowed = "a list of names out of " + names;
+    if (!j.contains(key) || j.at(key).is_null()) continue;
+    if (!j.at(key).is_array()) json_field_error(path, key, j.at(key), allowed);
+    for (const nlohmann::json& n : j.at(key)) {
+      if (!n.is_string()) json_field_error(path, key, n, allowed);
+      const std::vector<LoraTarget> found = targets_named(n.get<std::string>(), parameters);
+      if (found.empty())
+        fail("{}: \"{}\": LoRA target '{}' is not supported; allowed: {}", path, key, n.get<std::string>(), names);
+      for (LoraTarget t : found)
+        if (!lora.targets_has(t)) lora.targets.push_back(t);
+    }
   }
+  if (lora.targets.empty())
+    json_field_error(path, "target_modules", j.value("target_modules", nlohmann::json()),
+                     "a non-empty list of module names out of " + names_of(false) +
+                         ", or a non-empty \"target_parameters\" out of " + names_of(true));
+  // LoraAdapters lays them out in the canonical order; keep the config's in that order too.
+  std::vector<LoraTarget> ordered;
+  for (LoraTarget t : all_lora_targets())
+    if (lora.targets_has(t)) ordered.push_back(t);
+  lora.targets = ordered;
+  if (lora.has_expert_targets() && lora.dropout != 0)
+    json_field_error(path, "lora_dropout", j.at("lora_dropout"),
+                     "0 with target_parameters (PEFT's ParamWrapper has no dropout)");
   return lora;
 }
 
 std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const ZayaConfig& c) {
   const LoraConfig lora = read_peft_adapter_config(dir);
+  const int64_t r = lora.rank;
   auto adapters = std::make_unique<LoraAdapters>(c, lora);
   const std::string path = join(dir, kWeightsFile);
   const SafetensorsFile st = SafetensorsFile::open(path);
   std::set<std::string> expected;
+  auto require = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    ZAYA_CHECK(st.has(name), "{}: tensor '{}' is missing (expected shape [{}], from the targets in {})", path, name,
+               fmt::join(shape, ", "), kConfigFile);
+    expected.insert(name);
+  };
+  auto shape_is = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return st.has(name) && st.info(name).shape == shape;
+  };
   for (const LoraAdapters::Entry& e : adapters->entries()) {
-    const std::string a = peft_lora_a_name(c, e.block, e.target), b = peft_lora_b_name(c, e.block, e.target);
-    for (const auto& [name, shape] : {std::pair{a, std::vector<int64_t>{lora.rank, e.slot.in}},
-                                      std::pair{b, std::vector<int64_t>{e.slot.out, lora.rank}}}) {
-      ZAYA_CHECK(st.has(name), "{}: tensor '{}' is missing (expected shape [{}], from target_modules in {})", path,
-                 name, fmt::join(shape, ", "), kConfigFile);
-      expected.insert(name);
+    float* a = adapters->data() + e.a_offset;
+    float* b = adapters->data() + e.b_offset;
+    if (!lora_is_expert(e.target)) {
+      const std::string an = peft_lora_a_name(c, e.block, e.target), bn = peft_lora_b_name(c, e.block, e.target);
+      require(an, {r, e.slot.in});
+      require(bn, {e.slot.out, r});
+      st.read_f32(an, a, {r, e.slot.in});
+      st.read_f32(bn, b, {e.slot.out, r});
+      continue;
     }
-    st.read_f32(a, adapters->data() + e.a_offset, {lora.rank, e.slot.in});
-    st.read_f32(b, adapters->data() + e.b_offset, {e.slot.out, lora.rank});
+    const std::vector<int64_t> a_shape = expert_pair_shape(e, r, false), b_shape = expert_pair_shape(e, r, true);
+    bool inner = nested_inside(lora, e.target);
+    if (lora.targets_has(LoraTarget::kExpertGateUp) && lora.targets_has(LoraTarget::kExpertDown)) {
+      // Both nested on one module: take the other nesting when only it fits this target's shapes.
+      auto fits = [&](bool in) {
+        return shape_is(expert_pair_name(c, e.block, e.target, in, false), a_shape) &&
+               shape_is(expert_pair_name(c, e.block, e.target, in, true), b_shape);
+      };
+      if (!fits(inner) && fits(!inner)) inner = !inner;
+    }
+    const std::string an = expert_pair_name(c, e.block, e.target, inner, false);
+    const std::string bn = expert_pair_name(c, e.block, e.target, inner, true);
+    require(an, a_shape);
+    require(bn, b_shape);
+    std::vector<float> pa(size_t(a_shape[0] * a_shape[1])), pb(size_t(b_shape[0] * b_shape[1]));
+    st.read_f32(an, pa.data(), a_shape);
+    st.read_f32(bn, pb.data(), b_shape);
+    const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
+    for (int64_t x = 0; x < E; ++x)
+      for (int64_t k = 0; k < r; ++k) {
+        for (int64_t i = 0; i < out; ++i) b[(x * out + i) * r + k] = pa[size_t((x * r + k) * out + i)];
+        for (int64_t o = 0; o < in; ++o) a[(x * r + k) * in + o] = pb[size_t(o * r * E + k * E + x)];
+      }
   }
   std::string targets;
   for (LoraTarget t : lora.targets) targets += (targets.empty() ? "" : ", ") + std::string(lora_target_name(t));
   for (const std::string& name : st.names()) {
     ZAYA_CHECK(expected.count(name) != 0,
-               "{}: unexpected tensor '{}': an adapter of target_modules [{}] for this model ({} layers) holds "
-               "only base_model.model.model.layers.N.self_attn.<module>.lora_A.weight / lora_B.weight",
+               "{}: unexpected tensor '{}': an adapter of targets [{}] for this model ({} layers) holds only "
+               "base_model.model.model.layers.N.<module>.lora_A.weight / lora_B.weight of those targets",
                path, name, targets, c.num_blocks);
   }
   return adapters;

@@ -29,21 +29,42 @@ namespace {
 
 constexpr int64_t kB = 2, kS = 8;
 
-LoraConfig lora_config(double dropout = 0) {
+const std::vector<LoraTarget> kAttention = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent,
+                                            LoraTarget::kVDelayed, LoraTarget::kO};
+const std::vector<LoraTarget> kRouter = {LoraTarget::kRouterDown, LoraTarget::kRouterFc1, LoraTarget::kRouterFc2,
+                                         LoraTarget::kRouterOut};
+const std::vector<LoraTarget> kExperts = {LoraTarget::kExpertGateUp, LoraTarget::kExpertDown};
+
+LoraConfig lora_config(double dropout = 0, std::vector<LoraTarget> targets = kAttention) {
   LoraConfig l;
   l.enabled = true;
   l.rank = 4;
   l.alpha = 8;
   l.dropout = dropout;
+  l.targets = std::move(targets);
   return l;
 }
 
-// Adapters with A from init and a nonzero B (a trained adapter).
+// The target sets the model-level tests run on, named.
+struct TargetSet {
+  const char* name;
+  std::vector<LoraTarget> targets;
+};
+std::vector<TargetSet> target_sets() {
+  return {{"attention", kAttention}, {"router", kRouter}, {"experts", kExperts}, {"all", all_lora_targets()}};
+}
+
+// Adapters with both matrices nonzero (a trained adapter): init() draws one
+// (A, or B for an expert target), the other gets N(0, 0.2^2).
 void randomize(LoraAdapters& a, uint64_t seed) {
   a.init(seed);
-  for (const auto& e : a.entries())
-    for (int64_t i = 0; i < e.slot.out * a.config().rank; ++i)
-      a.data()[e.b_offset + i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  const int64_t r = a.config().rank;
+  for (const auto& e : a.entries()) {
+    const bool expert = lora_is_expert(e.target);
+    float* p = a.data() + (expert ? e.a_offset : e.b_offset);
+    const int64_t n = expert ? e.a_floats(r) : e.b_floats(r);
+    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  }
 }
 
 struct Batch {
@@ -60,181 +81,296 @@ TEST(Lora, NamesAreTheNativeModulePathsPeftUses) {
   const ZayaConfig c = testing::model_test_config();
   EXPECT_EQ(lora_module_path(c, 2, LoraTarget::kQ), "model.layers.2.self_attn.qkv_proj.q_proj");
   EXPECT_EQ(lora_module_path(c, 0, LoraTarget::kVDelayed), "model.layers.0.self_attn.qkv_proj.v_proj_delayed");
+  EXPECT_EQ(lora_module_path(c, 1, LoraTarget::kRouterDown), "model.layers.1.mlp.gate.down_proj");
+  EXPECT_EQ(lora_module_path(c, 1, LoraTarget::kRouterFc1), "model.layers.1.mlp.gate.router_mlp.fc1");
+  EXPECT_EQ(lora_module_path(c, 1, LoraTarget::kRouterFc2), "model.layers.1.mlp.gate.router_mlp.fc2");
+  EXPECT_EQ(lora_module_path(c, 1, LoraTarget::kRouterOut), "model.layers.1.mlp.gate.router_mlp.out_proj");
+  EXPECT_EQ(lora_module_path(c, 2, LoraTarget::kExpertGateUp), "model.layers.2.mlp.experts.gate_up_proj");
+  EXPECT_EQ(lora_module_path(c, 2, LoraTarget::kExpertDown), "model.layers.2.mlp.experts.down_proj");
   EXPECT_EQ(peft_lora_a_name(c, 1, LoraTarget::kO), "base_model.model.model.layers.1.self_attn.o_proj.lora_A.weight");
   EXPECT_EQ(peft_lora_b_name(c, 1, LoraTarget::kK),
             "base_model.model.model.layers.1.self_attn.qkv_proj.k_proj.lora_B.weight");
+  EXPECT_EQ(peft_lora_b_name(c, 0, LoraTarget::kRouterOut),
+            "base_model.model.model.layers.0.mlp.gate.router_mlp.out_proj.lora_B.weight");
+  // Expert parameters: one ParamWrapper per parameter on module mlp.experts, nested when both are targeted.
+  const LoraConfig both = lora_config(0, kExperts), down = lora_config(0, {LoraTarget::kExpertDown});
+  EXPECT_EQ(peft_tensor_name(c, both, 1, LoraTarget::kExpertGateUp, false),
+            "base_model.model.model.layers.1.mlp.experts.base_layer.lora_A.weight");
+  EXPECT_EQ(peft_tensor_name(c, both, 1, LoraTarget::kExpertDown, true),
+            "base_model.model.model.layers.1.mlp.experts.lora_B.weight");
+  EXPECT_EQ(peft_tensor_name(c, down, 1, LoraTarget::kExpertDown, false),
+            "base_model.model.model.layers.1.mlp.experts.lora_A.weight");
+  for (LoraTarget t : all_lora_targets()) EXPECT_EQ(parse_lora_target(std::string(lora_target_name(t)), "x"), t);
   try {
     parse_lora_target("v_proj", "run.toml: [lora] targets");
     FAIL() << "v_proj was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("run.toml: [lora] targets: LoRA target 'v_proj' is not supported; allowed: "
-                                         "q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj"),
+                                         "q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj, mlp.gate.down_proj, "
+                                         "mlp.gate.router_mlp.fc1, mlp.gate.router_mlp.fc2, "
+                                         "mlp.gate.router_mlp.out_proj, mlp.experts.gate_up_proj, "
+                                         "mlp.experts.down_proj"),
               std::string::npos)
         << e.what();
+  }
+  // PEFT's ParamWrapper has no dropout: expert targets refuse it, by name.
+  try {
+    LoraAdapters bad(c, lora_config(0.1, {LoraTarget::kQ, LoraTarget::kExpertDown}));
+    FAIL() << "dropout with an expert target was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LoRA dropout 0.1 with expert targets"), std::string::npos) << e.what();
   }
 }
 
 TEST(Lora, InitIsPeftsKaimingUniformAndZeroB) {
   const ZayaConfig c = testing::model_test_config();
-  LoraAdapters a(c, lora_config());
+  LoraAdapters a(c, lora_config(0, all_lora_targets()));
   a.init(3);
-  const auto& e = a.entries().front();
-  const float* A = a.data() + e.a_offset;
-  const float bound = 1.0f / std::sqrt(float(e.slot.in));
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < a.config().rank * e.slot.in; ++i) {
-    lo = std::min(lo, A[i]);
-    hi = std::max(hi, A[i]);
+  const int64_t r = a.config().rank;
+  for (const auto& e : a.entries()) {
+    SCOPED_TRACE(lora_target_name(e.target));
+    // nn.Linear targets: PEFT's lora_A is A (fan_in = in), lora_B = B = 0. Expert
+    // parameters: PEFT's lora_A is B transposed (fan_in = out), its lora_B = A = 0.
+    const bool expert = lora_is_expert(e.target);
+    const float* drawn = a.data() + (expert ? e.b_offset : e.a_offset);
+    const float* zero = a.data() + (expert ? e.a_offset : e.b_offset);
+    const int64_t n = expert ? e.b_floats(r) : e.a_floats(r), nz = expert ? e.a_floats(r) : e.b_floats(r);
+    const float bound = 1.0f / std::sqrt(float(expert ? e.slot.out : e.slot.in));
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, drawn[i]);
+      hi = std::max(hi, drawn[i]);
+    }
+    EXPECT_LE(hi, bound);
+    EXPECT_GE(lo, -bound);
+    EXPECT_GT(hi, 0.7f * bound);
+    EXPECT_LT(lo, -0.7f * bound);
+    for (int64_t i = 0; i < nz; ++i) ASSERT_EQ(zero[i], 0.0f);
+    EXPECT_EQ(e.experts, expert ? c.experts : 1);
   }
-  EXPECT_LE(hi, bound);
-  EXPECT_GE(lo, -bound);
-  EXPECT_GT(hi, 0.8f * bound);
-  EXPECT_LT(lo, -0.8f * bound);
-  for (int64_t i = 0; i < e.slot.out * a.config().rank; ++i) ASSERT_EQ(a.data()[e.b_offset + i], 0.0f);
 }
 
 TEST(Lora, UnmergedLogitsEqualTheMergedModels) {
   const ZayaConfig c = testing::model_test_config();
   Batch batch;
-  ZayaModel base(c), merged(c);
-  base.init(1);
-  merged.init(1);
-  LoraAdapters adapters(c, lora_config());
-  randomize(adapters, 5);
-  base.set_lora(&adapters);
-  ModelWorkspace ws(c, kB, kS, false), ws_merged(c, kB, kS, false);
-  ws.enable_lora(c, adapters.config().rank);
-  model_forward(base, ws, batch.ids.data(), nullptr, kB, kS, {});
-  merge_lora(adapters, merged.weights());
-  model_forward(merged, ws_merged, batch.ids.data(), nullptr, kB, kS, {});
-  // The adapters change the logits, and the merged model reproduces them.
   ZayaModel plain(c);
   plain.init(1);
   ModelWorkspace ws_plain(c, kB, kS, false);
   model_forward(plain, ws_plain, batch.ids.data(), nullptr, kB, kS, {});
-  double diff = 0, change = 0, scale = 0;
-  for (int64_t i = 0; i < kB * kS * c.vocab_size; ++i) {
-    diff = std::max(diff, double(std::fabs(ws.logits()[i] - ws_merged.logits()[i])));
-    change = std::max(change, double(std::fabs(ws.logits()[i] - ws_plain.logits()[i])));
-    scale = std::max(scale, double(std::fabs(ws.logits()[i])));
+  for (const TargetSet& set : target_sets()) {
+    SCOPED_TRACE(set.name);
+    ZayaModel base(c), merged(c);
+    base.init(1);
+    merged.init(1);
+    LoraAdapters adapters(c, lora_config(0, set.targets));
+    randomize(adapters, 5);
+    base.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, false), ws_merged(c, kB, kS, false);
+    ws.enable_lora(c, adapters.config());
+    model_forward(base, ws, batch.ids.data(), nullptr, kB, kS, {});
+    merge_lora(adapters, merged.weights());
+    model_forward(merged, ws_merged, batch.ids.data(), nullptr, kB, kS, {});
+    // The adapters change the logits, and the merged model reproduces them.
+    double diff = 0, change = 0, scale = 0;
+    for (int64_t i = 0; i < kB * kS * c.vocab_size; ++i) {
+      diff = std::max(diff, double(std::fabs(ws.logits()[i] - ws_merged.logits()[i])));
+      change = std::max(change, double(std::fabs(ws.logits()[i] - ws_plain.logits()[i])));
+      scale = std::max(scale, double(std::fabs(ws.logits()[i])));
+    }
+    EXPECT_LT(diff, 1e-4 * scale);
+    // (The router's adapters act only through the routing and the gates: a smaller change.)
+    EXPECT_GT(change, 2e-3 * scale) << "the adapters did not change the logits: the test would be vacuous";
   }
-  EXPECT_LT(diff, 1e-4 * scale);
-  EXPECT_GT(change, 1e-2 * scale) << "the adapters did not change the logits: the test would be vacuous";
 }
 
+// Each target kind's adapter gradients through the whole model against
+// central differences (float): of every adapter, the largest gradient of A and of B.
 TEST(Lora, AdapterGradientsThroughTheModelMatchFiniteDifferences) {
   const ZayaConfig c = testing::model_test_config();
   Batch batch;
+  for (const TargetSet& set : target_sets()) {
+    if (std::string(set.name) == "all") continue;
+    SCOPED_TRACE(set.name);
+    ZayaModel model(c);
+    model.init(1);
+    LoraAdapters adapters(c, lora_config(0, set.targets));
+    randomize(adapters, 5);
+    model.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, true);
+    ws.enable_lora(c, adapters.config());
+    // The cross-entropy and the router's z-loss (smooth in the logits): through the gates
+    // alone the router adapters' gradients are too small for float differences.
+    const float xent_scale = 1.0f / float(kB * kS);
+    MoeLossOptions z;
+    z.z_loss_coeff = 0.1f;
+    // The routing of the last loss(): a perturbation that moves a token to another expert
+    // crosses a step of the loss, where differences say nothing; such elements are skipped.
+    std::vector<double> routing;
+    auto loss = [&] {
+      ws.reset_routing();
+      const LossParts parts = model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, z);
+      routing.clear();
+      for (const RoutingStats& r : ws.routing()) routing.insert(routing.end(), r.choices_N.begin(), r.choices_N.end());
+      return parts.xent_sum * xent_scale + parts.router_loss;
+    };
+    loss();
+    const std::vector<double> base_routing = routing;
+    Arena grads(size_t(model.params().total_floats()));
+    grads.zero();
+    const ModelWeights g = bind_weights(c, model.params(), grads.data());
+    std::vector<float> lora_grads(size_t(adapters.total_floats()), 0.0f);
+    const LoraViews gv = adapters.bind(lora_grads.data());
+    model_backward(model, ws, g, xent_scale, 1.0f, z, nullptr, &gv);
+    // For every adapter (block, target) and each of its matrices: the element of the
+    // largest gradient, or the next one when a perturbation reroutes a token.
+    const int64_t r = adapters.config().rank;
+    int checked = 0, skipped = 0;
+    for (const auto& e : adapters.entries()) {
+      for (const bool is_a : {true, false}) {
+        const int64_t first = is_a ? e.a_offset : e.b_offset, n = is_a ? e.a_floats(r) : e.b_floats(r);
+        std::vector<int64_t> order(static_cast<size_t>(n), 0);
+        std::iota(order.begin(), order.end(), first);
+        std::sort(order.begin(), order.end(),
+                  [&](int64_t x, int64_t y) { return std::fabs(lora_grads[x]) > std::fabs(lora_grads[y]); });
+        const std::string what =
+            ::testing::PrintToString(e.block) + " " + std::string(lora_target_name(e.target)) + (is_a ? " A" : " B");
+        bool done = false;
+        for (size_t k = 0; k < 3 && !done; ++k) {
+          const int64_t i = order[k];
+          float& p = adapters.data()[i];
+          const float saved = p, h = 1e-2f;
+          p = saved + h;
+          const double up = loss();
+          bool same_routing = routing == base_routing;
+          p = saved - h;
+          const double down = loss();
+          same_routing = same_routing && routing == base_routing;
+          p = saved;
+          if (!same_routing) {
+            ++skipped;
+            continue;
+          }
+          done = true;
+          ++checked;
+          const double numeric = (up - down) / (2 * h);
+          EXPECT_GT(std::fabs(numeric), 1e-3) << what << ": a gradient this small would make the check vacuous";
+          EXPECT_NEAR(lora_grads[i], numeric, 2e-2 * std::fabs(numeric) + 2e-4) << what << " element " << i - first;
+        }
+      }
+    }
+    EXPECT_GE(checked, int(adapters.entries().size()) * 2 - 2) << skipped << " perturbations rerouted a token";
+  }
+}
+
+// Expert e's adapter acts on exactly the rows routed to e: the adapter of an
+// expert no token chose gets a zero gradient, a chosen expert's a nonzero one
+// (a misplaced branch, say expert 0's adapter on every expert's rows, fails).
+TEST(Lora, ExpertAdaptersSeeOnlyTheirExpertsRows) {
+  ZayaConfig c = testing::model_test_config();
+  Batch batch;
   ZayaModel model(c);
   model.init(1);
-  LoraAdapters adapters(c, lora_config());
+  // Steer every token of layer 1 away from expert 2: a large negative balancing bias.
+  model.balancing_biases()[1][2] = -100.0f;
+  LoraAdapters adapters(c, lora_config(0, kExperts));
   randomize(adapters, 5);
   model.set_lora(&adapters);
   ModelWorkspace ws(c, kB, kS, true);
-  ws.enable_lora(c, adapters.config().rank);
-  const float xent_scale = 1.0f / float(kB * kS);
-  auto loss = [&] {
-    return model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {}).xent_sum * xent_scale;
-  };
-  loss();
-  Arena grads(size_t(model.params().total_floats()));
-  grads.zero();
-  const ModelWeights g = bind_weights(c, model.params(), grads.data());
+  ws.enable_lora(c, adapters.config());
+  model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
+  ASSERT_EQ(ws.routing()[1].choices_N[2], 0.0) << "expert 2 of layer 1 was chosen: the test would be vacuous";
   std::vector<float> lora_grads(size_t(adapters.total_floats()), 0.0f);
   const LoraViews gv = adapters.bind(lora_grads.data());
-  model_backward(model, ws, g, xent_scale, 0.0f, {}, nullptr, &gv);
-  // The largest gradients of A and of B over every adapter, by central differences in float.
-  std::vector<int64_t> order(lora_grads.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int64_t x, int64_t y) { return std::fabs(lora_grads[x]) > std::fabs(lora_grads[y]); });
-  ASSERT_GT(std::fabs(lora_grads[order[0]]), 1e-3f);
-  int checked_a = 0, checked_b = 0;
-  for (int64_t i : order) {
-    bool is_a = false;
-    for (const auto& e : adapters.entries()) is_a |= i >= e.a_offset && i < e.b_offset;
-    if ((is_a ? checked_a : checked_b) >= 4) continue;
-    (is_a ? checked_a : checked_b)++;
-    float& p = adapters.data()[i];
-    const float saved = p, h = 1e-2f;
-    p = saved + h;
-    const double up = loss();
-    p = saved - h;
-    const double down = loss();
-    p = saved;
-    const double numeric = (up - down) / (2 * h);
-    EXPECT_NEAR(lora_grads[i], numeric, 2e-2 * std::fabs(numeric) + 2e-4) << (is_a ? "A" : "B") << " element " << i;
-    if (checked_a >= 4 && checked_b >= 4) break;
+  model_backward(model, ws, bind_weights(c, model.params(), nullptr), 1.0f / float(kB * kS), 0.0f, {}, nullptr, &gv);
+  const int64_t r = adapters.config().rank;
+  for (const auto& e : adapters.entries()) {
+    for (int64_t x = 0; x < c.experts; ++x) {
+      const int64_t na = e.a_floats(r) / e.experts, nb = e.b_floats(r) / e.experts;
+      double sum = 0;
+      for (int64_t i = 0; i < na; ++i) sum += std::fabs(lora_grads[size_t(e.a_offset + x * na + i)]);
+      for (int64_t i = 0; i < nb; ++i) sum += std::fabs(lora_grads[size_t(e.b_offset + x * nb + i)]);
+      const bool chosen = ws.routing()[size_t(e.block)].choices_N[size_t(x)] > 0;
+      if (chosen) {
+        EXPECT_GT(sum, 0.0) << "block " << e.block << " expert " << x << " " << lora_target_name(e.target);
+      } else {
+        EXPECT_EQ(sum, 0.0) << "block " << e.block << " expert " << x << " " << lora_target_name(e.target);
+      }
+    }
   }
-  EXPECT_EQ(checked_a, 4);
-  EXPECT_EQ(checked_b, 4);
 }
 
 TEST(Lora, DropoutIsReproducibleAndDependsOnThePass) {
   const ZayaConfig c = testing::model_test_config();
   Batch batch;
-  ZayaModel model(c);
-  model.init(1);
-  LoraAdapters adapters(c, lora_config(0.4));
-  randomize(adapters, 5);
-  model.set_lora(&adapters);
-  ModelWorkspace ws(c, kB, kS, true);
-  ws.enable_lora(c, adapters.config().rank);
-  auto loss = [&](bool on, uint64_t pass) {
-    ws.set_lora_dropout(on, 9, pass);
-    return model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {}).xent_sum;
-  };
-  EXPECT_EQ(loss(true, 3), loss(true, 3));
-  EXPECT_NE(loss(true, 3), loss(true, 4));
-  EXPECT_NE(loss(true, 3), loss(false, 3));
-  EXPECT_EQ(loss(false, 3), loss(false, 4));
+  for (const std::vector<LoraTarget>& targets : {kAttention, kRouter}) {
+    ZayaModel model(c);
+    model.init(1);
+    LoraAdapters adapters(c, lora_config(0.4, targets));
+    randomize(adapters, 5);
+    model.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, true);
+    ws.enable_lora(c, adapters.config());
+    auto loss = [&](bool on, uint64_t pass) {
+      ws.set_lora_dropout(on, 9, pass);
+      return model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {}).xent_sum;
+    };
+    EXPECT_EQ(loss(true, 3), loss(true, 3));
+    EXPECT_NE(loss(true, 3), loss(true, 4));
+    EXPECT_NE(loss(true, 3), loss(false, 3));
+    EXPECT_EQ(loss(false, 3), loss(false, 4));
+  }
 }
 
-// Recomputed attention blocks rerun their adapters, dropout included: the
-// gradients of the base and of the adapters are those of "none" bit for bit.
+// Recomputed blocks rerun their adapters (attention, router, experts),
+// dropout included: the gradients of the base and of the adapters are those
+// of "none" bit for bit.
 TEST(Lora, RecomputationGivesTheGradientsOfNoneBitwise) {
   const ZayaConfig c = testing::model_test_config();
   Batch batch;
-  auto grads_of = [&](Recompute r) {
-    ZayaModel model(c);
-    model.init(1);
-    LoraAdapters adapters(c, lora_config(0.3));
-    randomize(adapters, 5);
-    model.set_lora(&adapters);
-    ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, r);
-    ws.enable_lora(c, adapters.config().rank);
-    ws.set_lora_dropout(true, 9, 2);
-    model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
-    std::vector<float> all(size_t(model.params().total_floats() + adapters.total_floats()), 0.0f);
-    const ModelWeights g = bind_weights(c, model.params(), all.data());
-    const LoraViews gv = adapters.bind(all.data() + model.params().total_floats());
-    model_backward(model, ws, g, 1.0f / float(kB * kS), 0.0f, {}, nullptr, &gv);
-    return all;
-  };
-  const std::vector<float> none = grads_of(Recompute::kNone);
-  for (Recompute r : {Recompute::kAttention, Recompute::kFull}) {
-    const std::vector<float> got = grads_of(r);
-    ASSERT_EQ(none.size(), got.size());
-    EXPECT_EQ(0, std::memcmp(none.data(), got.data(), sizeof(float) * none.size())) << recompute_name(r);
+  const LoraConfig configs[] = {lora_config(0.3), lora_config(0.3, kRouter), lora_config(0, all_lora_targets())};
+  for (const LoraConfig& lc : configs) {
+    SCOPED_TRACE(::testing::Message() << lc.targets.size() << " targets");
+    auto grads_of = [&](Recompute r) {
+      ZayaModel model(c);
+      model.init(1);
+      LoraAdapters adapters(c, lc);
+      randomize(adapters, 5);
+      model.set_lora(&adapters);
+      ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, r);
+      ws.enable_lora(c, adapters.config());
+      ws.set_lora_dropout(true, 9, 2);
+      model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
+      std::vector<float> all(size_t(model.params().total_floats() + adapters.total_floats()), 0.0f);
+      const ModelWeights g = bind_weights(c, model.params(), all.data());
+      const LoraViews gv = adapters.bind(all.data() + model.params().total_floats());
+      model_backward(model, ws, g, 1.0f / float(kB * kS), 0.0f, {}, nullptr, &gv);
+      return all;
+    };
+    const std::vector<float> none = grads_of(Recompute::kNone);
+    for (Recompute r : {Recompute::kAttention, Recompute::kMoe, Recompute::kFull}) {
+      const std::vector<float> got = grads_of(r);
+      ASSERT_EQ(none.size(), got.size());
+      EXPECT_EQ(0, std::memcmp(none.data(), got.data(), sizeof(float) * none.size())) << recompute_name(r);
+    }
   }
 }
 
 // A frozen base (null gradient views, model/weights.h) gets no weight
 // gradients, and the adapters' gradients are bitwise those of a backward that
 // also forms every base gradient (f32 and bf16 GEMMs, with and without
-// recomputation, with dropout).
+// recomputation, with dropout; every target kind).
 TEST(Lora, FrozenBaseViewsGiveTheSameAdapterGradientsBitwise) {
   const ZayaConfig c = testing::model_test_config();
   Batch batch;
-  auto adapter_grads = [&](bool frozen, bool bf16, Recompute r) {
+  auto adapter_grads = [&](const LoraConfig& lc, bool frozen, bool bf16, Recompute r) {
     ZayaModel model(c);
     model.init(1);
     if (bf16) model.enable_bf16_gemms();
-    LoraAdapters adapters(c, lora_config(0.3));
+    LoraAdapters adapters(c, lc);
     randomize(adapters, 5);
     model.set_lora(&adapters);
     ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, r);
-    ws.enable_lora(c, adapters.config().rank);
+    ws.enable_lora(c, adapters.config());
     ws.set_lora_dropout(true, 9, 2);
     model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
     std::vector<float> base(frozen ? 0 : size_t(model.params().total_floats()), 0.0f);
@@ -250,14 +386,15 @@ TEST(Lora, FrozenBaseViewsGiveTheSameAdapterGradientsBitwise) {
     }
     return lora;
   };
-  for (bool bf16 : {false, true})
-    for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
-      const std::vector<float> full = adapter_grads(false, bf16, r);
-      const std::vector<float> frozen = adapter_grads(true, bf16, r);
-      EXPECT_GT(std::count_if(frozen.begin(), frozen.end(), [](float v) { return v != 0.0f; }), 0);
-      EXPECT_EQ(0, std::memcmp(full.data(), frozen.data(), sizeof(float) * full.size()))
-          << (bf16 ? "bf16 " : "f32 ") << recompute_name(r);
-    }
+  for (const LoraConfig& lc : {lora_config(0.3), lora_config(0, all_lora_targets())})
+    for (bool bf16 : {false, true})
+      for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+        const std::vector<float> full = adapter_grads(lc, false, bf16, r);
+        const std::vector<float> frozen = adapter_grads(lc, true, bf16, r);
+        EXPECT_GT(std::count_if(frozen.begin(), frozen.end(), [](float v) { return v != 0.0f; }), 0);
+        EXPECT_EQ(0, std::memcmp(full.data(), frozen.data(), sizeof(float) * full.size()))
+            << lc.targets.size() << " targets, " << (bf16 ? "bf16 " : "f32 ") << recompute_name(r);
+      }
 }
 
 class LoraPeft : public ::testing::Test {
@@ -341,6 +478,152 @@ TEST_F(LoraPeft, ErrorsNameTheFileTensorAndWhatIsExpected) {
   write_file_atomic(dir_ + "/adapter_config.json", j.dump());
   EXPECT_NE(error_of(c).find("LoRA target 'gate_proj' is not supported; allowed: q_proj, k_proj"), std::string::npos)
       << error_of(c);
+}
+
+// The expert pairs as PEFT's ParamWrapper reads them: lora_A [r E, d1],
+// lora_B [d2, r E] of a stacked parameter W [E, d1, d2], whose delta PEFT
+// forms as einsum("o r e, e r i -> e i o", lora_B.reshape(d2, r, E),
+// lora_A.reshape(E, r, d1)) * alpha / r. Computed here independently, by a
+// plain loop over the saved tensors, it must be exactly what merge_lora adds
+// to every expert's matrix (and the router's pairs are plain B A).
+TEST_F(LoraPeft, ExpertPairsGivePeftsDeltaExactly) {
+  const ZayaConfig c = testing::model_test_config();
+  LoraAdapters a(c, lora_config(0, all_lora_targets()));
+  randomize(a, 4);
+  write_peft_adapter(dir_, a, "base");
+  const nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
+  EXPECT_EQ(j.at("target_modules"), nlohmann::json::array({"q_proj", "k_proj", "v_proj_current", "v_proj_delayed",
+                                                           "o_proj", "mlp.gate.down_proj", "mlp.gate.router_mlp.fc1",
+                                                           "mlp.gate.router_mlp.fc2", "mlp.gate.router_mlp.out_proj"}));
+  EXPECT_EQ(j.at("target_parameters"), nlohmann::json::array({"mlp.experts.gate_up_proj", "mlp.experts.down_proj"}));
+  EXPECT_EQ(j.at("lora_dropout"), 0.0);
+  ZayaModel base(c), merged(c);
+  base.init(1);
+  merged.init(1);
+  merge_lora(a, merged.weights());
+  const SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
+  const int64_t E = c.experts, r = 4, D = c.hidden, F = c.expert_ffn;
+  const double scale = 8.0 / 4.0;
+  auto tensor = [&](const std::string& name) {
+    const SafetensorsTensorInfo& info = st.info(name);
+    std::vector<float> v(size_t(info.shape[0] * info.shape[1]));
+    st.read_f32(name, v.data(), info.shape);
+    return std::make_pair(info.shape, v);
+  };
+  for (int64_t block = 0; block < c.num_blocks; ++block) {
+    const std::string experts = "base_model.model.model.layers." + std::to_string(block) + ".mlp.experts";
+    // gate_up_proj [E, 2F, D] under base_layer (the inner wrapper), down_proj [E, D, F] outside.
+    struct Param {
+      std::string prefix;
+      int64_t d1, d2;
+      const float *before, *after;
+    };
+    const Param params[] = {
+        {experts + ".base_layer", 2 * F, D, base.weights().moe[block].fc1_E2FD, merged.weights().moe[block].fc1_E2FD},
+        {experts, D, F, base.weights().moe[block].fc2_EDF, merged.weights().moe[block].fc2_EDF}};
+    for (const Param& p : params) {
+      const auto [a_shape, A] = tensor(p.prefix + ".lora_A.weight");
+      const auto [b_shape, B] = tensor(p.prefix + ".lora_B.weight");
+      ASSERT_EQ(a_shape, (std::vector<int64_t>{r * E, p.d1})) << p.prefix;
+      ASSERT_EQ(b_shape, (std::vector<int64_t>{p.d2, r * E})) << p.prefix;
+      double worst = 0, largest = 0;
+      for (int64_t e = 0; e < E; ++e)
+        for (int64_t i = 0; i < p.d1; ++i)
+          for (int64_t o = 0; o < p.d2; ++o) {
+            // "o r e, e r i -> e i o": lora_B[o, rr E + e] * lora_A[e r + rr, i].
+            double delta = 0;
+            for (int64_t rr = 0; rr < r; ++rr)
+              delta += double(B[size_t(o * r * E + rr * E + e)]) * double(A[size_t((e * r + rr) * p.d1 + i)]);
+            delta *= scale;
+            const int64_t at = (e * p.d1 + i) * p.d2 + o;
+            worst = std::max(worst, std::fabs(double(p.after[at]) - double(p.before[at]) - delta));
+            largest = std::max(largest, std::fabs(delta));
+          }
+      EXPECT_LT(worst, 1e-6 * (1 + largest)) << p.prefix;
+      EXPECT_GT(largest, 1e-2) << p.prefix << ": a zero delta would make the test vacuous";
+    }
+    // A router module: PEFT's lora.Linear delta B A.
+    const std::string fc1 = "base_model.model.model.layers." + std::to_string(block) + ".mlp.gate.router_mlp.fc1";
+    const auto [ra_shape, RA] = tensor(fc1 + ".lora_A.weight");
+    const auto [rb_shape, RB] = tensor(fc1 + ".lora_B.weight");
+    const int64_t R = c.router_hidden;
+    ASSERT_EQ(ra_shape, (std::vector<int64_t>{r, R}));
+    double worst = 0;
+    for (int64_t o = 0; o < R; ++o)
+      for (int64_t i = 0; i < R; ++i) {
+        double delta = 0;
+        for (int64_t rr = 0; rr < r; ++rr) delta += double(RB[size_t(o * r + rr)]) * double(RA[size_t(rr * R + i)]);
+        const int64_t at = o * R + i;
+        worst = std::max(worst, std::fabs(double(merged.weights().moe[block].mlp0_RR[at]) -
+                                          double(base.weights().moe[block].mlp0_RR[at]) - scale * delta));
+      }
+    EXPECT_LT(worst, 1e-6);
+  }
+  // The files round-trip into the same adapters.
+  auto back = read_peft_adapter(dir_, c);
+  EXPECT_EQ(back->config().targets, all_lora_targets());
+  ASSERT_EQ(back->total_floats(), a.total_floats());
+  EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
+}
+
+// What PEFT would write: one expert parameter alone sits outside any
+// base_layer; suffixes in target_modules / target_parameters select as PEFT's
+// matching does; a module that registers down_proj first nests the other
+// way, which the shapes identify; dropout with target_parameters is refused.
+TEST_F(LoraPeft, ReadsPeftsNamesForRouterAndExperts) {
+  const ZayaConfig c = testing::model_test_config();
+  {
+    LoraAdapters a(c, lora_config(0, {LoraTarget::kRouterDown, LoraTarget::kExpertGateUp}));
+    randomize(a, 6);
+    write_peft_adapter(dir_, a, "base");
+    const SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
+    EXPECT_TRUE(st.has("base_model.model.model.layers.0.mlp.experts.lora_A.weight"));
+    EXPECT_TRUE(st.has("base_model.model.model.layers.0.mlp.gate.down_proj.lora_B.weight"));
+    // PEFT users' spellings.
+    nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
+    j["target_modules"] = {"down_proj"};
+    j["target_parameters"] = {"experts.gate_up_proj"};
+    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
+    auto back = read_peft_adapter(dir_, c);
+    EXPECT_EQ(back->config().targets, (std::vector<LoraTarget>{LoraTarget::kRouterDown, LoraTarget::kExpertGateUp}));
+    EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
+    j["lora_dropout"] = 0.1;
+    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
+    EXPECT_NE(error_of(c).find("\"lora_dropout\" = 0.1 is invalid"), std::string::npos) << error_of(c);
+    j["lora_dropout"] = 0.0;
+    j["target_parameters"] = {"gate_proj"};
+    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
+    EXPECT_NE(error_of(c).find("\"target_parameters\": LoRA target 'gate_proj' is not supported; allowed: "
+                               "mlp.experts.gate_up_proj, mlp.experts.down_proj"),
+              std::string::npos)
+        << error_of(c);
+  }
+  std::filesystem::remove_all(dir_);
+  {
+    // Both expert parameters, nested the other way round (down_proj inside): taken by their shapes.
+    LoraAdapters a(c, lora_config(0, kExperts));
+    randomize(a, 7);
+    write_peft_adapter(dir_, a, "base");
+    SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
+    SafetensorsWriter w;
+    std::vector<std::vector<float>> keep;
+    for (const std::string& name : st.names()) {
+      const SafetensorsTensorInfo& info = st.info(name);
+      keep.emplace_back(size_t(info.shape[0] * info.shape[1]));
+      st.read_f32(name, keep.back().data(), info.shape);
+      std::string swapped = name;
+      const std::string inner = ".experts.base_layer.", outer = ".experts.";
+      if (name.find(inner) != std::string::npos) {
+        swapped.replace(name.find(inner), inner.size(), outer);
+      } else {
+        swapped.replace(name.find(outer), outer.size(), inner);
+      }
+      w.add_f32(swapped, info.shape, keep.back().data());
+    }
+    w.write(dir_ + "/adapter_model.safetensors");
+    auto back = read_peft_adapter(dir_, c);
+    EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
+  }
 }
 
 }  // namespace

@@ -220,26 +220,34 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
 
 void ModelWorkspace::reserve_bf16_gemms() const { reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_); }
 
-void ModelWorkspace::enable_lora(const ZayaConfig& c, int64_t rank) {
+void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {
+  const int64_t rank = lora.rank;
   ZAYA_CHECK(rank >= 1, "LoRA rank {} must be >= 1", rank);
-  if (lora_rank_ == rank) return;
+  if (lora_rank_ == rank && lora_targets_ == lora.targets) return;
   const int64_t T = max_batch_ * max_seq_ / std::max(cp_size(), 1);
-  // Scratch for the widest adapter input (D for the fused rows, Q for o_proj) with dropout.
-  LoraShape widest;
-  widest.tokens = T;
-  widest.in = std::max(c.hidden, c.q_width());
-  widest.rank = rank;
-  widest.dropout = 0.5;
-  const int64_t per_block = int64_t(kLoraTargetCount) * int64_t(align_floats(size_t(T * rank)));
-  const int64_t scratch = lora_backward_scratch_floats(widest);
+  // Rows an expert target's branch may see: every routed row this rank's experts receive.
+  const int64_t X = expert_row_capacity(c, T, ep_ != nullptr ? ep_->size() : 1);
+  // Scratch for the widest adapter input with dropout (attention and router targets), and the routed rows.
+  int64_t scratch = 0;
+  for (LoraTarget t : lora.targets) {
+    LoraShape s;
+    s.tokens = lora_is_expert(t) ? X : T;
+    s.in = lora_slot(c, t).in;
+    s.rank = rank;
+    s.dropout = lora_is_expert(t) ? 0.0 : 0.5;
+    scratch = std::max(scratch, lora_backward_scratch_floats(s));
+  }
+  int64_t per_block = 0;
+  for (LoraTarget t : lora.targets) per_block += int64_t(align_floats(size_t((lora_is_expert(t) ? X : T) * rank)));
   lora_arena_.reset(size_t(c.num_blocks * per_block + int64_t(align_floats(size_t(scratch)))));
-  lora_.assign(size_t(c.num_blocks), AttentionLora{});
+  lora_.assign(size_t(c.num_blocks), BlockLora{});
   float* scratch_base = lora_arena_.carve(size_t(scratch));
   for (auto& l : lora_) {
-    for (auto& h : l.h_Tr) h = lora_arena_.carve(size_t(T * rank));
+    for (LoraTarget t : lora.targets) l.h[size_t(t)] = lora_arena_.carve(size_t((lora_is_expert(t) ? X : T) * rank));
     l.scratch = scratch_base;
   }
   lora_rank_ = rank;
+  lora_targets_ = lora.targets;
 }
 
 void ModelWorkspace::set_lora_dropout(bool on, uint64_t seed, uint64_t pass) {
@@ -289,7 +297,7 @@ void ModelWorkspace::recompute_half_layer(const ZayaModel& model, int64_t k, con
   recompute_stats_.reset(c.router_slots());
   const float* r_prev = (c.use_eda && l > 0) ? moe_router_state(l - 1) : nullptr;
   moe_block_forward(c, w.moe[l], model.balancing_biases()[l], moe_acts(l), moe_scratch_, shape_, x_TD_[k], r_prev,
-                    out_TD_[k], loss, recompute_stats_, ep_);
+                    out_TD_[k], loss, recompute_stats_, ep_, model.lora() != nullptr ? &lora_[size_t(l)] : nullptr);
 }
 
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids, const int32_t* targets,
@@ -345,9 +353,10 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   const LoraAdapters* lora = model.lora();
   if (lora != nullptr) {
     const LoraConfig& lc = lora->config();
-    ZAYA_CHECK(ws.lora_rank_ == lc.rank, "internal error: the workspace has no LoRA buffers for rank {}", lc.rank);
+    ZAYA_CHECK(ws.lora_rank_ == lc.rank && ws.lora_targets_ == lc.targets,
+               "internal error: the workspace has no LoRA buffers for rank {} and these targets", lc.rank);
     for (int64_t b = 0; b < c.num_blocks; ++b) {
-      AttentionLora& al = ws.lora_[size_t(b)];
+      BlockLora& al = ws.lora_[size_t(b)];
       al.weights = &lora->views()[size_t(b)];
       al.grads = nullptr;
       al.rank = lc.rank;
@@ -371,9 +380,9 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
                               ws.out_TD_[n], lora != nullptr ? &ws.lora_[size_t(n / 2)] : nullptr);
     } else {
       const int64_t l = n / 2;
-      parts.router_loss +=
-          moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_acts(l), ws.moe_scratch_, ws.shape_,
-                            ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n], loss, ws.routing_[l], ws.ep_);
+      parts.router_loss += moe_block_forward(c, w.moe[l], model.balancing_biases()[l], ws.moe_acts(l), ws.moe_scratch_,
+                                             ws.shape_, ws.x_TD_[n], c.use_eda ? r_prev : nullptr, ws.out_TD_[n], loss,
+                                             ws.routing_[l], ws.ep_, lora != nullptr ? &ws.lora_[size_t(l)] : nullptr);
       r_prev = ws.moe_router_state(l);
     }
     h = ws.out_TD_[n];
@@ -443,7 +452,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
       const int64_t l = k / 2;
       const float* r_prev = (c.use_eda && l > 0) ? ws.moe_router_state(l - 1) : nullptr;
       moe_block_backward(c, w.moe[l], g.moe[l], ws.moe_acts(l), ws.moe_scratch_, shape, ws.x_TD_[k], r_prev, ws.dh_TD_,
-                         ws.dx_TD_, loss, router_scale, ws.ep_);
+                         ws.dx_TD_, loss, router_scale, ws.ep_, lora ? &ws.lora_[size_t(l)] : nullptr);
     }
     rmsnorm_backward<float>(dres_prev, input_norm(g, k), ws.dx_TD_, ws.res_TD_[k], input_norm(w, k), ws.rstd_T_[k], T,
                             D);

@@ -92,8 +92,8 @@ class ZayaModel {
   uint16_t* bf16_weight_data() { return bf16_arena_.get(); }
 
   // LoRA (model/lora.h): the adapters the forward and backward passes add
-  // to the attention projections, unmerged (null: none). Borrowed: they
-  // must outlive their use here.
+  // to their targets (attention projections, router matrices, experts),
+  // unmerged (null: none). Borrowed: they must outlive their use here.
   void set_lora(const LoraAdapters* adapters) { lora_ = adapters; }
   const LoraAdapters* lora() const { return lora_; }
 
@@ -157,9 +157,9 @@ class ModelWorkspace {
   // Sizes the bf16 conversion scratch (ops/bf16_linear.h) for this
   // workspace's largest operands, so a bf16 step loop allocates nothing.
   void reserve_bf16_gemms() const;
-  // Buffers for running a model with LoRA adapters of this rank (kept
-  // adapter inputs, scratch); needed before a forward of such a model.
-  void enable_lora(const ZayaConfig& config, int64_t rank);
+  // Buffers for running a model with LoRA adapters of this rank and these
+  // targets (kept adapter inputs, scratch); needed before a forward of such a model.
+  void enable_lora(const ZayaConfig& config, const LoraConfig& lora);
   // LoRA dropout of the following forward passes (and their backward): on
   // with the mask of (seed, pass) (ops/lora_linear.h), or off (evaluation).
   // The caller gives every pass of a run its own number (step, micro-batch, rank).
@@ -214,8 +214,9 @@ class ModelWorkspace {
   float* dh_TD_ = nullptr;
   float* dx_TD_ = nullptr;
   Arena lora_arena_;
-  int64_t lora_rank_ = 0;            // rank the LoRA buffers were sized for (0: none)
-  std::vector<AttentionLora> lora_;  // per attention block, filled by each forward
+  int64_t lora_rank_ = 0;                 // rank the LoRA buffers were sized for (0: none)
+  std::vector<LoraTarget> lora_targets_;  // ... and targets
+  std::vector<BlockLora> lora_;           // per block (both half-layers), filled by each forward
   bool lora_dropout_ = false;
   uint64_t lora_seed_ = 0, lora_pass_ = 0;
 };

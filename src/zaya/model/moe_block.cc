@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "zaya/core/profiler.h"
+#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/routing.h"
 
 namespace zaya {
@@ -32,6 +33,47 @@ RouterShape router_shape(const ZayaConfig& c, int64_t tokens) {
 RouterLossOptions router_loss(const MoeLossOptions& loss, float grad_scale) {
   return {loss.switch_aux_coeff, loss.z_loss_coeff, grad_scale};
 }
+
+LoraTarget router_target(RouterMatrix m) {
+  switch (m) {
+    case RouterMatrix::kDown: return LoraTarget::kRouterDown;
+    case RouterMatrix::kMlp0: return LoraTarget::kRouterFc1;
+    case RouterMatrix::kMlp2: return LoraTarget::kRouterFc2;
+    case RouterMatrix::kMlp4: return LoraTarget::kRouterOut;
+  }
+  return LoraTarget::kRouterDown;
+}
+
+// The router's products with the block's router adapters (model/lora.h):
+// each product, then its branch y += s drop(x) A^T B^T (ops/lora_linear.h);
+// backward adds the branches' input and adapter gradients.
+class LoraRouterProducts final : public RouterProducts<float>, public RouterBranches<float> {
+ public:
+  LoraRouterProducts(const ZayaConfig& c, const MoeWeights& w, const BlockLora* lora)
+      : c_(c), arrays_(router_params<const float>(w)), lora_(lora) {}
+  void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
+    arrays_.apply(m, y_TO, x_TI, tokens, in, out);
+    const LoraTarget t = router_target(m);
+    if (lora_ == nullptr || !lora_->has(t)) return;
+    const LoraMatrices& a = (*lora_->weights)[size_t(t)];
+    lora_forward<float>(y_TO, lora_->h[size_t(t)], x_TI, a.a_rI, a.b_Or, lora_->shape(c_, t, tokens, out),
+                        lora_->scratch);
+  }
+  void backward(RouterMatrix m, float* dx_TI, const float* dy_TO, const float* x_TI, int64_t tokens, int64_t,
+                int64_t out) override {
+    const LoraTarget t = router_target(m);
+    if (lora_ == nullptr || !lora_->has(t)) return;
+    const LoraMatrices& a = (*lora_->weights)[size_t(t)];
+    const LoraMatrices& g = (*lora_->grads)[size_t(t)];
+    lora_backward<float>(dx_TI, g.a_rI, g.b_Or, dy_TO, x_TI, lora_->h[size_t(t)], a.a_rI, a.b_Or,
+                         lora_->shape(c_, t, tokens, out), lora_->scratch);
+  }
+
+ private:
+  const ZayaConfig& c_;
+  RouterArrayProducts<float> arrays_;
+  const BlockLora* lora_;
+};
 
 }  // namespace
 
@@ -75,12 +117,12 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S,
 
 double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* bias_N, MoeActs& a, MoeScratch& s,
                          const BatchShape& b, const float* x_TD, const float* r_prev_TR, float* out_TD,
-                         const MoeLossOptions& loss, RoutingStats& stats, Comm* ep) {
+                         const MoeLossOptions& loss, RoutingStats& stats, Comm* ep, const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), J = c.top_k;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
   const RouterWeights<float> rw = router_params<const float>(w);
-  RouterArrayProducts<float> products(rw);
+  LoraRouterProducts products(c, w, lora);
   RouterActs<float>& ra = a.router;
   const RouterLosses losses =
       router_forward<float>(rw, products, router_shape(c, T), x_TD, r_prev_TR, bias_N, ra, router_loss(loss, 1.0f));
@@ -105,27 +147,29 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
 
   // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
   build_expert_plan(a.plan, ra.choice_TJ, T, J);
-  experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep);
+  experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep, lora);
   combine_forward<float>(out_TD, a.experts.y_MD, x_TD, ra.gate_TJ, ra.choice_TJ, a.plan, T, J, D, c.skip_slot());
   return extra;
 }
 
 void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
                         const BatchShape& b, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
-                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep) {
+                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep,
+                        const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, J = c.top_k;
   ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
   zero(s.dgate_TJ, T * J);
   combine_backward<float>(s.dy_MD, s.dgate_TJ, dx_TD, dout_TD, a.experts.y_MD, x_TD, a.router.gate_TJ,
                           a.router.choice_TJ, a.plan, T, J, D, c.skip_slot());
-  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD);
+  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD, lora);
   scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 
   // ---- router: consumes the next layer's EDA carry and leaves there the previous layer's ----
+  LoraRouterProducts branches(c, w, lora);
   router_backward<float>(router_params<const float>(w), router_params<float>(g), router_shape(c, T), a.router, s.router,
                          x_TD, r_prev_TR, s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR,
-                         router_loss(loss, aux_grad_scale));
+                         router_loss(loss, aux_grad_scale), lora != nullptr ? &branches : nullptr);
 }
 
 }  // namespace zaya

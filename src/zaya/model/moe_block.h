@@ -13,6 +13,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/model/batch.h"
 #include "zaya/model/config.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/moe_experts.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/moe_dispatch.h"
@@ -62,15 +63,21 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_
 // out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
 // ep: expert-parallel group (null: one rank holds every expert).
 // Adds this layer's routing counts into stats; returns aux + z loss of the layer (0 if disabled).
+// lora: the block's adapters (model/lora.h): its router targets add their
+// branches to the router's products, its expert targets to each expert's
+// fc1 / fc2 (model/moe_experts.h); null: none.
 double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* balancing_bias_N, MoeActs& a,
                          MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
-                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep);
+                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep,
+                         const BlockLora* lora = nullptr);
 
 // Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
 // layer; zero it before the last layer) and leaves there the gradient for the previous one.
 // aux_grad_scale multiplies the gradient of this layer's aux and z losses.
+// lora: the forward's; adds into its adapters' gradients (lora->grads).
 void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
                         const BatchShape& shape, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
-                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep);
+                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep,
+                        const BlockLora* lora = nullptr);
 
 }  // namespace zaya

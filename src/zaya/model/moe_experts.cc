@@ -6,6 +6,7 @@
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 
 namespace zaya {
@@ -49,6 +50,13 @@ void exchange_rows(Comm& ep, const float* send, const std::vector<int64_t>& send
   s.exchange_seconds += now_seconds() - t0;
 }
 
+// Local expert e's adapter of target t (null matrices: not targeted).
+LoraMatrices expert_adapter(const std::array<LoraMatrices, kLoraTargetCount>* views, const MoeWeights& w, LoraTarget t,
+                            int64_t e) {
+  const LoraMatrices& m = (*views)[size_t(t)];
+  return m.a_rI == nullptr ? LoraMatrices{} : m.expert(w.expert_first + e);
+}
+
 }  // namespace
 
 void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep_ranks, Arena& arena) {
@@ -78,9 +86,11 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int6
 }
 
 void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
-                     ExpertScratch& s, Comm* ep) {
+                     ExpertScratch& s, Comm* ep, const BlockLora* lora) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   ExpertExchange& x = a.exchange;
+  const bool lora_up = lora != nullptr && lora->has(LoraTarget::kExpertGateUp);
+  const bool lora_down = lora != nullptr && lora->has(LoraTarget::kExpertDown);
   if (!distributed(ep)) {
     // One rank: plan order is expert-major already.
     for (int64_t e = 0; e < El; ++e) x.counts_WE[e] = plan.count(e);
@@ -116,16 +126,27 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     exchange_rows(*ep, s.send_MD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
     regroup(a.xe_XD, s.recv_XD, x, D, true);
   }
-  // One GEMM pair per local expert.
+  // One GEMM pair per local expert (and its adapters' branches, on the same rows).
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
-    if (n > 0) linear_forward<float>(a.h_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
+    if (n == 0) continue;
+    linear_forward<float>(a.h_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
+    if (!lora_up) continue;
+    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertGateUp, e);
+    lora_forward<float>(a.h_X2F + r0 * 2 * F, lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank,
+                        a.xe_XD + r0 * D, m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F),
+                        lora->scratch);
   }
   swiglu_forward<float>(a.act_XF, a.h_X2F, x.rows, F);
   float* ye = distributed(ep) ? s.ye_XD : a.y_MD;
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
-    if (n > 0) linear_forward<float>(ye + r0 * D, a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
+    if (n == 0) continue;
+    linear_forward<float>(ye + r0 * D, a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
+    if (!lora_down) continue;
+    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertDown, e);
+    lora_forward<float>(ye + r0 * D, lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, a.act_XF + r0 * F,
+                        m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);
@@ -134,9 +155,11 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
 }
 
 void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD) {
+                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD, const BlockLora* lora) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   const ExpertExchange& x = a.exchange;
+  const bool lora_up = lora != nullptr && lora->has(LoraTarget::kExpertGateUp);
+  const bool lora_down = lora != nullptr && lora->has(LoraTarget::kExpertDown);
   // Gradient of the expert outputs, expert-major.
   const float* dye = dy_MD;
   if (distributed(ep)) {
@@ -150,6 +173,12 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     std::memset(s.dact_XF + r0 * F, 0, sizeof(float) * n * F);
     linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
                            a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
+    if (!lora_down) continue;
+    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertDown, e);
+    const LoraMatrices gm = expert_adapter(lora->grads, w, LoraTarget::kExpertDown, e);
+    lora_backward<float>(s.dact_XF + r0 * F, gm.a_rI, gm.b_Or, dye + r0 * D, a.act_XF + r0 * F,
+                         lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, m.a_rI, m.b_Or,
+                         lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
   }
   std::memset(s.dh_X2F, 0, sizeof(float) * x.rows * 2 * F);
   swiglu_backward<float>(s.dh_X2F, s.dact_XF, a.h_X2F, x.rows, F);
@@ -160,6 +189,12 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     std::memset(dxe + r0 * D, 0, sizeof(float) * n * D);
     linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
                            s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
+    if (!lora_up) continue;
+    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertGateUp, e);
+    const LoraMatrices gm = expert_adapter(lora->grads, w, LoraTarget::kExpertGateUp, e);
+    lora_backward<float>(dxe + r0 * D, gm.a_rI, gm.b_Or, s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D,
+                         lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank, m.a_rI, m.b_Or,
+                         lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F), lora->scratch);
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);

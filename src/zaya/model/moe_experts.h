@@ -17,6 +17,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/dist/comm.h"
 #include "zaya/model/config.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/moe_dispatch.h"
 
@@ -64,12 +65,16 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens,
 
 // y_MD (in a.y_MD) = expert outputs for the rows of `plan` (x_TD rows routed to experts).
 // ep: the expert-parallel group, or null for one rank.
+// lora: the block's adapters (model/lora.h); with expert targets, each local
+// expert e (global w.expert_first + e) adds its own branch to its fc1 / fc2
+// over exactly its rows (lora->h keeps their x A^T, expert-major). Null: none.
 void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
-                     ExpertScratch& s, Comm* ep);
+                     ExpertScratch& s, Comm* ep, const BlockLora* lora = nullptr);
 
 // Given dy_MD (gradient of the plan-order outputs): adds the experts' weight
 // gradients into g (null views: frozen, skipped) and writes dxp_MD, the gradient of the plan-order inputs.
+// lora: as in the forward; adds into the local experts' adapter gradients (lora->grads).
 void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD);
+                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD, const BlockLora* lora = nullptr);
 
 }  // namespace zaya

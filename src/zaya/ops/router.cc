@@ -96,7 +96,7 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 template <typename T>
 void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& s, const RouterActs<T>& a,
                      RouterScratch<T>& sc, const T* x_TD, const T* r_prev_TR, const T* dgate_TJ, const T* dr_next_TR,
-                     T* dx_TD, T* dr_prev_TR, const RouterLossOptions& loss) {
+                     T* dx_TD, T* dr_prev_TR, const RouterLossOptions& loss, RouterBranches<T>* branches) {
   const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, J = s.top_k;
   // The gate is p[slot], so its gradient enters the softmax at that slot.
   zero(sc.dprobs_TN, Tn * N);
@@ -114,15 +114,18 @@ void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const R
   // The MLP.
   zero(sc.dg2_TR, Tn * R);
   linear_backward<T>(sc.dg2_TR, g.mlp4_NR, sc.dlogits_TN, a.g2_TR, w.mlp4_NR, Tn, R, N);
+  if (branches != nullptr) branches->backward(RouterMatrix::kMlp4, sc.dg2_TR, sc.dlogits_TN, a.g2_TR, Tn, R, N);
   zero(sc.du2_TR, Tn * R);
   gelu_backward<T>(sc.du2_TR, sc.dg2_TR, a.u2_TR, Tn * R);
   zero(sc.dg1_TR, Tn * R);
   linear_backward<T>(sc.dg1_TR, g.mlp2_RR, sc.du2_TR, a.g1_TR, w.mlp2_RR, Tn, R, R);
+  if (branches != nullptr) branches->backward(RouterMatrix::kMlp2, sc.dg1_TR, sc.du2_TR, a.g1_TR, Tn, R, R);
   column_sum<T>(g.mlp2_b_R, sc.du2_TR, Tn, R);
   zero(sc.du1_TR, Tn * R);
   gelu_backward<T>(sc.du1_TR, sc.dg1_TR, a.u1_TR, Tn * R);
   zero(sc.drn_TR, Tn * R);
   linear_backward<T>(sc.drn_TR, g.mlp0_RR, sc.du1_TR, a.rn_TR, w.mlp0_RR, Tn, R, R);
+  if (branches != nullptr) branches->backward(RouterMatrix::kMlp0, sc.drn_TR, sc.du1_TR, a.rn_TR, Tn, R, R);
   column_sum<T>(g.mlp0_b_R, sc.du1_TR, Tn, R);
   // The norm; dr starts from what the next MoE layer's EDA sends back.
   if (dr_next_TR != nullptr) {
@@ -144,6 +147,7 @@ void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const R
   }
   // The down projection.
   linear_backward<T>(dx_TD, g.down_RD, sc.dr_TR, x_TD, w.down_RD, Tn, D, R);
+  if (branches != nullptr) branches->backward(RouterMatrix::kDown, dx_TD, sc.dr_TR, x_TD, Tn, D, R);
   column_sum<T>(g.down_b_R, sc.dr_TR, Tn, R);
 }
 
@@ -157,9 +161,11 @@ template RouterLosses router_forward<double>(const RouterWeights<double>&, Route
                                              const RouterLossOptions&, bool);
 template void router_backward<float>(const RouterWeights<float>&, const RouterGrads<float>&, const RouterShape&,
                                      const RouterActs<float>&, RouterScratch<float>&, const float*, const float*,
-                                     const float*, const float*, float*, float*, const RouterLossOptions&);
+                                     const float*, const float*, float*, float*, const RouterLossOptions&,
+                                     RouterBranches<float>*);
 template void router_backward<double>(const RouterWeights<double>&, const RouterGrads<double>&, const RouterShape&,
                                       const RouterActs<double>&, RouterScratch<double>&, const double*, const double*,
-                                      const double*, const double*, double*, double*, const RouterLossOptions&);
+                                      const double*, const double*, double*, double*, const RouterLossOptions&,
+                                      RouterBranches<double>*);
 
 }  // namespace zaya

@@ -114,6 +114,22 @@ class RouterArrayProducts final : public RouterProducts<T> {
   RouterWeights<T> w_;
 };
 
+// Extra trained branches beside the four products (LoRA adapters,
+// model/moe_block.cc). Their forward goes through RouterProducts (the
+// products' owner adds them); router_backward calls backward() right after
+// each product's own backward, to add the branch's input gradient into dx_TI
+// (and its parameters' gradients wherever it keeps them). dy_TO and x_TI are
+// the product's output gradient and input.
+template <typename T>
+class RouterBranches {
+ public:
+  virtual void backward(RouterMatrix m, T* dx_TI, const T* dy_TO, const T* x_TI, int64_t tokens, int64_t in,
+                        int64_t out) = 0;
+
+ protected:
+  ~RouterBranches() = default;
+};
+
 // Fills a (see RouterActs). r_prev_TR: the previous MoE layer's a.r_TR, or
 // null (first MoE layer, or EDA off); EDA runs when it and w.states_scale_R
 // are both given. The products go through `products`; w's matrices are not
@@ -128,11 +144,11 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 // through the next MoE layer's EDA; null: none), adds into dx_TD and into
 // every gradient of g (states_scale_R only when EDA ran), and writes into
 // dr_prev_TR (if not null) the gradient of r_prev_TR, zeros when EDA did not
-// run. dr_prev_TR may be dr_next_TR.
+// run. dr_prev_TR may be dr_next_TR. branches: the products' extra branches (null: none).
 template <typename T>
 void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& shape,
                      const RouterActs<T>& a, RouterScratch<T>& scratch, const T* x_TD, const T* r_prev_TR,
                      const T* dgate_TJ, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
-                     const RouterLossOptions& loss = {});
+                     const RouterLossOptions& loss = {}, RouterBranches<T>* branches = nullptr);
 
 }  // namespace zaya

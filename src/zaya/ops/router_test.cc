@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zaya/ops/grad_check.h"
+#include "zaya/ops/matmul.h"
 #include "zaya/ops/routing.h"
 
 namespace zaya {
@@ -382,6 +383,66 @@ TEST(Router, GradientsMatchFiniteDifferences) {
     EXPECT_EQ(dx2, dx);
     EXPECT_EQ(g2, g);
   }
+}
+
+// A trained branch beside each product (what LoRA adds, model/moe_block.cc):
+// y += x V_m^T, added by the products in the forward and differentiated
+// through RouterBranches in the backward.
+class LinearBranches final : public RouterProducts<double>, public RouterBranches<double> {
+ public:
+  LinearBranches(const RouterWeights<double>& w, const std::vector<Vec>& v, std::vector<Vec>* g)
+      : arrays_(w), v_(v), g_(g) {}
+  void apply(RouterMatrix m, double* y_TO, const double* x_TI, int64_t tokens, int64_t in, int64_t out) override {
+    arrays_.apply(m, y_TO, x_TI, tokens, in, out);
+    linear_forward<double>(y_TO, x_TI, v_[size_t(m)].data(), tokens, in, out, true);
+  }
+  void backward(RouterMatrix m, double* dx_TI, const double* dy_TO, const double* x_TI, int64_t tokens, int64_t in,
+                int64_t out) override {
+    linear_backward<double>(dx_TI, (*g_)[size_t(m)].data(), dy_TO, x_TI, v_[size_t(m)].data(), tokens, in, out);
+  }
+
+ private:
+  RouterArrayProducts<double> arrays_;
+  const std::vector<Vec>& v_;
+  std::vector<Vec>* g_;
+};
+
+TEST(Router, BranchesGetTheirGradientsThroughTheChain) {
+  const Case k = cases()[1];  // EDA and a skip slot
+  Params p = random_params(k, 10);
+  Vec x = random_vector(k.T * k.D, 20), r_prev = random_vector(k.T * k.R, 30);
+  const Vec pgate = random_vector(k.T * k.K, 40), pr = random_vector(k.T * k.R, 50);
+  const std::vector<float> bias = zero_bias(k);
+  const int64_t sizes[4] = {k.R * k.D, k.R * k.R, k.R * k.R, k.N * k.R};
+  std::vector<Vec> v;
+  for (int m = 0; m < 4; ++m) v.push_back(random_vector(sizes[m], 60 + uint64_t(m), 0.3));
+  const std::vector<Vec> w = cast_all<double>(p);
+  auto run = [&](std::vector<Vec>* g, OpOut<double>& o) {
+    LinearBranches products(view<double>(w.data()), v, g);
+    RouterActs<double> a = o.acts();
+    router_forward<double>(view<double>(w.data()), products, k.shape(), x.data(), r_prev.data(), bias.data(), a);
+    return dot(o.gate, pgate) + dot(o.r, pr);
+  };
+  auto value = [&] {
+    OpOut<double> o = alloc_run<double>(k);
+    return run(nullptr, o);
+  };
+  std::vector<Vec> gv;
+  for (int m = 0; m < 4; ++m) gv.emplace_back(sizes[m], 0.0);
+  OpOut<double> o = alloc_run<double>(k);
+  run(&gv, o);
+  LinearBranches branches(view<double>(w.data()), v, &gv);
+  std::vector<Vec> g;
+  for (Vec* q : p.all()) g.emplace_back(q->size(), 0.0);
+  Vec dx(k.T * k.D, 0.0), dr_prev(k.T * k.R, 0.0);
+  Scratch scratch(k);
+  RouterScratch<double> sv = scratch.view();
+  router_backward<double>(view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(), r_prev.data(),
+                          pgate.data(), pr.data(), dx.data(), dr_prev.data(), {}, &branches);
+  const char* names[4] = {"down branch", "mlp0 branch", "mlp2 branch", "mlp4 branch"};
+  for (int m = 0; m < 4; ++m) testing::expect_gradient(names[m], v[size_t(m)], gv[size_t(m)], value);
+  testing::expect_gradient("x", x, dx, value);
+  testing::expect_gradient("r_prev", r_prev, dr_prev, value);
 }
 
 }  // namespace

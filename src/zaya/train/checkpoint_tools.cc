@@ -23,10 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// lora: the run's [lora] (a LoRA run's checkpoints hold the adapters, not the base).
 std::vector<std::vector<OfflineTensor>> offline_layout(const ZayaConfig& c, int dp, int ep, bool muon,
-                                                       bool with_optimizer) {
+                                                       bool with_optimizer, const LoraConfig& lora = {}) {
   std::vector<std::vector<OfflineTensor>> out;
-  for (const std::vector<StateTensor>& rank : mesh_state_tensors(c, dp, ep, muon, with_optimizer)) {
+  for (const std::vector<StateTensor>& rank : lora.enabled ? lora_mesh_state_tensors(c, lora, dp, ep, with_optimizer)
+                                                           : mesh_state_tensors(c, dp, ep, muon, with_optimizer)) {
     out.emplace_back();
     for (const StateTensor& t : rank) out.back().push_back({t.name, t.dtype, t.shape});
   }
@@ -45,7 +47,7 @@ std::string reshape_checkpoint(const std::string& in, const std::string& out_roo
   ZAYA_CHECK(config.model.experts % ep == 0, "--ep {} is invalid; allowed: a divisor of the expert count ({})", ep,
              config.model.experts);
   const bool with_optimizer = ck.meta().state.value("optimizer_state", false);
-  const auto layout = offline_layout(config.model, dp, ep, config.optim.use_muon, with_optimizer);
+  const auto layout = offline_layout(config.model, dp, ep, config.optim.use_muon, with_optimizer, config.lora);
   config.parallel.ep = ep;
   CheckpointMeta header = ck.meta();
   header.config_toml = train_config_to_toml(config);

@@ -10,6 +10,7 @@
 
 #include "zaya/core/test_util.h"
 #include "zaya/model/lora_peft.h"
+#include "zaya/train/checkpoint_tools.h"
 #include "zaya/train/train_job.h"
 #include "zaya/train/train_state.h"
 
@@ -19,15 +20,22 @@ namespace {
 using testing::TempDir;
 
 TrainConfig lora_job_config(const std::string& out_dir, const std::string& lora = "",
-                            const std::string& precision = "f32") {
+                            const std::string& precision = "f32", const std::string& dropout = "0.1") {
   return parse_train_config(
       "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
       "[train]\nseq_len = 16\nmicro_batch = 2\nsteps = 20\n[schedule]\nwarmup_steps = 0\nkind = \"constant\"\n"
       "[optim]\nlr = 0.01\n[checkpoint]\nasync = false\n"
-      "[lora]\nrank = 4\nalpha = 8\ndropout = 0.1\n" +
-          lora,
+      "[lora]\nrank = 4\nalpha = 8\ndropout = " +
+          dropout + "\n" + lora,
       "lora.toml", {"train.out_dir=" + out_dir, "train.precision=" + precision});
 }
+
+// Every target kind: the five attention projections, the router's four
+// matrices and both expert parameters (no dropout: expert targets refuse it).
+const char* kAllTargets =
+    "targets = [\"q_proj\", \"k_proj\", \"v_proj_current\", \"v_proj_delayed\", \"o_proj\", "
+    "\"mlp.gate.down_proj\", \"mlp.gate.router_mlp.fc1\", \"mlp.gate.router_mlp.fc2\", "
+    "\"mlp.gate.router_mlp.out_proj\", \"mlp.experts.gate_up_proj\", \"mlp.experts.down_proj\"]\n";
 
 TrainJobOptions options() {
   TrainJobOptions o;
@@ -145,6 +153,57 @@ TEST(LoraTraining, Bf16BaseIsHeldInBf16OnlyAndResumesBitForBit) {
     const StepResult x = job.train_step(), y = resumed.train_step();
     EXPECT_EQ(x.loss, y.loss) << "step " << 4 + i;
     EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << 4 + i;
+  }
+}
+
+// A LoRA run with expert and router targets (f32, and a frozen bf16 base):
+// every adapter moves, the base does not, the checkpoint holds the stacked
+// expert adapters with their moments, and a resume continues bit for bit.
+TEST(LoraTraining, ExpertAndRouterTargetsTrainAndResumeBitForBit) {
+  for (const char* precision : {"f32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    TempDir dir;
+    const TrainConfig config = lora_job_config(dir.file("run"), kAllTargets, precision, "0");
+    TrainJob job(config, options());
+    const LoraAdapters* lora = job.numerics().lora();
+    ASSERT_NE(lora, nullptr);
+    ASSERT_EQ(lora->config().targets.size(), size_t(kLoraTargetCount));
+    const ZayaModel& model = job.numerics().model();
+    const std::vector<float> base = base_values(model);
+    const std::vector<float> before = copy(lora->data(), lora->total_floats());
+    for (int i = 0; i < 3; ++i) job.train_step();
+    EXPECT_EQ(base, base_values(model)) << "a base weight changed";
+    // Every adapter tensor was stepped (the experts' A starts at zero, their B random, as PEFT's).
+    for (const ParamEntry& e : lora->table().entries()) {
+      bool moved = false;
+      for (int64_t i = 0; i < e.numel && !moved; ++i)
+        moved = lora->data()[e.offset + i] != before[size_t(e.offset + i)];
+      EXPECT_TRUE(moved) << e.name;
+    }
+    job.save_checkpoint(false);
+    const std::string ck = config.checkpoint_dir() + "/step_00000003";
+    const CheckpointReader reader = CheckpointReader::open(ck);
+    const auto& tensors = reader.meta().tensors;
+    const std::string a = lora_expert_a_name(config.model, 1, LoraTarget::kExpertGateUp);
+    EXPECT_EQ(a, "lora.model.layers.1.mlp.experts.gate_up_proj.A");
+    EXPECT_TRUE(tensors.count(a));
+    EXPECT_TRUE(tensors.count("optim.m." + lora_expert_b_name(config.model, 0, LoraTarget::kExpertDown)));
+    EXPECT_TRUE(tensors.count(peft_lora_b_name(config.model, 1, LoraTarget::kRouterOut)));
+    TrainJob resumed(config, options());
+    resumed.resume_from(reader);
+    // Reshaped offline for dp 2 x ep 2 (the adapters stay whole: rank 0's file), then resumed here.
+    const std::string reshaped_dir = reshape_checkpoint(ck, dir.file("reshaped"), 2, 2);
+    TrainJob reshaped(config, options());
+    reshaped.resume_from(CheckpointReader::open(reshaped_dir));
+    for (int i = 0; i < 3; ++i) {
+      const StepResult x = job.train_step(), y = resumed.train_step(), z = reshaped.train_step();
+      EXPECT_EQ(x.loss, y.loss) << "step " << 4 + i;
+      EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << 4 + i;
+      EXPECT_EQ(x.loss, z.loss) << "reshaped, step " << 4 + i;
+    }
+    const LoraAdapters &l1 = *job.numerics().lora(), &l2 = *resumed.numerics().lora();
+    EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), sizeof(float) * size_t(l1.total_floats())));
+    EXPECT_EQ(0, std::memcmp(l1.data(), reshaped.numerics().lora()->data(), sizeof(float) * size_t(l1.total_floats())));
   }
 }
 

@@ -79,4 +79,16 @@ std::vector<std::vector<StateTensor>> mesh_state_tensors(const ZayaConfig& c, in
   return out;
 }
 
+std::vector<std::vector<StateTensor>> lora_mesh_state_tensors(const ZayaConfig& c, const LoraConfig& lora, int dp,
+                                                              int ep, bool with_optimizer) {
+  ZAYA_CHECK(dp >= 1 && ep >= 1 && c.experts % ep == 0, "layout dp {} x ep {} does not fit {} experts", dp, ep,
+             c.experts);
+  const ParamTable adapters = lora_adapter_table(c, lora);
+  const ParamTable buffers(c, false);
+  std::vector<std::vector<StateTensor>> out(size_t(dp * ep));
+  for (int r = 0; r < dp * ep; ++r)
+    out[size_t(r)] = lora_state_tensors(c, adapters, buffers, r == 0, with_optimizer, StateUse::kWrite);
+  return out;
+}
+
 }  // namespace zaya

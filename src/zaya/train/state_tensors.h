@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "zaya/ckpt/format.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/params.h"
 
 namespace zaya {
@@ -68,5 +69,9 @@ bool is_optimizer_state_tensor(const std::string& name);
 // What every rank of a dp x ep mesh writes (offline reshape and import).
 std::vector<std::vector<StateTensor>> mesh_state_tensors(const ZayaConfig& config, int dp, int ep, bool muon,
                                                          bool with_optimizer);
+// The same for a LoRA run of these adapters (every rank holds all of them, the
+// experts' included: rank 0 writes everything, whatever the layout).
+std::vector<std::vector<StateTensor>> lora_mesh_state_tensors(const ZayaConfig& config, const LoraConfig& lora, int dp,
+                                                              int ep, bool with_optimizer);
 
 }  // namespace zaya

@@ -23,7 +23,10 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
                                        frozen_bf16 ? ParamStorage::kFrozenBf16 : ParamStorage::kF32);
   if (!frozen_bf16 || config.init_from.empty()) model_->init(config.run.seed);
   if (config.lora.enabled) {
-    // LoRA: the adapters are the only trained parameters (every rank holds all of them).
+    // LoRA: the adapters are the only trained parameters. Every rank holds all
+    // of them, expert adapters included (they are small): under expert
+    // parallelism a rank forms the gradients of its own experts' adapters
+    // only, and the world all-reduce below completes every one.
     lora_ = std::make_unique<LoraAdapters>(mc, config.lora);
     lora_->init(config.run.seed);
     model_->set_lora(lora_.get());
@@ -64,7 +67,7 @@ void StepNumerics::rebuild_workspace() {
       config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
       mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"));
   if (bf16_) workspace_->reserve_bf16_gemms();
-  if (lora_) workspace_->enable_lora(config_.model, lora_->config().rank);
+  if (lora_) workspace_->enable_lora(config_.model, lora_->config());
   // Every micro-batch of a step (compute_gradients draws them all first).
   ids_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
   targets_.assign(size_t(run.micro_batch * run.seq_len * run.grad_accum), 0);
@@ -132,7 +135,8 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
                    overlap ? &layer_done_ : nullptr, lora_ ? &lora_grads_ : nullptr);
   }
   if (sync_) sync_->finish();
-  // LoRA: the adapters' gradients summed over every rank (they are replicated, like the dense weights).
+  // LoRA: the adapters' gradients summed over every rank (they are replicated, like the dense weights; an
+  // expert adapter's gradient comes from the one rank of each ep group that holds the expert).
   if (lora_ && distributed_) {
     ZAYA_PROFILE_SCOPE("train.lora_grad_reduce");
     mesh_.world().all_reduce(lora_grad_arena_.data(), lora_grad_arena_.data(), size_t(lora_->total_floats()),

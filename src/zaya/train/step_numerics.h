@@ -55,6 +55,9 @@ class StepNumerics {
   // A LoRA run ([lora]): the adapters the optimizer trains (the base weights
   // stay frozen and are not stepped); null otherwise.
   const LoraAdapters* lora() const { return lora_.get(); }
+  LoraAdapters* lora() { return lora_.get(); }
+  // Their gradients of the last compute_gradients (summed over the world; laid out as lora()->data()).
+  const float* lora_gradients() const { return lora_grad_arena_.data(); }
   // The base parameters' gradients (null in a LoRA run: the base is frozen and
   // gets none, model/weights.h) and their bytes (0 then).
   float* gradients() { return grad_arena_.data(); }

@@ -193,6 +193,29 @@ TEST(TrainJob, RecomputedStepLoopDoesNotAllocate) {
   }
 }
 
+// A LoRA run on every target kind (router matrices and experts too), with
+// recomputation, on a frozen bf16 base, or with dropout on the attention and
+// router adapters: the adapters' buffers are preallocated, nothing allocated.
+TEST(TrainJob, LoraStepLoopDoesNotAllocate) {
+  const std::string every =
+      "[lora]\nrank = 4\ntargets = [\"q_proj\", \"o_proj\", \"mlp.gate.down_proj\", \"mlp.gate.router_mlp.fc1\", "
+      "\"mlp.gate.router_mlp.fc2\", \"mlp.gate.router_mlp.out_proj\", \"mlp.experts.gate_up_proj\", "
+      "\"mlp.experts.down_proj\"]\n";
+  const std::string router_dropout =
+      "[lora]\nrank = 4\ndropout = 0.1\ntargets = [\"k_proj\", \"mlp.gate.down_proj\", "
+      "\"mlp.gate.router_mlp.out_proj\"]\n";
+  for (const std::string& extra : {every, "recompute = \"full\"\n" + every, "precision = \"bf16\"\n" + every,
+                                   "recompute = \"moe\"\n" + router_dropout}) {
+    TrainJob t(synthetic_config(4, 2, extra), quiet());
+    ASSERT_NE(t.numerics().lora(), nullptr);
+    t.train_step();
+    t.train_step();
+    const long before = testing::allocation_count();
+    for (int i = 0; i < 2; ++i) t.train_step();
+    EXPECT_EQ(testing::allocation_count() - before, 0) << extra;
+  }
+}
+
 // Training with recomputation is training without it, bit for bit: the same
 // losses and, after updates that moved the balancing biases (routing counted
 // once per micro-batch), the same parameters; with a smaller workspace.

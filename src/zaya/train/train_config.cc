@@ -49,11 +49,17 @@ LoraConfig parse_lora(const toml::table* table, const std::string& source) {
   l.rank = s.get_int("rank", l.rank, 1, 4096);
   l.alpha = s.get_double("alpha", l.alpha, 0.0, 1e6, true);
   l.dropout = s.get_double("dropout", l.dropout, 0.0, 0.99);
-  std::vector<std::string> allowed, names;
-  for (LoraTarget t : l.targets) allowed.emplace_back(lora_target_name(t));
-  names = s.get_string_list("targets", allowed, allowed);
+  std::vector<std::string> defaults, allowed, names;
+  for (LoraTarget t : l.targets) defaults.emplace_back(lora_target_name(t));
+  for (LoraTarget t : all_lora_targets()) allowed.emplace_back(lora_target_name(t));
+  names = s.get_string_list("targets", defaults, allowed);
   l.targets.clear();
   for (const std::string& n : names) l.targets.push_back(parse_lora_target(n, source));
+  // PEFT's ParamWrapper, which applies an adapter to a stacked expert parameter, has no dropout.
+  if (l.has_expert_targets() && l.dropout > 0)
+    s.forbid("dropout",
+             "dropout must be 0 with expert targets (mlp.experts.*): PEFT applies those with its ParamWrapper, which "
+             "has no lora_dropout");
   l.train_biases = s.get_bool("train_biases", l.train_biases);
   s.finish(kLoraKeys);
   return l;

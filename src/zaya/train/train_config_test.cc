@@ -186,6 +186,24 @@ TEST(TrainConfig, LoraSectionParsesRoundTripsAndNamesBadValues) {
                    "v_proj_delayed, o_proj"),
             std::string::npos)
       << e;
+  // Router and expert targets by their native module paths; expert targets refuse dropout, by name.
+  TrainConfig moe = parse_train_config(std::string(kMinimal) +
+                                           "[lora]\ntargets = [\"mlp.gate.router_mlp.fc1\", "
+                                           "\"mlp.experts.down_proj\", \"o_proj\"]\n",
+                                       "ok.toml");
+  EXPECT_EQ(moe.lora.targets,
+            (std::vector<LoraTarget>{LoraTarget::kRouterFc1, LoraTarget::kExpertDown, LoraTarget::kO}));
+  EXPECT_EQ(parse_train_config(train_config_to_toml(moe), "again.toml").lora.targets, moe.lora.targets);
+  e = config_error_of(std::string(kMinimal) + "[lora]\ndropout = 0.5\ntargets = [\"mlp.experts.gate_up_proj\"]\n");
+  EXPECT_NE(e.find("bad.toml:4: lora.dropout = 0.5 is not allowed here: dropout must be 0 with expert targets "
+                   "(mlp.experts.*)"),
+            std::string::npos)
+      << e;
+  e = config_error_of(std::string(kMinimal) + "[lora]\ntargets = [\"gate_up_proj\"]\n");
+  EXPECT_NE(e.find("mlp.gate.down_proj, mlp.gate.router_mlp.fc1, mlp.gate.router_mlp.fc2, "
+                   "mlp.gate.router_mlp.out_proj, mlp.experts.gate_up_proj, mlp.experts.down_proj"),
+            std::string::npos)
+      << e;
   e = config_error_of(std::string(kMinimal) + "[lora]\nrank = 0\n");
   EXPECT_NE(e.find("lora.rank = 0 is invalid; allowed: an integer in 1..4096"), std::string::npos) << e;
   e = config_error_of(std::string(kMinimal) + "[lora]\ndropout = 1.0\n");
