@@ -32,9 +32,9 @@ namespace {
 
 using testing::world;
 
-constexpr int64_t kBatch = 2;
+constexpr int64_t kLoraBatch = 2;
 
-TrainConfig config_for(int64_t micro_batch) {
+TrainConfig lora_config_for(int64_t micro_batch) {
   return parse_train_config(
       "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
       "[train]\nseq_len = 16\nsteps = 4\n[optim]\nlr = 0.01\n"
@@ -58,7 +58,7 @@ void randomize(LoraAdapters& a) {
 TEST(LoraExpertParallel, AdapterGradientsAreThoseOfOneProcess) {
   const int W = world().size();
   const int ep = W % 2 == 0 ? 2 : 1;
-  const TrainConfig mesh_config = config_for(kBatch), one_config = config_for(kBatch * W);
+  const TrainConfig mesh_config = lora_config_for(kLoraBatch), one_config = lora_config_for(kLoraBatch * W);
   ProcessMesh mesh(world().split(0, world().rank(), "lora_ep"), ep);
   ProcessMesh one_mesh(make_self_comm(), 1);
   StepNumerics dist(mesh_config, mesh), one(one_config, one_mesh);
@@ -71,8 +71,8 @@ TEST(LoraExpertParallel, AdapterGradientsAreThoseOfOneProcess) {
   double worst = 0;
   for (int step = 0; step < 2; ++step) {  // two global batches; no update between them (lr 0)
     SyntheticBatchSource dist_data(512, 5), one_data(512, 5);
-    dist_data.set_state({5, 0, uint64_t(step * kBatch * W)});
-    one_data.set_state({5, 0, uint64_t(step * kBatch * W)});
+    dist_data.set_state({5, 0, uint64_t(step * kLoraBatch * W)});
+    one_data.set_state({5, 0, uint64_t(step * kLoraBatch * W)});
     StepResult rd, r1;
     dist.compute_gradients(dist_data, rd);
     dist.reduce_totals(rd);

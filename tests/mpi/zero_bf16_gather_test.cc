@@ -23,7 +23,7 @@ namespace {
 
 using testing::world;
 
-TrainConfig config_for(const std::string& gather) {
+TrainConfig gather_config_for(const std::string& gather) {
   return parse_train_config(
       "[model]\npreset = \"tiny\"\nnum_blocks = 2\nvocab_size = 512\n[data]\ndir = \"-\"\n"
       "[train]\nseq_len = 32\nmicro_batch = 2\nsteps = 4\nprecision = \"bf16\"\n",
@@ -32,7 +32,7 @@ TrainConfig config_for(const std::string& gather) {
 
 TEST(ZeroBf16Gather, FillsTheBf16CopyWithTheRoundedFloat32Gather) {
   const int W = world().size();
-  const TrainConfig f32_config = config_for("f32"), bf16_config = config_for("bf16");
+  const TrainConfig f32_config = gather_config_for("f32"), bf16_config = gather_config_for("bf16");
   ProcessMesh f32_mesh(world().split(0, world().rank(), "zero_f32_gather"), 1);
   ProcessMesh bf16_mesh(world().split(0, world().rank(), "zero_bf16_gather"), 1);
   StepNumerics a(f32_config, f32_mesh), b(bf16_config, bf16_mesh);
