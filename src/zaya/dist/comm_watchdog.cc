@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "zaya/core/error.h"
-#include "zaya/core/timer.h"
 
 namespace zaya {
 
@@ -21,39 +21,80 @@ CommWatchdog::~CommWatchdog() {
   thread_.join();
 }
 
+namespace {
+
+// CLOCK_MONOTONIC_COARSE: the kernel's tick-resolution clock, read from the
+// vDSO without the TSC arithmetic; plenty for deadlines of a second or more.
+double coarse_now_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// The coarse clock's resolution: a call is reported only once it has
+// certainly run past its timeout.
+double coarse_resolution_seconds() {
+  timespec ts{};
+  clock_getres(CLOCK_MONOTONIC_COARSE, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+}  // namespace
+
 void CommWatchdog::arm(int slot, double timeout_seconds, const char* what, const std::string& comm, int rank,
                        int size) {
   ZAYA_ASSERT(slot >= 0 && slot < kSlots && timeout_seconds > 0);
-  const double now = now_seconds();
-  std::lock_guard<std::mutex> lock(mutex_);
-  slots_[slot] = Slot{true, now, timeout_seconds, what, &comm, rank, size};
-  tick_ = std::clamp(timeout_seconds / 10, 0.001, tick_);
-  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  Slot& s = slots_[slot];
+  const uint64_t q = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(q + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.since.store(coarse_now_seconds(), std::memory_order_relaxed);
+  s.timeout.store(timeout_seconds, std::memory_order_relaxed);
+  s.what.store(what, std::memory_order_relaxed);
+  s.comm.store(&comm, std::memory_order_relaxed);
+  s.rank.store(rank, std::memory_order_relaxed);
+  s.size.store(size, std::memory_order_relaxed);
+  s.armed.store(true, std::memory_order_relaxed);
+  s.seq.store(q + 2, std::memory_order_release);
+  const double tick = std::max(0.001, timeout_seconds / 10);
+  if (tick < tick_.load(std::memory_order_relaxed)) tick_.store(tick, std::memory_order_relaxed);
+  std::call_once(started_, [this] { thread_ = std::thread([this] { loop(); }); });
 }
 
 void CommWatchdog::disarm(int slot) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  slots_[slot].armed = false;
+  Slot& s = slots_[slot];
+  const uint64_t q = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(q + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.armed.store(false, std::memory_order_relaxed);
+  s.seq.store(q + 2, std::memory_order_release);
 }
 
-int CommWatchdog::expired() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return expired_;
-}
+int CommWatchdog::expired() const { return expired_.load(std::memory_order_acquire); }
 
 void CommWatchdog::loop() {
+  const double resolution = coarse_resolution_seconds();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::duration<double>(tick_), [this] { return stop_; });
+    cv_.wait_for(lock, std::chrono::duration<double>(tick_.load(std::memory_order_relaxed)), [this] { return stop_; });
     if (stop_) break;
-    const double now = now_seconds();
+    const double now = coarse_now_seconds();
     for (Slot& s : slots_) {
-      if (!s.armed || now - s.since <= s.timeout) continue;
-      s.armed = false;  // reported once
-      ++expired_;
+      const uint64_t q = s.seq.load(std::memory_order_acquire);
+      if (q % 2 == 1 || q == s.reported) continue;  // being written, or this arming was reported
+      const bool armed = s.armed.load(std::memory_order_relaxed);
+      const double since = s.since.load(std::memory_order_relaxed), timeout = s.timeout.load(std::memory_order_relaxed);
+      const char* what = s.what.load(std::memory_order_relaxed);
+      const std::string* comm = s.comm.load(std::memory_order_relaxed);
+      const int rank = s.rank.load(std::memory_order_relaxed), size = s.size.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (s.seq.load(std::memory_order_relaxed) != q) continue;  // rewritten while read
+      if (!armed || now - since <= timeout + resolution) continue;
+      s.reported = q;
+      expired_.fetch_add(1, std::memory_order_release);
       const std::string message = fmt::format(
           "{} on communicator '{}' (rank {} of {}) did not complete within {} s: a rank is missing, hung or failed",
-          s.what, *s.comm, s.rank, s.size, s.timeout);
+          what, *comm, rank, size, timeout);
       lock.unlock();
       on_expired_(message);
       lock.lock();
