@@ -10,9 +10,11 @@
 // bandwidth; the kernel streams each weight row once per block of up to four
 // tokens (a block of rows stays in L1 while the token blocks pass over it),
 // widens bf16 to f32 exactly (a 16-bit shift) and accumulates with FMAs, so a
-// bf16 weight gives the same result as its f32 widening up to summation order;
-// an int8 block is widened exactly and multiplied by its scale before the FMAs.
-// AVX-512 where the compiler targets it, a portable loop otherwise.
+// bf16 weight gives the same result as its f32 widening up to summation order.
+// AVX-512 where the compiler targets it, a portable loop otherwise. int8
+// weights go to ops/matvec_q8.h: the activations are quantized to int8 blocks
+// too and the blocks' dot products are integer (AVX512-VNNI where the CPU has
+// it), so kI8 computes the Q8_0 x Q8_0 product defined there.
 
 #include <cstdint>
 
@@ -32,7 +34,8 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t row_begin, 
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
             float* y, int64_t ldy, bool accumulate);
 
-// The loop-nest reference (double accumulation) for tests.
+// The loop-nest reference (double accumulation) for tests; kI8: matvec_q8_reference
+// on the quantized activations.
 void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,
                       int64_t tokens, float* y, int64_t ldy, bool accumulate);
 
