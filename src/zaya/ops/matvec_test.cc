@@ -21,7 +21,8 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 // Every token count (tile shapes 1..4 and their remainders), row counts that
 // leave remainders of the 8- and 4-row tiles, `in` with and without a 16-lane
 // tail, strided x and y, accumulation, bf16, f32 and int8 weights (Q8_0
-// blocks, rows of a multiple of 32): all against the double-accumulating loop.
+// blocks, rows of a multiple of 32; the activations quantized as
+// ops/matvec_q8.h does): all against the double-accumulating loop.
 TEST(Matvec, MatchesReferenceForAllShapes) {
   for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kI8})
     for (int64_t in : {1, 15, 16, 32, 37, 64, 96, 200, 224})
@@ -60,7 +61,9 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
         }
 }
 
-// The reference itself reads Q8_0 as ggml does: element i of a block is d * q[i].
+// The reference itself reads Q8_0 as ggml does: element i of a block is
+// d * q[i]. The activations here are each their block's largest magnitude, so
+// they quantize to +-127 with d = |x| / 127 and come back up to float rounding.
 TEST(Matvec, Q8ReferenceIsBlockScaleTimesQuant) {
   std::vector<uint8_t> w(size_t(2 * q8_0_row_bytes(64)), 0);
   // Row 0: block 0 d = 0.5 (f16 0x3800), q[3] = 4; block 1 d = 2 (0x4000), q[0] = -3.
