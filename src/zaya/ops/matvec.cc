@@ -143,7 +143,7 @@ int64_t weight_row_bytes(WeightType t, int64_t cols) {
 void weight_row_f32(WeightType t, const void* w, int64_t cols, int64_t row, float* dst) {
   const uint8_t* src = static_cast<const uint8_t*>(w) + row * weight_row_bytes(t, cols);
   if (t == WeightType::kI8) {
-    dequantize_q8_0(src, cols, dst);
+    dequantize_q8_0_split(src, cols, dst);
   } else if (t == WeightType::kBF16) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(src);
     for (int64_t i = 0; i < cols; ++i) dst[i] = bf16_to_float(p[i]);

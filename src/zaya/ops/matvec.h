@@ -2,9 +2,9 @@
 // Matrix-vector products for inference: y_TO = x_TI W_OI^T for a few tokens
 // (decode steps, T <= a few dozen), with W in nn.Linear layout [out, in] stored
 // as float32, bfloat16 (raw bit patterns, e.g. straight from a memory-mapped
-// safetensors file) or int8 in ggml's Q8_0 blocks (core/q8_0.h: each row is
-// in / 32 blocks of an f16 scale and 32 int8, `in` a multiple of 32), and
-// activations and accumulation in float32.
+// safetensors file) or int8 in ggml's Q8_0 blocks regrouped per row
+// (core/q8_0.h, the split layout: a row's `in` int8 values, then its in / 32
+// f16 scales; `in` a multiple of 32), and activations and accumulation in float32.
 //
 // Decode reads every active weight once per step, so it is bound by memory
 // bandwidth; the kernel streams each weight row once per block of up to four
@@ -20,7 +20,7 @@
 
 namespace zaya {
 
-// kI8: int8 in Q8_0 blocks (core/q8_0.h).
+// kI8: int8 Q8_0 rows in the split layout (core/q8_0.h).
 enum class WeightType { kF32, kBF16, kI8 };
 
 // Rows [row_begin, row_end) of y_TO = x_TI W^T on the calling thread.

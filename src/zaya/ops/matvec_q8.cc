@@ -64,17 +64,18 @@ void rows_portable(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations
     for (int64_t t = 0; t < xq.tokens(); ++t) {
       const Q8ActivationPair* xp = xq.row(t);
       float s = 0;
+      const uint8_t* row = w + r * row_bytes;  // split layout: values, then scales (core/q8_0.h)
       for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = w + r * row_bytes + b * kQ8BlockBytes;
+        const uint8_t* qw = row + b * kQ8Block;
         const int8_t* qx = xp[b / 2].q + 32 * (b % 2);
         // Summed in 64 bits: GCC 12 -O2/-O3 with AVX512-VNNI vectorizes the
         // 32-bit sum of int32_t(int8_t(byte)) * int8 products into vpdpbusd,
         // which reads the weights as unsigned (wrong results; the test
         // MatvecQ8.UnitScalesGiveTheExactIntegerDot catches it).
         int64_t dot = 0;
-        for (int i = 0; i < 32; ++i) dot += int64_t(int8_t(blk[2 + i])) * qx[i];
+        for (int i = 0; i < 32; ++i) dot += int64_t(int8_t(qw[i])) * qx[i];
         uint16_t h;
-        std::memcpy(&h, blk, 2);
+        std::memcpy(&h, row + xq.in() + 2 * b, 2);
         s += f16_to_float(h) * xp[b / 2].d[8 * (b % 2)] * float(dot);
       }
       float* dst = y + t * ldy + r;
@@ -124,44 +125,47 @@ ZAYA_TARGET_VNNI void quantize_pair_vnni(const float* x, int nblocks, Q8Activati
   _mm512_store_si512(reinterpret_cast<__m512i*>(p.corr), _mm512_sub_epi32(_mm512_setzero_si512(), sums));
 }
 
-// 16 weight scales: lanes 0-7 block blk's, 8-15 the next block's (or zeros).
-ZAYA_TARGET_VNNI inline __m512 block_scales(const uint8_t* blk, bool second) {
-  uint16_t h0, h1 = 0;
-  std::memcpy(&h0, blk, 2);
-  if (second) std::memcpy(&h1, blk + kQ8BlockBytes, 2);
-  const __m256i h =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(short(h0))), _mm_set1_epi16(short(h1)), 1);
-  return _mm512_cvtph_ps(h);
-}
-
-// R weight rows x TT tokens. Per pair of blocks (64 weights) and row: the
-// weights loaded once with their sign bit flipped (qw + 128 as unsigned) and
-// their two scales widened; per token one vpdpbusd started at the token's
-// correction (the exact integer dot of 4 products per lane), one conversion
-// and one FMA with the product of the scales.
+// R weight rows x TT tokens over split rows (core/q8_0.h: a row's values, then
+// its scales). Per pair of blocks (64 weights) and row: the values loaded with
+// one instruction and their sign bit flipped (qw + 128 as unsigned), the two
+// scales taken from the row's 16 widened ones (one vpermps); per token one
+// vpdpbusd started at the token's correction (the exact integer dot of 4
+// products per lane), one conversion and one FMA with the product of the scales.
 template <int R, int TT>
-ZAYA_TARGET_VNNI inline void tile_vnni(const uint8_t* w, int64_t row_bytes, int64_t blocks, const Q8ActivationPair* x,
+ZAYA_TARGET_VNNI inline void tile_vnni(const uint8_t* w, int64_t row_bytes, int64_t in, const Q8ActivationPair* x,
                                        int64_t x_stride, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = in / kQ8Block, full = blocks / 2;
   __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(char(0x80));
+  // Lanes 0-7 pick scale 2j, lanes 8-15 scale 2j + 1 of a row's 16 widened scales.
+  const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i next_pair = _mm512_set1_epi32(2);
   // The next tile's rows follow this one's: fetch them one tile ahead, spread
   // over this tile's pairs (a row of `small` is 0.5-1 KB, too short for the
   // hardware prefetcher to lock on).
   constexpr int kLinesPerPair = (R * 2 * int(kQ8BlockBytes) + 63) / 64;
   const uint8_t* next = w + R * row_bytes;
-  const int64_t full = blocks / 2;
-  for (int64_t p = 0; p < full; ++p) {
+  __m512 scales[R];
+  __m512i pick = first_pair;
+  for (int64_t p = 0; p < (blocks + 1) / 2; ++p) {
     const uint8_t* pf = next + p * R * 2 * kQ8BlockBytes;
     for (int l = 0; l < kLinesPerPair; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T0);
+    if (p % 8 == 0) {  // the scales of blocks 2p .. 2p + 15, f16 -> f32 (fewer at the row's end: zeros)
+      const int64_t left = blocks - 2 * p;
+      const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+      for (int r = 0; r < R; ++r)
+        scales[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + r * row_bytes + in + 4 * p));
+      pick = first_pair;
+    }
     for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = w + r * row_bytes + p * 2 * kQ8BlockBytes;
-      const __m512i wq = _mm512_xor_si512(
-          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))),
-                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kQ8BlockBytes + 2)), 1),
-          flip);
-      const __m512 dw = block_scales(blk, true);
+      const uint8_t* q = w + r * row_bytes + 64 * p;
+      // The last block alone (an odd count): the upper half zeros, as the activations' is.
+      const __m512i raw = p < full ? _mm512_loadu_si512(q)
+                                   : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
+      const __m512i wq = _mm512_xor_si512(raw, flip);
+      const __m512 dw = _mm512_permutexvar_ps(pick, scales[r]);
       for (int t = 0; t < TT; ++t) {
         const Q8ActivationPair& xp = x[t * x_stride + p];
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(reinterpret_cast<const __m512i*>(xp.corr)), wq,
@@ -169,20 +173,7 @@ ZAYA_TARGET_VNNI inline void tile_vnni(const uint8_t* w, int64_t row_bytes, int6
         acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_load_ps(xp.d)), acc[r][t]);
       }
     }
-  }
-  if (blocks % 2 != 0) {  // the last block alone: its pair's upper half is zeros on both sides
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = w + r * row_bytes + full * 2 * kQ8BlockBytes;
-      const __m512i wq =
-          _mm512_xor_si512(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))), flip);
-      const __m512 dw = block_scales(blk, false);
-      for (int t = 0; t < TT; ++t) {
-        const Q8ActivationPair& xp = x[t * x_stride + full];
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(reinterpret_cast<const __m512i*>(xp.corr)), wq,
-                                                _mm512_load_si512(reinterpret_cast<const __m512i*>(xp.q)));
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_load_ps(xp.d)), acc[r][t]);
-      }
-    }
+    pick = _mm512_add_epi32(pick, next_pair);
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TT; ++t) {
@@ -194,19 +185,18 @@ ZAYA_TARGET_VNNI inline void tile_vnni(const uint8_t* w, int64_t row_bytes, int6
 
 // Rows [r0, r1) for a block of TT tokens.
 template <int TT>
-ZAYA_TARGET_VNNI void rows_for_tokens_vnni(const uint8_t* w, int64_t row_bytes, int64_t blocks, int64_t r0, int64_t r1,
+ZAYA_TARGET_VNNI void rows_for_tokens_vnni(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
                                            const Q8ActivationPair* x, int64_t x_stride, float* y, int64_t ldy,
                                            bool accumulate) {
   constexpr int R = TT == 1 ? 8 : 4;
   int64_t r = r0;
-  for (; r + R <= r1; r += R)
-    tile_vnni<R, TT>(w + r * row_bytes, row_bytes, blocks, x, x_stride, y + r, ldy, accumulate);
-  for (; r < r1; ++r) tile_vnni<1, TT>(w + r * row_bytes, row_bytes, blocks, x, x_stride, y + r, ldy, accumulate);
+  for (; r + R <= r1; r += R) tile_vnni<R, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
+  for (; r < r1; ++r) tile_vnni<1, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
 }
 
 ZAYA_TARGET_VNNI void rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y,
                                 int64_t ldy, bool accumulate) {
-  const int64_t blocks = xq.in() / kQ8Block, row_bytes = q8_0_row_bytes(xq.in()), stride = xq.pairs();
+  const int64_t in = xq.in(), row_bytes = q8_0_row_bytes(in), stride = xq.pairs();
   const int64_t tokens = xq.tokens();
   // Blocks of rows outside, token blocks inside: a block of 8 rows stays in L1
   // while every token block passes over it (batched decode reads each weight once).
@@ -217,10 +207,10 @@ ZAYA_TARGET_VNNI void rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const 
       const Q8ActivationPair* xt = xq.row(t);
       float* yt = y + t * ldy;
       switch (std::min<int64_t>(4, tokens - t)) {
-        case 1: rows_for_tokens_vnni<1>(w, row_bytes, blocks, rb, re, xt, stride, yt, ldy, accumulate); break;
-        case 2: rows_for_tokens_vnni<2>(w, row_bytes, blocks, rb, re, xt, stride, yt, ldy, accumulate); break;
-        case 3: rows_for_tokens_vnni<3>(w, row_bytes, blocks, rb, re, xt, stride, yt, ldy, accumulate); break;
-        default: rows_for_tokens_vnni<4>(w, row_bytes, blocks, rb, re, xt, stride, yt, ldy, accumulate); break;
+        case 1: rows_for_tokens_vnni<1>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
+        case 2: rows_for_tokens_vnni<2>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
+        case 3: rows_for_tokens_vnni<3>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
+        default: rows_for_tokens_vnni<4>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
       }
     }
   }
@@ -324,11 +314,11 @@ void matvec_q8_reference(const uint8_t* w, int64_t out, const Q8Activations& xq,
     for (int64_t r = 0; r < out; ++r) {
       double s = 0;
       for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = w + r * row_bytes + b * kQ8BlockBytes;
+        const uint8_t* row = w + r * row_bytes;  // split layout (core/q8_0.h)
         int64_t dot = 0;
-        for (int64_t i = 0; i < 32; ++i) dot += int64_t(int8_t(blk[2 + i])) * xq.value(t, 32 * b + i);
+        for (int64_t i = 0; i < 32; ++i) dot += int64_t(int8_t(row[32 * b + i])) * xq.value(t, 32 * b + i);
         uint16_t h;
-        std::memcpy(&h, blk, 2);
+        std::memcpy(&h, row + xq.in() + 2 * b, 2);
         s += double(f16_to_float(h)) * double(xq.scale(t, b)) * double(dot);
       }
       float* dst = y + t * ldy + r;

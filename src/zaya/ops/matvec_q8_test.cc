@@ -22,13 +22,15 @@ std::vector<float> randn(int64_t n, uint64_t seed, float scale = 1.0f) {
   return v;
 }
 
-// Q8_0 rows from random values, a different magnitude per row.
+// Q8_0 rows from random values, a different magnitude per row, in the split layout (core/q8_0.h).
 std::vector<uint8_t> random_q8_rows(int64_t out, int64_t in, uint64_t seed) {
   std::vector<float> wf = randn(in * out, seed);
-  std::vector<uint8_t> wq(size_t(out * q8_0_row_bytes(in)));
+  const int64_t row_bytes = q8_0_row_bytes(in);
+  std::vector<uint8_t> wq(static_cast<size_t>(out * row_bytes)), blocks(static_cast<size_t>(row_bytes));
   for (int64_t r = 0; r < out; ++r) {
     for (int64_t i = 0; i < in; ++i) wf[r * in + i] *= 0.01f * float(r + 1);
-    quantize_q8_0(wf.data() + r * in, in, wq.data() + r * q8_0_row_bytes(in));
+    quantize_q8_0(wf.data() + r * in, in, blocks.data());
+    q8_0_blocks_to_split(blocks.data(), in, wq.data() + r * row_bytes);
   }
   return wq;
 }
@@ -107,13 +109,15 @@ TEST(MatvecQ8, UnitScalesGiveTheExactIntegerDot) {
     for (int64_t out : {1, 5, 8, 13})
       for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
         const int64_t row_bytes = q8_0_row_bytes(in);
-        std::vector<uint8_t> w(size_t(out * row_bytes));
-        for (int64_t r = 0; r < out; ++r)
+        std::vector<uint8_t> w(size_t(out * row_bytes));  // split rows: values, then f16 scales
+        for (int64_t r = 0; r < out; ++r) {
+          uint8_t* row = w.data() + r * row_bytes;
           for (int64_t b = 0; b < in / 32; ++b) {
-            uint8_t* blk = w.data() + r * row_bytes + b * kQ8BlockBytes;
-            blk[0] = 0x00, blk[1] = 0x3C;  // f16 1.0
-            for (int i = 0; i < 32; ++i) blk[2 + i] = uint8_t((r * 131 + b * 37 + i * 11 + 256 * 1000 - 128) % 256);
+            row[in + 2 * b] = 0x00, row[in + 2 * b + 1] = 0x3C;  // f16 1.0
+            for (int i = 0; i < 32; ++i)
+              row[32 * b + i] = uint8_t((r * 131 + b * 37 + i * 11 + 256 * 1000 - 128) % 256);
           }
+        }
         std::vector<float> x(size_t(tokens * in));
         for (int64_t t = 0; t < tokens; ++t)
           for (int64_t i = 0; i < in; ++i)
@@ -128,7 +132,7 @@ TEST(MatvecQ8, UnitScalesGiveTheExactIntegerDot) {
             for (int64_t r = 0; r < out; ++r) {
               int64_t dot = 0;
               for (int64_t i = 0; i < in; ++i) {
-                const int8_t q = int8_t(w[size_t(r * row_bytes + i / 32 * kQ8BlockBytes + 2 + i % 32)]);
+                const int8_t q = int8_t(w[size_t(r * row_bytes + i)]);
                 dot += int64_t(q) * int64_t(x[t * in + i]);
               }
               ASSERT_EQ(y[t * out + r], float(dot))
