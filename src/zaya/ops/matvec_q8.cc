@@ -244,13 +244,13 @@ void quantize_activation_block(const float* x, int8_t* q, float* d) {
   *d = s;
 }
 
-void Q8Activations::quantize(const float* x_TI, int64_t ldx, int64_t tokens, int64_t in) {
+void Q8Activations::quantize(const float* x_TI, int64_t ldx, int64_t tokens, int64_t in, bool portable) {
   ZAYA_ASSERT(in % kQ8Block == 0 && tokens >= 0);
   tokens_ = tokens;
   in_ = in;
   const int64_t np = pairs(), blocks = in / kQ8Block;
   if (int64_t(data_.size()) < tokens * np) data_.resize(size_t(tokens * np));
-  const bool vnni = cpu_has_vnni();
+  const bool vnni = !portable && cpu_has_vnni();
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t p = 0; p < np; ++p) {
       const float* x = x_TI + t * ldx + 64 * p;

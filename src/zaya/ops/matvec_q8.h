@@ -39,8 +39,9 @@ struct alignas(64) Q8ActivationPair {
 class Q8Activations {
  public:
   // x_TI: row t at x_TI + t * ldx. Reuses its storage: no allocation once it
-  // has held `tokens` x `in` values.
-  void quantize(const float* x_TI, int64_t ldx, int64_t tokens, int64_t in);
+  // has held `tokens` x `in` values. portable: the scalar quantizer whatever
+  // the CPU (tests compare it with the vector one).
+  void quantize(const float* x_TI, int64_t ldx, int64_t tokens, int64_t in, bool portable = false);
 
   int64_t tokens() const { return tokens_; }
   int64_t in() const { return in_; }

@@ -41,8 +41,9 @@ using Kernel = void (*)(const uint8_t*, int64_t, int64_t, const Q8Activations&, 
 const std::pair<const char*, Kernel> kKernels[] = {{"dispatched", matvec_q8_rows},
                                                    {"portable", matvec_q8_rows_portable}};
 
-// The quantizer the kernel uses equals the scalar definition bit for bit: the
-// same int8 values and scales, corrections -128 x each 4 values' sum, the
+// The quantizer the kernel uses equals the scalar definition bit for bit (and
+// the portable quantizer's bytes): the same int8 values and scales,
+// corrections -128 x each 4 values' sum, the
 // missing second block of an odd count zeros; ties round to even; a zero block
 // has scale 0, a block of values below FLT_MIN * 127 quantizes to zeros, and a
 // NaN or an infinity makes its block's scale NaN.
@@ -83,6 +84,16 @@ TEST(MatvecQ8, ActivationQuantizerMatchesScalarDefinition) {
     for (int i = 32; i < 64; ++i) EXPECT_EQ(last.q[i], 0);
     EXPECT_EQ(last.d[8], 0.0f);
   }
+  // The portable quantizer (CPUs without VNNI) fills the same bytes.
+  Q8Activations scalar;
+  scalar.quantize(x.data(), ldx, tokens, in, true);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t p = 0; p < xq.pairs(); ++p) {
+      const Q8ActivationPair &a = xq.row(t)[p], &b = scalar.row(t)[p];
+      EXPECT_EQ(std::memcmp(a.q, b.q, sizeof a.q), 0) << t << " " << p;
+      EXPECT_EQ(std::memcmp(a.corr, b.corr, sizeof a.corr), 0) << t << " " << p;
+      EXPECT_EQ(std::memcmp(a.d, b.d, sizeof a.d), 0) << t << " " << p;  // the same NaN bits too
+    }
   EXPECT_EQ(xq.scale(0, 1), 0.0f);
   EXPECT_EQ(xq.scale(0, 2), 0.0f);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(xq.value(0, 64 + i), 0);
