@@ -58,7 +58,8 @@ void add_bench_infer_command(CLI::App& bench) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--step-tokens", o->bench.step_tokens, "prefill chunk (tokens per step)")
       ->check(CLI::Range(1, 1 << 16));
-  cmd->add_flag("--exact", o->exact, "f32 activations with bf16 weights in prefill (default: bf16 GEMMs)");
+  cmd->add_flag("--exact", o->exact,
+                "f32 activations with bf16 weights in prefill, f32 KV cache (default: bf16 GEMMs and cache)");
   cmd->add_flag("--no-prefill", o->no_prefill, "skip the prefill measurements");
   cmd->add_flag("--no-decode", o->no_decode, "skip the decode measurements");
   cmd->add_flag("--no-working-set", o->no_working_set, "skip the working-set STREAM runs");

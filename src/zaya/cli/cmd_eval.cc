@@ -146,7 +146,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option(
       "--dtype", o->dtype,
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
-  cmd->add_flag("--exact", o->exact, "f32 activations with bf16 weights (slower; default: bf16 GEMMs)");
+  cmd->add_flag("--exact", o->exact,
+                "f32 activations with bf16 weights, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->add_option("--json", o->json_out, "write the results as JSON");
   cmd->add_option("--per-item", o->per_item, "write per-item multiple-choice results as JSONL");

@@ -205,7 +205,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option(
       "--dtype", o->dtype,
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
-  cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");
+  cmd->add_flag("--exact", o->exact,
+                "f32 activations in bf16 prefill, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step (prefill chunk)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--max-context", o->max_context, "cap on prompt + generated tokens (0: as needed)")

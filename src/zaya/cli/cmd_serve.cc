@@ -108,7 +108,8 @@ void add_serve_command(CLI::App& app) {
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
   cmd->add_option("--lora", o->lora,
                   "apply this LoRA adapter (a PEFT directory) without merging it into the model's files");
-  cmd->add_flag("--exact", o->exact, "f32 activations in bf16 prefill (slower; default: bf16 GEMMs)");
+  cmd->add_flag("--exact", o->exact,
+                "f32 activations in bf16 prefill, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->callback([o] { run_serve(*o); });
 }

@@ -22,6 +22,11 @@ inline float bf16_to_float(uint16_t h) {
   return f;
 }
 
+// x[i] = the float of x[i]'s bf16 rounding, in place (values a bf16 store will hold exactly).
+inline void round_to_bf16(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_float(float_to_bf16(x[i]));
+}
+
 // IEEE half -> float (F16 safetensors and GGUF, half-precision reductions).
 float f16_to_float(uint16_t h);
 // float -> IEEE half, round to nearest even (overflow to infinity, subnormals kept).

@@ -25,4 +25,15 @@ void quantize_q8_0(const float* x, int64_t n, uint8_t* dst);
 // n / 32 blocks at src into n floats.
 void dequantize_q8_0(const uint8_t* src, int64_t n, float* dst);
 
+// The in-memory layout of an int8 matrix row (WeightType::kI8, ops/matvec_q8.h):
+// the bytes of its Q8_0 blocks regrouped, the row's n int8 values first, then
+// its n / 32 f16 scales. Same size (q8_0_row_bytes(n)), so the decode kernel
+// loads 64 values with one instruction and 16 scales with another, where the
+// interleaved blocks need shuffles. Loading a Q8_0 file or quantizing at load
+// time regroups each row; the file format stays Q8_0.
+void q8_0_blocks_to_split(const uint8_t* blocks, int64_t n, uint8_t* dst);
+void q8_0_split_to_blocks(const uint8_t* split, int64_t n, uint8_t* dst);
+// A split row of n values into n floats.
+void dequantize_q8_0_split(const uint8_t* src, int64_t n, float* dst);
+
 }  // namespace zaya

@@ -50,5 +50,26 @@ TEST(Q8_0, RoundTripWithinHalfAStep) {
   }
 }
 
+// The split layout of int8 matrices: the row's values, then its scales; the
+// same bytes, back to blocks unchanged, dequantized as the blocks are.
+TEST(Q8_0, SplitLayoutRegroupsTheBlocks) {
+  std::vector<float> x(96);
+  for (int i = 0; i < 96; ++i) x[i] = std::sin(0.7f * float(i)) * float(1 + i / 32);
+  std::vector<uint8_t> blocks(size_t(q8_0_row_bytes(96))), split(blocks.size()), back(blocks.size());
+  quantize_q8_0(x.data(), 96, blocks.data());
+  q8_0_blocks_to_split(blocks.data(), 96, split.data());
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_EQ(split[96 + 2 * b], blocks[34 * b]);
+    EXPECT_EQ(split[96 + 2 * b + 1], blocks[34 * b + 1]);
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(split[32 * b + i], blocks[34 * b + 2 + i]);
+  }
+  q8_0_split_to_blocks(split.data(), 96, back.data());
+  EXPECT_EQ(back, blocks);
+  std::vector<float> a(96), c(96);
+  dequantize_q8_0(blocks.data(), 96, a.data());
+  dequantize_q8_0_split(split.data(), 96, c.data());
+  EXPECT_EQ(a, c);
+}
+
 }  // namespace
 }  // namespace zaya

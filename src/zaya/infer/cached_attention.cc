@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/ops/matmul.h"
 
@@ -30,6 +31,19 @@ struct Task {
   int64_t row0;  // first query row of the block (block path), -1 for the row path
 };
 
+// A cache element as float: f32 as is, bf16 widened exactly.
+inline float widen(float v) { return v; }
+inline float widen(uint16_t v) { return bf16_to_float(v); }
+
+// f(p) with p typed as the span's element type.
+template <typename F>
+void with_elements(const void* p, bool bf16, F&& f) {
+  if (bf16)
+    f(static_cast<const uint16_t*>(p));
+  else
+    f(static_cast<const float*>(p));
+}
+
 // Softmax of p[0..n) in place; returns nothing (the row sums to 1).
 inline void softmax_inplace(float* p, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
@@ -46,10 +60,18 @@ inline void softmax_inplace(float* p, int64_t n) {
 }
 
 #ifdef ZAYA_ATTN_AVX512
+// 16 cache elements as floats (bf16: the top half of a float32).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
 // scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
-// keys ldk floats apart (d % 16 == 0); four keys at a time, so four
+// keys ldk elements apart (d % 16 == 0); four keys at a time, so four
 // independent FMA chains hide the load latency.
-void scores_avx512(const float* q, const float* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale,
+template <typename E>
+void scores_avx512(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale,
                    float* scores, int64_t lds) {
   const int64_t nv = d / 16;
   for (int64_t g = 0; g < G; ++g) {
@@ -57,14 +79,14 @@ void scores_avx512(const float* q, const float* kc, int64_t ldk, int64_t d, int6
     float* sg = scores + g * lds;
     int64_t t = 0;
     for (; t + 4 <= n; t += 4) {
-      const float* k = kc + t * ldk;
+      const E* k = kc + t * ldk;
       __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
       for (int64_t v = 0; v < nv; ++v) {
         const __m512 qv = _mm512_loadu_ps(qg + 16 * v);
-        a0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 16 * v), a0);
-        a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + ldk + 16 * v), a1);
-        a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 2 * ldk + 16 * v), a2);
-        a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + 3 * ldk + 16 * v), a3);
+        a0 = _mm512_fmadd_ps(qv, load16(k + 16 * v), a0);
+        a1 = _mm512_fmadd_ps(qv, load16(k + ldk + 16 * v), a1);
+        a2 = _mm512_fmadd_ps(qv, load16(k + 2 * ldk + 16 * v), a2);
+        a3 = _mm512_fmadd_ps(qv, load16(k + 3 * ldk + 16 * v), a3);
       }
       sg[t] = scale * _mm512_reduce_add_ps(a0);
       sg[t + 1] = scale * _mm512_reduce_add_ps(a1);
@@ -72,10 +94,9 @@ void scores_avx512(const float* q, const float* kc, int64_t ldk, int64_t d, int6
       sg[t + 3] = scale * _mm512_reduce_add_ps(a3);
     }
     for (; t < n; ++t) {
-      const float* k = kc + t * ldk;
+      const E* k = kc + t * ldk;
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t v = 0; v < nv; ++v)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), _mm512_loadu_ps(k + 16 * v), acc);
+      for (int64_t v = 0; v < nv; ++v) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), load16(k + 16 * v), acc);
       sg[t] = scale * _mm512_reduce_add_ps(acc);
     }
   }
@@ -84,16 +105,16 @@ void scores_avx512(const float* q, const float* kc, int64_t ldk, int64_t d, int6
 // o_g[c0 .. c0 + 16 NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
 // registers (compile-time sizes keep the 16 accumulators out of memory);
 // `add` continues the sums already in o (the next span of keys).
-template <int GN, int NV>
-void output_tile(const float* p, int64_t ldp, int64_t n, const float* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
+template <int GN, int NV, typename E>
+void output_tile(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
                  bool add) {
   __m512 acc[GN][NV];
   for (int g = 0; g < GN; ++g)
     for (int v = 0; v < NV; ++v) acc[g][v] = add ? _mm512_loadu_ps(o + g * d + c0 + 16 * v) : _mm512_setzero_ps();
   for (int64_t t = 0; t < n; ++t) {
-    const float* vr = vc + t * ldv + c0;
+    const E* vr = vc + t * ldv + c0;
     __m512 vv[NV];
-    for (int v = 0; v < NV; ++v) vv[v] = _mm512_loadu_ps(vr + 16 * v);
+    for (int v = 0; v < NV; ++v) vv[v] = load16(vr + 16 * v);
     for (int g = 0; g < GN; ++g) {
       const __m512 pg = _mm512_set1_ps(p[g * ldp + t]);
       for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_fmadd_ps(pg, vv[v], acc[g][v]);
@@ -103,8 +124,8 @@ void output_tile(const float* p, int64_t ldp, int64_t n, const float* vc, int64_
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(o + g * d + c0 + 16 * v, acc[g][v]);
 }
 
-template <int GN>
-void output_heads(const float* p, int64_t ldp, int64_t n, const float* vc, int64_t ldv, int64_t d, float* o, bool add) {
+template <int GN, typename E>
+void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, float* o, bool add) {
   for (int64_t c0 = 0; c0 < d; c0 += 64) {
     switch (std::min<int64_t>(4, (d - c0) / 16)) {
       case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add); break;
@@ -117,7 +138,8 @@ void output_heads(const float* p, int64_t ldp, int64_t n, const float* vc, int64
 
 // o_g (+)= sum_t p[g][t] v_t for the G heads, up to 4 at a time (each V row is
 // read once per 4 heads and 64 output floats); d % 16 == 0.
-void output_avx512(const float* p, int64_t ldp, const float* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
+template <typename E>
+void output_avx512(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
                    bool add) {
   for (int64_t g0 = 0; g0 < G; g0 += 4) {
     const float* pg = p + g0 * ldp;
@@ -132,16 +154,17 @@ void output_avx512(const float* p, int64_t ldp, const float* vc, int64_t ldv, in
 }
 #endif
 
-// f(k, v, row_stride, n, offset) for each piece of the chunk's spans that holds
-// positions [lo, hi) (offset: the piece's first position - lo), for KV head j.
+// f(k, v, bf16, row_stride, n, offset) for each piece of the chunk's spans
+// that holds positions [lo, hi) (offset: the piece's first position - lo), for
+// KV head j; k and v point at elements of the span's type (bf16 or f32).
 template <typename F>
 void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, F&& f) {
   for (int32_t si = 0; si < ch.span_count; ++si) {
     const CachedKeySpan& sp = ch.spans[si];
     const int64_t a = std::max(lo, sp.first), b = std::min(hi, sp.first + sp.count);
     if (a >= b) continue;
-    const int64_t at = j * sp.head_stride + (a - sp.first) * sp.row_stride;
-    f(sp.k + at, sp.v + at, sp.row_stride, b - a, a - lo);
+    const int64_t at = (j * sp.head_stride + (a - sp.first) * sp.row_stride) * (sp.bf16 ? 2 : 4);
+    f(static_cast<const char*>(sp.k) + at, static_cast<const char*>(sp.v) + at, sp.bf16, sp.row_stride, b - a, a - lo);
   }
 }
 
@@ -155,43 +178,47 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_AVX512
     if (d % 16 == 0) {
-      for_each_piece(ch, j, lo, p + 1, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
-        scores_avx512(q, kc, ld, d, G, n, scale, scratch + off, keys);
+      for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
+        with_elements(kc, bf16, [&](auto k) { scores_avx512(q, k, ld, d, G, n, scale, scratch + off, keys); });
       });
       for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
       bool add = false;
-      for_each_piece(ch, j, lo, p + 1, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
-        output_avx512(scratch + off, keys, vc, ld, d, G, n, o, add);
+      for_each_piece(ch, j, lo, p + 1, [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t n, int64_t off) {
+        with_elements(vc, bf16, [&](auto v) { output_avx512(scratch + off, keys, v, ld, d, G, n, o, add); });
         add = true;
       });
       continue;
     }
 #endif
     // scores[g][t], read every key row once for all G heads
-    for_each_piece(ch, j, lo, p + 1, [&](const float* kc, const float*, int64_t ld, int64_t n, int64_t off) {
-      for (int64_t t = 0; t < n; ++t) {
-        const float* k = kc + t * ld;
-        for (int64_t g = 0; g < G; ++g) {
-          const float* qg = q + g * d;
-          float dot = 0;
+    for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
+      with_elements(kc, bf16, [&](auto ks) {
+        for (int64_t t = 0; t < n; ++t) {
+          const auto* k = ks + t * ld;
+          for (int64_t g = 0; g < G; ++g) {
+            const float* qg = q + g * d;
+            float dot = 0;
 #pragma omp simd reduction(+ : dot)
-          for (int64_t c = 0; c < d; ++c) dot += qg[c] * k[c];
-          scratch[g * keys + off + t] = dot * scale;
+            for (int64_t c = 0; c < d; ++c) dot += qg[c] * widen(k[c]);
+            scratch[g * keys + off + t] = dot * scale;
+          }
         }
-      }
+      });
     });
     for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
     std::fill(o, o + G * d, 0.0f);
-    for_each_piece(ch, j, lo, p + 1, [&](const float*, const float* vc, int64_t ld, int64_t n, int64_t off) {
-      for (int64_t t = 0; t < n; ++t) {
-        const float* v = vc + t * ld;
-        for (int64_t g = 0; g < G; ++g) {
-          const float pr = scratch[g * keys + off + t];
-          float* og = o + g * d;
+    for_each_piece(ch, j, lo, p + 1, [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t n, int64_t off) {
+      with_elements(vc, bf16, [&](auto vs) {
+        for (int64_t t = 0; t < n; ++t) {
+          const auto* v = vs + t * ld;
+          for (int64_t g = 0; g < G; ++g) {
+            const float pr = scratch[g * keys + off + t];
+            float* og = o + g * d;
 #pragma omp simd
-          for (int64_t c = 0; c < d; ++c) og[c] += pr * v[c];
+            for (int64_t c = 0; c < d; ++c) og[c] += pr * widen(v[c]);
+          }
         }
-      }
+      });
     });
   }
 }
@@ -208,24 +235,33 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
   const int64_t klo = cached_attention_first_key(ch.past + row0, ch.window), khi = ch.past + row1;
   const int64_t keys = khi - klo;  // positions klo .. khi - 1
   const float* q = ch.q_SQ + row0 * QW + h * d;
+  // One f32 piece is used in place; several pieces, or bf16 ones, are
+  // gathered (widened) into one contiguous block per K and V.
   const float *kb = nullptr, *vb = nullptr;
   int64_t ld = d, pieces = 0;
-  for_each_piece(ch, j, klo, khi, [&](const float* kc, const float* vc, int64_t stride, int64_t, int64_t) {
+  bool in_place = true;
+  for_each_piece(ch, j, klo, khi, [&](const void* kc, const void* vc, bool bf16, int64_t stride, int64_t, int64_t) {
     if (pieces++ == 0) {
-      kb = kc;
-      vb = vc;
+      kb = static_cast<const float*>(kc);
+      vb = static_cast<const float*>(vc);
       ld = stride;
     }
+    in_place = in_place && !bf16;
   });
-  if (pieces > 1) {
+  if (pieces > 1 || !in_place) {
     float* kg = scratch + std::max(G, kQueryBlock) * keys;
     float* vg = kg + keys * d;
-    for_each_piece(ch, j, klo, khi, [&](const float* kc, const float* vc, int64_t stride, int64_t n, int64_t off) {
-      for (int64_t t = 0; t < n; ++t) {
-        std::memcpy(kg + (off + t) * d, kc + t * stride, sizeof(float) * d);
-        std::memcpy(vg + (off + t) * d, vc + t * stride, sizeof(float) * d);
-      }
-    });
+    for_each_piece(ch, j, klo, khi,
+                   [&](const void* kc, const void* vc, bool bf16, int64_t stride, int64_t n, int64_t off) {
+                     with_elements(kc, bf16, [&](auto k) {
+                       for (int64_t t = 0; t < n; ++t)
+                         for (int64_t c = 0; c < d; ++c) kg[(off + t) * d + c] = widen(k[t * stride + c]);
+                     });
+                     with_elements(vc, bf16, [&](auto v) {
+                       for (int64_t t = 0; t < n; ++t)
+                         for (int64_t c = 0; c < d; ++c) vg[(off + t) * d + c] = widen(v[t * stride + c]);
+                     });
+                   });
     kb = kg;
     vb = vg;
     ld = d;

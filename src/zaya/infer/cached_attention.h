@@ -32,14 +32,18 @@ struct CachedAttentionShape {
 };
 
 // Keys (and values) at positions first .. first+count-1: key t of KV head j at
-// k[j * head_stride + (t - first) * row_stride], values alike.
+// element j * head_stride + (t - first) * row_stride of k, values alike; the
+// elements are f32, or bf16 (a bf16 KV cache, engine.h), widened exactly as
+// they are read, so a bf16 span gives the same result as an f32 span holding
+// its values.
 struct CachedKeySpan {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int64_t head_stride = 0;
   int64_t row_stride = 0;
   int64_t first = 0;
   int64_t count = 0;
+  bool bf16 = false;
 };
 
 struct CachedAttentionChunk {

@@ -3,7 +3,8 @@
 // chunks (the per-row and the sgemm-block paths, a block boundary crossed),
 // keys split over a wrapped ring and a token-major workspace span, or over
 // pages of 5 positions stored out of order (the engine's paged cache), which
-// give the same bits as one contiguous cache.
+// give the same bits as one contiguous cache; and in bf16 pages, which give
+// the same bits as f32 pages of the same values.
 #include "zaya/infer/cached_attention.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/rng.h"
 
 namespace zaya {
@@ -133,6 +135,71 @@ TEST_P(CachedAttentionWindow, MatchesBruteForce) {
   cached_attention({&ch, 1}, CachedAttentionShape{kHq, kHk, kD}, scratch.data(), per_thread, 2);
   EXPECT_EQ(std::memcmp(o_paged.data(), o.data(), sizeof(float) * o.size()), 0)
       << "paged: past " << cs.past << " count " << cs.count;
+}
+
+// The layouts above with the cache (pages of 5 for full attention, the ring
+// for a sliding window) in bf16, as the engine's bf16 KV cache, and the
+// chunk's own keys in f32: the same bits as f32 storage holding the bf16
+// roundings (bf16 is widened exactly), on the per-row and the sgemm paths.
+TEST_P(CachedAttentionWindow, Bf16CacheEqualsF32CacheOfItsValues) {
+  const Case cs = GetParam();
+  const int64_t P = cs.past + cs.count, S = cs.count, W = cs.window;
+  const std::vector<float> q = random_values(S * kQW, 1);
+  std::vector<float> k = random_values(P * kHk * kD, 2), v = random_values(P * kHk * kD, 3);
+  for (float& x : k) x = bf16_to_float(float_to_bf16(x));
+  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+  // Position t of head j in row (slot of t) of a [rows, Hk, d]-per-unit store; f(t) gives (unit, row).
+  constexpr int64_t kPage = 5;
+  const int64_t N = W == 0 ? kPage : std::max<int64_t>(1, W - 1);  // rows per unit: a page, or the ring
+  const int64_t units = W == 0 ? (P + kPage - 1) / kPage : 1;
+  std::vector<float> kf(units * kHk * N * kD, 1e9f), vf(kf.size(), 1e9f);
+  std::vector<uint16_t> kb(kf.size(), float_to_bf16(1e9f)), vb(kf.size(), float_to_bf16(1e9f));
+  const int64_t cached = W == 0 ? P : cs.past;  // positions in the store
+  for (int64_t t = W == 0 ? 0 : std::max<int64_t>(0, cs.past - N); t < cached; ++t) {
+    const int64_t unit = W == 0 ? units - 1 - t / kPage : 0, row = W == 0 ? t % kPage : t % N;
+    for (int64_t j = 0; j < kHk; ++j)
+      for (int64_t c = 0; c < kD; ++c) {
+        const int64_t at = ((unit * kHk + j) * N + row) * kD + c;
+        kf[at] = k[(t * kHk + j) * kD + c];
+        vf[at] = v[(t * kHk + j) * kD + c];
+        kb[at] = float_to_bf16(kf[at]);
+        vb[at] = float_to_bf16(vf[at]);
+      }
+  }
+  std::vector<float> outs[2];
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    std::vector<CachedKeySpan> spans;
+    const int64_t first = W == 0 ? 0 : std::max<int64_t>(0, cs.past - N);
+    for (int64_t pos = first; pos < cached;) {
+      const int64_t unit = W == 0 ? units - 1 - pos / kPage : 0, row = W == 0 ? pos % kPage : pos % N;
+      const int64_t n = std::min(cached - pos, N - row), at = unit * kHk * N * kD + row * kD;
+      if (bf16)
+        spans.push_back({kb.data() + at, vb.data() + at, N * kD, kD, pos, n, true});
+      else
+        spans.push_back({kf.data() + at, vf.data() + at, N * kD, kD, pos, n, false});
+      pos += n;
+    }
+    if (W != 0)
+      spans.push_back({k.data() + cs.past * kHk * kD, v.data() + cs.past * kHk * kD, kD, kHk * kD, cs.past, S, false});
+    outs[bf16].assign(S * kQW, -7.0f);
+    CachedAttentionChunk ch;
+    ch.q_SQ = q.data();
+    ch.o_SQ = outs[bf16].data();
+    ch.past = cs.past;
+    ch.count = S;
+    ch.window = W;
+    ch.spans = spans.data();
+    ch.span_count = int32_t(spans.size());
+    const int64_t per_thread = cached_attention_scratch_floats(kHq / kHk, P, W, kD);
+    std::vector<float> scratch(2 * per_thread);
+    cached_attention({&ch, 1}, CachedAttentionShape{kHq, kHk, kD}, scratch.data(), per_thread, 2);
+  }
+  EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), sizeof(float) * outs[0].size()), 0)
+      << "past " << cs.past << " count " << cs.count << " window " << W;
+  double err = 0;
+  const std::vector<double> ref = brute_force(q, k, v, cs.past, S, W);
+  for (int64_t i = 0; i < S * kQW; ++i) err = std::max(err, std::fabs(double(outs[1][i]) - ref[i]));
+  EXPECT_LT(err, 2e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CachedAttentionWindow,

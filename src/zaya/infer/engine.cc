@@ -72,7 +72,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     scratch_floats =
         std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W, c.head_dim));
   }
-  page_floats_ = c.kv_heads * P * c.head_dim;
+  page_elems_ = c.kv_heads * P * c.head_dim;
+  kv_elem_bytes_ = options_.bf16_activations && model.matrix_dtype() != "f32" ? 2 : 4;
   // The pool: every slot at full context, or kv_pool_bytes shared among the
   // kinds in the proportion one slot at full context needs them.
   const std::vector<int64_t> per_slot = max_pages(max_context_);
@@ -86,9 +87,9 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
                          options_.kv_pool_bytes % slot_bytes * per_slot[k] / slot_bytes;
     ZAYA_CHECK(kd.pages < (int64_t(1) << 31), "KV pool of {} pages is too large; allowed: < 2^31 pages", kd.pages);
     // The pages are left untouched (and so unallocated by the OS) until used.
-    const size_t floats = size_t(std::max<int64_t>(1, kd.layers * kd.pages * page_floats_));
-    kd.k = aligned_alloc_array<float>(floats);
-    kd.v = aligned_alloc_array<float>(floats);
+    const size_t bytes = size_t(std::max<int64_t>(1, kd.layers * kd.pages * page_elems_ * kv_elem_bytes_));
+    kd.k = aligned_alloc_array<char>(bytes);
+    kd.v = aligned_alloc_array<char>(bytes);
     kd.refs.assign(kd.pages, 0);
     kd.free.resize(kd.pages);
     for (int64_t i = 0; i < kd.pages; ++i) kd.free[i] = int32_t(kd.pages - 1 - i);  // low pages first
@@ -152,7 +153,16 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
 }
 
 int64_t InferenceEngine::page_bytes(int64_t kind) const {
-  return int64_t(sizeof(float)) * 2 * kinds_[kind].layers * page_floats_;
+  return kv_elem_bytes_ * 2 * kinds_[kind].layers * page_elems_;
+}
+
+void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t n) {
+  if (kv_elem_bytes_ == 4) {
+    std::memcpy(page + at * 4, src, sizeof(float) * n);
+    return;
+  }
+  uint16_t* dst = reinterpret_cast<uint16_t*>(page) + at;
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
 }
 
 int64_t InferenceEngine::small_state_bytes() const {
@@ -284,8 +294,9 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
         if (kind_of_[b] != int64_t(k)) continue;
         for (int64_t j = 0; j < config_.kv_heads; ++j) {
           const int64_t off = j * P * config_.head_dim;
-          std::memcpy(kpage(b, to[i]) + off, kpage(b, from[i]) + off, sizeof(float) * rows * config_.head_dim);
-          std::memcpy(vpage(b, to[i]) + off, vpage(b, from[i]) + off, sizeof(float) * rows * config_.head_dim);
+          const int64_t at = off * kv_elem_bytes_, bytes = kv_elem_bytes_ * rows * config_.head_dim;
+          std::memcpy(kpage(b, to[i]) + at, kpage(b, from[i]) + at, size_t(bytes));
+          std::memcpy(vpage(b, to[i]) + at, vpage(b, from[i]) + at, size_t(bytes));
         }
       }
     }
@@ -362,20 +373,24 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
     int64_t t0 = 0, hi = 0;
     written(kind_of_[b], 0, length, t0, hi);
     const std::vector<int32_t>& table = tables_[slot][kind_of_[b]];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t j = 0; j < config_.kv_heads; ++j)
-      for (int64_t t = t0; t < length; ++t) {
-        float* k = kpage(b, table[t / P]) + (j * P + t % P) * d;
-        float* v = vpage(b, table[t / P]) + (j * P + t % P) * d;
-        for (int64_t i = 0; i < d; ++i) {
-          // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
-          const uint64_t hsh =
-              (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
-          const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
-          k[i] = u * scale * 4;
-          v[i] = u;
+#pragma omp parallel
+    {
+      std::vector<float> k(static_cast<size_t>(d)), v(static_cast<size_t>(d));  // one row, as floats
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t j = 0; j < config_.kv_heads; ++j)
+        for (int64_t t = t0; t < length; ++t) {
+          for (int64_t i = 0; i < d; ++i) {
+            // A cheap deterministic hash in [-1, 1): realistic magnitudes, no page left untouched.
+            const uint64_t hsh =
+                (uint64_t(t) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(j * d + i + 1) * 0xC2B2AE3D27D4EB4Full) ^ seed;
+            const float u = float((hsh >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+            k[size_t(i)] = u * scale * 4;
+            v[size_t(i)] = u;
+          }
+          store_kv(kpage(b, table[t / P]), (j * P + t % P) * d, k.data(), d);
+          store_kv(vpage(b, table[t / P]), (j * P + t % P) * d, v.data(), d);
         }
-      }
+    }
   }
   lengths_[slot] = length;
 }

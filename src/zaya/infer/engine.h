@@ -11,6 +11,12 @@
 // values: head 0 the current-token stream, head 1 the delayed one). A slot's
 // page table maps page i (positions i*page_tokens ..) to a pool page; the
 // attention reads through the table (cached_attention.h: one span per page).
+// The pages hold f32, or bf16 (kv_bf16(): half the bytes attention reads per
+// step and half the memory per token) where the matrices are bf16 or int8 and
+// bf16_activations is on, as bf16 inference in PyTorch keeps its cache; a
+// step's new keys and values are then rounded to bf16 before anything reads
+// them, so prefill, decode and a sliding block's in-step keys all see the
+// same values. An f32 model, or --exact (bf16_activations off), keeps f32.
 // Pages are reference-counted: copy() and prefix snapshots (share(),
 // start_from()) reference the full pages of another sequence instead of
 // copying them; a page that more than one holder references is never written
@@ -56,6 +62,7 @@ struct EngineOptions {
   int64_t max_step_tokens = 256;  // rows of one step (prefill chunk size)
   // bf16 weights with many rows: bf16 GEMM (AMX) with activations rounded to
   // bf16 (true), or the exact f32-activation kernel (false). See linear.h.
+  // On a bf16 or int8 model it also chooses the KV cache's type (bf16 / f32).
   bool bf16_activations = true;
   int64_t page_tokens = 16;   // positions per KV page
   int64_t kv_pool_bytes = 0;  // bytes of KV pages; 0: every slot at max_context
@@ -115,6 +122,8 @@ class InferenceEngine {
   std::vector<int64_t> pages_needed(std::span<const StepChunk> chunks) const;
   // Bytes of one page of each kind, and of the per-sequence state beside the pages (conv state, delayed value).
   int64_t page_bytes(int64_t kind) const;
+  // Whether the KV pages hold bf16 (else f32); see the top of this file.
+  bool kv_bf16() const { return kv_elem_bytes_ == 2; }
   int64_t small_state_bytes() const;
 
   // A snapshot of a sequence after `length` tokens (a multiple of page_tokens):
@@ -171,14 +180,17 @@ class InferenceEngine {
   void drop_page(int64_t kind, int32_t page);
   // Releases the sliding pages of a slot that no later query sees.
   void release_out_of_window(int32_t slot);
-  float* kpage(int64_t block, int32_t page) {
+  // A page's K or V of one block: page_elems_ elements of kv_elem_bytes_ each.
+  char* kpage(int64_t block, int32_t page) {
     const Kind& k = kinds_[kind_of_[block]];
-    return k.k.get() + (layer_in_kind_[block] * k.pages + page) * page_floats_;
+    return k.k.get() + (layer_in_kind_[block] * k.pages + page) * page_elems_ * kv_elem_bytes_;
   }
-  float* vpage(int64_t block, int32_t page) {
+  char* vpage(int64_t block, int32_t page) {
     const Kind& k = kinds_[kind_of_[block]];
-    return k.v.get() + (layer_in_kind_[block] * k.pages + page) * page_floats_;
+    return k.v.get() + (layer_in_kind_[block] * k.pages + page) * page_elems_ * kv_elem_bytes_;
   }
+  // Writes n floats as the cache's element type at element `at` of a page.
+  void store_kv(char* page, int64_t at, const float* src, int64_t n);
   float* conv_state(int64_t block, int64_t slot) {
     return conv_state_.get() + (block * slots_ + slot) * conv_rows_ * cc_;
   }
@@ -198,13 +210,14 @@ class InferenceEngine {
     int64_t window = 0;  // 0: full attention
     int64_t layers = 0;  // blocks of this kind
     int64_t pages = 0;
-    AlignedPtr<float> k, v;
+    AlignedPtr<char> k, v;
     std::vector<int32_t> refs;
     std::vector<int32_t> free;  // pages with no reference, taken from the back
   };
   std::vector<Kind> kinds_;
   std::vector<int64_t> kind_of_, layer_in_kind_;  // per block
-  int64_t page_floats_ = 0;                       // Hk * page_tokens * d
+  int64_t page_elems_ = 0;                        // Hk * page_tokens * d
+  int64_t kv_elem_bytes_ = 4;                     // 4: f32 pages, 2: bf16
 
   // Decode state (the pages are not touched until used: a large pool costs no memory up front).
   std::vector<std::vector<std::vector<int32_t>>> tables_;  // [slot][kind]: page of each page index, -1 released

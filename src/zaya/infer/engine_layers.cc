@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "zaya/core/bf16.h"
 #include "zaya/core/profiler.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
@@ -178,6 +179,12 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     const RopeTable& rope = c.is_sliding(b) ? rope_sliding_ : rope_;
     rope_apply<float>(q_TQ_, row_pos_.data(), T, c.q_heads, d, rope, false);
     rope_apply<float>(k_TK_, row_pos_.data(), T, c.kv_heads, d, rope, false);
+    // A bf16 cache: every reader (this step's sliding keys, the prefill GEMMs,
+    // later decode steps through the pages) sees the same bf16 values.
+    if (kv_bf16()) {
+      round_to_bf16(k_TK_, T * K);
+      round_to_bf16(v_TK_, T * K);
+    }
   }
   // A full block appends to its cache, then attends over it; a sliding block
   // attends over its ring and the step's own keys, then keeps the newest in the ring.
@@ -198,13 +205,13 @@ void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chun
     written(kind, past, chunks[ci].count, lo, hi);
     const std::vector<int32_t>& table = tables_[chunks[ci].slot][kind];
     for (int64_t t = lo; t < hi; ++t) {
-      float* kc = kpage(b, table[t / P]);
-      float* vc = vpage(b, table[t / P]);
+      char* kc = kpage(b, table[t / P]);
+      char* vc = vpage(b, table[t / P]);
       const int64_t row = r0 + t - past;
       for (int64_t j = 0; j < config_.kv_heads; ++j) {
         const int64_t at = (j * P + t % P) * d;
-        std::memcpy(kc + at, k_TK_ + row * K + j * d, sizeof(float) * d);
-        std::memcpy(vc + at, v_TK_ + row * K + j * d, sizeof(float) * d);
+        store_kv(kc, at, k_TK_ + row * K + j * d, d);
+        store_kv(vc, at, v_TK_ + row * K + j * d, d);
       }
     }
   }
@@ -236,10 +243,11 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     const int64_t lo = W == 0 ? 0 : cached_attention_first_key(past, W), hi = W == 0 ? past + S : past;
     for (int64_t pos = lo; pos < hi;) {
       const int64_t i = pos / P, n = std::min(hi, (i + 1) * P) - pos, row = pos - i * P;
-      spans.push_back({kpage(b, table[i]) + row * d, vpage(b, table[i]) + row * d, P * d, d, pos, n});
+      const int64_t at = row * d * kv_elem_bytes_;
+      spans.push_back({kpage(b, table[i]) + at, vpage(b, table[i]) + at, P * d, d, pos, n, kv_bf16()});
       pos += n;
     }
-    if (W != 0) spans.push_back({k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S});
+    if (W != 0) spans.push_back({k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S, false});
     work.push_back(ch);
     for (int64_t i = 0; i < S; ++i) keys_read += past + i + 1 - cached_attention_first_key(past + i, W);
   }
@@ -248,7 +256,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     work[ci].spans = spans.data() + first_span[ci];
     work[ci].span_count = int32_t(end - first_span[ci]);
   }
-  stats_.kv_bytes += int64_t(sizeof(float)) * 2 * kw_ * keys_read;
+  stats_.kv_bytes += kv_elem_bytes_ * 2 * kw_ * keys_read;
   // Short decode attention (a few hundred KB of cache) is not worth a parallel
   // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
   const int64_t macs = 2 * c.q_heads * d * keys_read;

@@ -112,9 +112,15 @@ struct InferModel::Builder {
   WeightMatrix mat(const ParamEntry& e) {
     check_present(e);
     const int64_t rows = e.shape[0], cols = e.shape[1];
-    if (q8_file != nullptr && q8_file->is_q8_0(e.name)) {  // the file's blocks, copied as they are
-      uint8_t* dst = alloc<uint8_t>(rows * q8_0_row_bytes(cols));
+    if (q8_file != nullptr && q8_file->is_q8_0(e.name)) {  // the file's blocks, each row regrouped (core/q8_0.h)
+      const int64_t row_bytes = q8_0_row_bytes(cols);
+      uint8_t* dst = alloc<uint8_t>(rows * row_bytes);
       q8_file->read_legacy_q8_0(e.name, dst, e.shape);
+      std::vector<uint8_t> blocks(static_cast<size_t>(row_bytes));
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(blocks.data(), dst + r * row_bytes, size_t(row_bytes));
+        q8_0_blocks_to_split(blocks.data(), cols, dst + r * row_bytes);
+      }
       matrix_types.insert(WeightType::kI8);
       return {WeightType::kI8, dst, rows, cols};
     }
@@ -325,7 +331,8 @@ struct InferModel::Builder {
   }
 
   // Q8_0 blocks (core/q8_0.h) from the stored values, row by row: the bytes
-  // `zaya ckpt export --dtype q8_0` writes for the same values.
+  // `zaya ckpt export --dtype q8_0` writes for the same values, each row
+  // regrouped into the split layout as a Q8_0 file's are.
   void to_int8(WeightMatrix& w) {
     if (w.type == WeightType::kI8 || w.rows == 0) return;
     ZAYA_ASSERT(w.cols % kQ8Block == 0);
@@ -334,10 +341,12 @@ struct InferModel::Builder {
 #pragma omp parallel
     {
       std::vector<float> row(size_t(w.cols));
+      std::vector<uint8_t> blocks(static_cast<size_t>(row_bytes));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < w.rows; ++r) {
         w.row_f32(r, row.data());
-        quantize_q8_0(row.data(), w.cols, q + r * row_bytes);
+        quantize_q8_0(row.data(), w.cols, blocks.data());
+        q8_0_blocks_to_split(blocks.data(), w.cols, q + r * row_bytes);
       }
     }
     w = {WeightType::kI8, q, w.rows, w.cols};

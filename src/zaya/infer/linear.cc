@@ -19,10 +19,13 @@ constexpr int64_t kMaxChunkRows = 512;
 // most kMaxChunkRows / kRowBucket oneDNN primitives.
 constexpr int64_t kRowBucket = 32;
 
-// int8 (Q8_0) weights always take the matvec kernel (there is no int8 GEMM here): prefill on them is slower.
+// int8 (Q8_0) weights always take their matvec kernel (is_q8; there is no int8 GEMM here): prefill on them is slower.
 bool use_matvec(int64_t tokens, const WeightMatrix& w, bool bf16_activations) {
   return tokens <= kMatvecMaxTokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
 }
+
+// An int8 matrix with columns: the int8 kernel over quantized activations.
+bool is_q8(const WeightMatrix& w) { return w.type == WeightType::kI8 && w.cols > 0; }
 
 }  // namespace
 
@@ -69,10 +72,21 @@ void LinearRunner::gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t
   }
 }
 
+void LinearRunner::run_q8(float* y, int64_t ldy, const WeightMatrix& w, bool accumulate) {
+  const uint8_t* wq = static_cast<const uint8_t*>(w.data);
+  if (xq_.tokens() * w.rows * w.cols < kDecodeParallelMinMacs)
+    matvec_q8_rows(wq, 0, w.rows, xq_, y, ldy, accumulate);
+  else
+    matvec_q8(wq, w.rows, xq_, y, ldy, accumulate);
+}
+
 void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
                        bool accumulate) {
   if (tokens <= 0) return;
-  if (use_matvec(tokens, w, bf16_activations_)) {
+  if (is_q8(w)) {
+    xq_.quantize(x, ldx, tokens, w.cols);
+    run_q8(y, ldy, w, accumulate);
+  } else if (use_matvec(tokens, w, bf16_activations_)) {
     if (tokens * w.rows * w.cols < kDecodeParallelMinMacs) {
       matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate);
       return;
@@ -97,8 +111,21 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
   }
   int64_t cols = 0;
   for (const Part& p : parts) cols = std::max(cols, p.w->cols);
+  // The int8 parts read the input quantized once (the parts share it, so their widths are equal).
+  for (const Part& p : parts)
+    if (is_q8(*p.w)) {
+      xq_.quantize(x, ldx, tokens, p.w->cols);
+      break;
+    }
   if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel() || tokens * rows * cols < kDecodeParallelMinMacs) {
-    for (const Part& p : parts) run(y + p.col, ldy, x, ldx, tokens, *p.w);
+    for (const Part& p : parts) {
+      if (is_q8(*p.w)) {
+        ZAYA_ASSERT(p.w->cols == xq_.in());
+        run_q8(y + p.col, ldy, *p.w, false);
+      } else {
+        run(y + p.col, ldy, x, ldx, tokens, *p.w);
+      }
+    }
     return;
   }
   // One parallel region: the concatenated rows split in multiples of 8.
@@ -110,7 +137,14 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
     int64_t base = 0;
     for (const Part& p : parts) {
       const int64_t r0 = std::max(g0, base) - base, r1 = std::min(g1, base + p.w->rows) - base;
-      if (r0 < r1) matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
+      if (r0 < r1) {
+        if (is_q8(*p.w)) {
+          ZAYA_ASSERT(p.w->cols == xq_.in());
+          matvec_q8_rows(static_cast<const uint8_t*>(p.w->data), r0, r1, xq_, y + p.col, ldy, false);
+        } else {
+          matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
+        }
+      }
       base += p.w->rows;
     }
   }

@@ -9,7 +9,8 @@
 //    `bf16_activations` off they stay on the matvec kernel instead (f32
 //    activations, exact, several times slower): the setting the decode-vs-
 //    full-sequence tests use. int8 weights (Q8_0 blocks) always take the
-//    matvec kernel.
+//    int8 matvec kernel (ops/matvec_q8.h), on activations quantized once per
+//    input: once for all the parts of run_parts.
 //
 // The runner owns the scratch of the bf16 GEMM path (activations rounded to
 // bf16, padded to a row bucket so that oneDNN builds few primitives).
@@ -19,6 +20,7 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/infer/infer_model.h"
+#include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
 
@@ -55,11 +57,14 @@ class LinearRunner {
  private:
   void gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
                       bool accumulate);
+  // The int8 product over xq_, quantized from the input by the caller.
+  void run_q8(float* y, int64_t ldy, const WeightMatrix& w, bool accumulate);
   int64_t max_in_, max_out_;
   bool bf16_activations_;
   int64_t chunk_rows_ = 0;   // rows per bf16 GEMM call
   AlignedPtr<uint16_t> xb_;  // [chunk_rows, max_in] activations in bf16
   AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output
+  Q8Activations xq_;         // the input of int8 products, quantized
 };
 
 }  // namespace zaya

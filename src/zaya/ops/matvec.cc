@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -19,6 +18,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
 namespace {
@@ -37,9 +37,6 @@ inline __m512 load_w_tail(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 inline __m512 load_w(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load_q8(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
 inline __m512 load_w_tail(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 
 // R weight rows x TT tokens; each weight vector is loaded once and used TT times.
@@ -81,63 +78,14 @@ inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, 
     }
 }
 
-// The same tile over Q8_0 rows (row_bytes apart): per block of 32, both
-// 16-lane halves are widened and multiplied by the block's scale, then FMA'd.
-template <int R, int TT>
-inline void tile_q8(const uint8_t* w, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
-  const int64_t row_bytes = q8_0_row_bytes(in), blocks = in / kQ8Block;
-  __m512 acc[R][TT];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
-  // The next tile's rows follow this one's: fetch them one tile ahead.
-  constexpr int kLinesPerStep = (R * int(kQ8BlockBytes) + 63) / 64;
-  const uint8_t* next = w + R * row_bytes;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* pf = next + b * R * kQ8BlockBytes;
-    for (int l = 0; l < kLinesPerStep; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T0);
-    __m512 x0[TT], x1[TT];
-    for (int t = 0; t < TT; ++t) {
-      x0[t] = _mm512_loadu_ps(x + t * ldx + b * kQ8Block);
-      x1[t] = _mm512_loadu_ps(x + t * ldx + b * kQ8Block + 16);
-    }
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = w + r * row_bytes + b * kQ8BlockBytes;
-      uint16_t h;
-      std::memcpy(&h, blk, 2);
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
-      const __m512 w0 = _mm512_mul_ps(load_q8(blk + 2), d), w1 = _mm512_mul_ps(load_q8(blk + 18), d);
-      for (int t = 0; t < TT; ++t) {
-        acc[r][t] = _mm512_fmadd_ps(w0, x0[t], acc[r][t]);
-        acc[r][t] = _mm512_fmadd_ps(w1, x1[t], acc[r][t]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TT; ++t) {
-      const float s = _mm512_reduce_add_ps(acc[r][t]);
-      float* dst = y + t * ldy + r;
-      *dst = accumulate ? *dst + s : s;
-    }
-}
-
-// Tile dispatch: Q8_0 rows are addressed in bytes, the others in elements.
-template <int R, int TT, typename W>
-inline void tile_at(const W* w, int64_t in, int64_t r, const float* x, int64_t ldx, float* y, int64_t ldy,
-                    bool accumulate) {
-  if constexpr (std::is_same_v<W, uint8_t>)
-    tile_q8<R, TT>(w + r * q8_0_row_bytes(in), in, x, ldx, y + r, ldy, accumulate);
-  else
-    tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
-}
-
 // Rows [r0, r1) for a block of TT tokens.
 template <int TT, typename W>
 void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y, int64_t ldy,
                      bool accumulate) {
   constexpr int R = TT == 1 ? 8 : 4;
   int64_t r = r0;
-  for (; r + R <= r1; r += R) tile_at<R, TT>(w, in, r, x, ldx, y, ldy, accumulate);
-  for (; r < r1; ++r) tile_at<1, TT>(w, in, r, x, ldx, y, ldy, accumulate);
+  for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+  for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
 }
 
 template <typename W>
@@ -168,20 +116,13 @@ inline float widen(uint16_t v) { return bf16_to_float(v); }
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
                  int64_t ldy, bool accumulate) {
-  std::vector<float> row;
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t t = 0; t < tokens; ++t) {
       const float* xt = x + t * ldx;
       float s = 0;
-      if constexpr (std::is_same_v<W, uint8_t>) {  // Q8_0 rows
-        row.resize(size_t(in));
-        dequantize_q8_0(w + r * q8_0_row_bytes(in), in, row.data());
-        for (int64_t i = 0; i < in; ++i) s += row[size_t(i)] * xt[i];
-      } else {
-        const W* wr = w + r * in;
+      const W* wr = w + r * in;
 #pragma omp simd reduction(+ : s)
-        for (int64_t i = 0; i < in; ++i) s += widen(wr[i]) * xt[i];
-      }
+      for (int64_t i = 0; i < in; ++i) s += widen(wr[i]) * xt[i];
       float* dst = y + t * ldy + r;
       *dst = accumulate ? *dst + s : s;
     }
@@ -202,7 +143,7 @@ int64_t weight_row_bytes(WeightType t, int64_t cols) {
 void weight_row_f32(WeightType t, const void* w, int64_t cols, int64_t row, float* dst) {
   const uint8_t* src = static_cast<const uint8_t*>(w) + row * weight_row_bytes(t, cols);
   if (t == WeightType::kI8) {
-    dequantize_q8_0(src, cols, dst);
+    dequantize_q8_0_split(src, cols, dst);
   } else if (t == WeightType::kBF16) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(src);
     for (int64_t i = 0; i < cols; ++i) dst[i] = bf16_to_float(p[i]);
@@ -221,8 +162,10 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
     return;
   }
   if (type == WeightType::kI8) {
-    ZAYA_ASSERT(in % kQ8Block == 0);
-    rows_kernel(static_cast<const uint8_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+    // The activations quantized per call (thread_local: reused, no allocation per step).
+    thread_local Q8Activations xq;
+    xq.quantize(x, ldx, tokens, in);
+    matvec_q8_rows(static_cast<const uint8_t*>(w), r0, r1, xq, y, ldy, accumulate);
   } else if (type == WeightType::kBF16) {
     rows_kernel(static_cast<const uint16_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
   } else {
@@ -232,6 +175,12 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
 
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
             float* y, int64_t ldy, bool accumulate) {
+  if (type == WeightType::kI8 && in > 0 && tokens > 0) {  // quantized once, read by every thread
+    thread_local Q8Activations xq;
+    xq.quantize(x, ldx, tokens, in);
+    matvec_q8(static_cast<const uint8_t*>(w), out, xq, y, ldy, accumulate);
+    return;
+  }
   const int threads = omp_get_max_threads();
   if (threads <= 1 || out * in * tokens < kParallelMinMacs || omp_in_parallel()) {
     matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate);
@@ -249,6 +198,12 @@ void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float
 
 void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,
                       int64_t tokens, float* y, int64_t ldy, bool accumulate) {
+  if (type == WeightType::kI8 && in > 0) {  // the quantized-activation product (ops/matvec_q8.h)
+    Q8Activations xq;
+    xq.quantize(x, ldx, tokens, in);
+    matvec_q8_reference(static_cast<const uint8_t*>(w), out, xq, y, ldy, accumulate);
+    return;
+  }
   std::vector<float> row(static_cast<size_t>(in));
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t r = 0; r < out; ++r) {

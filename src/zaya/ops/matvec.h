@@ -2,23 +2,25 @@
 // Matrix-vector products for inference: y_TO = x_TI W_OI^T for a few tokens
 // (decode steps, T <= a few dozen), with W in nn.Linear layout [out, in] stored
 // as float32, bfloat16 (raw bit patterns, e.g. straight from a memory-mapped
-// safetensors file) or int8 in ggml's Q8_0 blocks (core/q8_0.h: each row is
-// in / 32 blocks of an f16 scale and 32 int8, `in` a multiple of 32), and
-// activations and accumulation in float32.
+// safetensors file) or int8 in ggml's Q8_0 blocks regrouped per row
+// (core/q8_0.h, the split layout: a row's `in` int8 values, then its in / 32
+// f16 scales; `in` a multiple of 32), and activations and accumulation in float32.
 //
 // Decode reads every active weight once per step, so it is bound by memory
 // bandwidth; the kernel streams each weight row once per block of up to four
 // tokens (a block of rows stays in L1 while the token blocks pass over it),
 // widens bf16 to f32 exactly (a 16-bit shift) and accumulates with FMAs, so a
-// bf16 weight gives the same result as its f32 widening up to summation order;
-// an int8 block is widened exactly and multiplied by its scale before the FMAs.
-// AVX-512 where the compiler targets it, a portable loop otherwise.
+// bf16 weight gives the same result as its f32 widening up to summation order.
+// AVX-512 where the compiler targets it, a portable loop otherwise. int8
+// weights go to ops/matvec_q8.h: the activations are quantized to int8 blocks
+// too and the blocks' dot products are integer (AVX512-VNNI where the CPU has
+// it), so kI8 computes the Q8_0 x Q8_0 product defined there.
 
 #include <cstdint>
 
 namespace zaya {
 
-// kI8: int8 in Q8_0 blocks (core/q8_0.h).
+// kI8: int8 Q8_0 rows in the split layout (core/q8_0.h).
 enum class WeightType { kF32, kBF16, kI8 };
 
 // Rows [row_begin, row_end) of y_TO = x_TI W^T on the calling thread.
@@ -32,7 +34,8 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t row_begin, 
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
             float* y, int64_t ldy, bool accumulate);
 
-// The loop-nest reference (double accumulation) for tests.
+// The loop-nest reference (double accumulation) for tests; kI8: matvec_q8_reference
+// on the quantized activations.
 void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,
                       int64_t tokens, float* y, int64_t ldy, bool accumulate);
 

@@ -21,7 +21,8 @@ std::vector<float> randn(int64_t n, uint64_t seed) {
 // Every token count (tile shapes 1..4 and their remainders), row counts that
 // leave remainders of the 8- and 4-row tiles, `in` with and without a 16-lane
 // tail, strided x and y, accumulation, bf16, f32 and int8 weights (Q8_0
-// blocks, rows of a multiple of 32): all against the double-accumulating loop.
+// blocks, rows of a multiple of 32; the activations quantized as
+// ops/matvec_q8.h does): all against the double-accumulating loop.
 TEST(Matvec, MatchesReferenceForAllShapes) {
   for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kI8})
     for (int64_t in : {1, 15, 16, 32, 37, 64, 96, 200, 224})
@@ -35,10 +36,12 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
           std::vector<uint8_t> wq;
           if (type == WeightType::kI8) {
             wq.resize(size_t(out * q8_0_row_bytes(in)));
+            std::vector<uint8_t> blocks(static_cast<size_t>(q8_0_row_bytes(in)));
             for (int64_t r = 0; r < out; ++r) {
               std::vector<float> row(wf.begin() + r * in, wf.begin() + (r + 1) * in);
               for (float& v : row) v *= 0.01f * float(r + 1);  // a different scale per row
-              quantize_q8_0(row.data(), in, wq.data() + r * q8_0_row_bytes(in));
+              quantize_q8_0(row.data(), in, blocks.data());
+              q8_0_blocks_to_split(blocks.data(), in, wq.data() + r * q8_0_row_bytes(in));
             }
           }
           const void* w = type == WeightType::kBF16 ? static_cast<const void*>(wb.data())
@@ -60,7 +63,9 @@ TEST(Matvec, MatchesReferenceForAllShapes) {
         }
 }
 
-// The reference itself reads Q8_0 as ggml does: element i of a block is d * q[i].
+// The reference itself reads Q8_0 as ggml does: element i of a block is
+// d * q[i]. The activations here are each their block's largest magnitude, so
+// they quantize to +-127 with d = |x| / 127 and come back up to float rounding.
 TEST(Matvec, Q8ReferenceIsBlockScaleTimesQuant) {
   std::vector<uint8_t> w(size_t(2 * q8_0_row_bytes(64)), 0);
   // Row 0: block 0 d = 0.5 (f16 0x3800), q[3] = 4; block 1 d = 2 (0x4000), q[0] = -3.
@@ -68,6 +73,10 @@ TEST(Matvec, Q8ReferenceIsBlockScaleTimesQuant) {
   w[34] = 0x00, w[35] = 0x40, w[36] = uint8_t(int8_t(-3));
   // Row 1: block 1 d = 1 (0x3C00), q[31] = 127.
   w[68 + 34] = 0x00, w[68 + 35] = 0x3C, w[68 + 34 + 2 + 31] = 127;
+  for (int r = 0; r < 2; ++r) {  // into the split layout of int8 matrices (core/q8_0.h)
+    const std::vector<uint8_t> blocks(w.begin() + 68 * r, w.begin() + 68 * (r + 1));
+    q8_0_blocks_to_split(blocks.data(), 64, w.data() + 68 * r);
+  }
   std::vector<float> x(64, 0.0f);
   x[3] = 1.5f, x[32] = 1.0f, x[63] = -1.0f;
   float y[2], ref[2];
