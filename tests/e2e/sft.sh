@@ -8,7 +8,9 @@
 # (never in the training data) from about 0% before to well above chance
 # (1 in 1000) after; the result exports back to the native layout and still
 # answers. The loss counts only the assistant's tokens (metrics.jsonl's
-# loss_tokens).
+# loss_tokens), and `zaya eval` on the validation split counts the same ones:
+# its loss is training's validation loss of the same weights (--no-loss-mask:
+# every token).
 source "$(dirname "$0")/common.bash" "$@"
 
 python3 - "$WORK" <<'PY'
@@ -59,7 +61,10 @@ done
 # The imported checkpoint: a random tiny model (one step at a negligible
 # learning rate) in the native layout with bf16 weights, its balancing biases
 # set so that the skip expert never wins (what the native layout can express).
-base_run=(--set model.num_blocks=2 --set data.dir="$WORK/sft" --set data.tokenizer="$WORK/tok.model")
+# max_position_embeddings is raised (RoPE: no weight depends on it) so that
+# one training window can hold the whole validation split (below).
+base_run=(--set model.num_blocks=2 --set model.max_position_embeddings=16384 --set data.dir="$WORK/sft"
+  --set data.tokenizer="$WORK/tok.model")
 "$ZAYA" train --config "$SRC/configs/sft-tiny.toml" "${base_run[@]}" --set model.init_from='""' \
   --set train.steps=1 --set schedule.warmup_steps=0 --set optim.lr=1e-9 --set train.out_dir="$WORK/base" --quiet >/dev/null
 python3 - "$WORK/base/final/model.safetensors" <<'PY'
@@ -96,6 +101,48 @@ before=$(accuracy "$WORK/base-native")
   --set train.out_dir="$WORK/run" >"$WORK/run.log" 2>&1 || { cat "$WORK/run.log"; fail "fine-tuning run"; }
 grep -q "starting from the weights of $WORK/base-native" "$WORK/run.log" || fail "no init_from line"
 grep -q '"loss_tokens":' "$WORK/run/metrics.jsonl" || fail "metrics.jsonl has no loss_tokens (the mask was not used)"
+
+# zaya eval on the validation split scores the targets its loss mask selects,
+# each document alone. The run's own validation loss is not that number: its
+# 128-token windows run the documents together without document masking, cut
+# most of them in two, and wrap round the split. Training's validation of the
+# same weights over what eval scores: one step at a negligible learning rate
+# from run/final (no balancing update) with document masking and one window
+# holding the whole split (seq_len = its tokens - 1).
+val_tokens=$(($(stat -c %s "$WORK/sft/val.bin") / 4))
+"$ZAYA" train --config "$SRC/configs/sft-tiny.toml" "${base_run[@]}" --set model.init_from="$WORK/run/final" \
+  --set data.document_masking=true --set train.seq_len=$((val_tokens - 1)) --set train.micro_batch=1 \
+  --set train.eval_batches=1 --set train.steps=1 --set optim.lr=1e-9 --set schedule.warmup_steps=0 \
+  --set moe.balance=false --set train.out_dir="$WORK/valpass" --quiet >/dev/null
+last_val() { grep -o '"val_loss":[0-9.e+-]*' "$1" | tail -1 | cut -d: -f2; }
+train_val=$(last_val "$WORK/valpass/metrics.jsonl")
+run_val=$(last_val "$WORK/run/metrics.jsonl")
+"$ZAYA" eval --model "$WORK/run/final" --shards "$WORK/sft/val" --json "$WORK/eval.json" | tee "$WORK/eval.txt"
+"$ZAYA" eval --model "$WORK/run/final" --shards "$WORK/sft/val" --json "$WORK/eval_full.json" --no-loss-mask |
+  tee "$WORK/eval_full.txt"
+in_loss=$(grep -o "val [0-9]* examples / $val_tokens tokens ([0-9]* in the loss)" "$WORK/sft.log" | grep -o '([0-9]*' | tr -d '(')
+[[ -n $in_loss ]] || fail "no val split of $val_tokens tokens in the summary: $(cat "$WORK/sft.log")"
+grep -q "sft/val (shards): .* $in_loss tokens scored (loss mask $WORK/sft/val.mask: $in_loss of $val_tokens tokens selected)" \
+  "$WORK/eval.txt" || fail "eval does not report the loss mask ($in_loss of $val_tokens tokens): $(cat "$WORK/eval.txt")"
+grep -q "tokens scored (loss mask $WORK/sft/val.mask ignored: --no-loss-mask)" "$WORK/eval_full.txt" ||
+  fail "eval --no-loss-mask: $(cat "$WORK/eval_full.txt")"
+python3 - "$WORK/eval.json" "$WORK/eval_full.json" "$train_val" "$in_loss" "$val_tokens" "$WORK/sft/val.mask" <<'PY' ||
+import json, sys
+masked, full = (json.load(open(p))["perplexity"][0] for p in sys.argv[1:3])
+train_val, in_loss, val_tokens = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+assert masked["loss_mask"] == {"file": sys.argv[6], "applied": True, "selected": in_loss,
+                               "document_tokens": val_tokens}, masked["loss_mask"]
+assert masked["tokens"] == in_loss, masked  # no example selects its bos: every selected token is a target
+assert full["loss_mask"]["applied"] is False and full["tokens"] == val_tokens - full["documents"], full
+# metrics.jsonl keeps 6 decimals; the forwards differ in float rounding only.
+assert abs(masked["loss"] - train_val) <= 1e-4, (masked["loss"], train_val)
+assert full["loss"] > masked["loss"] + 0.5, (full["loss"], masked["loss"])  # the prompts' random words count there
+PY
+  fail "zaya eval on the validation split vs training's validation loss $train_val"
+echo "validation loss: zaya eval $(grep -o '"loss": *[0-9.]*' "$WORK/eval.json" | head -1 | grep -o '[0-9.]*$') over $in_loss" \
+  "selected targets, training's validation of the same weights and targets $train_val (the run's own, other" \
+  "windows: $run_val); every token (--no-loss-mask): $(grep -o '"loss": *[0-9.]*' "$WORK/eval_full.json" | head -1 | grep -o '[0-9.]*$')"
+
 after=$(accuracy "$WORK/run/final")
 "$ZAYA" ckpt export --in "$WORK/run/final" --out "$WORK/export" --layout native --dtype bf16 >/dev/null
 exported=$(accuracy "$WORK/export")

@@ -25,6 +25,7 @@ struct EvalOptions {
   int64_t max_documents = 0, max_tokens = 0, max_items = 0;
   int threads = 0;
   bool exact = false;
+  bool no_loss_mask = false;
 };
 
 void run_eval(const EvalOptions& o) {
@@ -64,10 +65,17 @@ void run_eval(const EvalOptions& o) {
     const double dt = run.seconds;
     const int64_t bytes = run.bytes;
     std::string bpb = bytes > 0 ? fmt::format(", {:.4f} bits/byte", r.bits_per_byte(bytes)) : "";
+    // A shard's loss mask: which targets the tokens are (fine-tuning data), or that it was ignored.
+    const ShardLossMask& m = run.loss_mask;
+    std::string masked;
+    if (!m.path.empty())
+      masked = m.applied ? fmt::format(" scored (loss mask {}: {} of {} tokens selected)", m.path, m.selected, m.tokens)
+                         : fmt::format(" scored (loss mask {} ignored: --no-loss-mask)", m.path);
     fmt::print(
-        "  perplexity {} ({}): {} documents, {} windows, {} tokens: loss {:.4f} nats/token, ppl {:.3f}{} "
+        "  perplexity {} ({}): {} documents, {} windows, {} tokens{}: loss {:.4f} nats/token, ppl {:.3f}{} "
         "[{:.1f} s, {:.0f} tokens/s]\n",
-        name, kind, r.documents, r.windows, r.tokens, r.mean_nll(), r.perplexity(), bpb, dt, run.tokens_per_second());
+        name, kind, r.documents, r.windows, r.tokens, masked, r.mean_nll(), r.perplexity(), bpb, dt,
+        run.tokens_per_second());
     nlohmann::json j = {
         {"data", name},       {"kind", kind},     {"documents", r.documents}, {"windows", r.windows},
         {"tokens", r.tokens}, {"nll_sum", r.nll}, {"loss", r.mean_nll()},     {"perplexity", r.perplexity()},
@@ -76,13 +84,24 @@ void run_eval(const EvalOptions& o) {
       j["bytes"] = bytes;
       j["bits_per_byte"] = r.bits_per_byte(bytes);
     }
+    if (kind == "shards") {
+      j["loss_mask"] = nullptr;
+      if (!m.path.empty()) {
+        j["loss_mask"] = {{"file", m.path}, {"applied", m.applied}};
+        if (m.applied) {
+          j["loss_mask"]["selected"] = m.selected;
+          j["loss_mask"]["document_tokens"] = m.tokens;
+        }
+      }
+    }
     out["perplexity"].push_back(j);
   };
   for (const std::string& path : o.texts) {
     ZAYA_CHECK(tok.has_value(), "--text {}: no tokenizer ({} does not exist; give --tokenizer)", path, tok_path);
     report_ppl(path, "text", text_perplexity(*model, *tok, path, limits, po));
   }
-  for (const std::string& prefix : o.shards) report_ppl(prefix, "shards", shard_perplexity(*model, prefix, limits, po));
+  for (const std::string& prefix : o.shards)
+    report_ppl(prefix, "shards", shard_perplexity(*model, prefix, limits, po, !o.no_loss_mask));
 
   std::optional<AtomicFileWriter> per_item;
   if (!o.per_item.empty()) per_item.emplace(o.per_item);
@@ -128,7 +147,11 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--text", o->texts,
                   "perplexity of a UTF-8 text file, documents separated by blank lines (repeatable)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--shards", o->shards, "perplexity of a token shard PREFIX (PREFIX.bin/.idx; repeatable)");
+  cmd->add_option("--shards", o->shards,
+                  "perplexity of a token shard PREFIX (PREFIX.bin/.idx; repeatable); with a loss mask PREFIX.mask "
+                  "(zaya data sft) only the targets it selects count, as in training");
+  cmd->add_flag("--no-loss-mask", o->no_loss_mask,
+                "ignore the shards' loss masks (PREFIX.mask): score every token (the full-sequence perplexity)");
   cmd->add_option("--mc", o->mc, "multiple-choice items, JSONL (docs/inference.md; repeatable)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--context", o->context, "perplexity window in tokens (0: min(max_position, 2048))")

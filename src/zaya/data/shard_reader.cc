@@ -141,7 +141,7 @@ void ShardReader::open_megatron(const ShardReadOptions& options) {
 
 void ShardReader::open_mask(const ShardReadOptions& options) {
   std::error_code ec;
-  if (!std::filesystem::exists(loss_mask_path(prefix_), ec)) return;
+  if (!options.loss_mask || !std::filesystem::exists(loss_mask_path(prefix_), ec)) return;
   uint64_t tokens_xxh64 = checksum_;
   bool check = format_ == ShardFileFormat::kZaya;
   if (!check && options.verify_checksum != ChecksumMode::kNever) {

@@ -23,7 +23,8 @@
 // when the file exists, open() reads and validates it too (its token count,
 // its checksum, and that it was written for these tokens: the index's checksum
 // for a zaya shard; for a Megatron dataset the tokens are hashed when the
-// checksum is verified), and loss_selected() says which tokens count.
+// checksum is verified), and loss_selected() says which tokens count
+// (unless ShardReadOptions::loss_mask is false).
 
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,9 @@ struct ShardReadOptions {
   // Megatron datasets only: the vocabulary the ids must stay below (0: the
   // largest id in the file + 1). Ignored for zaya shards (their header has it).
   uint32_t vocab_size = 0;
+  // Read NAME.mask when it exists; false: ignore the file (every token counts,
+  // as `zaya eval --no-loss-mask` wants).
+  bool loss_mask = true;
 };
 
 enum class ShardFileFormat { kZaya, kMegatron };

@@ -22,15 +22,19 @@ struct DocumentLimits {
 
 struct PerplexityRun {
   PerplexityResult result;
-  int64_t bytes = 0;  // UTF-8 bytes of the documents (text only; 0 for shards)
+  ShardLossMask loss_mask;  // shards: PREFIX.mask, applied or ignored (path empty: none, and for text)
+  int64_t bytes = 0;        // UTF-8 bytes of the documents (text only; 0 for shards)
   double seconds = 0;
   double tokens_per_second() const { return seconds > 0 ? double(result.tokens) / seconds : 0; }
 };
 
 PerplexityRun text_perplexity(const InferModel& model, const Tokenizer& tokenizer, const std::string& path,
                               const DocumentLimits& limits, const PerplexityOptions& options);
+// A shard with a loss mask (PREFIX.mask, fine-tuning data) scores only the
+// targets it selects, as training and its validation count them
+// (perplexity.h), unless apply_loss_mask is false (every target).
 PerplexityRun shard_perplexity(const InferModel& model, const std::string& prefix, const DocumentLimits& limits,
-                               const PerplexityOptions& options);
+                               const PerplexityOptions& options, bool apply_loss_mask = true);
 
 struct MultipleChoiceRun {
   std::vector<McItem> items;

@@ -115,7 +115,7 @@ McSummary evaluate_multiple_choice(const InferModel& model, const std::vector<Mc
                                    const ScorerOptions& options, const std::function<void(size_t, size_t)>& progress) {
   std::vector<ScoreGroup> groups;
   groups.reserve(items.size());
-  for (const McItem& it : items) groups.push_back({it.context, it.choices});
+  for (const McItem& it : items) groups.push_back({it.context, it.choices, {}});
   const auto scores = score_groups(model, groups, options, progress);
   McSummary s;
   s.items = int64_t(items.size());

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "zaya/core/error.h"
 #include "zaya/data/corpus.h"
+#include "zaya/data/loss_mask.h"
 #include "zaya/data/shard_reader.h"
 
 namespace zaya {
@@ -35,18 +37,45 @@ std::vector<ScoreGroup> perplexity_windows(const std::vector<int32_t>& doc, int6
   return out;
 }
 
+std::vector<ScoreGroup> perplexity_windows(const std::vector<int32_t>& doc, const std::vector<uint8_t>& mask,
+                                           int64_t context, int64_t stride) {
+  ZAYA_CHECK(mask.size() == doc.size(), "a loss mask of {} tokens for a document of {}", mask.size(), doc.size());
+  std::vector<ScoreGroup> out;
+  // The windows' targets are contiguous: tokens 1, 2, ... of the document.
+  size_t t0 = 1;
+  for (ScoreGroup& g : perplexity_windows(doc, context, stride)) {
+    const size_t t1 = t0 + g.continuations[0].size();
+    std::vector<uint8_t> counted(mask.begin() + std::ptrdiff_t(t0), mask.begin() + std::ptrdiff_t(t1));
+    t0 = t1;
+    if (std::find(counted.begin(), counted.end(), uint8_t{1}) == counted.end()) continue;
+    g.counted.push_back(std::move(counted));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 PerplexityResult perplexity(const InferModel& model, const std::vector<std::vector<int32_t>>& docs,
                             const PerplexityOptions& o, const std::function<void(size_t, size_t)>& progress) {
+  return perplexity(model, docs, {}, o, progress);
+}
+
+PerplexityResult perplexity(const InferModel& model, const std::vector<std::vector<int32_t>>& docs,
+                            const std::vector<std::vector<uint8_t>>& loss_masks, const PerplexityOptions& o,
+                            const std::function<void(size_t, size_t)>& progress) {
+  ZAYA_CHECK(loss_masks.empty() || loss_masks.size() == docs.size(), "{} loss masks for {} documents",
+             loss_masks.size(), docs.size());
   const ZayaConfig& c = model.config();
   const int64_t context = o.context > 0 ? o.context : std::min<int64_t>(c.max_position, 2048);
   ZAYA_CHECK(context <= c.max_position, "--context {} exceeds max_position_embeddings {}", context, c.max_position);
   const int64_t stride = o.stride > 0 ? o.stride : context - 1;
   std::vector<ScoreGroup> groups;
   PerplexityResult r;
-  for (const auto& d : docs) {
-    if (d.size() < 2) continue;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    if (docs[d].size() < 2) continue;
     ++r.documents;
-    for (ScoreGroup& g : perplexity_windows(d, context, stride)) groups.push_back(std::move(g));
+    for (ScoreGroup& g : loss_masks.empty() ? perplexity_windows(docs[d], context, stride)
+                                            : perplexity_windows(docs[d], loss_masks[d], context, stride))
+      groups.push_back(std::move(g));
   }
   r.windows = int64_t(groups.size());
   const auto scores = score_groups(model, groups, o.scorer, progress);
@@ -57,16 +86,21 @@ PerplexityResult perplexity(const InferModel& model, const std::vector<std::vect
   return r;
 }
 
-std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int64_t model_vocab, int64_t max_documents,
-                                                  int64_t max_tokens) {
-  ShardReader shard = ShardReader::open(prefix);
+ShardDocuments shard_documents(const std::string& prefix, int64_t model_vocab, int64_t max_documents,
+                               int64_t max_tokens, bool apply_loss_mask) {
+  ShardReadOptions ro;
+  ro.loss_mask = apply_loss_mask;
+  ShardReader shard = ShardReader::open(prefix, ro);
   ZAYA_CHECK(int64_t(shard.vocab_size()) <= model_vocab,
              "{}.idx: the shard was tokenized with {} ids but the model has {} (vocab_size); wrong tokenizer?", prefix,
              shard.vocab_size(), model_vocab);
-  std::vector<std::vector<int32_t>> out;
+  ShardDocuments out;
+  std::error_code ec;
+  if (std::filesystem::exists(loss_mask_path(prefix), ec)) out.mask.path = loss_mask_path(prefix);
+  out.mask.applied = shard.has_loss_mask();
   int64_t tokens = 0;
   for (uint64_t d = 0; d < shard.num_documents(); ++d) {
-    if (max_documents > 0 && int64_t(out.size()) >= max_documents) break;
+    if (max_documents > 0 && int64_t(out.docs.size()) >= max_documents) break;
     if (max_tokens > 0 && tokens >= max_tokens) break;
     auto doc = shard.document(d);
     std::vector<int32_t> ids(doc.size());
@@ -75,9 +109,17 @@ std::vector<std::vector<int32_t>> shard_documents(const std::string& prefix, int
                  prefix, d, i, doc[i], model_vocab - 1);
       ids[i] = int32_t(doc[i]);
     }
+    if (out.mask.applied) {
+      // Token i of the document is token offsets[d] + i of the shard, the index the mask (and the sampler) uses.
+      std::vector<uint8_t> bits(doc.size());
+      for (size_t i = 0; i < doc.size(); ++i) bits[i] = shard.loss_selected(shard.offsets()[d] + i) ? 1 : 0;
+      out.mask.selected += std::count(bits.begin(), bits.end(), uint8_t{1});
+      out.loss_masks.push_back(std::move(bits));
+    }
     tokens += int64_t(ids.size());
-    out.push_back(std::move(ids));
+    out.docs.push_back(std::move(ids));
   }
+  out.mask.tokens = tokens;
   return out;
 }
 

@@ -59,6 +59,9 @@ void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int
   }
 }
 
+// Token t of continuation k of `g` counts for its score.
+bool counts(const ScoreGroup& g, size_t k, int64_t t) { return g.counted.empty() || g.counted[k][size_t(t)] != 0; }
+
 }  // namespace
 
 std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model, const std::vector<ScoreGroup>& groups,
@@ -76,9 +79,15 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
     for (int32_t id : gr.prefix)
       ZAYA_CHECK(id >= 0 && id < c.vocab_size, "scoring request {}: context token {} is outside the vocabulary 0..{}",
                  g, id, c.vocab_size - 1);
+    ZAYA_CHECK(gr.counted.empty() || gr.counted.size() == gr.continuations.size(),
+               "scoring request {}: {} counted-token masks for {} continuations", g, gr.counted.size(),
+               gr.continuations.size());
     for (size_t k = 0; k < gr.continuations.size(); ++k) {
       const auto& cont = gr.continuations[k];
       ZAYA_CHECK(!cont.empty(), "scoring request {}: continuation {} has no tokens", g, k);
+      ZAYA_CHECK(gr.counted.empty() || gr.counted[k].size() == cont.size(),
+                 "scoring request {}: continuation {} has {} tokens but a counted-token mask of {}", g, k, cont.size(),
+                 gr.counted.empty() ? 0 : gr.counted[k].size());
       for (int32_t id : cont)
         ZAYA_CHECK(id >= 0 && id < vocab,
                    "scoring request {}: continuation {} token {} is outside the scored vocabulary 0..{}", g, k, id,
@@ -142,7 +151,7 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
       for (int64_t r = 0; r < engine.logit_rows(); ++r) {
         const size_t i = chunk_group[engine.logit_row_chunk(r)];
         for (size_t k = 0; k < groups[g0 + i].continuations.size(); ++k)
-          rows.push_back({r, groups[g0 + i].continuations[k][0], &scores[g0 + i][k]});
+          if (counts(groups[g0 + i], k, 0)) rows.push_back({r, groups[g0 + i].continuations[k][0], &scores[g0 + i][k]});
       }
       score_rows(engine, rows, vocab, buf, block);
     }
@@ -176,8 +185,10 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
       for (size_t ch = 0; ch < chunks.size(); ++ch) {
         const auto [i, k] = chunk_of[ch];
         const auto& cont = groups[g0 + i].continuations[k];
-        for (int64_t j = 0; j < chunks[ch].count; ++j, ++r)
-          rows.push_back({r, cont[chunk_start[ch] + j + 1], &scores[g0 + i][k]});
+        for (int64_t j = 0; j < chunks[ch].count; ++j, ++r) {
+          const int64_t t = chunk_start[ch] + j + 1;
+          if (counts(groups[g0 + i], k, t)) rows.push_back({r, cont[t], &scores[g0 + i][k]});
+        }
       }
       score_rows(engine, rows, vocab, buf, block);
     }

@@ -9,6 +9,11 @@
 // slot is copied once per continuation (engine.copy), and the continuations
 // run together: the context is computed once per item, not once per choice.
 // Groups are packed into ragged steps up to the slot and token budgets.
+//
+// A group may say which continuation tokens count (`counted`: a loss mask,
+// perplexity.h): the others are still fed (they are context for the tokens
+// after them) but their log p is neither computed nor summed, and the score's
+// tokens and greedy cover only the counted ones.
 
 #include <cstdint>
 #include <functional>
@@ -21,12 +26,15 @@ namespace zaya {
 struct ScoreGroup {
   std::vector<int32_t> prefix;                      // >= 1 token (BOS at least)
   std::vector<std::vector<int32_t>> continuations;  // >= 1 continuation of >= 1 token each
+  // Empty: every continuation token counts. Otherwise one entry per
+  // continuation, as long as it: 1 = that token's log p counts, 0 = it does not.
+  std::vector<std::vector<uint8_t>> counted;
 };
 
 struct ContinuationScore {
-  double logprob = 0;  // sum of log p over the continuation's tokens (nats)
-  int64_t tokens = 0;
-  bool greedy = true;  // every token was the argmax
+  double logprob = 0;  // sum of log p over the continuation's counted tokens (nats)
+  int64_t tokens = 0;  // counted tokens (all of them without `counted`)
+  bool greedy = true;  // every counted token was the argmax (true when none counts)
 };
 
 struct ScorerOptions {

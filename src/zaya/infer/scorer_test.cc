@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "zaya/data/test_util.h"
@@ -66,6 +67,75 @@ TEST(Scorer, SharedPrefixScoresMatchReference) {
     }
 }
 
+// Counted-token masks: only the counted tokens' log p is summed, counted and
+// judged greedy; the others are still context for the tokens after them.
+TEST(Scorer, CountedTokensAloneAreScored) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 33);
+  auto im = InferModel::from_model(*model);
+  std::vector<ScoreGroup> groups;
+  for (int g = 0; g < 3; ++g) {
+    ScoreGroup gr;
+    gr.prefix = random_tokens(2 + 3 * g, c.real_vocab_size, 90 + g);
+    for (int k = 0; k < 2; ++k) {
+      gr.continuations.push_back(random_tokens(5 + 2 * k + g, c.real_vocab_size, 95 + 10 * g + k));
+      std::vector<uint8_t> counted(gr.continuations.back().size(), 0);
+      for (size_t t = 0; t < counted.size(); ++t) counted[t] = uint8_t((t + size_t(g + k)) % 3 != 0);
+      if (g == 2 && k == 1) std::fill(counted.begin(), counted.end(), uint8_t{0});  // nothing counts
+      gr.counted.push_back(counted);
+    }
+    groups.push_back(gr);
+  }
+  ScorerOptions o;
+  o.max_batch = 3;
+  o.step_tokens = 4;
+  o.bf16_activations = false;
+  const auto scores = score_groups(*im, groups, o);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t k = 0; k < groups[g].continuations.size(); ++k) {
+      std::vector<int32_t> seq = groups[g].prefix;
+      seq.insert(seq.end(), groups[g].continuations[k].begin(), groups[g].continuations[k].end());
+      const std::vector<double> lp = reference_logprobs(*model, seq);
+      double want = 0;
+      int64_t counted = 0;
+      for (size_t t = 0; t < groups[g].counted[k].size(); ++t)
+        if (groups[g].counted[k][t]) {
+          want += lp[groups[g].prefix.size() + t];
+          ++counted;
+        }
+      EXPECT_NEAR(scores[g][k].logprob, want, 1e-4 * (1 + std::fabs(want))) << g << "/" << k;
+      EXPECT_EQ(scores[g][k].tokens, counted) << g << "/" << k;
+    }
+  EXPECT_EQ(scores[2][1].tokens, 0);
+  EXPECT_EQ(scores[2][1].logprob, 0.0);
+  EXPECT_TRUE(scores[2][1].greedy);
+
+  // greedy judges the counted tokens only: the model's own greedy choice
+  // after a prefix, then a token it did not choose, which counts or not.
+  ScoreGroup gr;
+  gr.prefix = random_tokens(4, c.real_vocab_size, 120);
+  const std::vector<float> logits = reference_logits(*model, gr.prefix);
+  const float* last = logits.data() + (gr.prefix.size() - 1) * size_t(c.vocab_size);
+  const int32_t best = int32_t(std::max_element(last, last + c.real_vocab_size) - last);
+  // `other`: a token that is not the argmax after prefix + best.
+  std::vector<int32_t> seq = gr.prefix;
+  seq.push_back(best);
+  const std::vector<float> next = reference_logits(*model, seq);
+  const float* row = next.data() + (seq.size() - 1) * size_t(c.vocab_size);
+  const int32_t other = std::max_element(row, row + c.real_vocab_size) - row == 0 ? 1 : 0;
+  gr.continuations = {{best, other}, {best, other}};
+  gr.counted = {{1, 0}, {1, 1}};
+  const auto s = score_groups(*im, {gr}, o);
+  EXPECT_TRUE(s[0][0].greedy);
+  EXPECT_FALSE(s[0][1].greedy);
+
+  gr.counted = {{1, 0}};
+  testing::expect_error([&] { score_groups(*im, {gr}, o); }, "1 counted-token masks for 2 continuations");
+  gr.counted = {{1, 0}, {1}};
+  testing::expect_error([&] { score_groups(*im, {gr}, o); },
+                        "continuation 1 has 2 tokens but a counted-token mask of 1");
+}
+
 TEST(Perplexity, WindowsScoreEveryTokenOnce) {
   std::vector<int32_t> doc(23);
   for (int i = 0; i < 23; ++i) doc[i] = i;
@@ -83,6 +153,44 @@ TEST(Perplexity, WindowsScoreEveryTokenOnce) {
   }
   EXPECT_TRUE(perplexity_windows({5}, 8, 7).empty());
   testing::expect_error([&] { perplexity_windows(doc, 8, 8); }, "stride 8 is invalid; allowed: 1..7");
+}
+
+// With a loss mask the windows are the unmasked ones (same prefixes, same
+// targets), each selected target counted exactly once, target 0 never, and a
+// window with nothing selected left out.
+TEST(Perplexity, MaskedWindowsCountEachSelectedTargetOnce) {
+  std::vector<int32_t> doc(23);
+  for (int i = 0; i < 23; ++i) doc[i] = i;
+  std::vector<uint8_t> mask(23, 0);
+  for (int i : {0, 1, 2, 9, 10, 11, 12, 20, 22}) mask[i] = 1;
+  for (auto [context, stride] : {std::pair{8, 7}, {8, 3}, {30, 5}, {2, 1}}) {
+    const std::vector<ScoreGroup> all = perplexity_windows(doc, context, stride);
+    const std::vector<ScoreGroup> masked = perplexity_windows(doc, mask, context, stride);
+    std::vector<int> count(23, 0);
+    size_t a = 0;
+    for (const ScoreGroup& g : masked) {
+      while (a < all.size() && all[a].prefix != g.prefix) ++a;  // the same window, in order
+      ASSERT_LT(a, all.size());
+      EXPECT_EQ(g.continuations, all[a].continuations);
+      ASSERT_EQ(g.counted.size(), 1u);
+      ASSERT_EQ(g.counted[0].size(), g.continuations[0].size());
+      int counted = 0;
+      for (size_t j = 0; j < g.counted[0].size(); ++j) {
+        const int32_t t = g.continuations[0][j];
+        EXPECT_EQ(g.counted[0][j], mask[t]) << t;
+        count[t] += g.counted[0][j];
+        counted += g.counted[0][j];
+      }
+      EXPECT_GT(counted, 0) << "a window with nothing selected was kept";
+    }
+    EXPECT_EQ(count[0], 0);
+    for (int i = 1; i < 23; ++i) EXPECT_EQ(count[i], mask[i]) << "context " << context << " stride " << stride;
+    if (context == 8 && stride == 3) {
+      EXPECT_LT(masked.size(), all.size());
+    }
+  }
+  testing::expect_error([&] { perplexity_windows(doc, std::vector<uint8_t>(5, 1), 8, 7); },
+                        "a loss mask of 5 tokens for a document of 23");
 }
 
 // Documents shorter than the window: the summed loss equals the training

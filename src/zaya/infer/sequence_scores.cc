@@ -17,7 +17,7 @@ std::vector<SequenceScore> score_sequences_cached(const InferModel& model,
   for (size_t i = 0; i < seqs.size(); ++i) {
     ZAYA_CHECK(seqs[i].size() >= 2, "{}: sequence {} has {} tokens; scoring needs at least 2", label, i,
                seqs[i].size());
-    groups.push_back({{seqs[i][0]}, {std::vector<int32_t>(seqs[i].begin() + 1, seqs[i].end())}});
+    groups.push_back({{seqs[i][0]}, {std::vector<int32_t>(seqs[i].begin() + 1, seqs[i].end())}, {}});
   }
   ScorerOptions so;
   so.bf16_activations = false;  // f32 activations: the numbers of the full-sequence forward
