@@ -16,7 +16,7 @@
 namespace zaya {
 namespace {
 
-std::vector<float> randn(int64_t n, uint64_t seed, float scale = 1.0f) {
+std::vector<float> q8_randn(int64_t n, uint64_t seed, float scale = 1.0f) {
   std::vector<float> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = scale * normal01(seed, 7, i);
   return v;
@@ -24,7 +24,7 @@ std::vector<float> randn(int64_t n, uint64_t seed, float scale = 1.0f) {
 
 // Q8_0 rows from random values, a different magnitude per row, in the split layout (core/q8_0.h).
 std::vector<uint8_t> random_q8_rows(int64_t out, int64_t in, uint64_t seed) {
-  std::vector<float> wf = randn(in * out, seed);
+  std::vector<float> wf = q8_randn(in * out, seed);
   const int64_t row_bytes = q8_0_row_bytes(in);
   std::vector<uint8_t> wq(static_cast<size_t>(out * row_bytes)), blocks(static_cast<size_t>(row_bytes));
   for (int64_t r = 0; r < out; ++r) {
@@ -50,7 +50,7 @@ const std::pair<const char*, Kernel> kKernels[] = {{"dispatched", matvec_q8_rows
 TEST(MatvecQ8, ActivationQuantizerMatchesScalarDefinition) {
   std::printf("int8 kernel on this CPU: %s\n", matvec_q8_kernel_name());
   const int64_t tokens = 3, in = 32 * 7, ldx = in + 5;
-  std::vector<float> x = randn(tokens * ldx, 4, 3.0f);
+  std::vector<float> x = q8_randn(tokens * ldx, 4, 3.0f);
   for (int64_t i = 0; i < 32; ++i) x[32 + i] = 0.0f;                               // token 0, block 1: zeros
   for (int64_t i = 0; i < 32; ++i) x[64 + i] = 1e-40f;                             // token 0, block 2: subnormal
   x[ldx + 100] = std::numeric_limits<float>::quiet_NaN();                          // token 1, block 3
@@ -103,7 +103,7 @@ TEST(MatvecQ8, ActivationQuantizerMatchesScalarDefinition) {
   const int8_t ties[8] = {127, -2, -1, 0, 0, 0, 1, 2};  // x = -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5 (x[0] = 127)
   for (int i = 0; i < 8; ++i) EXPECT_EQ(xq.value(1, 128 + i), ties[i]) << i;
   // A block at the full scale: d = amax / 127 in f32, the extremes +-127.
-  std::vector<float> y = randn(32, 9);
+  std::vector<float> y = q8_randn(32, 9);
   y[17] = -40.0f;
   Q8Activations one;
   one.quantize(y.data(), 32, 1, 32);
@@ -161,12 +161,12 @@ TEST(MatvecQ8, KernelsMatchReference) {
       for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
         const int64_t ldx = in + 3, ldy = out + 5;
         const std::vector<uint8_t> w = random_q8_rows(out, in, 1 + in + out);
-        const std::vector<float> x = randn(tokens * ldx, 2 + tokens);
+        const std::vector<float> x = q8_randn(tokens * ldx, 2 + tokens);
         Q8Activations xq;
         xq.quantize(x.data(), ldx, tokens, in);
         for (const auto& [name, kernel] : kKernels)
           for (bool acc : {false, true}) {
-            std::vector<float> y = randn(tokens * ldy, 3), ref = y;
+            std::vector<float> y = q8_randn(tokens * ldy, 3), ref = y;
             kernel(w.data(), 0, out, xq, y.data(), ldy, acc);
             matvec_q8_reference(w.data(), out, xq, ref.data(), ldy, acc);
             for (int64_t t = 0; t < tokens; ++t)
@@ -190,7 +190,7 @@ TEST(MatvecQ8, KernelsMatchReference) {
 TEST(MatvecQ8, ActivationRoundingErrorWithinItsBound) {
   const int64_t in = 512, out = 40, tokens = 5;
   const std::vector<uint8_t> w = random_q8_rows(out, in, 21);
-  std::vector<float> x = randn(tokens * in, 22);
+  std::vector<float> x = q8_randn(tokens * in, 22);
   for (int64_t i = 0; i < tokens * in; i += 97) x[i] *= 20.0f;  // outliers: some blocks get coarse scales
   Q8Activations xq;
   xq.quantize(x.data(), in, tokens, in);
@@ -219,7 +219,7 @@ TEST(MatvecQ8, NonFiniteActivationsGiveNaN) {
   const int64_t in = 96, out = 9;
   const std::vector<uint8_t> w = random_q8_rows(out, in, 5);
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    std::vector<float> x = randn(2 * in, 6);
+    std::vector<float> x = q8_randn(2 * in, 6);
     x[in + 70] = bad;
     Q8Activations xq;
     xq.quantize(x.data(), in, 2, in);
@@ -236,7 +236,7 @@ TEST(MatvecQ8, NonFiniteActivationsGiveNaN) {
 
 // Quantizing into storage that has held as many values allocates nothing (decode steps reuse it).
 TEST(MatvecQ8, RequantizingAllocatesNothing) {
-  const std::vector<float> x = randn(4 * 256, 8);
+  const std::vector<float> x = q8_randn(4 * 256, 8);
   Q8Activations xq;
   xq.quantize(x.data(), 256, 4, 256);
   const long before = testing::allocation_count();
