@@ -7,6 +7,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/sum_squares.h"
 #include "zaya/core/timer.h"
 
 namespace zaya {
@@ -153,11 +154,7 @@ void GradientSync::finish() {
 double GradientSync::owned_sum_squares() const {
   double total = 0;
   for (const Region& reg : regions_) {
-    double s = 0;
-    const float* g = grads_ + reg.mine_begin();
-    const int64_t n = reg.mine_end() - reg.mine_begin();
-    for (int64_t i = 0; i < n; ++i) s += double(g[i]) * g[i];
-    total += s;
+    total += sum_squares(grads_ + reg.mine_begin(), reg.mine_end() - reg.mine_begin());
   }
   return total;
 }

@@ -7,6 +7,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/sum_squares.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
 
@@ -34,11 +35,10 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   float* A = y + rows * cols;  // [m, m]
   float* B = A + m * m;        // [m, m]
   const int64_t n = rows * cols;
-  // The norm's sum stays one ordered float64 sum (its bits are the update's);
+  // The norm's sum is one float64 sum in a fixed order (core/sum_squares.h: its bits are the update's);
   // the element-wise passes run in parallel, fused with the bf16 rounding
   // that follows them (the same values as separate passes, fewer sweeps).
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  const double ss = sum_squares(x, n);
   const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
   const bool wide = rows <= cols;  // work on the small Gram matrix
   if (scratch16 != nullptr) {
@@ -133,10 +133,8 @@ double Optimizer::owned_sum_squares(const float* grads) {
     double* partial = norm_partials_.data();
 #pragma omp parallel for schedule(static) if (blocks > 1)
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      double s = 0;
-      const int64_t end = std::min(e.numel, (blk + 1) * kBlock);
-      for (int64_t k = blk * kBlock; k < end; ++k) s += double(g[k]) * g[k];
-      partial[blk] = s;
+      const int64_t begin = blk * kBlock, end = std::min(e.numel, begin + kBlock);
+      partial[blk] = sum_squares(g + begin, end - begin);
     }
     for (int64_t blk = 0; blk < blocks; ++blk) total += partial[blk];
   }
