@@ -20,6 +20,18 @@ bool is_fused_attention(const ModelGemm& g) {
   return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" && g.name != "attn.o_proj";
 }
 
+// The rounding of a bf16 GEMM's activation operand into bf16 scratch in
+// zaya.cpp's CPU trainer (ops/bf16_linear.cc), per micro-batch: read 4 bytes
+// and write 2 (1.5 floats of traffic) per element, one parallel region per
+// call. The forward GEMM rounds its input x (M x K), the data-gradient GEMM
+// the output gradient dy (M x K of dx = dy w), the weight-gradient GEMM x
+// again (K x N of dw = dy^T x; dy is reused from the data-gradient GEMM).
+StreamWork bf16_rounding(const ModelGemm& g) {
+  const double elements = g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n)
+                                              : double(g.shape.m) * double(g.shape.k);
+  return {1.5 * elements * g.count, 0, g.count};
+}
+
 // Flash attention reaches about this share of a dense GEMM's rate (an
 // estimate, used only without measurements).
 constexpr double kFusedAttentionShare = 0.6;
@@ -108,22 +120,36 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
+  // zaya.cpp's CPU trainer runs only its linear layers in bf16
+  // (ops/bf16_linear.h): the attention core and the grouped convolution stay
+  // float32, the activations stay float32 (the bandwidth-bound ops move 4
+  // bytes per value in both precisions), and each bf16 GEMM first rounds its
+  // activation operand into bf16 scratch (bf16_rounding below).
+  const bool cpu_bf16 = L.cpu_trainer && L.dtype == "bf16";
+  StreamWork rounding, recompute_rounding;
   for (const ModelGemm& g : model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
-    t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
+    const bool keeps_f32 = cpu_bf16 && is_fused_attention(g);
+    const std::string& dtype = keeps_f32 ? std::string("f32") : L.dtype;
+    t.seconds = gemm_seconds(model, dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
+    const StreamWork round = cpu_bf16 && !keeps_f32 ? bf16_rounding(g) : StreamWork{};
+    rounding += round;
     if (g.phase == "fwd" && recomputes_gemm(L.recompute, g.name)) {
       r.recompute_gemm += t.seconds;
       r.recompute_flops += g.count * g.shape.flops() / double(L.cp);
+      recompute_rounding += round;
     }
     r.gemms.push_back(std::move(t));
   }
-  const double act_bytes = L.dtype == "bf16" ? 2 : 4;
-  r.stream =
-      model_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, true).seconds(p, act_bytes) / double(L.cp);
+  const double act_bytes = L.dtype == "bf16" && !L.cpu_trainer ? 2 : 4;
+  r.stream = (model_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, true).seconds(p, act_bytes) +
+              rounding.seconds(p)) /
+             double(L.cp);
   r.recompute_stream =
-      recompute_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, L.recompute).seconds(p, act_bytes) /
+      (recompute_stream_work(c, L.micro_batch, L.seq_len, L.ep, L.skip_fraction, L.recompute).seconds(p, act_bytes) +
+       recompute_rounding.seconds(p)) /
       double(L.cp);
   if (L.cp > 1)
     r.notes.push_back(
@@ -176,6 +202,13 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
         r.optimizer_stream = stream;
       }
     }
+  }
+
+  // zaya.cpp's CPU trainer refreshes the bf16 copy of every weight it holds
+  // once per update (read 4 bytes, write 2).
+  if (cpu_bf16) {
+    const ParamTable held(c, true, ExpertRange{0, per_rank});
+    r.optimizer_stream += StreamWork{1.5 * double(held.total_floats()), 0, 1}.seconds(p);
   }
 
   // Communication.

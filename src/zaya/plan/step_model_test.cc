@@ -42,6 +42,53 @@ TEST(StepModel, AccountingIsConsistent) {
   EXPECT_NEAR(four.mfu, four.model_flops_per_rank / four.step / (989400e9), 1e-12);
 }
 
+// zaya.cpp's CPU trainer under train.precision = "bf16" (ops/bf16_linear.h):
+// linear layers in bf16, each rounding its activation operand first; the
+// attention core and the grouped convolution in float32; float32
+// activations; a bf16 copy of every weight refreshed once per update.
+TEST(StepModel, CpuTrainerRunsOnlyItsLinearLayersInBf16) {
+  const GemmModel g(*find_builtin_profile("h100"));
+  const HardwareProfile& p = g.profile();
+  const ZayaConfig c = preset_config("small");
+  TrainLayout L;
+  L.cpu_trainer = true;
+  L.micro_batch = 8;
+  L.seq_len = 256;
+  L.dtype = "f32";
+  const StepPrediction f32 = predict_step(c, L, g);
+  L.dtype = "bf16";
+  const StepPrediction bf16 = predict_step(c, L, g);
+  ASSERT_EQ(f32.gemms.size(), bf16.gemms.size());
+  double rounded = 0, calls = 0;
+  int attention_core = 0;
+  for (size_t i = 0; i < bf16.gemms.size(); ++i) {
+    const ModelGemm& m = bf16.gemms[i].gemm;
+    const bool linear = m.name.rfind("attn.", 0) != 0 || m.name == "attn.qkv_proj" || m.name == "attn.o_proj";
+    if (linear) {
+      EXPECT_LT(bf16.gemms[i].seconds, f32.gemms[i].seconds) << m.name << " " << m.phase;
+      const double elements = m.phase == "bwd.dw" ? double(m.shape.k * m.shape.n) : double(m.shape.m * m.shape.k);
+      rounded += 6 * elements * m.count;  // read 4 bytes, write 2
+      calls += m.count;
+    } else {
+      EXPECT_EQ(bf16.gemms[i].seconds, f32.gemms[i].seconds) << m.name << " " << m.phase;
+      ++attention_core;
+    }
+  }
+  EXPECT_GT(attention_core, 0);
+  // The same bandwidth-bound ops at 4 bytes per value, plus the rounding.
+  const double rounding = rounded / (p.stream_gbps.value * 1e9) + calls * p.op_overhead_us.value * 1e-6;
+  EXPECT_NEAR(bf16.stream - f32.stream, rounding, 1e-9 * rounding);
+  // The bf16 weight copy: 58.9M floats read, their bf16 copy written.
+  const double refresh = 6.0 * 58920336 / (p.stream_gbps.value * 1e9) + p.op_overhead_us.value * 1e-6;
+  EXPECT_NEAR(bf16.optimizer_stream - f32.optimizer_stream, refresh, 1e-9 * refresh);
+  // A GPU stack keeps its activations in bf16: half the bytes, no rounding pass.
+  L.cpu_trainer = false;
+  L.dtype = "f32";
+  const StepPrediction gpu_f32 = predict_step(c, L, g);
+  L.dtype = "bf16";
+  EXPECT_LT(predict_step(c, L, g).stream, gpu_f32.stream);
+}
+
 TEST(StepModel, ZeroOneShardsTheOptimizerAndAddsCollectives) {
   const GemmModel g(*find_builtin_profile("mi300x-pollara"));
   const ZayaConfig c = preset_config("zaya1-base");
