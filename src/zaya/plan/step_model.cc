@@ -27,8 +27,8 @@ bool is_fused_attention(const ModelGemm& g) {
 // the output gradient dy (M x K of dx = dy w), the weight-gradient GEMM x
 // again (K x N of dw = dy^T x; dy is reused from the data-gradient GEMM).
 StreamWork bf16_rounding(const ModelGemm& g) {
-  const double elements = g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n)
-                                              : double(g.shape.m) * double(g.shape.k);
+  const double elements =
+      g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n) : double(g.shape.m) * double(g.shape.k);
   return {1.5 * elements * g.count, 0, g.count};
 }
 
