@@ -5,8 +5,8 @@
 # for backward, the peak RSS and tokens/s; and, for comparison, the
 # planner's activation bytes and step time (zaya plan on PROFILE, a CPU
 # profile JSON from `zaya profile measure`, when given; the plan's GEMM
-# dtype follows a `--set train.precision=...` override, else f32). Best of REPEAT rounds for the speed; the
-# memory figures are the same every round.
+# dtype follows a `--set train.precision=...` override, else f32). Best of
+# REPEAT rounds for the speed; the memory figures are the same every round.
 #
 #   bench/recompute_memory.sh [PRESET|CONFIG.toml] [MICRO_BATCH] [SEQ] [STEPS] [--set k=v ...]
 #   bench/recompute_memory.sh small 8 256 3
