@@ -16,9 +16,13 @@ namespace {
 
 // The per-block attention GEMMs (scores, values and their gradients) and the
 // grouped convolution's per-head GEMMs; not the q/k/v and output projections.
+// GPU stacks fuse them (below); zaya.cpp's CPU trainer keeps them float32
+// under bf16 GEMMs.
 bool is_fused_attention(const ModelGemm& g) {
   return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" && g.name != "attn.o_proj";
 }
+
+const std::string kF32 = "f32";  // the GEMM dtype of what stays float32
 
 // The rounding of a bf16 GEMM's activation operand into bf16 scratch in
 // zaya.cpp's CPU trainer (ops/bf16_linear.cc), per micro-batch: read 4 bytes
@@ -131,8 +135,8 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
     GemmTime t;
     t.gemm = g;
     const bool keeps_f32 = cpu_bf16 && is_fused_attention(g);
-    const std::string& dtype = keeps_f32 ? std::string("f32") : L.dtype;
-    t.seconds = gemm_seconds(model, dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
+    t.seconds =
+        gemm_seconds(model, keeps_f32 ? kF32 : L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
     const StreamWork round = cpu_bf16 && !keeps_f32 ? bf16_rounding(g) : StreamWork{};
     rounding += round;
