@@ -9,6 +9,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
@@ -424,10 +425,19 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   {
     // Cross-entropy and the head (its gradient into the embedding's when tied); dlogits overwrite the logits.
     ZAYA_PROFILE_SCOPE("lm_head.bwd");
-    cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
-                                  c.real_vocab_size, xent_scale);
     zero(ws.dx_TD_, T * D);
-    linear_backward<float>(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
+    const Bf16Weights* bf16 = current_bf16_weights();
+    if (const uint16_t* head_bf16 = bf16 != nullptr ? bf16->copy_of(w.lm_head_VD) : nullptr) {
+      // bf16 GEMMs: the gradient of the logits is written in bf16 directly.
+      uint16_t* dlogits = bf16_dy_scratch(T, V);
+      cross_entropy_backward_bf16(dlogits, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V, c.real_vocab_size,
+                                  xent_scale);
+      linear_backward_bf16_rounded(ws.dx_TD_, g.lm_head_VD, dlogits, ws.x_TD_[L2], head_bf16, T, D, V);
+    } else {
+      cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
+                                    c.real_vocab_size, xent_scale);
+      linear_backward<float>(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
+    }
     zero(dres, T * D);
     rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
   }

@@ -140,7 +140,7 @@ class ModelWorkspace {
   // Rows of the last forward: B * S, or B * S / cp under context parallelism
   // (this rank's chunks, in the order of model/context_parallel.h).
   int64_t rows() const { return shape_.tokens(); }
-  // Logits of the last forward [rows, V]; after backward they hold dlogits.
+  // Logits of the last forward [rows, V]; after a float32 backward they hold dlogits (bf16 GEMMs leave them).
   float* logits() { return logits_TV_; }
   const float* logits() const { return logits_TV_; }
   // Per-token cross-entropy of the last forward [rows] (0 where there was no target).

@@ -58,7 +58,8 @@ Run run(const ZayaConfig& c, Recompute r, bool bf16, Group group = Group::kNone)
     out.parts.push_back(model_forward(model, ws, ids.data(), targets.data(), B, S, loss));
     model_backward(model, ws, g, 1.0f / float(2 * B * S), 0.5f, loss);
   }
-  out.logits.assign(ws.logits(), ws.logits() + ws.rows() * c.vocab_size);  // dlogits after backward
+  // After backward: the logits' gradient in float32, the logits themselves under bf16 GEMMs.
+  out.logits.assign(ws.logits(), ws.logits() + ws.rows() * c.vocab_size);
   out.stats = ws.routing();
   return out;
 }

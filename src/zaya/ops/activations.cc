@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "zaya/core/exp_f32.h"
+
 namespace zaya {
 
 namespace {
@@ -21,7 +23,7 @@ void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > 4096)
   for (int64_t i = 0; i < n; ++i) {
     T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(kInvSqrt2)));
-    T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x[i] * x[i]);
+    T pdf = T(kInvSqrt2Pi) * exp_of(T(-0.5) * x[i] * x[i]);
     dx[i] += dy[i] * (cdf + x[i] * pdf);
   }
 }
@@ -34,7 +36,7 @@ void swiglu_forward(T* out_TF, const T* h_T2F, int64_t rows, int64_t ffn) {
     const T* b = a + ffn;
     T* o = out_TF + r * ffn;
 #pragma omp simd
-    for (int64_t f = 0; f < ffn; ++f) o[f] = a[f] / (T(1) + std::exp(-a[f])) * b[f];
+    for (int64_t f = 0; f < ffn; ++f) o[f] = a[f] / (T(1) + exp_of(-a[f])) * b[f];
   }
 }
 
@@ -50,7 +52,7 @@ void swiglu_backward(T* dh_T2F, const T* dout_TF, const T* h_T2F, int64_t rows, 
     T* db = da + ffn;
 #pragma omp simd
     for (int64_t f = 0; f < ffn; ++f) {
-      T s = T(1) / (T(1) + std::exp(-a[f]));
+      T s = T(1) / (T(1) + exp_of(-a[f]));
       da[f] += g[f] * b[f] * s * (T(1) + a[f] * (T(1) - s));
       db[f] += g[f] * a[f] * s;
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "zaya/core/exp_f32.h"
 #include "zaya/ops/matmul.h"
 
 namespace zaya {
@@ -59,7 +60,7 @@ void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const 
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
           for (int64_t c = c0; c < c1; ++c) {
-            p[c] = std::exp(p[c] - mx);
+            p[c] = exp_of(p[c] - mx);
             sum += p[c];
           }
           T inv = T(1) / sum;
@@ -116,7 +117,7 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
             for (int64_t c = 0; c < d; ++c) di += o_row[c] * do_row[c];
 #pragma omp simd
             for (int64_t c = c0; c < c1; ++c) {
-              p[c] = std::exp(p[c] - row_lse);
+              p[c] = exp_of(p[c] - row_lse);
               dp[c] = p[c] * (dp[c] - di) * scale;  // gradient wrt q.k before scaling
             }
             for (int64_t c = 0; c < c0; ++c) p[c] = dp[c] = 0;

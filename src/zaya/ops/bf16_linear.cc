@@ -126,9 +126,22 @@ void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const 
                           int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  const int64_t padded = padded_rows(tokens);
-  uint16_t* dyb = scratch().a.get(padded * out);
+  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
   to_bf16_rows(dyb, dy_TO, tokens, out);
+  linear_backward_bf16_rounded(dx_TI, dw_OI, dyb, x_TI, w_OI, tokens, in, out);
+}
+
+uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out) {
+  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
+  std::memset(dyb + tokens * out, 0, sizeof(uint16_t) * (padded_rows(tokens) - tokens) * out);
+  return dyb;
+}
+
+void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dyb, const float* x_TI,
+                                  const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
+  if (tokens == 0) return;
+  ZAYA_ASSERT(!omp_in_parallel());
+  const int64_t padded = padded_rows(tokens);
   // dx[T,I] += dy[T,O] w[O,I]
   if (dx_TI != nullptr) gemm_rows(tokens, in, out, dyb, w_OI, false, dx_TI, true);
   if (dw_OI == nullptr) return;

@@ -64,4 +64,15 @@ void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, i
 void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI, const uint16_t* w_OI,
                           int64_t tokens, int64_t in, int64_t out);
 
+// For a producer that writes the output gradient in bf16 itself (the
+// cross-entropy over the vocabulary: ops/cross_entropy.h), saving a float32
+// write and read of it: the scratch linear_backward_bf16_rounded reads dy
+// from, `tokens` rows of `out`, its padding rows (up to the next multiple of
+// kBf16RowBucket) already zero. Valid until the next bf16 linear call.
+uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out);
+
+// linear_backward_bf16 with dy_TO already rounded, in bf16_dy_scratch(tokens, out).
+void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dy_TO, const float* x_TI,
+                                  const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
+
 }  // namespace zaya

@@ -68,6 +68,27 @@ TEST(Bf16Linear, ForwardAndBackwardUseBf16OperandsWithFloatAccumulation) {
   }
 }
 
+// A producer that writes dy in bf16 into bf16_dy_scratch gets what
+// linear_backward_bf16 gives for the float dy, bit for bit, even after a
+// larger call left other values in the scratch (the padding rows are zeroed).
+TEST(Bf16Linear, BackwardFromARoundedOutputGradientMatches) {
+  const int64_t T = 45, I = 24, O = 40;
+  const auto x = to_float(random_vector(T * I, 11)), w = to_float(random_vector(O * I, 12));
+  const auto dy = to_float(random_vector(T * O, 13)), big = to_float(random_vector(3 * T * O, 14));
+  std::vector<uint16_t> wb(O * I);
+  convert_to_bf16(wb.data(), w.data(), O * I);
+  std::vector<float> dx_want(T * I, 0.5f), dw_want(O * I, 0.25f);
+  linear_backward_bf16(dx_want.data(), dw_want.data(), dy.data(), x.data(), wb.data(), T, I, O);
+  std::vector<float> dx_big(3 * T * I, 0.0f);
+  linear_backward_bf16(dx_big.data(), nullptr, big.data(), x.data(), wb.data(), 3 * T, I, O);  // dirties the scratch
+  uint16_t* dyb = bf16_dy_scratch(T, O);
+  for (int64_t k = 0; k < T * O; ++k) dyb[k] = float_to_bf16(dy[k]);
+  std::vector<float> dx(T * I, 0.5f), dw(O * I, 0.25f);
+  linear_backward_bf16_rounded(dx.data(), dw.data(), dyb, x.data(), wb.data(), T, I, O);
+  for (int64_t k = 0; k < T * I; ++k) ASSERT_EQ(dx[k], dx_want[k]) << "dx " << k;
+  for (int64_t k = 0; k < O * I; ++k) ASSERT_EQ(dw[k], dw_want[k]) << "dw " << k;
+}
+
 // Under a scope, linear_forward / linear_backward of a weight inside the
 // arena take the bf16 path; a weight outside it, or no scope, stays float32.
 TEST(Bf16Linear, ScopeRoutesOnlyTheArenasWeights) {

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "zaya/core/bf16.h"
+#include "zaya/core/exp_f32.h"
+
 namespace zaya {
 
 template <typename T>
@@ -13,33 +16,54 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* 
   for (int64_t t = 0; t < tokens; ++t) {
     const T* z = logits + t * vocab;
     T mx = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : mx)
     for (int64_t v = 0; v < real_vocab; ++v) mx = std::max(mx, z[v]);
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < real_vocab; ++v) sum += std::exp(z[v] - mx);
+    for (int64_t v = 0; v < real_vocab; ++v) sum += exp_of(z[v] - mx);
     T lse = mx + std::log(sum);
     lse_T[t] = lse;
     loss_T[t] = targets[t] >= 0 ? lse - z[targets[t]] : T(0);
   }
 }
 
-template <typename T>
-void cross_entropy_backward(T* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
-                            int64_t vocab, int64_t real_vocab, T grad_scale) {
+namespace {
+
+// dlogits = store(grad_scale * (softmax - onehot)): float32 as it is, or rounded to bf16 as it is written.
+template <typename T, typename Out, typename Store>
+void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
+                            int64_t vocab, int64_t real_vocab, T grad_scale, Store store) {
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
     const T* z = logits + t * vocab;
-    T* dz = dlogits + t * vocab;
-    if (targets[t] < 0) {
-      std::fill(dz, dz + vocab, T(0));
+    Out* dz = dlogits + t * vocab;
+    const int32_t target = targets[t];
+    if (target < 0) {
+      std::fill(dz, dz + vocab, Out(0));
       continue;
     }
     const T lse = lse_T[t];
 #pragma omp simd
-    for (int64_t v = 0; v < real_vocab; ++v) dz[v] = std::exp(z[v] - lse) * grad_scale;
-    for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = 0;
-    dz[targets[t]] -= grad_scale;
+    for (int64_t v = 0; v < real_vocab; ++v) {
+      const T p = exp_of(z[v] - lse) * grad_scale;
+      dz[v] = store(v == target ? p - grad_scale : p);
+    }
+    for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = Out(0);
   }
+}
+
+}  // namespace
+
+template <typename T>
+void cross_entropy_backward(T* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
+                            int64_t vocab, int64_t real_vocab, T grad_scale) {
+  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale, [](T x) { return x; });
+}
+
+void cross_entropy_backward_bf16(uint16_t* dlogits, const float* logits, const float* lse_T, const int32_t* targets,
+                                 int64_t tokens, int64_t vocab, int64_t real_vocab, float grad_scale) {
+  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale,
+                         [](float x) { return float_to_bf16(x); });
 }
 
 template <typename T>
@@ -52,7 +76,7 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
     for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xr[i]);
     T sum = 0;
     for (int64_t i = 0; i < n; ++i) {
-      pr[i] = std::exp(xr[i] - mx);
+      pr[i] = exp_of(xr[i] - mx);
       sum += pr[i];
     }
     T inv = T(1) / sum;

@@ -20,6 +20,14 @@ template <typename T>
 void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, const int32_t* targets_T, int64_t tokens,
                             int64_t vocab, int64_t real_vocab, T grad_scale);
 
+// cross_entropy_backward<float> rounded to bf16 as it is written (the values
+// float_to_bf16 of its result would give): the operand of the LM head's bf16
+// backward GEMMs (ops/bf16_linear.h, bf16_dy_scratch), without a float32
+// dlogits array written and read again.
+void cross_entropy_backward_bf16(uint16_t* dlogits_TV, const float* logits_TV, const float* lse_T,
+                                 const int32_t* targets_T, int64_t tokens, int64_t vocab, int64_t real_vocab,
+                                 float grad_scale);
+
 // Row-wise softmax of x_TN into p_TN (may alias).
 template <typename T>
 void softmax_rows(T* p_TN, const T* x_TN, int64_t rows, int64_t n);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "zaya/core/error.h"
+#include "zaya/core/exp_f32.h"
 
 namespace zaya {
 
@@ -91,7 +92,7 @@ T router_z_loss(T* dlogits, const T* logits, const T* probs, int64_t tokens, int
     T mx = -std::numeric_limits<T>::infinity();
     for (int64_t e = 0; e < slots; ++e) mx = std::max(mx, z[e]);
     T sum = 0;
-    for (int64_t e = 0; e < slots; ++e) sum += std::exp(z[e] - mx);
+    for (int64_t e = 0; e < slots; ++e) sum += exp_of(z[e] - mx);
     T lse = mx + std::log(sum);
     loss += lse * lse;
     if (dlogits != nullptr) {
