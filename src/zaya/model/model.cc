@@ -423,7 +423,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   float* dres = ws.dres_a_TD_;
   float* dres_prev = ws.dres_b_TD_;
   {
-    // Cross-entropy and the head (its gradient into the embedding's when tied); dlogits overwrite the logits.
+    // Cross-entropy and the head (its gradient into the embedding's when tied); float32 dlogits overwrite the logits.
     ZAYA_PROFILE_SCOPE("lm_head.bwd");
     zero(ws.dx_TD_, T * D);
     const Bf16Weights* bf16 = current_bf16_weights();
