@@ -48,8 +48,9 @@ inline float exp_f32(float x) {
   p = std::fma(p, r, 0.5f);
   p = std::fma(p, r, 1.0f);
   p = std::fma(p, r, 1.0f);
-  // 2^n as 2 * 2^(n-1): n is in [-124, 128], so n - 1 + 127 is a normal exponent field.
-  const int32_t bits = (n_int + 126) << 23;
+  // 2^n as 2 * 2^(n-1): n is in [-124, 128], so n - 1 + 127 is a normal exponent field
+  // (shifted unsigned: a NaN input's garbage n stays defined; its result is replaced below).
+  const uint32_t bits = uint32_t(n_int + 126) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
   float y = (p * 2.0f) * scale;
