@@ -5,7 +5,7 @@
 // the vocabulary and SwiGLU's sigmoid spent 5-9% of a bf16 training step in
 // it). The same expression runs in the vector body and the scalar tail, so a
 // value's result does not depend on where it sits in an array or on the
-// thread count (bitwise determinism, docs/model.md "Determinism").
+// thread count (bitwise determinism, docs/developer-guide.md "Determinism").
 //
 // Method: x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split
 // in two so n ln2 is exact); e^r by its Taylor series to r^7 (truncation
