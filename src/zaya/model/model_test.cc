@@ -138,8 +138,10 @@ TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithOtherKernelSizes) {
     }
   }
   EXPECT_EQ(conv_tensors, 2 * c.num_blocks);
-  // Seeds 3, 4 and 9 put a token's routing within a step of a tie (a router tensor's finite difference jumps).
-  check_directional_derivatives(c, 2);
+  // Seeds 3, 4 and 9 put a token's routing within a step of a tie (a router tensor's finite difference jumps);
+  // since core/exp_f32.h so do 10, and 2 in the sanitizer build (-O1). Seed 11's worst check uses 0.41 of
+  // the tolerance in both builds.
+  check_directional_derivatives(c, 11);
 }
 
 // scale_residual_merge = false (spec §11): no residual-scaling tensors, every merge a plain sum.
