@@ -141,14 +141,14 @@ double Optimizer::owned_sum_squares(const float* grads) {
   return total;
 }
 
-double Optimizer::step(float* params, const float* grads, double lr_scale) {
+double Optimizer::step(float* params, float* grads, double lr_scale) {
   const double norm = std::sqrt(owned_sum_squares(grads));
   const double clip = (config_.grad_clip > 0 && norm > config_.grad_clip) ? config_.grad_clip / norm : 1.0;
   update(params, grads, lr_scale, clip);
   return norm;
 }
 
-void Optimizer::update(float* params, const float* grads, double lr_scale, double clip_scale) {
+void Optimizer::update(float* params, float* grads, double lr_scale, double clip_scale, const UpdateExtras& extras) {
   const float clip = float(clip_scale);
   ++step_;
   const float lr = float(config_.lr * lr_scale);
@@ -158,7 +158,9 @@ void Optimizer::update(float* params, const float* grads, double lr_scale, doubl
   for (size_t idx : owned_) {
     const ParamEntry& e = table_.entries()[idx];
     float* w = params + e.offset;
-    const float* g = grads + e.offset;
+    float* g = grads + e.offset;
+    uint16_t* w16 = extras.bf16_params != nullptr ? extras.bf16_params + e.offset : nullptr;
+    const bool zero = extras.zero_grads;
     float* em = m_.data() + state_offset_[idx];
     const float decay = e.weight_decay ? 1.0f - lr * float(config_.weight_decay) : 1.0f;
     if (config_.use_muon && e.muon) {
@@ -171,21 +173,27 @@ void Optimizer::update(float* params, const float* grads, double lr_scale, doubl
       for (int64_t i = 0; i < e.numel; ++i) {
         em[i] = mu * em[i] + clip * g[i];
         u[i] = nesterov ? clip * g[i] + mu * em[i] : em[i];
+        if (zero) g[i] = 0.0f;
       }
       newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel, ns_scratch16_.get());
       const float scale = lr * 0.2f * std::sqrt(float(std::max(rows, cols)));
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
-      for (int64_t i = 0; i < e.numel; ++i) w[i] = w[i] * decay - scale * u[i];
+      for (int64_t i = 0; i < e.numel; ++i) {
+        w[i] = w[i] * decay - scale * u[i];
+        if (w16 != nullptr) w16[i] = float_to_bf16(w[i]);
+      }
     } else {
       ZAYA_PROFILE_SCOPE("optim.adamw");
       float* ev = v_.data() + state_offset_[idx];
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) {
         const float gi = clip * g[i];
+        if (zero) g[i] = 0.0f;
         em[i] = b1 * em[i] + (1 - b1) * gi;
         ev[i] = b2 * ev[i] + (1 - b2) * gi * gi;
         const float update = (em[i] / bc1) / (std::sqrt(ev[i] / bc2) + eps);
         w[i] = w[i] * decay - lr * update;
+        if (w16 != nullptr) w16[i] = float_to_bf16(w[i]);
       }
     }
   }

@@ -40,6 +40,18 @@ struct OptimizerConfig {
 // and iterate), null selects float32 GEMMs.
 void newton_schulz(float* x_OI, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16);
 
+// What update() may also write in its one pass over each owned entry, so
+// that the trainer needs no sweeps of its own over the parameters and
+// gradients after the update (each a read or write of the whole arena):
+struct UpdateExtras {
+  // The bf16 copy of the parameters the GEMMs read (same layout as params):
+  // bf16(w) of every owned entry after its update, as convert_to_bf16 rounds.
+  uint16_t* bf16_params = nullptr;
+  // Every owned entry's gradient zeroed once read, ready for the next step's
+  // accumulation.
+  bool zero_grads = false;
+};
+
 class Optimizer {
  public:
   // `owned`: the entries this rank updates (ZeRO-1 shard, dist/zero.h); null: all.
@@ -48,12 +60,12 @@ class Optimizer {
   // One update of every owned parameter, single process: computes the gradient
   // norm, clips, updates. `grads` is the gradient arena (same layout); lr_scale
   // comes from the schedule. Returns the gradient norm before clipping.
-  double step(float* params, const float* grads, double lr_scale);
+  double step(float* params, float* grads, double lr_scale);
 
   // The pieces of step() for the distributed trainer, which sums the squares
   // over ranks before clipping:
   double owned_sum_squares(const float* grads);
-  void update(float* params, const float* grads, double lr_scale, double clip_scale);
+  void update(float* params, float* grads, double lr_scale, double clip_scale, const UpdateExtras& extras = {});
 
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t s) { step_ = s; }

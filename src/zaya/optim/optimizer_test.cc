@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "zaya/core/rng.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/matmul_bf16.h"
 #include "zaya/optim/schedule.h"
 
 namespace zaya {
@@ -87,6 +89,42 @@ TEST(Optimizer, ClipsToGlobalNorm) {
   g[0] = 3.0f;
   g[1] = 4.0f;
   EXPECT_NEAR(opt.step(w.data(), g.data(), 1.0), 5.0, 1e-9);
+}
+
+// The update's extras change nothing in the update: two steps with them give
+// the parameters and moments of two steps without, bit for bit, plus the
+// bf16 copy convert_to_bf16 would write and gradients zeroed, over Muon and
+// AdamW entries alike.
+TEST(Optimizer, UpdateExtrasWriteTheBf16CopyAndZeroTheGradientsWithoutChangingTheUpdate) {
+  ZayaConfig c = preset_config("tiny");
+  c.num_blocks = 1;
+  ParamTable table(c, true);
+  const int64_t n = table.total_floats();
+  OptimizerConfig oc;
+  oc.ns_dtype = "f32";
+  Optimizer plain(table, oc), fused(table, oc);
+  std::vector<float> w_plain = random_matrix(n, 5), w_fused = w_plain;
+  std::vector<uint16_t> copy(n, 0), expected(n);
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<float> g = random_matrix(n, 6 + step);
+    std::vector<float> g_plain = g, g_fused = g;
+    plain.update(w_plain.data(), g_plain.data(), 1.0, 0.5);
+    UpdateExtras extras;
+    extras.bf16_params = copy.data();
+    extras.zero_grads = true;
+    fused.update(w_fused.data(), g_fused.data(), 1.0, 0.5, extras);
+    ASSERT_TRUE(w_fused == w_plain) << "step " << step;
+    EXPECT_TRUE(g_plain == g) << "without extras the gradients stay";
+    convert_to_bf16(expected.data(), w_plain.data(), n);
+    for (const ParamEntry& e : table.entries())
+      for (int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        ASSERT_EQ(copy[i], expected[i]) << e.name << " [" << i - e.offset << "]";
+        ASSERT_EQ(g_fused[i], 0.0f) << e.name << " [" << i - e.offset << "]";
+      }
+  }
+  const auto same = [](Arena& a, Arena& b) { return std::equal(a.data(), a.data() + a.capacity(), b.data()); };
+  EXPECT_TRUE(same(plain.first_moment(), fused.first_moment()));
+  EXPECT_TRUE(same(plain.second_moment(), fused.second_moment()));
 }
 
 TEST(Schedule, WarmupCosineAndWsd) {

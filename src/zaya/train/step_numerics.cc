@@ -88,7 +88,7 @@ void StepNumerics::refresh_bf16_weights() {
 
 void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
   const RunConfig& run = config_.run;
-  {
+  if (!grads_zeroed_) {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
     if (lora_) {
       lora_grad_arena_.zero();
@@ -96,6 +96,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
       grad_arena_.zero();
     }
   }
+  grads_zeroed_ = false;
   workspace_->reset_routing();
   refresh_bf16_weights();
   const int64_t B = run.micro_batch, S = run.seq_len, accum = run.grad_accum, W = mesh_.world_size();
@@ -179,12 +180,20 @@ void StepNumerics::update(StepResult& r, double lr_scale, bool accepted) {
     const double clip = (config_.optim.grad_clip > 0 && r.grad_norm > config_.optim.grad_clip)
                             ? config_.optim.grad_clip / r.grad_norm
                             : 1.0;
-    optimizer_->update(trained(), trained_gradients(), lr_scale, clip);
+    // One rank that updates every parameter (no ZeRO-1 shards, no adapters): the update's own pass
+    // writes the bf16 copy and zeroes the gradients, saving the trainer a sweep over each arena.
+    const bool whole = !lora_ && !sync_;
+    UpdateExtras extras;
+    extras.bf16_params = whole && bf16_ ? model_->bf16_weight_data() : nullptr;
+    extras.zero_grads = whole;
+    optimizer_->update(trained(), trained_gradients(), lr_scale, clip, extras);
+    grads_zeroed_ = extras.zero_grads;
     if (bf16_gather_)
       sync_->all_gather_parameters_bf16(model_->bf16_weight_data());  // the bf16 copy is current
     else if (sync_)
       sync_->all_gather_parameters();
-    bf16_stale_ = bf16_ && !lora_ && !bf16_gather_;  // frozen base weights: their bf16 copy stays
+    // Frozen base weights (LoRA): their bf16 copy stays.
+    bf16_stale_ = bf16_ && !lora_ && !bf16_gather_ && extras.bf16_params == nullptr;
   }
   if (distributed_) {
     reduce_routing_over_world();

@@ -59,7 +59,9 @@ class StepNumerics {
   // Their gradients of the last compute_gradients (summed over the world; laid out as lora()->data()).
   const float* lora_gradients() const { return lora_grad_arena_.data(); }
   // The base parameters' gradients (null in a LoRA run: the base is frozen and
-  // gets none, model/weights.h) and their bytes (0 then).
+  // gets none, model/weights.h) and their bytes (0 then). They hold the last
+  // compute_gradients until an accepted update(), which zeroes them on a
+  // single rank (the update reads them in the same pass).
   float* gradients() { return grad_arena_.data(); }
   const float* gradients() const { return grad_arena_.data(); }
   int64_t base_gradient_bytes() const { return int64_t(sizeof(float)) * int64_t(grad_arena_.capacity()); }
@@ -133,6 +135,7 @@ class StepNumerics {
   bool bf16_ = false;         // train.precision resolved for this CPU
   bool bf16_stale_ = false;   // parameters changed since the last bf16 copy
   bool bf16_gather_ = false;  // the ZeRO-1 all-gather fills the bf16 copy (parallel.zero_gather_dtype)
+  bool grads_zeroed_ = false;  // the last update zeroed the gradients (Optimizer's UpdateExtras)
   std::unique_ptr<ZayaModel> model_;
   std::unique_ptr<LoraAdapters> lora_;
   Arena lora_grad_arena_;

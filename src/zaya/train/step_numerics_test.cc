@@ -10,6 +10,7 @@
 
 #include "zaya/core/test_util.h"
 #include "zaya/dist/comm.h"
+#include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/phase_controller.h"
 #include "zaya/train/train_job.h"
 
@@ -248,6 +249,39 @@ TEST(StepNumerics, RecomputationTrainsBitwiseLikeNone) {
     EXPECT_TRUE(got.second == none.second) << "parameters or balancing biases differ from none's: " << r;
     EXPECT_LT(bytes, none_bytes) << r;
   }
+}
+
+// On one rank the accepted update zeroes the gradients and writes the bf16
+// weight copy in its own pass (Optimizer's UpdateExtras): after it the
+// gradients are zero and the copy is bf16 of the new parameters. A rejected
+// update reads nothing, so the next step zeroes the gradients itself: its
+// gradients equal those of a step after which nothing was updated either.
+TEST(StepNumerics, UpdateLeavesZeroGradientsAndACurrentBf16CopyAndARejectedStepStillStartsFromZero) {
+  Numerics n(synthetic_config(4, 1, "precision = \"bf16\"\n"));
+  const int64_t floats = n.numerics.model().params().total_floats();
+  StepResult r;
+  n.numerics.compute_gradients(n.data.train_data(), r);
+  n.numerics.reduce_totals(r);
+  n.numerics.update(r, 1.0, true);
+  const float* g = n.numerics.gradients();
+  EXPECT_TRUE(std::all_of(g, g + floats, [](float x) { return x == 0.0f; }));
+  std::vector<uint16_t> expected(floats);
+  convert_to_bf16(expected.data(), n.numerics.model().param_data(), floats);
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), n.numerics.model().bf16_weight_data()));
+
+  auto second_gradients = [](bool reject_first) {
+    Numerics m(synthetic_config(4, 1, "precision = \"bf16\"\n"));
+    StepResult first;
+    m.numerics.compute_gradients(m.data.train_data(), first);
+    m.numerics.reduce_totals(first);
+    if (reject_first) m.numerics.update(first, 1.0, false);
+    StepResult second;
+    m.numerics.compute_gradients(m.data.train_data(), second);
+    const float* grads = m.numerics.gradients();
+    return std::vector<float>(grads, grads + m.numerics.model().params().total_floats());
+  };
+  EXPECT_TRUE(second_gradients(true) == second_gradients(false))
+      << "a rejected step's gradients were added to the next step's";
 }
 
 // bf16 training is bit-reproducible at a fixed thread count: two runs of the
