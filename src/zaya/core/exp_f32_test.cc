@@ -7,16 +7,12 @@
 #include <limits>
 #include <vector>
 
+#include "zaya/core/test_util.h"
+
 namespace zaya {
 namespace {
 
-// Distance in units in the last place between two positive finite floats.
-int64_t ulp_distance(float a, float b) {
-  int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  return std::llabs(int64_t(ia) - int64_t(ib));
-}
+using testing::ulp_distance;
 
 TEST(ExpF32, WithinTwoUlpOfExactOverTheNormalRange) {
   int64_t worst = 0;

@@ -1,10 +1,14 @@
 #pragma once
 // Helpers for tests (included by *_test.cc only): a scratch directory,
-// whole-file reads and writes, and checks on zaya::Error messages.
+// whole-file reads and writes, checks on zaya::Error messages, and the
+// distance in ulp between two floats.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,6 +19,14 @@
 #include "zaya/core/error.h"
 
 namespace zaya::testing {
+
+// Distance in units in the last place between two finite floats of the same sign.
+inline int64_t ulp_distance(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::llabs(int64_t(ia) - int64_t(ib));
+}
 
 // A fresh directory under $TMPDIR, removed with everything in it when the
 // object goes out of scope.

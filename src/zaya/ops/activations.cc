@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "zaya/core/erf_f32.h"
 #include "zaya/core/exp_f32.h"
 
 namespace zaya {
@@ -13,16 +14,16 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 template <typename T>
 void gelu_forward(T* y, const T* x, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 4096)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * T(0.5) * (T(1) + std::erf(x[i] * T(kInvSqrt2)));
+#pragma omp parallel for simd schedule(static) if (n > 4096)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * T(0.5) * (T(1) + erf_of(x[i] * T(kInvSqrt2)));
 }
 
 template <typename T>
 void gelu_backward(T* dx, const T* dy, const T* x, int64_t n) {
   // gelu'(x) = Phi(x) + x * phi(x)
-#pragma omp parallel for schedule(static) if (n > 4096)
+#pragma omp parallel for simd schedule(static) if (n > 4096)
   for (int64_t i = 0; i < n; ++i) {
-    T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(kInvSqrt2)));
+    T cdf = T(0.5) * (T(1) + erf_of(x[i] * T(kInvSqrt2)));
     T pdf = T(kInvSqrt2Pi) * exp_of(T(-0.5) * x[i] * x[i]);
     dx[i] += dy[i] * (cdf + x[i] * pdf);
   }
