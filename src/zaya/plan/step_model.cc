@@ -30,7 +30,10 @@ const std::string kF32 = "f32";  // the GEMM dtype of what stays float32
 // call. The forward GEMM rounds its input x (M x K), the data-gradient GEMM
 // the output gradient dy (M x K of dx = dy w), the weight-gradient GEMM x
 // again (K x N of dw = dy^T x; dy is reused from the data-gradient GEMM).
+// The LM head's dy is the exception: the cross-entropy writes it in bf16
+// directly (ops/cross_entropy.h), so its data-gradient GEMM rounds nothing.
 StreamWork bf16_rounding(const ModelGemm& g) {
+  if (g.name == "lm_head" && g.phase == "bwd.dx") return {};
   const double elements =
       g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n) : double(g.shape.m) * double(g.shape.k);
   return {1.5 * elements * g.count, 0, g.count};
@@ -209,10 +212,14 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   }
 
   // zaya.cpp's CPU trainer refreshes the bf16 copy of every weight it holds
-  // once per update (read 4 bytes, write 2).
+  // once per update: on one rank inside the update's own pass (write 2 bytes;
+  // optim/optimizer.h, UpdateExtras), else as a pass of its own after the
+  // parameter all-gather (read 4 bytes, write 2).
   if (cpu_bf16) {
     const ParamTable held(c, true, ExpertRange{0, per_rank});
-    r.optimizer_stream += StreamWork{1.5 * double(held.total_floats()), 0, 1}.seconds(p);
+    const StreamWork refresh = L.world == 1 ? StreamWork{0.5 * double(held.total_floats()), 0, 0}
+                                            : StreamWork{1.5 * double(held.total_floats()), 0, 1};
+    r.optimizer_stream += refresh.seconds(p);
   }
 
   // Communication.
