@@ -132,9 +132,9 @@ class StepNumerics {
   const TrainConfig& config_;
   ProcessMesh& mesh_;
   bool distributed_ = false;
-  bool bf16_ = false;         // train.precision resolved for this CPU
-  bool bf16_stale_ = false;   // parameters changed since the last bf16 copy
-  bool bf16_gather_ = false;  // the ZeRO-1 all-gather fills the bf16 copy (parallel.zero_gather_dtype)
+  bool bf16_ = false;          // train.precision resolved for this CPU
+  bool bf16_stale_ = false;    // parameters changed since the last bf16 copy
+  bool bf16_gather_ = false;   // the ZeRO-1 all-gather fills the bf16 copy (parallel.zero_gather_dtype)
   bool grads_zeroed_ = false;  // the last update zeroed the gradients (Optimizer's UpdateExtras)
   std::unique_ptr<ZayaModel> model_;
   std::unique_ptr<LoraAdapters> lora_;
