@@ -53,25 +53,11 @@ TEST(ErfF32, Edges) {
 
 // The vectorised loop body and its scalar tail give the same bits.
 TEST(ErfF32, SameBitsInAVectorLoopAsAlone) {
-  std::vector<float> x(1037), y(x.size());
-  uint32_t state = 11u;
-  for (float& v : x) {
-    state = state * 1664525u + 1013904223u;
-    v = float(int32_t(state)) * 2.5e-9f;  // about [-5.4, 5.4]: both approximations and the clamp
-  }
+  // About [-5.4, 5.4]: both approximations and the clamp.
+  std::vector<float> x = testing::spread_floats(1037, 11u, 2.5e-9f);
   x[3] = std::numeric_limits<float>::infinity();
   x[500] = std::numeric_limits<float>::quiet_NaN();
-#pragma omp simd
-  for (size_t i = 0; i < x.size(); ++i) y[i] = erf_f32(x[i]);
-  for (size_t i = 0; i < x.size(); ++i) {
-    volatile float xi = x[i];  // one element at a time, outside any vector loop
-    const float alone = erf_f32(xi);
-    if (std::isnan(alone)) {
-      EXPECT_TRUE(std::isnan(y[i])) << i;
-    } else {
-      EXPECT_EQ(y[i], alone) << "i = " << i << ", x = " << x[i];
-    }
-  }
+  testing::expect_same_bits_in_vector_loop_as_alone(x, [](float v) { return erf_f32(v); });
 }
 
 TEST(ErfF32, DoubleInstantiationKeepsLibm) {

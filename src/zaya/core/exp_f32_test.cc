@@ -49,25 +49,10 @@ TEST(ExpF32, Edges) {
 // The vectorised loop body and its scalar tail give the same bits: a value's
 // result does not depend on its position in an array (or on threads).
 TEST(ExpF32, SameBitsInAVectorLoopAsAlone) {
-  std::vector<float> x(1037), y(x.size());
-  uint32_t state = 7u;
-  for (float& v : x) {
-    state = state * 1664525u + 1013904223u;
-    v = float(int32_t(state)) * 4.5e-8f;  // about [-97, 97]: every branch
-  }
+  std::vector<float> x = testing::spread_floats(1037, 7u, 4.5e-8f);  // about [-97, 97]: every branch
   x[5] = -std::numeric_limits<float>::infinity();
   x[700] = std::numeric_limits<float>::quiet_NaN();
-#pragma omp simd
-  for (size_t i = 0; i < x.size(); ++i) y[i] = exp_f32(x[i]);
-  for (size_t i = 0; i < x.size(); ++i) {
-    volatile float xi = x[i];  // one element at a time, outside any vector loop
-    const float alone = exp_f32(xi);
-    if (std::isnan(alone)) {
-      EXPECT_TRUE(std::isnan(y[i])) << i;
-    } else {
-      EXPECT_EQ(y[i], alone) << "i = " << i << ", x = " << x[i];
-    }
-  }
+  testing::expect_same_bits_in_vector_loop_as_alone(x, [](float v) { return exp_f32(v); });
 }
 
 TEST(ExpF32, DoubleInstantiationKeepsLibm) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "zaya/core/error.h"
 
@@ -26,6 +28,37 @@ inline int64_t ulp_distance(float a, float b) {
   std::memcpy(&ia, &a, 4);
   std::memcpy(&ib, &b, 4);
   return std::llabs(int64_t(ia) - int64_t(ib));
+}
+
+// n floats spread over about [-scale 2^31, scale 2^31] by a fixed linear
+// congruential sequence from `seed`: inputs for sweeps.
+inline std::vector<float> spread_floats(size_t n, uint32_t seed, float scale) {
+  std::vector<float> x(n);
+  for (float& v : x) {
+    seed = seed * 1664525u + 1013904223u;
+    v = float(int32_t(seed)) * scale;
+  }
+  return x;
+}
+
+// Expects f over x in an `omp simd` loop to give, element by element, the
+// bits of f of that element alone outside any vector loop (NaN and NaN
+// match): a vectorised kernel's result must not depend on where a value
+// sits in an array, so not on the thread count either.
+template <typename F>
+void expect_same_bits_in_vector_loop_as_alone(const std::vector<float>& x, F f) {
+  std::vector<float> y(x.size());
+#pragma omp simd
+  for (size_t i = 0; i < x.size(); ++i) y[i] = f(x[i]);
+  for (size_t i = 0; i < x.size(); ++i) {
+    volatile float xi = x[i];  // one element at a time, outside any vector loop
+    const float alone = f(xi);
+    if (std::isnan(alone)) {
+      EXPECT_TRUE(std::isnan(y[i])) << i;
+    } else {
+      EXPECT_EQ(y[i], alone) << "i = " << i << ", x = " << x[i];
+    }
+  }
 }
 
 // A fresh directory under $TMPDIR, removed with everything in it when the
