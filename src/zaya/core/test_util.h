@@ -1,7 +1,8 @@
 #pragma once
 // Helpers for tests (included by *_test.cc only): a scratch directory,
-// whole-file reads and writes, checks on zaya::Error messages, and the
-// distance in ulp between two floats.
+// whole-file reads and writes, checks on zaya::Error messages, and for the
+// vectorised float kernels the distance in ulp between two floats, spread
+// inputs and the check that a vector loop gives each value's lone bits.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
