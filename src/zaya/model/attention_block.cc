@@ -1,10 +1,10 @@
 #include "zaya/model/attention_block.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/zero_fill.h"
 #include "zaya/model/context_parallel.h"
 #include "zaya/model/conv_taps.h"
 
@@ -53,7 +53,7 @@ const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b
   return *t;
 }
 
-void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+void zero(float* p, int64_t n) { zero_fill(p, n); }
 
 // The sequences the convolutions and the value shift run over: whole
 // sequences, or under context parallelism each of this rank's 2B chunks (with

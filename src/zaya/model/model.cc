@@ -8,6 +8,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/zero_fill.h"
 #include "zaya/model/conv_taps.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cross_entropy.h"
@@ -20,7 +21,7 @@
 namespace zaya {
 namespace {
 
-void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+void zero(float* p, int64_t n) { zero_fill(p, n); }
 
 // The rows of the embedding; from its bf16 copy when the model holds it only
 // in bf16 (a frozen bf16 base), widened exactly.
@@ -449,8 +450,6 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     ws.recompute_half_layer(model, k, loss);
     const ResidualScaleWeights& m = merge_weights(w, n, L2);
     const ResidualScaleWeights& gm = merge_weights(g, n, L2);
-    zero(ws.dh_TD_, T * D);
-    zero(dres_prev, T * D);
     residual_scale_backward<float>(ws.dh_TD_, gm.hs_scale_D, gm.hs_bias_D, dres_prev, gm.res_scale_D, gm.res_bias_D,
                                    dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1], m.res_scale_D,
                                    m.res_bias_D, T, D);
@@ -475,7 +474,6 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   if (ws.recompute_ == Recompute::kFull) gather_embedding(ws.embed_out_TD_, model, ws.ids_T_.data(), T, D);
   const ResidualScaleWeights& m0 = merge_weights(w, 0, L2);
   const ResidualScaleWeights& g0 = merge_weights(g, 0, L2);
-  zero(ws.dh_TD_, T * D);
   residual_scale_backward<float>(ws.dh_TD_, g0.hs_scale_D, g0.hs_bias_D, nullptr, nullptr, nullptr, dres,
                                  ws.embed_out_TD_, m0.hs_scale_D, m0.hs_bias_D, nullptr, nullptr, nullptr, T, D);
   if (layer_done != nullptr) (*layer_done)(0);

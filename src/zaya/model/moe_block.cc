@@ -1,16 +1,16 @@
 #include "zaya/model/moe_block.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "zaya/core/profiler.h"
+#include "zaya/core/zero_fill.h"
 #include "zaya/ops/lora_linear.h"
 #include "zaya/ops/routing.h"
 
 namespace zaya {
 namespace {
 
-void zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+void zero(float* p, int64_t n) { zero_fill(p, n); }
 
 // The router's tensors of a MoE layer: its weights (P = const float) or their gradients (P = float).
 template <typename P>

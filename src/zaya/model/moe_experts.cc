@@ -5,6 +5,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
+#include "zaya/core/zero_fill.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
@@ -170,7 +171,7 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
-    std::memset(s.dact_XF + r0 * F, 0, sizeof(float) * n * F);
+    zero_fill(s.dact_XF + r0 * F, n * F);
     linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
                            a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
     if (!lora_down) continue;
@@ -180,13 +181,13 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
                          lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, m.a_rI, m.b_Or,
                          lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
   }
-  std::memset(s.dh_X2F, 0, sizeof(float) * x.rows * 2 * F);
+  zero_fill(s.dh_X2F, x.rows * 2 * F);
   swiglu_backward<float>(s.dh_X2F, s.dact_XF, a.h_X2F, x.rows, F);
   float* dxe = distributed(ep) ? s.ye_XD : dxp_MD;
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
-    std::memset(dxe + r0 * D, 0, sizeof(float) * n * D);
+    zero_fill(dxe + r0 * D, n * D);
     linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
                            s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
     if (!lora_up) continue;

@@ -3,9 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "zaya/core/error.h"
+#include "zaya/core/zero_fill.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/reduce.h"
 
@@ -155,8 +155,8 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   T* w_tap = scratch;
   T* dw_tap = scratch + k1 * C * d;
   pack_taps(w_tap, wB, C, d, k1);
-  std::memset(dw_tap, 0, sizeof(T) * k1 * C * d);
-  std::memset(da_BUC, 0, sizeof(T) * B * P * C);
+  zero_fill(dw_tap, k1 * C * d);
+  zero_fill(da_BUC, B * P * C);
 
   // convB: da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
   // One group per task; sequences in order inside it, so weight sums are reproducible.

@@ -1,10 +1,12 @@
 // Finite-difference tests of the small ops: rmsnorm, residual scaling,
 // activations, QK norm, RoPE, cross-entropy and routing losses.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "zaya/ops/activations.h"
@@ -60,7 +62,8 @@ TEST(ResidualScale, GradientWithAndWithoutResidual) {
                                      rs.data(), rb.data(), T, D);
       return dot(out, probe);
     };
-    Vec dh(T * D, 0.0), dr(T * D, 0.0), dhs(D, 0.0), dhb(D, 0.0), drs(D, 0.0), drb(D, 0.0);
+    // The data gradients start as garbage (they are written); the parameter ones at 0 (added into).
+    Vec dh(T * D, 7.0), dr(T * D, -3.0), dhs(D, 0.0), dhb(D, 0.0), drs(D, 0.0), drb(D, 0.0);
     residual_scale_backward<double>(dh.data(), dhs.data(), dhb.data(), dr.data(), drs.data(), drb.data(), probe.data(),
                                     h.data(), hs.data(), hb.data(), with_res ? r.data() : nullptr, rs.data(), rb.data(),
                                     T, D);
@@ -72,6 +75,63 @@ TEST(ResidualScale, GradientWithAndWithoutResidual) {
       expect_gradient("rs", rs, drs, loss);
       expect_gradient("rb", rb, drb, loss);
     }
+  }
+}
+
+// The float kernel walks column chunks token by token (ops/residual_scale.cc):
+// each parameter-gradient column must still be the fused multiply-add chain
+// over tokens in order, the same bits at any thread count, and the data
+// gradients written over whatever the buffers held. 600 columns: more than
+// one chunk and not a multiple of the 16-column bands.
+TEST(ResidualScale, FloatBackwardSumsEachColumnInTokenOrderAtAnyThreadCount) {
+  const int64_t T = 37, D = 600;
+  auto floats = [](int64_t n, uint64_t seed, double scale = 1.0, double offset = 0.0) {
+    std::vector<float> v(static_cast<size_t>(n));
+    const Vec d = random_vector(size_t(n), seed, scale, offset);
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(d[size_t(i)]);
+    return v;
+  };
+  const std::vector<float> h = floats(T * D, 1), r = floats(T * D, 2), g = floats(T * D, 3);
+  const std::vector<float> hs = floats(D, 4, 0.2, 1), hb = floats(D, 5), rs = floats(D, 6, 0.2, 1), rb = floats(D, 7);
+  const std::vector<float> start = floats(D, 8);  // parameter gradients already holding a micro-batch's sum
+  for (bool with_res : {true, false}) {
+    // Reference: one column at a time, tokens in order.
+    std::vector<float> dh(T * D), dr(T * D), dhs = start, dhb = start, drs = start, drb = start;
+    for (int64_t i = 0; i < D; ++i)
+      for (int64_t t = 0; t < T; ++t) {
+        const float gi = g[t * D + i];
+        dh[t * D + i] = gi * hs[i];
+        dhs[i] = std::fma(gi, h[t * D + i] + hb[i], dhs[i]);
+        dhb[i] = std::fma(gi, hs[i], dhb[i]);
+        if (!with_res) continue;
+        dr[t * D + i] = gi * rs[i];
+        drs[i] = std::fma(gi, r[t * D + i] + rb[i], drs[i]);
+        drb[i] = std::fma(gi, rs[i], drb[i]);
+      }
+    const int saved = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<float> odh(T * D, 7.0f), odr(T * D, -3.0f), ohs = start, ohb = start, ors = start, orb = start;
+      residual_scale_backward<float>(odh.data(), ohs.data(), ohb.data(), odr.data(), ors.data(), orb.data(), g.data(),
+                                     h.data(), hs.data(), hb.data(), with_res ? r.data() : nullptr, rs.data(),
+                                     rb.data(), T, D);
+      auto same = [&](const char* what, const std::vector<float>& got, const std::vector<float>& want) {
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * want.size()), 0)
+            << what << " with " << threads << " threads, residual " << with_res;
+      };
+      same("dh", odh, dh);
+      same("dhs", ohs, dhs);
+      same("dhb", ohb, dhb);
+      if (with_res) {
+        same("dres", odr, dr);
+        same("drs", ors, drs);
+        same("drb", orb, drb);
+      } else {
+        same("dres untouched", odr, std::vector<float>(T * D, -3.0f));
+        same("drs untouched", ors, start);
+      }
+    }
+    omp_set_num_threads(saved);
   }
 }
 

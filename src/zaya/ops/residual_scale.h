@@ -15,7 +15,9 @@ template <typename T>
 void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD,
                             const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim);
 
-// Adds into dh_TD, dhs_D, dhb_D and, when res_in_TD is given, dres_in_TD, drs_D, drb_D.
+// Writes dh_TD (and dres_in_TD when res_in_TD is given); adds into dhs_D, dhb_D
+// (and drs_D, drb_D). The data gradients are each half-layer's first, so they
+// are written, not accumulated: no zeroing pass before the call.
 // Null parameter gradients (dhs_D and dhb_D, drs_D and drb_D: in pairs) are
 // frozen vectors (model/weights.h): only dh_TD and dres_in_TD are computed.
 template <typename T>

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "zaya/core/zero_fill.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
@@ -15,7 +16,7 @@ namespace {
 
 template <typename T>
 void zero(T* p, int64_t n) {
-  std::memset(p, 0, sizeof(T) * n);
+  zero_fill(p, n);
 }
 
 // body(t) for t in [0, rows): on this thread when serial, else over the team (rows are independent).
