@@ -1,9 +1,11 @@
 #include "zaya/ops/cca_conv.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -255,6 +257,52 @@ TEST(CcaConv, FloatMatchesDouble) {
   cca_conv_forward<float>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), k.shape,
                           scratch.data());
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], want[i], 2e-4) << i;
+}
+
+// The float backward of ZAYA1's taps walks each thread's channels in chunks of
+// 256 (ops/cca_conv.cc): 600 channels make several chunks and uneven thread
+// ranges. Its gradients must stay within float rounding of the double build of
+// the same code (whose math the finite-difference tests above check) and have
+// the same bits at any thread count (every channel's sums run over sequences
+// and time in order).
+TEST(CcaConv, FloatBackwardMatchesDoubleWithTheSameBitsAtAnyThreadCount) {
+  ConvCase k;
+  k.shape = {2, 9, 600, 8, 0};
+  const int64_t B = k.shape.batch, S = k.shape.seq, C = k.shape.channels, d = k.shape.head_dim;
+  k.qk = random_vector(B * S * C, 21);
+  k.wA = random_vector(C * 2, 22);
+  k.bA = random_vector(C, 23);
+  k.wB = random_vector(C * d * 2, 24, 0.3);
+  k.bB = random_vector(C, 25);
+  const Vec probe = random_vector(B * S * C, 26);
+  const ConvCase::Grads want = k.backward(probe);
+  auto f = [](const Vec& v) { return testing::to_float(v); };
+  const std::vector<float> qk = f(k.qk), wA = f(k.wA), bA = f(k.bA), wB = f(k.wB), bB = f(k.bB), dc = f(probe);
+  std::vector<std::vector<float>> first;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> c(B * S * C), a(B * k.shape.a_rows() * C), scratch(2 * cca_conv_scratch_floats(k.shape));
+    cca_conv_forward<float>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), k.shape,
+                            scratch.data());
+    std::vector<float> dqk(qk.size(), 0.0f), dwA(wA.size(), 0.0f), dbA(C, 0.0f), dwB(wB.size(), 0.0f), dbB(C, 0.0f);
+    std::vector<float> da(a.size());
+    cca_conv_backward<float>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), dc.data(), qk.data(), a.data(),
+                             wA.data(), bA.data(), wB.data(), k.shape, da.data(), scratch.data(), nullptr, nullptr);
+    const std::vector<std::vector<float>> got = {dqk, dwA, dbA, dwB, dbB};
+    const std::vector<const Vec*> ref = {&want.dqk, &want.dwA, &want.dbA, &want.dwB, &want.dbB};
+    for (size_t j = 0; j < got.size(); ++j)
+      for (size_t i = 0; i < got[j].size(); ++i)
+        ASSERT_NEAR(got[j][i], (*ref[j])[i], 1e-3 * (1 + std::abs((*ref[j])[i]))) << "gradient " << j << " at " << i;
+    if (first.empty()) {
+      first = got;
+      continue;
+    }
+    for (size_t j = 0; j < got.size(); ++j)
+      EXPECT_EQ(std::memcmp(got[j].data(), first[j].data(), sizeof(float) * got[j].size()), 0)
+          << "gradient " << j << " with " << threads << " threads";
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST(CcaConv, OtherKernelSizesMatchPyTorchConv1dRecipe) {
