@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/row_max.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -46,8 +46,7 @@ void with_elements(const void* p, bool bf16, F&& f) {
 
 // Softmax of p[0..n) in place; returns nothing (the row sums to 1).
 inline void softmax_inplace(float* p, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, p[i]);
+  const float mx = row_max(p, n);
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {

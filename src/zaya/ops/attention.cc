@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "zaya/core/exp_f32.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/row_max.h"
 
 namespace zaya {
 namespace {
@@ -55,8 +55,7 @@ void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const 
         for (int64_t r = 0; r < rows; ++r) {
           T* p = probs + r * Sk;
           const int64_t c0 = sh.first_key(b, i0 + r) - lo, c1 = sh.pos(i0 + r) + 1 - lo;
-          T mx = -std::numeric_limits<T>::infinity();
-          for (int64_t c = c0; c < c1; ++c) mx = std::max(mx, p[c]);
+          const T mx = row_max(p + c0, c1 - c0);
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
           for (int64_t c = c0; c < c1; ++c) {

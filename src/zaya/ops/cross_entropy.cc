@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/exp_f32.h"
+#include "zaya/ops/row_max.h"
 
 namespace zaya {
 
@@ -15,9 +15,7 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* 
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
     const T* z = logits + t * vocab;
-    T mx = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : mx)
-    for (int64_t v = 0; v < real_vocab; ++v) mx = std::max(mx, z[v]);
+    const T mx = row_max(z, real_vocab);
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t v = 0; v < real_vocab; ++v) sum += exp_of(z[v] - mx);
@@ -72,8 +70,7 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     T* pr = p + r * n;
-    T mx = -std::numeric_limits<T>::infinity();
-    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, xr[i]);
+    const T mx = row_max(xr, n);
     T sum = 0;
     for (int64_t i = 0; i < n; ++i) {
       pr[i] = exp_of(xr[i] - mx);
