@@ -9,6 +9,8 @@
 #include "zaya/model/conv_taps.h"
 
 #include "zaya/ops/attention.h"
+#include "zaya/ops/attention_bf16.h"
+#include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
 #include "zaya/ops/lora_linear.h"
@@ -174,7 +176,11 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
     k = s.k_full_BSK;
     v = s.v_full_BSK;
   }
-  attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
+  if (current_bf16_weights() != nullptr && attention_bf16_supports(as)) {
+    attention_forward_bf16(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as);
+  } else {
+    attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
+  }
   linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
   if (lora != nullptr && lora->has(LoraTarget::kO)) {
     const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
@@ -203,9 +209,15 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   zero(s.dk_TK, T * K);
   zero(s.dv_TK, T * K);
   const ContextParallel* cp = b.cp;
+  const bool bf16 = current_bf16_weights() != nullptr;
   if (cp == nullptr) {
-    attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS,
-                              attn_shape(c, block, b), s.attn);
+    const AttentionShape as = attn_shape(c, block, b);
+    if (bf16 && attention_bf16_supports(as)) {
+      attention_backward_bf16(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS, as);
+    } else {
+      attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS, as,
+                                s.attn);
+    }
   } else {
     // Gather K and V again (not kept: memory per rank stays O(S / cp) per layer),
     // then return each rank's share of their gradients.
@@ -220,8 +232,13 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     as.q_pos = b.pos_T;
     zero(s.dk_full_BSK, full);
     zero(s.dv_full_BSK, full);
-    attention_backward<float>(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
-                              a.o_TQ, a.lse_BHS, as, s.attn);
+    if (bf16 && attention_bf16_supports(as)) {
+      attention_backward_bf16(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
+                              a.o_TQ, a.lse_BHS, as);
+    } else {
+      attention_backward<float>(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
+                                a.o_TQ, a.lse_BHS, as, s.attn);
+    }
     cp_reduce_scatter(*cp, s.dk_full_BSK, s.dk_TK, b.batch, K, s.stage);
     cp_reduce_scatter(*cp, s.dv_full_BSK, s.dv_TK, b.batch, K, s.stage);
   }

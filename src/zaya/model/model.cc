@@ -10,6 +10,7 @@
 #include "zaya/core/profiler.h"
 #include "zaya/core/zero_fill.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/ops/attention_bf16.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/lora_linear.h"
@@ -218,9 +219,14 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   bf16_a_ = std::max(Tp * token_width, Xp * std::max(2 * F, D));
   bf16_b_ = std::max(Tp * std::max({D, c.q_width(), c.router_hidden}), Xp * std::max(D, F));
   bf16_width_ = std::max(token_width, 2 * F);
+  // The bf16 attention core's scratch: every sequence's rows on this rank against all keys.
+  bf16_attention_ = AttentionShape{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp_ranks, 1)};
 }
 
-void ModelWorkspace::reserve_bf16_gemms() const { reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_); }
+void ModelWorkspace::reserve_bf16_gemms() const {
+  reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_);
+  reserve_attention_bf16_scratch(bf16_attention_);
+}
 
 void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {
   const int64_t rank = lora.rank;

@@ -25,6 +25,7 @@
 #include "zaya/model/params.h"
 #include "zaya/model/recompute.h"
 #include "zaya/model/weights.h"
+#include "zaya/ops/attention.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/rope.h"
 
@@ -183,6 +184,7 @@ class ModelWorkspace {
   bool training_;
   Recompute recompute_ = Recompute::kNone;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
+  AttentionShape bf16_attention_;
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
   ContextParallel cp_;

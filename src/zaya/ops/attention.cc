@@ -10,14 +10,8 @@
 #include "zaya/ops/row_max.h"
 
 namespace zaya {
-namespace {
 
-// The query block starting at row i0 ends before the returned row: at most
-// kAttentionQueryBlock rows; with a window also at most that many positions,
-// so a block never straddles the gap between two context-parallel chunks and
-// its keys stay within W + kAttentionQueryBlock - 1. Under document masking a
-// block also ends before the next document start (row b, i1 with doc_pos 0).
-int64_t query_block_end(const AttentionShape& sh, int64_t b, int64_t i0) {
+int64_t attention_query_block_end(const AttentionShape& sh, int64_t b, int64_t i0) {
   const int64_t end = std::min(sh.seq, i0 + kAttentionQueryBlock);
   if (sh.window == 0 && sh.doc_pos == nullptr) return end;
   const int32_t* doc = sh.doc_pos != nullptr ? sh.doc_pos + b * sh.seq : nullptr;
@@ -27,8 +21,6 @@ int64_t query_block_end(const AttentionShape& sh, int64_t b, int64_t i0) {
     ++i1;
   return i1;
 }
-
-}  // namespace
 
 template <typename T>
 void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const T* v_TK, const AttentionShape& sh,
@@ -49,7 +41,7 @@ void attention_forward(T* o_TQ, T* lse_BHS, const T* q_TQ, const T* k_TK, const 
       for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
         // Keys first_key(i) .. pos(i) for row i: the block's first row sees the
         // first key, its last row the last; probs column c is key lo + c.
-        i1 = query_block_end(sh, b, i0);
+        i1 = attention_query_block_end(sh, b, i0);
         const int64_t rows = i1 - i0, lo = sh.first_key(b, i0), keys = sh.pos(i1 - 1) + 1 - lo;
         gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);
         for (int64_t r = 0; r < rows; ++r) {
@@ -99,7 +91,7 @@ void attention_backward(T* dq_TQ, T* dk_TK, T* dv_TK, const T* do_TQ, const T* q
         T* dq = dq_TQ + b * S * QW + h * d;
         const T* lse = lse_BHS + (b * Hq + h) * S;
         for (int64_t i0 = 0, i1 = 0; i0 < S; i0 = i1) {
-          i1 = query_block_end(sh, b, i0);
+          i1 = attention_query_block_end(sh, b, i0);
           const int64_t rows = i1 - i0, lo = sh.first_key(b, i0), keys = sh.pos(i1 - 1) + 1 - lo;
           // Recompute P from the saved log-sum-exp (column c: key lo + c).
           gemm<T>(false, true, rows, keys, d, scale, q + i0 * QW, QW, k + lo * KW, KW, T(0), probs, Sk);

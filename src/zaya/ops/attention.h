@@ -41,6 +41,14 @@ struct AttentionShape {
 
 inline constexpr int64_t kAttentionQueryBlock = 64;
 
+// The query block starting at row i0 of sequence b ends before the returned
+// row: at most kAttentionQueryBlock rows; with a window also at most that many
+// positions, so a block never straddles the gap between two context-parallel
+// chunks and its keys stay within W + kAttentionQueryBlock - 1. Under document
+// masking a block also ends before the next document start (doc_pos 0).
+// Without document masking the bounds are the same for every sequence.
+int64_t attention_query_block_end(const AttentionShape& s, int64_t b, int64_t i0);
+
 // Scratch floats for `threads` OpenMP threads.
 inline int64_t attention_scratch_floats(const AttentionShape& s, int threads) {
   return int64_t(threads) * 2 * kAttentionQueryBlock * s.keys();

@@ -3,6 +3,7 @@
 #include <cpuid.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -32,6 +33,8 @@ struct Context {
   std::mutex mutex;
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
   std::map<Key, Gemm> cache;
+  using BatchedKey = std::array<int64_t, 31>;  // dims and strides of a, b, c; accumulate
+  std::map<BatchedKey, Gemm> batched;
 };
 
 Context& context() {
@@ -78,6 +81,53 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
       it = ctx.cache.emplace(key, std::move(g)).first;
     } catch (const dnnl::error& e) {
       fail("oneDNN cannot build a bf16 matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
+    }
+  }
+  Gemm& g = it->second;
+  g.a.set_data_handle(const_cast<uint16_t*>(A));
+  g.b.set_data_handle(const_cast<uint16_t*>(B));
+  g.c.set_data_handle(C);
+  g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
+  ctx.stream.wait();
+}
+
+void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
+                         const BatchedMatrix& c, float* C, bool accumulate) {
+  for (int64_t n : c.dims)
+    if (n == 0) return;
+  ZAYA_ASSERT(a.dims[4] > 0);
+  Context& ctx = context();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  LibraryCall library_call;
+  Context::BatchedKey key{};
+  size_t k = 0;
+  for (const BatchedMatrix* m : {&a, &b, &c}) {
+    for (int64_t v : m->dims) key[k++] = v;
+    for (int64_t v : m->strides) key[k++] = v;
+  }
+  key[k] = accumulate ? 1 : 0;
+  auto it = ctx.batched.find(key);
+  if (it == ctx.batched.end()) {
+    auto desc = [](const BatchedMatrix& m, memory::data_type dt) {
+      return memory::desc(memory::dims(m.dims.begin(), m.dims.end()), dt,
+                          memory::dims(m.strides.begin(), m.strides.end()));
+    };
+    const memory::desc a_md = desc(a, memory::data_type::bf16), b_md = desc(b, memory::data_type::bf16);
+    const memory::desc c_md = desc(c, memory::data_type::f32);
+    try {
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
+      Gemm g{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
+             memory(c_md, ctx.engine, nullptr)};
+      it = ctx.batched.emplace(key, std::move(g)).first;
+    } catch (const dnnl::error& e) {
+      fail("oneDNN cannot build a batched bf16 matmul ({}x{} by {}x{}) on this CPU: {}", a.dims[3], a.dims[4],
+           b.dims[3], b.dims[4], e.what());
     }
   }
   Gemm& g = it->second;

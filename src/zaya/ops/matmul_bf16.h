@@ -7,6 +7,7 @@
 // iteration and the linear layers of mixed-precision training
 // (ops/bf16_linear.h). Primitives are created once per shape and cached.
 
+#include <array>
 #include <cstdint>
 
 namespace zaya {
@@ -17,6 +18,24 @@ namespace zaya {
 // parallel regions (one primitive cache behind a lock).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate = false);
+
+// One operand of matmul_bf16_batched: up to three batch dims, then the
+// matrix's [rows, cols], each with its stride in elements (a transposed
+// operand is the stored matrix read with strides {1, ld}; unused leading batch
+// dims are 1). A batch dim of 1 in `b` is broadcast over `a` and `c` (grouped
+// KV heads: one K for the G query heads of a group).
+struct BatchedMatrix {
+  std::array<int64_t, 5> dims{};
+  std::array<int64_t, 5> strides{};
+};
+
+// C[i] (+)= A[i] B[i] for every batch index i, bf16 A and B, float32 C
+// (float32 accumulation). One oneDNN matmul per call; primitives are cached by
+// the three layouts. Call it outside parallel regions. oneDNN's AMX kernels
+// take dense batches (batch strides equal to the matrix sizes); other strides
+// run a slower kernel (ops/attention_bf16.cc copies slices to keep them dense).
+void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
+                         const BatchedMatrix& c, float* C, bool accumulate = false);
 
 // True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX); without
 // them oneDNN would emulate bf16, slower than float32.

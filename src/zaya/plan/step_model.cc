@@ -16,11 +16,14 @@ namespace {
 
 // The per-block attention GEMMs (scores, values and their gradients) and the
 // grouped convolution's per-head GEMMs; not the q/k/v and output projections.
-// GPU stacks fuse them (below); zaya.cpp's CPU trainer keeps them float32
-// under bf16 GEMMs.
+// GPU stacks fuse them (below).
 bool is_fused_attention(const ModelGemm& g) {
   return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" && g.name != "attn.o_proj";
 }
+
+// The grouped convolution's GEMMs, which zaya.cpp's CPU trainer keeps float32
+// under bf16 GEMMs (ops/cca_conv.h).
+bool is_grouped_conv(const ModelGemm& g) { return g.name.rfind("attn.conv", 0) == 0; }
 
 const std::string kF32 = "f32";  // the GEMM dtype of what stays float32
 
@@ -37,6 +40,20 @@ StreamWork bf16_rounding(const ModelGemm& g) {
   const double elements =
       g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n) : double(g.shape.m) * double(g.shape.k);
   return {1.5 * elements * g.count, 0, g.count};
+}
+
+// The rounding the CPU trainer's bf16 attention core (ops/attention_bf16.h)
+// does, charged to its GEMM rows: before the scores (forward, and again in
+// backward) it rounds Q and the layer's K and V (kv_per_q = Hk / Hq of Q's
+// width), before dP the output gradient dO; P and dS are written in bf16 by
+// the softmax passes themselves (their traffic is the softmax's, in
+// stream_ops.cc). `per_call`: the (sequence, head) GEMMs one batched call
+// covers; each rounding is one parallel region per query block.
+StreamWork attention_core_rounding(const ModelGemm& g, double kv_per_q, double per_call) {
+  const double operand = double(g.shape.m) * double(g.shape.k) * g.count;  // Q or dO
+  if (g.name.rfind("attn.scores", 0) == 0) return {1.5 * operand * (1 + 2 * kv_per_q), 0, 3 * g.count / per_call};
+  if (g.name.rfind("attn.dprobs", 0) == 0) return {1.5 * operand, 0, g.count / per_call};
+  return {};
 }
 
 // Flash attention reaches about this share of a dense GEMM's rate (an
@@ -127,21 +144,26 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
-  // zaya.cpp's CPU trainer runs only its linear layers in bf16
-  // (ops/bf16_linear.h): the attention core and the grouped convolution stay
-  // float32, the activations stay float32 (the bandwidth-bound ops move 4
-  // bytes per value in both precisions), and each bf16 GEMM first rounds its
-  // activation operand into bf16 scratch (bf16_rounding below).
+  // zaya.cpp's CPU trainer runs its linear layers (ops/bf16_linear.h) and
+  // its attention core (ops/attention_bf16.h) in bf16: the grouped
+  // convolution stays float32, the activations stay float32 (the
+  // bandwidth-bound ops move 4 bytes per value in both precisions), and each
+  // bf16 GEMM first rounds its activation operand into bf16 scratch
+  // (bf16_rounding and attention_core_rounding above).
   const bool cpu_bf16 = L.cpu_trainer && L.dtype == "bf16";
   StreamWork rounding, recompute_rounding;
   for (const ModelGemm& g : model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
-    const bool keeps_f32 = cpu_bf16 && is_fused_attention(g);
+    const bool keeps_f32 = cpu_bf16 && is_grouped_conv(g);
     t.seconds =
         gemm_seconds(model, keeps_f32 ? kF32 : L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
-    const StreamWork round = cpu_bf16 && !keeps_f32 ? bf16_rounding(g) : StreamWork{};
+    StreamWork round;
+    if (cpu_bf16 && !keeps_f32)
+      round = is_fused_attention(g) ? attention_core_rounding(g, double(c.kv_heads) / double(c.q_heads),
+                                                              double(L.micro_batch * c.q_heads))
+                                    : bf16_rounding(g);
     rounding += round;
     if (g.phase == "fwd" && recomputes_gemm(L.recompute, g.name)) {
       r.recompute_gemm += t.seconds;

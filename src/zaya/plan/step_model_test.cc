@@ -46,7 +46,7 @@ TEST(StepModel, AccountingIsConsistent) {
 // linear layers in bf16, each rounding its activation operand first; the
 // attention core and the grouped convolution in float32; float32
 // activations; a bf16 copy of every weight refreshed once per update.
-TEST(StepModel, CpuTrainerRunsOnlyItsLinearLayersInBf16) {
+TEST(StepModel, CpuTrainerRunsItsLinearLayersAndAttentionCoreInBf16) {
   const GemmModel g(*find_builtin_profile("h100"));
   const HardwareProfile& p = g.profile();
   const ZayaConfig c = preset_config("small");
@@ -60,22 +60,36 @@ TEST(StepModel, CpuTrainerRunsOnlyItsLinearLayersInBf16) {
   const StepPrediction bf16 = predict_step(c, L, g);
   ASSERT_EQ(f32.gemms.size(), bf16.gemms.size());
   double rounded = 0, calls = 0;
-  int attention_core = 0;
+  int conv = 0, core = 0;
+  const double kv_per_q = double(c.kv_heads) / double(c.q_heads), per_call = double(L.micro_batch * c.q_heads);
   for (size_t i = 0; i < bf16.gemms.size(); ++i) {
     const ModelGemm& m = bf16.gemms[i].gemm;
-    const bool linear = m.name.rfind("attn.", 0) != 0 || m.name == "attn.qkv_proj" || m.name == "attn.o_proj";
-    if (linear) {
-      EXPECT_LT(bf16.gemms[i].seconds, f32.gemms[i].seconds) << m.name << " " << m.phase;
-      if (m.name == "lm_head" && m.phase == "bwd.dx") continue;  // the cross-entropy writes dy in bf16
-      const double elements = m.phase == "bwd.dw" ? double(m.shape.k * m.shape.n) : double(m.shape.m * m.shape.k);
-      rounded += 6 * elements * m.count;  // read 4 bytes, write 2
-      calls += m.count;
-    } else {
+    if (m.name.rfind("attn.conv", 0) == 0) {  // the grouped convolution stays float32
       EXPECT_EQ(bf16.gemms[i].seconds, f32.gemms[i].seconds) << m.name << " " << m.phase;
-      ++attention_core;
+      ++conv;
+      continue;
     }
+    EXPECT_LT(bf16.gemms[i].seconds, f32.gemms[i].seconds) << m.name << " " << m.phase;
+    const bool linear = m.name.rfind("attn.", 0) != 0 || m.name == "attn.qkv_proj" || m.name == "attn.o_proj";
+    const double operand = double(m.shape.m * m.shape.k) * m.count;
+    if (!linear) {  // the attention core rounds Q, K and V before the scores and dO before dP
+      ++core;
+      if (m.name == "attn.scores") {
+        rounded += 6 * operand * (1 + 2 * kv_per_q);
+        calls += 3 * m.count / per_call;
+      } else if (m.name == "attn.dprobs") {
+        rounded += 6 * operand;
+        calls += m.count / per_call;
+      }
+      continue;
+    }
+    if (m.name == "lm_head" && m.phase == "bwd.dx") continue;  // the cross-entropy writes dy in bf16
+    const double elements = m.phase == "bwd.dw" ? double(m.shape.k * m.shape.n) : double(m.shape.m * m.shape.k);
+    rounded += 6 * elements * m.count;  // read 4 bytes, write 2
+    calls += m.count;
   }
-  EXPECT_GT(attention_core, 0);
+  EXPECT_GT(conv, 0);
+  EXPECT_EQ(core, 7);  // scores, values, scores again, dP, dQ, dK, dV
   // The same bandwidth-bound ops at 4 bytes per value, plus the rounding.
   const double rounding = rounded / (p.stream_gbps.value * 1e9) + calls * p.op_overhead_us.value * 1e-6;
   EXPECT_NEAR(bf16.stream - f32.stream, rounding, 1e-9 * rounding);

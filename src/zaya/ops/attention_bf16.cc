@@ -1,0 +1,268 @@
+#include "zaya/ops/attention_bf16.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "zaya/core/arena.h"
+#include "zaya/core/bf16.h"
+#include "zaya/core/error.h"
+#include "zaya/core/exp_f32.h"
+#include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/row_max.h"
+
+namespace zaya {
+namespace {
+
+template <typename T>
+struct Buffer {
+  AlignedPtr<T> data;
+  int64_t capacity = 0;
+  T* get(int64_t n) {
+    if (n > capacity) {
+      data = aligned_alloc_array<T>(size_t(n));
+      capacity = n;
+    }
+    return data.get();
+  }
+};
+
+// Layer-wide bf16 K and V [B, Hk, Sk, d]; per block: the keys' dense slices
+// [B, Hk, N, d], Q and dO rows [B, Hq, R, d], scores and dP [B, Hq, R, N]
+// (float32), P and dS (bf16), the block's O or dQ [B, Hq, R, d] and its dK,
+// dV [B, Hk, N, d] (float32).
+struct Scratch {
+  Buffer<uint16_t> k, v, k_blk, v_blk, q_blk, do_blk, p_blk, ds_blk;
+  Buffer<float> s_blk, dp_blk, out_blk, dk_blk, dv_blk;
+};
+
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+struct Block {
+  int64_t i0, rows, lo, keys;  // query rows i0 .. i0 + rows - 1 see keys lo .. lo + keys - 1
+};
+
+// Block bounds are the same for every sequence without document masking.
+Block block_at(const AttentionShape& sh, int64_t i0) {
+  const int64_t i1 = attention_query_block_end(sh, 0, i0), lo = sh.first_key(0, i0);
+  return {i0, i1 - i0, lo, sh.pos(i1 - 1) + 1 - lo};
+}
+
+// Row-major strides of a dense tensor of these dims.
+BatchedMatrix dense(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+  BatchedMatrix m;
+  m.dims = {d0, d1, d2, d3, d4};
+  m.strides[4] = 1;
+  for (int i = 3; i >= 0; --i) m.strides[i] = m.strides[i + 1] * m.dims[i + 1];
+  return m;
+}
+
+// One [B, H, rows, d] head-major bf16 copy of x (rows of sequence b from row r0,
+// [.., H * d] wide): out[((b * H + h) * rows + r) * d + c] = bf16(x[(b * seq + r0 + r) * H * d + h * d + c]).
+void gather_heads(uint16_t* out, const float* x, int64_t B, int64_t seq, int64_t r0, int64_t rows, int64_t H,
+                  int64_t d) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = x + (b * seq + r0 + r) * H * d;
+      for (int64_t h = 0; h < H; ++h) {
+        uint16_t* dst = out + ((b * H + h) * rows + r) * d;
+#pragma omp simd
+        for (int64_t c = 0; c < d; ++c) dst[c] = float_to_bf16(src[h * d + c]);
+      }
+    }
+  }
+}
+
+// The inverse of gather_heads for float32 blocks, writing or adding.
+void scatter_heads(float* x, const float* blk, int64_t B, int64_t seq, int64_t r0, int64_t rows, int64_t H, int64_t d,
+                   bool add) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = x + (b * seq + r0 + r) * H * d;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* src = blk + ((b * H + h) * rows + r) * d;
+        if (add) {
+#pragma omp simd
+          for (int64_t c = 0; c < d; ++c) dst[h * d + c] += src[c];
+        } else {
+          std::memcpy(dst + h * d, src, sizeof(float) * size_t(d));
+        }
+      }
+    }
+  }
+}
+
+// The block's keys lo .. lo + N - 1 of every (sequence, KV head), dense.
+void copy_slices(uint16_t* blk, const uint16_t* full, int64_t heads_total, int64_t Sk, int64_t lo, int64_t N,
+                 int64_t d) {
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < heads_total; ++bh)
+    std::memcpy(blk + bh * N * d, full + (bh * Sk + lo) * d, sizeof(uint16_t) * size_t(N * d));
+}
+
+// The batched layouts of one block: B sequences, Hk KV heads, G query heads
+// per KV head, R query rows, N keys, head width d.
+struct Layouts {
+  BatchedMatrix rows_d, keys_t, scores, keys_d, rows_t, stacked_d, keys_out;
+  Layouts(int64_t B, int64_t Hk, int64_t G, int64_t R, int64_t N, int64_t d) {
+    rows_d = dense(B, Hk, G, R, d);                                 // Q, dO, O, dQ
+    keys_t = {{B, Hk, 1, d, N}, {Hk * N * d, N * d, N * d, 1, d}};  // K^T or V^T, broadcast over G
+    scores = dense(B, Hk, G, R, N);                                 // S, dP, P, dS
+    keys_d = {{B, Hk, 1, N, d}, {Hk * N * d, N * d, N * d, d, 1}};  // K or V, broadcast over G
+    // dS^T or P^T: the G x R rows of a KV head stacked, read transposed.
+    rows_t = {{1, B, Hk, N, G * R}, {B * Hk * G * R * N, Hk * G * R * N, G * R * N, 1, N}};
+    stacked_d = dense(1, B, Hk, G * R, d);  // Q or dO with the G x R rows stacked
+    keys_out = dense(1, B, Hk, N, d);       // dK, dV of the block's keys
+  }
+};
+
+}  // namespace
+
+bool attention_bf16_supports(const AttentionShape& s) { return s.doc_pos == nullptr; }
+
+void reserve_attention_bf16_scratch(const AttentionShape& sh) {
+  const int64_t B = sh.batch, Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim, N = sh.keys();
+  const int64_t R = kAttentionQueryBlock;
+  Scratch& s = scratch();
+  for (Buffer<uint16_t>* b : {&s.k, &s.v}) b->get(B * Hk * N * d);
+  for (Buffer<uint16_t>* b : {&s.k_blk, &s.v_blk}) b->get(B * Hk * N * d);
+  for (Buffer<uint16_t>* b : {&s.q_blk, &s.do_blk}) b->get(B * Hq * R * d);
+  for (Buffer<uint16_t>* b : {&s.p_blk, &s.ds_blk}) b->get(B * Hq * R * N);
+  for (Buffer<float>* b : {&s.s_blk, &s.dp_blk}) b->get(B * Hq * R * N);
+  s.out_blk.get(B * Hq * R * d);
+  for (Buffer<float>* b : {&s.dk_blk, &s.dv_blk}) b->get(B * Hk * N * d);
+}
+
+void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK, const float* v_TK,
+                            const AttentionShape& sh) {
+  ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
+  const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
+  const int64_t G = Hq / Hk;
+  const float scale = 1.0f / std::sqrt(float(d));
+  Scratch& s = scratch();
+  uint16_t* k = s.k.get(B * Hk * Sk * d);
+  uint16_t* v = s.v.get(B * Hk * Sk * d);
+  gather_heads(k, k_TK, B, Sk, 0, Sk, Hk, d);
+  gather_heads(v, v_TK, B, Sk, 0, Sk, Hk, d);
+  for (int64_t i0 = 0; i0 < S;) {
+    const Block blk = block_at(sh, i0);
+    const int64_t R = blk.rows, N = blk.keys;
+    const Layouts L(B, Hk, G, R, N, d);
+    uint16_t* k_blk = s.k_blk.get(B * Hk * N * d);
+    uint16_t* v_blk = s.v_blk.get(B * Hk * N * d);
+    uint16_t* q_blk = s.q_blk.get(B * Hq * R * d);
+    float* s_blk = s.s_blk.get(B * Hq * R * N);
+    uint16_t* p_blk = s.p_blk.get(B * Hq * R * N);
+    float* o_blk = s.out_blk.get(B * Hq * R * d);
+    copy_slices(k_blk, k, B * Hk, Sk, blk.lo, N, d);
+    copy_slices(v_blk, v, B * Hk, Sk, blk.lo, N, d);
+    gather_heads(q_blk, q_TQ, B, S, i0, R, Hq, d);
+    matmul_bf16_batched(L.rows_d, q_blk, L.keys_t, k_blk, L.scores, s_blk);
+    // Softmax per query row, float32; P in bf16 with zeros outside the row's keys.
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < B * Hq * R; ++row) {
+      const int64_t r = row % R, bh = row / R, i = i0 + r;
+      const int64_t c0 = sh.first_key(0, i) - blk.lo, c1 = sh.pos(i) + 1 - blk.lo;
+      float* x = s_blk + row * N;
+      uint16_t* p = p_blk + row * N;
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) x[c] *= scale;
+      const float mx = row_max(x + c0, c1 - c0);
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = c0; c < c1; ++c) {
+        x[c] = exp_of(x[c] - mx);
+        sum += x[c];
+      }
+      const float inv = 1.0f / sum;
+      std::fill(p, p + c0, uint16_t(0));
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) p[c] = float_to_bf16(x[c] * inv);
+      std::fill(p + c1, p + N, uint16_t(0));
+      lse_BHS[bh * S + i] = mx + std::log(sum);
+    }
+    matmul_bf16_batched(L.scores, p_blk, L.keys_d, v_blk, L.rows_d, o_blk);
+    scatter_heads(o_TQ, o_blk, B, S, i0, R, Hq, d, false);
+    i0 += R;
+  }
+}
+
+void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const float* do_TQ, const float* q_TQ,
+                             const float* k_TK, const float* v_TK, const float* o_TQ, const float* lse_BHS,
+                             const AttentionShape& sh) {
+  ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
+  const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
+  const int64_t G = Hq / Hk, QW = sh.q_width();
+  const float scale = 1.0f / std::sqrt(float(d));
+  Scratch& s = scratch();
+  uint16_t* k = s.k.get(B * Hk * Sk * d);
+  uint16_t* v = s.v.get(B * Hk * Sk * d);
+  gather_heads(k, k_TK, B, Sk, 0, Sk, Hk, d);
+  gather_heads(v, v_TK, B, Sk, 0, Sk, Hk, d);
+  for (int64_t i0 = 0; i0 < S;) {
+    const Block blk = block_at(sh, i0);
+    const int64_t R = blk.rows, N = blk.keys;
+    const Layouts L(B, Hk, G, R, N, d);
+    uint16_t* k_blk = s.k_blk.get(B * Hk * N * d);
+    uint16_t* v_blk = s.v_blk.get(B * Hk * N * d);
+    uint16_t* q_blk = s.q_blk.get(B * Hq * R * d);
+    uint16_t* do_blk = s.do_blk.get(B * Hq * R * d);
+    float* s_blk = s.s_blk.get(B * Hq * R * N);
+    float* dp_blk = s.dp_blk.get(B * Hq * R * N);
+    uint16_t* p_blk = s.p_blk.get(B * Hq * R * N);
+    uint16_t* ds_blk = s.ds_blk.get(B * Hq * R * N);
+    float* dq_blk = s.out_blk.get(B * Hq * R * d);
+    float* dk_blk = s.dk_blk.get(B * Hk * N * d);
+    float* dv_blk = s.dv_blk.get(B * Hk * N * d);
+    copy_slices(k_blk, k, B * Hk, Sk, blk.lo, N, d);
+    copy_slices(v_blk, v, B * Hk, Sk, blk.lo, N, d);
+    gather_heads(q_blk, q_TQ, B, S, i0, R, Hq, d);
+    gather_heads(do_blk, do_TQ, B, S, i0, R, Hq, d);
+    // Recompute the scores; dP = dO V^T.
+    matmul_bf16_batched(L.rows_d, q_blk, L.keys_t, k_blk, L.scores, s_blk);
+    matmul_bf16_batched(L.rows_d, do_blk, L.keys_t, v_blk, L.scores, dp_blk);
+    // P from the saved log-sum-exp; dS = P (dP - D) / sqrt(d), D = dO . O (float32).
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < B * Hq * R; ++row) {
+      const int64_t r = row % R, bh = row / R, b = bh / Hq, h = bh % Hq, i = i0 + r;
+      const int64_t c0 = sh.first_key(0, i) - blk.lo, c1 = sh.pos(i) + 1 - blk.lo;
+      const float* o_row = o_TQ + (b * S + i) * QW + h * d;
+      const float* do_row = do_TQ + (b * S + i) * QW + h * d;
+      float di = 0;
+#pragma omp simd reduction(+ : di)
+      for (int64_t c = 0; c < d; ++c) di += o_row[c] * do_row[c];
+      const float row_lse = lse_BHS[bh * S + i];
+      const float* x = s_blk + row * N;
+      const float* dp = dp_blk + row * N;
+      uint16_t* p = p_blk + row * N;
+      uint16_t* ds = ds_blk + row * N;
+      std::fill(p, p + c0, uint16_t(0));
+      std::fill(ds, ds + c0, uint16_t(0));
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) {
+        const float pc = exp_of(x[c] * scale - row_lse);
+        p[c] = float_to_bf16(pc);
+        ds[c] = float_to_bf16(pc * (dp[c] - di) * scale);
+      }
+      std::fill(p + c1, p + N, uint16_t(0));
+      std::fill(ds + c1, ds + N, uint16_t(0));
+    }
+    // dQ = dS K; dK = dS^T Q and dV = P^T dO over the G x R rows of each KV head.
+    matmul_bf16_batched(L.scores, ds_blk, L.keys_d, k_blk, L.rows_d, dq_blk);
+    matmul_bf16_batched(L.rows_t, ds_blk, L.stacked_d, q_blk, L.keys_out, dk_blk);
+    matmul_bf16_batched(L.rows_t, p_blk, L.stacked_d, do_blk, L.keys_out, dv_blk);
+    scatter_heads(dq_TQ, dq_blk, B, S, i0, R, Hq, d, true);
+    scatter_heads(dk_TK, dk_blk, B, Sk, blk.lo, N, Hk, d, true);
+    scatter_heads(dv_TK, dv_blk, B, Sk, blk.lo, N, Hk, d, true);
+    i0 += R;
+  }
+}
+
+}  // namespace zaya
