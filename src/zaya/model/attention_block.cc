@@ -32,6 +32,7 @@ CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
   s.taps_b = c.conv_kernel1;
   s.hist_rows = conv_halo_rows(c);
   s.doc_pos = b.doc_pos_T;
+  s.bf16_gemms = current_bf16_weights() != nullptr;  // mixed precision: conv B's products in bf16
   return s;
 }
 CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {

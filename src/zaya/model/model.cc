@@ -12,6 +12,7 @@
 #include "zaya/model/conv_taps.h"
 #include "zaya/ops/attention_bf16.h"
 #include "zaya/ops/bf16_linear.h"
+#include "zaya/ops/cca_conv_bf16.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
@@ -221,11 +222,16 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   bf16_width_ = std::max(token_width, 2 * F);
   // The bf16 attention core's scratch: every sequence's rows on this rank against all keys.
   bf16_attention_ = AttentionShape{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp_ranks, 1)};
+  // Conv B runs over whole sequences, or under context parallelism over each rank's 2B chunks of S / 2 rows.
+  bf16_conv_ = cp_ranks > 0 ? CcaConvShape{2 * B, S / 2, c.conv_channels(), c.head_dim}
+                            : CcaConvShape{B, S, c.conv_channels(), c.head_dim};
+  bf16_conv_.taps_b = c.conv_kernel1;
 }
 
 void ModelWorkspace::reserve_bf16_gemms() const {
   reserve_bf16_linear_scratch(bf16_a_, bf16_b_, bf16_width_);
   reserve_attention_bf16_scratch(bf16_attention_);
+  reserve_cca_conv_bf16_scratch(bf16_conv_);
 }
 
 void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {

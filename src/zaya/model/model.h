@@ -27,6 +27,7 @@
 #include "zaya/model/weights.h"
 #include "zaya/ops/attention.h"
 #include "zaya/ops/bf16_linear.h"
+#include "zaya/ops/cca_conv.h"
 #include "zaya/ops/rope.h"
 
 namespace zaya {
@@ -184,7 +185,8 @@ class ModelWorkspace {
   bool training_;
   Recompute recompute_ = Recompute::kNone;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
-  AttentionShape bf16_attention_;
+  AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
+  CcaConvShape bf16_conv_;
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
   ContextParallel cp_;

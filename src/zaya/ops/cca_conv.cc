@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "zaya/core/error.h"
 #include "zaya/core/zero_fill.h"
+#include "zaya/ops/cca_conv_bf16.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/reduce.h"
 
@@ -103,6 +105,28 @@ void masked_taps_backward(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T
   }
 }
 
+// convB's backward in float32 (or double): da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
+// One group per task; sequences in order inside it, so weight sums are reproducible.
+template <typename T>
+void conv_b_backward_f32(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T* a_BUC, const T* w_tap, const T* bA,
+                         const CcaConvShape& sh) {
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
+  const int64_t k1 = sh.taps_b;
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t b = 0; b < B; ++b) {
+      const T* dc = dc_BSC + (b * S) * C + g * d;
+      const T* a0 = a_BUC + (b * P) * C + g * d;
+      T* da0 = da_BUC + (b * P) * C + g * d;
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + m * C * d + g * d * d, d, T(1), da0 + m * C, C);
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(true, false, d, d, S, T(1), dc, C, a0 + m * C, C, T(1), dw_tap + m * C * d + g * d * d, d);
+      if (sh.doc_pos != nullptr) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -133,6 +157,16 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
   T* w_tap = scratch;
   pack_taps(w_tap, wB, C, d, k1);
+  if constexpr (std::is_same_v<T, float>) {
+    if (sh.bf16_gemms) {  // bf16 operands: one batched product per tap over all groups
+      cca_conv_b_forward_bf16(c_BSC, a_BUC, w_tap, bB, sh);
+      if (sh.doc_pos == nullptr) return;
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t g = 0; g < G; ++g) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
+      return;
+    }
+  }
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t g = 0; g < G; ++g) {
@@ -160,19 +194,16 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   zero_fill(da_BUC, B * P * C);
 
   // convB: da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
-  // One group per task; sequences in order inside it, so weight sums are reproducible.
+  if (std::is_same_v<T, float> && sh.bf16_gemms) {
+    // bf16 operands: one batched product per tap over all groups, then the mask's correction.
+    if constexpr (std::is_same_v<T, float>) cca_conv_b_backward_bf16(da_BUC, dw_tap, dc_BSC, a_BUC, w_tap, sh);
+    if (sh.doc_pos != nullptr) {
 #pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < G; ++g) {
-    for (int64_t b = 0; b < B; ++b) {
-      const T* dc = dc_BSC + (b * S) * C + g * d;
-      const T* a0 = a_BUC + (b * P) * C + g * d;
-      T* da0 = da_BUC + (b * P) * C + g * d;
-      for (int64_t m = 0; m < k1; ++m)
-        gemm<T>(false, false, S, d, d, T(1), dc, C, w_tap + m * C * d + g * d * d, d, T(1), da0 + m * C, C);
-      for (int64_t m = 0; m < k1; ++m)
-        gemm<T>(true, false, d, d, S, T(1), dc, C, a0 + m * C, C, T(1), dw_tap + m * C * d + g * d * d, d);
-      if (sh.doc_pos != nullptr) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
+      for (int64_t g = 0; g < G; ++g)
+        for (int64_t b = 0; b < B; ++b) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
+  } else {
+    conv_b_backward_f32(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh);
   }
   for (int64_t o = 0; o < C; ++o)
     for (int64_t i = 0; i < d; ++i)

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "zaya/ops/cca_conv_bf16.h"
 #include "zaya/ops/grad_check.h"
 #include "zaya/ops/test_util.h"
 
@@ -303,6 +305,71 @@ TEST(CcaConv, FloatBackwardMatchesDoubleWithTheSameBitsAtAnyThreadCount) {
           << "gradient " << j << " with " << threads << " threads";
   }
   omp_set_num_threads(saved);
+}
+
+// Conv B's products with bf16 operands (mixed precision, ops/cca_conv_bf16.h)
+// against the float64 convolution: the output and every gradient within 2%
+// of its largest magnitude (measured 0.2-0.6%), with ZAYA1's taps and others,
+// and under document masking (whose float32 correction follows the bf16
+// products); and the same bits on a second call.
+TEST(CcaConv, Bf16ConvBMatchesTheFloat64Convolution) {
+  struct Case {
+    int64_t k0, k1;
+    bool masked;
+  };
+  for (const Case& t : {Case{2, 2, false}, Case{3, 4, false}, Case{2, 2, true}, Case{1, 3, true}}) {
+    SCOPED_TRACE("taps " + std::to_string(t.k0) + "/" + std::to_string(t.k1) + (t.masked ? " masked" : ""));
+    ConvCase k(t.k0, t.k1);
+    k.shape = {3, 40, 48, 16, 0};
+    k.shape.taps_a = t.k0;
+    k.shape.taps_b = t.k1;
+    const int64_t B = 3, S = 40, C = 48, d = 16;
+    const std::vector<int32_t> doc = testing::doc_positions(S, {{0, 7, 8, 30}, {0}, {0, 1, 2, 20}});
+    if (t.masked) k.shape.doc_pos = doc.data();
+    k.qk = random_vector(B * S * C, 31);
+    k.wA = random_vector(C * t.k0, 32);
+    k.bA = random_vector(C, 33);
+    k.wB = random_vector(C * d * t.k1, 34, 0.3);
+    k.bB = random_vector(C, 35);
+    const Vec probe = random_vector(B * S * C, 36);
+    const Vec want = k.forward();
+    const ConvCase::Grads wg = k.backward(probe);
+    auto f = [](const Vec& v) { return testing::to_float(v); };
+    const std::vector<float> qk = f(k.qk), wA = f(k.wA), bA = f(k.bA), wB = f(k.wB), bB = f(k.bB), dc = f(probe);
+    CcaConvShape sh = k.shape;
+    sh.bf16_gemms = true;
+    reserve_cca_conv_bf16_scratch(sh);
+    auto run = [&](std::vector<std::vector<float>>& out) {
+      std::vector<float> c(B * S * C), a(B * sh.a_rows() * C), scratch(2 * cca_conv_scratch_floats(sh));
+      cca_conv_forward<float>(c.data(), a.data(), qk.data(), wA.data(), bA.data(), wB.data(), bB.data(), sh,
+                              scratch.data());
+      std::vector<float> dqk(qk.size(), 0.0f), dwA(wA.size(), 0.0f), dbA(C, 0.0f), dwB(wB.size(), 0.0f);
+      std::vector<float> dbB(C, 0.0f), da(a.size());
+      cca_conv_backward<float>(dqk.data(), dwA.data(), dbA.data(), dwB.data(), dbB.data(), dc.data(), qk.data(),
+                               a.data(), wA.data(), bA.data(), wB.data(), sh, da.data(), scratch.data());
+      out = {c, dqk, dwA, dbA, dwB, dbB};
+    };
+    std::vector<std::vector<float>> got, again;
+    run(got);
+    const std::vector<const Vec*> ref = {&want, &wg.dqk, &wg.dwA, &wg.dbA, &wg.dwB, &wg.dbB};
+    const char* names[] = {"c", "dqk", "dwA", "dbA", "dwB", "dbB"};
+    double worst = 0;
+    for (size_t j = 0; j < got.size(); ++j) {
+      double diff = 0, scale = 1e-30;
+      for (size_t i = 0; i < got[j].size(); ++i) {
+        diff = std::max(diff, std::fabs(double(got[j][i]) - (*ref[j])[i]));
+        scale = std::max(scale, std::fabs((*ref[j])[i]));
+      }
+      EXPECT_LT(diff / scale, 2e-2) << names[j];
+      worst = std::max(worst, diff / scale);
+    }
+    std::printf("bf16 conv B, taps %ld/%ld%s: worst relative error %.2e\n", long(t.k0), long(t.k1),
+                t.masked ? " masked" : "", worst);
+    EXPECT_GT(worst, 1e-5) << "conv B did not run in bf16";
+    run(again);
+    for (size_t j = 0; j < got.size(); ++j)
+      EXPECT_EQ(std::memcmp(got[j].data(), again[j].data(), sizeof(float) * got[j].size()), 0) << names[j];
+  }
 }
 
 TEST(CcaConv, OtherKernelSizesMatchPyTorchConv1dRecipe) {

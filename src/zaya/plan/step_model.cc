@@ -21,11 +21,8 @@ bool is_fused_attention(const ModelGemm& g) {
   return g.name.rfind("attn.", 0) == 0 && g.name != "attn.qkv_proj" && g.name != "attn.o_proj";
 }
 
-// The grouped convolution's GEMMs, which zaya.cpp's CPU trainer keeps float32
-// under bf16 GEMMs (ops/cca_conv.h).
+// The grouped convolution's GEMMs (ops/cca_conv.h).
 bool is_grouped_conv(const ModelGemm& g) { return g.name.rfind("attn.conv", 0) == 0; }
-
-const std::string kF32 = "f32";  // the GEMM dtype of what stays float32
 
 // The rounding of a bf16 GEMM's activation operand into bf16 scratch in
 // zaya.cpp's CPU trainer (ops/bf16_linear.cc), per micro-batch: read 4 bytes
@@ -54,6 +51,17 @@ StreamWork attention_core_rounding(const ModelGemm& g, double kv_per_q, double p
   if (g.name.rfind("attn.scores", 0) == 0) return {1.5 * operand * (1 + 2 * kv_per_q), 0, 3 * g.count / per_call};
   if (g.name.rfind("attn.dprobs", 0) == 0) return {1.5 * operand, 0, g.count / per_call};
   return {};
+}
+
+// The rounding the CPU trainer's bf16 grouped convolution (ops/cca_conv_bf16.h)
+// does, charged to its GEMM rows: one regrouping of conv A's output into bf16
+// before the forward products and again before the weight gradients, one of
+// the output gradient before the data gradients, for all k1 taps at once
+// (`per_call`: the (sequence, group, tap) GEMMs one call covers).
+StreamWork conv_rounding(const ModelGemm& g, double taps, double per_call) {
+  const double operand =
+      g.phase == "bwd.dw" ? double(g.shape.k) * double(g.shape.n) : double(g.shape.m) * double(g.shape.k);
+  return {1.5 * operand * g.count / taps, 0, g.count / per_call};
 }
 
 // Flash attention reaches about this share of a dense GEMM's rate (an
@@ -144,26 +152,27 @@ StepPrediction predict_step(const ZayaConfig& c, const TrainLayout& L, const Gem
   mo.seq_len = L.seq_len;
   mo.ep = L.ep;
   mo.skip_fraction = L.skip_fraction;
-  // zaya.cpp's CPU trainer runs its linear layers (ops/bf16_linear.h) and
-  // its attention core (ops/attention_bf16.h) in bf16: the grouped
-  // convolution stays float32, the activations stay float32 (the
-  // bandwidth-bound ops move 4 bytes per value in both precisions), and each
-  // bf16 GEMM first rounds its activation operand into bf16 scratch
-  // (bf16_rounding and attention_core_rounding above).
+  // zaya.cpp's CPU trainer runs every GEMM in bf16 (the linear layers,
+  // ops/bf16_linear.h; the attention core, ops/attention_bf16.h; the grouped
+  // convolution, ops/cca_conv_bf16.h) but keeps its activations float32 (the
+  // bandwidth-bound ops move 4 bytes per value in both precisions): each bf16
+  // GEMM first rounds its activation operand into bf16 scratch
+  // (bf16_rounding, attention_core_rounding and conv_rounding above).
   const bool cpu_bf16 = L.cpu_trainer && L.dtype == "bf16";
   StreamWork rounding, recompute_rounding;
   for (const ModelGemm& g : model_gemms(c, mo)) {
     GemmTime t;
     t.gemm = g;
-    const bool keeps_f32 = cpu_bf16 && is_grouped_conv(g);
-    t.seconds =
-        gemm_seconds(model, keeps_f32 ? kF32 : L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
+    t.seconds = gemm_seconds(model, L.dtype, g, c.num_blocks, c.experts / L.ep, t.estimate) / double(L.cp);
     (g.phase == "fwd" ? r.gemm_fwd : r.gemm_bwd) += t.seconds;
     StreamWork round;
-    if (cpu_bf16 && !keeps_f32)
-      round = is_fused_attention(g) ? attention_core_rounding(g, double(c.kv_heads) / double(c.q_heads),
-                                                              double(L.micro_batch * c.q_heads))
-                                    : bf16_rounding(g);
+    const double taps = double(c.conv_kernel1), groups = double(c.conv_channels() / c.head_dim);
+    if (cpu_bf16 && is_grouped_conv(g))
+      round = conv_rounding(g, taps, double(L.micro_batch) * groups * taps);
+    else if (cpu_bf16 && is_fused_attention(g))
+      round = attention_core_rounding(g, double(c.kv_heads) / double(c.q_heads), double(L.micro_batch * c.q_heads));
+    else if (cpu_bf16)
+      round = bf16_rounding(g);
     rounding += round;
     if (g.phase == "fwd" && recomputes_gemm(L.recompute, g.name)) {
       r.recompute_gemm += t.seconds;
