@@ -24,6 +24,9 @@ mkdir -p "$out"
 src=(--preset "$model")
 [[ $model == *.toml ]] && src=(--config "$model")
 tag=$(basename "$model" .toml)
+# The summary below takes the best of this run's files: earlier runs' (other
+# overrides, more rounds) must not be among them.
+rm -f "$out"/zaya_"${tag}"_*.json "$out"/torch_"${tag}"_*.json "$out"/torch_"${tag}"_*.log
 
 torch_ok=0
 if /usr/bin/python3 -c "import torch" 2>/dev/null && [[ $model == tiny || $model == small ]]; then torch_ok=1; fi

@@ -26,6 +26,8 @@ src=(--preset "$model")
 [[ $model == *.toml ]] && src=(--config "$model")
 tag=$(basename "$model" .toml)
 settings=(none attention moe full)
+# The summary takes the best of this run's rounds: no earlier run's files.
+rm -f "$out"/recompute_"${tag}"_*.json
 
 for r in $(seq "$repeat"); do
   for s in "${settings[@]}"; do
