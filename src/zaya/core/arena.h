@@ -4,6 +4,7 @@
 // allocated inside the step loop; the arena is sized up front and reused.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -34,6 +35,23 @@ AlignedPtr<T> aligned_alloc_array(size_t count) {
   if (p == nullptr) fail("out of memory allocating {} bytes", bytes);
   return AlignedPtr<T>(static_cast<T*>(p));
 }
+
+// A grow-only aligned buffer for scratch outside the arenas (the bf16 GEMMs'
+// operands): get(n) reallocates only when n exceeds what it holds, so sizing
+// it before the step loop (the ops' reserve_* functions) keeps the loop
+// allocation-free.
+template <typename T>
+struct GrowBuffer {
+  AlignedPtr<T> data;
+  int64_t capacity = 0;
+  T* get(int64_t n) {
+    if (n > capacity) {
+      data = aligned_alloc_array<T>(size_t(n));
+      capacity = n;
+    }
+    return data.get();
+  }
+};
 
 // A fixed-size float arena. `carve` hands out consecutive aligned slices. The
 // same carving code runs twice: first on Arena::measuring(), whose carve only

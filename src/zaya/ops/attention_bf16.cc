@@ -16,26 +16,13 @@
 namespace zaya {
 namespace {
 
-template <typename T>
-struct Buffer {
-  AlignedPtr<T> data;
-  int64_t capacity = 0;
-  T* get(int64_t n) {
-    if (n > capacity) {
-      data = aligned_alloc_array<T>(size_t(n));
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
 // Layer-wide bf16 K and V [B, Hk, Sk, d]; per block: the keys' dense slices
 // [B, Hk, N, d], Q and dO rows [B, Hq, R, d], scores and dP [B, Hq, R, N]
 // (float32), P and dS (bf16), the block's O or dQ [B, Hq, R, d] and its dK,
 // dV [B, Hk, N, d] (float32).
 struct Scratch {
-  Buffer<uint16_t> k, v, k_blk, v_blk, q_blk, do_blk, p_blk, ds_blk;
-  Buffer<float> s_blk, dp_blk, out_blk, dk_blk, dv_blk;
+  GrowBuffer<uint16_t> k, v, k_blk, v_blk, q_blk, do_blk, p_blk, ds_blk;
+  GrowBuffer<float> s_blk, dp_blk, out_blk, dk_blk, dv_blk;
 };
 
 Scratch& scratch() {
@@ -123,6 +110,47 @@ struct Layouts {
   }
 };
 
+// The layer's K and V in bf16 [B, Hk, Sk, d].
+struct LayerKv {
+  const uint16_t* k;
+  const uint16_t* v;
+};
+LayerKv layer_kv(Scratch& s, const AttentionShape& sh, const float* k_TK, const float* v_TK) {
+  const int64_t B = sh.batch, Sk = sh.keys(), Hk = sh.kv_heads, d = sh.head_dim;
+  uint16_t* k = s.k.get(B * Hk * Sk * d);
+  uint16_t* v = s.v.get(B * Hk * Sk * d);
+  gather_heads(k, k_TK, B, Sk, 0, Sk, Hk, d);
+  gather_heads(v, v_TK, B, Sk, 0, Sk, Hk, d);
+  return {k, v};
+}
+
+// One query block's operands, shared by forward and backward: the dense key
+// and value slices, Q's rows in bf16 and the scores S = Q K^T in float32.
+struct BlockScores {
+  Block blk;
+  Layouts L;
+  uint16_t* k_blk;
+  uint16_t* v_blk;
+  uint16_t* q_blk;
+  float* s_blk;
+};
+BlockScores block_scores(Scratch& s, const AttentionShape& sh, const LayerKv& kv, const float* q_TQ, int64_t i0) {
+  const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
+  const Block blk = block_at(sh, i0);
+  const int64_t R = blk.rows, N = blk.keys;
+  BlockScores out{blk,
+                  Layouts(B, Hk, Hq / Hk, R, N, d),
+                  s.k_blk.get(B * Hk * N * d),
+                  s.v_blk.get(B * Hk * N * d),
+                  s.q_blk.get(B * Hq * R * d),
+                  s.s_blk.get(B * Hq * R * N)};
+  copy_slices(out.k_blk, kv.k, B * Hk, Sk, blk.lo, N, d);
+  copy_slices(out.v_blk, kv.v, B * Hk, Sk, blk.lo, N, d);
+  gather_heads(out.q_blk, q_TQ, B, S, i0, R, Hq, d);
+  matmul_bf16_batched(out.L.rows_d, out.q_blk, out.L.keys_t, out.k_blk, out.L.scores, out.s_blk);
+  return out;
+}
+
 }  // namespace
 
 bool attention_bf16_supports(const AttentionShape& s) { return s.doc_pos == nullptr; }
@@ -131,40 +159,29 @@ void reserve_attention_bf16_scratch(const AttentionShape& sh) {
   const int64_t B = sh.batch, Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim, N = sh.keys();
   const int64_t R = kAttentionQueryBlock;
   Scratch& s = scratch();
-  for (Buffer<uint16_t>* b : {&s.k, &s.v}) b->get(B * Hk * N * d);
-  for (Buffer<uint16_t>* b : {&s.k_blk, &s.v_blk}) b->get(B * Hk * N * d);
-  for (Buffer<uint16_t>* b : {&s.q_blk, &s.do_blk}) b->get(B * Hq * R * d);
-  for (Buffer<uint16_t>* b : {&s.p_blk, &s.ds_blk}) b->get(B * Hq * R * N);
-  for (Buffer<float>* b : {&s.s_blk, &s.dp_blk}) b->get(B * Hq * R * N);
+  for (GrowBuffer<uint16_t>* b : {&s.k, &s.v}) b->get(B * Hk * N * d);
+  for (GrowBuffer<uint16_t>* b : {&s.k_blk, &s.v_blk}) b->get(B * Hk * N * d);
+  for (GrowBuffer<uint16_t>* b : {&s.q_blk, &s.do_blk}) b->get(B * Hq * R * d);
+  for (GrowBuffer<uint16_t>* b : {&s.p_blk, &s.ds_blk}) b->get(B * Hq * R * N);
+  for (GrowBuffer<float>* b : {&s.s_blk, &s.dp_blk}) b->get(B * Hq * R * N);
   s.out_blk.get(B * Hq * R * d);
-  for (Buffer<float>* b : {&s.dk_blk, &s.dv_blk}) b->get(B * Hk * N * d);
+  for (GrowBuffer<float>* b : {&s.dk_blk, &s.dv_blk}) b->get(B * Hk * N * d);
 }
 
 void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK, const float* v_TK,
                             const AttentionShape& sh) {
   ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
-  const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
-  const int64_t G = Hq / Hk;
+  const int64_t B = sh.batch, S = sh.seq, Hq = sh.q_heads, d = sh.head_dim;
   const float scale = 1.0f / std::sqrt(float(d));
   Scratch& s = scratch();
-  uint16_t* k = s.k.get(B * Hk * Sk * d);
-  uint16_t* v = s.v.get(B * Hk * Sk * d);
-  gather_heads(k, k_TK, B, Sk, 0, Sk, Hk, d);
-  gather_heads(v, v_TK, B, Sk, 0, Sk, Hk, d);
+  const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
-    const Block blk = block_at(sh, i0);
+    const BlockScores bs = block_scores(s, sh, kv, q_TQ, i0);
+    const Block& blk = bs.blk;
     const int64_t R = blk.rows, N = blk.keys;
-    const Layouts L(B, Hk, G, R, N, d);
-    uint16_t* k_blk = s.k_blk.get(B * Hk * N * d);
-    uint16_t* v_blk = s.v_blk.get(B * Hk * N * d);
-    uint16_t* q_blk = s.q_blk.get(B * Hq * R * d);
-    float* s_blk = s.s_blk.get(B * Hq * R * N);
+    float* s_blk = bs.s_blk;
     uint16_t* p_blk = s.p_blk.get(B * Hq * R * N);
     float* o_blk = s.out_blk.get(B * Hq * R * d);
-    copy_slices(k_blk, k, B * Hk, Sk, blk.lo, N, d);
-    copy_slices(v_blk, v, B * Hk, Sk, blk.lo, N, d);
-    gather_heads(q_blk, q_TQ, B, S, i0, R, Hq, d);
-    matmul_bf16_batched(L.rows_d, q_blk, L.keys_t, k_blk, L.scores, s_blk);
     // Softmax per query row, float32; P in bf16 with zeros outside the row's keys.
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < B * Hq * R; ++row) {
@@ -188,7 +205,7 @@ void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, cons
       std::fill(p + c1, p + N, uint16_t(0));
       lse_BHS[bh * S + i] = mx + std::log(sum);
     }
-    matmul_bf16_batched(L.scores, p_blk, L.keys_d, v_blk, L.rows_d, o_blk);
+    matmul_bf16_batched(bs.L.scores, p_blk, bs.L.keys_d, bs.v_blk, bs.L.rows_d, o_blk);
     scatter_heads(o_TQ, o_blk, B, S, i0, R, Hq, d, false);
     i0 += R;
   }
@@ -199,35 +216,25 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
                              const AttentionShape& sh) {
   ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
-  const int64_t G = Hq / Hk, QW = sh.q_width();
+  const int64_t QW = sh.q_width();
   const float scale = 1.0f / std::sqrt(float(d));
   Scratch& s = scratch();
-  uint16_t* k = s.k.get(B * Hk * Sk * d);
-  uint16_t* v = s.v.get(B * Hk * Sk * d);
-  gather_heads(k, k_TK, B, Sk, 0, Sk, Hk, d);
-  gather_heads(v, v_TK, B, Sk, 0, Sk, Hk, d);
+  const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
-    const Block blk = block_at(sh, i0);
+    // Recompute the scores; dP = dO V^T.
+    const BlockScores bs = block_scores(s, sh, kv, q_TQ, i0);
+    const Block& blk = bs.blk;
+    const Layouts& L = bs.L;
     const int64_t R = blk.rows, N = blk.keys;
-    const Layouts L(B, Hk, G, R, N, d);
-    uint16_t* k_blk = s.k_blk.get(B * Hk * N * d);
-    uint16_t* v_blk = s.v_blk.get(B * Hk * N * d);
-    uint16_t* q_blk = s.q_blk.get(B * Hq * R * d);
     uint16_t* do_blk = s.do_blk.get(B * Hq * R * d);
-    float* s_blk = s.s_blk.get(B * Hq * R * N);
     float* dp_blk = s.dp_blk.get(B * Hq * R * N);
     uint16_t* p_blk = s.p_blk.get(B * Hq * R * N);
     uint16_t* ds_blk = s.ds_blk.get(B * Hq * R * N);
     float* dq_blk = s.out_blk.get(B * Hq * R * d);
     float* dk_blk = s.dk_blk.get(B * Hk * N * d);
     float* dv_blk = s.dv_blk.get(B * Hk * N * d);
-    copy_slices(k_blk, k, B * Hk, Sk, blk.lo, N, d);
-    copy_slices(v_blk, v, B * Hk, Sk, blk.lo, N, d);
-    gather_heads(q_blk, q_TQ, B, S, i0, R, Hq, d);
     gather_heads(do_blk, do_TQ, B, S, i0, R, Hq, d);
-    // Recompute the scores; dP = dO V^T.
-    matmul_bf16_batched(L.rows_d, q_blk, L.keys_t, k_blk, L.scores, s_blk);
-    matmul_bf16_batched(L.rows_d, do_blk, L.keys_t, v_blk, L.scores, dp_blk);
+    matmul_bf16_batched(L.rows_d, do_blk, L.keys_t, bs.v_blk, L.scores, dp_blk);
     // P from the saved log-sum-exp; dS = P (dP - D) / sqrt(d), D = dO . O (float32).
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < B * Hq * R; ++row) {
@@ -239,7 +246,7 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
 #pragma omp simd reduction(+ : di)
       for (int64_t c = 0; c < d; ++c) di += o_row[c] * do_row[c];
       const float row_lse = lse_BHS[bh * S + i];
-      const float* x = s_blk + row * N;
+      const float* x = bs.s_blk + row * N;
       const float* dp = dp_blk + row * N;
       uint16_t* p = p_blk + row * N;
       uint16_t* ds = ds_blk + row * N;
@@ -255,8 +262,8 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
       std::fill(ds + c1, ds + N, uint16_t(0));
     }
     // dQ = dS K; dK = dS^T Q and dV = P^T dO over the G x R rows of each KV head.
-    matmul_bf16_batched(L.scores, ds_blk, L.keys_d, k_blk, L.rows_d, dq_blk);
-    matmul_bf16_batched(L.rows_t, ds_blk, L.stacked_d, q_blk, L.keys_out, dk_blk);
+    matmul_bf16_batched(L.scores, ds_blk, L.keys_d, bs.k_blk, L.rows_d, dq_blk);
+    matmul_bf16_batched(L.rows_t, ds_blk, L.stacked_d, bs.q_blk, L.keys_out, dk_blk);
     matmul_bf16_batched(L.rows_t, p_blk, L.stacked_d, do_blk, L.keys_out, dv_blk);
     scatter_heads(dq_TQ, dq_blk, B, S, i0, R, Hq, d, true);
     scatter_heads(dk_TK, dk_blk, B, Sk, blk.lo, N, Hk, d, true);

@@ -17,22 +17,9 @@ namespace {
 const Bf16Weights* g_current = nullptr;
 
 // Grow-only aligned buffers; sized by reserve_bf16_linear_scratch before the step loop.
-template <typename T>
-struct Buffer {
-  AlignedPtr<T> data;
-  int64_t capacity = 0;
-  T* get(int64_t n) {
-    if (n > capacity) {
-      data = aligned_alloc_array<T>(size_t(n));
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
 struct Scratch {
-  Buffer<uint16_t> a, b;
-  Buffer<float> tail;
+  GrowBuffer<uint16_t> a, b;
+  GrowBuffer<float> tail;
 };
 
 Scratch& scratch() {

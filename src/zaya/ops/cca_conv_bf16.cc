@@ -12,25 +12,12 @@
 namespace zaya {
 namespace {
 
-template <typename T>
-struct Buffer {
-  AlignedPtr<T> data;
-  int64_t capacity = 0;
-  T* get(int64_t n) {
-    if (n > capacity) {
-      data = aligned_alloc_array<T>(size_t(n));
-      capacity = n;
-    }
-    return data.get();
-  }
-};
-
 // The taps in bf16 [k1][G][d][d]; conv A's output [G, B, P, d] and conv B's
 // output gradient [G, B, S, d] regrouped in bf16; one tap's rows of conv A
 // [G, B, S, d]; one tap's product [G, B, rows, d] in float32.
 struct Scratch {
-  Buffer<uint16_t> taps, grouped, gradient, shifted;
-  Buffer<float> product;
+  GrowBuffer<uint16_t> taps, grouped, gradient, shifted;
+  GrowBuffer<float> product;
 };
 
 Scratch& scratch() {
@@ -49,6 +36,25 @@ void regroup_bf16(uint16_t* out, const float* x, int64_t B, int64_t rows, int64_
         uint16_t* dst = out + ((g * B + b) * rows + r) * d;
 #pragma omp simd
         for (int64_t i = 0; i < d; ++i) dst[i] = float_to_bf16(src[g * d + i]);
+      }
+    }
+  }
+}
+
+// x[(b * x_rows + t + x_shift) * G * d + g * d + j] += y[((g * B + b) * y_rows + t + y_shift) * d + j]
+// for the S rows t of every sequence: a product in [G, B, rows, d] added back
+// into a [B, rows, C] buffer, shifted by its tap.
+void add_regrouped(float* x, int64_t x_rows, int64_t x_shift, const float* y, int64_t y_rows, int64_t y_shift,
+                   int64_t B, int64_t S, int64_t G, int64_t d) {
+  const int64_t C = G * d;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < S; ++t) {
+      float* dst = x + (b * x_rows + t + x_shift) * C;
+      for (int64_t g = 0; g < G; ++g) {
+        const float* src = y + ((g * B + b) * y_rows + t + y_shift) * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) dst[g * d + j] += src[j];
       }
     }
   }
@@ -89,17 +95,7 @@ void cca_conv_b_forward_bf16(float* c_BSC, const float* a_BUC, const float* w_ta
   for (int64_t m = 0; m < k1; ++m) {
     // Y_m = a_g W_m^T over all B x P rows of each group; output row t takes Y_m's row t + m.
     matmul_bf16_batched(dense(G, B * P, d), a, taps_transposed(G, d), taps + m * C * d, dense(G, B * P, d), y);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t t = 0; t < S; ++t) {
-        float* c = c_BSC + (b * S + t) * C;
-        for (int64_t g = 0; g < G; ++g) {
-          const float* src = y + ((g * B + b) * P + t + m) * d;
-#pragma omp simd
-          for (int64_t o = 0; o < d; ++o) c[g * d + o] += src[o];
-        }
-      }
-    }
+    add_regrouped(c_BSC, S, 0, y, P, m, B, S, G, d);
   }
 }
 
@@ -127,17 +123,7 @@ void cca_conv_b_backward_bf16(float* da_BUC, float* dw_tap, const float* dc_BSC,
     matmul_bf16_batched(dc_t, dc, dense(G, B * S, d), a_m, dense(G, d, d), dw_tap + m * C * d);
     // Z_m = dc_g W_m; conv A row t + m of each sequence takes Z_m's row t.
     matmul_bf16_batched(dense(G, B * S, d), dc, dense(G, d, d), taps + m * C * d, dense(G, B * S, d), z);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t t = 0; t < S; ++t) {
-        float* da = da_BUC + (b * P + t + m) * C;
-        for (int64_t g = 0; g < G; ++g) {
-          const float* src = z + ((g * B + b) * S + t) * d;
-#pragma omp simd
-          for (int64_t i = 0; i < d; ++i) da[g * d + i] += src[i];
-        }
-      }
-    }
+    add_regrouped(da_BUC, P, m, z, S, 0, B, S, G, d);
   }
 }
 

@@ -49,6 +49,28 @@ memory::desc view(int64_t rows, int64_t cols, int64_t ld, bool transposed, memor
                     : memory::desc({rows, cols}, dt, memory::dims{ld, 1});
 }
 
+// The primitive C (+)= A B for these layouts (bf16 A and B, float32 C); throws dnnl::error.
+Gemm build(const Context& ctx, const memory::desc& a_md, const memory::desc& b_md, const memory::desc& c_md,
+           bool accumulate) {
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
+  return Gemm{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
+              memory(c_md, ctx.engine, nullptr)};
+}
+
+void run(Context& ctx, Gemm& g, const uint16_t* A, const uint16_t* B, float* C) {
+  g.a.set_data_handle(const_cast<uint16_t*>(A));
+  g.b.set_data_handle(const_cast<uint16_t*>(B));
+  g.c.set_data_handle(C);
+  g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
+  ctx.stream.wait();
+}
+
 }  // namespace
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
@@ -69,26 +91,12 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
     const memory::desc c_md = view(M, N, ldc, false, f32);
     try {
-      dnnl::primitive_attr attr;
-      if (accumulate) {
-        dnnl::post_ops sum;
-        sum.append_sum(1.0f);
-        attr.set_post_ops(sum);
-      }
-      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
-      Gemm g{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
-             memory(c_md, ctx.engine, nullptr)};
-      it = ctx.cache.emplace(key, std::move(g)).first;
+      it = ctx.cache.emplace(key, build(ctx, a_md, b_md, c_md, accumulate)).first;
     } catch (const dnnl::error& e) {
       fail("oneDNN cannot build a bf16 matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
     }
   }
-  Gemm& g = it->second;
-  g.a.set_data_handle(const_cast<uint16_t*>(A));
-  g.b.set_data_handle(const_cast<uint16_t*>(B));
-  g.c.set_data_handle(C);
-  g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
-  ctx.stream.wait();
+  run(ctx, it->second, A, B, C);
 }
 
 void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
@@ -115,27 +123,13 @@ void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const Batche
     const memory::desc a_md = desc(a, memory::data_type::bf16), b_md = desc(b, memory::data_type::bf16);
     const memory::desc c_md = desc(c, memory::data_type::f32);
     try {
-      dnnl::primitive_attr attr;
-      if (accumulate) {
-        dnnl::post_ops sum;
-        sum.append_sum(1.0f);
-        attr.set_post_ops(sum);
-      }
-      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
-      Gemm g{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
-             memory(c_md, ctx.engine, nullptr)};
-      it = ctx.batched.emplace(key, std::move(g)).first;
+      it = ctx.batched.emplace(key, build(ctx, a_md, b_md, c_md, accumulate)).first;
     } catch (const dnnl::error& e) {
       fail("oneDNN cannot build a batched bf16 matmul ({}x{} by {}x{}) on this CPU: {}", a.dims[3], a.dims[4],
            b.dims[3], b.dims[4], e.what());
     }
   }
-  Gemm& g = it->second;
-  g.a.set_data_handle(const_cast<uint16_t*>(A));
-  g.b.set_data_handle(const_cast<uint16_t*>(B));
-  g.c.set_data_handle(C);
-  g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
-  ctx.stream.wait();
+  run(ctx, it->second, A, B, C);
 }
 
 bool bf16_gemm_is_native() {
