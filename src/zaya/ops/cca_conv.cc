@@ -105,6 +105,24 @@ void masked_taps_backward(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T
   }
 }
 
+// convB in float32 (or double), as GEMMs per (sequence, group): c[t] = bB + sum_m W_m a[t + m].
+template <typename T>
+void conv_b_forward_f32(T* c_BSC, const T* a_BUC, const T* w_tap, const T* bA, const T* bB, const CcaConvShape& sh) {
+  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
+  const int64_t k1 = sh.taps_b;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t g = 0; g < G; ++g) {
+      const T* a0 = a_BUC + (b * P) * C + g * d;  // a[t + m] for t = 0..S-1 starts at a0 + m * C
+      T* c = c_BSC + (b * S) * C + g * d;
+      for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
+      for (int64_t m = 0; m < k1; ++m)
+        gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
+      if (sh.doc_pos != nullptr) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
+    }
+  }
+}
+
 // convB's backward in float32 (or double): da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
 // One group per task; sequences in order inside it, so weight sums are reproducible.
 template <typename T>
@@ -132,7 +150,7 @@ void conv_b_backward_f32(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T*
 template <typename T>
 void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T* bA, const T* wB, const T* bB,
                       const CcaConvShape& sh, T* scratch, const T* hist) {
-  const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
+  const int64_t B = sh.batch, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k0 = sh.taps_a, k1 = sh.taps_b;
   ZAYA_ASSERT(k0 >= 1 && k0 <= kMaxTaps && k1 >= 1 && (hist == nullptr || sh.hist_ld() >= sh.history()));
   // convA (depthwise): a[t'] = bA + sum_j wA_j * qk[t'-H+j], zero (or history) before the sequence.
@@ -157,26 +175,16 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
   T* w_tap = scratch;
   pack_taps(w_tap, wB, C, d, k1);
-  if constexpr (std::is_same_v<T, float>) {
-    if (sh.bf16_gemms) {  // bf16 operands: one batched product per tap over all groups
-      cca_conv_b_forward_bf16(c_BSC, a_BUC, w_tap, bB, sh);
-      if (sh.doc_pos == nullptr) return;
+  if (std::is_same_v<T, float> && sh.bf16_gemms) {
+    // bf16 operands: one batched product per tap over all groups, then the mask's correction.
+    if constexpr (std::is_same_v<T, float>) cca_conv_b_forward_bf16(c_BSC, a_BUC, w_tap, bB, sh);
+    if (sh.doc_pos != nullptr) {
 #pragma omp parallel for collapse(2) schedule(static)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t g = 0; g < G; ++g) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
-      return;
     }
-  }
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t g = 0; g < G; ++g) {
-      const T* a0 = a_BUC + (b * P) * C + g * d;  // a[t + m] for t = 0..S-1 starts at a0 + m * C
-      T* c = c_BSC + (b * S) * C + g * d;
-      for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
-      for (int64_t m = 0; m < k1; ++m)
-        gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
-      if (sh.doc_pos != nullptr) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
-    }
+  } else {
+    conv_b_forward_f32(c_BSC, a_BUC, w_tap, bA, bB, sh);
   }
 }
 
