@@ -31,8 +31,10 @@
 
 #include "tests/mpi/mpi_test_env.h"
 #include "zaya/core/arena.h"
+#include "zaya/core/bf16.h"
 #include "zaya/core/rng.h"
 #include "zaya/model/moe_experts.h"
+#include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/moe_dispatch.h"
 #include "zaya/ops/routing.h"
 
@@ -110,16 +112,18 @@ struct ExpertRun {
   // tokens: this rank's; capacity_tokens: the most any rank of the group
   // holds (the row capacity assumes every rank has as many tokens as this
   // one). The buffers start as `fill`.
-  ExpertRun(const ZayaConfig& c, int64_t tokens, int64_t capacity_tokens, int64_t ep_ranks, float fill) {
+  // keep_bf16: the GEMM inputs kept as bf16 (runs under bf16 GEMMs).
+  ExpertRun(const ZayaConfig& c, int64_t tokens, int64_t capacity_tokens, int64_t ep_ranks, float fill,
+            bool keep_bf16 = false) {
     Arena measure = Arena::measuring();
     ExpertActs ma;
     ExpertScratch ms;
-    carve_expert_acts(ma, c, capacity_tokens, ep_ranks, measure);
-    carve_expert_scratch(ms, c, capacity_tokens, ep_ranks, measure);
+    carve_expert_acts(ma, c, capacity_tokens, ep_ranks, keep_bf16, measure);
+    carve_expert_scratch(ms, c, capacity_tokens, ep_ranks, keep_bf16, measure);
     arena.reset(measure.used());
     std::fill(arena.data(), arena.data() + arena.capacity(), fill);
-    carve_expert_acts(acts, c, capacity_tokens, ep_ranks, arena);
-    carve_expert_scratch(scratch, c, capacity_tokens, ep_ranks, arena);
+    carve_expert_acts(acts, c, capacity_tokens, ep_ranks, keep_bf16, arena);
+    carve_expert_scratch(scratch, c, capacity_tokens, ep_ranks, keep_bf16, arena);
     plan.reserve(c.experts, tokens, c.top_k);
     dxp_MD.assign(size_t(tokens * c.top_k * c.hidden), 0.0f);
   }
@@ -278,6 +282,33 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
       << "fc1 gradient, " << where;
   EXPECT_EQ(0, std::memcmp(got.g_fc2.data(), again.g_fc2.data(), sizeof(float) * got.g_fc2.size()))
       << "fc2 gradient, " << where;
+
+  // Under bf16 GEMMs, the same exchange with the GEMM inputs kept only as
+  // bf16 (its buffers starting as NaN) gives the bits of keeping them in
+  // float32: the weight gradients read the rounding they would have made.
+  std::vector<float> both(fc1);
+  both.insert(both.end(), fc2.begin(), fc2.end());
+  std::vector<uint16_t> both_bf16(both.size());
+  for (size_t i = 0; i < both.size(); ++i) both_bf16[i] = float_to_bf16(both[i]);
+  const Bf16Weights bf16{both.data(), int64_t(both.size()), both_bf16.data()};
+  const Bf16GemmScope scope(&bf16);
+  MoeWeights in_both = local;
+  in_both.fc1_E2FD = both.data() + local.expert_first * 2 * F * D;
+  in_both.fc2_EDF = both.data() + int64_t(fc1.size()) + local.expert_first * D * F;
+  ExpertRun f32_rows(c, T, T_max, ep_size, 0.0f), bf16_rows(c, T, T_max, ep_size, std::nanf(""), true);
+  build_expert_plan(f32_rows.plan, tokens[me].choice_TJ.data(), T, K);
+  build_expert_plan(bf16_rows.plan, tokens[me].choice_TJ.data(), T, K);
+  f32_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
+  bf16_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
+  if (rows > 0)
+    EXPECT_NE(0, std::memcmp(f32_rows.acts.y_MD, got.acts.y_MD, sizeof(float) * rows * D)) << "not bf16, " << where;
+  EXPECT_EQ(0, std::memcmp(f32_rows.acts.y_MD, bf16_rows.acts.y_MD, sizeof(float) * rows * D)) << "bf16 y, " << where;
+  EXPECT_EQ(0, std::memcmp(f32_rows.dxp_MD.data(), bf16_rows.dxp_MD.data(), sizeof(float) * rows * D))
+      << "bf16 dxp, " << where;
+  EXPECT_EQ(0, std::memcmp(f32_rows.g_fc1.data(), bf16_rows.g_fc1.data(), sizeof(float) * got.g_fc1.size()))
+      << "bf16 fc1 gradient, " << where;
+  EXPECT_EQ(0, std::memcmp(f32_rows.g_fc2.data(), bf16_rows.g_fc2.data(), sizeof(float) * got.g_fc2.size()))
+      << "bf16 fc2 gradient, " << where;
 }
 
 struct Shape {

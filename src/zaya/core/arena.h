@@ -86,6 +86,9 @@ class Arena {
     return p;
   }
 
+  // n bf16 values (two to a float slot, the same alignment).
+  uint16_t* carve_bf16(size_t n) { return reinterpret_cast<uint16_t*>(carve((n + 1) / 2)); }
+
   float* data() { return data_.get(); }
   const float* data() const { return data_.get(); }
   size_t capacity() const { return capacity_; }

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/core/test_util.h"
 #include "zaya/io/safetensors_file.h"
 #include "zaya/model/golden_fixture.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
+#include "zaya/ops/bf16_linear.h"
 
 namespace zaya {
 namespace {
@@ -101,6 +103,73 @@ TEST(MixedPrecision, Bf16GradientsAgreeWithFloat32InDirection) {
   std::printf("lowest gradient cosine %.5f (%s) over %d tensors\n", worst, worst_name.c_str(), compared);
   EXPECT_GT(compared, int(g.model->params().entries().size()) / 2);
   EXPECT_GT(differ, n / 2) << "the bf16 gradients are the float32 ones";
+}
+
+// The experts' GEMM inputs kept only as their bf16 rounding (ModelWorkspace's
+// bf16_activations): the loss and every gradient are the bits of the
+// workspace that keeps them in float32, with and without recomputation of
+// the attention blocks.
+TEST(MixedPrecision, Bf16KeptActivationsGiveTheSameBits) {
+  Golden g;
+  const ZayaConfig& c = g.model->config();
+  const int64_t n = g.model->params().total_floats();
+  g.model->enable_bf16_gemms();
+  for (Recompute r : {Recompute::kNone, Recompute::kAttention}) {
+    auto run = [&](bool keep_bf16, float* loss_out) {
+      ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, r, keep_bf16);
+      ws.reserve_bf16_gemms();
+      const MoeLossOptions loss{0.01f, 0.001f};
+      const LossParts parts = model_forward(*g.model, ws, g.ids.data(), g.targets.data(), g.B, g.S, loss);
+      *loss_out = parts.xent_mean();
+      std::vector<float> grad(size_t(n), 0.0f);
+      const ModelWeights gw = bind_weights(c, g.model->params(), grad.data());
+      model_backward(*g.model, ws, gw, 1.0f / float(parts.xent_tokens), 1.0f, loss);
+      return grad;
+    };
+    float loss_f32 = 0, loss_kept = 0;
+    const std::vector<float> f32 = run(false, &loss_f32), kept = run(true, &loss_kept);
+    const std::string where = recompute_name(r);
+    EXPECT_EQ(loss_kept, loss_f32) << where;
+    int64_t differ = 0, nonzero = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      differ += kept[i] != f32[i];
+      nonzero += f32[i] != 0.0f;
+    }
+    EXPECT_EQ(differ, 0) << where;
+    EXPECT_GT(nonzero, n / 2) << where;
+  }
+}
+
+// What they save: per MoE layer, the routed rows and SwiGLU's output at 2
+// bytes a value instead of 4 (and each expert's rows padded to 32), against
+// one float32 set of them in the shared scratch; nothing under MoE
+// recomputation, whose one shared set stays float32.
+TEST(MixedPrecision, Bf16KeptActivationsShrinkTheWorkspace) {
+  const ZayaConfig c = preset_config("small");
+  const int64_t B = 8, S = 256, T = B * S, X = T * c.top_k, D = c.hidden, F = c.expert_ffn;
+  const int64_t padding = c.experts * kBf16RowBucket;
+  for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe}) {
+    const ModelWorkspace f32(c, B, S, true, nullptr, nullptr, r, false), kept(c, B, S, true, nullptr, nullptr, r, true);
+    if (recomputes_moe(r)) {  // one shared set: kept in float32
+      EXPECT_EQ(kept.bytes(), f32.bytes());
+      continue;
+    }
+    const int64_t layers = c.num_blocks;
+    const int64_t per_layer = 4 * X * (D + F) - 2 * (X + padding) * (D + F);
+    EXPECT_EQ(f32.activation_bytes() - kept.activation_bytes(), layers * per_layer) << recompute_name(r);
+    EXPECT_EQ(f32.bytes() - kept.bytes(), layers * per_layer - 4 * X * (D + F)) << recompute_name(r);
+    std::printf("small %lld x %lld, recompute %s: workspace %.1f MB with bf16 expert inputs, %.1f MB in float32\n",
+                (long long)B, (long long)S, recompute_name(r).c_str(), double(kept.bytes()) / 1e6,
+                double(f32.bytes()) / 1e6);
+  }
+}
+
+TEST(MixedPrecision, Bf16KeptActivationsNeedBf16Gemms) {
+  Golden g;
+  const ZayaConfig& c = g.model->config();
+  ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, Recompute::kNone, true);
+  testing::expect_error([&] { model_forward(*g.model, ws, g.ids.data(), g.targets.data(), g.B, g.S, {}); },
+                        "needs a model with bf16 GEMMs");
 }
 
 }  // namespace

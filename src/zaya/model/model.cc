@@ -133,8 +133,13 @@ void ZayaModel::refresh_bf16_weights() {
 }
 
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp,
-                               Recompute recompute)
-    : max_batch_(B), max_seq_(S_full), training_(training), recompute_(recompute), ep_(ep) {
+                               Recompute recompute, bool bf16_activations)
+    : max_batch_(B),
+      max_seq_(S_full),
+      training_(training),
+      recompute_(recompute),
+      bf16_activations_(bf16_activations),
+      ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
   ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks", c.experts,
              ep_ranks);
@@ -164,6 +169,9 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   const bool full = recompute == Recompute::kFull;
   const int64_t attn_sets = recomputes_attention(recompute) ? 1 : c.num_blocks;
   const int64_t moe_sets = recomputes_moe(recompute) ? 1 : c.num_blocks;
+  // The experts' inputs in bf16 save memory only when each MoE layer keeps its
+  // own: they need one float32 set in the scratch for the forward.
+  const bool keep_expert_bf16 = bf16_activations && moe_sets > 1;
   auto carve_acts = [&](Arena& a) {
     res_TD_.clear();
     x_TD_.clear();
@@ -183,7 +191,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
     for (AttentionActs& acts : attn_) carve_attention_acts(acts, c, B, S, a, cp_ranks);
     moe_.clear();
     moe_.resize(size_t(moe_sets));
-    for (MoeActs& acts : moe_) carve_moe_acts(acts, c, B, S, ep_ranks, a);
+    for (MoeActs& acts : moe_) carve_moe_acts(acts, c, B, S, ep_ranks, keep_expert_bf16, a);
     moe_r_TR_.clear();
     if (moe_sets == 1 && c.use_eda)
       for (int64_t l = 0; l < c.num_blocks; ++l) moe_r_TR_.push_back(a.carve(T * c.router_hidden));
@@ -193,7 +201,7 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   };
   auto carve_scratch = [&](Arena& a) {
     carve_attention_scratch(attn_scratch_, c, B, S, threads, a, cp_ranks);
-    carve_moe_scratch(moe_scratch_, c, B, S, ep_ranks, a);
+    carve_moe_scratch(moe_scratch_, c, B, S, ep_ranks, keep_expert_bf16, a);
     if (training) {
       dres_a_TD_ = a.carve(T * D);
       dres_b_TD_ = a.carve(T * D);
@@ -238,6 +246,8 @@ void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {
   const int64_t rank = lora.rank;
   ZAYA_CHECK(rank >= 1, "LoRA rank {} must be >= 1", rank);
   if (lora_rank_ == rank && lora_targets_ == lora.targets) return;
+  ZAYA_CHECK(!bf16_activations_ || !lora.has_expert_targets(),
+             "internal error: expert LoRA targets need a workspace with float32 expert activations");
   const int64_t T = max_batch_ * max_seq_ / std::max(cp_size(), 1);
   // Rows an expert target's branch may see: every routed row this rank's experts receive.
   const int64_t X = expert_row_capacity(c, T, ep_ != nullptr ? ep_->size() : 1);
@@ -322,6 +332,8 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
              "batch {} x sequence {} does not fit the workspace ({} x {})", B, S, ws.max_batch_, ws.max_seq_);
   const int64_t D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
   const Bf16GemmScope precision(model.bf16_weights());
+  ZAYA_CHECK(!ws.bf16_activations_ || model.bf16_weights() != nullptr,
+             "internal error: a workspace keeping bf16 activations needs a model with bf16 GEMMs");
   // This rank's rows: whole sequences, or its chunks of each (context parallelism).
   const ContextParallel* cp = nullptr;
   int64_t L = S;

@@ -131,9 +131,15 @@ class ModelWorkspace {
   // (model/context_parallel.h). A group of one rank runs the same exchanges
   // with itself (tests). recompute: which blocks keep one shared set of
   // activations, recomputed by model_backward (model/recompute.h); the
-  // gradients are bitwise those of Recompute::kNone.
+  // gradients are bitwise those of Recompute::kNone. bf16_activations: the
+  // activations only GEMMs read (the experts' routed rows and SwiGLU output)
+  // are kept as their bf16 rounding alone (model/moe_experts.h) where each
+  // MoE layer keeps its own (not under MoE recomputation, where the one
+  // shared set would cost more than it saves); every pass must then run the
+  // model with bf16 GEMMs (ZayaModel::enable_bf16_gemms) and without expert
+  // LoRA targets. The results are the same bits.
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
-                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone);
+                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone, bool bf16_activations = false);
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -184,6 +190,7 @@ class ModelWorkspace {
   int64_t max_batch_, max_seq_;
   bool training_;
   Recompute recompute_ = Recompute::kNone;
+  bool bf16_activations_ = false;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
   CcaConvShape bf16_conv_;

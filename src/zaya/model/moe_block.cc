@@ -77,7 +77,8 @@ class LoraRouterProducts final : public RouterProducts<float>, public RouterBran
 
 }  // namespace
 
-void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, Arena& arena) {
+void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, bool keep_bf16,
+                    Arena& arena) {
   const int64_t T = B * S, R = c.router_hidden, N = c.router_slots();
   RouterActs<float>& r = a.router;
   r.r_TR = arena.carve(T * R);
@@ -90,16 +91,17 @@ void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64
   r.logits_TN = arena.carve(T * N);
   r.probs_TN = arena.carve(T * N);
   r.gate_TJ = arena.carve(T * c.top_k);
-  carve_expert_acts(a.experts, c, T, ep_ranks, arena);
+  carve_expert_acts(a.experts, c, T, ep_ranks, keep_bf16, arena);
   if (r.r_TR == nullptr) return;  // measuring only
   a.choice_TJ.assign(T * c.top_k, kNoExpert);
   r.choice_TJ = a.choice_TJ.data();
   a.plan.reserve(c.experts, T, c.top_k);
 }
 
-void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, Arena& arena) {
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, bool keep_bf16,
+                       Arena& arena) {
   const int64_t T = B * S, R = c.router_hidden, N = c.router_slots(), rows = T * c.top_k, D = c.hidden;
-  carve_expert_scratch(s.experts, c, T, ep_ranks, arena);
+  carve_expert_scratch(s.experts, c, T, ep_ranks, keep_bf16, arena);
   s.dy_MD = arena.carve(rows * D);
   s.dxp_MD = arena.carve(rows * D);
   s.dgate_TJ = arena.carve(T * c.top_k);

@@ -57,8 +57,11 @@ struct MoeLossOptions {
 
 // Lay the buffers out in `arena` (or count them, on Arena::measuring());
 // ep_ranks sizes the rows an expert-parallel rank may receive.
-void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, Arena& arena);
-void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, Arena& arena);
+// keep_bf16: the experts' GEMM inputs kept as bf16 (model/moe_experts.h).
+void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, bool keep_bf16,
+                    Arena& arena);
+void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, bool keep_bf16,
+                       Arena& arena);
 
 // out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
 // ep: expert-parallel group (null: one rank holds every expert).

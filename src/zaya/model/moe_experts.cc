@@ -7,6 +7,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/core/zero_fill.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 
@@ -58,15 +59,32 @@ LoraMatrices expert_adapter(const std::array<LoraMatrices, kLoraTargetCount>* vi
   return m.a_rI == nullptr ? LoraMatrices{} : m.expert(w.expert_first + e);
 }
 
+// The bf16 copy of a weight (keep_bf16 runs only with the experts' weights in bf16).
+const uint16_t* bf16_copy(const float* w) {
+  const Bf16Weights* bf16 = current_bf16_weights();
+  const uint16_t* copy = bf16 != nullptr ? bf16->copy_of(w) : nullptr;
+  ZAYA_CHECK(copy != nullptr, "internal error: expert activations kept in bf16 need the experts' bf16 weights");
+  return copy;
+}
+
 }  // namespace
 
-void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep_ranks, Arena& arena) {
+void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep_ranks, bool keep_bf16, Arena& arena) {
   const int64_t X = expert_row_capacity(c, T, ep_ranks), D = c.hidden, F = c.expert_ffn;
-  a.xe_XD = arena.carve(X * D);
-  a.h_X2F = arena.carve(X * 2 * F);
-  a.act_XF = arena.carve(X * F);
-  a.y_MD = arena.carve(T * c.top_k * D);
   const int64_t local = c.experts / ep_ranks;
+  a.keep_bf16 = keep_bf16;
+  if (keep_bf16) {
+    // Each expert's rows padded to a whole bucket: at most kBf16RowBucket - 1 more rows per expert.
+    const int64_t padded = X + local * kBf16RowBucket;
+    a.xe_bf16 = arena.carve_bf16(padded * D);
+    a.act_bf16 = arena.carve_bf16(padded * F);
+    a.bf16_offsets.assign(local + 1, 0);
+  } else {
+    a.xe_XD = arena.carve(X * D);
+    a.act_XF = arena.carve(X * F);
+  }
+  a.h_X2F = arena.carve(X * 2 * F);
+  a.y_MD = arena.carve(T * c.top_k * D);
   a.exchange.ranks = ep_ranks;
   a.exchange.local_experts = local;
   a.exchange.counts_WE.assign(ep_ranks * local, 0);
@@ -75,13 +93,18 @@ void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep
   a.exchange.expert_offsets.assign(local + 1, 0);
 }
 
-void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int64_t ep_ranks, Arena& arena) {
+void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int64_t ep_ranks, bool keep_bf16,
+                          Arena& arena) {
   const int64_t X = expert_row_capacity(c, T, ep_ranks), D = c.hidden, F = c.expert_ffn;
   s.send_MD = arena.carve(T * c.top_k * D);
   s.recv_XD = arena.carve(X * D);  // every exchange moves D-wide rows (inputs, outputs, their gradients)
   s.ye_XD = arena.carve(X * D);
   s.dact_XF = arena.carve(X * F);
   s.dh_X2F = arena.carve(X * 2 * F);
+  if (keep_bf16) {
+    s.xe_XD = arena.carve(X * D);
+    s.act_XF = arena.carve(X * F);
+  }
   for (auto* v : {&s.counts_a, &s.displs_a, &s.counts_b, &s.displs_b}) v->assign(ep_ranks, 0);
   s.plan_counts_E.assign(c.experts, 0);
 }
@@ -92,11 +115,16 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
   ExpertExchange& x = a.exchange;
   const bool lora_up = lora != nullptr && lora->has(LoraTarget::kExpertGateUp);
   const bool lora_down = lora != nullptr && lora->has(LoraTarget::kExpertDown);
+  ZAYA_CHECK(!a.keep_bf16 || !(lora_up || lora_down),
+             "internal error: expert LoRA targets need the experts' inputs in float32");
+  // The float32 GEMM inputs: kept, or for this forward only.
+  float* xe = a.keep_bf16 ? s.xe_XD : a.xe_XD;
+  float* act = a.keep_bf16 ? s.act_XF : a.act_XF;
   if (!distributed(ep)) {
     // One rank: plan order is expert-major already.
     for (int64_t e = 0; e < El; ++e) x.counts_WE[e] = plan.count(e);
     x.send_rows[0] = x.recv_rows[0] = plan.rows;
-    gather_rows<float>(a.xe_XD, x_TD, plan, D);
+    gather_rows<float>(xe, x_TD, plan, D);
   } else {
     const int64_t R = ep->size();
     // Rows per global expert, laid out by destination rank (experts r*El .. r*El+El-1
@@ -123,31 +151,42 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     x.expert_offsets[e + 1] = x.expert_offsets[e] + n;
   }
   x.rows = x.expert_offsets[El];
+  for (int64_t e = 0; a.keep_bf16 && e < El; ++e)
+    a.bf16_offsets[e + 1] = a.bf16_offsets[e] + bf16_padded_rows(x.expert_offsets[e + 1] - x.expert_offsets[e]);
   if (distributed(ep)) {
     exchange_rows(*ep, s.send_MD, x.send_rows, s.recv_XD, x.recv_rows, D, s);
-    regroup(a.xe_XD, s.recv_XD, x, D, true);
+    regroup(xe, s.recv_XD, x, D, true);
   }
   // One GEMM pair per local expert (and its adapters' branches, on the same rows).
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
-    linear_forward<float>(a.h_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
+    if (a.keep_bf16) {
+      linear_forward_bf16_keep(a.h_X2F + r0 * 2 * F, xe + r0 * D, a.xe_bf16 + a.bf16_offsets[e] * D,
+                               bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
+      continue;
+    }
+    linear_forward<float>(a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
     if (!lora_up) continue;
     const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertGateUp, e);
-    lora_forward<float>(a.h_X2F + r0 * 2 * F, lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank,
-                        a.xe_XD + r0 * D, m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F),
-                        lora->scratch);
+    lora_forward<float>(a.h_X2F + r0 * 2 * F, lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank, xe + r0 * D,
+                        m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F), lora->scratch);
   }
-  swiglu_forward<float>(a.act_XF, a.h_X2F, x.rows, F);
+  swiglu_forward<float>(act, a.h_X2F, x.rows, F);
   float* ye = distributed(ep) ? s.ye_XD : a.y_MD;
   for (int64_t e = 0; e < El; ++e) {
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
-    linear_forward<float>(ye + r0 * D, a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
+    if (a.keep_bf16) {
+      linear_forward_bf16_keep(ye + r0 * D, act + r0 * F, a.act_bf16 + a.bf16_offsets[e] * F,
+                               bf16_copy(w.fc2_EDF + e * D * F), n, F, D, false);
+      continue;
+    }
+    linear_forward<float>(ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
     if (!lora_down) continue;
     const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertDown, e);
-    lora_forward<float>(ye + r0 * D, lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, a.act_XF + r0 * F,
-                        m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
+    lora_forward<float>(ye + r0 * D, lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, act + r0 * F, m.a_rI,
+                        m.b_Or, lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);
@@ -172,6 +211,12 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     zero_fill(s.dact_XF + r0 * F, n * F);
+    if (a.keep_bf16) {
+      linear_backward_bf16_kept(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr,
+                                dye + r0 * D, a.act_bf16 + a.bf16_offsets[e] * F, bf16_copy(w.fc2_EDF + e * D * F), n,
+                                F, D);
+      continue;
+    }
     linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
                            a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
     if (!lora_down) continue;
@@ -188,6 +233,12 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     zero_fill(dxe + r0 * D, n * D);
+    if (a.keep_bf16) {
+      linear_backward_bf16_kept(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
+                                s.dh_X2F + r0 * 2 * F, a.xe_bf16 + a.bf16_offsets[e] * D,
+                                bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
+      continue;
+    }
     linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
                            s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
     if (!lora_up) continue;

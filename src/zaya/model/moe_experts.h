@@ -34,12 +34,22 @@ struct ExpertExchange {
   int64_t rows = 0;                     // rows this rank's experts process
 };
 
+// What the forward keeps for the backward. The inputs of the GEMMs (the
+// routed rows and SwiGLU's output) are kept either in float32 or, with bf16
+// GEMMs (keep_bf16, docs/model.md "Precision"), only as the bf16
+// rounding the GEMMs read: each local expert's rows then start at
+// bf16_offsets[e] and are zero-padded to bf16_padded_rows (ops/bf16_linear.h),
+// and their float32 values live in ExpertScratch for the forward only.
 struct ExpertActs {
   ExpertExchange exchange;
-  float* xe_XD = nullptr;   // expert inputs, expert-major
+  float* xe_XD = nullptr;   // expert inputs, expert-major (float32 kept)
   float* h_X2F = nullptr;   // fc1 outputs
-  float* act_XF = nullptr;  // swiglu(h)
+  float* act_XF = nullptr;  // swiglu(h) (float32 kept)
   float* y_MD = nullptr;    // expert outputs back in plan order (before gating)
+  bool keep_bf16 = false;
+  uint16_t* xe_bf16 = nullptr;        // bf16(expert inputs), padded per expert
+  uint16_t* act_bf16 = nullptr;       // bf16(swiglu(h)), padded per expert
+  std::vector<int64_t> bf16_offsets;  // [E_local + 1] padded row offsets
 };
 
 // Scratch shared by all MoE layers.
@@ -49,6 +59,8 @@ struct ExpertScratch {
   float* ye_XD = nullptr;    // expert outputs / gradients, expert-major
   float* dact_XF = nullptr;
   float* dh_X2F = nullptr;
+  float* xe_XD = nullptr;                                       // keep_bf16: the forward's float32 expert inputs
+  float* act_XF = nullptr;                                      // keep_bf16: the forward's float32 swiglu(h)
   std::vector<int64_t> counts_a, displs_a, counts_b, displs_b;  // all_to_all_v element counts [ep]
   std::vector<int64_t> plan_counts_E;                           // rows per global expert [E]
   double exchange_seconds = 0;                                  // time in all-to-all exchanges (reset by the caller)
@@ -60,8 +72,12 @@ inline int64_t expert_row_capacity(const ZayaConfig& c, int64_t tokens, int64_t 
   return ep_ranks * tokens * c.top_k;
 }
 
-void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, Arena& arena);
-void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, Arena& arena);
+// keep_bf16: the GEMM inputs kept as bf16 (every forward then runs with the
+// experts' weights in the live Bf16GemmScope, and without expert LoRA targets).
+void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, bool keep_bf16,
+                       Arena& arena);
+void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, bool keep_bf16,
+                          Arena& arena);
 
 // y_MD (in a.y_MD) = expert outputs for the rows of `plan` (x_TD rows routed to experts).
 // ep: the expert-parallel group, or null for one rank.

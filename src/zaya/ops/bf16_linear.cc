@@ -82,6 +82,21 @@ void gemm_rows(int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint
   }
 }
 
+// dx[T,I] += dy[T,O] w[O,I] and dw[O,I] += dy^T[O,T] x[T,I] (either may be
+// null) from rounded operands with zero padding; the weight gradient's
+// reduction runs over the padded rows in pieces, in order.
+void backward_both_rounded(float* dx_TI, float* dw_OI, const uint16_t* dyb, const uint16_t* xb, const uint16_t* w_OI,
+                           int64_t tokens, int64_t in, int64_t out) {
+  if (dx_TI != nullptr) gemm_rows(tokens, in, out, dyb, w_OI, false, dx_TI, true);
+  if (dw_OI == nullptr) return;
+  const int64_t padded = padded_rows(tokens);
+  for (int64_t r0 = 0; r0 < padded;) {
+    const int64_t k = piece(padded - r0);
+    gemm_bf16(true, false, out, in, k, dyb + r0 * out, out, xb + r0 * in, in, dw_OI, in, true);
+    r0 += k;
+  }
+}
+
 }  // namespace
 
 Bf16GemmScope::Bf16GemmScope(const Bf16Weights* weights) : previous_(g_current) {
@@ -103,10 +118,15 @@ void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t
 void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out,
                          bool accumulate) {
   if (tokens == 0) return;
+  linear_forward_bf16_keep(y_TO, x_TI, scratch().a.get(padded_rows(tokens) * in), w_OI, tokens, in, out, accumulate);
+}
+
+void linear_forward_bf16_keep(float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI, int64_t tokens,
+                              int64_t in, int64_t out, bool accumulate) {
+  if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  uint16_t* xb = scratch().a.get(padded_rows(tokens) * in);
-  to_bf16_rows(xb, x_TI, tokens, in);
-  gemm_rows(tokens, out, in, xb, w_OI, true, y_TO, accumulate);
+  to_bf16_rows(xb_TI, x_TI, tokens, in);
+  gemm_rows(tokens, out, in, xb_TI, w_OI, true, y_TO, accumulate);
 }
 
 void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI, const uint16_t* w_OI,
@@ -128,18 +148,23 @@ void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dy
                                   const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  const int64_t padded = padded_rows(tokens);
-  // dx[T,I] += dy[T,O] w[O,I]
-  if (dx_TI != nullptr) gemm_rows(tokens, in, out, dyb, w_OI, false, dx_TI, true);
-  if (dw_OI == nullptr) return;
-  // dw[O,I] += dy^T[O,T] x[T,I], over the zero-padded rows, in pieces of rows in order.
-  uint16_t* xb = scratch().b.get(padded * in);
-  to_bf16_rows(xb, x_TI, tokens, in);
-  for (int64_t r0 = 0; r0 < padded;) {
-    const int64_t k = piece(padded - r0);
-    gemm_bf16(true, false, out, in, k, dyb + r0 * out, out, xb + r0 * in, in, dw_OI, in, true);
-    r0 += k;
+  uint16_t* xb = nullptr;
+  if (dw_OI != nullptr) {
+    xb = scratch().b.get(padded_rows(tokens) * in);
+    to_bf16_rows(xb, x_TI, tokens, in);
   }
+  backward_both_rounded(dx_TI, dw_OI, dyb, xb, w_OI, tokens, in, out);
+}
+
+int64_t bf16_padded_rows(int64_t tokens) { return padded_rows(tokens); }
+
+void linear_backward_bf16_kept(float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
+                               const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
+  if (tokens == 0) return;
+  ZAYA_ASSERT(!omp_in_parallel());
+  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
+  to_bf16_rows(dyb, dy_TO, tokens, out);
+  backward_both_rounded(dx_TI, dw_OI, dyb, xb_TI, w_OI, tokens, in, out);
 }
 
 }  // namespace zaya

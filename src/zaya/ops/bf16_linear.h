@@ -75,4 +75,22 @@ uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out);
 void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dy_TO, const float* x_TI,
                                   const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
 
+// Rows of a bf16 operand of `tokens` rows as the GEMMs read it: the next
+// multiple of kBf16RowBucket, the rows after `tokens` zero.
+int64_t bf16_padded_rows(int64_t tokens);
+
+// An input kept in bf16 for the backward (docs/model.md "Precision"):
+// where only GEMMs read an activation, the forward's rounding of it is the
+// one copy kept, and its float32 values need not outlive the forward. The
+// results are the bits of linear_forward_bf16 / linear_backward_bf16.
+//
+// xb_TI = bf16(x_TI) with its zero padding (bf16_padded_rows(tokens) rows),
+// then y_TO (+)= xb_TI w_OI^T.
+void linear_forward_bf16_keep(float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI, int64_t tokens,
+                              int64_t in, int64_t out, bool accumulate);
+
+// As linear_backward_bf16, with x the kept xb_TI of linear_forward_bf16_keep.
+void linear_backward_bf16_kept(float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
+                               const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
+
 }  // namespace zaya

@@ -6,7 +6,7 @@
 
 namespace zaya {
 
-double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute recompute) {
+double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute recompute, bool bf16_expert_inputs) {
   const double D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
   const double P = Q + 2 * K, C = double(c.conv_channels()), R = double(c.router_hidden);
   const double N = double(c.router_slots()), F = double(c.expert_ffn), J = double(c.top_k), k = J * (1 - skip);
@@ -20,8 +20,10 @@ double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute r
   // q/k before and after norm and RoPE, v (3Q + 3K), the output Q, per-head statistics (2H + Hk).
   const double attn = P + C + 3 * Q + 3 * K + 2 * H + Hk;
   // MoeActs: router states (6R + 1), logits and probabilities (2N), gates (J);
-  // per routed row: input D, fc1 output 2F, activation F; outputs in plan order (J D).
-  const double moe = 6 * R + 1 + 2 * N + J + k * (D + 3 * F) + J * D;
+  // per routed row: input D, fc1 output 2F, activation F (the input and the
+  // activation as bf16: half each); outputs in plan order (J D).
+  const double gemm_inputs = bf16_expert_inputs ? (D + F) / 2 : D + F;
+  const double moe = 6 * R + 1 + 2 * N + J + k * (gemm_inputs + 2 * F) + J * D;
   const double attn_sets = recomputes_attention(recompute) ? 1 : blocks;
   const double moe_sets = recomputes_moe(recompute) ? 1 : blocks;
   // Recomputed MoE blocks under EDA keep each layer's router state for the next.
@@ -31,7 +33,9 @@ double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute r
   // MoE (plan-order send buffer, outputs' and inputs' gradients; received
   // rows and expert outputs, SwiGLU gradients per routed row; the router's
   // gradients and the EDA carry), and the residual / block gradients (4D).
-  const double scratch = (3 * C + 3 * Q + 3 * K + P) + (3 * J * D + J + k * (2 * D + 3 * F) + 2 * N + 7 * R) + 4 * D;
+  // With bf16 expert inputs, their float32 values for the forward (k (D + F)).
+  const double scratch = (3 * C + 3 * Q + 3 * K + P) + (3 * J * D + J + k * (2 * D + 3 * F) + 2 * N + 7 * R) + 4 * D +
+                         (bf16_expert_inputs ? k * (D + F) : 0);
   // The loss and log-sum-exp rows.
   return stream + attn_sets * attn + moe_sets * moe + eda + scratch + 2;
 }
@@ -66,7 +70,9 @@ MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& L) {
   // (model/attention_block.h: 6 buffers of B x S x kv_width floats).
   const double T = double(L.micro_batch * L.seq_len) / double(L.cp);
   const double act_bytes = L.cpu_trainer || !mixed ? 4 : 2;
-  m.activations = T * activation_floats_per_token(c, L.skip_fraction, L.recompute) * act_bytes;
+  // zaya.cpp's trainer keeps the experts' GEMM inputs in bf16 under bf16 GEMMs (model/model.h).
+  const bool bf16_expert_inputs = L.cpu_trainer && mixed && !recomputes_moe(L.recompute);
+  m.activations = T * activation_floats_per_token(c, L.skip_fraction, L.recompute, bf16_expert_inputs) * act_bytes;
   if (L.cp > 1) m.activations += 6 * double(L.micro_batch * L.seq_len) * double(c.kv_width()) * 4;
   // f32 logits (zaya_high_prec), with a GPU stack also their gradient.
   m.logits = T * double(c.vocab_size) * 4 * (L.cpu_trainer ? 1 : 2);

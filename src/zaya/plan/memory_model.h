@@ -13,7 +13,9 @@
 //                residual stream and, per half-layer not recomputed, the
 //                buffers of model/attention_block.h and moe_block.h; one set
 //                for the recomputed ones: layout.recompute), and the backward
-//                scratch; float32 on the CPU trainer, the GEMM dtype on GPUs
+//                scratch; float32 on the CPU trainer (with bf16 GEMMs the
+//                experts' routed rows and SwiGLU output kept as bf16 where
+//                MoE blocks are not recomputed), the GEMM dtype on GPUs
 //   logits       f32 logits (on GPUs also their gradient)
 
 #include <cstdint>
@@ -38,7 +40,10 @@ MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& layout);
 // per sequence and the per-thread attention scratch).
 // Routed rows count top_k (1 - skip_fraction) per token: the rows an expert
 // buffer holds (zaya.cpp reserves top_k x ep rows per token for dropless
-// expert parallelism and touches those the tokens use).
-double activation_floats_per_token(const ZayaConfig& c, double skip_fraction, Recompute recompute);
+// expert parallelism and touches those the tokens use). bf16_expert_inputs:
+// the experts' GEMM inputs kept as bf16 (half a float a value, without each
+// expert's padding) with one float32 set in the scratch (model/moe_experts.h).
+double activation_floats_per_token(const ZayaConfig& c, double skip_fraction, Recompute recompute,
+                                   bool bf16_expert_inputs = false);
 
 }  // namespace zaya
