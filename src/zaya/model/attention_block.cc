@@ -77,8 +77,10 @@ int64_t conv_a_rows(const ZayaConfig& c, int64_t B, int64_t S, int cp) {
 
 }  // namespace
 
-void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena, int cp) {
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t B, int64_t S, Arena& arena, int cp,
+                          bool keep_input_bf16) {
   const int64_t T = B * S, Q = c.q_width(), K = c.kv_width();
+  a.x_bf16_TD = keep_input_bf16 ? arena.carve_bf16(bf16_padded_rows(T) * c.hidden) : nullptr;
   a.qkv_TP = arena.carve(T * fused_width(c));
   a.conv_a_BUC = arena.carve(conv_a_rows(c, B, S, cp) * c.conv_channels());
   a.q_pre_TQ = arena.carve(T * Q);
@@ -133,7 +135,12 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   const RopeTable& rope = rope_of(c, block, b);
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
-    linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+    if (a.x_bf16_TD != nullptr) {
+      ZAYA_CHECK(lora == nullptr, "internal error: LoRA adapters read the attention input in float32");
+      linear_forward_bf16_keep(a.qkv_TP, x_TD, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P, false);
+    } else {
+      linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+    }
     if (lora != nullptr) {
       for (LoraTarget t : kQkvTargets) {
         const LoraMatrices& m = (*lora->weights)[size_t(t)];
@@ -280,7 +287,11 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);
   }
-  linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
+  if (a.x_bf16_TD != nullptr) {
+    linear_backward_bf16_kept(dx_TD, g.qkv_PD, s.dqkv_TP, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P);
+  } else {
+    linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
+  }
   if (lora != nullptr) {
     for (LoraTarget t : kQkvTargets) {
       const LoraMatrices& m = (*lora->weights)[size_t(t)];

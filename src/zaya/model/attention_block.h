@@ -44,6 +44,11 @@ struct AttentionActs {
   float* lse_BHS = nullptr;    // attention row log-sum-exp
   float* o_TQ = nullptr;       // attention output before o_proj
   float* hist_2B2P = nullptr;  // context parallelism: the conv_halo_rows(c) projection rows before each chunk
+  // With bf16 GEMMs (carve_attention_acts' keep_input_bf16): the normed input
+  // kept only as the bf16 rounding the fused q/k/v GEMM reads
+  // (bf16_padded_rows(T) rows, ops/bf16_linear.h); the x_TD given to the
+  // block is then the forward's alone, and the backward does not read it.
+  uint16_t* x_bf16_TD = nullptr;
 };
 
 // Scratch shared by all attention half-layers (sized for the largest batch).
@@ -79,7 +84,8 @@ struct AttentionScratch {
 // Lay the buffers out in `arena` (or count them, on Arena::measuring()).
 // seq: rows per sequence on this rank; cp: 0 without context parallelism,
 // else the ranks of the cp group (the whole sequence has seq * cp tokens).
-void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena, int cp = 0);
+void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, int64_t seq, Arena& arena, int cp = 0,
+                          bool keep_input_bf16 = false);
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
                              Arena& arena, int cp = 0);
 

@@ -105,16 +105,17 @@ TEST(MixedPrecision, Bf16GradientsAgreeWithFloat32InDirection) {
   EXPECT_GT(differ, n / 2) << "the bf16 gradients are the float32 ones";
 }
 
-// The experts' GEMM inputs kept only as their bf16 rounding (ModelWorkspace's
-// bf16_activations): the loss and every gradient are the bits of the
+// The inputs only GEMMs read (the experts' routed rows and SwiGLU output, the
+// attention blocks' normed inputs) kept only as their bf16 rounding
+// (ModelWorkspace's bf16_activations): the loss and every gradient are the bits of the
 // workspace that keeps them in float32, with and without recomputation of
-// the attention blocks.
+// either block kind.
 TEST(MixedPrecision, Bf16KeptActivationsGiveTheSameBits) {
   Golden g;
   const ZayaConfig& c = g.model->config();
   const int64_t n = g.model->params().total_floats();
   g.model->enable_bf16_gemms();
-  for (Recompute r : {Recompute::kNone, Recompute::kAttention}) {
+  for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe}) {
     auto run = [&](bool keep_bf16, float* loss_out) {
       ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, r, keep_bf16);
       ws.reserve_bf16_gemms();
@@ -140,25 +141,24 @@ TEST(MixedPrecision, Bf16KeptActivationsGiveTheSameBits) {
   }
 }
 
-// What they save: per MoE layer, the routed rows and SwiGLU's output at 2
-// bytes a value instead of 4 (and each expert's rows padded to 32), against
-// one float32 set of them in the shared scratch; nothing under MoE
-// recomputation, whose one shared set stays float32.
+// What they save, per layer whose block kind is not recomputed: the routed
+// rows and SwiGLU's output of each MoE block (each expert's rows padded to
+// 32) and the normed input of each attention block at 2 bytes a value
+// instead of 4, against one float32 set of each (the experts' in the
+// scratch, the attention input in the activations).
 TEST(MixedPrecision, Bf16KeptActivationsShrinkTheWorkspace) {
   const ZayaConfig c = preset_config("small");
-  const int64_t B = 8, S = 256, T = B * S, X = T * c.top_k, D = c.hidden, F = c.expert_ffn;
+  const int64_t B = 8, S = 256, T = B * S, X = T * c.top_k, D = c.hidden, F = c.expert_ffn, L = c.num_blocks;
   const int64_t padding = c.experts * kBf16RowBucket;
-  for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe}) {
+  const int64_t experts_kept = L * (4 * X * (D + F) - 2 * (X + padding) * (D + F)), experts_scratch = 4 * X * (D + F);
+  const int64_t attention_kept = L * (4 * T * D - 2 * bf16_padded_rows(T) * D) - 4 * T * D;
+  for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe, Recompute::kFull}) {
     const ModelWorkspace f32(c, B, S, true, nullptr, nullptr, r, false), kept(c, B, S, true, nullptr, nullptr, r, true);
-    if (recomputes_moe(r)) {  // one shared set: kept in float32
-      EXPECT_EQ(kept.bytes(), f32.bytes());
-      continue;
-    }
-    const int64_t layers = c.num_blocks;
-    const int64_t per_layer = 4 * X * (D + F) - 2 * (X + padding) * (D + F);
-    EXPECT_EQ(f32.activation_bytes() - kept.activation_bytes(), layers * per_layer) << recompute_name(r);
-    EXPECT_EQ(f32.bytes() - kept.bytes(), layers * per_layer - 4 * X * (D + F)) << recompute_name(r);
-    std::printf("small %lld x %lld, recompute %s: workspace %.1f MB with bf16 expert inputs, %.1f MB in float32\n",
+    const int64_t acts = (recomputes_moe(r) ? 0 : experts_kept) + (recomputes_attention(r) ? 0 : attention_kept);
+    const int64_t scratch = recomputes_moe(r) ? 0 : experts_scratch;
+    EXPECT_EQ(f32.activation_bytes() - kept.activation_bytes(), acts) << recompute_name(r);
+    EXPECT_EQ(f32.bytes() - kept.bytes(), acts - scratch) << recompute_name(r);
+    std::printf("small %lld x %lld, recompute %s: workspace %.1f MB with bf16 GEMM inputs, %.1f MB in float32\n",
                 (long long)B, (long long)S, recompute_name(r).c_str(), double(kept.bytes()) / 1e6,
                 double(f32.bytes()) / 1e6);
   }

@@ -169,26 +169,30 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   const bool full = recompute == Recompute::kFull;
   const int64_t attn_sets = recomputes_attention(recompute) ? 1 : c.num_blocks;
   const int64_t moe_sets = recomputes_moe(recompute) ? 1 : c.num_blocks;
-  // The experts' inputs in bf16 save memory only when each MoE layer keeps its
-  // own: they need one float32 set in the scratch for the forward.
-  const bool keep_expert_bf16 = bf16_activations && moe_sets > 1;
+  // Inputs kept in bf16 save memory only when each layer keeps its own: they
+  // need one float32 set for the forward. The attention blocks' normed inputs
+  // then share one float32 buffer (a recomputed attention block reads its
+  // input in float32 again).
+  const bool keep_expert_bf16 = bf16_activations && !recomputes_moe(recompute);
+  const bool keep_attention_bf16 = bf16_activations && !recomputes_attention(recompute);
   auto carve_acts = [&](Arena& a) {
     res_TD_.clear();
     x_TD_.clear();
     rstd_T_.clear();
     out_TD_.clear();
-    float* x_shared = full ? a.carve(T * D) : nullptr;
+    float* x_shared = full || keep_attention_bf16 ? a.carve(T * D) : nullptr;
     float* rstd_shared = full ? a.carve(T) : nullptr;
     float* out_shared = full ? a.carve(T * D) : nullptr;
     embed_out_TD_ = full ? out_shared : a.carve(T * D);
     for (int64_t n = 0; n <= L2; ++n) {
       res_TD_.push_back(a.carve(T * D));
-      x_TD_.push_back(full ? x_shared : a.carve(T * D));
+      const bool shared_input = full || (keep_attention_bf16 && n % 2 == 0 && n < L2);
+      x_TD_.push_back(shared_input ? x_shared : a.carve(T * D));
       rstd_T_.push_back(full ? rstd_shared : a.carve(T));
       if (n < L2) out_TD_.push_back(full ? out_shared : a.carve(T * D));
     }
     attn_.assign(size_t(attn_sets), AttentionActs{});
-    for (AttentionActs& acts : attn_) carve_attention_acts(acts, c, B, S, a, cp_ranks);
+    for (AttentionActs& acts : attn_) carve_attention_acts(acts, c, B, S, a, cp_ranks, keep_attention_bf16);
     moe_.clear();
     moe_.resize(size_t(moe_sets));
     for (MoeActs& acts : moe_) carve_moe_acts(acts, c, B, S, ep_ranks, keep_expert_bf16, a);
@@ -246,8 +250,7 @@ void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {
   const int64_t rank = lora.rank;
   ZAYA_CHECK(rank >= 1, "LoRA rank {} must be >= 1", rank);
   if (lora_rank_ == rank && lora_targets_ == lora.targets) return;
-  ZAYA_CHECK(!bf16_activations_ || !lora.has_expert_targets(),
-             "internal error: expert LoRA targets need a workspace with float32 expert activations");
+  ZAYA_CHECK(!bf16_activations_, "internal error: LoRA adapters read float32 activations; this workspace keeps bf16");
   const int64_t T = max_batch_ * max_seq_ / std::max(cp_size(), 1);
   // Rows an expert target's branch may see: every routed row this rank's experts receive.
   const int64_t X = expert_row_capacity(c, T, ep_ != nullptr ? ep_->size() : 1);

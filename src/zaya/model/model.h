@@ -132,12 +132,13 @@ class ModelWorkspace {
   // with itself (tests). recompute: which blocks keep one shared set of
   // activations, recomputed by model_backward (model/recompute.h); the
   // gradients are bitwise those of Recompute::kNone. bf16_activations: the
-  // activations only GEMMs read (the experts' routed rows and SwiGLU output)
-  // are kept as their bf16 rounding alone (model/moe_experts.h) where each
-  // MoE layer keeps its own (not under MoE recomputation, where the one
-  // shared set would cost more than it saves); every pass must then run the
-  // model with bf16 GEMMs (ZayaModel::enable_bf16_gemms) and without expert
-  // LoRA targets. The results are the same bits.
+  // activations only GEMMs read (the experts' routed rows and SwiGLU output,
+  // the attention blocks' normed inputs) are kept as their bf16 rounding
+  // alone (model/moe_experts.h, attention_block.h) where each layer keeps
+  // its own (not for a recomputed block kind, where the one shared set would
+  // cost more than it saves); every pass must then run the model with bf16
+  // GEMMs (ZayaModel::enable_bf16_gemms) and without LoRA adapters. The
+  // results are the same bits.
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
                  Comm* cp = nullptr, Recompute recompute = Recompute::kNone, bool bf16_activations = false);
 

@@ -59,14 +59,6 @@ LoraMatrices expert_adapter(const std::array<LoraMatrices, kLoraTargetCount>* vi
   return m.a_rI == nullptr ? LoraMatrices{} : m.expert(w.expert_first + e);
 }
 
-// The bf16 copy of a weight (keep_bf16 runs only with the experts' weights in bf16).
-const uint16_t* bf16_copy(const float* w) {
-  const Bf16Weights* bf16 = current_bf16_weights();
-  const uint16_t* copy = bf16 != nullptr ? bf16->copy_of(w) : nullptr;
-  ZAYA_CHECK(copy != nullptr, "internal error: expert activations kept in bf16 need the experts' bf16 weights");
-  return copy;
-}
-
 }  // namespace
 
 void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t T, int64_t ep_ranks, bool keep_bf16, Arena& arena) {
@@ -163,7 +155,7 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     if (n == 0) continue;
     if (a.keep_bf16) {
       linear_forward_bf16_keep(a.h_X2F + r0 * 2 * F, xe + r0 * D, a.xe_bf16 + a.bf16_offsets[e] * D,
-                               bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
+                               scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
       continue;
     }
     linear_forward<float>(a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
@@ -179,7 +171,7 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     if (n == 0) continue;
     if (a.keep_bf16) {
       linear_forward_bf16_keep(ye + r0 * D, act + r0 * F, a.act_bf16 + a.bf16_offsets[e] * F,
-                               bf16_copy(w.fc2_EDF + e * D * F), n, F, D, false);
+                               scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D, false);
       continue;
     }
     linear_forward<float>(ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
@@ -213,8 +205,8 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     zero_fill(s.dact_XF + r0 * F, n * F);
     if (a.keep_bf16) {
       linear_backward_bf16_kept(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr,
-                                dye + r0 * D, a.act_bf16 + a.bf16_offsets[e] * F, bf16_copy(w.fc2_EDF + e * D * F), n,
-                                F, D);
+                                dye + r0 * D, a.act_bf16 + a.bf16_offsets[e] * F,
+                                scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D);
       continue;
     }
     linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
@@ -236,7 +228,7 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     if (a.keep_bf16) {
       linear_backward_bf16_kept(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
                                 s.dh_X2F + r0 * 2 * F, a.xe_bf16 + a.bf16_offsets[e] * D,
-                                bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
+                                scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
       continue;
     }
     linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,

@@ -108,6 +108,12 @@ Bf16GemmScope::~Bf16GemmScope() { g_current = previous_; }
 
 const Bf16Weights* current_bf16_weights() { return g_current; }
 
+const uint16_t* scoped_bf16_copy(const float* w) {
+  const uint16_t* copy = g_current != nullptr ? g_current->copy_of(w) : nullptr;
+  ZAYA_CHECK(copy != nullptr, "internal error: an input kept in bf16 needs its weight's bf16 copy (bf16 GEMMs)");
+  return copy;
+}
+
 void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t width) {
   Scratch& s = scratch();
   s.a.get(a_elements);

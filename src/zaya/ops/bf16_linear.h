@@ -50,6 +50,10 @@ class Bf16GemmScope {
 // The weights of the innermost live scope (null: none).
 const Bf16Weights* current_bf16_weights();
 
+// The bf16 copy of w in the live scope, for callers that run only under bf16
+// GEMMs (inputs kept in bf16, below); an internal error when there is none.
+const uint16_t* scoped_bf16_copy(const float* w);
+
 // Sizes the conversion scratch (process-wide) for operands of up to
 // `a_elements` (x, or dy) and `b_elements` (x in backward) values and output
 // rows up to `width` wide, so the step loop does not allocate; a larger call

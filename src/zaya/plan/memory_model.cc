@@ -6,7 +6,7 @@
 
 namespace zaya {
 
-double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute recompute, bool bf16_expert_inputs) {
+double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute recompute, bool bf16_inputs) {
   const double D = double(c.hidden), Q = double(c.q_width()), K = double(c.kv_width());
   const double P = Q + 2 * K, C = double(c.conv_channels()), R = double(c.router_hidden);
   const double N = double(c.router_slots()), F = double(c.expert_ffn), J = double(c.top_k), k = J * (1 - skip);
@@ -16,6 +16,11 @@ double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute r
   // half-layer its normed input, RMS statistic and output (and the embedding
   // output), one set of them under full recomputation.
   const double stream = (half_layers + 1) * D + (recompute == Recompute::kFull ? 1 : half_layers + 1) * (2 * D + 1);
+  // Kept in bf16: the attention blocks' normed inputs (half each, one float32
+  // buffer shared) and the experts' routed rows and SwiGLU output (below).
+  const bool bf16_attention_inputs = bf16_inputs && !recomputes_attention(recompute);
+  const bool bf16_expert_inputs = bf16_inputs && !recomputes_moe(recompute);
+  const double attention_inputs = bf16_attention_inputs ? D - blocks * D / 2 : 0;
   // AttentionActs: fused projection P, convA output C per row,
   // q/k before and after norm and RoPE, v (3Q + 3K), the output Q, per-head statistics (2H + Hk).
   const double attn = P + C + 3 * Q + 3 * K + 2 * H + Hk;
@@ -37,7 +42,7 @@ double activation_floats_per_token(const ZayaConfig& c, double skip, Recompute r
   const double scratch = (3 * C + 3 * Q + 3 * K + P) + (3 * J * D + J + k * (2 * D + 3 * F) + 2 * N + 7 * R) + 4 * D +
                          (bf16_expert_inputs ? k * (D + F) : 0);
   // The loss and log-sum-exp rows.
-  return stream + attn_sets * attn + moe_sets * moe + eda + scratch + 2;
+  return stream + attention_inputs + attn_sets * attn + moe_sets * moe + eda + scratch + 2;
 }
 
 MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& L) {
@@ -70,9 +75,8 @@ MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& L) {
   // (model/attention_block.h: 6 buffers of B x S x kv_width floats).
   const double T = double(L.micro_batch * L.seq_len) / double(L.cp);
   const double act_bytes = L.cpu_trainer || !mixed ? 4 : 2;
-  // zaya.cpp's trainer keeps the experts' GEMM inputs in bf16 under bf16 GEMMs (model/model.h).
-  const bool bf16_expert_inputs = L.cpu_trainer && mixed && !recomputes_moe(L.recompute);
-  m.activations = T * activation_floats_per_token(c, L.skip_fraction, L.recompute, bf16_expert_inputs) * act_bytes;
+  // zaya.cpp's trainer keeps the inputs only GEMMs read in bf16 under bf16 GEMMs (model/model.h).
+  m.activations = T * activation_floats_per_token(c, L.skip_fraction, L.recompute, L.cpu_trainer && mixed) * act_bytes;
   if (L.cp > 1) m.activations += 6 * double(L.micro_batch * L.seq_len) * double(c.kv_width()) * 4;
   // f32 logits (zaya_high_prec), with a GPU stack also their gradient.
   m.logits = T * double(c.vocab_size) * 4 * (L.cpu_trainer ? 1 : 2);

@@ -14,8 +14,8 @@
 //                buffers of model/attention_block.h and moe_block.h; one set
 //                for the recomputed ones: layout.recompute), and the backward
 //                scratch; float32 on the CPU trainer (with bf16 GEMMs the
-//                experts' routed rows and SwiGLU output kept as bf16 where
-//                MoE blocks are not recomputed), the GEMM dtype on GPUs
+//                inputs only GEMMs read kept as bf16 where their block kind
+//                is not recomputed), the GEMM dtype on GPUs
 //   logits       f32 logits (on GPUs also their gradient)
 
 #include <cstdint>
@@ -40,10 +40,12 @@ MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& layout);
 // per sequence and the per-thread attention scratch).
 // Routed rows count top_k (1 - skip_fraction) per token: the rows an expert
 // buffer holds (zaya.cpp reserves top_k x ep rows per token for dropless
-// expert parallelism and touches those the tokens use). bf16_expert_inputs:
-// the experts' GEMM inputs kept as bf16 (half a float a value, without each
-// expert's padding) with one float32 set in the scratch (model/moe_experts.h).
+// expert parallelism and touches those the tokens use). bf16_inputs: the
+// inputs only GEMMs read kept as bf16 where each layer keeps its own (half a
+// float a value, without the row padding), with one float32 set for the
+// forward (model/model.h: the experts' routed rows and SwiGLU output, the
+// attention blocks' normed inputs).
 double activation_floats_per_token(const ZayaConfig& c, double skip_fraction, Recompute recompute,
-                                   bool bf16_expert_inputs = false);
+                                   bool bf16_inputs = false);
 
 }  // namespace zaya

@@ -65,8 +65,7 @@ void StepNumerics::rebuild_workspace() {
   workspace_.reset();
   workspace_ = std::make_unique<ModelWorkspace>(
       config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
-      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"),
-      bf16_ && !(lora_ && lora_->config().has_expert_targets()));
+      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"), bf16_ && !lora_);
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config());
   // Every micro-batch of a step (compute_gradients draws them all first).
