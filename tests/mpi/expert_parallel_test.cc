@@ -300,8 +300,9 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
   build_expert_plan(bf16_rows.plan, tokens[me].choice_TJ.data(), T, K);
   f32_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
   bf16_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
-  if (rows > 0)
+  if (rows > 0) {
     EXPECT_NE(0, std::memcmp(f32_rows.acts.y_MD, got.acts.y_MD, sizeof(float) * rows * D)) << "not bf16, " << where;
+  }
   EXPECT_EQ(0, std::memcmp(f32_rows.acts.y_MD, bf16_rows.acts.y_MD, sizeof(float) * rows * D)) << "bf16 y, " << where;
   EXPECT_EQ(0, std::memcmp(f32_rows.dxp_MD.data(), bf16_rows.dxp_MD.data(), sizeof(float) * rows * D))
       << "bf16 dxp, " << where;
