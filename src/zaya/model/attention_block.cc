@@ -136,7 +136,9 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
     if (a.x_bf16_TD != nullptr) {
-      ZAYA_CHECK(lora == nullptr, "internal error: LoRA adapters read the attention input in float32");
+      for (LoraTarget t : kQkvTargets)
+        ZAYA_CHECK(lora == nullptr || !lora->has(t),
+                   "internal error: a q/k/v adapter reads the attention input in float32");
       linear_forward_bf16_keep(a.qkv_TP, x_TD, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P, false);
     } else {
       linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);

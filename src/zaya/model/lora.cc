@@ -107,6 +107,12 @@ bool LoraConfig::has_expert_targets() const {
   return false;
 }
 
+bool LoraConfig::has_qkv_targets() const {
+  for (LoraTarget x : {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed})
+    if (targets_has(x)) return true;
+  return false;
+}
+
 LoraSlot lora_slot(const ZayaConfig& c, LoraTarget t) {
   const int64_t D = c.hidden, Q = c.q_width(), K = c.kv_width(), half = K / 2;
   const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;

@@ -89,6 +89,8 @@ struct LoraConfig {
   double scale() const { return alpha / double(rank); }
   bool targets_has(LoraTarget t) const;
   bool has_expert_targets() const;
+  // Whether an adapter sits on the fused q/k/v projection (reading the attention block's normed input).
+  bool has_qkv_targets() const;
 };
 
 // Where a target sits in its base weight: rows [row_offset, row_offset + out)

@@ -397,6 +397,48 @@ TEST(Lora, FrozenBaseViewsGiveTheSameAdapterGradientsBitwise) {
       }
 }
 
+// bf16 GEMMs with the inputs only GEMMs read kept in bf16 where no adapter
+// reads them (bf16_kept_inputs): the adapters' gradients are the bits of a
+// workspace that keeps every input in float32, for adapters on the
+// attention projections (the experts' inputs kept), on o_proj and the router
+// (both kinds kept) and on every target (none kept).
+TEST(Lora, Bf16KeptInputsGiveTheSameAdapterGradientsBitwise) {
+  const ZayaConfig c = testing::model_test_config();
+  Batch batch;
+  auto adapter_grads = [&](const LoraConfig& lc, Bf16KeptInputs kept) {
+    ZayaModel model(c);
+    model.init(1);
+    model.enable_bf16_gemms();
+    LoraAdapters adapters(c, lc);
+    randomize(adapters, 5);
+    model.set_lora(&adapters);
+    ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, Recompute::kNone, kept);
+    ws.reserve_bf16_gemms();
+    ws.enable_lora(c, adapters.config());
+    ws.set_lora_dropout(true, 9, 2);
+    model_forward(model, ws, batch.ids.data(), batch.targets.data(), kB, kS, {});
+    std::vector<float> lora(size_t(adapters.total_floats()), 0.0f);
+    const ModelWeights g = bind_weights(c, model.params(), nullptr);
+    const LoraViews gv = adapters.bind(lora.data());
+    model_backward(model, ws, g, 1.0f / float(kB * kS), 0.5f, {}, nullptr, &gv);
+    return lora;
+  };
+  const LoraConfig outside = lora_config(0.3, {LoraTarget::kO, LoraTarget::kRouterDown, LoraTarget::kRouterFc1});
+  const LoraConfig attention = lora_config(0.3), every = lora_config(0, all_lora_targets());
+  EXPECT_TRUE(bf16_kept_inputs(&outside).attention && bf16_kept_inputs(&outside).experts);
+  EXPECT_TRUE(!bf16_kept_inputs(&attention).attention && bf16_kept_inputs(&attention).experts);
+  EXPECT_FALSE(bf16_kept_inputs(&every).any());
+  for (const LoraConfig* lc : {&outside, &attention}) {
+    const std::vector<float> f32 = adapter_grads(*lc, Bf16KeptInputs{}),
+                             kept = adapter_grads(*lc, bf16_kept_inputs(lc));
+    EXPECT_GT(std::count_if(kept.begin(), kept.end(), [](float v) { return v != 0.0f; }), 0);
+    EXPECT_EQ(0, std::memcmp(f32.data(), kept.data(), sizeof(float) * f32.size())) << lc->targets.size() << " targets";
+  }
+  // A workspace that keeps an input in bf16 refuses adapters that read it.
+  ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, Recompute::kNone, bf16_kept_inputs(nullptr));
+  testing::expect_error([&] { ws.enable_lora(c, attention); }, "read inputs this workspace keeps in bf16 only");
+}
+
 class LoraPeft : public ::testing::Test {
  protected:
   void SetUp() override {

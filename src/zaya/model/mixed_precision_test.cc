@@ -107,7 +107,7 @@ TEST(MixedPrecision, Bf16GradientsAgreeWithFloat32InDirection) {
 
 // The inputs only GEMMs read (the experts' routed rows and SwiGLU output, the
 // attention blocks' normed inputs) kept only as their bf16 rounding
-// (ModelWorkspace's bf16_activations): the loss and every gradient are the bits of the
+// (Bf16KeptInputs): the loss and every gradient are the bits of the
 // workspace that keeps them in float32, with and without recomputation of
 // either block kind.
 TEST(MixedPrecision, Bf16KeptActivationsGiveTheSameBits) {
@@ -117,7 +117,8 @@ TEST(MixedPrecision, Bf16KeptActivationsGiveTheSameBits) {
   g.model->enable_bf16_gemms();
   for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe}) {
     auto run = [&](bool keep_bf16, float* loss_out) {
-      ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, r, keep_bf16);
+      ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, r,
+                        keep_bf16 ? bf16_kept_inputs(nullptr) : Bf16KeptInputs{});
       ws.reserve_bf16_gemms();
       const MoeLossOptions loss{0.01f, 0.001f};
       const LossParts parts = model_forward(*g.model, ws, g.ids.data(), g.targets.data(), g.B, g.S, loss);
@@ -153,7 +154,8 @@ TEST(MixedPrecision, Bf16KeptActivationsShrinkTheWorkspace) {
   const int64_t experts_kept = L * (4 * X * (D + F) - 2 * (X + padding) * (D + F)), experts_scratch = 4 * X * (D + F);
   const int64_t attention_kept = L * (4 * T * D - 2 * bf16_padded_rows(T) * D) - 4 * T * D;
   for (Recompute r : {Recompute::kNone, Recompute::kAttention, Recompute::kMoe, Recompute::kFull}) {
-    const ModelWorkspace f32(c, B, S, true, nullptr, nullptr, r, false), kept(c, B, S, true, nullptr, nullptr, r, true);
+    const ModelWorkspace f32(c, B, S, true, nullptr, nullptr, r),
+        kept(c, B, S, true, nullptr, nullptr, r, bf16_kept_inputs(nullptr));
     const int64_t acts = (recomputes_moe(r) ? 0 : experts_kept) + (recomputes_attention(r) ? 0 : attention_kept);
     const int64_t scratch = recomputes_moe(r) ? 0 : experts_scratch;
     EXPECT_EQ(f32.activation_bytes() - kept.activation_bytes(), acts) << recompute_name(r);
@@ -167,7 +169,7 @@ TEST(MixedPrecision, Bf16KeptActivationsShrinkTheWorkspace) {
 TEST(MixedPrecision, Bf16KeptActivationsNeedBf16Gemms) {
   Golden g;
   const ZayaConfig& c = g.model->config();
-  ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, Recompute::kNone, true);
+  ModelWorkspace ws(c, g.B, g.S, true, nullptr, nullptr, Recompute::kNone, bf16_kept_inputs(nullptr));
   testing::expect_error([&] { model_forward(*g.model, ws, g.ids.data(), g.targets.data(), g.B, g.S, {}); },
                         "needs a model with bf16 GEMMs");
 }

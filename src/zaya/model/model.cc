@@ -132,14 +132,16 @@ void ZayaModel::refresh_bf16_weights() {
     if (!bf16_only_role(e.role)) convert_to_bf16(bf16_arena_.get() + e.offset, param_data() + e.offset, e.numel);
 }
 
+Bf16KeptInputs bf16_kept_inputs(const LoraConfig* lora) {
+  Bf16KeptInputs kept;
+  kept.attention = lora == nullptr || !lora->has_qkv_targets();
+  kept.experts = lora == nullptr || !lora->has_expert_targets();
+  return kept;
+}
+
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp,
-                               Recompute recompute, bool bf16_activations)
-    : max_batch_(B),
-      max_seq_(S_full),
-      training_(training),
-      recompute_(recompute),
-      bf16_activations_(bf16_activations),
-      ep_(ep) {
+                               Recompute recompute, Bf16KeptInputs kept)
+    : max_batch_(B), max_seq_(S_full), training_(training), recompute_(recompute), kept_(kept), ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
   ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks", c.experts,
              ep_ranks);
@@ -173,8 +175,8 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   // need one float32 set for the forward. The attention blocks' normed inputs
   // then share one float32 buffer (a recomputed attention block reads its
   // input in float32 again).
-  const bool keep_expert_bf16 = bf16_activations && !recomputes_moe(recompute);
-  const bool keep_attention_bf16 = bf16_activations && !recomputes_attention(recompute);
+  const bool keep_expert_bf16 = kept.experts && !recomputes_moe(recompute);
+  const bool keep_attention_bf16 = kept.attention && !recomputes_attention(recompute);
   auto carve_acts = [&](Arena& a) {
     res_TD_.clear();
     x_TD_.clear();
@@ -250,7 +252,8 @@ void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {
   const int64_t rank = lora.rank;
   ZAYA_CHECK(rank >= 1, "LoRA rank {} must be >= 1", rank);
   if (lora_rank_ == rank && lora_targets_ == lora.targets) return;
-  ZAYA_CHECK(!bf16_activations_, "internal error: LoRA adapters read float32 activations; this workspace keeps bf16");
+  ZAYA_CHECK(!(kept_.experts && lora.has_expert_targets()) && !(kept_.attention && lora.has_qkv_targets()),
+             "internal error: these LoRA targets read inputs this workspace keeps in bf16 only");
   const int64_t T = max_batch_ * max_seq_ / std::max(cp_size(), 1);
   // Rows an expert target's branch may see: every routed row this rank's experts receive.
   const int64_t X = expert_row_capacity(c, T, ep_ != nullptr ? ep_->size() : 1);
@@ -335,7 +338,7 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
              "batch {} x sequence {} does not fit the workspace ({} x {})", B, S, ws.max_batch_, ws.max_seq_);
   const int64_t D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
   const Bf16GemmScope precision(model.bf16_weights());
-  ZAYA_CHECK(!ws.bf16_activations_ || model.bf16_weights() != nullptr,
+  ZAYA_CHECK(!ws.kept_.any() || model.bf16_weights() != nullptr,
              "internal error: a workspace keeping bf16 activations needs a model with bf16 GEMMs");
   // This rank's rows: whole sequences, or its chunks of each (context parallelism).
   const ContextParallel* cp = nullptr;

@@ -121,6 +121,18 @@ struct LossParts {
   double xent_mean() const { return xent_tokens > 0 ? xent_sum / double(xent_tokens) : 0.0; }
 };
 
+// Mixed precision (docs/model.md "Precision"): the activations that only
+// GEMMs read, kept for the backward as the bf16 rounding those GEMMs read.
+struct Bf16KeptInputs {
+  bool attention = false;  // each attention block's normed input (model/attention_block.h)
+  bool experts = false;    // the experts' routed rows and SwiGLU output (model/moe_experts.h)
+  bool any() const { return attention || experts; }
+};
+
+// What a run with bf16 GEMMs keeps in bf16: every such input but those its
+// LoRA adapters (null: none) read in float32.
+Bf16KeptInputs bf16_kept_inputs(const LoraConfig* lora);
+
 class ModelWorkspace {
  public:
   // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
@@ -131,16 +143,14 @@ class ModelWorkspace {
   // (model/context_parallel.h). A group of one rank runs the same exchanges
   // with itself (tests). recompute: which blocks keep one shared set of
   // activations, recomputed by model_backward (model/recompute.h); the
-  // gradients are bitwise those of Recompute::kNone. bf16_activations: the
-  // activations only GEMMs read (the experts' routed rows and SwiGLU output,
-  // the attention blocks' normed inputs) are kept as their bf16 rounding
-  // alone (model/moe_experts.h, attention_block.h) where each layer keeps
-  // its own (not for a recomputed block kind, where the one shared set would
-  // cost more than it saves); every pass must then run the model with bf16
-  // GEMMs (ZayaModel::enable_bf16_gemms) and without LoRA adapters. The
-  // results are the same bits.
+  // gradients are bitwise those of Recompute::kNone. kept: the inputs that
+  // only GEMMs read kept as their bf16 rounding alone (Bf16KeptInputs) where
+  // each layer keeps its own (not for a recomputed block kind, where the one
+  // shared set would cost more than it saves); every pass must then run the
+  // model with bf16 GEMMs (ZayaModel::enable_bf16_gemms), and LoRA adapters
+  // must not read those inputs. The results are the same bits.
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
-                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone, bool bf16_activations = false);
+                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone, Bf16KeptInputs kept = {});
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -191,7 +201,7 @@ class ModelWorkspace {
   int64_t max_batch_, max_seq_;
   bool training_;
   Recompute recompute_ = Recompute::kNone;
-  bool bf16_activations_ = false;
+  Bf16KeptInputs kept_;
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
   CcaConvShape bf16_conv_;

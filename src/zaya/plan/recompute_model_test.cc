@@ -35,7 +35,8 @@ TEST(RecomputeModel, ActivationBytesMatchTheWorkspaceWithin15Percent) {
         L.recompute = r;
         const MemoryPrediction m = predict_memory(c, L);
         const bool bf16 = std::string(dtype) == "bf16";
-        const double real = double(ModelWorkspace(c, k.batch, k.seq, true, nullptr, nullptr, r, bf16).bytes());
+        const Bf16KeptInputs kept = bf16 ? bf16_kept_inputs(nullptr) : Bf16KeptInputs{};
+        const double real = double(ModelWorkspace(c, k.batch, k.seq, true, nullptr, nullptr, r, kept).bytes());
         const double predicted = m.activations + m.logits;
         std::printf("%s %lld x %lld %s %-9s workspace %.2f MB, planned %.2f MB (%+.1f%%)\n", k.preset,
                     (long long)k.batch, (long long)k.seq, dtype, recompute_name(r).c_str(), real / 1e6, predicted / 1e6,

@@ -65,7 +65,8 @@ void StepNumerics::rebuild_workspace() {
   workspace_.reset();
   workspace_ = std::make_unique<ModelWorkspace>(
       config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
-      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"), bf16_ && !lora_);
+      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"),
+      bf16_ ? bf16_kept_inputs(lora_ ? &lora_->config() : nullptr) : Bf16KeptInputs{});
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config());
   // Every micro-batch of a step (compute_gradients draws them all first).
