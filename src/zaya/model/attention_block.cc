@@ -46,8 +46,6 @@ AttentionShape attn_shape(const ZayaConfig& c, int64_t block, const BatchShape& 
   s.doc_pos = b.doc_pos_T;
   return s;
 }
-// The adapters on rows of the fused projection (o_proj has its own).
-constexpr LoraTarget kQkvTargets[] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed};
 
 // The block's RoPE table: sliding blocks have their own base (spec §12).
 const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b) {
@@ -136,7 +134,7 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   {
     ZAYA_PROFILE_SCOPE("attn.fwd.qkv_proj");
     if (a.x_bf16_TD != nullptr) {
-      for (LoraTarget t : kQkvTargets)
+      for (LoraTarget t : kLoraQkvTargets)
         ZAYA_CHECK(lora == nullptr || !lora->has(t),
                    "internal error: a q/k/v adapter reads the attention input in float32");
       linear_forward_bf16_keep(a.qkv_TP, x_TD, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P, false);
@@ -144,7 +142,7 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
       linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
     }
     if (lora != nullptr) {
-      for (LoraTarget t : kQkvTargets) {
+      for (LoraTarget t : kLoraQkvTargets) {
         const LoraMatrices& m = (*lora->weights)[size_t(t)];
         if (m.a_rI == nullptr) continue;
         lora_forward<float>(a.qkv_TP + lora_slot(c, t).row_offset, lora->h[size_t(t)], x_TD, m.a_rI, m.b_Or,
@@ -295,7 +293,7 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
   }
   if (lora != nullptr) {
-    for (LoraTarget t : kQkvTargets) {
+    for (LoraTarget t : kLoraQkvTargets) {
       const LoraMatrices& m = (*lora->weights)[size_t(t)];
       if (m.a_rI == nullptr) continue;
       const LoraMatrices& gm = (*lora->grads)[size_t(t)];

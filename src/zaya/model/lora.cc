@@ -108,7 +108,7 @@ bool LoraConfig::has_expert_targets() const {
 }
 
 bool LoraConfig::has_qkv_targets() const {
-  for (LoraTarget x : {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed})
+  for (LoraTarget x : kLoraQkvTargets)
     if (targets_has(x)) return true;
   return false;
 }

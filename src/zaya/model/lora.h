@@ -59,6 +59,9 @@ enum class LoraTarget : uint8_t {
 inline constexpr int kLoraTargetCount = 11;
 // The attention targets are the first ones (their dropout streams predate the others).
 inline constexpr int kLoraAttentionTargetCount = 5;
+// The targets on the fused q/k/v projection (they read the attention block's normed input).
+inline constexpr std::array<LoraTarget, 4> kLoraQkvTargets = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent,
+                                                              LoraTarget::kVDelayed};
 
 enum class LoraTargetKind : uint8_t { kAttention, kRouter, kExpert };
 LoraTargetKind lora_target_kind(LoraTarget target);
