@@ -228,8 +228,8 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   recompute_stats_.reset(c.router_slots());
   // The bf16 operands: x or dy (a) and x in backward (b), by token rows (T) or routed rows (X).
   const int64_t X = expert_row_capacity(c, T, ep_ranks), F = c.expert_ffn, P = c.q_width() + 2 * c.kv_width();
-  const int64_t Tp = (T + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket;
-  const int64_t Xp = (X + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket;
+  const int64_t Tp = bf16_padded_rows(T);
+  const int64_t Xp = bf16_padded_rows(X);
   const int64_t token_width = std::max({V, P, D, c.q_width(), c.router_hidden, c.router_slots()});
   bf16_a_ = std::max(Tp * token_width, Xp * std::max(2 * F, D));
   bf16_b_ = std::max(Tp * std::max({D, c.q_width(), c.router_hidden}), Xp * std::max(D, F));
