@@ -9,6 +9,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/row_max.h"
 
@@ -30,10 +31,6 @@ struct Task {
   int32_t head;  // KV head (row path) or query head (block path)
   int64_t row0;  // first query row of the block (block path), -1 for the row path
 };
-
-// A cache element as float: f32 as is, bf16 widened exactly.
-inline float widen(float v) { return v; }
-inline float widen(uint16_t v) { return bf16_to_float(v); }
 
 // f(p) with p typed as the span's element type.
 template <typename F>
@@ -196,10 +193,7 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
           const auto* k = ks + t * ld;
           for (int64_t g = 0; g < G; ++g) {
             const float* qg = q + g * d;
-            float dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int64_t c = 0; c < d; ++c) dot += qg[c] * widen(k[c]);
-            scratch[g * keys + off + t] = dot * scale;
+            scratch[g * keys + off + t] = dot_widened(k, qg, d) * scale;
           }
         }
       });
@@ -214,7 +208,7 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
             const float pr = scratch[g * keys + off + t];
             float* og = o + g * d;
 #pragma omp simd
-            for (int64_t c = 0; c < d; ++c) og[c] += pr * widen(v[c]);
+            for (int64_t c = 0; c < d; ++c) og[c] += pr * widen_element(v[c]);
           }
         }
       });
@@ -254,11 +248,11 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
                    [&](const void* kc, const void* vc, bool bf16, int64_t stride, int64_t n, int64_t off) {
                      with_elements(kc, bf16, [&](auto k) {
                        for (int64_t t = 0; t < n; ++t)
-                         for (int64_t c = 0; c < d; ++c) kg[(off + t) * d + c] = widen(k[t * stride + c]);
+                         for (int64_t c = 0; c < d; ++c) kg[(off + t) * d + c] = widen_element(k[t * stride + c]);
                      });
                      with_elements(vc, bf16, [&](auto v) {
                        for (int64_t t = 0; t < n; ++t)
-                         for (int64_t c = 0; c < d; ++c) vg[(off + t) * d + c] = widen(v[t * stride + c]);
+                         for (int64_t c = 0; c < d; ++c) vg[(off + t) * d + c] = widen_element(v[t * stride + c]);
                      });
                    });
     kb = kg;

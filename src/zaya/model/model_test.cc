@@ -216,6 +216,10 @@ TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithSlidingWindow) {
 // With every block sliding, information travels at most W - 1 positions per
 // attention (plus the convolutions' two rows and the value shift's one), so a
 // token far enough back cannot change a logit; with full attention it does.
+// "Cannot change" is up to float32 rounding: the changed token routes to other
+// experts, so the experts' row counts change, and oneDNN's float32 GEMM may
+// sum a row in another order for another row count (seen with AVX2 kernels:
+// 1.3e-7 here, where full attention moves the far logits by about 0.1).
 TEST(Model, SlidingWindowLimitsHowFarBackATokenReaches) {
   const int64_t B = 1, S = 40, W = 3;
   std::vector<int32_t> ids(S), changed;
@@ -231,8 +235,8 @@ TEST(Model, SlidingWindowLimitsHowFarBackATokenReaches) {
     for (int64_t v = 0; v < V; ++v) {
       const int64_t i = t * V + v;
       if (t > reach) {
-        ASSERT_EQ(a[i], b[i]) << "position " << t << " sees token 0 through a window of " << W;
-        far_changed_full |= fa[i] != fb[i];
+        ASSERT_NEAR(a[i], b[i], 1e-5) << "position " << t << " sees token 0 through a window of " << W;
+        far_changed_full |= std::fabs(fa[i] - fb[i]) > 1e-3;
       }
       if (t <= W - 1) near_changed |= a[i] != b[i];
     }

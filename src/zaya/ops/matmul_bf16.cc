@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
@@ -22,9 +23,17 @@ using dnnl::memory;
 
 // One primitive and its three memory objects per GEMM shape, built on first
 // use; later calls only swap the data pointers (no allocation).
+// On a CPU where oneDNN has no bf16 matmul (AVX2 only: oneDNN 2.x needs at
+// least AVX-512 for bf16) the primitive is a float32 one and `widened` is
+// set: run() first widens the bf16 operands into float32 scratch (exact: every
+// bf16 value is a float32 value), so the product is still bf16 operands with
+// float32 accumulation, only slower than float32 GEMMs (`auto` picks float32
+// there). a_span, b_span: elements from the operand's first to its last.
 struct Gemm {
   dnnl::matmul primitive;
   memory a, b, c;
+  bool widened = false;
+  int64_t a_span = 0, b_span = 0;
 };
 
 struct Context {
@@ -35,6 +44,9 @@ struct Context {
   std::map<Key, Gemm> cache;
   using BatchedKey = std::array<int64_t, 31>;  // dims and strides of a, b, c; accumulate
   std::map<BatchedKey, Gemm> batched;
+  // The widened operands of the float32 fallback, grown to the largest GEMM
+  // on first use and shared by all shapes (calls hold the mutex).
+  std::vector<float> a_f32, b_f32;
 };
 
 Context& context() {
@@ -42,30 +54,74 @@ Context& context() {
   return c;
 }
 
+// One operand's dims and strides (elements).
+struct Layout {
+  memory::dims dims, strides;
+  memory::desc desc(memory::data_type dt) const { return memory::desc(dims, dt, strides); }
+  // Elements from the first to the last: 1 + sum (dim - 1) * stride.
+  int64_t span() const {
+    int64_t n = 1;
+    for (size_t d = 0; d < dims.size(); ++d) n += (dims[d] - 1) * strides[d];
+    return n;
+  }
+};
+
 // Logical [rows, cols] view of a row-major matrix stored untransposed with
 // leading dimension ld (transposed: stored [cols, rows]).
-memory::desc view(int64_t rows, int64_t cols, int64_t ld, bool transposed, memory::data_type dt) {
-  return transposed ? memory::desc({rows, cols}, dt, memory::dims{1, ld})
-                    : memory::desc({rows, cols}, dt, memory::dims{ld, 1});
+Layout view(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  return Layout{{rows, cols}, transposed ? memory::dims{1, ld} : memory::dims{ld, 1}};
 }
 
-// The primitive C (+)= A B for these layouts (bf16 A and B, float32 C); throws dnnl::error.
-Gemm build(const Context& ctx, const memory::desc& a_md, const memory::desc& b_md, const memory::desc& c_md,
-           bool accumulate) {
+dnnl::matmul::primitive_desc matmul_pd(const Context& ctx, const memory::desc& a_md, const memory::desc& b_md,
+                                       const memory::desc& c_md, bool accumulate) {
   dnnl::primitive_attr attr;
   if (accumulate) {
     dnnl::post_ops sum;
     sum.append_sum(1.0f);
     attr.set_post_ops(sum);
   }
-  auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
-  return Gemm{dnnl::matmul(pd), memory(a_md, ctx.engine, nullptr), memory(b_md, ctx.engine, nullptr),
-              memory(c_md, ctx.engine, nullptr)};
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, ctx.engine);
+}
+
+// The primitive C (+)= A B for these layouts (bf16 A and B, float32 C): oneDNN's
+// bf16 matmul, or where this CPU has none the float32 one on widened operands.
+// Throws dnnl::error when neither builds.
+Gemm build(const Context& ctx, const Layout& a, const Layout& b, const Layout& c, bool accumulate) {
+  const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+  try {
+    auto pd = matmul_pd(ctx, a.desc(bf16), b.desc(bf16), c.desc(f32), accumulate);
+    return Gemm{dnnl::matmul(pd), memory(a.desc(bf16), ctx.engine, nullptr), memory(b.desc(bf16), ctx.engine, nullptr),
+                memory(c.desc(f32), ctx.engine, nullptr)};
+  } catch (const dnnl::error&) {
+  }
+  auto pd = matmul_pd(ctx, a.desc(f32), b.desc(f32), c.desc(f32), accumulate);
+  return Gemm{dnnl::matmul(pd),
+              memory(a.desc(f32), ctx.engine, nullptr),
+              memory(b.desc(f32), ctx.engine, nullptr),
+              memory(c.desc(f32), ctx.engine, nullptr),
+              true,
+              a.span(),
+              b.span()};
+}
+
+// dst[i] = src[i] widened to float32, in parallel.
+void widen(float* dst, const uint16_t* src, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
 }
 
 void run(Context& ctx, Gemm& g, const uint16_t* A, const uint16_t* B, float* C) {
-  g.a.set_data_handle(const_cast<uint16_t*>(A));
-  g.b.set_data_handle(const_cast<uint16_t*>(B));
+  if (g.widened) {
+    if (ctx.a_f32.size() < size_t(g.a_span)) ctx.a_f32.resize(size_t(g.a_span));
+    if (ctx.b_f32.size() < size_t(g.b_span)) ctx.b_f32.resize(size_t(g.b_span));
+    widen(ctx.a_f32.data(), A, g.a_span);
+    widen(ctx.b_f32.data(), B, g.b_span);
+    g.a.set_data_handle(ctx.a_f32.data());
+    g.b.set_data_handle(ctx.b_f32.data());
+  } else {
+    g.a.set_data_handle(const_cast<uint16_t*>(A));
+    g.b.set_data_handle(const_cast<uint16_t*>(B));
+  }
   g.c.set_data_handle(C);
   g.primitive.execute(ctx.stream, {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
   ctx.stream.wait();
@@ -87,13 +143,13 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
   const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate};
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) {
-    const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
-    const memory::desc a_md = view(M, K, lda, trans_a, bf16), b_md = view(K, N, ldb, trans_b, bf16);
-    const memory::desc c_md = view(M, N, ldc, false, f32);
     try {
-      it = ctx.cache.emplace(key, build(ctx, a_md, b_md, c_md, accumulate)).first;
+      it = ctx.cache
+               .emplace(key, build(ctx, view(M, K, lda, trans_a), view(K, N, ldb, trans_b), view(M, N, ldc, false),
+                                   accumulate))
+               .first;
     } catch (const dnnl::error& e) {
-      fail("oneDNN cannot build a bf16 matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
+      fail("oneDNN cannot build a bf16 (or widened float32) matmul {}x{}x{} on this CPU: {}", M, N, K, e.what());
     }
   }
   run(ctx, it->second, A, B, C);
@@ -116,17 +172,14 @@ void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const Batche
   key[k] = accumulate ? 1 : 0;
   auto it = ctx.batched.find(key);
   if (it == ctx.batched.end()) {
-    auto desc = [](const BatchedMatrix& m, memory::data_type dt) {
-      return memory::desc(memory::dims(m.dims.begin(), m.dims.end()), dt,
-                          memory::dims(m.strides.begin(), m.strides.end()));
+    auto layout = [](const BatchedMatrix& m) {
+      return Layout{memory::dims(m.dims.begin(), m.dims.end()), memory::dims(m.strides.begin(), m.strides.end())};
     };
-    const memory::desc a_md = desc(a, memory::data_type::bf16), b_md = desc(b, memory::data_type::bf16);
-    const memory::desc c_md = desc(c, memory::data_type::f32);
     try {
-      it = ctx.batched.emplace(key, build(ctx, a_md, b_md, c_md, accumulate)).first;
+      it = ctx.batched.emplace(key, build(ctx, layout(a), layout(b), layout(c), accumulate)).first;
     } catch (const dnnl::error& e) {
-      fail("oneDNN cannot build a batched bf16 matmul ({}x{} by {}x{}) on this CPU: {}", a.dims[3], a.dims[4],
-           b.dims[3], b.dims[4], e.what());
+      fail("oneDNN cannot build a batched bf16 (or widened float32) matmul ({}x{} by {}x{}) on this CPU: {}", a.dims[3],
+           a.dims[4], b.dims[3], b.dims[4], e.what());
     }
   }
   run(ctx, it->second, A, B, C);

@@ -18,6 +18,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
@@ -111,18 +112,12 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
 
 #else  // portable
 
-inline float widen(float v) { return v; }
-inline float widen(uint16_t v) { return bf16_to_float(v); }
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
                  int64_t ldy, bool accumulate) {
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t t = 0; t < tokens; ++t) {
-      const float* xt = x + t * ldx;
-      float s = 0;
-      const W* wr = w + r * in;
-#pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < in; ++i) s += widen(wr[i]) * xt[i];
+      const float s = dot_widened(w + r * in, x + t * ldx, in);
       float* dst = y + t * ldy + r;
       *dst = accumulate ? *dst + s : s;
     }
