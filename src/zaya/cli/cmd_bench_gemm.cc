@@ -88,7 +88,9 @@ void bench_gemm(const BenchGemmCliOptions& o) {
   const GemmRunOptions r = gemm_run_options(o);
   for (GemmDType d : r.dtypes)
     if (d == GemmDType::kBF16 && !bf16_gemm_is_native())
-      fmt::print("# note: this CPU has neither AVX512-BF16 nor AMX; oneDNN emulates bf16 (slower than f32)\n");
+      fmt::print(
+          "# note: this CPU has neither AVX512-BF16 nor AMX; bf16 GEMMs are emulated (by oneDNN on AVX-512, as "
+          "float32 GEMMs of the widened operands on AVX2), slower than f32\n");
   int done = 0;
   const bool progress = isatty(STDERR_FILENO);
   std::vector<std::string> skipped;

@@ -47,6 +47,7 @@ struct Context {
   // The widened operands of the float32 fallback, grown to the largest GEMM
   // on first use and shared by all shapes (calls hold the mutex).
   std::vector<float> a_f32, b_f32;
+  bool force_widened = false;  // force_widened_bf16_gemms
 };
 
 Context& context() {
@@ -84,24 +85,26 @@ dnnl::matmul::primitive_desc matmul_pd(const Context& ctx, const memory::desc& a
 }
 
 // The primitive C (+)= A B for these layouts (bf16 A and B, float32 C): oneDNN's
-// bf16 matmul, or where this CPU has none the float32 one on widened operands.
-// Throws dnnl::error when neither builds.
+// bf16 matmul, or where this CPU has none (or the tests force it) the float32
+// one on widened operands. Throws dnnl::error when neither builds.
 Gemm build(const Context& ctx, const Layout& a, const Layout& b, const Layout& c, bool accumulate) {
   const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
-  try {
-    auto pd = matmul_pd(ctx, a.desc(bf16), b.desc(bf16), c.desc(f32), accumulate);
-    return Gemm{dnnl::matmul(pd), memory(a.desc(bf16), ctx.engine, nullptr), memory(b.desc(bf16), ctx.engine, nullptr),
-                memory(c.desc(f32), ctx.engine, nullptr)};
-  } catch (const dnnl::error&) {
+  const memory::desc c_md = c.desc(f32);
+  if (!ctx.force_widened) {
+    try {
+      auto pd = matmul_pd(ctx, a.desc(bf16), b.desc(bf16), c_md, accumulate);
+      return Gemm{dnnl::matmul(pd), memory(a.desc(bf16), ctx.engine, nullptr),
+                  memory(b.desc(bf16), ctx.engine, nullptr), memory(c_md, ctx.engine, nullptr)};
+    } catch (const dnnl::error&) {  // no bf16 matmul on this CPU: the fallback below
+    }
   }
-  auto pd = matmul_pd(ctx, a.desc(f32), b.desc(f32), c.desc(f32), accumulate);
-  return Gemm{dnnl::matmul(pd),
-              memory(a.desc(f32), ctx.engine, nullptr),
-              memory(b.desc(f32), ctx.engine, nullptr),
-              memory(c.desc(f32), ctx.engine, nullptr),
-              true,
-              a.span(),
-              b.span()};
+  Gemm g{dnnl::matmul(matmul_pd(ctx, a.desc(f32), b.desc(f32), c_md, accumulate)),
+         memory(a.desc(f32), ctx.engine, nullptr), memory(b.desc(f32), ctx.engine, nullptr),
+         memory(c_md, ctx.engine, nullptr)};
+  g.widened = true;
+  g.a_span = a.span();
+  g.b_span = b.span();
+  return g;
 }
 
 // dst[i] = src[i] widened to float32, in parallel.
@@ -183,6 +186,14 @@ void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const Batche
     }
   }
   run(ctx, it->second, A, B, C);
+}
+
+void force_widened_bf16_gemms(bool on) {
+  Context& ctx = context();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.force_widened = on;
+  ctx.cache.clear();
+  ctx.batched.clear();
 }
 
 bool bf16_gemm_is_native() {

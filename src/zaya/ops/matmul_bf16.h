@@ -37,8 +37,13 @@ struct BatchedMatrix {
 void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
                          const BatchedMatrix& c, float* C, bool accumulate = false);
 
+// For tests: from now on build every bf16 GEMM as the float32 fallback that
+// CPUs without oneDNN bf16 matmuls run (operands widened first), or (false)
+// as oneDNN's bf16 matmul where it has one. Clears the primitive caches.
+void force_widened_bf16_gemms(bool on);
+
 // True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX); without
-// them oneDNN would emulate bf16, slower than float32.
+// them bf16 is emulated (by oneDNN on AVX-512, by widening on AVX2), slower than float32.
 bool bf16_gemm_is_native();
 
 // What `auto` picks (train.precision, optim.ns_dtype): bf16 GEMMs only where
