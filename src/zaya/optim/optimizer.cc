@@ -28,6 +28,16 @@ void OptimizerConfig::validate(const std::string& source) const {
   ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
 }
 
+// dst[c, r] = scale * src[r, c] for a [rows, cols] src, in 32 x 32 tiles.
+void transpose(float* dst, const float* src, int64_t rows, int64_t cols, float scale) {
+  constexpr int64_t kTile = 32;
+#pragma omp parallel for collapse(2) schedule(static) if (rows * cols > 65536)
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) dst[c * rows + r] = scale * src[r * cols + c];
+}
+
 void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16) {
   constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
   const int64_t m = std::min(rows, cols);
@@ -74,22 +84,28 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
     }
     return;
   }
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-  for (int s = 0; s < steps; ++s) {
-    // A = X X^T (wide) or X^T X (tall); B = b A + c A A
-    if (wide)
-      gemm<float>(false, true, m, m, cols, 1.0f, x, cols, x, cols, 0.0f, A, m);
-    else
-      gemm<float>(true, false, m, m, rows, 1.0f, x, cols, x, cols, 0.0f, A, m);
-    std::memcpy(B, A, sizeof(float) * m * m);
-    gemm<float>(false, false, m, m, m, c, A, m, A, m, b, B, m);
-    // X = a X + B X (wide) or a X + X B (tall; B is symmetric)
-    std::memcpy(y, x, sizeof(float) * rows * cols);
-    if (wide)
-      gemm<float>(false, false, rows, cols, m, 1.0f, B, m, y, cols, a, x, cols);
-    else
-      gemm<float>(false, false, rows, cols, m, 1.0f, y, cols, B, m, a, x, cols);
+  // float32: the iteration runs on the wide form (a tall X is transposed into
+  // scratch and back), and the square product as A A^T (A is symmetric), so
+  // every GEMM has the layouts oneDNN's sgemm runs fastest: on AVX2 the
+  // X^T X (tn) and A A (nn) forms ran at 64-70% of its peak at 512 x 512,
+  // the X X^T and A A^T (nt) ones at 90-100% (docs/performance.md).
+  float* w = x;  // [m, k]: X, or X^T when X is tall
+  const int64_t k = n / m;
+  if (!wide) {
+    w = A + 2 * m * m;  // after y, A, B
+    transpose(w, x, rows, cols, inv);
+  } else {
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
   }
+  for (int s = 0; s < steps; ++s) {
+    // A = W W^T; B = b A + c A A^T; W = a W + B W
+    gemm<float>(false, true, m, m, k, 1.0f, w, k, w, k, 0.0f, A, m);
+    std::memcpy(B, A, sizeof(float) * m * m);
+    gemm<float>(false, true, m, m, m, c, A, m, A, m, b, B, m);
+    std::memcpy(y, w, sizeof(float) * n);
+    gemm<float>(false, false, m, k, m, 1.0f, B, m, y, k, a, w, k);
+  }
+  if (!wide) transpose(x, w, cols, rows, 1.0f);
 }
 
 Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config, const std::vector<size_t>* owned)

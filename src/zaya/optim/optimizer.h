@@ -35,7 +35,7 @@ struct OptimizerConfig {
 };
 
 // Newton-Schulz orthogonalisation of x_OI (in place), quintic coefficients
-// (3.4445, -4.7750, 2.0315) as in Muon. scratch: R*C + 2*m*m floats, m = min(R, C);
+// (3.4445, -4.7750, 2.0315) as in Muon. scratch: 2*R*C + 2*m*m floats, m = min(R, C);
 // scratch16 (R*C + m*m bf16 values) selects bf16 GEMMs (float32 accumulation
 // and iterate), null selects float32 GEMMs.
 void newton_schulz(float* x_OI, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16);

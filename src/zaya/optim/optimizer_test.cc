@@ -29,7 +29,7 @@ TEST(NewtonSchulz, OrthogonalisesAndIsTransposeConsistent) {
   std::vector<float> x = random_matrix(r * c, 1), xt(c * r);
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) xt[j * r + i] = x[i * c + j];
-  std::vector<float> scratch(r * c + 2 * m * m);
+  std::vector<float> scratch(2 * r * c + 2 * m * m);
   std::vector<float> x16 = x;  // the bf16 variant, checked below
   newton_schulz(x.data(), r, c, 5, scratch.data(), nullptr);
   newton_schulz(xt.data(), c, r, 5, scratch.data(), nullptr);
