@@ -28,6 +28,8 @@ void OptimizerConfig::validate(const std::string& source) const {
   ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
 }
 
+namespace {
+
 // dst[c, r] = scale * src[r, c] for a [rows, cols] src, in 32 x 32 tiles.
 void transpose(float* dst, const float* src, int64_t rows, int64_t cols, float scale) {
   constexpr int64_t kTile = 32;
@@ -37,6 +39,26 @@ void transpose(float* dst, const float* src, int64_t rows, int64_t cols, float s
       for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) dst[c * rows + r] = scale * src[r * cols + c];
 }
+
+// C = alpha W W^T + beta C for W [m, k] and a symmetric C [m, m]. The result
+// is symmetric, so with h = m / 2 two GEMMs compute rows [0, h) and the
+// bottom-right block, and the bottom-left block is the mirror of the top-right:
+// 3/4 of the multiply-adds. Below 256 rows the halves are too small to pay,
+// and one GEMM does it all.
+void symmetric_product(const float* w, int64_t m, int64_t k, float alpha, float beta, float* C) {
+  const int64_t h = m / 2;
+  if (m < 256) {
+    gemm<float>(false, true, m, m, k, alpha, w, k, w, k, beta, C, m);
+    return;
+  }
+  gemm<float>(false, true, h, m, k, alpha, w, k, w, k, beta, C, m);
+  gemm<float>(false, true, m - h, m - h, k, alpha, w + h * k, k, w + h * k, k, beta, C + h * m + h, m);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = h; i < m; ++i)
+    for (int64_t j = 0; j < h; ++j) C[i * m + j] = C[j * m + i];
+}
+
+}  // namespace
 
 void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16) {
   constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
@@ -88,7 +110,8 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   // scratch and back), and the square product as A A^T (A is symmetric), so
   // every GEMM has the layouts oneDNN's sgemm runs fastest: on AVX2 the
   // X^T X (tn) and A A (nn) forms ran at 64-70% of its peak at 512 x 512,
-  // the X X^T and A A^T (nt) ones at 90-100% (docs/performance.md).
+  // the X X^T and A A^T (nt) ones at 90-100% (docs/performance.md). Both
+  // products with a symmetric result compute 3/4 of it (symmetric_product).
   float* w = x;  // [m, k]: X, or X^T when X is tall
   const int64_t k = n / m;
   if (!wide) {
@@ -98,10 +121,10 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
   }
   for (int s = 0; s < steps; ++s) {
-    // A = W W^T; B = b A + c A A^T; W = a W + B W
-    gemm<float>(false, true, m, m, k, 1.0f, w, k, w, k, 0.0f, A, m);
+    // A = W W^T; B = b A + c A A^T; W = a W + B W (A and B symmetric)
+    symmetric_product(w, m, k, 1.0f, 0.0f, A);
     std::memcpy(B, A, sizeof(float) * m * m);
-    gemm<float>(false, true, m, m, m, c, A, m, A, m, b, B, m);
+    symmetric_product(A, m, m, c, b, B);
     std::memcpy(y, w, sizeof(float) * n);
     gemm<float>(false, false, m, k, m, 1.0f, B, m, y, k, a, w, k);
   }

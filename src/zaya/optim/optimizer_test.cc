@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "zaya/core/rng.h"
@@ -50,6 +51,40 @@ TEST(NewtonSchulz, OrthogonalisesAndIsTransposeConsistent) {
     norm += double(x[i]) * x[i];
   }
   EXPECT_LT(std::sqrt(diff / norm), 0.05);
+}
+
+// The float32 iteration at sizes where it splits its symmetric products
+// (m >= 256) and transposes a tall matrix: the textbook iteration in float64
+// (A = X X^T or X^T X, B = b A + c A A, X = a X + B X or X B) within float32
+// rounding (a block left out of the split products would be far off).
+TEST(NewtonSchulz, Float32MatchesTheFloat64IterationAtSplitSizes) {
+  for (const auto& [r, c] : std::vector<std::pair<int64_t, int64_t>>{{256, 320}, {320, 256}, {257, 257}}) {
+    const int64_t m = std::min(r, c), n = r * c;
+    std::vector<float> x = random_matrix(n, 7 + r);
+    std::vector<double> ref(x.begin(), x.end()), A(m * m), B(m * m), y(n);
+    double ss = 0;
+    for (double v : ref) ss += v * v;
+    for (double& v : ref) v /= std::sqrt(ss) + 1e-7;
+    const bool wide = r <= c;
+    for (int s = 0; s < 5; ++s) {
+      gemm<double>(!wide, wide, m, m, wide ? c : r, 1.0, ref.data(), c, ref.data(), c, 0.0, A.data(), m);
+      gemm<double>(false, false, m, m, m, 2.0315, A.data(), m, A.data(), m, 0.0, B.data(), m);
+      for (int64_t i = 0; i < m * m; ++i) B[i] += -4.7750 * A[i];
+      if (wide)
+        gemm<double>(false, false, r, c, m, 1.0, B.data(), m, ref.data(), c, 0.0, y.data(), c);
+      else
+        gemm<double>(false, false, r, c, m, 1.0, ref.data(), c, B.data(), m, 0.0, y.data(), c);
+      for (int64_t i = 0; i < n; ++i) ref[i] = 3.4445 * ref[i] + y[i];
+    }
+    std::vector<float> scratch(2 * n + 2 * m * m);
+    newton_schulz(x.data(), r, c, 5, scratch.data(), nullptr);
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      diff += (x[i] - ref[i]) * (x[i] - ref[i]);
+      norm += ref[i] * ref[i];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-4) << r << " x " << c;
+  }
 }
 
 TEST(Optimizer, AdamWFirstStepAndMuonRms) {

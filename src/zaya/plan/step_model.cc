@@ -98,16 +98,25 @@ double gemm_seconds(const GemmModel& model, const std::string& dtype, const Mode
 
 // Newton-Schulz GEMMs of one rows x cols matrix (optim/optimizer.cc): per
 // step in bf16 A = X X^T (or X^T X), B = b A + c A A, X = a X + B X (or X B);
-// in float32 the same on the wide form W (X, or X^T when tall) with the
-// square product as A A^T: A = W W^T, B = b A + c A A^T, W = a W + B W.
+// in float32 the same on the wide form W (X, or X^T when tall), with the two
+// symmetric products A = W W^T and A A^T as two GEMMs each from 256 rows on
+// (rows [0, m/2) in full, then the bottom-right block): W = a W + B W.
 double newton_schulz_seconds(const GemmModel& model, const std::string& dtype, int64_t rows, int64_t cols, int steps) {
   const int64_t m = std::min(rows, cols), k = std::max(rows, cols);
-  const bool wide = rows <= cols, f32 = dtype == "f32";
-  GemmShape gram{m, m, k, !wide && !f32, wide || f32};
-  GemmShape square{m, m, m, false, f32};
-  GemmShape apply{f32 ? m : rows, f32 ? k : cols, m, false, false};
-  return steps * (model.estimate(dtype, gram).seconds + model.estimate(dtype, square).seconds +
-                  model.estimate(dtype, apply).seconds);
+  auto seconds = [&](const GemmShape& g) { return model.estimate(dtype, g).seconds; };
+  if (dtype == "f32") {
+    auto symmetric = [&](int64_t inner) {
+      if (m < 256) return seconds(GemmShape{m, m, inner, false, true});
+      const int64_t h = m / 2;
+      return seconds(GemmShape{h, m, inner, false, true}) + seconds(GemmShape{m - h, m - h, inner, false, true});
+    };
+    return steps * (symmetric(k) + symmetric(m) + seconds(GemmShape{m, k, m, false, false}));
+  }
+  const bool wide = rows <= cols;
+  GemmShape gram{m, m, k, !wide, wide};
+  GemmShape square{m, m, m, false, false};
+  GemmShape apply{rows, cols, m, false, false};
+  return steps * (seconds(gram) + seconds(square) + seconds(apply));
 }
 
 }  // namespace
