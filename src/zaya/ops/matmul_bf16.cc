@@ -48,7 +48,13 @@ struct Context {
   // on first use and shared by all shapes (calls hold the mutex).
   std::vector<float> a_f32, b_f32;
   bool force_widened = false;  // force_widened_bf16_gemms
+  int native = -1;             // oneDNN builds bf16 matmuls here: 1 yes, 0 no, -1 not probed yet
 };
+
+// The largest B operand the fallback widens in one call (64 MB of float32): a
+// bigger one (an LM head of 262,144 x 2,048) is split into blocks of N (B
+// transposed, as weights are) or of K, so its scratch stays small.
+constexpr int64_t kMaxWidenedB = int64_t(1) << 24;
 
 Context& context() {
   static Context c;
@@ -132,6 +138,26 @@ void run(Context& ctx, Gemm& g, const uint16_t* A, const uint16_t* B, float* C) 
 
 }  // namespace
 
+namespace {
+
+// Whether bf16 GEMMs take the widened fallback (call under ctx.mutex).
+bool widened(Context& ctx) {
+  if (ctx.force_widened) return true;
+  if (ctx.native < 0) {
+    try {
+      const Layout probe = view(16, 16, 16, false);
+      matmul_pd(ctx, probe.desc(memory::data_type::bf16), probe.desc(memory::data_type::bf16),
+                probe.desc(memory::data_type::f32), false);
+      ctx.native = 1;
+    } catch (const dnnl::error&) {
+      ctx.native = 0;
+    }
+  }
+  return ctx.native == 0;
+}
+
+}  // namespace
+
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   if (M == 0 || N == 0) return;
@@ -141,6 +167,24 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     return;
   }
   Context& ctx = context();
+  bool split = false;
+  {
+    std::lock_guard<std::mutex> lock(ctx.mutex);
+    split = widened(ctx) && N * K > kMaxWidenedB && (trans_b ? N : K) > 1;
+  }
+  if (split && trans_b) {  // B [N, K]: blocks of its rows, each a block of C's columns
+    const int64_t nb = std::max<int64_t>(1, kMaxWidenedB / K);
+    for (int64_t n0 = 0; n0 < N; n0 += nb)
+      gemm_bf16(trans_a, true, M, std::min(nb, N - n0), K, A, lda, B + n0 * ldb, ldb, C + n0, ldc, accumulate);
+    return;
+  }
+  if (split) {  // B [K, N]: blocks of K, summed into C
+    const int64_t kb = std::max<int64_t>(1, kMaxWidenedB / N);
+    for (int64_t k0 = 0; k0 < K; k0 += kb)
+      gemm_bf16(trans_a, false, M, N, std::min(kb, K - k0), trans_a ? A + k0 * lda : A + k0, lda, B + k0 * ldb, ldb, C,
+                ldc, accumulate || k0 > 0);
+    return;
+  }
   std::lock_guard<std::mutex> lock(ctx.mutex);
   LibraryCall library_call;
   const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate};

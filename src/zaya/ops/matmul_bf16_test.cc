@@ -85,5 +85,24 @@ TEST(Bf16Gemm, NativeAndWidenedFallbackBothGiveTheBf16Product) {
   force_widened_bf16_gemms(false);
 }
 
+// A B operand over the fallback's 64 MB of widened scratch (2^24 floats) is
+// split into blocks of N (B transposed) or of K: the same product.
+TEST(Bf16Gemm, WidenedFallbackSplitsABigOperand) {
+  force_widened_bf16_gemms(true);
+  const int64_t M = 3, N = 4099, K = 4111;  // N * K > 2^24
+  const std::vector<uint16_t> A = random_bf16(size_t(M * K), 31), B = random_bf16(size_t(N * K), 32);
+  for (int trans_b = 0; trans_b < 2; ++trans_b) {
+    const int64_t ldb = trans_b ? K : N;
+    const std::vector<double> ref = reference(false, trans_b == 1, M, N, K, A, K, B, ldb);
+    for (int accumulate = 0; accumulate < 2; ++accumulate) {
+      std::vector<float> C(size_t(M * N), 1.0f);
+      gemm_bf16(false, trans_b == 1, M, N, K, A.data(), K, B.data(), ldb, C.data(), N, accumulate == 1);
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_NEAR(C[size_t(i)], ref[size_t(i)] + accumulate, 1e-3) << trans_b << " " << accumulate << " " << i;
+    }
+  }
+  force_widened_bf16_gemms(false);
+}
+
 }  // namespace bf16_gemm_test
 }  // namespace zaya
