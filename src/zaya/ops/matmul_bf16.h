@@ -2,7 +2,10 @@
 // bfloat16 GEMMs with float32 results through oneDNN's matmul primitive, which
 // uses AMX or AVX512-BF16 where the CPU has them (on 2 cores: Intel AMX about
 // 2 TFLOP/s against 0.35 for float32; whether bf16 pays depends on the CPU,
-// bf16_gemm_outruns_f32 below).
+// bf16_gemm_outruns_f32 below). Where oneDNN has no bf16 matmul at all
+// (AVX2-only CPUs) the operands are widened and a float32 matmul runs: the
+// same bf16-operand, float32-accumulation product, slower than float32 (a B
+// operand over 64 MB widened is split into blocks of N or K).
 // Used where bf16 inputs are the accepted practice: Muon's Newton-Schulz
 // iteration and the linear layers of mixed-precision training
 // (ops/bf16_linear.h). Primitives are created once per shape and cached.
