@@ -136,10 +136,6 @@ void run(Context& ctx, Gemm& g, const uint16_t* A, const uint16_t* B, float* C) 
   ctx.stream.wait();
 }
 
-}  // namespace
-
-namespace {
-
 // Whether bf16 GEMMs take the widened fallback (call under ctx.mutex).
 bool widened(Context& ctx) {
   if (ctx.force_widened) return true;
@@ -167,12 +163,10 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     return;
   }
   Context& ctx = context();
-  bool split = false;
-  {
-    std::lock_guard<std::mutex> lock(ctx.mutex);
-    split = widened(ctx) && N * K > kMaxWidenedB && (trans_b ? N : K) > 1;
-  }
-  if (split && trans_b) {  // B [N, K]: blocks of its rows, each a block of C's columns
+  std::unique_lock<std::mutex> lock(ctx.mutex);
+  const bool split = widened(ctx) && N * K > kMaxWidenedB && (trans_b ? N : K) > 1;
+  if (split) lock.unlock();  // each block locks again
+  if (split && trans_b) {    // B [N, K]: blocks of its rows, each a block of C's columns
     const int64_t nb = std::max<int64_t>(1, kMaxWidenedB / K);
     for (int64_t n0 = 0; n0 < N; n0 += nb)
       gemm_bf16(trans_a, true, M, std::min(nb, N - n0), K, A, lda, B + n0 * ldb, ldb, C + n0, ldc, accumulate);
@@ -185,7 +179,6 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
                 ldc, accumulate || k0 > 0);
     return;
   }
-  std::lock_guard<std::mutex> lock(ctx.mutex);
   LibraryCall library_call;
   const Context::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate};
   auto it = ctx.cache.find(key);
