@@ -9,7 +9,7 @@
 
 namespace zaya {
 
-TokenLogprob token_logprob(const float* logits, int64_t vocab, int32_t target) {
+TargetLogprob target_logprob(const float* logits, int64_t vocab, int32_t target) {
   float mx = -std::numeric_limits<float>::infinity();
   int64_t arg = 0;
   for (int64_t v = 0; v < vocab; ++v)
@@ -36,7 +36,7 @@ struct RowTarget {
 void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int64_t vocab, std::vector<float>& buf,
                 int64_t block) {
   const int64_t V = engine.config().vocab_size, R = engine.logit_rows();
-  std::vector<TokenLogprob> out(rows.size());
+  std::vector<TargetLogprob> out(rows.size());
   size_t e = 0;
   for (int64_t r0 = 0; r0 < R && e < rows.size(); r0 += block) {
     const int64_t r1 = std::min(R, r0 + block);
@@ -48,7 +48,7 @@ void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int
 #pragma omp parallel for schedule(static) if (n > 1)
     for (int64_t i = 0; i < n; ++i) {
       const RowTarget& t = rows[e + i];
-      out[e + i] = token_logprob(buf.data() + (t.row - r0) * V, vocab, t.target);
+      out[e + i] = target_logprob(buf.data() + (t.row - r0) * V, vocab, t.target);
     }
     e = e1;
   }

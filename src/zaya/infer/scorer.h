@@ -52,10 +52,10 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
 
 // log p(target) and whether target is the argmax, from one row of logits over
 // ids [0, vocab) (the padding rows beyond are excluded).
-struct TokenLogprob {
+struct TargetLogprob {
   double logprob = 0;
   bool greedy = false;
 };
-TokenLogprob token_logprob(const float* logits, int64_t vocab, int32_t target);
+TargetLogprob target_logprob(const float* logits, int64_t vocab, int32_t target);
 
 }  // namespace zaya

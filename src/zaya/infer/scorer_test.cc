@@ -24,17 +24,17 @@ std::vector<double> reference_logprobs(const ZayaModel& model, const std::vector
   const std::vector<float> logits = reference_logits(model, seq);
   std::vector<double> lp(seq.size(), 0.0);
   for (size_t i = 1; i < seq.size(); ++i)
-    lp[i] = token_logprob(logits.data() + (i - 1) * c.vocab_size, c.real_vocab_size, seq[i]).logprob;
+    lp[i] = target_logprob(logits.data() + (i - 1) * c.vocab_size, c.real_vocab_size, seq[i]).logprob;
   return lp;
 }
 
 TEST(Scorer, TokenLogprobIsLogSoftmax) {
   const float logits[4] = {1.0f, 3.0f, 2.0f, 100.0f};  // the last column is padding
-  const TokenLogprob a = token_logprob(logits, 3, 1);
+  const TargetLogprob a = target_logprob(logits, 3, 1);
   const double lse = std::log(std::exp(1.0) + std::exp(3.0) + std::exp(2.0));
   EXPECT_NEAR(a.logprob, 3.0 - lse, 1e-12);
   EXPECT_TRUE(a.greedy);
-  EXPECT_FALSE(token_logprob(logits, 3, 2).greedy);
+  EXPECT_FALSE(target_logprob(logits, 3, 2).greedy);
 }
 
 // Groups with shared prefixes and 1..4 continuations, through 3 slots and
