@@ -9,6 +9,7 @@
 #include <set>
 
 #include "zaya/bench/report_builder.h"
+#include "zaya/bench/report_json.h"
 #include "zaya/bench/report_plot.h"
 
 namespace zaya {
@@ -16,41 +17,30 @@ namespace {
 
 using nlohmann::json;
 
-double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
-std::string str(const json& j, const char* key, const std::string& fallback = "") {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-const json& array_of(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  return j.contains(key) && j[key].is_array() ? j[key] : kEmpty;
-}
-
-std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
-
 // Decode ms/step against the roofline for one file: a line per batch over the
 // context lengths (or per context over the batch sizes, when there are more
 // batch sizes than contexts), the DRAM roofline dashed in the same colour.
 ReportFigure decode_figure(const ReportInput& in, const std::string& name) {
   std::set<double> batches, contexts;
-  for (const json& p : array_of(in.doc, "decode")) {
-    batches.insert(num(p, "batch"));
-    contexts.insert(num(p, "context"));
+  for (const json& p : json_array(in.doc, "decode")) {
+    batches.insert(json_number(p, "batch"));
+    contexts.insert(json_number(p, "context"));
   }
   const bool over_context = contexts.size() >= batches.size();
   std::map<double, PlotSeries> measured, roofline;
-  for (const json& p : array_of(in.doc, "decode")) {
-    const double line = over_context ? num(p, "batch") : num(p, "context"),
-                 x = over_context ? num(p, "context") : num(p, "batch");
+  for (const json& p : json_array(in.doc, "decode")) {
+    const double line = over_context ? json_number(p, "batch") : json_number(p, "context"),
+                 x = over_context ? json_number(p, "context") : json_number(p, "batch");
     const std::string what = over_context ? fmt::format("batch {:g}", line) : fmt::format("context {:g}", line);
     PlotSeries& m = measured[line];
     m.label = what;
     m.x.push_back(x);
-    m.y.push_back(num(p, "ms_per_step"));
+    m.y.push_back(json_number(p, "ms_per_step"));
     PlotSeries& r = roofline[line];
     r.label = what + " roofline";
     r.style = LineStyle::kDashed;
     r.x.push_back(x);
-    r.y.push_back(num(p, "roofline_ms"));
+    r.y.push_back(json_number(p, "roofline_ms"));
   }
   std::vector<PlotSeries> series;
   size_t i = 0;
@@ -60,7 +50,7 @@ ReportFigure decode_figure(const ReportInput& in, const std::string& name) {
     series.push_back(roofline[line]);
   }
   const std::string title = fmt::format("decode ms per token vs the roofline: {} ({} weights, {:g} GB/s DRAM)", name,
-                                        str(in.doc, "weights_dtype", "?"), num(in.doc, "dram_gbps"));
+                                        json_string(in.doc, "weights_dtype", "?"), json_number(in.doc, "dram_gbps"));
   return line_figure("infer_decode_" + file_slug(std::filesystem::path(in.path).stem().string()) + ".svg", title,
                      over_context ? "context (tokens)" : "batch (sequences)", "ms per decode step", AxisScale::kLog10,
                      AxisScale::kLog10, series);
@@ -76,24 +66,26 @@ ReportSection infer_report_section(const std::vector<const ReportInput*>& inputs
   std::vector<PlotSeries> prefill;
   for (const ReportInput* in : inputs) {
     const json& d = in->doc;
-    const std::string file = base_name(in->path), name = str(d, "model", file);
-    runs.push_back({file, name, str(d, "weights_dtype", "?"), fixed(num(d, "threads"), 0),
-                    d.value("bf16_activations", true) ? "bf16" : "f32", fixed(num(d, "dram_gbps"), 1),
-                    fixed(num(d.value("weight_bytes", json::object()), "total") / 1e6, 1)});
-    for (const json& p : array_of(d, "decode"))
-      decode.push_back({file, fixed(num(p, "batch"), 0), fixed(num(p, "context"), 0), fixed(num(p, "ms_per_step"), 3),
-                        fixed(num(p, "tokens_per_second"), 1), fixed(num(p, "bytes_per_step") / 1e6, 2),
-                        fixed(num(p, "roofline_ms"), 3), fixed(num(p, "ratio_to_roofline"), 2),
-                        num(p, "working_set_roofline_ms") > 0 ? fixed(num(p, "working_set_roofline_ms"), 3) : "-"});
+    const std::string file = file_base_name(in->path), name = json_string(d, "model", file);
+    runs.push_back({file, name, json_string(d, "weights_dtype", "?"), fixed(json_number(d, "threads"), 0),
+                    d.value("bf16_activations", true) ? "bf16" : "f32", fixed(json_number(d, "dram_gbps"), 1),
+                    fixed(json_number(d.value("weight_bytes", json::object()), "total") / 1e6, 1)});
+    for (const json& p : json_array(d, "decode"))
+      decode.push_back(
+          {file, fixed(json_number(p, "batch"), 0), fixed(json_number(p, "context"), 0),
+           fixed(json_number(p, "ms_per_step"), 3), fixed(json_number(p, "tokens_per_second"), 1),
+           fixed(json_number(p, "bytes_per_step") / 1e6, 2), fixed(json_number(p, "roofline_ms"), 3),
+           fixed(json_number(p, "ratio_to_roofline"), 2),
+           json_number(p, "working_set_roofline_ms") > 0 ? fixed(json_number(p, "working_set_roofline_ms"), 3) : "-"});
     PlotSeries s{fmt::format("{} ({})", name, file), {}, {}};
-    for (const json& p : array_of(d, "prefill")) {
-      s.x.push_back(num(p, "tokens"));
-      s.y.push_back(num(p, "tokens_per_second"));
-      prefill_rows.push_back(
-          {file, fixed(num(p, "tokens"), 0), fixed(num(p, "seconds"), 4), fixed(num(p, "tokens_per_second"), 0)});
+    for (const json& p : json_array(d, "prefill")) {
+      s.x.push_back(json_number(p, "tokens"));
+      s.y.push_back(json_number(p, "tokens_per_second"));
+      prefill_rows.push_back({file, fixed(json_number(p, "tokens"), 0), fixed(json_number(p, "seconds"), 4),
+                              fixed(json_number(p, "tokens_per_second"), 0)});
     }
     if (!s.x.empty()) prefill.push_back(std::move(s));
-    if (!array_of(d, "decode").empty()) sec.figures.push_back(decode_figure(*in, name));
+    if (!json_array(d, "decode").empty()) sec.figures.push_back(decode_figure(*in, name));
   }
   sec.html =
       "<p>A decode step feeds one token to each of the batch's sequences, so its time is the time per token of "

@@ -10,6 +10,7 @@
 
 #include "zaya/bench/byte_size.h"
 #include "zaya/bench/report_builder.h"
+#include "zaya/bench/report_json.h"
 #include "zaya/bench/report_plot.h"
 #include "zaya/report/svg_heatmap.h"
 #include "zaya/report/svg_line_plot.h"
@@ -19,15 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
-
-double num(const json& j, const char* key, double fallback = 0) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-std::string str(const json& j, const char* key, const std::string& fallback = "") {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-
 using Series = PlotSeries;
 
 // Labels must tell the series apart: add the file name where two coincide.
@@ -35,7 +27,7 @@ void disambiguate(std::vector<Series>& series, const std::vector<std::string>& f
   std::map<std::string, int> count;
   for (const Series& s : series) ++count[s.label];
   for (size_t i = 0; i < series.size(); ++i)
-    if (count[series[i].label] > 1) series[i].label += " [" + base_name(files[i]) + "]";
+    if (count[series[i].label] > 1) series[i].label += " [" + file_base_name(files[i]) + "]";
 }
 
 // "<stem>..." when the file's name already says what it is (gemm.json), else "<kind>_<stem>...".
@@ -55,11 +47,12 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
   std::vector<std::vector<std::string>> rows;
   for (const ReportInput* in : inputs) {
     const json& cfg = in->doc.value("config", json::object());
-    const int groups = int(num(cfg, "groups", 1));
-    const std::string split = str(cfg, "split");
+    const int groups = int(json_number(cfg, "groups", 1));
+    const std::string split = json_string(cfg, "split");
     for (const json& run : in->doc.value("runs", json::array())) {
-      const std::string coll = str(run, "collective", "?"), dtype = str(run, "dtype"), op = str(run, "op");
-      const int ranks = int(num(run, "ranks", 1));
+      const std::string coll = json_string(run, "collective", "?"), dtype = json_string(run, "dtype"),
+                        op = json_string(run, "op");
+      const int ranks = int(json_number(run, "ranks", 1));
       std::string label = fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s");
       if (groups > 1) label += fmt::format(" x {} groups ({})", groups, split);
       if (dtype != "float") label += " " + dtype;
@@ -72,7 +65,7 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
         const json& oop = row.value("out_of_place", json());
         const json& sample = oop.is_object() ? oop : row.value("in_place", json());
         if (!sample.is_object()) continue;
-        const double size = num(row, "size"), busbw = num(sample, "busbw_gbps");
+        const double size = json_number(row, "size"), busbw = json_number(sample, "busbw_gbps");
         if (size > 0) {
           s.x.push_back(size);
           s.y.push_back(busbw);
@@ -81,7 +74,7 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
           peak = busbw;
           peak_size = size;
         }
-        if (first_time < 0) first_time = num(sample, "time_us");
+        if (first_time < 0) first_time = json_number(sample, "time_us");
         for (const char* form : {"out_of_place", "in_place"}) {
           const json& x = row.value(form, json());
           if (x.is_object() && x.contains("wrong") && x["wrong"].is_number()) {
@@ -96,7 +89,7 @@ ReportSection comm_report_section(const std::vector<const ReportInput*>& inputs)
         by_ranks[ranks].first.push_back({coll, s.x, s.y});
         by_ranks[ranks].second.push_back(in->path);
       }
-      rows.push_back({base_name(in->path), coll, dtype, op, std::to_string(ranks), std::to_string(groups),
+      rows.push_back({file_base_name(in->path), coll, dtype, op, std::to_string(ranks), std::to_string(groups),
                       fixed(peak, 2), format_bytes(peak_size), fixed(first_time, 2),
                       verified ? std::to_string(wrong) : "not verified"});
     }
@@ -133,15 +126,15 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
     const json peaks_of = d.value("peak_gflops", json::object());  // .items() must not outlive it
     for (const auto& [dtype, peak_json] : peaks_of.items()) {
       const double peak = peak_json.is_number() ? peak_json.get<double>() : 0;
-      peaks.push_back({base_name(in->path), dtype, fixed(peak, 1), fixed(num(d, "membw_gbps"), 1),
-                       fixed(num(d, "membw_gbps") > 0 ? peak / num(d, "membw_gbps") : 0, 1)});
+      peaks.push_back({file_base_name(in->path), dtype, fixed(peak, 1), fixed(json_number(d, "membw_gbps"), 1),
+                       fixed(json_number(d, "membw_gbps") > 0 ? peak / json_number(d, "membw_gbps") : 0, 1)});
     }
     const json& entries = d.value("entries", json::array());
     for (const json& e : entries)
       if (e.value("falls_off", false) && falloffs.size() < 40)
-        falloffs.push_back({base_name(in->path), str(e, "dtype"), str(e, "layout"),
-                            fmt::format("{}x{}x{}", num(e, "m"), num(e, "n"), num(e, "k")),
-                            fixed(100 * num(e, "efficiency"), 1), str(e, "falloff_reason")});
+        falloffs.push_back({file_base_name(in->path), json_string(e, "dtype"), json_string(e, "layout"),
+                            fmt::format("{}x{}x{}", json_number(e, "m"), json_number(e, "n"), json_number(e, "k")),
+                            fixed(100 * json_number(e, "efficiency"), 1), json_string(e, "falloff_reason")});
     const std::string stem = figure_stem("gemm", in->path);
     if (d.contains("model") && d["model"].is_object()) {
       const json& m = d["model"];
@@ -149,13 +142,13 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
       std::map<std::string, std::pair<std::vector<std::string>, std::vector<std::string>>> axes;
       std::map<std::string, std::map<std::pair<std::string, std::string>, double>> value;
       for (const json& g : m.value("gemms", json::array())) {
-        const std::string dt = str(g, "dtype"), name = str(g, "name"), phase = str(g, "phase");
+        const std::string dt = json_string(g, "dtype"), name = json_string(g, "name"), phase = json_string(g, "phase");
         auto& [names, phases] = axes[dt];
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
         if (std::find(phases.begin(), phases.end(), phase) == phases.end()) phases.push_back(phase);
-        const int idx = int(num(g, "entry", -1));
+        const int idx = int(json_number(g, "entry", -1));
         if (idx >= 0 && idx < int(entries.size()))
-          value[dt][{name, phase}] = 100 * num(entries[size_t(idx)], "efficiency");
+          value[dt][{name, phase}] = 100 * json_number(entries[size_t(idx)], "efficiency");
       }
       for (const auto& [dt, ax] : axes) {
         std::vector<double> v;
@@ -165,8 +158,8 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
             v.push_back(it == value[dt].end() ? NAN : it->second);
           }
         HeatmapOptions opt;
-        opt.title =
-            fmt::format("{} GEMMs of {} ({} tokens), % of the {} peak", dt, str(m, "config"), num(m, "tokens"), dt);
+        opt.title = fmt::format("{} GEMMs of {} ({} tokens), % of the {} peak", dt, json_string(m, "config"),
+                                json_number(m, "tokens"), dt);
         opt.x_label = "phase";
         opt.y_label = "GEMM";
         opt.value_label = "% of peak";
@@ -180,16 +173,17 @@ ReportSection gemm_report_section(const std::vector<const ReportInput*>& inputs)
       }
       const json summary = m.value("summary", json::object());
       for (const auto& [dt, s] : summary.items())
-        models.push_back({base_name(in->path), str(m, "config"), dt, fixed(num(m, "tokens"), 0),
-                          fixed(num(m, "expert_tokens"), 0), fixed(1e3 * num(s, "gemm_seconds_per_step"), 1),
-                          fixed(num(s, "gflops"), 1), fixed(100 * num(s, "efficiency"), 1)});
+        models.push_back({file_base_name(in->path), json_string(m, "config"), dt, fixed(json_number(m, "tokens"), 0),
+                          fixed(json_number(m, "expert_tokens"), 0),
+                          fixed(1e3 * json_number(s, "gemm_seconds_per_step"), 1), fixed(json_number(s, "gflops"), 1),
+                          fixed(100 * json_number(s, "efficiency"), 1)});
       continue;
     }
     // Sweep: one heat map (M x N) per dtype, layout and K.
     std::map<std::tuple<std::string, std::string, int64_t>, std::map<std::pair<int64_t, int64_t>, double>> grids;
     for (const json& e : entries)
-      grids[{str(e, "dtype"), str(e, "layout"), int64_t(num(e, "k"))}][{int64_t(num(e, "m")), int64_t(num(e, "n"))}] =
-          100 * num(e, "efficiency");
+      grids[{json_string(e, "dtype"), json_string(e, "layout"), int64_t(json_number(e, "k"))}]
+           [{int64_t(json_number(e, "m")), int64_t(json_number(e, "n"))}] = 100 * json_number(e, "efficiency");
     int made = 0;
     for (const auto& [key, cells] : grids) {
       if (made++ >= 24) break;
@@ -246,14 +240,14 @@ ReportSection membw_report_section(const std::vector<const ReportInput*>& inputs
     std::map<std::pair<int, int>, Series> curves;  // (kernel in measured order, threads)
     std::vector<std::string> kernels;
     for (const json& p : in->doc.value("points", json::array())) {
-      const std::string k = str(p, "kernel");
-      const int t = int(num(p, "threads"));
+      const std::string k = json_string(p, "kernel");
+      const int t = int(json_number(p, "threads"));
       if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
       const int ki = int(std::find(kernels.begin(), kernels.end(), k) - kernels.begin());
       Series& s = curves[{ki, t}];
       s.label = k;
-      s.x.push_back(num(p, "working_set"));
-      s.y.push_back(num(p, "best_gbps"));
+      s.x.push_back(json_number(p, "working_set"));
+      s.y.push_back(json_number(p, "best_gbps"));
     }
     for (const auto& [key, s] : curves) {
       const std::string& kernel = kernels[size_t(key.first)];
@@ -262,7 +256,7 @@ ReportSection membw_report_section(const std::vector<const ReportInput*>& inputs
         triad[fmt::format("triad, {} threads", key.second)] = {
             fmt::format("{} thread{}", key.second, key.second == 1 ? "" : "s"), s.x, s.y};
       const double best = *std::max_element(s.y.begin(), s.y.end());
-      rows.push_back({base_name(in->path), kernel, std::to_string(key.second), fixed(s.y.front(), 1),
+      rows.push_back({file_base_name(in->path), kernel, std::to_string(key.second), fixed(s.y.front(), 1),
                       format_bytes(s.x.front()), fixed(best, 1), fixed(s.y.back(), 1), format_bytes(s.x.back())});
     }
     const std::string stem = figure_stem("membw", in->path);
@@ -296,20 +290,23 @@ ReportSection io_report_section(const std::vector<const ReportInput*>& inputs) {
     const json& d = in->doc;
     const json &w = d.value("checkpoint_write", json()), r = d.value("checkpoint_read", json());
     const json &p = d.value("random_pages", json()), s = d.value("sample_reads", json());
-    rows.push_back({base_name(in->path), w.is_object() ? fixed(num(w, "gbps"), 3) : "-",
-                    r.is_object() ? fixed(num(r, "gbps"), 3) : "-", p.is_object() ? fixed(num(p, "iops"), 0) : "-",
-                    p.is_object() ? fixed(num(p["latency_us"], "p99"), 1) : "-",
-                    s.is_object() ? fixed(num(s, "sigma"), 3) : "-",
-                    s.is_object() ? fixed(num(s, "read_amplification"), 2) : "-"});
+    rows.push_back({file_base_name(in->path), w.is_object() ? fixed(json_number(w, "gbps"), 3) : "-",
+                    r.is_object() ? fixed(json_number(r, "gbps"), 3) : "-",
+                    p.is_object() ? fixed(json_number(p, "iops"), 0) : "-",
+                    p.is_object() ? fixed(json_number(p["latency_us"], "p99"), 1) : "-",
+                    s.is_object() ? fixed(json_number(s, "sigma"), 3) : "-",
+                    s.is_object() ? fixed(json_number(s, "read_amplification"), 2) : "-"});
     const json& m = d.value("storage_model", json::object());
-    step = num(m, "step_seconds");
-    model_rows.push_back({base_name(in->path), fixed(num(m, "batch"), 0), fixed(num(m, "seq_len"), 0),
-                          fixed(num(m, "iops"), 0), fixed(num(m, "sigma"), 3), fixed(num(m, "required_iops"), 0),
-                          fixed(num(m, "break_even_seconds"), 4), fixed(step, 3),
-                          num(m, "break_even_seconds") < step ? "storage-safe" : "storage-bound"});
+    step = json_number(m, "step_seconds");
+    model_rows.push_back({file_base_name(in->path), fixed(json_number(m, "batch"), 0),
+                          fixed(json_number(m, "seq_len"), 0), fixed(json_number(m, "iops"), 0),
+                          fixed(json_number(m, "sigma"), 3), fixed(json_number(m, "required_iops"), 0),
+                          fixed(json_number(m, "break_even_seconds"), 4), fixed(step, 3),
+                          json_number(m, "break_even_seconds") < step ? "storage-safe" : "storage-bound"});
     // t_break grows linearly with sigma: t_break(sigma) = sigma * t_break(1).
-    const double per_sigma = num(m, "sigma") > 0 ? num(m, "break_even_seconds") / num(m, "sigma") : 0;
-    Series c{fmt::format("{} (I_max {:.0f} IOPS)", base_name(in->path), num(m, "iops")), {}, {}};
+    const double per_sigma =
+        json_number(m, "sigma") > 0 ? json_number(m, "break_even_seconds") / json_number(m, "sigma") : 0;
+    Series c{fmt::format("{} (I_max {:.0f} IOPS)", file_base_name(in->path), json_number(m, "iops")), {}, {}};
     for (double sg = 1; sg <= 8.0001; sg += 0.25) {
       c.x.push_back(sg);
       c.y.push_back(sg * per_sigma);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "zaya/bench/report_builder.h"
+#include "zaya/bench/report_json.h"
 #include "zaya/bench/report_metrics.h"
 #include "zaya/bench/report_plot.h"
 #include "zaya/report/svg_heatmap.h"
@@ -24,11 +25,6 @@ using nlohmann::json;
 
 constexpr size_t kMaxStepColumns = 50;  // routing heat maps: steps are averaged into at most this many columns
 constexpr size_t kStepLabels = 10;      // column labels shown, about
-
-double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
-std::string str(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 bool any_finite(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
@@ -150,9 +146,9 @@ ReportSection train_report_section(const std::vector<const ReportInput*>& inputs
   for (const ReportInput* in : inputs) {
     if (in->kind == "train") {
       const json& d = in->doc;
-      bench_rows.push_back({std::filesystem::path(in->path).filename().string(), str(d, "model"),
-                            fixed(num(d, "tokens_per_second"), 0), fixed(num(d, "step_seconds"), 3),
-                            fixed(100 * num(d, "mfu"), 1)});
+      bench_rows.push_back({std::filesystem::path(in->path).filename().string(), json_string(d, "model"),
+                            fixed(json_number(d, "tokens_per_second"), 0), fixed(json_number(d, "step_seconds"), 3),
+                            fixed(100 * json_number(d, "mfu"), 1)});
       continue;
     }
     runs.push_back(read_run_metrics(in->doc, in->path));

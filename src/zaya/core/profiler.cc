@@ -9,7 +9,7 @@
 namespace zaya {
 namespace {
 
-std::mutex g_mutex;
+std::mutex g_profiler_mutex;
 std::vector<ProfileEntry>& entries() {
   static std::vector<ProfileEntry> e;
   return e;
@@ -26,7 +26,7 @@ bool profiling_enabled() {
 }
 
 int profile_region(const char* name) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profiler_mutex);
   auto& e = entries();
   for (size_t i = 0; i < e.size(); ++i)
     if (e[i].name == name) return int(i);
@@ -35,18 +35,18 @@ int profile_region(const char* name) {
 }
 
 void profile_add(int region, double seconds) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profiler_mutex);
   entries()[region].seconds += seconds;
   entries()[region].calls += 1;
 }
 
 std::vector<ProfileEntry> profile_snapshot() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profiler_mutex);
   return entries();
 }
 
 void profile_reset() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profiler_mutex);
   for (auto& e : entries()) {
     e.seconds = 0;
     e.calls = 0;

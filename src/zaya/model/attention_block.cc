@@ -54,8 +54,6 @@ const RopeTable& rope_of(const ZayaConfig& c, int64_t block, const BatchShape& b
   return *t;
 }
 
-void zero(float* p, int64_t n) { zero_fill(p, n); }
-
 // The sequences the convolutions and the value shift run over: whole
 // sequences, or under context parallelism each of this rank's 2B chunks (with
 // the halo as their history).
@@ -204,7 +202,7 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   const RopeTable& rope = rope_of(c, block, b);
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
-  zero(s.dO_TQ, T * Q);
+  zero_fill(s.dO_TQ, T * Q);
   linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);
   if (lora != nullptr && lora->has(LoraTarget::kO)) {
     const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
@@ -213,9 +211,9 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
                          lora->shape(c, LoraTarget::kO, T, D), lora->scratch);
   }
   // attention
-  zero(s.dq_TQ, T * Q);
-  zero(s.dk_TK, T * K);
-  zero(s.dv_TK, T * K);
+  zero_fill(s.dq_TQ, T * Q);
+  zero_fill(s.dk_TK, T * K);
+  zero_fill(s.dv_TK, T * K);
   const ContextParallel* cp = b.cp;
   const bool bf16 = current_bf16_weights() != nullptr;
   if (cp == nullptr) {
@@ -238,8 +236,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     AttentionShape as = attn_shape(c, block, b);
     as.kv_seq = cp->full_seq();
     as.q_pos = b.pos_T;
-    zero(s.dk_full_BSK, full);
-    zero(s.dv_full_BSK, full);
+    zero_fill(s.dk_full_BSK, full);
+    zero_fill(s.dv_full_BSK, full);
     if (bf16 && attention_bf16_supports(as)) {
       attention_backward_bf16(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
                               a.o_TQ, a.lse_BHS, as);
@@ -254,20 +252,20 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   rope_apply<float>(s.dq_TQ, b.rope_pos_T(), T, c.q_heads, c.head_dim, rope, true);
   rope_apply<float>(s.dk_TK, b.rope_pos_T(), T, c.kv_heads, c.head_dim, rope, true);
   // QK norm
-  zero(s.dq_pre_TQ, T * Q);
-  zero(s.dk_pre_TK, T * K);
+  zero_fill(s.dq_pre_TQ, T * Q);
+  zero_fill(s.dk_pre_TK, T * K);
   l2norm_heads_backward<float>(s.dq_pre_TQ, nullptr, s.dq_TQ, a.q_pre_TQ, a.q_inv_TH, nullptr, T, c.q_heads,
                                c.head_dim);
   l2norm_heads_backward<float>(s.dk_pre_TK, g.temp_Hk, s.dk_TK, a.k_pre_TK, a.k_inv_TH, w.temp_Hk, T, c.kv_heads,
                                c.head_dim);
   // mean terms, values, convolutions -> gradient of the fused projection
-  zero(s.dqkv_TP, T * P);
+  zero_fill(s.dqkv_TP, T * P);
   cca_mean_terms_backward<float>(s.dc_TC, s.dqkv_TP, s.dq_pre_TQ, s.dk_pre_TK, mix_shape(c, b));
   const BatchShape pieces = conv_pieces(b);
   float* dhist = nullptr;
   if (cp != nullptr) {
     dhist = s.dhist_2B2P;
-    zero(dhist, 2 * b.batch * conv_halo_rows(c) * P);
+    zero_fill(dhist, 2 * b.batch * conv_halo_rows(c) * P);
   }
   cca_values_backward<float>(s.dqkv_TP, s.dv_TK, mix_shape(c, pieces), dhist);
   // Frozen taps (null views, all four together): their gradients go to the sink.

@@ -23,8 +23,6 @@
 namespace zaya {
 namespace {
 
-void zero(float* p, int64_t n) { zero_fill(p, n); }
-
 // The rows of the embedding; from its bf16 copy when the model holds it only
 // in bf16 (a frozen bf16 base), widened exactly.
 void gather_embedding(float* out_TD, const ZayaModel& model, const int32_t* ids, int64_t T, int64_t D) {
@@ -456,7 +454,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   {
     // Cross-entropy and the head (its gradient into the embedding's when tied); float32 dlogits overwrite the logits.
     ZAYA_PROFILE_SCOPE("lm_head.bwd");
-    zero(ws.dx_TD_, T * D);
+    zero_fill(ws.dx_TD_, T * D);
     const Bf16Weights* bf16 = current_bf16_weights();
     if (const uint16_t* head_bf16 = bf16 != nullptr ? bf16->copy_of(w.lm_head_VD) : nullptr) {
       // bf16 GEMMs: the gradient of the logits is written in bf16 directly.
@@ -469,10 +467,10 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
                                     c.real_vocab_size, xent_scale);
       linear_backward<float>(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
     }
-    zero(dres, T * D);
+    zero_fill(dres, T * D);
     rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
   }
-  zero(ws.moe_scratch_.eda_carry_TR, T * c.router_hidden);
+  zero_fill(ws.moe_scratch_.eda_carry_TR, T * c.router_hidden);
   // Walk back through the merges: merge n built res[n] from out[n-1] and res[n-1].
   for (int64_t n = L2; n >= 1; --n) {
     const int64_t k = n - 1;  // the block whose output we now differentiate
@@ -483,7 +481,7 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     residual_scale_backward<float>(ws.dh_TD_, gm.hs_scale_D, gm.hs_bias_D, dres_prev, gm.res_scale_D, gm.res_bias_D,
                                    dres, ws.out_TD_[n - 1], m.hs_scale_D, m.hs_bias_D, ws.res_TD_[n - 1], m.res_scale_D,
                                    m.res_bias_D, T, D);
-    zero(ws.dx_TD_, T * D);
+    zero_fill(ws.dx_TD_, T * D);
     if (k % 2 == 0) {
       attention_block_backward(c, k / 2, w.attn[k / 2], g.attn[k / 2], ws.attn_acts(k / 2), ws.attn_scratch_, shape,
                                ws.x_TD_[k], ws.dh_TD_, ws.dx_TD_, lora ? &ws.lora_[size_t(k / 2)] : nullptr);

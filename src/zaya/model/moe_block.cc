@@ -10,8 +10,6 @@
 namespace zaya {
 namespace {
 
-void zero(float* p, int64_t n) { zero_fill(p, n); }
-
 // The router's tensors of a MoE layer: its weights (P = const float) or their gradients (P = float).
 template <typename P>
 RouterParams<P> router_params(const MoeWeights& w) {
@@ -161,7 +159,7 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
   const int64_t T = b.tokens(), D = c.hidden, J = c.top_k;
   ZAYA_PROFILE_SCOPE("moe.bwd");
   // ---- experts ----
-  zero(s.dgate_TJ, T * J);
+  zero_fill(s.dgate_TJ, T * J);
   combine_backward<float>(s.dy_MD, s.dgate_TJ, dx_TD, dout_TD, a.experts.y_MD, x_TD, a.router.gate_TJ,
                           a.router.choice_TJ, a.plan, T, J, D, c.skip_slot());
   experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD, lora);

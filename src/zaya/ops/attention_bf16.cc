@@ -20,13 +20,13 @@ namespace {
 // [B, Hk, N, d], Q and dO rows [B, Hq, R, d], scores and dP [B, Hq, R, N]
 // (float32), P and dS (bf16), the block's O or dQ [B, Hq, R, d] and its dK,
 // dV [B, Hk, N, d] (float32).
-struct Scratch {
+struct AttentionScratch {
   GrowBuffer<uint16_t> k, v, k_blk, v_blk, q_blk, do_blk, p_blk, ds_blk;
   GrowBuffer<float> s_blk, dp_blk, out_blk, dk_blk, dv_blk;
 };
 
-Scratch& scratch() {
-  static Scratch s;
+AttentionScratch& attention_scratch() {
+  static AttentionScratch s;
   return s;
 }
 
@@ -115,7 +115,7 @@ struct LayerKv {
   const uint16_t* k;
   const uint16_t* v;
 };
-LayerKv layer_kv(Scratch& s, const AttentionShape& sh, const float* k_TK, const float* v_TK) {
+LayerKv layer_kv(AttentionScratch& s, const AttentionShape& sh, const float* k_TK, const float* v_TK) {
   const int64_t B = sh.batch, Sk = sh.keys(), Hk = sh.kv_heads, d = sh.head_dim;
   uint16_t* k = s.k.get(B * Hk * Sk * d);
   uint16_t* v = s.v.get(B * Hk * Sk * d);
@@ -134,7 +134,8 @@ struct BlockScores {
   uint16_t* q_blk;
   float* s_blk;
 };
-BlockScores block_scores(Scratch& s, const AttentionShape& sh, const LayerKv& kv, const float* q_TQ, int64_t i0) {
+BlockScores block_scores(AttentionScratch& s, const AttentionShape& sh, const LayerKv& kv, const float* q_TQ,
+                         int64_t i0) {
   const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
   const Block blk = block_at(sh, i0);
   const int64_t R = blk.rows, N = blk.keys;
@@ -158,7 +159,7 @@ bool attention_bf16_supports(const AttentionShape& s) { return s.doc_pos == null
 void reserve_attention_bf16_scratch(const AttentionShape& sh) {
   const int64_t B = sh.batch, Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim, N = sh.keys();
   const int64_t R = kAttentionQueryBlock;
-  Scratch& s = scratch();
+  AttentionScratch& s = attention_scratch();
   for (GrowBuffer<uint16_t>* b : {&s.k, &s.v}) b->get(B * Hk * N * d);
   for (GrowBuffer<uint16_t>* b : {&s.k_blk, &s.v_blk}) b->get(B * Hk * N * d);
   for (GrowBuffer<uint16_t>* b : {&s.q_blk, &s.do_blk}) b->get(B * Hq * R * d);
@@ -173,7 +174,7 @@ void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, cons
   ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, Hq = sh.q_heads, d = sh.head_dim;
   const float scale = 1.0f / std::sqrt(float(d));
-  Scratch& s = scratch();
+  AttentionScratch& s = attention_scratch();
   const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
     const BlockScores bs = block_scores(s, sh, kv, q_TQ, i0);
@@ -218,7 +219,7 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
   const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
   const int64_t QW = sh.q_width();
   const float scale = 1.0f / std::sqrt(float(d));
-  Scratch& s = scratch();
+  AttentionScratch& s = attention_scratch();
   const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
     // Recompute the scores; dP = dO V^T.

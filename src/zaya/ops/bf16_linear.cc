@@ -17,13 +17,13 @@ namespace {
 const Bf16Weights* g_current = nullptr;
 
 // Grow-only aligned buffers; sized by reserve_bf16_linear_scratch before the step loop.
-struct Scratch {
+struct LinearScratch {
   GrowBuffer<uint16_t> a, b;
   GrowBuffer<float> tail;
 };
 
-Scratch& scratch() {
-  static Scratch s;
+LinearScratch& linear_scratch() {
+  static LinearScratch s;
   return s;
 }
 
@@ -67,7 +67,7 @@ void gemm_rows(int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint
     r0 += m;
   }
   if (rest == 0) return;
-  float* tail = scratch().tail.get(kBf16RowBucket * N);
+  float* tail = linear_scratch().tail.get(kBf16RowBucket * N);
   gemm_bf16(false, trans_b, kBf16RowBucket, N, K, A + whole * K, K, B, ldb, tail, N, false);
   float* c = C + whole * N;
   for (int64_t r = 0; r < rest; ++r) {
@@ -115,7 +115,7 @@ const uint16_t* scoped_bf16_copy(const float* w) {
 }
 
 void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t width) {
-  Scratch& s = scratch();
+  LinearScratch& s = linear_scratch();
   s.a.get(a_elements);
   s.b.get(b_elements);
   s.tail.get(kBf16RowBucket * width);
@@ -124,7 +124,8 @@ void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t
 void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out,
                          bool accumulate) {
   if (tokens == 0) return;
-  linear_forward_bf16_keep(y_TO, x_TI, scratch().a.get(padded_rows(tokens) * in), w_OI, tokens, in, out, accumulate);
+  linear_forward_bf16_keep(y_TO, x_TI, linear_scratch().a.get(padded_rows(tokens) * in), w_OI, tokens, in, out,
+                           accumulate);
 }
 
 void linear_forward_bf16_keep(float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI, int64_t tokens,
@@ -139,13 +140,13 @@ void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const 
                           int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
+  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
   to_bf16_rows(dyb, dy_TO, tokens, out);
   linear_backward_bf16_rounded(dx_TI, dw_OI, dyb, x_TI, w_OI, tokens, in, out);
 }
 
 uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out) {
-  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
+  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
   std::memset(dyb + tokens * out, 0, sizeof(uint16_t) * (padded_rows(tokens) - tokens) * out);
   return dyb;
 }
@@ -156,7 +157,7 @@ void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dy
   ZAYA_ASSERT(!omp_in_parallel());
   uint16_t* xb = nullptr;
   if (dw_OI != nullptr) {
-    xb = scratch().b.get(padded_rows(tokens) * in);
+    xb = linear_scratch().b.get(padded_rows(tokens) * in);
     to_bf16_rows(xb, x_TI, tokens, in);
   }
   backward_both_rounded(dx_TI, dw_OI, dyb, xb, w_OI, tokens, in, out);
@@ -168,7 +169,7 @@ void linear_backward_bf16_kept(float* dx_TI, float* dw_OI, const float* dy_TO, c
                                const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  uint16_t* dyb = scratch().a.get(padded_rows(tokens) * out);
+  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
   to_bf16_rows(dyb, dy_TO, tokens, out);
   backward_both_rounded(dx_TI, dw_OI, dyb, xb_TI, w_OI, tokens, in, out);
 }

@@ -15,13 +15,13 @@ namespace {
 // The taps in bf16 [k1][G][d][d]; conv A's output [G, B, P, d] and conv B's
 // output gradient [G, B, S, d] regrouped in bf16; one tap's rows of conv A
 // [G, B, S, d]; one tap's product [G, B, rows, d] in float32.
-struct Scratch {
+struct ConvScratch {
   GrowBuffer<uint16_t> taps, grouped, gradient, shifted;
   GrowBuffer<float> product;
 };
 
-Scratch& scratch() {
-  static Scratch s;
+ConvScratch& conv_scratch() {
+  static ConvScratch s;
   return s;
 }
 
@@ -71,7 +71,7 @@ BatchedMatrix taps_transposed(int64_t G, int64_t d) { return {{1, 1, G, d, d}, {
 
 void reserve_cca_conv_bf16_scratch(const CcaConvShape& sh) {
   const int64_t B = sh.batch, C = sh.channels, P = sh.a_rows();
-  Scratch& s = scratch();
+  ConvScratch& s = conv_scratch();
   s.taps.get(sh.taps_b * C * sh.head_dim);
   s.grouped.get(B * P * C);
   s.gradient.get(B * sh.seq * C);
@@ -84,7 +84,7 @@ void cca_conv_b_forward_bf16(float* c_BSC, const float* a_BUC, const float* w_ta
   ZAYA_ASSERT(!omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-  Scratch& s = scratch();
+  ConvScratch& s = conv_scratch();
   uint16_t* taps = s.taps.get(k1 * C * d);
   uint16_t* a = s.grouped.get(B * P * C);
   float* y = s.product.get(B * P * C);
@@ -104,7 +104,7 @@ void cca_conv_b_backward_bf16(float* da_BUC, float* dw_tap, const float* dc_BSC,
   ZAYA_ASSERT(!omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-  Scratch& s = scratch();
+  ConvScratch& s = conv_scratch();
   uint16_t* taps = s.taps.get(k1 * C * d);
   uint16_t* a = s.grouped.get(B * P * C);
   uint16_t* a_m = s.shifted.get(B * S * C);

@@ -24,9 +24,6 @@
 namespace zaya {
 namespace {
 
-// Below this many multiply-adds a parallel region costs more than it saves.
-constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
-
 #ifdef ZAYA_MATVEC_AVX512
 
 // 16 weights widened to float: bf16 is the top half of a float32.
@@ -177,7 +174,7 @@ void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float
     return;
   }
   const int threads = omp_get_max_threads();
-  if (threads <= 1 || out * in * tokens < kParallelMinMacs || omp_in_parallel()) {
+  if (threads <= 1 || out * in * tokens < kMatvecParallelMinMacs || omp_in_parallel()) {
     matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate);
     return;
   }

@@ -20,6 +20,10 @@
 
 namespace zaya {
 
+// Below this many multiply-adds a matvec (any weight type) runs on the calling
+// thread: a parallel region would cost more than it saves.
+constexpr int64_t kMatvecParallelMinMacs = int64_t(1) << 16;
+
 // kI8: int8 Q8_0 rows in the split layout (core/q8_0.h).
 enum class WeightType { kF32, kBF16, kI8 };
 

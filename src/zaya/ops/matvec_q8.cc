@@ -11,6 +11,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/ops/matvec.h"
 
 // The VNNI kernel is compiled for AVX512-VNNI with a target attribute whatever
 // the build's -march, and chosen at run time from the CPU's feature flags.
@@ -28,9 +29,6 @@ namespace zaya {
 namespace {
 
 static_assert(sizeof(Q8ActivationPair) == 192);
-
-// Below this many multiply-adds a parallel region costs more than it saves (as ops/matvec.cc).
-constexpr int64_t kParallelMinMacs = int64_t(1) << 16;
 
 // The integer part, and why the correction: vpdpbusd multiplies unsigned by
 // signed bytes. The kernel feeds it the weights as unsigned, qw + 128 (the sign
@@ -293,7 +291,7 @@ void matvec_q8_rows_portable(const uint8_t* w, int64_t r0, int64_t r1, const Q8A
 
 void matvec_q8(const uint8_t* w, int64_t out, const Q8Activations& xq, float* y, int64_t ldy, bool accumulate) {
   const int threads = omp_get_max_threads();
-  if (threads <= 1 || out * xq.in() * xq.tokens() < kParallelMinMacs || omp_in_parallel()) {
+  if (threads <= 1 || out * xq.in() * xq.tokens() < kMatvecParallelMinMacs || omp_in_parallel()) {
     matvec_q8_rows(w, 0, out, xq, y, ldy, accumulate);
     return;
   }

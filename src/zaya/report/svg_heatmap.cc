@@ -50,10 +50,7 @@ std::string hex(const Rgb& c) {
 const char* text_color(const Rgb& c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b < 128 ? "white" : "#222"; }
 
 constexpr double kLabelFontSize = 11;
-constexpr double kTitleFontSize = 16;
 constexpr const char* kMissingColor = "#dddddd";
-
-std::string N(double v) { return svg_number(v); }
 
 // A vertical colour bar at x = bar_x from y0 (top, ticks.hi) to y1 (bottom,
 // ticks.lo): 64 bands of the colour map, a frame, and labelled ticks on its right.
@@ -63,16 +60,16 @@ void draw_color_bar(std::string& svg, const AxisTicks& ticks, double bar_x, doub
   const double band_h = (y1 - y0) / kBands;
   append_format(svg, "<g class=\"colorbar\">\n");
   for (int b = 0; b < kBands; ++b)  // bands overlap by half a pixel so no seams show
-    append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", N(bar_x),
-                  N(y0 + b * band_h), kBarWidth, N(band_h + 0.5), viridis(1.0 - (b + 0.5) / kBands));
-  append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", N(bar_x),
-                N(y0), kBarWidth, N(y1 - y0));
+    append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n", svg_number(bar_x),
+                  svg_number(y0 + b * band_h), kBarWidth, svg_number(band_h + 0.5), viridis(1.0 - (b + 0.5) / kBands));
+  append_format(svg, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
+                svg_number(bar_x), svg_number(y0), kBarWidth, svg_number(y1 - y0));
   for (size_t k = 0; k < ticks.values.size(); ++k) {
     double y = y1 - (ticks.values[k] - ticks.lo) / (ticks.hi - ticks.lo) * (y1 - y0);
-    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>", N(bar_x + kBarWidth),
-                  N(y), N(bar_x + kBarWidth + 4));
-    append_format(svg, "<text class=\"ctick\" x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n", N(bar_x + kBarWidth + 7),
-                  N(y + 4), kLabelFontSize, xml_escape(ticks.labels[k]));
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>",
+                  svg_number(bar_x + kBarWidth), svg_number(y), svg_number(bar_x + kBarWidth + 4));
+    append_format(svg, "<text class=\"ctick\" x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n",
+                  svg_number(bar_x + kBarWidth + 7), svg_number(y + 4), kLabelFontSize, xml_escape(ticks.labels[k]));
   }
   append_format(svg, "</g>\n");
 }
@@ -153,7 +150,7 @@ std::string SvgHeatmap::render() const {
     append_format(svg,
                   "<text class=\"title\" x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"{}\" "
                   "font-weight=\"bold\">{}</text>\n",
-                  N((x0 + x1) / 2), kTitleFontSize, xml_escape(o.title));
+                  svg_number((x0 + x1) / 2), kSvgTitleFontSize, xml_escape(o.title));
 
   // Cells, with their values when there is room for the text.
   append_format(svg, "<g class=\"cells\">\n");
@@ -163,8 +160,9 @@ std::string SvgHeatmap::render() const {
       double x = x0 + static_cast<double>(j) * cell_w, y = y0 + static_cast<double>(i) * cell_h;
       bool missing = !std::isfinite(v);
       Rgb c = viridis_rgb((v - ticks.lo) / (ticks.hi - ticks.lo));
-      append_format(svg, "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>", N(x), N(y),
-                    N(cell_w), N(cell_h), missing ? kMissingColor : hex(c));
+      append_format(svg, "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                    svg_number(x), svg_number(y), svg_number(cell_w), svg_number(cell_h),
+                    missing ? kMissingColor : hex(c));
       if (o.cell_text && !missing) {
         std::string text = fmt::format("{:.{}f}", v, o.cell_decimals);
         double font = std::min({kLabelFontSize, cell_h * 0.6, (cell_w - 4) / (0.6 * static_cast<double>(text.size()))});
@@ -172,31 +170,33 @@ std::string SvgHeatmap::render() const {
           append_format(
               svg,
               "<text class=\"value\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>",
-              N(x + cell_w / 2), N(y + cell_h / 2 + font * 0.35), N(font), text_color(c), text);
+              svg_number(x + cell_w / 2), svg_number(y + cell_h / 2 + font * 0.35), svg_number(font), text_color(c),
+              text);
       }
       svg += '\n';
     }
   if (rows == 0 || cols == 0)
     append_format(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">no data</text>\n",
-                  N((x0 + x1) / 2), N((y0 + y1) / 2));
+                  svg_number((x0 + x1) / 2), svg_number((y0 + y1) / 2));
   append_format(
       svg, "</g>\n<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-      N(x0), N(y0), N(x1 - x0), N(y1 - y0));
+      svg_number(x0), svg_number(y0), svg_number(x1 - x0), svg_number(y1 - y0));
 
   // Row and column labels.
   append_format(svg, "<g font-size=\"{}\" fill=\"#333\">\n", kLabelFontSize);
   for (size_t i = 0; i < rows; ++i)
-    append_format(svg, "<text class=\"row-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", N(x0 - 6),
-                  N(y0 + (static_cast<double>(i) + 0.5) * cell_h + 4), xml_escape(row_labels_[i]));
+    append_format(svg, "<text class=\"row-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                  svg_number(x0 - 6), svg_number(y0 + (static_cast<double>(i) + 0.5) * cell_h + 4),
+                  xml_escape(row_labels_[i]));
   for (size_t j = 0; j < cols; j += label_every) {
     double cx = x0 + (static_cast<double>(j) + 0.5) * cell_w;
     if (rotate_cols)
       append_format(
           svg, "<text class=\"col-label\" transform=\"translate({} {}) rotate(-45)\" text-anchor=\"end\">{}</text>\n",
-          N(cx + 4), N(y1 + 12), xml_escape(col_labels_[j]));
+          svg_number(cx + 4), svg_number(y1 + 12), xml_escape(col_labels_[j]));
     else
-      append_format(svg, "<text class=\"col-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", N(cx),
-                    N(y1 + 15), xml_escape(col_labels_[j]));
+      append_format(svg, "<text class=\"col-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                    svg_number(cx), svg_number(y1 + 15), xml_escape(col_labels_[j]));
   }
   append_format(svg, "</g>\n");
 
@@ -205,7 +205,7 @@ std::string SvgHeatmap::render() const {
     append_format(
         svg,
         "<text class=\"value-label\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-        N(W - 14), N((y0 + y1) / 2), xml_escape(o.value_label));
+        svg_number(W - 14), svg_number((y0 + y1) / 2), xml_escape(o.value_label));
 
   append_axis_titles(svg, o.x_label, o.y_label, (x0 + x1) / 2, (y0 + y1) / 2, H);
   append_format(svg, "</svg>\n");

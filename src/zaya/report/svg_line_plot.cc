@@ -20,10 +20,7 @@ constexpr std::array<const char*, 10> kPalette = {"#4e79a7", "#f28e2b", "#e15759
 
 constexpr double kFontSize = 12;  // begin_svg's default
 constexpr double kTickFontSize = 11;
-constexpr double kTitleFontSize = 16;
 constexpr double kTickLength = 5;
-
-std::string N(double v) { return svg_number(v); }
 
 constexpr const char* kDashArray = "6 3";
 
@@ -78,15 +75,19 @@ struct Frame {
 void draw_axes(std::string& svg, const Frame& f) {
   append_format(svg, "<g class=\"grid\" stroke=\"#e6e6e6\" stroke-width=\"1\">\n");
   for (double v : f.xt.values)
-    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", N(f.px(v)), N(f.y0), N(f.y1));
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", svg_number(f.px(v)), svg_number(f.y0),
+                  svg_number(f.y1));
   for (double v : f.yt.values)
-    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", N(f.py(v)), N(f.x0), N(f.x1));
+    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", svg_number(f.py(v)), svg_number(f.x0),
+                  svg_number(f.x1));
   append_format(svg, "</g>\n<g class=\"ticks\" stroke=\"#333\" stroke-width=\"1\">\n");
   auto x_tick = [&](double v, double len) {
-    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", N(f.px(v)), N(f.y1), N(f.y1 + len));
+    append_format(svg, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n", svg_number(f.px(v)), svg_number(f.y1),
+                  svg_number(f.y1 + len));
   };
   auto y_tick = [&](double v, double len) {
-    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", N(f.py(v)), N(f.x0 - len), N(f.x0));
+    append_format(svg, "<line x1=\"{1}\" y1=\"{0}\" x2=\"{2}\" y2=\"{0}\"/>\n", svg_number(f.py(v)),
+                  svg_number(f.x0 - len), svg_number(f.x0));
   };
   for (double v : f.xt.values) x_tick(v, kTickLength);
   for (double v : f.yt.values) y_tick(v, kTickLength);
@@ -95,14 +96,14 @@ void draw_axes(std::string& svg, const Frame& f) {
   append_format(svg, "</g>\n<g font-size=\"{}\" fill=\"#333\">\n", kTickFontSize);
   for (size_t i = 0; i < f.xt.values.size(); ++i)
     append_format(svg, "<text class=\"xtick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                  N(f.px(f.xt.values[i])), N(f.y1 + kTickLength + 13), xml_escape(f.xt.labels[i]));
+                  svg_number(f.px(f.xt.values[i])), svg_number(f.y1 + kTickLength + 13), xml_escape(f.xt.labels[i]));
   for (size_t i = 0; i < f.yt.values.size(); ++i)
     append_format(svg, "<text class=\"ytick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
-                  N(f.x0 - kTickLength - 3), N(f.py(f.yt.values[i]) + 4), xml_escape(f.yt.labels[i]));
+                  svg_number(f.x0 - kTickLength - 3), svg_number(f.py(f.yt.values[i]) + 4), xml_escape(f.yt.labels[i]));
   append_format(svg, "</g>\n");
   append_format(svg,
                 "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-                N(f.x0), N(f.y0), N(f.x1 - f.x0), N(f.y1 - f.y0));
+                svg_number(f.x0), svg_number(f.y0), svg_number(f.x1 - f.x0), svg_number(f.y1 - f.y0));
 }
 
 // One <path> for the series: "M" starts a run of drawable points, "L"
@@ -117,12 +118,12 @@ void draw_series(std::string& svg, const Frame& f, const std::string& name, cons
     if (!ok(i)) continue;
     const bool starts = i == 0 || !ok(i - 1);
     if (starts && (i + 1 == n || !ok(i + 1))) {
-      append_format(dots, "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"/>", N(f.px(x[i])), N(f.py(y[i])),
-                    xml_escape(color));
+      append_format(dots, "<circle cx=\"{}\" cy=\"{}\" r=\"2.5\" fill=\"{}\"/>", svg_number(f.px(x[i])),
+                    svg_number(f.py(y[i])), xml_escape(color));
       continue;
     }
     if (!d.empty()) d += ' ';
-    append_format(d, "{}{} {}", starts ? 'M' : 'L', N(f.px(x[i])), N(f.py(y[i])));
+    append_format(d, "{}{} {}", starts ? 'M' : 'L', svg_number(f.px(x[i])), svg_number(f.py(y[i])));
   }
   append_format(svg, "<path class=\"series\" data-name=\"{}\" stroke=\"{}\"{} d=\"{}\"/>{}\n", xml_escape(name),
                 xml_escape(color), dash_attr(style), d, dots);
@@ -186,12 +187,12 @@ std::string SvgLinePlot::render() const {
   begin_svg(svg, o.width, o.height, o.title);
   append_format(svg,
                 "<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
-                clip_id, N(x0), N(y0), N(x1 - x0), N(y1 - y0));
+                clip_id, svg_number(x0), svg_number(y0), svg_number(x1 - x0), svg_number(y1 - y0));
   if (!o.title.empty())
     append_format(svg,
                   "<text class=\"title\" x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"{}\" "
                   "font-weight=\"bold\">{}</text>\n",
-                  N((x0 + x1) / 2), kTitleFontSize, xml_escape(o.title));
+                  svg_number((x0 + x1) / 2), kSvgTitleFontSize, xml_escape(o.title));
   draw_axes(svg, f);
 
   for (const ReferenceLine& r : references_) {
@@ -200,9 +201,9 @@ std::string SvgLinePlot::render() const {
     append_format(svg,
                   "<g class=\"reference\"><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\" "
                   "stroke-dasharray=\"6 4\"/>",
-                  N(x0), N(y), N(x1), N(y));
+                  svg_number(x0), svg_number(y), svg_number(x1), svg_number(y));
     append_format(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"{}\" fill=\"#555\">{}</text></g>\n",
-                  N(x1 - 4), N(y - 4), kTickFontSize, xml_escape(r.label));
+                  svg_number(x1 - 4), svg_number(y - 4), kTickFontSize, xml_escape(r.label));
   }
 
   append_format(svg, "<g clip-path=\"url(#{})\" fill=\"none\" stroke-width=\"1.5\" stroke-linejoin=\"round\">\n",
@@ -214,9 +215,11 @@ std::string SvgLinePlot::render() const {
     append_format(svg, "<g class=\"legend\">\n");
     for (size_t i = 0; i < series_.size(); ++i) {
       const double lx = x1 + 16, ly = y0 + 10 + 20 * static_cast<double>(i);
-      append_format(svg, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>", N(lx),
-                    N(ly), N(lx + 24), N(ly), xml_escape(series_[i].color), dash_attr(series_[i].style));
-      append_format(svg, "<text x=\"{}\" y=\"{}\">{}</text>\n", N(lx + 30), N(ly + 4), xml_escape(series_[i].name));
+      append_format(svg, "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2.5\"{}/>",
+                    svg_number(lx), svg_number(ly), svg_number(lx + 24), svg_number(ly), xml_escape(series_[i].color),
+                    dash_attr(series_[i].style));
+      append_format(svg, "<text x=\"{}\" y=\"{}\">{}</text>\n", svg_number(lx + 30), svg_number(ly + 4),
+                    xml_escape(series_[i].name));
     }
     append_format(svg, "</g>\n");
   }

@@ -26,6 +26,9 @@ std::string xml_escape(std::string_view text);
 // A coordinate with at most two decimals and no trailing zeros ("12.5", "-3", "0").
 std::string svg_number(double v);
 
+// The font size of every figure's title, in pixels.
+constexpr double kSvgTitleFontSize = 16;
+
 // Approximate rendered width in pixels of `text` in a sans-serif font of
 // `font_size` pixels (0.6 em per character); good enough to reserve margins.
 double text_width(std::string_view text, double font_size);

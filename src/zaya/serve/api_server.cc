@@ -24,20 +24,6 @@ void send_json(httplib::Response& res, int status, const ojson& j) {
   res.set_content(dump_api(j) + "\n", "application/json");
 }
 
-// One generating request: its head, its choices as they grow, and its timing.
-struct Generation {
-  ResponseHead head;
-  std::shared_ptr<ServeChannel> channel;
-  int64_t prompt_tokens = 0;
-  bool stream = false, include_usage = false;
-  double arrival = 0, deadline = 0;
-  std::vector<ChoiceResult> choices;
-  std::vector<double> last_token;  // per choice: when its last token came (0: none yet)
-  size_t finished = 0;
-  bool first_token_seen = false, timed_out = false, failed = false;
-  std::string error;
-};
-
 std::atomic<bool> g_stop_signal{false};
 void on_stop_signal(int) { g_stop_signal = true; }
 
@@ -52,6 +38,22 @@ void ServerOptions::validate() const {
 }
 
 struct ApiServer::Impl {
+  // One generating request: its head, its choices as they grow, and its timing
+  // (a member type, outside the anonymous namespace: generate()'s lambdas
+  // capture it, which GCC rejects from a unity batch, -Wsubobject-linkage).
+  struct Generation {
+    ResponseHead head;
+    std::shared_ptr<ServeChannel> channel;
+    int64_t prompt_tokens = 0;
+    bool stream = false, include_usage = false;
+    double arrival = 0, deadline = 0;
+    std::vector<ChoiceResult> choices;
+    std::vector<double> last_token;  // per choice: when its last token came (0: none yet)
+    size_t finished = 0;
+    bool first_token_seen = false, timed_out = false, failed = false;
+    std::string error;
+  };
+
   const InferModel& model;
   const Tokenizer& tok;
   ServerOptions o;
