@@ -90,6 +90,11 @@ TEST(BenchComm, EveryOpAndTypeOfAllReduceVerifies) {
   Comm& w = world();
   CommBenchOptions o = small_sweep();
   o.min_bytes = o.max_bytes = 1000;
+  // Verification only: one timed and one checked operation per form (many
+  // combinations, and each operation is slow on oversubscribed ranks).
+  o.iters = 1;
+  o.warmup = 0;
+  o.check = 1;
   CommBench bench(w, w, o);
   for (DType t : all_dtypes())
     for (ReduceOp op : all_reduce_ops()) {
