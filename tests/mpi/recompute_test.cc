@@ -1,7 +1,8 @@
 // Activation recomputation (model/recompute.h) over real groups: the
 // recomputed blocks' expert all-to-all (ep) and context-parallel halo and K/V
 // gathers (cp) run again in backward, and every setting gives the gradients
-// and losses of "none" on the same layout bit for bit.
+// and losses of "none" on the same layout bit for bit; so does a loss chunk
+// of every row (train.loss_chunk: the head's backward in the forward).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,13 +26,14 @@ struct RecomputeResult {
 };
 
 // Two micro-batches (router losses on) on a model holding `experts` of c.
-RecomputeResult run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp, uint64_t group, Recompute r) {
+RecomputeResult run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp, uint64_t group, Recompute r,
+                    int64_t loss_chunk = 0) {
   ZayaModel model(c, experts);
   model.init(13);
   float* p = model.param_data();
   for (int64_t i = 0; i < model.params().total_floats(); ++i) p[i] += 0.05f * normal01(22, 2, uint64_t(i));
   const int64_t B = 2, S = c.max_position;
-  ModelWorkspace ws(c, B, S, true, ep, cp, r);
+  ModelWorkspace ws(c, B, S, true, ep, cp, r, {}, loss_chunk);
   RecomputeResult out;
   out.grads.assign(size_t(model.params().total_floats()), 0.0f);
   const ModelWeights g = bind_weights(c, model.params(), out.grads.data());
@@ -43,8 +45,10 @@ RecomputeResult run(const ZayaConfig& c, ExpertRange experts, Comm* ep, Comm* cp
       ids[i] = int32_t(philox4x32(7, group * 2 + micro, uint64_t(i))[0] % uint32_t(c.real_vocab_size));
       targets[i] = int32_t(philox4x32(8, group * 2 + micro, uint64_t(i))[0] % uint32_t(c.real_vocab_size));
     }
-    out.parts.push_back(model_forward(model, ws, ids.data(), targets.data(), B, S, loss));
-    model_backward(model, ws, g, 1.0f / float(2 * B * S), 0.5f, loss);
+    const HeadGradient head{g.lm_head_VD, 1.0f / float(2 * B * S)};
+    out.parts.push_back(
+        model_forward(model, ws, ids.data(), targets.data(), B, S, loss, nullptr, loss_chunk > 0 ? &head : nullptr));
+    model_backward(model, ws, g, head.xent_scale, 0.5f, loss);
   }
   for (const RoutingStats& s : ws.routing())
     out.choices.insert(out.choices.end(), s.choices_N.begin(), s.choices_N.end());
@@ -76,6 +80,8 @@ TEST(Recompute, ExpertParallelGradientsAreThoseOfNoneBitwise) {
     const RecomputeResult none = run(c, experts, ep.get(), nullptr, group, Recompute::kNone);
     for (Recompute r : {Recompute::kAttention, Recompute::kMoe, Recompute::kFull})
       expect_same(none, run(c, experts, ep.get(), nullptr, group, r), "ep", r);
+    expect_same(none, run(c, experts, ep.get(), nullptr, group, Recompute::kFull, 1 << 20), "ep, loss chunk",
+                Recompute::kFull);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no ep size of 2 or more divides both " << n << " ranks and 4 experts";
@@ -93,6 +99,8 @@ TEST(Recompute, ContextParallelGradientsAreThoseOfNoneBitwise) {
     const RecomputeResult none = run(c, {}, nullptr, cp.get(), group, Recompute::kNone);
     for (Recompute r : {Recompute::kAttention, Recompute::kMoe, Recompute::kFull})
       expect_same(none, run(c, {}, nullptr, cp.get(), group, r), "cp", r);
+    expect_same(none, run(c, {}, nullptr, cp.get(), group, Recompute::kFull, 1 << 20), "cp, loss chunk",
+                Recompute::kFull);
   }
 }
 

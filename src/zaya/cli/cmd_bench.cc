@@ -28,9 +28,11 @@ void print_bench_train(const BenchTrainResult& res) {
       "{} GEMM peak ({:.0f} GFLOP/s)\n",
       res.tokens_per_second(), r0.flops / r0.seconds / 1e9, 100 * res.mfu(), res.setup.precision, res.peak_gflops);
   fmt::print(
-      "  memory per rank (largest), recompute {}: workspace {:.1f} MB (activations kept for backward {:.1f} MB), "
+      "  memory per rank (largest), recompute {}, {}: workspace {:.1f} MB (activations kept for backward {:.1f} MB), "
       "peak resident {:.1f} MB\n",
-      res.setup.recompute, res.workspace_bytes / 1e6, res.activation_bytes / 1e6, res.peak_rss_bytes / 1e6);
+      res.setup.recompute,
+      res.setup.loss_chunk > 0 ? fmt::format("logits {} rows at a time", res.setup.loss_chunk) : "all logits at once",
+      res.workspace_bytes / 1e6, res.activation_bytes / 1e6, res.peak_rss_bytes / 1e6);
   fmt::print(
       "  parameters (rank 0){}: float32 {:.1f} MB, bf16 {:.1f} MB, base gradients {:.1f} MB; start-up {:.1f} s, "
       "first step {:.2f} s\n",

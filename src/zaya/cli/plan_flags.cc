@@ -29,6 +29,7 @@ void add_plan_common_options(CLI::App& cmd, PlanCommonOptions& o) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   cmd.add_option("--grad-dtype", o.grad_dtype, "dtype of the gradient reduce-scatter: f32 or bf16 (default: --dtype)")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd.add_option("--loss-chunk", o.loss_chunk, "rows of logits formed at a time (train.loss_chunk; 0: all)");
   cmd.add_option("--recompute", o.recompute, "activation recomputation (train.recompute): none, attention, moe, full")
       ->check(CLI::IsMember({"none", "attention", "moe", "full"}));
   cmd.add_flag("!--no-muon", o.muon, "AdamW on every tensor (no Newton-Schulz)");

@@ -49,6 +49,25 @@ float* input_norm(const ModelWeights& w, int64_t n) {
   return n % 2 == 0 ? w.attn[n / 2].input_norm_D : w.moe[n / 2].input_norm_D;
 }
 
+// The LM head's backward for `rows` rows (spec §7): the gradient of
+// xent_scale * their cross-entropy with respect to their logits (float32
+// dlogits overwrite the logits; under bf16 GEMMs they are written in bf16
+// directly), then dx_TD += dlogits head and dw_VD += dlogits^T x_TD (dw_VD
+// null: frozen).
+void head_backward(float* dx_TD, float* dw_VD, float* logits_TV, const float* lse_T, const int32_t* targets_T,
+                   const float* x_TD, const float* head_VD, int64_t rows, int64_t D, int64_t V, int64_t real_vocab,
+                   float xent_scale) {
+  const Bf16Weights* bf16 = current_bf16_weights();
+  if (const uint16_t* head_bf16 = bf16 != nullptr ? bf16->copy_of(head_VD) : nullptr) {
+    uint16_t* dlogits = bf16_dy_scratch(rows, V);
+    cross_entropy_backward_bf16(dlogits, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale);
+    linear_backward_bf16_rounded(dx_TD, dw_VD, dlogits, x_TD, head_bf16, rows, D, V);
+  } else {
+    cross_entropy_backward<float>(logits_TV, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale);
+    linear_backward<float>(dx_TD, dw_VD, logits_TV, x_TD, head_VD, rows, D, V);
+  }
+}
+
 }  // namespace
 
 ZayaModel::ZayaModel(const ZayaConfig& config, ExpertRange experts, ParamStorage storage)
@@ -138,12 +157,19 @@ Bf16KeptInputs bf16_kept_inputs(const LoraConfig* lora) {
 }
 
 ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, bool training, Comm* ep, Comm* cp,
-                               Recompute recompute, Bf16KeptInputs kept)
-    : max_batch_(B), max_seq_(S_full), training_(training), recompute_(recompute), kept_(kept), ep_(ep) {
+                               Recompute recompute, Bf16KeptInputs kept, int64_t loss_chunk)
+    : max_batch_(B),
+      max_seq_(S_full),
+      training_(training),
+      recompute_(recompute),
+      kept_(kept),
+      loss_chunk_(loss_chunk),
+      ep_(ep) {
   const int64_t ep_ranks = ep != nullptr ? ep->size() : 1;
   ZAYA_CHECK(c.experts % ep_ranks == 0, "{} experts cannot be split evenly over {} expert-parallel ranks", c.experts,
              ep_ranks);
   ZAYA_CHECK(B >= 1 && S_full >= 1, "batch ({}) and sequence length ({}) must be >= 1", B, S_full);
+  ZAYA_CHECK(loss_chunk >= 0, "the loss chunk ({} rows) must be >= 0 (0: all rows at once)", loss_chunk);
   ZAYA_CHECK(S_full <= c.max_position, "sequence length {} exceeds max_position_embeddings {}", S_full, c.max_position);
   int cp_ranks = 0;  // 0: whole sequences, no context-parallel exchanges
   if (cp != nullptr) {
@@ -153,6 +179,8 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   }
   const int64_t S = S_full / std::max(cp_ranks, 1);  // rows per sequence on this rank
   const int64_t T = B * S, D = c.hidden, L2 = c.half_layers(), V = c.vocab_size;
+  // Rows of logits that exist at once: all, or one chunk of them.
+  const int64_t head_rows = loss_chunk > 0 ? std::min(loss_chunk, T) : T;
   rope_.build(S_full, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) sliding_rope_.build(S_full, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
   pos_T_.resize(T);
@@ -199,11 +227,12 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
     moe_r_TR_.clear();
     if (moe_sets == 1 && c.use_eda)
       for (int64_t l = 0; l < c.num_blocks; ++l) moe_r_TR_.push_back(a.carve(T * c.router_hidden));
-    logits_TV_ = a.carve(T * V);
+    if (loss_chunk == 0) logits_TV_ = a.carve(T * V);  // a loss chunk's logits are scratch (below)
     loss_T_ = a.carve(T);
     lse_T_ = a.carve(T);
   };
   auto carve_scratch = [&](Arena& a) {
+    if (loss_chunk > 0) logits_TV_ = a.carve(head_rows * V);
     carve_attention_scratch(attn_scratch_, c, B, S, threads, a, cp_ranks);
     carve_moe_scratch(moe_scratch_, c, B, S, ep_ranks, keep_expert_bf16, a);
     if (training) {
@@ -228,10 +257,11 @@ ModelWorkspace::ModelWorkspace(const ZayaConfig& c, int64_t B, int64_t S_full, b
   const int64_t X = expert_row_capacity(c, T, ep_ranks), F = c.expert_ffn, P = c.q_width() + 2 * c.kv_width();
   const int64_t Tp = bf16_padded_rows(T);
   const int64_t Xp = bf16_padded_rows(X);
-  const int64_t token_width = std::max({V, P, D, c.q_width(), c.router_hidden, c.router_slots()});
-  bf16_a_ = std::max(Tp * token_width, Xp * std::max(2 * F, D));
+  const int64_t Hp = bf16_padded_rows(head_rows);  // the LM head's dlogits
+  const int64_t token_width = std::max({P, D, c.q_width(), c.router_hidden, c.router_slots()});
+  bf16_a_ = std::max({Tp * token_width, Hp * V, Xp * std::max(2 * F, D)});
   bf16_b_ = std::max(Tp * std::max({D, c.q_width(), c.router_hidden}), Xp * std::max(D, F));
-  bf16_width_ = std::max(token_width, 2 * F);
+  bf16_width_ = std::max({token_width, V, 2 * F});
   // The bf16 attention core's scratch: every sequence's rows on this rank against all keys.
   bf16_attention_ = AttentionShape{B, S, c.q_heads, c.kv_heads, c.head_dim, S * std::max(cp_ranks, 1)};
   // Conv B runs over whole sequences, or under context parallelism over each rank's 2B chunks of S / 2 rows.
@@ -289,6 +319,12 @@ void ModelWorkspace::reset_routing() {
   moe_scratch_.experts.exchange_seconds = 0;
 }
 
+float* ModelWorkspace::logits() {
+  ZAYA_CHECK(loss_chunk_ == 0, "internal error: a workspace with a loss chunk ({} rows) keeps no logits of every row",
+             loss_chunk_);
+  return logits_TV_;
+}
+
 int64_t ModelWorkspace::bytes() const { return int64_t(sizeof(float)) * (acts_.capacity() + scratch_.capacity()); }
 
 int64_t ModelWorkspace::activation_bytes() const { return int64_t(sizeof(float)) * int64_t(acts_.capacity()); }
@@ -329,7 +365,8 @@ void ModelWorkspace::recompute_half_layer(const ZayaModel& model, int64_t k, con
 }
 
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids, const int32_t* targets,
-                        int64_t B, int64_t S, const MoeLossOptions& loss, const int32_t* doc_pos) {
+                        int64_t B, int64_t S, const MoeLossOptions& loss, const int32_t* doc_pos,
+                        const HeadGradient* head) {
   const ZayaConfig& c = model.config();
   const ModelWeights& w = model.weights();
   ZAYA_CHECK(B >= 1 && B <= ws.max_batch_ && S >= 1 && S <= ws.max_seq_,
@@ -338,6 +375,11 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   const Bf16GemmScope precision(model.bf16_weights());
   ZAYA_CHECK(!ws.kept_.any() || model.bf16_weights() != nullptr,
              "internal error: a workspace keeping bf16 activations needs a model with bf16 GEMMs");
+  ZAYA_CHECK(ws.loss_chunk_ == 0 || targets != nullptr,
+             "internal error: a workspace with a loss chunk keeps no logits, so its forward needs targets");
+  ZAYA_CHECK(head == nullptr || (ws.loss_chunk_ > 0 && ws.training_),
+             "internal error: only a training workspace with a loss chunk forms the head's gradient in the forward");
+  ws.head_grad_done_ = false;
   // This rank's rows: whole sequences, or its chunks of each (context parallelism).
   const ContextParallel* cp = nullptr;
   int64_t L = S;
@@ -423,9 +465,31 @@ LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_
   rmsnorm_forward<float>(ws.x_TD_[L2], ws.rstd_T_[L2], ws.res_TD_[L2], w.final_norm_D, T, D, float(c.norm_eps));
   // LM head (the embedding when tied): logits = out head^T (float32 results; bf16 operands under mixed precision).
   ZAYA_PROFILE_SCOPE("lm_head.fwd");
-  linear_forward<float>(ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
+  const float* x_head = ws.x_TD_[L2];
+  if (ws.loss_chunk_ == 0) {
+    linear_forward<float>(ws.logits_TV_, x_head, w.lm_head_VD, T, D, V);
+    if (targets != nullptr)
+      cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V, c.real_vocab_size);
+  } else {
+    // A chunk of rows at a time, each chunk's head backward while its logits exist.
+    if (head != nullptr) zero_fill(ws.dx_TD_, T * D);
+    for (int64_t t0 = 0; t0 < T; t0 += ws.loss_chunk_) {
+      const int64_t n = std::min(ws.loss_chunk_, T - t0);
+      const int32_t* chunk_targets = ws.targets_T_.data() + t0;
+      linear_forward<float>(ws.logits_TV_, x_head + t0 * D, w.lm_head_VD, n, D, V);
+      cross_entropy_forward<float>(ws.loss_T_ + t0, ws.lse_T_ + t0, ws.logits_TV_, chunk_targets, n, V,
+                                   c.real_vocab_size);
+      if (head != nullptr)
+        head_backward(ws.dx_TD_ + t0 * D, head->dw_VD, ws.logits_TV_, ws.lse_T_ + t0, chunk_targets, x_head + t0 * D,
+                      w.lm_head_VD, n, D, V, c.real_vocab_size, head->xent_scale);
+    }
+    if (head != nullptr) {
+      ws.head_grad_done_ = true;
+      ws.head_grad_dw_ = head->dw_VD;
+      ws.head_grad_scale_ = head->xent_scale;
+    }
+  }
   if (targets != nullptr) {
-    cross_entropy_forward<float>(ws.loss_T_, ws.lse_T_, ws.logits_TV_, ws.targets_T_.data(), T, V, c.real_vocab_size);
     for (int64_t t = 0; t < T; ++t)
       if (ws.targets_T_[t] >= 0) {
         parts.xent_sum += ws.loss_T_[t];
@@ -453,20 +517,18 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
   float* dres_prev = ws.dres_b_TD_;
   {
     // Cross-entropy and the head (its gradient into the embedding's when tied); float32 dlogits overwrite the logits.
+    // With a loss chunk the forward formed them (its dx is in dx_TD_).
     ZAYA_PROFILE_SCOPE("lm_head.bwd");
-    zero_fill(ws.dx_TD_, T * D);
-    const Bf16Weights* bf16 = current_bf16_weights();
-    if (const uint16_t* head_bf16 = bf16 != nullptr ? bf16->copy_of(w.lm_head_VD) : nullptr) {
-      // bf16 GEMMs: the gradient of the logits is written in bf16 directly.
-      uint16_t* dlogits = bf16_dy_scratch(T, V);
-      cross_entropy_backward_bf16(dlogits, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V, c.real_vocab_size,
-                                  xent_scale);
-      linear_backward_bf16_rounded(ws.dx_TD_, g.lm_head_VD, dlogits, ws.x_TD_[L2], head_bf16, T, D, V);
+    if (ws.loss_chunk_ == 0) {
+      zero_fill(ws.dx_TD_, T * D);
+      head_backward(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), ws.x_TD_[L2], w.lm_head_VD,
+                    T, D, V, c.real_vocab_size, xent_scale);
     } else {
-      cross_entropy_backward<float>(ws.logits_TV_, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), T, V,
-                                    c.real_vocab_size, xent_scale);
-      linear_backward<float>(ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.x_TD_[L2], w.lm_head_VD, T, D, V);
+      ZAYA_CHECK(ws.head_grad_done_ && ws.head_grad_dw_ == g.lm_head_VD && ws.head_grad_scale_ == xent_scale,
+                 "internal error: with a loss chunk, model_forward forms the head's gradient: it needs this "
+                 "backward's HeadGradient (the same gradient arena and xent_scale)");
     }
+    ws.head_grad_done_ = false;
     zero_fill(dres, T * D);
     rmsnorm_backward<float>(dres, g.final_norm_D, ws.dx_TD_, ws.res_TD_[L2], w.final_norm_D, ws.rstd_T_[L2], T, D);
   }

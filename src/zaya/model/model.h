@@ -133,6 +133,8 @@ struct Bf16KeptInputs {
 // LoRA adapters (null: none) read in float32.
 Bf16KeptInputs bf16_kept_inputs(const LoraConfig* lora);
 
+struct HeadGradient;  // below, with model_forward
+
 class ModelWorkspace {
  public:
   // Capacity: up to max_batch sequences of up to max_seq tokens. training = false
@@ -149,8 +151,16 @@ class ModelWorkspace {
   // shared set would cost more than it saves); every pass must then run the
   // model with bf16 GEMMs (ZayaModel::enable_bf16_gemms), and LoRA adapters
   // must not read those inputs. The results are the same bits.
+  //
+  // loss_chunk (train.loss_chunk, docs/training.md): 0 keeps the logits of
+  // every row [rows, V] (logits() reads them); n > 0 runs the LM head and the
+  // cross-entropy n rows at a time and keeps only one piece of logits [n, V],
+  // so a large vocabulary costs n instead of rows logit rows. Such a forward
+  // needs targets, and a training forward forms the head's gradient while each
+  // piece exists (HeadGradient, model_forward).
   ModelWorkspace(const ZayaConfig& config, int64_t max_batch, int64_t max_seq, bool training, Comm* ep = nullptr,
-                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone, Bf16KeptInputs kept = {});
+                 Comm* cp = nullptr, Recompute recompute = Recompute::kNone, Bf16KeptInputs kept = {},
+                 int64_t loss_chunk = 0);
 
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -160,8 +170,11 @@ class ModelWorkspace {
   // (this rank's chunks, in the order of model/context_parallel.h).
   int64_t rows() const { return shape_.tokens(); }
   // Logits of the last forward [rows, V]; after a float32 backward they hold dlogits (bf16 GEMMs leave them).
-  float* logits() { return logits_TV_; }
-  const float* logits() const { return logits_TV_; }
+  // Not with a loss_chunk, which keeps no whole logits.
+  float* logits();
+  const float* logits() const { return const_cast<ModelWorkspace*>(this)->logits(); }
+  // Rows of logits the LM head forms at a time (0: every row at once).
+  int64_t loss_chunk() const { return loss_chunk_; }
   // Per-token cross-entropy of the last forward [rows] (0 where there was no target).
   const float* token_loss() const { return loss_T_; }
   std::vector<RoutingStats>& routing() { return routing_; }
@@ -186,7 +199,7 @@ class ModelWorkspace {
 
  private:
   friend LossParts model_forward(const ZayaModel&, ModelWorkspace&, const int32_t*, const int32_t*, int64_t, int64_t,
-                                 const MoeLossOptions&, const int32_t*);
+                                 const MoeLossOptions&, const int32_t*, const HeadGradient*);
   friend void model_backward(const ZayaModel&, ModelWorkspace&, const ModelWeights&, float, float,
                              const MoeLossOptions&, const std::function<void(int)>*, const LoraViews*);
   // The activations of attention block b / MoE block l: their own, or the
@@ -202,6 +215,7 @@ class ModelWorkspace {
   bool training_;
   Recompute recompute_ = Recompute::kNone;
   Bf16KeptInputs kept_;
+  int64_t loss_chunk_ = 0;                            // rows of logits at a time (0: all)
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
   CcaConvShape bf16_conv_;
@@ -226,7 +240,11 @@ class ModelWorkspace {
   std::vector<float*> moe_r_TR_;  // recomputed MoE blocks under EDA: each layer's router state r [L]
   std::vector<RoutingStats> routing_;
   RoutingStats recompute_stats_;  // what a recomputed MoE forward counts (discarded)
-  float* logits_TV_ = nullptr;
+  float* logits_TV_ = nullptr;    // [rows, V], or [loss_chunk, V]
+  // A chunked forward's head gradient, for model_backward: which arena and scale it used; dx_TD_ holds its dx.
+  bool head_grad_done_ = false;
+  const float* head_grad_dw_ = nullptr;
+  float head_grad_scale_ = 0;
   float* loss_T_ = nullptr;
   float* lse_T_ = nullptr;
   AttentionScratch attn_scratch_;
@@ -243,6 +261,16 @@ class ModelWorkspace {
   uint64_t lora_seed_ = 0, lora_pass_ = 0;
 };
 
+// What a forward in a workspace with a loss_chunk forms of the backward: the
+// LM head's part, while each piece of logits exists (docs/training.md,
+// `loss_chunk`). dw_VD: the head's gradient, added to (the embedding's when
+// tied; null when frozen); xent_scale: as model_backward's, which must get
+// the same scale and gradient arena.
+struct HeadGradient {
+  float* dw_VD = nullptr;
+  float xent_scale = 0;
+};
+
 // Forward pass over ids_BS (B sequences of S tokens); targets_BS may be null
 // (no loss) and entries < 0 are ignored. Logits stay in ws.logits(). Under
 // context parallelism every rank of the cp group passes the same whole
@@ -251,8 +279,12 @@ class ModelWorkspace {
 // its document, 0 at every document start and +1 along it; null for none.
 // A window packing several documents then gives each of them the logits and
 // gradients it would have alone (positions restart at 0).
+// head: only for a workspace with a loss_chunk, in a pass that model_backward
+// follows: that backward's head gradient, formed here (HeadGradient). A
+// chunked forward without it (evaluation) computes the loss alone.
 LossParts model_forward(const ZayaModel& model, ModelWorkspace& ws, const int32_t* ids_BS, const int32_t* targets_BS,
-                        int64_t batch, int64_t seq, const MoeLossOptions& loss, const int32_t* doc_pos_BS = nullptr);
+                        int64_t batch, int64_t seq, const MoeLossOptions& loss, const int32_t* doc_pos_BS = nullptr,
+                        const HeadGradient* head = nullptr);
 
 // Backward of the last forward. Adds into `grads` (a ModelWeights bound to a
 // gradient arena; its null views are frozen tensors, model/weights.h, whose weight

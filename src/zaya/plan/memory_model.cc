@@ -78,8 +78,9 @@ MemoryPrediction predict_memory(const ZayaConfig& c, const TrainLayout& L) {
   // zaya.cpp's trainer keeps the inputs only GEMMs read in bf16 under bf16 GEMMs (model/model.h).
   m.activations = T * activation_floats_per_token(c, L.skip_fraction, L.recompute, L.cpu_trainer && mixed) * act_bytes;
   if (L.cp > 1) m.activations += 6 * double(L.micro_batch * L.seq_len) * double(c.kv_width()) * 4;
-  // f32 logits (zaya_high_prec), with a GPU stack also their gradient.
-  m.logits = T * double(c.vocab_size) * 4 * (L.cpu_trainer ? 1 : 2);
+  // f32 logits (zaya_high_prec), with a GPU stack also their gradient; one chunk of rows of them with a loss chunk.
+  const double logit_rows = L.loss_chunk > 0 ? std::min(T, double(L.loss_chunk)) : T;
+  m.logits = logit_rows * double(c.vocab_size) * 4 * (L.cpu_trainer ? 1 : 2);
   return m;
 }
 

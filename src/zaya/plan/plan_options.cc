@@ -37,6 +37,9 @@ PlanSetup setup_plan(const PlanCommonOptions& o) {
   L.ns_steps = o.ns_steps;
   L.skip_fraction = o.skip_fraction;
   L.recompute = parse_recompute(o.recompute, "--recompute");
+  ZAYA_CHECK_USAGE(o.loss_chunk >= 0, "--loss-chunk = {} is invalid; allowed: >= 0 (0: all rows at once)",
+                   o.loss_chunk);
+  L.loss_chunk = o.loss_chunk;
   L.cpu_trainer = !gpu;
   ZAYA_CHECK_USAGE(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
                    "--overlap = '{}' is invalid; allowed: auto, on, off", o.overlap);

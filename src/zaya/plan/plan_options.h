@@ -32,6 +32,7 @@ struct PlanCommonOptions {
   std::string overlap = "auto";    // auto | on | off
   std::string grad_dtype;          // gradients reduced in: f32 or bf16 (default: the GEMM dtype)
   std::string recompute = "none";  // train.recompute: none, attention, moe, full
+  int64_t loss_chunk = 0;          // train.loss_chunk: rows of logits at a time (0: all)
 };
 
 struct PlanSetup {

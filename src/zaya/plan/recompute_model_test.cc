@@ -26,23 +26,27 @@ TEST(RecomputeModel, ActivationBytesMatchTheWorkspaceWithin15Percent) {
   for (const Case& k : {Case{"tiny", 8, 128}, Case{"small", 8, 256}, Case{"small", 2, 512}}) {
     const ZayaConfig c = preset_config(k.preset);
     for (const char* dtype : {"f32", "bf16"})
-      for (Recompute r : kAll) {
-        TrainLayout L;
-        L.cpu_trainer = true;
-        L.micro_batch = k.batch;
-        L.seq_len = k.seq;
-        L.dtype = dtype;
-        L.recompute = r;
-        const MemoryPrediction m = predict_memory(c, L);
-        const bool bf16 = std::string(dtype) == "bf16";
-        const Bf16KeptInputs kept = bf16 ? bf16_kept_inputs(nullptr) : Bf16KeptInputs{};
-        const double real = double(ModelWorkspace(c, k.batch, k.seq, true, nullptr, nullptr, r, kept).bytes());
-        const double predicted = m.activations + m.logits;
-        std::printf("%s %lld x %lld %s %-9s workspace %.2f MB, planned %.2f MB (%+.1f%%)\n", k.preset,
-                    (long long)k.batch, (long long)k.seq, dtype, recompute_name(r).c_str(), real / 1e6, predicted / 1e6,
-                    100 * (predicted / real - 1));
-        EXPECT_NEAR(predicted / real, 1.0, 0.15) << k.preset << " " << dtype << " " << recompute_name(r);
-      }
+      for (Recompute r : kAll)
+        for (int64_t chunk : {0, 100}) {  // train.loss_chunk: all logits, or 100 rows of them at a time
+          TrainLayout L;
+          L.cpu_trainer = true;
+          L.micro_batch = k.batch;
+          L.seq_len = k.seq;
+          L.dtype = dtype;
+          L.recompute = r;
+          L.loss_chunk = chunk;
+          const MemoryPrediction m = predict_memory(c, L);
+          EXPECT_EQ(m.logits, double((chunk > 0 ? chunk : k.batch * k.seq) * c.vocab_size * 4));
+          const bool bf16 = std::string(dtype) == "bf16";
+          const Bf16KeptInputs kept = bf16 ? bf16_kept_inputs(nullptr) : Bf16KeptInputs{};
+          const double real = double(ModelWorkspace(c, k.batch, k.seq, true, nullptr, nullptr, r, kept, chunk).bytes());
+          const double predicted = m.activations + m.logits;
+          std::printf("%s %lld x %lld %s %-9s loss chunk %3lld: workspace %.2f MB, planned %.2f MB (%+.1f%%)\n",
+                      k.preset, (long long)k.batch, (long long)k.seq, dtype, recompute_name(r).c_str(),
+                      (long long)chunk, real / 1e6, predicted / 1e6, 100 * (predicted / real - 1));
+          EXPECT_NEAR(predicted / real, 1.0, 0.15)
+              << k.preset << " " << dtype << " " << recompute_name(r) << " loss chunk " << chunk;
+        }
   }
 }
 

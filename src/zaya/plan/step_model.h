@@ -60,6 +60,8 @@ struct TrainLayout {
   // train.recompute (model/recompute.h): the recomputed blocks' forward runs
   // again in backward, and only one set of their activations is held.
   Recompute recompute = Recompute::kNone;
+  // train.loss_chunk (model/model.h): rows of logits held at once (0: all of a micro-batch's).
+  int64_t loss_chunk = 0;
   // Whose memory layout (memory_model.h): zaya.cpp's CPU trainer (CPU
   // profiles: float32 activations in both precisions, the logits' gradient
   // in place of the logits, every rank's full f32 parameters plus their bf16

@@ -84,6 +84,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.precision = job->numerics().bf16_gemms() ? "bf16" : "f32";
   s.zero_gather_dtype = job->numerics().bf16_gather() ? "bf16" : "f32";
   s.recompute = recompute_name(job->numerics().recompute());
+  s.loss_chunk = job->config().run.loss_chunk;
   s.root = mesh.rank() == 0;
   const StepNumerics& numerics = job->numerics();
   s.lora = numerics.lora() != nullptr;
@@ -187,6 +188,7 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"precision", s.precision},
           {"zero_gather_dtype", s.zero_gather_dtype},
           {"recompute", s.recompute},
+          {"loss_chunk", s.loss_chunk},
           {"peak_gemm_gflops", res.peak_gflops},
           {"mfu", res.mfu()},
           {"workspace_bytes_per_rank", res.workspace_bytes},

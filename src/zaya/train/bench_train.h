@@ -41,6 +41,7 @@ struct BenchTrainSetup {
   std::string precision = "f32";          // of the GEMMs (train.precision resolved for this CPU)
   std::string zero_gather_dtype = "f32";  // of the ZeRO-1 parameter all-gather (distributed runs)
   std::string recompute = "none";         // train.recompute
+  int64_t loss_chunk = 0;                 // train.loss_chunk (0: every row's logits at once)
   bool lora = false;                      // a [lora] run (docs/training.md "LoRA")
   // This rank's parameter memory (model/model.h): the float32 parameters (a
   // frozen bf16 base: the small tensors only), their bf16 copy, the base's

@@ -66,7 +66,7 @@ void StepNumerics::rebuild_workspace() {
   workspace_ = std::make_unique<ModelWorkspace>(
       config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
       mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"),
-      bf16_ ? bf16_kept_inputs(lora_ ? &lora_->config() : nullptr) : Bf16KeptInputs{});
+      bf16_ ? bf16_kept_inputs(lora_ ? &lora_->config() : nullptr) : Bf16KeptInputs{}, run.loss_chunk);
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config());
   // Every micro-batch of a step (compute_gradients draws them all first).
@@ -125,7 +125,10 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");
-      parts = model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses, doc_pos(a));
+      // With train.loss_chunk the forward forms the LM head's gradient (model/model.h, HeadGradient).
+      const HeadGradient head{grads_.lm_head_VD, xent_scale};
+      parts = model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses, doc_pos(a),
+                            workspace_->loss_chunk() > 0 ? &head : nullptr);
     }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss;

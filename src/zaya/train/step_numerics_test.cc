@@ -251,6 +251,51 @@ TEST(StepNumerics, RecomputationTrainsBitwiseLikeNone) {
   }
 }
 
+// train.loss_chunk (model/model.h): one chunk of every row (4 x 32 = 128)
+// trains bit for bit as all logits at once; chunks of 48 rows (the last one
+// 32) train the same to rounding, in a smaller workspace. In float32, with
+// bf16 GEMMs, and in a LoRA run (a frozen head: no head gradient).
+TEST(StepNumerics, LossChunkTrainsLikeAllLogitsAtOnce) {
+  auto train = [](const std::string& extra, int64_t* bytes) {
+    Numerics n(synthetic_config(4, 2, extra));
+    *bytes = n.numerics.workspace_bytes();
+    std::vector<double> losses;
+    for (int step = 0; step < 3; ++step) {
+      StepResult r;
+      n.numerics.compute_gradients(n.data.train_data(), r);
+      n.numerics.reduce_totals(r);
+      n.numerics.update(r, 1.0, true);
+      losses.push_back(r.loss);
+    }
+    const ZayaModel& m = n.numerics.model();
+    std::vector<float> params(m.param_data(), m.param_data() + m.params().total_floats());
+    return std::make_pair(losses, params);
+  };
+  for (const std::string extra : {"", "precision = \"bf16\"\n", "[lora]\nrank = 4\n"}) {
+    int64_t all_bytes = 0, one_bytes = 0, chunked_bytes = 0;
+    const auto all = train(extra, &all_bytes);
+    const auto one = train("loss_chunk = 128\n" + extra, &one_bytes);
+    EXPECT_EQ(one.first, all.first) << extra;
+    EXPECT_TRUE(one.second == all.second) << "parameters differ with one chunk of every row: " << extra;
+    EXPECT_EQ(one_bytes, all_bytes) << extra;
+    const auto chunked = train("loss_chunk = 48\n" + extra, &chunked_bytes);
+    for (size_t i = 0; i < all.first.size(); ++i)
+      EXPECT_NEAR(chunked.first[i], all.first[i], 1e-4 * all.first[i]) << extra << ", step " << i;
+    EXPECT_EQ(all_bytes - chunked_bytes, (128 - 48) * 512 * int64_t(sizeof(float))) << extra;
+  }
+}
+
+TEST(TrainJob, LossChunkStepLoopDoesNotAllocate) {
+  for (const std::string extra : {"loss_chunk = 48\n", "loss_chunk = 48\nprecision = \"bf16\"\n"}) {
+    TrainJob t(synthetic_config(4, 2, extra), quiet());
+    t.train_step();
+    t.train_step();
+    const long before = testing::allocation_count();
+    for (int i = 0; i < 2; ++i) t.train_step();
+    EXPECT_EQ(testing::allocation_count() - before, 0) << extra;
+  }
+}
+
 // On one rank the accepted update zeroes the gradients and writes the bf16
 // weight copy in its own pass (Optimizer's UpdateExtras): after it the
 // gradients are zero and the copy is bf16 of the new parameters. A rejected

@@ -25,7 +25,7 @@ namespace {
 const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val", "document_masking"};
 const std::vector<std::string> kTrainKeys = {"seed",       "micro_batch",  "seq_len",   "grad_accum", "steps",
                                              "eval_every", "eval_batches", "log_every", "threads",    "out_dir",
-                                             "save_dtype", "save_layout",  "precision", "recompute"};
+                                             "save_dtype", "save_layout",  "precision", "recompute",  "loss_chunk"};
 const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
                                              "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
                                              "ns_steps",     "ns_dtype", "grad_clip"};
@@ -155,6 +155,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
   run.precision = r.get_string("precision", run.precision, {"f32", "bf16", "auto"});
   run.recompute = r.get_string("recompute", run.recompute, recompute_names());
+  run.loss_chunk = r.get_int("loss_chunk", run.loss_chunk, 0, int64_t(1) << 40);
   run.save_layout = r.get_string("save_layout", run.save_layout, {"legacy", "native"});
   r.finish(kTrainKeys);
   if (const std::string why = native_layout_problem(c); run.save_layout == "native" && !why.empty())
@@ -325,8 +326,9 @@ std::string train_config_to_toml(const TrainConfig& t) {
                      r.micro_batch, r.seq_len, r.grad_accum, r.steps);
   s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
                    r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format("save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\nrecompute = \"{}\"\n\n",
-                   r.save_dtype, r.save_layout, r.precision, r.recompute);
+  s += fmt::format(
+      "save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\nrecompute = \"{}\"\nloss_chunk = {}\n\n",
+      r.save_dtype, r.save_layout, r.precision, r.recompute, r.loss_chunk);
   const OptimizerConfig& o = t.optim;
   s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
                    o.beta2, o.eps, o.weight_decay, o.use_muon);

@@ -53,6 +53,10 @@ struct RunConfig {
   // attention, moe or full. The gradients are bitwise the same; "none" is the
   // fastest, "full" keeps the least.
   std::string recompute = "none";
+  // Rows of logits the LM head and the cross-entropy form at a time (model/model.h,
+  // docs/training.md): 0 keeps all micro_batch x seq_len rows of logits; n > 0
+  // keeps n rows, for large vocabularies (ZAYA1-8B's 262,144 columns).
+  int64_t loss_chunk = 0;
   int64_t tokens_per_step() const { return micro_batch * seq_len * grad_accum; }
 };
 

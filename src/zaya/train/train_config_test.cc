@@ -39,6 +39,16 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   TrainConfig full = parse_train_config(train_config_to_toml(t), "again.toml", {"train.recompute=\"full\""});
   EXPECT_EQ(full.run.recompute, "full");
   EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, "full");
+  // train.loss_chunk: 0 by default, read, written back, never negative.
+  EXPECT_EQ(t.run.loss_chunk, 0);
+  TrainConfig chunked = parse_train_config(train_config_to_toml(t), "again.toml", {"train.loss_chunk=1024"});
+  EXPECT_EQ(parse_train_config(train_config_to_toml(chunked), "chunked.toml").run.loss_chunk, 1024);
+  try {
+    parse_train_config(train_config_to_toml(t), "again.toml", {"train.loss_chunk=-1"});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("loss_chunk"), std::string::npos) << e.what();
+  }
   TrainConfig gather = parse_train_config(train_config_to_toml(t), "again.toml",
                                           {"train.precision=bf16", "parallel.zero_gather_dtype=bf16"});
   EXPECT_EQ(t.parallel.zero_gather_dtype, "f32");  // the default
