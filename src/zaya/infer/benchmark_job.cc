@@ -1,6 +1,8 @@
 #include "zaya/infer/benchmark_job.h"
 
 #include "zaya/core/error.h"
+#include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
 
@@ -40,6 +42,8 @@ nlohmann::json infer_bench_job_json(const InferBenchModel& m, const InferBenchOp
                                     const InferBenchResult& result) {
   nlohmann::json j = infer_bench_json(*m.model, options, result);
   j["model"] = m.name;
+  j["matvec_kernel"] = matvec_kernel_name();  // what decode ran on this CPU
+  j["int8_matvec_kernel"] = matvec_q8_kernel_name();
   return j;
 }
 

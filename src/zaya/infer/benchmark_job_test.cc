@@ -7,6 +7,8 @@
 #include "zaya/core/test_util.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/model/hf_checkpoint.h"
+#include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
 namespace {
@@ -71,6 +73,8 @@ TEST(InferBenchJob, OpensADirectory) {
   EXPECT_EQ(j["model"], dir.path());
   EXPECT_EQ(j["bench"], "infer");
   EXPECT_EQ(j["dram_gbps"], 12.5);
+  EXPECT_EQ(j["matvec_kernel"], matvec_kernel_name());
+  EXPECT_EQ(j["int8_matvec_kernel"], matvec_q8_kernel_name());
 }
 
 TEST(InferBenchJob, SwitchesOnTheBenchmarkOptions) {

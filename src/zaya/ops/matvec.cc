@@ -13,6 +13,9 @@
 // which -Wuninitialized reports at every inlined call (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ZAYA_MATVEC_AVX2 1
 #endif
 
 #include "zaya/core/bf16.h"
@@ -86,6 +89,66 @@ void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float
   for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
 }
 
+#elif defined(ZAYA_MATVEC_AVX2)
+
+// 8 weights widened to float: bf16 is the top half of a float32.
+inline __m256 load8(const uint16_t* p) {
+  return _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+
+// R weight rows x TT tokens. Each (row, token) keeps dot_widened's 16 lanes as
+// two 8-float vectors (elements i..i+7 and i+8..i+15 of each 16) and ends in
+// dot_widened_finish, so a result has the portable kernel's bits; each weight
+// vector is loaded once and used TT times.
+template <int R, int TT, typename W>
+inline void tile(const W* w, int64_t in, const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
+  __m256 lo[R][TT], hi[R][TT];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) lo[r][t] = hi[r][t] = _mm256_setzero_ps();
+  // The next tile's R rows follow this one's: fetch them one tile ahead,
+  // spread over this tile's iterations (rows of 1-4 KB are too short for the
+  // hardware prefetcher to lock on).
+  constexpr int64_t kStepBytes = R * kDotLanes * int64_t(sizeof(W));
+  const char* next = reinterpret_cast<const char*>(w + R * in);
+  int64_t i = 0;
+  for (; i + kDotLanes <= in; i += kDotLanes) {
+    const char* pf = next + i * R * int64_t(sizeof(W));
+    for (int64_t b = 0; b < kStepBytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    for (int r = 0; r < R; ++r) {
+      const __m256 w0 = load8(w + r * in + i), w1 = load8(w + r * in + i + 8);
+      for (int t = 0; t < TT; ++t) {
+        lo[r][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * ldx + i), lo[r][t]);
+        hi[r][t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), hi[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) {
+      float acc[kDotLanes];
+      _mm256_storeu_ps(acc, lo[r][t]);
+      _mm256_storeu_ps(acc + 8, hi[r][t]);
+      const float s = dot_widened_finish(acc, w + r * in, x + t * ldx, i, in);
+      float* dst = y + t * ldy + r;
+      *dst = accumulate ? *dst + s : s;
+    }
+}
+
+// Rows [r0, r1) for a block of TT tokens (16 vector registers: at most 12 accumulators).
+template <int TT, typename W>
+void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, float* y, int64_t ldy,
+                     bool accumulate) {
+  constexpr int R = TT == 1 ? 4 : TT <= 3 ? 2 : 1;
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) tile<R, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+  for (; r < r1; ++r) tile<1, TT>(w + r * in, in, x, ldx, y + r, ldy, accumulate);
+}
+
+#endif
+
+#if defined(ZAYA_MATVEC_AVX512) || defined(ZAYA_MATVEC_AVX2)
+
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
                  int64_t ldy, bool accumulate) {
@@ -123,6 +186,16 @@ void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x,
 #endif
 
 }  // namespace
+
+const char* matvec_kernel_name() {
+#if defined(ZAYA_MATVEC_AVX512)
+  return "avx512";
+#elif defined(ZAYA_MATVEC_AVX2)
+  return "avx2";
+#else
+  return "portable";
+#endif
+}
 
 const char* weight_type_name(WeightType t) {
   return t == WeightType::kI8 ? "int8" : t == WeightType::kBF16 ? "bf16" : "f32";

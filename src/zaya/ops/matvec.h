@@ -11,7 +11,10 @@
 // tokens (a block of rows stays in L1 while the token blocks pass over it),
 // widens bf16 to f32 exactly (a 16-bit shift) and accumulates with FMAs, so a
 // bf16 weight gives the same result as its f32 widening up to summation order.
-// AVX-512 where the compiler targets it, a portable loop otherwise. int8
+// AVX-512 where the compiler targets it; else AVX2 with FMA, whose tiles keep
+// ops/dot_widened.h's order (the portable loop's bits, faster: it shares each
+// weight load between tokens and prefetches the next rows); else the portable
+// loop. int8
 // weights go to ops/matvec_q8.h: the activations are quantized to int8 blocks
 // too and the blocks' dot products are integer (AVX512-VNNI where the CPU has
 // it), so kI8 computes the Q8_0 x Q8_0 product defined there.
@@ -46,6 +49,8 @@ void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, c
 // Bytes of one row of `cols` elements (kI8: cols a multiple of 32, 34 bytes per 32).
 int64_t weight_row_bytes(WeightType t, int64_t cols);
 const char* weight_type_name(WeightType t);
+// "avx512", "avx2" or "portable": the float32 / bf16 kernel this build runs.
+const char* matvec_kernel_name();
 // Row `row` of a [*, cols] matrix as float32 (kI8 dequantized).
 void weight_row_f32(WeightType t, const void* w, int64_t cols, int64_t row, float* dst);
 

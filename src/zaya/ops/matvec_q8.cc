@@ -13,12 +13,13 @@
 #include "zaya/core/q8_0.h"
 #include "zaya/ops/matvec.h"
 
-// The VNNI kernel is compiled for AVX512-VNNI with a target attribute whatever
+// The VNNI and AVX2 kernels are compiled with target attributes whatever
 // the build's -march, and chosen at run time from the CPU's feature flags.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define ZAYA_Q8_VNNI 1
+#define ZAYA_Q8_X86 1
 #define ZAYA_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+#define ZAYA_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 // GCC 12's AVX-512 intrinsics fill unused mask lanes from _mm512_undefined_*(),
 // which -Wuninitialized reports at every inlined call (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -81,7 +82,7 @@ void rows_portable(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations
     }
 }
 
-#ifdef ZAYA_Q8_VNNI
+#ifdef ZAYA_Q8_X86
 
 bool cpu_has_vnni() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -214,9 +215,97 @@ ZAYA_TARGET_VNNI void rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const 
   }
 }
 
+bool cpu_has_avx2() {
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+// R rows x TT tokens for CPUs with AVX2 but not AVX512-VNNI (ggml's AVX2
+// method). AVX2 has no unsigned x signed byte dot into 32 bits, but
+// vpmaddubsw multiplies unsigned by signed bytes into 16-bit pair sums: the
+// weights go in as |qw| and the activations as qx with qw's sign (0 where
+// qw = 0), so each product is qw qx; a pair sum is at most 2 x 128 x 127 =
+// 32,512 in magnitude (128: a -128 weight, which vpsignb leaves as the
+// unsigned byte 128), below the 16-bit saturation. vpmaddwd by ones then adds
+// pairs into 8 lanes of 4 products, exact integers, converted to float (below
+// 2^24) and added into float lanes with the block's two scales. Per block and
+// token: two sign operations, two multiply-adds, a conversion and an FMA.
+template <int R, int TT>
+ZAYA_TARGET_AVX2 inline void tile_avx2(const uint8_t* w, int64_t row_bytes, int64_t in, const Q8ActivationPair* x,
+                                       int64_t x_stride, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = in / kQ8Block;
+  __m256 acc[R][TT];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) acc[r][t] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  // The next tile's rows follow this one's: fetch them one tile ahead, spread
+  // over this tile's blocks.
+  constexpr int kLinesPerBlock = (R * int(kQ8BlockBytes) + 63) / 64;
+  const uint8_t* next = w + R * row_bytes;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* pf = next + b * R * kQ8BlockBytes;
+    for (int l = 0; l < kLinesPerBlock; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T0);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* row = w + r * row_bytes;
+      const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kQ8Block * b));
+      const __m256i wabs = _mm256_sign_epi8(wq, wq);
+      uint16_t h;
+      std::memcpy(&h, row + in + 2 * b, 2);
+      const float dw = _cvtsh_ss(h);
+      for (int t = 0; t < TT; ++t) {
+        const Q8ActivationPair& xp = x[t * x_stride + b / 2];
+        const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(xp.q + 32 * (b % 2)));
+        const __m256i pairs = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq, wq));
+        const __m256i dot = _mm256_madd_epi16(pairs, ones);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * xp.d[8 * (b % 2)]), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TT; ++t) {
+      const __m128 half = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
+      const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+      const float s = _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
+      float* dst = y + t * ldy + r;
+      *dst = accumulate ? *dst + s : s;
+    }
+}
+
+template <int TT>
+ZAYA_TARGET_AVX2 void rows_for_tokens_avx2(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
+                                           const Q8ActivationPair* x, int64_t x_stride, float* y, int64_t ldy,
+                                           bool accumulate) {
+  constexpr int R = TT == 1 ? 4 : 2;  // at most 8 accumulators of 16 registers
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) tile_avx2<R, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
+  for (; r < r1; ++r) tile_avx2<1, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
+}
+
+ZAYA_TARGET_AVX2 void rows_avx2(const uint8_t* w, int64_t r0, int64_t r1, const Q8ActivationPair* x, int64_t x_stride,
+                                int64_t tokens, int64_t in, float* y, int64_t ldy, bool accumulate) {
+  const int64_t row_bytes = q8_0_row_bytes(in);
+  // Blocks of 8 rows outside, token blocks inside, as rows_vnni.
+  constexpr int64_t kRowBlock = 8;
+  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
+    const int64_t re = std::min(r1, rb + kRowBlock);
+    for (int64_t t = 0; t < tokens; t += 4) {
+      const Q8ActivationPair* xt = x + t * x_stride;
+      float* yt = y + t * ldy;
+      switch (std::min<int64_t>(4, tokens - t)) {
+        case 1: rows_for_tokens_avx2<1>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
+        case 2: rows_for_tokens_avx2<2>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
+        case 3: rows_for_tokens_avx2<3>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
+        default: rows_for_tokens_avx2<4>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
+      }
+    }
+  }
+}
+
 #else
 
 bool cpu_has_vnni() { return false; }
+bool cpu_has_avx2() { return false; }
 
 #endif
 
@@ -254,7 +343,7 @@ void Q8Activations::quantize(const float* x_TI, int64_t ldx, int64_t tokens, int
       const float* x = x_TI + t * ldx + 64 * p;
       const int nb = int(std::min<int64_t>(2, blocks - 2 * p));
       Q8ActivationPair& dst = data_[size_t(t * np + p)];
-#ifdef ZAYA_Q8_VNNI
+#ifdef ZAYA_Q8_X86
       if (vnni) {
         quantize_pair_vnni(x, nb, dst);
         continue;
@@ -274,13 +363,28 @@ void matvec_q8_rows(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activation
         if (!accumulate) y[t * ldy + r] = 0;
     return;
   }
-#ifdef ZAYA_Q8_VNNI
+#ifdef ZAYA_Q8_X86
   if (cpu_has_vnni()) {
     rows_vnni(w, r0, r1, xq, y, ldy, accumulate);
     return;
   }
+  if (cpu_has_avx2()) {
+    rows_avx2(w, r0, r1, xq.row(0), xq.pairs(), xq.tokens(), xq.in(), y, ldy, accumulate);
+    return;
+  }
 #endif
   rows_portable(w, r0, r1, xq, y, ldy, accumulate);
+}
+
+bool matvec_q8_has_avx2() { return cpu_has_avx2(); }
+
+void matvec_q8_rows_avx2(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
+                         bool accumulate) {
+  ZAYA_ASSERT(cpu_has_avx2());
+  if (r0 >= r1 || xq.tokens() <= 0) return;
+#ifdef ZAYA_Q8_X86
+  rows_avx2(w, r0, r1, xq.row(0), xq.pairs(), xq.tokens(), xq.in(), y, ldy, accumulate);
+#endif
 }
 
 void matvec_q8_rows_portable(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
@@ -324,6 +428,6 @@ void matvec_q8_reference(const uint8_t* w, int64_t out, const Q8Activations& xq,
     }
 }
 
-const char* matvec_q8_kernel_name() { return cpu_has_vnni() ? "vnni" : "portable"; }
+const char* matvec_q8_kernel_name() { return cpu_has_vnni() ? "vnni" : cpu_has_avx2() ? "avx2" : "portable"; }
 
 }  // namespace zaya

@@ -16,9 +16,9 @@
 // The activations are quantized once per product (or once for several
 // products over the same input, LinearRunner::run_parts) into a Q8Activations,
 // which any number of threads then read. The kernel is chosen at run time:
-// VNNI where the CPU has AVX512-VNNI, a portable loop otherwise; both compute
-// the formula above (the integer sums exactly), differing only in the order of
-// the float additions over blocks.
+// VNNI where the CPU has AVX512-VNNI, else AVX2 (vpmaddubsw) where it has
+// AVX2, a portable loop otherwise; all compute the formula above (the integer
+// sums exactly), differing only in the order of the float additions over blocks.
 
 #include <cstdint>
 #include <vector>
@@ -65,13 +65,18 @@ void matvec_q8_rows(const uint8_t* w, int64_t row_begin, int64_t row_end, const 
 // All `out` rows, split over the OpenMP threads when worth a parallel region.
 void matvec_q8(const uint8_t* w, int64_t out, const Q8Activations& xq, float* y, int64_t ldy, bool accumulate);
 
-// The portable loop, whatever the CPU (tests compare the two kernels).
+// The AVX2 kernel (what CPUs with AVX2 but not AVX512-VNNI run), for tests on
+// any CPU that has AVX2, FMA and F16C (matvec_q8_has_avx2).
+bool matvec_q8_has_avx2();
+void matvec_q8_rows_avx2(const uint8_t* w, int64_t row_begin, int64_t row_end, const Q8Activations& xq, float* y,
+                         int64_t ldy, bool accumulate);
+// The portable loop, whatever the CPU (tests compare the kernels).
 void matvec_q8_rows_portable(const uint8_t* w, int64_t row_begin, int64_t row_end, const Q8Activations& xq, float* y,
                              int64_t ldy, bool accumulate);
 // The formula above with double accumulation, for tests.
 void matvec_q8_reference(const uint8_t* w, int64_t out, const Q8Activations& xq, float* y, int64_t ldy,
                          bool accumulate);
-// "vnni" or "portable": the kernel matvec_q8_rows runs on this CPU.
+// "vnni", "avx2" or "portable": the kernel matvec_q8_rows runs on this CPU.
 const char* matvec_q8_kernel_name();
 
 }  // namespace zaya

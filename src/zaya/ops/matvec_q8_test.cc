@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "zaya/core/bf16.h"
@@ -37,9 +38,14 @@ std::vector<uint8_t> random_q8_rows(int64_t out, int64_t in, uint64_t seed) {
 
 using Kernel = void (*)(const uint8_t*, int64_t, int64_t, const Q8Activations&, float*, int64_t, bool);
 
-// The kernel of this CPU (VNNI here) and the portable loop.
-const std::pair<const char*, Kernel> kKernels[] = {{"dispatched", matvec_q8_rows},
+// The kernel this CPU runs (VNNI, AVX2 or portable), the portable loop, and
+// the AVX2 kernel wherever the CPU has AVX2 (on a VNNI machine too).
+std::vector<std::pair<const char*, Kernel>> kernels() {
+  std::vector<std::pair<const char*, Kernel>> k = {{"dispatched", matvec_q8_rows},
                                                    {"portable", matvec_q8_rows_portable}};
+  if (matvec_q8_has_avx2()) k.emplace_back("avx2", matvec_q8_rows_avx2);
+  return k;
+}
 
 // The quantizer the kernel uses equals the scalar definition bit for bit (and
 // the portable quantizer's bytes): the same int8 values and scales,
@@ -136,7 +142,7 @@ TEST(MatvecQ8, UnitScalesGiveTheExactIntegerDot) {
                 i % 32 == (t + i / 32) % 32 ? (t % 2 ? -127.0f : 127.0f) : float((t * 53 + i * 29) % 255 - 127);
         Q8Activations xq;
         xq.quantize(x.data(), in, tokens, in);
-        for (const auto& [name, kernel] : kKernels) {
+        for (const auto& [name, kernel] : kernels()) {
           std::vector<float> y(size_t(tokens * out), -1.0f);
           kernel(w.data(), 0, out, xq, y.data(), out, false);
           for (int64_t t = 0; t < tokens; ++t)
@@ -164,7 +170,7 @@ TEST(MatvecQ8, KernelsMatchReference) {
         const std::vector<float> x = q8_randn(tokens * ldx, 2 + tokens);
         Q8Activations xq;
         xq.quantize(x.data(), ldx, tokens, in);
-        for (const auto& [name, kernel] : kKernels)
+        for (const auto& [name, kernel] : kernels())
           for (bool acc : {false, true}) {
             std::vector<float> y = q8_randn(tokens * ldy, 3), ref = y;
             kernel(w.data(), 0, out, xq, y.data(), ldy, acc);
@@ -223,7 +229,7 @@ TEST(MatvecQ8, NonFiniteActivationsGiveNaN) {
     x[in + 70] = bad;
     Q8Activations xq;
     xq.quantize(x.data(), in, 2, in);
-    for (const auto& [name, kernel] : kKernels) {
+    for (const auto& [name, kernel] : kernels()) {
       std::vector<float> y(size_t(2 * out));
       kernel(w.data(), 0, out, xq, y.data(), out, false);
       for (int64_t r = 0; r < out; ++r) {

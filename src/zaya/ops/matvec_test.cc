@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/core/rng.h"
+#include "zaya/ops/dot_widened.h"
 
 namespace zaya {
 namespace {
@@ -102,6 +105,44 @@ TEST(Matvec, Bf16EqualsWidenedF32) {
   matvec(WeightType::kBF16, wb.data(), in, out, x.data(), in, tokens, y1.data(), out, false);
   matvec(WeightType::kF32, wf.data(), in, out, x.data(), in, tokens, y2.data(), out, false);
   for (size_t i = 0; i < y1.size(); ++i) EXPECT_EQ(y1[i], y2[i]) << i;
+}
+
+// The AVX2 kernel keeps the portable loop's order (ops/dot_widened.h): every
+// result has dot_widened's bits, for f32 and bf16 weights, every tile shape
+// and its row and token remainders, lengths with and without a 16-lane tail,
+// accumulation. (The AVX-512 kernel sums in its own order: checked against
+// the reference above only.)
+TEST(Matvec, Avx2AndPortableKernelsGiveTheFixedOrderDotsBits) {
+  const std::string kernel = matvec_kernel_name();
+  if (kernel == "avx512") GTEST_SKIP() << "this build runs the AVX-512 kernel";
+  std::printf("matvec kernel in this build: %s\n", kernel.c_str());
+  int64_t checked = 0;
+  for (int64_t in : {1, 15, 16, 17, 48, 100, 512})
+    for (int64_t out : {1, 3, 8, 13})
+      for (int64_t tokens : {1, 2, 3, 4, 5, 7}) {
+        const int64_t ldx = in + 1, ldy = out + 2;
+        std::vector<float> wf = randn(in * out, 5 + in), x = randn(tokens * ldx, 6 + tokens);
+        std::vector<uint16_t> wb(wf.size());
+        for (size_t i = 0; i < wf.size(); ++i) wb[i] = float_to_bf16(wf[i]);
+        for (bool acc : {false, true}) {
+          std::vector<float> y = randn(tokens * ldy, 9), yb = y;
+          matvec(WeightType::kF32, wf.data(), in, out, x.data(), ldx, tokens, y.data(), ldy, acc);
+          matvec(WeightType::kBF16, wb.data(), in, out, x.data(), ldx, tokens, yb.data(), ldy, acc);
+          const std::vector<float> y0 = randn(tokens * ldy, 9);
+          for (int64_t t = 0; t < tokens; ++t)
+            for (int64_t r = 0; r < out; ++r) {
+              const float base = acc ? y0[t * ldy + r] : 0.0f;
+              const float f = dot_widened(wf.data() + r * in, x.data() + t * ldx, in);
+              const float b = dot_widened(wb.data() + r * in, x.data() + t * ldx, in);
+              ASSERT_EQ(y[t * ldy + r], acc ? base + f : f) << "f32 in=" << in << " out=" << out << " t=" << t;
+              ASSERT_EQ(yb[t * ldy + r], acc ? base + b : b)
+                  << "bf16 in=" << in << " out=" << out << " t=" << t << " r=" << r << " acc=" << acc
+                  << " tokens=" << tokens << std::hexfloat << " " << yb[t * ldy + r] << " " << b;
+              ++checked;
+            }
+        }
+      }
+  EXPECT_GT(checked, 1000);
 }
 
 }  // namespace
