@@ -15,9 +15,12 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
-#define ZAYA_ATTN_AVX512 1
+#define ZAYA_ATTN_SIMD 1
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ZAYA_ATTN_SIMD 1
 #endif
 
 namespace zaya {
@@ -55,75 +58,111 @@ inline void softmax_inplace(float* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
 }
 
-#ifdef ZAYA_ATTN_AVX512
-// 16 cache elements as floats (bf16: the top half of a float32).
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const uint16_t* p) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
+#ifdef ZAYA_ATTN_SIMD
+// The vector operations the per-row kernels below are written in, for the
+// widest unit the build targets: AVX-512 (16 floats) or AVX2 with FMA (8).
+// A cache element becomes a float exactly (bf16: the top half of a float32),
+// so a bf16 cache gives the bits of an f32 cache of its values.
+#if defined(__AVX512F__)
+struct Simd {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static constexpr int kHeadsPerTile = 4;  // output_tile: up to 4 heads x 4 vectors of accumulators (32 registers)
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load(const uint16_t* p) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
+  static float sum(V a) { return _mm512_reduce_add_ps(a); }
+};
+#else
+struct Simd {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static constexpr int kHeadsPerTile = 2;  // output_tile: up to 2 heads x 4 vectors of accumulators (16 registers)
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load(const uint16_t* p) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
+  static float sum(V a) {
+    const __m128 half = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+    return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
+  }
+};
+#endif
+constexpr int64_t kW = Simd::kWidth;
 
 // scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
-// keys ldk elements apart (d % 16 == 0); four keys at a time, so four
+// keys ldk elements apart (d % kW == 0); four keys at a time, so four
 // independent FMA chains hide the load latency.
 template <typename E>
-void scores_avx512(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale,
-                   float* scores, int64_t lds) {
-  const int64_t nv = d / 16;
+void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
+                 int64_t lds) {
+  const int64_t nv = d / kW;
   for (int64_t g = 0; g < G; ++g) {
     const float* qg = q + g * d;
     float* sg = scores + g * lds;
     int64_t t = 0;
     for (; t + 4 <= n; t += 4) {
       const E* k = kc + t * ldk;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      Simd::V a0 = Simd::zero(), a1 = Simd::zero(), a2 = Simd::zero(), a3 = Simd::zero();
       for (int64_t v = 0; v < nv; ++v) {
-        const __m512 qv = _mm512_loadu_ps(qg + 16 * v);
-        a0 = _mm512_fmadd_ps(qv, load16(k + 16 * v), a0);
-        a1 = _mm512_fmadd_ps(qv, load16(k + ldk + 16 * v), a1);
-        a2 = _mm512_fmadd_ps(qv, load16(k + 2 * ldk + 16 * v), a2);
-        a3 = _mm512_fmadd_ps(qv, load16(k + 3 * ldk + 16 * v), a3);
+        const Simd::V qv = Simd::load(qg + kW * v);
+        a0 = Simd::fmadd(qv, Simd::load(k + kW * v), a0);
+        a1 = Simd::fmadd(qv, Simd::load(k + ldk + kW * v), a1);
+        a2 = Simd::fmadd(qv, Simd::load(k + 2 * ldk + kW * v), a2);
+        a3 = Simd::fmadd(qv, Simd::load(k + 3 * ldk + kW * v), a3);
       }
-      sg[t] = scale * _mm512_reduce_add_ps(a0);
-      sg[t + 1] = scale * _mm512_reduce_add_ps(a1);
-      sg[t + 2] = scale * _mm512_reduce_add_ps(a2);
-      sg[t + 3] = scale * _mm512_reduce_add_ps(a3);
+      sg[t] = scale * Simd::sum(a0);
+      sg[t + 1] = scale * Simd::sum(a1);
+      sg[t + 2] = scale * Simd::sum(a2);
+      sg[t + 3] = scale * Simd::sum(a3);
     }
     for (; t < n; ++t) {
       const E* k = kc + t * ldk;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t v = 0; v < nv; ++v) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + 16 * v), load16(k + 16 * v), acc);
-      sg[t] = scale * _mm512_reduce_add_ps(acc);
+      Simd::V acc = Simd::zero();
+      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
+      sg[t] = scale * Simd::sum(acc);
     }
   }
 }
 
-// o_g[c0 .. c0 + 16 NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
-// registers (compile-time sizes keep the 16 accumulators out of memory);
+// o_g[c0 .. c0 + kW NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
+// registers (compile-time sizes keep the accumulators out of memory);
 // `add` continues the sums already in o (the next span of keys).
 template <int GN, int NV, typename E>
 void output_tile(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
                  bool add) {
-  __m512 acc[GN][NV];
+  Simd::V acc[GN][NV];
   for (int g = 0; g < GN; ++g)
-    for (int v = 0; v < NV; ++v) acc[g][v] = add ? _mm512_loadu_ps(o + g * d + c0 + 16 * v) : _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[g][v] = add ? Simd::load(o + g * d + c0 + kW * v) : Simd::zero();
   for (int64_t t = 0; t < n; ++t) {
     const E* vr = vc + t * ldv + c0;
-    __m512 vv[NV];
-    for (int v = 0; v < NV; ++v) vv[v] = load16(vr + 16 * v);
+    Simd::V vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = Simd::load(vr + kW * v);
     for (int g = 0; g < GN; ++g) {
-      const __m512 pg = _mm512_set1_ps(p[g * ldp + t]);
-      for (int v = 0; v < NV; ++v) acc[g][v] = _mm512_fmadd_ps(pg, vv[v], acc[g][v]);
+      const Simd::V pg = Simd::set1(p[g * ldp + t]);
+      for (int v = 0; v < NV; ++v) acc[g][v] = Simd::fmadd(pg, vv[v], acc[g][v]);
     }
   }
   for (int g = 0; g < GN; ++g)
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(o + g * d + c0 + 16 * v, acc[g][v]);
+    for (int v = 0; v < NV; ++v) Simd::store(o + g * d + c0 + kW * v, acc[g][v]);
 }
 
 template <int GN, typename E>
 void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, float* o, bool add) {
-  for (int64_t c0 = 0; c0 < d; c0 += 64) {
-    switch (std::min<int64_t>(4, (d - c0) / 16)) {
+  for (int64_t c0 = 0; c0 < d; c0 += 4 * kW) {
+    switch (std::min<int64_t>(4, (d - c0) / kW)) {
       case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add); break;
       case 2: output_tile<GN, 2>(p, ldp, n, vc, ldv, d, c0, o, add); break;
       case 3: output_tile<GN, 3>(p, ldp, n, vc, ldv, d, c0, o, add); break;
@@ -132,20 +171,29 @@ void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t l
   }
 }
 
-// o_g (+)= sum_t p[g][t] v_t for the G heads, up to 4 at a time (each V row is
-// read once per 4 heads and 64 output floats); d % 16 == 0.
+// o_g (+)= sum_t p[g][t] v_t for the G heads, kHeadsPerTile at a time (each V
+// row is read once per tile of heads and 4 kW output floats); d % kW == 0.
 template <typename E>
-void output_avx512(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
-                   bool add) {
-  for (int64_t g0 = 0; g0 < G; g0 += 4) {
+void output_simd(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
+                 bool add) {
+  for (int64_t g0 = 0; g0 < G; g0 += Simd::kHeadsPerTile) {
     const float* pg = p + g0 * ldp;
     float* og = o + g0 * d;
-    switch (std::min<int64_t>(4, G - g0)) {
-      case 1: output_heads<1>(pg, ldp, n, vc, ldv, d, og, add); break;
-      case 2: output_heads<2>(pg, ldp, n, vc, ldv, d, og, add); break;
-      case 3: output_heads<3>(pg, ldp, n, vc, ldv, d, og, add); break;
-      default: output_heads<4>(pg, ldp, n, vc, ldv, d, og, add); break;
+    const int64_t gn = std::min<int64_t>(Simd::kHeadsPerTile, G - g0);
+    if constexpr (Simd::kHeadsPerTile == 4) {
+      if (gn == 4) {
+        output_heads<4>(pg, ldp, n, vc, ldv, d, og, add);
+        continue;
+      }
+      if (gn == 3) {
+        output_heads<3>(pg, ldp, n, vc, ldv, d, og, add);
+        continue;
+      }
     }
+    if (gn == 2)
+      output_heads<2>(pg, ldp, n, vc, ldv, d, og, add);
+    else
+      output_heads<1>(pg, ldp, n, vc, ldv, d, og, add);
   }
 }
 #endif
@@ -172,15 +220,15 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     const int64_t p = ch.past + i, lo = cached_attention_first_key(p, ch.window), keys = p - lo + 1;
     const float* q = ch.q_SQ + i * QW + j * G * d;
     float* o = ch.o_SQ + i * QW + j * G * d;
-#ifdef ZAYA_ATTN_AVX512
-    if (d % 16 == 0) {
+#ifdef ZAYA_ATTN_SIMD
+    if (d % kW == 0) {
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
-        with_elements(kc, bf16, [&](auto k) { scores_avx512(q, k, ld, d, G, n, scale, scratch + off, keys); });
+        with_elements(kc, bf16, [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys); });
       });
       for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
       bool add = false;
       for_each_piece(ch, j, lo, p + 1, [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t n, int64_t off) {
-        with_elements(vc, bf16, [&](auto v) { output_avx512(scratch + off, keys, v, ld, d, G, n, o, add); });
+        with_elements(vc, bf16, [&](auto v) { output_simd(scratch + off, keys, v, ld, d, G, n, o, add); });
         add = true;
       });
       continue;

@@ -25,24 +25,26 @@ constexpr int64_t kHq = 4, kHk = 2, kD = 16, kQW = kHq * kD;
 // o[i] for query rows at positions past..past+S-1 over keys k_PKd (all
 // positions, [P, Hk, d]): softmax over the keys j with lo(p) <= j <= p.
 std::vector<double> brute_force(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                                int64_t past, int64_t S, int64_t window) {
-  std::vector<double> o(S * kQW, 0.0);
+                                int64_t past, int64_t S, int64_t window, int64_t Hq = kHq, int64_t Hk = kHk,
+                                int64_t D = kD) {
+  const int64_t QW = Hq * D;
+  std::vector<double> o(S * QW, 0.0);
   for (int64_t i = 0; i < S; ++i) {
     const int64_t p = past + i, lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
-    for (int64_t h = 0; h < kHq; ++h) {
-      const int64_t j = h / (kHq / kHk);
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t j = h / (Hq / Hk);
       std::vector<double> s;
       double mx = -1e300;
       for (int64_t t = lo; t <= p; ++t) {
         double dot = 0;
-        for (int64_t c = 0; c < kD; ++c) dot += double(q[i * kQW + h * kD + c]) * double(k[(t * kHk + j) * kD + c]);
-        s.push_back(dot / std::sqrt(double(kD)));
+        for (int64_t c = 0; c < D; ++c) dot += double(q[i * QW + h * D + c]) * double(k[(t * Hk + j) * D + c]);
+        s.push_back(dot / std::sqrt(double(D)));
         mx = std::max(mx, s.back());
       }
       double sum = 0;
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t t = lo; t <= p; ++t)
-        for (int64_t c = 0; c < kD; ++c) o[i * kQW + h * kD + c] += s[t - lo] / sum * double(v[(t * kHk + j) * kD + c]);
+        for (int64_t c = 0; c < D; ++c) o[i * QW + h * D + c] += s[t - lo] / sum * double(v[(t * Hk + j) * D + c]);
     }
   }
   return o;
@@ -200,6 +202,56 @@ TEST_P(CachedAttentionWindow, Bf16CacheEqualsF32CacheOfItsValues) {
   const std::vector<double> ref = brute_force(q, k, v, cs.past, S, W);
   for (int64_t i = 0; i < S * kQW; ++i) err = std::max(err, std::fabs(double(outs[1][i]) - ref[i]));
   EXPECT_LT(err, 2e-5);
+}
+
+// The per-row (decode) path for every head shape its vector kernels split
+// differently: head dims that fill 1-4 vectors of a column tile, more than one
+// tile, or leave a remainder the vectors cannot take (the scalar loop), and
+// query groups that fill a tile of heads or leave one or two over; against the
+// brute force, and a bf16 cache with the bits of an f32 cache of its values.
+TEST(CachedAttention, DecodeRowsMatchBruteForceForEveryHeadShape) {
+  const int64_t Hk = 2, past = 37;
+  for (int64_t D : {8, 16, 24, 40, 64, 96, 136, 12})
+    for (int64_t G : {1, 2, 3, 5})
+      for (int64_t S : {1, 3}) {
+        const int64_t Hq = G * Hk, QW = Hq * D, P = past + S;
+        const std::vector<float> q = random_values(S * QW, 4 + D);
+        std::vector<float> k = random_values(P * Hk * D, 5 + G), v = random_values(P * Hk * D, 6 + S);
+        for (float& x : k) x = bf16_to_float(float_to_bf16(x));
+        for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+        // One head-major cache of every position ([Hk, P, D]), f32 and bf16.
+        std::vector<float> kc(k.size()), vc(v.size());
+        std::vector<uint16_t> kb(k.size()), vb(v.size());
+        for (int64_t t = 0; t < P; ++t)
+          for (int64_t j = 0; j < Hk; ++j)
+            for (int64_t c = 0; c < D; ++c) {
+              const int64_t at = (j * P + t) * D + c, from = (t * Hk + j) * D + c;
+              kc[at] = k[from], vc[at] = v[from];
+              kb[at] = float_to_bf16(k[from]), vb[at] = float_to_bf16(v[from]);
+            }
+        const CachedAttentionShape shape{Hq, Hk, D};
+        const int64_t per_thread = cached_attention_scratch_floats(G, P, 0, D);
+        std::vector<float> scratch(2 * per_thread), outs[2];
+        for (int bf16 = 0; bf16 < 2; ++bf16) {
+          const CachedKeySpan span = bf16 ? CachedKeySpan{kb.data(), vb.data(), P * D, D, 0, P, true}
+                                          : CachedKeySpan{kc.data(), vc.data(), P * D, D, 0, P, false};
+          outs[bf16].assign(S * QW, -7.0f);
+          CachedAttentionChunk ch;
+          ch.q_SQ = q.data();
+          ch.o_SQ = outs[bf16].data();
+          ch.past = past;
+          ch.count = S;
+          ch.spans = &span;
+          ch.span_count = 1;
+          cached_attention({&ch, 1}, shape, scratch.data(), per_thread, 2);
+        }
+        const std::vector<double> ref = brute_force(q, k, v, past, S, 0, Hq, Hk, D);
+        double err = 0;
+        for (int64_t i = 0; i < S * QW; ++i) err = std::max(err, std::fabs(double(outs[0][i]) - ref[i]));
+        EXPECT_LT(err, 2e-5) << "D " << D << " G " << G << " S " << S;
+        EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), sizeof(float) * outs[0].size()), 0)
+            << "D " << D << " G " << G << " S " << S;
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CachedAttentionWindow,
