@@ -22,6 +22,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/ops/dot_widened.h"
+#include "zaya/ops/matvec_blocks.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
@@ -152,22 +153,9 @@ void rows_for_tokens(const W* w, int64_t in, int64_t r0, int64_t r1, const float
 template <typename W>
 void rows_kernel(const W* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens, float* y,
                  int64_t ldy, bool accumulate) {
-  // Blocks of rows outside, token blocks inside: a block of rows (<= 8 x in
-  // elements) stays in L1 while every token block passes over it.
-  constexpr int64_t kRowBlock = 8;
-  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
-    const int64_t re = std::min(r1, rb + kRowBlock);
-    for (int64_t t = 0; t < tokens; t += 4) {
-      const float* xt = x + t * ldx;
-      float* yt = y + t * ldy;
-      switch (std::min<int64_t>(4, tokens - t)) {
-        case 1: rows_for_tokens<1>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        case 2: rows_for_tokens<2>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        case 3: rows_for_tokens<3>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-        default: rows_for_tokens<4>(w, in, rb, re, xt, ldx, yt, ldy, accumulate); break;
-      }
-    }
-  }
+  for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
+    rows_for_tokens<decltype(tt)::value>(w, in, rb, re, x + t * ldx, ldx, y + t * ldy, ldy, accumulate);
+  });
 }
 
 #else  // portable

@@ -12,6 +12,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_blocks.h"
 
 // The VNNI and AVX2 kernels are compiled with target attributes whatever
 // the build's -march, and chosen at run time from the CPU's feature flags.
@@ -193,26 +194,13 @@ ZAYA_TARGET_VNNI void rows_for_tokens_vnni(const uint8_t* w, int64_t row_bytes, 
   for (; r < r1; ++r) tile_vnni<1, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
 }
 
-ZAYA_TARGET_VNNI void rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y,
-                                int64_t ldy, bool accumulate) {
+void rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
+               bool accumulate) {
   const int64_t in = xq.in(), row_bytes = q8_0_row_bytes(in), stride = xq.pairs();
-  const int64_t tokens = xq.tokens();
-  // Blocks of rows outside, token blocks inside: a block of 8 rows stays in L1
-  // while every token block passes over it (batched decode reads each weight once).
-  constexpr int64_t kRowBlock = 8;
-  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
-    const int64_t re = std::min(r1, rb + kRowBlock);
-    for (int64_t t = 0; t < tokens; t += 4) {
-      const Q8ActivationPair* xt = xq.row(t);
-      float* yt = y + t * ldy;
-      switch (std::min<int64_t>(4, tokens - t)) {
-        case 1: rows_for_tokens_vnni<1>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
-        case 2: rows_for_tokens_vnni<2>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
-        case 3: rows_for_tokens_vnni<3>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
-        default: rows_for_tokens_vnni<4>(w, row_bytes, in, rb, re, xt, stride, yt, ldy, accumulate); break;
-      }
-    }
-  }
+  for_matvec_blocks(r0, r1, xq.tokens(), [&](auto tt, int64_t rb, int64_t re, int64_t t) {
+    rows_for_tokens_vnni<decltype(tt)::value>(w, row_bytes, in, rb, re, xq.row(t), stride, y + t * ldy, ldy,
+                                              accumulate);
+  });
 }
 
 bool cpu_has_avx2() {
@@ -282,24 +270,13 @@ ZAYA_TARGET_AVX2 void rows_for_tokens_avx2(const uint8_t* w, int64_t row_bytes, 
   for (; r < r1; ++r) tile_avx2<1, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
 }
 
-ZAYA_TARGET_AVX2 void rows_avx2(const uint8_t* w, int64_t r0, int64_t r1, const Q8ActivationPair* x, int64_t x_stride,
-                                int64_t tokens, int64_t in, float* y, int64_t ldy, bool accumulate) {
-  const int64_t row_bytes = q8_0_row_bytes(in);
-  // Blocks of 8 rows outside, token blocks inside, as rows_vnni.
-  constexpr int64_t kRowBlock = 8;
-  for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
-    const int64_t re = std::min(r1, rb + kRowBlock);
-    for (int64_t t = 0; t < tokens; t += 4) {
-      const Q8ActivationPair* xt = x + t * x_stride;
-      float* yt = y + t * ldy;
-      switch (std::min<int64_t>(4, tokens - t)) {
-        case 1: rows_for_tokens_avx2<1>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
-        case 2: rows_for_tokens_avx2<2>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
-        case 3: rows_for_tokens_avx2<3>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
-        default: rows_for_tokens_avx2<4>(w, row_bytes, in, rb, re, xt, x_stride, yt, ldy, accumulate); break;
-      }
-    }
-  }
+void rows_avx2(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
+               bool accumulate) {
+  const int64_t in = xq.in(), row_bytes = q8_0_row_bytes(in), stride = xq.pairs();
+  for_matvec_blocks(r0, r1, xq.tokens(), [&](auto tt, int64_t rb, int64_t re, int64_t t) {
+    rows_for_tokens_avx2<decltype(tt)::value>(w, row_bytes, in, rb, re, xq.row(t), stride, y + t * ldy, ldy,
+                                              accumulate);
+  });
 }
 
 #else
@@ -369,7 +346,7 @@ void matvec_q8_rows(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activation
     return;
   }
   if (cpu_has_avx2()) {
-    rows_avx2(w, r0, r1, xq.row(0), xq.pairs(), xq.tokens(), xq.in(), y, ldy, accumulate);
+    rows_avx2(w, r0, r1, xq, y, ldy, accumulate);
     return;
   }
 #endif
@@ -383,7 +360,7 @@ void matvec_q8_rows_avx2(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activ
   ZAYA_ASSERT(cpu_has_avx2());
   if (r0 >= r1 || xq.tokens() <= 0) return;
 #ifdef ZAYA_Q8_X86
-  rows_avx2(w, r0, r1, xq.row(0), xq.pairs(), xq.tokens(), xq.in(), y, ldy, accumulate);
+  rows_avx2(w, r0, r1, xq, y, ldy, accumulate);
 #endif
 }
 
