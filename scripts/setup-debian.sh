@@ -20,15 +20,13 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   zlib1g-dev libzstd-dev zstd  # compressed corpora (.gz, .zst); the zstd tool for the tests
   libcpp-httplib-dev  # zaya serve's HTTP server
-  nodejs              # tests/e2e/serve.sh runs the openai npm package against zaya serve
   curl jq             # tests/e2e/serve.sh: the curl client and reading its JSON
   python3             # small helpers inside tests/e2e (data_inputs, disk_full, export_layouts)
+  python3-venv        # the pinned PyPI environment of the tests (scripts/python-env.sh)
   gnuplot-nox
   clang libclang-rt-14-dev libomp-dev clang-format
   python3.11-doc  # the second corpus of configs/small-recipe.toml (scripts/prepare-recipe-data.sh)
 )
-# Debian's npm, unless a Node.js that bundles its own (NodeSource's) is installed.
-command -v npm >/dev/null || packages+=(npm)
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(python3-torch python3-numpy libopenblas0-openmp bible-kjv librsvg2-bin)
 fi

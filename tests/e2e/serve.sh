@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# zaya serve with real clients: curl and the official `openai` npm package
-# (pinned, installed from the npm registry into a cache under the build tree;
-# the test fails when the registry cannot be reached). The server's completion
+# zaya serve with real clients: curl and the official `openai` Python client
+# (pinned in scripts/python-requirements.txt, from the cached environment that
+# scripts/python-env.sh makes; the test fails when PyPI cannot be reached). The server's completion
 # equals zaya generate's for the same seed, whole and streamed; chat uses the
 # template; bad requests get 400s naming the field; a client that goes away
 # cancels its request; the server always stops (trap).
 source "$(dirname "$0")/common.bash" "$@"
-OPENAI_NPM_VERSION=6.49.0
 
 prepare_data 512
 # A model wide and deep enough (about 20M parameters) that a 1000-token request
@@ -16,16 +15,9 @@ sed -i 's/^num_blocks = 2$/num_blocks = 8\nhidden_size = 512\nq_heads = 4\nhead_
 "$ZAYA" train --config "$WORK/train.toml" --quiet >/dev/null
 M=$WORK/run/final
 
-# --- the openai client: npm install into a cache beside the zaya binary (the build tree) ---
-NPM_CACHE=$(dirname "$ZAYA")/npm-cache/openai-$OPENAI_NPM_VERSION
-if [[ ! -f $NPM_CACHE/node_modules/openai/package.json ]]; then
-  command -v npm >/dev/null || fail "npm is not installed (scripts/setup-debian.sh installs it): the openai client cannot be installed"
-  mkdir -p "$NPM_CACHE"
-  (cd "$NPM_CACHE" && echo '{"private": true}' >package.json &&
-    timeout 300 npm install --no-audit --no-fund --loglevel=error "openai@$OPENAI_NPM_VERSION" >"$WORK/npm.log" 2>&1) ||
-    fail "npm install openai@$OPENAI_NPM_VERSION failed (is the npm registry reachable?): $(tail -5 "$WORK/npm.log")"
-fi
-cp "$SRC/tests/e2e/serve_openai.mjs" "$NPM_CACHE/serve_openai.mjs"
+# --- the openai client: the pinned Python environment (made once, then cached) ---
+PYTHON=$("$SRC/scripts/python-env.sh") || fail "the pinned Python environment could not be made (scripts/python-env.sh)"
+OPENAI_VERSION=$("$PYTHON" -c 'import openai; print(openai.__version__)')
 
 # --- start the server on a free loopback port; always stop it ---
 KEY=test-key
@@ -76,11 +68,11 @@ expect_status 400 'roles must alternate.*"param":"messages"' "${AUTH[@]}" \
   -d '{"messages": [{"role": "assistant", "content": "x"}]}' "$URL/v1/chat/completions"
 expect_status 400 'leaves no room.*"param":"prompt"' "${AUTH[@]}" \
   -d "{\"prompt\": \"$(head -c 9000 "$SRC/data/kjv/kjv.txt" | tr '\n"\\' '   ')\"}" "$URL/v1/completions"
-expect_status 401 'invalid_api_key' -d '{"prompt": "x"}' "$URL/v1/completions"
+expect_status 401 'invalid_api_key' -H 'Content-Type: application/json' -d '{"prompt": "x"}' "$URL/v1/completions"
 expect_status 404 'not an endpoint' "${AUTH[@]}" "$URL/v1/embeddings"
 
-# --- the openai npm client ---
-node "$NPM_CACHE/serve_openai.mjs" "$URL/v1" "$KEY" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||
+# --- the openai Python client ---
+"$PYTHON" "$SRC/tests/e2e/serve_openai.py" "$URL/v1" "$KEY" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||
   fail "the openai client failed: $(cat "$WORK/openai.err")"
 check() { jq -r "select(.check == \"$1\") | $2" "$WORK/openai.jsonl"; }
 [[ "$(check completion .text)" == "$WANT" ]] || fail "openai completion '$(check completion .text)' != '$WANT'"
@@ -91,7 +83,7 @@ check() { jq -r "select(.check == \"$1\") | $2" "$WORK/openai.jsonl"; }
 [[ "$(check chat_stream_usage .usage.completion_tokens)" -ge 1 ]] || fail "no usage chunk: $(cat "$WORK/openai.jsonl")"
 [[ "$(check bad_request .status)" == 400 && "$(check bad_request .param)" == max_tokens ]] ||
   fail "openai bad request: $(check bad_request .)"
-echo "ok: openai@$OPENAI_NPM_VERSION: completions and chat, whole and streamed, and a 400"
+echo "ok: openai $OPENAI_VERSION (Python): completions and chat, whole and streamed, and a 400"
 
 # --- a client that goes away cancels its request ---
 LONG='{"prompt": "And", "max_tokens": 1000, "n": 4, "temperature": 1, "stop": []}'
