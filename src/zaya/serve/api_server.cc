@@ -463,7 +463,7 @@ int64_t ApiServer::drain(double grace_seconds) {
   m.draining = true;
   const auto wait_idle = [&m](double seconds, bool second_signal_ends) {
     const double end = now_seconds() + seconds;
-    while (m.in_flight > 0 && now_seconds() < end && !(second_signal_ends && g_stop_signals > 1))
+    while (m.in_flight > 0 && now_seconds() < end && !(second_signal_ends && m.watching_signals && g_stop_signals > 1))
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   };
   wait_idle(grace_seconds, true);
@@ -492,6 +492,7 @@ int64_t ApiServer::run_until_signal() {
   listener.join();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  impl_->watching_signals = false;
   return cut;
 }
 
