@@ -9,6 +9,7 @@
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
+#include "zaya/core/exit_codes.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/text.h"
 #include "zaya/serve/api_server.h"
@@ -23,13 +24,20 @@ struct ServeCliOptions {
   int64_t prefix_cache_mb = 256;
   int64_t kv_cache_mb = 0;
   bool exact = false;
+  bool api_key_given = false;  // --api-key was on the command line (an empty value is refused, not "no key")
 };
 
 void run_serve(ServeCliOptions o) {
   o.server.validate();
   check_weight_dtype_option(o.dtype, "--dtype");
-  if (o.server.api_key.empty())
-    if (const char* key = std::getenv("ZAYA_API_KEY")) o.server.api_key = key;
+  // An empty key would silently serve without one (`--api-key "$UNSET"`): refuse it.
+  ZAYA_CHECK_USAGE(!o.api_key_given || !o.server.api_key.empty(),
+                   "--api-key is empty; give a key, or leave the flag out to serve without one");
+  if (!o.api_key_given)
+    if (const char* key = std::getenv("ZAYA_API_KEY")) {
+      ZAYA_CHECK_USAGE(*key != '\0', "ZAYA_API_KEY is set but empty; set a key, or unset it to serve without one");
+      o.server.api_key = key;
+    }
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
@@ -45,18 +53,40 @@ void run_serve(ServeCliOptions o) {
     if (p.filename().empty()) p = p.parent_path();
     o.server.model_name = p.filename().string();
   }
-  ApiServer server(*model, tok, o.server);
-  server.bind();
-  const ServingCounters n = server.counters();
-  fmt::print(stderr,
-             "zaya serve: model {} ({} weights) on http://{}:{} (batch {}, context {}, KV pool {} pages of {} tokens, "
-             "{} bytes each, {:.1f} MB; {}); Ctrl-C stops\n",
-             o.server.model_name, model->matrix_dtype(), o.server.host, server.port(), o.server.serving.max_batch,
-             o.server.serving.max_context > 0 ? o.server.serving.max_context : model->config().max_position, n.kv_pages,
-             o.server.serving.prefix_block, n.kv_page_bytes, double(n.kv_pages) * double(n.kv_page_bytes) / (1 << 20),
-             o.server.api_key.empty() ? "no API key" : "API key required");
-  std::fflush(stderr);
-  server.run_until_signal();
+  const int64_t positions = model->config().max_position;
+  if (o.server.serving.max_context > positions) {
+    fmt::print(stderr, "note: --max-context {} is above the model's max_position_embeddings ({}); using {}\n",
+               o.server.serving.max_context, positions, positions);
+    o.server.serving.max_context = positions;
+  }
+  if (o.server.host != "127.0.0.1" && o.server.host != "localhost" && o.server.host != "::1")
+    fmt::print(stderr,
+               "note: --host {} listens beyond this machine: put a TLS-terminating reverse proxy with its own limits "
+               "in front, and use an API key (docs/serve.md, \"Security and limits\")\n",
+               o.server.host);
+  int64_t cut = 0;
+  {
+    ApiServer server(*model, tok, o.server);
+    server.bind();
+    const ServingCounters n = server.counters();
+    fmt::print(stderr,
+               "zaya serve: model {} ({} weights) on http://{}:{} (batch {}, context {}, KV pool {} pages of {} "
+               "tokens, {} bytes each, {:.1f} MB; {}); Ctrl-C stops\n",
+               o.server.model_name, model->matrix_dtype(), o.server.host, server.port(), o.server.serving.max_batch,
+               server.context(), n.kv_pages, o.server.serving.prefix_block, n.kv_page_bytes,
+               double(n.kv_pages) * double(n.kv_page_bytes) / (1 << 20),
+               o.server.api_key.empty() ? "no API key" : "API key required");
+    std::fflush(stderr);
+    cut = server.run_until_signal();
+  }
+  if (cut > 0) {
+    fmt::print(stderr,
+               "zaya serve: stopped; {} request(s) were still running after --shutdown-grace ({} s) and got an error\n",
+               cut, o.server.shutdown_grace);
+    std::fflush(stderr);
+    std::exit(kExitRequestsCut);
+  }
+  fmt::print(stderr, "zaya serve: stopped; every request in flight finished\n");
 }
 
 }  // namespace
@@ -71,8 +101,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", o->server.host, "address to listen on (loopback by default; 0.0.0.0: every interface)");
   cmd->add_option("--port", o->server.port, "port (0: any free one, printed at start)")->check(CLI::Range(0, 65535));
   cmd->add_option("--model-name", o->server.model_name, "the model id clients see (default: the model's file name)");
-  cmd->add_option("--api-key", o->server.api_key,
-                  "require \"Authorization: Bearer KEY\" on /v1/* (default: $ZAYA_API_KEY; none when unset)");
+  CLI::Option* api_key =
+      cmd->add_option("--api-key", o->server.api_key,
+                      "require \"Authorization: Bearer KEY\" on /v1/* (default: $ZAYA_API_KEY, which keeps the key out "
+                      "of `ps`; none when unset; an empty key is refused)");
   cmd->add_option("--batch", o->server.serving.max_batch, "sequences decoded together")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-context", o->server.serving.max_context,
                   "tokens per sequence, prompt included (0: max_position_embeddings)")
@@ -101,8 +133,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-bytes", o->server.max_body_bytes, "largest request body (413 beyond)")
       ->check(CLI::Range(1024, 1 << 30));
   cmd->add_option("--request-timeout", o->server.request_timeout,
-                  "seconds a request may generate (then it ends, \"length\")");
+                  "seconds a request may generate (then it ends with an error, code request_timeout)");
   cmd->add_option("--io-timeout", o->server.io_timeout, "seconds a read or write on a connection may wait");
+  cmd->add_option("--read-deadline", o->server.read_deadline,
+                  "seconds for a request's head and body to arrive (408 and a close beyond)");
+  cmd->add_option("--shutdown-grace", o->server.shutdown_grace,
+                  "seconds requests in flight may finish after SIGTERM/SIGINT (new ones get 503); those still "
+                  "running then get an error and the exit code is 3");
   cmd->add_option(
       "--dtype", o->dtype,
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
@@ -111,7 +148,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--exact", o->exact,
                 "f32 activations in bf16 prefill, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
-  cmd->callback([o] { run_serve(*o); });
+  cmd->callback([o, api_key] {
+    o->api_key_given = api_key->count() > 0;
+    run_serve(*o);
+  });
 }
 
 }  // namespace zaya::cli

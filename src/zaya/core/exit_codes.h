@@ -14,6 +14,10 @@ inline constexpr int kExitUsage = 2;
 // A run that stopped for a preemption (SIGTERM/SIGINT, or the supervisor's
 // stop request) after saving a checkpoint: "try again later" (EX_TEMPFAIL).
 inline constexpr int kExitPreempted = 75;
+// `zaya serve` stopped on SIGTERM/SIGINT and its shutdown grace ended with
+// requests still running: they were answered with errors (docs/serve.md).
+// A drain in which every request finished exits 0.
+inline constexpr int kExitRequestsCut = 3;
 
 // Thrown on every rank after the preemption checkpoint is saved; the program exits with kExitPreempted.
 class Preempted : public std::exception {

@@ -4,12 +4,15 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <ctime>
 #include <thread>
 
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
+#include "zaya/serve/http_checks.h"
+#include "zaya/serve/http_connection.h"
 #include "zaya/serve/metrics.h"
 #include "zaya/serve/openai_response.h"
 
@@ -22,10 +25,44 @@ constexpr double kHeartbeatSeconds = 0.5;
 void send_json(httplib::Response& res, int status, const ojson& j) {
   res.status = status;
   res.set_content(dump_api(j) + "\n", "application/json");
+  // OpenAI's clients wait this long before they retry a 429 or 503.
+  if (status == 429 || status == 503) res.set_header("Retry-After", "1");
 }
 
-std::atomic<bool> g_stop_signal{false};
-void on_stop_signal(int) { g_stop_signal = true; }
+// SIGINT/SIGTERM received (the first starts the drain, a second ends its grace).
+std::atomic<int> g_stop_signals{0};
+void on_stop_signal(int) { g_stop_signals.fetch_add(1); }
+
+// The routes, for the pre-routing check (405 and 404) and the metrics' endpoint label.
+const std::vector<HttpRoute>& api_routes() {
+  static const std::vector<HttpRoute> routes = {{"POST", "/v1/completions"},
+                                                {"POST", "/v1/chat/completions"},
+                                                {"GET", "/v1/models"},
+                                                {"GET", "/health"},
+                                                {"GET", "/metrics"}};
+  return routes;
+}
+
+std::vector<std::string> route_paths() {
+  std::vector<std::string> paths;
+  for (const HttpRoute& r : api_routes()) paths.push_back(r.path);
+  return paths;
+}
+
+// "Authorization: Bearer KEY": the scheme case-insensitively (RFC 7235 section 2.1), the key compared
+// in a time that depends only on its length (no early exit on the first differing byte).
+bool bearer_matches(const std::string& header, const std::string& key) {
+  static const std::string scheme = "bearer ";
+  bool ok = header.size() == scheme.size() + key.size();
+  for (size_t i = 0; i < scheme.size(); ++i)
+    ok &= i < header.size() && std::tolower(static_cast<unsigned char>(header[i])) == scheme[i];
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const size_t at = scheme.size() + i;
+    diff |= static_cast<unsigned char>((at < header.size() ? header[at] : 0) ^ key[i]);
+  }
+  return ok && diff == 0;
+}
 
 }  // namespace
 
@@ -35,6 +72,8 @@ void ServerOptions::validate() const {
   ZAYA_CHECK_USAGE(max_body_bytes >= 1024, "--max-body-bytes {} is invalid; allowed: >= 1024", max_body_bytes);
   ZAYA_CHECK_USAGE(request_timeout > 0, "--request-timeout {} is invalid; allowed: > 0 seconds", request_timeout);
   ZAYA_CHECK_USAGE(io_timeout > 0, "--io-timeout {} is invalid; allowed: > 0 seconds", io_timeout);
+  ZAYA_CHECK_USAGE(read_deadline > 0, "--read-deadline {} is invalid; allowed: > 0 seconds", read_deadline);
+  ZAYA_CHECK_USAGE(shutdown_grace >= 0, "--shutdown-grace {} is invalid; allowed: >= 0 seconds", shutdown_grace);
 }
 
 struct ApiServer::Impl {
@@ -51,27 +90,36 @@ struct ApiServer::Impl {
     std::vector<double> last_token;  // per choice: when its last token came (0: none yet)
     size_t finished = 0;
     bool first_token_seen = false, timed_out = false, failed = false;
-    std::string error;
+    std::string error, error_code;
   };
 
   const InferModel& model;
   const Tokenizer& tok;
   ServerOptions o;
   ServingLoop loop;
-  ServerMetrics metrics;
-  httplib::Server http;
+  ServerMetrics metrics{route_paths()};
+  GuardedHttpServer http;
   std::atomic<int64_t> in_flight{0};
+  std::atomic<bool> draining{false};          // new requests get 503
+  std::atomic<bool> cutting{false};           // the drain's grace is over: cancelled sequences were cut by it
+  std::atomic<int64_t> cut{0};                // requests cut by the drain
+  std::atomic<bool> watching_signals{false};  // in run_until_signal: a signal starts the drain
   std::atomic<int64_t> next_id{0};
   int port = -1;
   int64_t started = 0;
 
   Impl(const InferModel& m, const Tokenizer& t, const ServerOptions& opt)
-      : model(m), tok(t), o(opt), loop(m, t, opt.serving), started(int64_t(std::time(nullptr))) {
+      : model(m),
+        tok(t),
+        o(opt),
+        loop(m, t, opt.serving),
+        http(opt.read_deadline, opt.io_timeout),
+        started(int64_t(std::time(nullptr))) {
     routes();
   }
 
   bool authorized(const httplib::Request& req) const {
-    return o.api_key.empty() || req.get_header_value("Authorization") == "Bearer " + o.api_key;
+    return o.api_key.empty() || bearer_matches(req.get_header_value("Authorization"), o.api_key);
   }
 
   void error(httplib::Response& res, const std::string& path, int status, const std::string& message,
@@ -80,8 +128,64 @@ struct ApiServer::Impl {
     metrics.request(path, status);
   }
 
+  // Refuses a request from its head alone, and closes the connection after
+  // the answer (its body, if any, is not read).
+  httplib::Server::HandlerResponse refuse(const httplib::Request& req, httplib::Response& res, const HttpRefusal& r) {
+    error(res, req.path, r.status, r.message, r.status >= 500 ? "server_error" : "invalid_request_error");
+    if (!r.allow.empty()) res.set_header("Allow", r.allow);
+    res.set_header("Connection", "close");
+    if (HttpRequestState* st = current_http_request()) st->close = true;
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  // Before the body is read: the head's framing, route and type, and the drain.
+  httplib::Server::HandlerResponse check_head(const httplib::Request& req, httplib::Response& res) {
+    if (HttpRequestState* st = current_http_request()) st->head_accepted = true;
+    HttpRefusal r = check_body_framing(req, o.max_body_bytes);
+    if (!r) r = check_route(req, api_routes());
+    if (!r) r = check_json_content_type(req);
+    // Read as the handler runs, so a request that comes after the signal is refused, not one poll later.
+    if (!r && (draining || (watching_signals && g_stop_signals > 0)) && req.path != "/metrics")
+      r = {503, "the server is shutting down and accepts no new requests; retry (another instance) later", {}};
+    return r ? refuse(req, res, r) : httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  // A POST body through a counting reader: httplib 0.11.4 checks --max-body-bytes
+  // only against Content-Length, and would buffer a chunked body of any size.
+  void post(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+            ApiEndpoint endpoint, const std::string& path) {
+    httplib::Request with_body = req;  // generate() reads the body where httplib's plain handlers find it
+    bool over = false;
+    const bool read = reader([&](const char* data, size_t n) {
+      over = with_body.body.size() + n > size_t(o.max_body_bytes);
+      if (!over) with_body.body.append(data, n);
+      return !over;
+    });
+    const HttpRequestState* st = current_http_request();
+    if (over)
+      refuse(req, res,
+             {413, fmt::format("the request body is larger than --max-body-bytes ({} bytes)", o.max_body_bytes), {}});
+    else if (!read && st && st->deadline_passed)
+      refuse(req, res, {408, deadline_message(), {}});
+    else if (!read)
+      refuse(req, res, {400, "the request body could not be read (a malformed chunk, or the connection ended)", {}});
+    else
+      generate(with_body, res, endpoint, path);
+  }
+
+  std::string deadline_message() const {
+    return fmt::format("the request's head and body did not arrive within --read-deadline ({} s)", o.read_deadline);
+  }
+
   void routes() {
     http.new_task_queue = [n = size_t(o.max_concurrent) + 8] { return new httplib::ThreadPool(n); };
+    http.set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) { return check_head(req, res); });
+    http.set_early_error_body([this](int status) {
+      return dump_api(api_error(
+          status == 408 ? deadline_message() : fmt::format("the request head is larger than {} bytes", kMaxHeadBytes),
+          "invalid_request_error"));
+    });
     http.set_payload_max_length(size_t(o.max_body_bytes));
     const auto sec = [](double s) { return std::pair<time_t, time_t>{time_t(s), time_t((s - time_t(s)) * 1e6)}; };
     http.set_read_timeout(sec(o.io_timeout).first, sec(o.io_timeout).second);
@@ -103,25 +207,33 @@ struct ApiServer::Impl {
       send_json(res, 200, api_models(o.model_name, started));
       metrics.request("/v1/models", 200);
     });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, ApiEndpoint::kCompletions, "/v1/completions");
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, ApiEndpoint::kChat, "/v1/chat/completions");
-    });
-    // Statuses httplib sets itself (404, 413, ...) get an OpenAI error body.
+    for (const auto& [path, endpoint] : {std::pair{"/v1/completions", ApiEndpoint::kCompletions},
+                                         std::pair{"/v1/chat/completions", ApiEndpoint::kChat}}) {
+      http.Post(path, [this, p = std::string(path), endpoint](const httplib::Request& req, httplib::Response& res,
+                                                              const httplib::ContentReader& reader) {
+        post(req, res, reader, endpoint, p);
+      });
+      // httplib routes a POST with no body (Content-Length: 0) to the plain handlers.
+      http.Post(path, [this, p = std::string(path), endpoint](const httplib::Request& req, httplib::Response& res) {
+        generate(req, res, endpoint, p);
+      });
+    }
+    // Statuses httplib sets itself (a malformed head, 414, 408 and 431 from the connection) get a sentence.
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      std::string message = fmt::format("{} {}: HTTP status {}", req.method, req.path, res.status);
-      if (res.status == 413)
-        message = fmt::format("the request body is larger than --max-body-bytes ({} bytes)", o.max_body_bytes);
-      if (res.status == 404)
-        message = fmt::format(
-            "{} {} is not an endpoint of this server; it serves POST /v1/completions, POST "
-            "/v1/chat/completions, GET /v1/models, GET /health, GET /metrics",
-            req.method, req.path);
-      send_json(res, res.status, api_error(message, "invalid_request_error"));
-      metrics.request(req.path, res.status);
+      HttpRequestState* st = current_http_request();
+      HttpRefusal r;
+      if (st && st->deadline_passed)
+        r = {408, deadline_message(), {}};
+      else if (st && st->head_too_large)
+        r = {431, fmt::format("the request head is larger than {} bytes", kMaxHeadBytes), {}};
+      else if (st && st->head_accepted)
+        r = {res.status, res.status == 400 ? "the request body could not be read" : "the request failed", {}};
+      else
+        r = malformed_head_refusal(req, res.status);
+      if (st) st->close = true;
+      send_json(res, r.status, api_error(r.message, r.status >= 500 ? "server_error" : "invalid_request_error"));
+      metrics.request(req.path, r.status);
     });
     http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string message = "internal error";
@@ -152,6 +264,12 @@ struct ApiServer::Impl {
     std::vector<TextRequest> texts;
     if (r.error.empty()) texts = openai_text_requests(r, tok, model.config(), loop.context(), o.api);
     if (!r.error.empty()) return error(res, path, 400, r.error, "invalid_request_error", r.error_param);
+    if (int64_t(texts.size()) > o.serving.max_batch + o.serving.max_waiting)
+      return error(res, path, 400,
+                   fmt::format("'n' = {} asks for more sequences than this server can ever hold at once: --batch {} + "
+                               "--max-queue {}",
+                               texts.size(), o.serving.max_batch, o.serving.max_waiting),
+                   "invalid_request_error", "n");
     if (in_flight.fetch_add(1) >= o.max_concurrent) {
       --in_flight;
       return error(
@@ -205,9 +323,11 @@ struct ApiServer::Impl {
     }
     c.text += e.text;
     if (e.kind == ServeEvent::Kind::kFinish) {
-      c.finish = e.finish == FinishReason::kCancelled ? FinishReason::kLength : e.finish;
+      c.finish = e.finish;
       c.tokens = e.tokens;
       ++g.finished;
+      // A sequence the client did not cancel (nobody reads those) was cut: by the deadline or the shutdown.
+      if (e.finish == FinishReason::kCancelled && !g.failed) cut_short(g);
       return;
     }
     if (!g.first_token_seen) {
@@ -223,6 +343,29 @@ struct ApiServer::Impl {
       c.logprobs.push_back(t);
       if (lp) lp->push_back(std::move(t));
     }
+  }
+
+  // Reports the request as failed: never as a success with a truncated text.
+  void cut_short(Generation& g) {
+    g.failed = true;
+    if (g.timed_out) {
+      g.error =
+          fmt::format("the request ran past --request-timeout ({} s) and was ended; its partial output is dropped",
+                      o.request_timeout);
+      g.error_code = "request_timeout";
+      return;
+    }
+    g.error = fmt::format(
+        "the server shut down before this request finished (--shutdown-grace {} s); its partial output is dropped",
+        o.shutdown_grace);
+    g.error_code = "server_shutdown";
+    if (cutting) ++cut;
+  }
+
+  ojson failure(const Generation& g) const {
+    ojson e = api_error(g.error, "server_error");
+    if (!g.error_code.empty()) e["error"]["code"] = g.error_code;
+    return e;
   }
 
   // Waits for events (up to a heartbeat); ends the request's sequences at its deadline.
@@ -248,7 +391,7 @@ struct ApiServer::Impl {
         last_write = now_seconds();
       }
     }
-    const ojson body = g.failed ? api_error(g.error, "server_error") : api_response(g.head, g.choices, g.prompt_tokens);
+    const ojson body = g.failed ? failure(g) : api_response(g.head, g.choices, g.prompt_tokens);
     if (!write(sink, dump_api(body) + "\n")) return false;
     sink.done();
     return true;
@@ -265,10 +408,11 @@ struct ApiServer::Impl {
       for (const ServeEvent& e : events) {
         std::vector<TokenLogprob> lp;
         apply(g, e, &lp);
-        if (e.kind == ServeEvent::Kind::kError) {
-          if (!send(api_error(e.text, "server_error"))) return false;
-          g.finished = g.choices.size();
-          break;
+        if (g.failed) {
+          // An error event and no [DONE]: a stream that ends without it is one that failed.
+          if (!send(failure(g))) return false;
+          sink.done();
+          return true;
         }
         const bool end = e.kind == ServeEvent::Kind::kFinish;
         if (!end && e.text.empty() && lp.empty()) continue;
@@ -296,10 +440,7 @@ ApiServer::~ApiServer() { stop(); }
 
 void ApiServer::bind() {
   Impl& m = *impl_;
-  if (m.o.port == 0)
-    m.port = m.http.bind_to_any_port(m.o.host);
-  else
-    m.port = m.http.bind_to_port(m.o.host, m.o.port) ? m.o.port : -1;
+  m.port = m.http.bind_listener(m.o.host, m.o.port);
   ZAYA_CHECK(m.port > 0, "cannot listen on {}:{} (--host, --port): the address is in use or not this machine's",
              m.o.host, m.o.port);
 }
@@ -317,9 +458,26 @@ void ApiServer::stop() {
   impl_->loop.stop();
 }
 
-void ApiServer::run_until_signal() {
+int64_t ApiServer::drain(double grace_seconds) {
+  Impl& m = *impl_;
+  m.draining = true;
+  const auto wait_idle = [&m](double seconds, bool second_signal_ends) {
+    const double end = now_seconds() + seconds;
+    while (m.in_flight > 0 && now_seconds() < end && !(second_signal_ends && m.watching_signals && g_stop_signals > 1))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  wait_idle(grace_seconds, true);
+  m.cutting = true;
+  m.loop.stop();                         // what still runs or waits ends cancelled, and its request reports the cut
+  wait_idle(m.o.io_timeout + 1, false);  // for those answers to be written
+  m.http.stop();
+  return m.cut;
+}
+
+int64_t ApiServer::run_until_signal() {
   if (impl_->port < 0) bind();
-  g_stop_signal = false;
+  g_stop_signals = 0;
+  impl_->watching_signals = true;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   std::atomic<bool> ended{false};
@@ -327,12 +485,18 @@ void ApiServer::run_until_signal() {
     impl_->http.listen_after_bind();
     ended = true;
   });
-  while (!g_stop_signal && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // New requests see the signal at once (check_head reads it); this loop only starts the drain.
+  while (g_stop_signals == 0 && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int64_t cut = drain(impl_->o.shutdown_grace);
   stop();
   listener.join();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  impl_->watching_signals = false;
+  return cut;
 }
+
+int64_t ApiServer::context() const { return impl_->loop.context(); }
 
 ServingCounters ApiServer::counters() const { return impl_->loop.counters(); }
 

@@ -8,9 +8,15 @@
 //   GET  /v1/models, /health, /metrics           (metrics.h: Prometheus text)
 //
 // Limits: requests generating at once (429 beyond), the sequences the queue
-// holds (503 beyond), the body size (413), the context (400 for a prompt that
-// leaves no room), a time limit per request (its sequences end, "length"),
-// read/write timeouts on the connection. A client that goes away cancels its
+// holds (503 beyond; 400 for a request that could never fit), the body size
+// (413, chunked bodies too), the context (400 for a prompt that leaves no
+// room), a time limit per request (then an error, not a truncated success),
+// a deadline for a request's head and body (408) and read/write timeouts on
+// the connection (http_connection.h); the head's framing, method, path and
+// Content-Type are checked before the body is read (http_checks.h).
+// Shutdown drains: new requests get 503, those in flight may finish within a
+// grace period, and any cut at its end get an error (never "length" and
+// [DONE]). A client that goes away cancels its
 // request: a streamed one at the next chunk it cannot be sent, a whole one
 // within a second (while it is generated the response, sent chunked, gets a
 // newline every half second: JSON allows leading whitespace, and the write
@@ -38,6 +44,8 @@ struct ServerOptions {
   int64_t max_body_bytes = 1 << 20;
   double request_timeout = 600;  // seconds one request may generate
   double io_timeout = 30;        // seconds a read or write on a connection may wait
+  double read_deadline = 10;     // seconds for a request's head and body together
+  double shutdown_grace = 20;    // seconds requests in flight may finish after SIGTERM
   ApiLimits api;
   ServingOptions serving;
   void validate() const;
@@ -53,11 +61,17 @@ class ApiServer {
   // Binds the listening socket; fails naming the address when it cannot.
   void bind();
   int port() const;
+  // Tokens per sequence, prompt included (--max-context capped at the model's positions).
+  int64_t context() const;
   // Serves until stop() (from another thread).
   void run();
   void stop();
-  // Serves until SIGINT or SIGTERM, then stops (requests in flight end cancelled).
-  void run_until_signal();
+  // Refuses new requests (503), lets those in flight finish for up to
+  // `grace_seconds` (a second SIGINT/SIGTERM ends the wait), then ends the
+  // rest with an error and stops. Returns how many requests were cut.
+  int64_t drain(double grace_seconds);
+  // Serves until SIGINT or SIGTERM, then drains for --shutdown-grace; returns drain()'s count.
+  int64_t run_until_signal();
 
   ServingCounters counters() const;
 

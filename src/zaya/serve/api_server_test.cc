@@ -8,45 +8,17 @@
 
 #include <thread>
 
-#include "zaya/data/test_util.h"
 #include "zaya/infer/generate_job.h"
-#include "zaya/infer/test_util.h"
 #include "zaya/io/json_file.h"
+#include "zaya/serve/test_util.h"
 
 namespace zaya {
 namespace {
 
-struct Served {
-  std::unique_ptr<ZayaModel> model;
-  std::unique_ptr<InferModel> im;
-  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
-  std::unique_ptr<ApiServer> server;
-  std::thread thread;
-
-  explicit Served(const std::string& api_key = "") {
-    ZayaConfig c = testing::small_test_config();
-    c.vocab_size = 512;
-    c.real_vocab_size = 400;
-    model = testing::random_model(c, 51);
-    im = InferModel::from_model(*model);
-    ServerOptions o;
-    o.port = 0;
-    o.model_name = "tiny-test";
-    o.api_key = api_key;
-    o.serving.max_batch = 2;
-    o.serving.sample_vocab = 400;
-    server = std::make_unique<ApiServer>(*im, tok, o);
-    server->bind();
-    thread = std::thread([this] { server->run(); });
-  }
-  ~Served() {
-    server->stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client cli("127.0.0.1", server->port());
-    cli.set_read_timeout(60, 0);
-    return cli;
+struct Served : testing::ServedModel {
+  explicit Served(const std::string& api_key = "")
+      : ServedModel([&](ServerOptions& o, ZayaConfig&) { o.api_key = api_key; }) {
+    start();
   }
   std::string expected(const std::string& prompt, int64_t tokens, uint64_t seed) const {
     TextRequest r;

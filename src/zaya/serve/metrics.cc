@@ -27,13 +27,28 @@ std::string Histogram::render(const std::string& name, const std::string& help) 
   return out;
 }
 
-ServerMetrics::ServerMetrics()
-    : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
+std::string escape_label_value(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"')
+      out += {'\\', c};
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+ServerMetrics::ServerMetrics(std::vector<std::string> endpoints)
+    : endpoints_(std::move(endpoints)),
+      ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
       itl_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}) {}
 
 void ServerMetrics::request(const std::string& endpoint, int status) {
+  const bool known = std::find(endpoints_.begin(), endpoints_.end(), endpoint) != endpoints_.end();
   std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{endpoint, status}];
+  ++requests_[{known ? endpoint : "other", status}];
 }
 
 void ServerMetrics::tokens(int64_t prompt, int64_t generated) {
@@ -63,7 +78,8 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
       "# HELP zaya_requests_total HTTP requests answered, by endpoint and status.\n"
       "# TYPE zaya_requests_total counter\n";
   for (const auto& [key, n] : requests_)
-    out += fmt::format("zaya_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+    out += fmt::format("zaya_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", escape_label_value(key.first),
+                       key.second, n);
   auto counter = [&](const char* name, const char* help, int64_t v) {
     out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
   };

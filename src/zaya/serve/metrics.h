@@ -4,6 +4,9 @@
 // cancelled requests, and histograms of the time to the first token and of
 // the latency between tokens. Gauges (running and waiting sequences) are
 // read when the page is drawn. Safe to update from many threads.
+// The endpoint label takes one of the routes given at construction or
+// "other", so no request can add a series (a path is the client's text), and
+// label values are escaped as the format requires (backslash, quote, newline).
 
 #include <cstdint>
 #include <map>
@@ -44,9 +47,13 @@ struct MetricsGauges {
   int64_t kv_pages_reserved = 0;   // pages the running sequences may hold at their longest
 };
 
+// `value` as a label value of the text format: \\, \" and \n escaped.
+std::string escape_label_value(const std::string& value);
+
 class ServerMetrics {
  public:
-  ServerMetrics();
+  // `endpoints`: the label values request() keeps; any other endpoint counts as "other".
+  explicit ServerMetrics(std::vector<std::string> endpoints = {});
   void request(const std::string& endpoint, int status);
   void tokens(int64_t prompt, int64_t generated);
   void cancelled();
@@ -55,6 +62,7 @@ class ServerMetrics {
   std::string render(const MetricsGauges& gauges) const;
 
  private:
+  std::vector<std::string> endpoints_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, int64_t> requests_;
   int64_t prompt_tokens_ = 0, generated_tokens_ = 0, cancelled_ = 0;

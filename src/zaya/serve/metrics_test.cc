@@ -6,7 +6,7 @@ namespace zaya {
 namespace {
 
 TEST(ServerMetrics, PrometheusTextWithCumulativeBuckets) {
-  ServerMetrics m;
+  ServerMetrics m({"/v1/completions", "/v1/chat/completions"});
   m.request("/v1/completions", 200);
   m.request("/v1/completions", 200);
   m.request("/v1/chat/completions", 400);
@@ -39,6 +39,19 @@ TEST(ServerMetrics, PrometheusTextWithCumulativeBuckets) {
   EXPECT_TRUE(has("zaya_time_to_first_token_seconds_count 2"));
   EXPECT_TRUE(has("zaya_inter_token_latency_seconds_bucket{le=\"0.025\"} 1"));
   EXPECT_TRUE(has("zaya_inter_token_latency_seconds_bucket{le=\"0.01\"} 0"));
+}
+
+TEST(ServerMetrics, EndpointLabelIsBoundedAndEscaped) {
+  ServerMetrics m({"/health", "/a\"b\\c\nd"});
+  m.request("/x\"} 1\nfake_metric 42\n#", 404);
+  m.request("/nope", 404);
+  m.request("/a\"b\\c\nd", 200);
+  const std::string text = m.render(MetricsGauges{});
+  EXPECT_EQ(text.find("fake_metric"), std::string::npos) << text;
+  EXPECT_NE(text.find("zaya_requests_total{endpoint=\"other\",status=\"404\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("zaya_requests_total{endpoint=\"/a\\\"b\\\\c\\nd\",status=\"200\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }
 
 }  // namespace
