@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the release build with warnings as errors (unit,
 # golden, end-to-end and multi-process tests through CTest, under Open MPI and
-# MPICH), the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then a short fuzzing run of the file parsers.
+# MPICH), the unit tests and the server's end-to-end tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then a short fuzzing run of the
+# file parsers and the HTTP request parser.
 #   scripts/test.sh              (after scripts/setup-debian.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +27,18 @@ cmake --build build-test -j "$jobs"
 # -O1 with line tables (cold code -O0, CMakeLists.txt): what the sanitizers need
 # for exact reports; the build of this tree is the longest phase of this script.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZAYA_WERROR=ON -DZAYA_SANITIZE=ON \
-  -DZAYA_BUILD_CLI=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
-cmake --build build-asan -j "$jobs" --target zaya_unit_tests
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+cmake --build build-asan -j "$jobs" --target zaya_unit_tests zaya
 # LeakSanitizer is off: OpenMP and oneDNN keep per-thread caches for the life of the process.
-ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  build-asan/tests/zaya_unit_tests
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build-asan/tests/zaya_unit_tests
+# The server is what strangers reach: its end-to-end tests (real clients, the
+# hostile client) run on the sanitized binary too. A report aborts the server,
+# which the tests see as a dead server.
+for t in serve serve_hostile; do
+  echo "e2e.$t under ASan/UBSan"
+  bash "tests/e2e/$t.sh" build-asan/zaya "$PWD"
+done
 # The parsers of untrusted files (safetensors, GGUF, token-shard index, HF
 # config) under libFuzzer for a few seconds each (docs/fuzzing.md).
 scripts/fuzz.sh -t "${FUZZ_SECONDS:-6}"

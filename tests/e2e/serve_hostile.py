@@ -1,0 +1,478 @@
+"""A hostile client against zaya serve, loopback only (run by tests/e2e/serve_hostile.sh).
+
+Replays every finding of the December 2026 red-team of the server (docs/serve.md,
+"Security and limits", lists them) and the classes around each: nesting depth, body
+size and encodings, methods, headers, conflicting lengths, slow clients, bounded
+floods, signals. Every case checks the answer (a 4xx with a sentence in OpenAI's
+error shape, or the documented behaviour) and then that the server still answers a
+normal request with the same greedy text as before. Every loop has a fixed count,
+every socket a timeout, and each server this script starts is killed at the end.
+
+Usage: serve_hostile.py ZAYA MODEL_DIR WORK_DIR
+Prints "ok: CASE" per case; exits 1 at the first failure, saying what was wrong.
+"""
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ZAYA, MODEL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+RUN_NAME = os.path.basename(os.path.dirname(os.path.abspath(MODEL)))  # RUN/final -> RUN
+servers = []
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr, flush=True)
+    for s in servers:
+        if s.proc.poll() is None:
+            s.proc.kill()
+    sys.exit(1)
+
+
+def ok(message):
+    print(f"ok: {message}", flush=True)
+
+
+class Server:
+    """One zaya serve process on a free loopback port; its stderr goes to a file."""
+
+    def __init__(self, *flags, env=None):
+        self.log = os.path.join(WORK, f"serve{len(servers)}.log")
+        self.proc = subprocess.Popen([ZAYA, "serve", "--model", MODEL, "--port", "0", "--threads", "1", *flags],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "w"), env=env)
+        servers.append(self)
+        self.port = None
+        for _ in range(300):
+            m = re.search(r"on http://127\.0\.0\.1:(\d+)", self.stderr())
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.proc.poll() is not None:
+                fail(f"zaya serve {' '.join(flags)} exited {self.proc.returncode}: {self.stderr()}")
+            time.sleep(0.1)
+        if self.port is None:
+            fail(f"zaya serve {' '.join(flags)} did not say its port in 30 s: {self.stderr()}")
+
+    def stderr(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def raw(port, data, timeout=20.0, read=True):
+    """Sends bytes, returns (status, headers dict, body) of the first response, or
+    (None, {}, b"") when the server closed without one."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may answer and close before reading everything
+        if not read:
+            return None, {}, b""
+        return read_response(s)
+
+
+def read_response(s):
+    buf = b""
+    try:
+        while b"\r\n\r\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                return None, {}, buf
+            buf += chunk
+    except ConnectionResetError:
+        return None, {}, buf
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    try:
+        if "content-length" in headers:
+            while len(body) < int(headers["content-length"]):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            while not body.endswith(b"0\r\n\r\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+            body = dechunk(body)
+    except (ConnectionResetError, socket.timeout):
+        pass
+    return status, headers, body
+
+
+def dechunk(body):
+    out = b""
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        body = rest[size + 2:]
+    return out
+
+
+def request(method, path, body=b"", headers=None, content_type="application/json"):
+    h = {"Host": "127.0.0.1", "Connection": "close"}
+    if content_type:
+        h["Content-Type"] = content_type
+    if body or method == "POST":
+        h["Content-Length"] = str(len(body))
+    h.update(headers or {})
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    return head.encode("latin-1") + body
+
+
+def post(path, obj_or_bytes, **kw):
+    body = obj_or_bytes if isinstance(obj_or_bytes, bytes) else json.dumps(obj_or_bytes).encode()
+    return request("POST", path, body, **kw)
+
+
+def error_message(status, body, case):
+    """The sentence of an OpenAI-shaped error body; fails on anything else."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        fail(f"{case}: HTTP {status} without an OpenAI error body: {body[:300]!r}")
+    if re.search(r"HTTP status \d+$", message) or len(message.split()) < 4:
+        fail(f"{case}: HTTP {status} says no sentence a person can act on: {message!r}")
+    if "[json.exception" in message:
+        fail(f"{case}: the JSON library's prefix leaks into the message: {message!r}")
+    if len(message) > 2000:
+        fail(f"{case}: a {len(message)}-character message (values must be cut short)")
+    return message
+
+
+def expect(server, case, data, statuses, pattern=None, timeout=20.0):
+    """The answer's status is in `statuses`, with a sentence matching `pattern`;
+    then the server must still serve the reference completion."""
+    status, headers, body = raw(server.port, data, timeout)
+    if status not in statuses:
+        fail(f"{case}: expected HTTP {sorted(statuses)}, got {status}: {body[:300]!r}")
+    message = error_message(status, body, case) if status >= 400 else ""
+    if pattern and not re.search(pattern, message, re.I):
+        fail(f"{case}: the {status} message lacks /{pattern}/: {message!r}")
+    still_serving(server, case)
+    ok(f"{case} -> {status}: {message[:110]}")
+    return status, headers, body
+
+
+GREEDY = {"prompt": "And God said", "max_tokens": 6, "temperature": 0}
+reference = None
+
+
+def completion(server, extra=None, port=None):
+    status, _, body = raw(port or server.port, post("/v1/completions", {**GREEDY, **(extra or {})}))
+    if status != 200:
+        fail(f"a normal completion got HTTP {status}: {body[:300]!r}")
+    return json.loads(body)["choices"][0]["text"]
+
+
+def still_serving(server, case):
+    if server.proc.poll() is not None:
+        fail(f"{case}: the server died (exit {server.proc.returncode}): {server.stderr()[-2000:]}")
+    text = completion(server)
+    if text != reference:
+        fail(f"{case}: after it the reference completion is {text!r}, was {reference!r}")
+
+
+def nested(depth, leaf="1"):
+    return "[" * depth + leaf + "]" * depth
+
+
+def main():
+    global reference
+    s = Server("--batch", "2", "--max-queue", "2", "--max-n", "16")
+    reference = completion(s)
+    ok(f"server on port {s.port}; greedy reference {reference!r}")
+
+    # ---- H1: nesting, in every field the report found and in the body itself ----
+    deep = 100_000
+    for field, value in [("stop", nested(deep, '"x"')), ("max_tokens", nested(deep)),
+                         ("logit_bias", '{"1":' + nested(deep) + "}"), ("user", nested(deep))]:
+        body = ('{"prompt":"a","' + field + '":' + value + "}").encode()
+        expect(s, f"H1 {field} nested {deep} deep", post("/v1/completions", body), {400}, r"deep|nest")
+    body = ('{"messages":[{"role":"user","content":' + nested(deep, '"x"') + "}]}").encode()
+    expect(s, "H1 messages[0].content nested", post("/v1/chat/completions", body), {400}, r"deep|nest")
+    body = ('{"messages":[{"role":"user","content":"x"}],"response_format":' + '{"type":' * deep + '"x"' +
+            "}" * deep + "}").encode()
+    expect(s, "H1 response_format nested", post("/v1/chat/completions", body), {400}, r"deep|nest")
+    expect(s, "H1 whole body nested", post("/v1/completions", nested(deep).encode()), {400})
+    # Long values are cut short in messages (error_message checks the length).
+    expect(s, "H1 a 500 KB wrong-typed value", post("/v1/completions", {"prompt": "a", "max_tokens": "9" * 500_000}),
+           {400}, r"max_tokens")
+
+    # ---- H2: body size, whatever the framing ----
+    big = b'{"prompt":"x","max_tokens":1}' + b" " * (2 << 20)
+    expect(s, "H2 2 MB with Content-Length", post("/v1/completions", big), {413}, r"max-body-bytes")
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(big[i:i + 65536]), big[i:i + 65536]) for i in range(0, len(big), 65536))
+    chunked = request("POST", "/v1/completions", headers={"Transfer-Encoding": "chunked"})
+    chunked = chunked.replace(b"Content-Length: 0\r\n", b"") + chunks + b"0\r\n\r\n"
+    expect(s, "H2 2 MB chunked", chunked, {411, 413}, r"max-body-bytes|length|chunked")
+    small_chunked = request("POST", "/v1/completions", headers={"Transfer-Encoding": "chunked"})
+    small_chunked = small_chunked.replace(b"Content-Length: 0\r\n", b"") + b"zz\r\nab\r\n0\r\n\r\n"
+    expect(s, "H2 a bad chunk size", small_chunked, {400, 411, 413})
+
+    # ---- H3: /metrics stays well formed and bounded ----
+    raw(s.port, request("GET", "/x%22%7D%201%0Afake_metric%2042%0A%23"))
+    raw(s.port, request("GET", "/%00"))
+    status, _, before = raw(s.port, request("GET", "/metrics"))
+    for i in range(300):
+        raw(s.port, request("GET", f"/unique-{i}-" + "p" * 1000))
+    status, _, after = raw(s.port, request("GET", "/metrics"))
+    text = after.decode()
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? \S+$')
+    for line in text.splitlines():
+        if line and not line.startswith("#") and not sample.match(line):
+            fail(f"H3: /metrics has a malformed line: {line[:200]!r}")
+    if re.search(r"^fake_metric", text, re.M) or "unique-" in text or "\x00" in text:
+        fail("H3: a request path reached /metrics as a series")
+    if len(after) > len(before) + 2000:
+        fail(f"H3: 300 unknown paths grew /metrics from {len(before)} to {len(after)} bytes")
+    still_serving(s, "H3")
+    ok(f"H3 /metrics well formed, paths not labels, {len(before)} -> {len(after)} bytes after 300 unknown paths")
+
+    # ---- L1-L3, L6: methods, request lines, headers, lengths, content types ----
+    expect(s, "L1 TRACE /", b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n", {405, 501})
+    expect(s, "L1 FOO /v1/completions", b"FOO /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n", {400, 405, 501})
+    expect(s, "L1 DELETE /v1/models", b"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", {404, 405, 501})
+    expect(s, "L1 a 20 KB URL", request("GET", "/" + "a" * 20_000), {414, 400})
+    expect(s, "L1 a 100 KB header", request("GET", "/health", headers={"X-Big": "b" * 100_000}), {431, 400})
+    status, _, _ = raw(s.port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    still_serving(s, "L1 HTTP/2 preface")
+    ok(f"L1 HTTP/2 preface -> {status}")
+    status, _, _ = raw(s.port, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(64))
+    still_serving(s, "L1 TLS hello")
+    ok(f"L1 TLS client hello -> {status}")
+    two_lengths = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 16\r\nContent-Length: 2\r\n\r\n{}")
+    expect(s, "L2 two different Content-Lengths", two_lengths, {400})
+    both = request("POST", "/v1/completions", b"", headers={"Transfer-Encoding": "chunked"})
+    both = both.replace(b"Content-Length: 0", b"Content-Length: 5") + b"0\r\n\r\n"
+    expect(s, "L2 Content-Length with Transfer-Encoding", both, {400})
+    huge = request("POST", "/v1/completions", headers={"Content-Length": "1000000000000000"})
+    huge = huge.replace(b"Content-Length: 0\r\n", b"") + b"0123456789"
+    expect(s, "L3 Content-Length 10^15", huge, {413}, timeout=10)
+    negative = request("POST", "/v1/completions", headers={"Content-Length": "-1"})
+    expect(s, "L3 Content-Length -1", negative.replace(b"Content-Length: 0\r\n", b"") + b"0123456789", {400},
+           timeout=10)
+    for ctype in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]:
+        expect(s, f"L6 Content-Type {ctype}", post("/v1/completions", GREEDY, content_type=ctype), {415},
+               r"application/json")
+    expect(s, "L6 OPTIONS", request("OPTIONS", "/v1/completions", content_type=None), {405, 204})
+
+    # ---- requests the API itself refuses (M5's shapes are in serve.sh) ----
+    expect(s, "L4 n above --batch + --max-queue", post("/v1/completions", {**GREEDY, "n": 5}), {400}, r"\bn\b")
+    expect(s, "L10 a tool-call history",
+           post("/v1/chat/completions", {"messages": [
+               {"role": "user", "content": "x"},
+               {"role": "assistant", "content": None,
+                "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "1", "content": "y"}]}), {400}, r"tool")
+    expect(s, "L10 legacy functions",
+           post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                         "functions": [{"name": "f", "parameters": {}}]}), {400}, r"function")
+    expect(s, "L10 a developer message",
+           post("/v1/chat/completions", {"messages": [{"role": "developer", "content": "Be brief."},
+                                                      {"role": "user", "content": "x"}], "max_tokens": 2}), {200})
+    expect(s, "L11 malformed JSON", post("/v1/completions", b'{"prompt": '), {400}, r"JSON")
+    status, _, body = raw(s.port, request("GET", "/v1/models"))
+    if json.loads(body)["data"][0]["id"] != RUN_NAME:
+        fail(f"L12: the model id is {json.loads(body)['data'][0]['id']!r}, not the run's name {RUN_NAME!r}")
+    ok(f"L12 the model id is the run's name: {RUN_NAME}")
+
+    # ---- M3: a tiny temperature is greedy ----
+    for t in [1e-6, 1e-8, 1e-9, 1e-10, 1e-12, 1e-30, 1e-40, 1e-300]:
+        text = completion(s, {"temperature": t, "seed": 1})
+        if text != reference:
+            fail(f"M3: temperature {t} gives {text!r}, greedy gives {reference!r}")
+    ok("M3 temperatures 1e-6 .. 1e-300 give the greedy text")
+
+    # ---- L9: 64 simultaneous connections are all answered ----
+    answers = []
+
+    def health():
+        try:
+            answers.append(raw(s.port, request("GET", "/health"), timeout=20)[0])
+        except OSError as e:
+            answers.append(repr(e))
+
+    threads = [threading.Thread(target=health) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    if answers.count(200) != 64:
+        fail(f"L9: 64 simultaneous /health: {answers}")
+    ok("L9 64 simultaneous connections all answered 200")
+
+    # ---- a bounded flood of random bytes: 4xx or a close each, the server lives ----
+    rng = random.Random(1)
+    for i in range(200):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
+        if i % 2:
+            junk = b"POST /v1/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(junk) + junk
+        try:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=5) as c:
+                c.sendall(junk)
+                c.shutdown(socket.SHUT_WR)
+                status, _, _ = read_response(c)
+        except OSError:
+            status = None
+        if status is not None and not 400 <= status < 500:
+            fail(f"flood: random bytes #{i} got HTTP {status}: {junk[:80]!r}")
+    still_serving(s, "flood")
+    ok("200 random requests: each a 4xx or a close; the server still serves")
+
+    # ---- M4: slow clients are cut at the read deadline ----
+    slow = Server("--read-deadline", "2")
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", slow.port), timeout=20) as c:
+        status = None
+        for byte in post("/v1/completions", GREEDY):
+            try:
+                c.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.1)
+            if time.monotonic() - start > 15:
+                break
+        status, _, body = read_response(c)
+    if status != 408:
+        fail(f"M4: a request sent one byte per 100 ms got {status}, not 408, after {time.monotonic() - start:.1f} s")
+    error_message(status, body, "M4")
+    still_serving(slow, "M4")
+    ok(f"M4 one byte per 100 ms: 408 after {time.monotonic() - start:.1f} s (--read-deadline 2)")
+
+    # ---- L5: 429 carries Retry-After ----
+    busy = Server("--max-concurrent", "1")
+    long_request = socket.create_connection(("127.0.0.1", busy.port), timeout=30)
+    long_request.sendall(post("/v1/completions", {"prompt": "And", "max_tokens": 1000, "stream": True,
+                                                  "temperature": 1, "stop": []}))
+    long_request.recv(1)  # its head has started: it holds the one place
+    status, headers, body = raw(busy.port, post("/v1/completions", GREEDY))
+    long_request.close()
+    if status != 429 or "retry-after" not in headers:
+        fail(f"L5: a second request at --max-concurrent 1 got {status} with headers {headers}")
+    error_message(status, body, "L5")
+    ok(f"L5 429 with Retry-After: {headers['retry-after']}")
+
+    # ---- M1, L7, L8: startup flags ----
+    second = subprocess.run([ZAYA, "serve", "--model", MODEL, "--port", str(s.port), "--threads", "1"],
+                            capture_output=True, text=True, timeout=60)
+    if second.returncode == 0 or "in use" not in second.stderr:
+        fail(f"M1: a second server on port {s.port} exited {second.returncode}: {second.stderr[-500:]}")
+    ok(f"M1 a second server on the same port: exit {second.returncode}: {second.stderr.strip()[-120:]}")
+    for args, env in [(["--api-key", ""], None), ([], {**os.environ, "ZAYA_API_KEY": ""})]:
+        r = subprocess.run([ZAYA, "serve", "--model", MODEL, "--port", "0", *args], capture_output=True, text=True,
+                           timeout=60, env=env)
+        if r.returncode == 0 or "empty" not in r.stderr:
+            fail(f"L7: an empty key ({args or 'ZAYA_API_KEY='}) exited {r.returncode}: {r.stderr[-500:]}")
+        ok(f"L7 an empty key is refused: {r.stderr.strip()[-120:]}")
+    keyed = Server(env={**os.environ, "ZAYA_API_KEY": "k3y"})
+    for auth, want in [("Bearer k3y", 200), ("bearer k3y", 200), ("BEARER k3y", 200), ("Bearer k3", 401),
+                       ("Basic k3y", 401)]:
+        status, _, body = raw(keyed.port, post("/v1/completions", GREEDY, headers={"Authorization": auth}))
+        if status != want:
+            fail(f"L7: Authorization {auth!r} got {status}, want {want}: {body[:200]!r}")
+    status, _, body = raw(keyed.port, request("GET", "/nope-unauthenticated"))
+    _, _, metrics = raw(keyed.port, request("GET", "/metrics"))
+    if b"nope-unauthenticated" in metrics:
+        fail("H3: an unauthenticated path reached /metrics")
+    ok("L7 the Bearer scheme is case-insensitive; wrong keys get 401")
+    capped = Server("--max-context", "100000")
+    banner = [line for line in capped.stderr().splitlines() if line.startswith("zaya serve: model")]
+    context = re.search(r"context (\d+)", banner[0] if banner else "")
+    if not context or int(context.group(1)) >= 100000 or "max_position_embeddings" not in capped.stderr():
+        fail(f"L8: --max-context 100000 on a shorter model is neither capped with a note nor refused: {capped.stderr()}")
+    ok(f"L8 --max-context above the model is capped with a note: context {context.group(1)}")
+    for server in (slow, busy, keyed, capped):
+        server.stop()
+
+    # ---- M2: SIGTERM drains ----
+    # 8 requests of 2 sequences on a batch of 2: most wait in the queue, so the 1 s
+    # grace cannot finish them all (EOS ends some early: each is checked for what it is).
+    drain = Server("--batch", "2", "--shutdown-grace", "1")
+    results = {}
+
+    def long_request_(i, stream):
+        body = {"prompt": "And", "max_tokens": 1000, "temperature": 1, "stop": [], "seed": i, "n": 2,
+                "stream": stream}
+        try:
+            results[i] = raw(drain.port, post("/v1/completions", body), timeout=60)
+        except OSError as e:
+            results[i] = (repr(e), {}, b"")
+
+    threads = [threading.Thread(target=long_request_, args=(i, i % 2 == 1)) for i in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    drain.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    try:
+        late = raw(drain.port, post("/v1/completions", GREEDY), timeout=10)[0]
+    except OSError:
+        late = "refused"
+    for t in threads:
+        t.join(60)
+    code = drain.proc.wait(60)
+    if late not in (503, "refused"):
+        fail(f"M2: a request 50 ms after SIGTERM got {late}, not 503 or a refused connection")
+    cut = {"whole": 0, "stream": 0}
+    for i, (status, headers, body) in sorted(results.items()):
+        kind = "stream" if i % 2 else "whole"
+        if status != 200:
+            fail(f"M2: {kind} request {i} got {status}: {body[-300:]!r}")
+        if kind == "stream":
+            events = [line[6:] for line in body.decode().splitlines() if line.startswith("data: ")]
+            errors = [e for e in events if e != "[DONE]" and "error" in json.loads(e)]
+            if errors:
+                if events[-1] == "[DONE]":
+                    fail(f"M2: a stream cut by the shutdown ends with [DONE]: {body[-300:]!r}")
+                cut[kind] += 1
+            elif events[-1] != "[DONE]" or sum('"finish_reason":null' not in e for e in events[:-1]) != 2:
+                fail(f"M2: a stream neither finished nor reported as cut: {body[-300:]!r}")
+        else:
+            reply = json.loads(body)  # heartbeat newlines before it are JSON whitespace
+            if "error" in reply:
+                if reply["error"]["code"] != "server_shutdown":
+                    fail(f"M2: a whole response cut by the shutdown: {reply}")
+                cut[kind] += 1
+            elif any(c["finish_reason"] not in ("stop", "length") for c in reply["choices"]):
+                fail(f"M2: a whole response neither finished nor reported as cut: {reply}")
+    if not cut["whole"] or not cut["stream"]:
+        fail(f"M2: the grace finished every request ({cut}): the test did not exercise a cut")
+    if code != 3:
+        fail(f"M2: the server exited {code} although it cut requests (documented: 3)")
+    ok(f"M2 SIGTERM: late request {late}; cut {cut} reported as cut, the rest finished; exit code {code}")
+
+    s.stop()
+    print("serve_hostile: every finding replayed; the server answered each and kept serving")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for srv in servers:
+            if srv.proc.poll() is None:
+                srv.proc.kill()
