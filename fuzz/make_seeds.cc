@@ -165,6 +165,30 @@ void config_seeds(const fs::path& dir) {
   put(dir, n++, zaya::config_to_hf_json(small_config(), "float32").dump());
 }
 
+// Request bodies as OpenAI's clients and lm-evaluation-harness send them.
+void request_seeds(const fs::path& dir) {
+  const char* bodies[] = {
+      R"({"model": "m", "prompt": "In the beginning", "max_tokens": 16, "temperature": 0.8, "top_p": 0.95, "top_k": 40,
+          "seed": 1, "n": 2, "stop": ["\n", "."], "stream": true, "stream_options": {"include_usage": true},
+          "logprobs": 2, "user": "u"})",
+      R"({"prompt": [[2, 100, 200], [2, 300]], "temperature": 0, "max_tokens": 1, "logprobs": 1, "echo": true,
+          "seed": 1234})",
+      R"({"prompt": ["a", "b"], "max_tokens": 8, "stop": ["1", "2", "3", "4", "5"], "presence_penalty": 0,
+          "frequency_penalty": 0, "logit_bias": {}, "best_of": 1, "suffix": ""})",
+      R"({"messages": [{"role": "developer", "content": "Be brief."},
+                       {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+                       {"role": "assistant", "content": "Hello", "tool_calls": []},
+                       {"role": "user", "content": "Again"}],
+          "max_completion_tokens": 5, "logprobs": true, "top_logprobs": 3, "tools": [], "functions": [],
+          "function_call": "none", "response_format": {"type": "text"}})",
+      R"({"messages": [{"role": "user", "content": "a"},
+                       {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function"}]},
+                       {"role": "tool", "tool_call_id": "c", "content": "42"}]})",
+  };
+  int n = 0;
+  for (const char* b : bodies) put(dir, n++, b);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,14 +199,15 @@ int main(int argc, char** argv) {
   try {
     const fs::path root = argv[1];
     const std::string tmp = zaya::fuzz::scratch_dir();
-    for (const char* target :
-         {"fuzz_gguf", "fuzz_safetensors_header", "fuzz_safetensors_dir", "fuzz_shard_index", "fuzz_hf_config"})
+    for (const char* target : {"fuzz_gguf", "fuzz_safetensors_header", "fuzz_safetensors_dir", "fuzz_shard_index",
+                               "fuzz_hf_config", "fuzz_openai_request"})
       fs::create_directories(root / target);
     gguf_seeds(root / "fuzz_gguf", tmp + "/seed.gguf");
     safetensors_seeds(root / "fuzz_safetensors_header", tmp);
     index_seeds(root / "fuzz_safetensors_dir");
     shard_seeds(root / "fuzz_shard_index");
     config_seeds(root / "fuzz_hf_config");
+    request_seeds(root / "fuzz_openai_request");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_seeds: %s\n", e.what());
     return 1;

@@ -28,7 +28,7 @@ while getopts "t:b:h" opt; do
   esac
 done
 shift $((OPTIND - 1))
-all_targets=(fuzz_gguf fuzz_safetensors_header fuzz_safetensors_dir fuzz_shard_index fuzz_hf_config)
+all_targets=(fuzz_gguf fuzz_safetensors_header fuzz_safetensors_dir fuzz_shard_index fuzz_hf_config fuzz_openai_request)
 targets=("${@:-${all_targets[@]}}")
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }

@@ -37,7 +37,7 @@ echo "ok: zaya serve listens on $URL"
 
 # --- curl: health, models, a completion equal to zaya generate's ---
 curl -sf "$URL/health" | grep -q '"status":"ok"' || fail "/health"
-curl -sf "${AUTH[@]}" "$URL/v1/models" | jq -e '.data[0].id == "final"' >/dev/null || fail "/v1/models: $(curl -s "${AUTH[@]}" "$URL/v1/models")"
+curl -sf "${AUTH[@]}" "$URL/v1/models" | jq -e '.data[0].id == "run"' >/dev/null || fail "/v1/models: $(curl -s "${AUTH[@]}" "$URL/v1/models")"
 echo '{"prompt": "In the beginning", "seed": 3, "temperature": 0.8, "top_k": 40, "top_p": 0.95}' >"$WORK/p.jsonl"
 "$ZAYA" generate --model "$M" --threads 2 --max-new-tokens 16 --prompts "$WORK/p.jsonl" >"$WORK/generate.jsonl"
 WANT=$(jq -r .completion "$WORK/generate.jsonl")
@@ -70,6 +70,19 @@ expect_status 400 'leaves no room.*"param":"prompt"' "${AUTH[@]}" \
   -d "{\"prompt\": \"$(head -c 9000 "$SRC/data/kjv/kjv.txt" | tr '\n"\\' '   ')\"}" "$URL/v1/completions"
 expect_status 401 'invalid_api_key' -H 'Content-Type: application/json' -d '{"prompt": "x"}' "$URL/v1/completions"
 expect_status 404 'not an endpoint' "${AUTH[@]}" "$URL/v1/embeddings"
+
+# --- a body nested 100k deep is a 400 and the server lives on; lm-eval's loglikelihood body is scored ---
+{ printf '{"prompt": "a", "stop": '; head -c 100000 /dev/zero | tr '\0' '['; head -c 100000 /dev/zero | tr '\0' ']'; printf '}'; } >"$WORK/nest.json"
+expect_status 400 'nests deeper than 128 levels' "${AUTH[@]}" --data-binary @"$WORK/nest.json" "$URL/v1/completions"
+curl -sf "$URL/health" >/dev/null || fail "zaya serve died on a deeply nested body"
+LL=$(curl -sf "${AUTH[@]}" -d '{"prompt": [[2, 100, 200], [2, 300, 301, 302]], "temperature": 0, "max_tokens": 1,
+  "logprobs": 1, "echo": true, "seed": 1234}' "$URL/v1/completions") || fail "lm-eval's loglikelihood body failed"
+jq -e '(.choices | length) == 2 and .choices[1].index == 1 and (.choices[1].logprobs.token_logprobs | length) == 5
+  and .choices[1].logprobs.token_logprobs[0] == null
+  and ([.choices[1].logprobs.token_logprobs[1:-1][] | select(. < 0)] | length) == 3
+  and ([.choices[1].logprobs.top_logprobs[1:-1][] | length] == [1, 1, 1])' <<<"$LL" >/dev/null ||
+  fail "lm-eval's loglikelihood body: $LL"
+echo "ok: a 100k-deep body is refused; echo with logprobs for a batch of token-id prompts"
 
 # --- the openai Python client ---
 "$PYTHON" "$SRC/tests/e2e/serve_openai.py" "$URL/v1" "$KEY" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||

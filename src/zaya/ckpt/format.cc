@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
@@ -67,9 +68,9 @@ int64_t need_int(const json& j, const char* key, const std::string& source, cons
                  int64_t hi) {
   const json& v = need(j, key, source, where);
   const std::string field = where.empty() ? key : where + "." + key;
-  if (!v.is_number_integer()) bad(source, field, "expected an integer, found " + v.dump());
+  if (!v.is_number_integer()) bad(source, field, "expected an integer, found " + json_preview(v));
   const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? -1 : v.get<int64_t>();
-  if (x < lo || x > hi) bad(source, field, fmt::format("{} is out of range {}..{}", v.dump(), lo, hi));
+  if (x < lo || x > hi) bad(source, field, fmt::format("{} is out of range {}..{}", json_preview(v), lo, hi));
   return x;
 }
 
@@ -119,7 +120,7 @@ CheckpointMeta CheckpointMeta::from_json(const json& j, const std::string& sourc
     else if (dt == "F64")
       t.dtype = CkptDType::kF64;
     else
-      bad(source, where + ".dtype", dt.dump() + " is not supported; allowed: \"F32\", \"F64\"");
+      bad(source, where + ".dtype", json_preview(dt) + " is not supported; allowed: \"F32\", \"F64\"");
     const json& shape = need(it.value(), "shape", source, where);
     if (!shape.is_array() || shape.size() > 8) bad(source, where + ".shape", "expected a list of at most 8 sizes");
     int64_t numel = 1;

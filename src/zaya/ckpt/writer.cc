@@ -17,6 +17,7 @@
 #include "zaya/dist/collective.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/file_descriptor.h"
+#include "zaya/io/json_file.h"
 
 namespace zaya {
 
@@ -247,7 +248,7 @@ void CheckpointWriter::publish() {
     meta.ep = ep_;
     meta.cp = cp_;
     for (int r = 0; r < world_.size(); ++r) {
-      const nlohmann::json part = nlohmann::json::parse(all[r]);
+      const nlohmann::json part = parse_json(all[r], fmt::format("rank {}'s checkpoint metadata", r));
       meta.files.push_back({part["file"].get<std::string>(), part["bytes"].get<uint64_t>()});
       for (const nlohmann::json& tensors : part["tensors"]) {
         for (auto it = tensors.begin(); it != tensors.end(); ++it) {

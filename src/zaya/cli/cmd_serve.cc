@@ -13,6 +13,7 @@
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/text.h"
 #include "zaya/serve/api_server.h"
+#include "zaya/serve/model_name.h"
 
 namespace zaya::cli {
 namespace {
@@ -49,9 +50,9 @@ void run_serve(ServeCliOptions o) {
   o.server.serving.prefix_cache_bytes = o.prefix_cache_mb << 20;
   o.server.serving.kv_cache_bytes = o.kv_cache_mb << 20;
   if (o.server.model_name.empty()) {
-    std::filesystem::path p = std::filesystem::path(o.model).lexically_normal();
-    if (p.filename().empty()) p = p.parent_path();
-    o.server.model_name = p.filename().string();
+    o.server.model_name = default_model_name(o.model);
+    fmt::print(stderr, "zaya serve: the model id is \"{}\" (from --model's path; --model-name sets another)\n",
+               o.server.model_name);
   }
   const int64_t positions = model->config().max_position;
   if (o.server.serving.max_context > positions) {
@@ -100,7 +101,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--tokenizer", o->tokenizer, "SentencePiece model (default: MODEL/tokenizer.model)");
   cmd->add_option("--host", o->server.host, "address to listen on (loopback by default; 0.0.0.0: every interface)");
   cmd->add_option("--port", o->server.port, "port (0: any free one, printed at start)")->check(CLI::Range(0, 65535));
-  cmd->add_option("--model-name", o->server.model_name, "the model id clients see (default: the model's file name)");
+  cmd->add_option("--model-name", o->server.model_name,
+                  "the model id clients see (default: the run's name for RUN/final, else the model's file name)");
   CLI::Option* api_key =
       cmd->add_option("--api-key", o->server.api_key,
                       "require \"Authorization: Bearer KEY\" on /v1/* (default: $ZAYA_API_KEY, which keeps the key out "

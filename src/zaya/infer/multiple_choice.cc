@@ -24,7 +24,7 @@ std::vector<int32_t> id_list(const nlohmann::json& v, const std::string& where, 
   std::vector<int32_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     ZAYA_CHECK(v[i].is_number_integer() && v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() < vocab,
-               "{}[{}] = {} is not a token id in 0..{}", where, i, v[i].dump(), vocab - 1);
+               "{}[{}] = {} is not a token id in 0..{}", where, i, json_preview(v[i]), vocab - 1);
     out.push_back(v[i].get<int32_t>());
   }
   return out;
@@ -84,7 +84,7 @@ std::vector<McItem> read_mc_items(const std::string& path, const Tokenizer* tok,
         const std::vector<int32_t> whole = tok->encode(ctx + moved + choice);
         std::vector<int32_t> cont;
         if (whole.size() > ctx_enc.size()) cont.assign(whole.begin() + int64_t(ctx_enc.size()), whole.end());
-        ZAYA_CHECK(!cont.empty(), "{}: \"choices\"[{}] = {} adds no token to the context", at, k, ch.dump());
+        ZAYA_CHECK(!cont.empty(), "{}: \"choices\"[{}] = {} adds no token to the context", at, k, json_preview(ch));
         item.choices.push_back(std::move(cont));
         item.choice_length.push_back(std::max(1.0, code_points(choice)));
       }

@@ -20,11 +20,11 @@ void parse_line(const nlohmann::ordered_json& j, const std::string& at, PromptLi
     const std::string& k = it.key();
     const auto& v = it.value();
     auto want_int = [&] {
-      ZAYA_CHECK(v.is_number_integer(), "{}: \"{}\" = {} must be an integer", at, k, v.dump());
+      ZAYA_CHECK(v.is_number_integer(), "{}: \"{}\" = {} must be an integer", at, k, json_preview(v));
       return v.get<int64_t>();
     };
     auto want_num = [&] {
-      ZAYA_CHECK(v.is_number(), "{}: \"{}\" = {} must be a number", at, k, v.dump());
+      ZAYA_CHECK(v.is_number(), "{}: \"{}\" = {} must be a number", at, k, json_preview(v));
       return v.get<double>();
     };
     if (k == "prompt" || k == "id") continue;

@@ -34,9 +34,10 @@ struct RowTarget {
 };
 
 void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int64_t vocab, std::vector<float>& buf,
-                int64_t block) {
+                int64_t block, int64_t token_top) {
   const int64_t V = engine.config().vocab_size, R = engine.logit_rows();
   std::vector<TargetLogprob> out(rows.size());
+  std::vector<TokenLogprobs> detail(token_top >= 0 ? rows.size() : 0);
   size_t e = 0;
   for (int64_t r0 = 0; r0 < R && e < rows.size(); r0 += block) {
     const int64_t r1 = std::min(R, r0 + block);
@@ -49,6 +50,7 @@ void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int
     for (int64_t i = 0; i < n; ++i) {
       const RowTarget& t = rows[e + i];
       out[e + i] = target_logprob(buf.data() + (t.row - r0) * V, vocab, t.target);
+      if (token_top >= 0) detail[e + i] = token_logprobs(buf.data() + (t.row - r0) * V, vocab, t.target, token_top);
     }
     e = e1;
   }
@@ -56,6 +58,8 @@ void score_rows(InferenceEngine& engine, const std::vector<RowTarget>& rows, int
     rows[i].into->logprob += out[i].logprob;
     rows[i].into->tokens += 1;
     rows[i].into->greedy = rows[i].into->greedy && out[i].greedy;
+    // Rows come in token order per continuation (phase A's first token, then phase B's chunks in order).
+    if (token_top >= 0) rows[i].into->per_token.push_back(std::move(detail[i]));
   }
 }
 
@@ -153,7 +157,7 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
         for (size_t k = 0; k < groups[g0 + i].continuations.size(); ++k)
           if (counts(groups[g0 + i], k, 0)) rows.push_back({r, groups[g0 + i].continuations[k][0], &scores[g0 + i][k]});
       }
-      score_rows(engine, rows, vocab, buf, block);
+      score_rows(engine, rows, vocab, buf, block, o.token_top);
     }
     // Fork each prefix into its continuations' slots (continuation 0 keeps the prefix slot).
     for (size_t i = 0; i < n; ++i)
@@ -190,7 +194,7 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
           if (counts(groups[g0 + i], k, t)) rows.push_back({r, cont[t], &scores[g0 + i][k]});
         }
       }
-      score_rows(engine, rows, vocab, buf, block);
+      score_rows(engine, rows, vocab, buf, block, o.token_top);
     }
     g0 = g1;
     if (progress) progress(g0, groups.size());

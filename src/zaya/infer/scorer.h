@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "zaya/infer/infer_model.h"
+#include "zaya/infer/token_logprobs.h"
 
 namespace zaya {
 
@@ -35,6 +36,10 @@ struct ContinuationScore {
   double logprob = 0;  // sum of log p over the continuation's counted tokens (nats)
   int64_t tokens = 0;  // counted tokens (all of them without `counted`)
   bool greedy = true;  // every counted token was the argmax (true when none counts)
+  // With ScorerOptions::token_top >= 0: each counted token's log p and the
+  // most likely alternatives at its position, in order (a server's prompt
+  // logprobs, OpenAI's "echo"), as token_logprobs.h reports a sampled token.
+  std::vector<TokenLogprobs> per_token;
 };
 
 struct ScorerOptions {
@@ -42,6 +47,7 @@ struct ScorerOptions {
   int64_t step_tokens = 512;     // tokens per forward step
   int64_t score_vocab = 0;       // softmax over ids below this; 0: the config's real vocabulary
   bool bf16_activations = true;  // see EngineOptions
+  int64_t token_top = -1;        // >= 0: fill ContinuationScore::per_token with this many alternatives
 };
 
 // Returns scores[g][k] for continuation k of group g. progress(done, total) is

@@ -21,7 +21,7 @@ std::vector<std::vector<int32_t>> token_lists(const nlohmann::json& j, const std
     for (size_t k = 0; k < j[i].size(); ++k) {
       const nlohmann::json& id = j[i][k];
       ZAYA_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab,
-                 "{}: sequence {} position {}: {} is not a token id in 0..{}", path, i, k, id.dump(), vocab - 1);
+                 "{}: sequence {} position {}: {} is not a token id in 0..{}", path, i, k, json_preview(id), vocab - 1);
       s.push_back(id.get<int32_t>());
     }
     seqs.push_back(std::move(s));

@@ -3,7 +3,13 @@
 // reads goes through here, so a malformed one always fails the same way,
 // naming the file (and line): "FILE[:LINE]: invalid JSON: <what the parser says>".
 // (The safetensors header has its own event parser, to reject duplicate keys;
-// it reports through the same message.)
+// it reports through the same message, and nests at most 3 levels.)
+//
+// Nesting is capped while parsing (kMaxJsonDepth): nlohmann's parser is
+// iterative, but dump(), operator== and friends recurse once per level, so a
+// request body of 100k '[' (200 KB) would overflow the stack the first time
+// anything printed or compared it. A document nested deeper is refused before
+// the parser descends further.
 
 #include <cstdint>
 #include <functional>
@@ -13,7 +19,17 @@
 
 namespace zaya {
 
-// Parses `text`; `where` names it in the error (a file, or file:line).
+// The deepest nesting (objects and arrays around a value) any JSON zaya reads
+// may have. Our files nest a few levels (config.json's rope_scaling: 2, a
+// chat request's messages[].content[] parts: 4, a bench report: ~6), so 128
+// leaves a wide margin while keeping every recursion on a value a few KB of
+// stack.
+constexpr int kMaxJsonDepth = 128;
+
+// Parses `text`; `where` names it in the error (a file, or file:line). Fails
+// with "WHERE: invalid JSON: ..." (the parser's position and reason, without
+// the library's "[json.exception...]" tag) or, for a document nested deeper
+// than kMaxJsonDepth, "WHERE: JSON nests deeper than 128 levels ...".
 template <typename Json = nlohmann::json>
 Json parse_json(std::string_view text, const std::string& where);
 
@@ -29,6 +45,17 @@ void for_each_json_line(std::string_view text, const std::string& path,
 // The same for a file.
 void read_json_lines(const std::string& path,
                      const std::function<bool(nlohmann::json&& line, const std::string& where)>& fn);
+
+// A JSON value as an error message shows it: compact JSON, cut after
+// `max_chars` characters with the type and what was cut said, e.g.
+// `[[[[[[...` + "... (an array of 200000 characters; 199900 cut)". Walks the
+// value with an explicit stack (never recursion), so any value is safe to show.
+// Never put a client's or a file's value into a message whole: use this.
+template <typename Json = nlohmann::json>
+std::string json_preview(const Json& value, size_t max_chars = 100);
+
+// The message of a nlohmann exception without its "[json.exception.KIND.N] " tag.
+std::string json_error_text(const std::exception& e);
 
 // Checked fields of a JSON object (config files): a missing or null key
 // gives `def`; a value of the wrong type fails with

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "zaya/core/error.h"
+#include "zaya/io/json_file.h"
 #include "zaya/io/utf8.h"
 
 namespace zaya {
@@ -20,9 +21,7 @@ using Json = nlohmann::ordered_json;
 constexpr uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kMetadataKey = "__metadata__";
 
-std::string printable_json(const Json& value) {
-  return printable(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
+std::string printable_json(const Json& value) { return printable(json_preview(value)); }
 
 // The schema nests at most three levels: root object -> tensor entry object ->
 // shape / data_offsets array of numbers. Deeper nesting is rejected as soon as
@@ -229,7 +228,7 @@ SafetensorsLayout parse_safetensors_layout(std::string_view label, std::span<con
     HeaderGuard guard(label);
     root = Json::parse(text, text + header_len, std::ref(guard));
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: header: invalid JSON: {}", label, printable(e.what()));
+    fail("{}: header: invalid JSON: {}", label, printable(json_error_text(e)));
   }
   if (!root.is_object()) fail("{}: header is a JSON {}, expected an object", label, root.type_name());
 

@@ -119,7 +119,7 @@ void read_sliding_windows(const json& j, const std::string& source, ZayaConfig& 
       fail(
           "{}: \"swa_layers\"[{}] = {} is invalid; allowed: 0 (full attention) or the number of earlier tokens a "
           "sliding attention half-layer sees",
-          source, i, swa[i].dump());
+          source, i, json_preview(swa[i]));
     const int64_t v = swa[i].get<int64_t>();
     if (v == 0) continue;
     if (i % 2 != 0)
@@ -239,7 +239,7 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
     const bool ok = i % 2 == 0 ? layers[i] == "a" : layers[i].is_number_integer();
     if (!ok)
       fail("{}: \"zaya_layers\"[{}] = {} is invalid; expected {} (attention and MoE half-layers alternate)", source, i,
-           layers[i].dump(), i % 2 == 0 ? "\"a\"" : "an expert count");
+           json_preview(layers[i]), i % 2 == 0 ? "\"a\"" : "an expert count");
   }
   c.num_blocks = int64_t(layers.size() / 2);
   c.experts = layer_value(j, source, "zaya_layers", 1, c.experts);

@@ -162,7 +162,7 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
     for (size_t i = 0; i < lt.size(); ++i) {
       if (lt[i] != "hybrid" && lt[i] != "hybrid_sliding")
         fail("{}: \"layer_types\"[{}] = {} is invalid; allowed: \"hybrid\", \"hybrid_sliding\"", source, i,
-             lt[i].dump());
+             json_preview(lt[i]));
       if (lt[i] == "hybrid_sliding") c.sliding_blocks.push_back(int64_t(i));
     }
   }

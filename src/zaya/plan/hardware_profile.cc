@@ -163,7 +163,7 @@ HardwareProfile HardwareProfile::from_json(const nlohmann::json& j, const std::s
                  w);
       for (const nlohmann::json& pt : c["points"]) {
         ZAYA_CHECK(pt.is_array() && pt.size() == 2 && pt[0].is_number() && pt[1].is_number(),
-                   "{}.points: each point must be [bytes, busbw_gbps], got {}", w, pt.dump());
+                   "{}.points: each point must be [bytes, busbw_gbps], got {}", w, json_preview(pt));
         curve.points.push_back({pt[0].get<double>(), pt[1].get<double>()});
       }
       p.comm.push_back(std::move(curve));

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <csignal>
 #include <ctime>
+#include <mutex>
 #include <thread>
 
 #include "zaya/core/error.h"
@@ -15,6 +16,7 @@
 #include "zaya/serve/http_connection.h"
 #include "zaya/serve/metrics.h"
 #include "zaya/serve/openai_response.h"
+#include "zaya/serve/prompt_echo.h"
 
 namespace zaya {
 namespace {
@@ -105,6 +107,7 @@ struct ApiServer::Impl {
   std::atomic<int64_t> cut{0};                // requests cut by the drain
   std::atomic<bool> watching_signals{false};  // in run_until_signal: a signal starts the drain
   std::atomic<int64_t> next_id{0};
+  std::mutex echo_mu;
   int port = -1;
   int64_t started = 0;
 
@@ -266,10 +269,12 @@ struct ApiServer::Impl {
     if (!r.error.empty()) return error(res, path, 400, r.error, "invalid_request_error", r.error_param);
     if (int64_t(texts.size()) > o.serving.max_batch + o.serving.max_waiting)
       return error(res, path, 400,
-                   fmt::format("'n' = {} asks for more sequences than this server can ever hold at once: --batch {} + "
-                               "--max-queue {}",
-                               texts.size(), o.serving.max_batch, o.serving.max_waiting),
+                   fmt::format("'n' = {} for {} prompt(s) asks for {} sequences, more than this server can ever hold "
+                               "at once: --batch {} + --max-queue {}",
+                               r.n, texts.size() / size_t(std::max<int64_t>(r.n, 1)), texts.size(), o.serving.max_batch,
+                               o.serving.max_waiting),
                    "invalid_request_error", "n");
+    std::vector<ChoiceResult> echoed = echo(r, texts);
     if (in_flight.fetch_add(1) >= o.max_concurrent) {
       --in_flight;
       return error(
@@ -278,7 +283,8 @@ struct ApiServer::Impl {
           "rate_limit_exceeded");
     }
     auto g = std::make_shared<Generation>();
-    g->prompt_tokens = int64_t(texts[0].generation.prompt.size()) * int64_t(texts.size());
+    for (const TextRequest& t : texts) g->prompt_tokens += int64_t(t.generation.prompt.size());
+    const size_t choices = texts.size();  // n per prompt
     g->channel = loop.submit(std::move(texts), r.top_logprobs);
     if (!g->channel) {
       --in_flight;
@@ -292,8 +298,8 @@ struct ApiServer::Impl {
     g->include_usage = r.include_usage;
     g->arrival = arrival;
     g->deadline = arrival + o.request_timeout;
-    g->choices.resize(size_t(r.n));
-    g->last_token.assign(size_t(r.n), 0.0);
+    g->choices = echoed.empty() ? std::vector<ChoiceResult>(choices) : std::move(echoed);
+    g->last_token.assign(choices, 0.0);
     metrics.request(path, 200);
     auto provider = [this, g](size_t, httplib::DataSink& sink) {
       return g->stream ? stream(*g, sink) : whole(*g, sink);
@@ -310,6 +316,19 @@ struct ApiServer::Impl {
     };
     if (r.stream) res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(r.stream ? "text/event-stream" : "application/json", provider, release);
+  }
+
+  // The prompt (and its logprobs) each choice starts with, for "echo"
+  // (prompt_echo.h); none without. Scoring runs one at a time: each pass
+  // holds a KV cache of its own beside the serving loop's.
+  std::vector<ChoiceResult> echo(const OpenAiRequest& r, const std::vector<TextRequest>& texts) {
+    if (!r.echo) return {};
+    ScorerOptions so;
+    so.step_tokens = o.serving.step_tokens;
+    so.bf16_activations = o.serving.bf16_activations;
+    so.score_vocab = o.serving.sample_vocab;
+    std::lock_guard<std::mutex> lock(echo_mu);
+    return echo_choices(model, tok, texts, r.n, r.top_logprobs, so);
   }
 
   // Applies one event to the request; returns the logprobs entry of a token event (for a chunk).

@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "zaya/infer/generate_job.h"
+#include "zaya/infer/scorer.h"
+#include "zaya/infer/test_util.h"
 #include "zaya/io/json_file.h"
 #include "zaya/serve/test_util.h"
 
@@ -97,6 +99,76 @@ TEST(ApiServer, ChatCompletionAndModels) {
   auto health = cli.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+}
+
+// lm-evaluation-harness's loglikelihood body (M5): echoed prompt logprobs are
+// the scorer's log p of each token given the ones before it (zaya score's values).
+TEST(ApiServer, EchoLogprobsEqualTheScorer) {
+  Served s;
+  auto cli = s.client();
+  const std::string text = "In the beginning God created";
+  const std::vector<int32_t> ids = encode_prompt(s.tok, text, true);
+  ASSERT_GE(ids.size(), 4u);
+  const nlohmann::json body = {{"prompt", {ids, text}}, {"temperature", 0}, {"max_tokens", 1},
+                               {"logprobs", 1},         {"echo", true},     {"seed", 1234}};
+  auto res = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  // Each token's log p on its own: a group per position, scored without the per-token path.
+  std::vector<ScoreGroup> groups;
+  for (size_t k = 1; k < ids.size(); ++k) groups.push_back({{ids.begin(), ids.begin() + long(k)}, {{ids[k]}}, {}});
+  const auto want = score_groups(*s.im, groups, ScorerOptions{});
+  for (size_t c = 0; c < 2; ++c) {
+    const nlohmann::json& choice = j["choices"][c];
+    EXPECT_EQ(choice["index"], c);
+    EXPECT_EQ(choice["text"].get<std::string>().substr(0, text.size()), text);
+    const nlohmann::json& lp = choice["logprobs"];
+    // The prompt's tokens, then the one generated token (which lm-eval's [ctxlen:-1] drops).
+    ASSERT_EQ(lp["tokens"].size(), ids.size() + 1);
+    ASSERT_EQ(lp["token_logprobs"].size(), ids.size() + 1);
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+    EXPECT_EQ(lp["text_offset"][0], 0);
+    for (size_t k = 1; k < ids.size(); ++k) {
+      const double got = lp["token_logprobs"][k].get<double>();
+      EXPECT_NEAR(got, want[k - 1][0].logprob, 1e-3) << "token " << k;
+      EXPECT_EQ(lp["tokens"][k], s.tok.decode({ids[k]}));
+      // lm-eval's greediness test: the token's logprob equals the best alternative's exactly when it is the argmax.
+      const nlohmann::json& top = lp["top_logprobs"][k];
+      ASSERT_EQ(top.size(), 1u);
+      if (want[k - 1][0].greedy) {
+        EXPECT_EQ(top.begin()->get<double>(), got) << "token " << k;
+      }
+      EXPECT_GE(top.begin()->get<double>(), got);
+    }
+    EXPECT_FALSE(lp["token_logprobs"][ids.size()].is_null());
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"], int64_t(2 * ids.size()));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+}
+
+// Several prompts, n choices each: choice prompt_index * n + i, as OpenAI's; many stop strings are taken.
+TEST(ApiServer, PromptBatchesGiveChoicesPromptByPrompt) {
+  Served s;
+  auto cli = s.client();
+  auto res = cli.Post("/v1/completions",
+                      R"({"prompt": ["In the", "And God"], "n": 2, "echo": true, "max_tokens": 0,
+                          "stop": ["a", "b", "c", "d", "e", "f"]})",
+                      "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  ASSERT_EQ(j["choices"].size(), 4u);
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(j["choices"][c]["index"], c);
+    EXPECT_EQ(j["choices"][c]["text"], c < 2 ? "In the" : "And God");
+    EXPECT_TRUE(j["choices"][c]["logprobs"].is_null());
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"],
+            int64_t(2 * (encode_prompt(s.tok, "In the", true).size() + encode_prompt(s.tok, "And God", true).size())));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
 }
 
 TEST(ApiServer, BadRequestsGetOpenAiErrors) {

@@ -20,39 +20,59 @@ struct FieldError {
 
 [[noreturn]] void bad(const std::string& param, std::string message) { throw FieldError{param, std::move(message)}; }
 
+// What a message shows of a client's value: bounded, whatever the value (H1).
+std::string shown(const json& v) { return json_preview(v); }
+
 int64_t int_field(const json& v, const std::string& k, int64_t lo, int64_t hi) {
-  if (!v.is_number_integer()) bad(k, fmt::format("'{}' must be an integer; got {}", k, v.dump()));
+  if (!v.is_number_integer()) bad(k, fmt::format("'{}' must be an integer; got {}", k, shown(v)));
   const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
   if (x < lo || x > hi) bad(k, fmt::format("'{}' = {} is invalid; allowed: {}..{}", k, x, lo, hi));
   return x;
 }
 
 double number_field(const json& v, const std::string& k, double lo, double hi, bool open_lo) {
-  if (!v.is_number()) bad(k, fmt::format("'{}' must be a number; got {}", k, v.dump()));
+  if (!v.is_number()) bad(k, fmt::format("'{}' must be a number; got {}", k, shown(v)));
   const double x = v.get<double>();
   if (!(open_lo ? x > lo : x >= lo) || !(x <= hi))
-    bad(k, fmt::format("'{}' = {} is invalid; allowed: {}{}, {}]", k, v.dump(), open_lo ? "(" : "[", lo, hi));
+    bad(k, fmt::format("'{}' = {} is invalid; allowed: {}{}, {}]", k, shown(v), open_lo ? "(" : "[", lo, hi));
   return x;
 }
 
 bool bool_field(const json& v, const std::string& k) {
-  if (!v.is_boolean()) bad(k, fmt::format("'{}' must be true or false; got {}", k, v.dump()));
+  if (!v.is_boolean()) bad(k, fmt::format("'{}' must be true or false; got {}", k, shown(v)));
   return v.get<bool>();
 }
 
 std::string content_text(const json& v, const std::string& k) {
   if (v.is_string()) return v.get<std::string>();
-  if (!v.is_array()) bad(k, fmt::format("'{}' must be a string or a list of text parts; got {}", k, v.dump()));
+  if (!v.is_array()) bad(k, fmt::format("'{}' must be a string or a list of text parts; got {}", k, shown(v)));
   std::string text;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& part = v[i];
     const std::string at = fmt::format("{}[{}]", k, i);
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string())
       bad(at, fmt::format("'{}' must be {{\"type\": \"text\", \"text\": \"...\"}} (only text is supported); got {}", at,
-                          part.dump()));
+                          shown(part)));
     text += part["text"].get<std::string>();
   }
   return text;
+}
+
+// Set and not null.
+bool has(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
+
+// A tool-call history (an assistant's tool_calls or function_call, a "tool"
+// or "function" message) cannot be rendered by our chat template: say so,
+// rather than that the content is missing.
+void refuse_tool_history(const json& m, const std::string& at, const std::string& role) {
+  if (role == "tool" || role == "function")
+    bad(at + ".role",
+        fmt::format("'{}.role' is \"{}\": tool calls are not supported (no tool results in messages)", at, role));
+  for (const char* k : {"tool_calls", "function_call"})
+    if (has(m, k) && !(m[k].is_array() && m[k].empty()))
+      bad(fmt::format("{}.{}", at, k),
+          fmt::format("'{}.{}' is set: tool calls are not supported (no tool_calls in messages)", at, k));
 }
 
 std::vector<ChatMessage> messages_field(const json& v) {
@@ -63,10 +83,16 @@ std::vector<ChatMessage> messages_field(const json& v) {
     const json& m = v[i];
     if (!m.is_object()) bad(at, fmt::format("'{}' must be an object with \"role\" and \"content\"", at));
     if (!m.contains("role") || !m["role"].is_string())
-      bad(at + ".role", fmt::format("'{}.role' must be a string (system, user or assistant)", at));
-    if (!m.contains("content") || m["content"].is_null())
-      bad(at + ".content", fmt::format("'{}.content' is missing", at));
-    out.push_back({m["role"].get<std::string>(), content_text(m["content"], at + ".content")});
+      bad(at + ".role", fmt::format("'{}.role' must be a string (system, developer, user or assistant)", at));
+    std::string role = m["role"].get<std::string>();
+    refuse_tool_history(m, at, role);
+    // Checked here, not only by check_chat, so that the message shows a bounded role.
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant")
+      bad(at + ".role",
+          fmt::format("'{}.role' = {} is invalid; allowed: system, developer, user, assistant", at, shown(m["role"])));
+    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
+    if (!has(m, "content")) bad(at + ".content", fmt::format("'{}.content' is missing", at));
+    out.push_back({role, content_text(m["content"], at + ".content")});
   }
   try {
     check_chat(out);
@@ -76,39 +102,74 @@ std::vector<ChatMessage> messages_field(const json& v) {
   return out;
 }
 
-std::vector<std::string> stop_field(const json& v) {
+std::vector<std::string> stop_field(const json& v, int64_t max_stop) {
   if (v.is_string()) return {v.get<std::string>()};
-  if (!v.is_array() || v.size() > 4) bad("stop", "'stop' must be a string or a list of up to 4 strings");
+  if (!v.is_array() || int64_t(v.size()) > max_stop)
+    bad("stop", fmt::format("'stop' must be a string or a list of up to {} strings; got {}", max_stop,
+                            v.is_array() ? fmt::format("{} strings", v.size()) : shown(v)));
   std::vector<std::string> out;
   for (const json& s : v) {
-    if (!s.is_string()) bad("stop", fmt::format("'stop' must hold strings; got {}", s.dump()));
+    if (!s.is_string()) bad("stop", fmt::format("'stop' must hold strings; got {}", shown(s)));
     out.push_back(s.get<std::string>());
   }
   return out;
 }
 
-// A field we do not implement: allowed only with the value that asks for nothing.
+// A field we do not implement: allowed only with the value that asks for
+// nothing. (== recurses, but only as deep as parse_json lets a value nest.)
 void unsupported(const json& body, const char* k, const json& neutral, const char* what) {
-  if (!body.contains(k) || body[k].is_null() || body[k] == neutral) return;
-  bad(k, fmt::format("'{}' = {} is not supported; allowed: {} ({})", k, body[k].dump(), neutral.dump(), what));
+  if (!has(body, k) || body[k] == neutral) return;
+  bad(k, fmt::format("'{}' = {} is not supported; allowed: {} ({})", k, shown(body[k]), neutral.dump(), what));
+}
+
+// Token ids as a client sends them: integers in 0..INT32_MAX (the vocabulary
+// is checked against the model later, openai_text_requests).
+ApiPrompt id_prompt(const json& v, const std::string& at) {
+  if (v.empty()) bad("prompt", fmt::format("'{}' is an empty list of token ids", at));
+  ApiPrompt p;
+  p.is_ids = true;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& id = v[i];
+    const bool ok = id.is_number_unsigned()
+                        ? id.get<uint64_t>() <= uint64_t(INT32_MAX)
+                        : id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX;
+    if (!ok) bad("prompt", fmt::format("'{}[{}]' = {} is not a token id (an integer >= 0)", at, i, shown(id)));
+    p.ids.push_back(int32_t(id.get<int64_t>()));
+  }
+  return p;
+}
+
+// A string, a list of strings, a list of token ids (one prompt), or a list of token-id lists.
+std::vector<ApiPrompt> prompt_field(const json& v, int64_t max_prompts) {
+  constexpr const char* kForms = "a string, a list of strings, a list of token ids, or a list of token-id lists";
+  if (v.is_string()) return {ApiPrompt{v.get<std::string>(), {}, false}};
+  if (!v.is_array() || v.empty()) bad("prompt", fmt::format("'prompt' must be {}; got {}", kForms, shown(v)));
+  if (v[0].is_number()) return {id_prompt(v, "prompt")};
+  if (int64_t(v.size()) > max_prompts)
+    bad("prompt", fmt::format("'prompt' holds {} prompts; allowed: up to {} per request", v.size(), max_prompts));
+  std::vector<ApiPrompt> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = fmt::format("prompt[{}]", i);
+    if (v[i].is_string())
+      out.push_back({v[i].get<std::string>(), {}, false});
+    else if (v[i].is_array())
+      out.push_back(id_prompt(v[i], at));
+    else
+      bad("prompt", fmt::format("'{}' = {} is invalid: 'prompt' must be {}", at, shown(v[i]), kForms));
+  }
+  return out;
 }
 
 void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, OpenAiRequest& r) {
   if (!j.is_object()) bad("", "the request body must be a JSON object");
-  auto has = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
+  const auto has = [&](const char* k) { return zaya::has(j, k); };
   if (has("model")) {
     if (!j["model"].is_string()) bad("model", "'model' must be a string");
     r.model = j["model"].get<std::string>();
   }
   if (endpoint == ApiEndpoint::kCompletions) {
     if (!has("prompt")) bad("prompt", "'prompt' is required");
-    const json& p = j["prompt"];
-    if (p.is_array() && p.size() == 1 && p[0].is_string())
-      r.prompt = p[0].get<std::string>();
-    else if (p.is_string())
-      r.prompt = p.get<std::string>();
-    else
-      bad("prompt", "'prompt' must be a string (or a list of one string)");
+    r.prompts = prompt_field(j["prompt"], limits.max_prompts);
   } else {
     if (!has("messages")) bad("messages", "'messages' is required");
     r.messages = messages_field(j["messages"]);
@@ -116,13 +177,13 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
   if (has("max_completion_tokens"))
     r.max_tokens = int_field(j["max_completion_tokens"], "max_completion_tokens", 0, 1 << 24);
   if (has("max_tokens")) r.max_tokens = int_field(j["max_tokens"], "max_tokens", 0, 1 << 24);
-  if (has("stop")) r.stop = stop_field(j["stop"]);
+  if (has("stop")) r.stop = stop_field(j["stop"], limits.max_stop);
   if (has("temperature")) r.temperature = number_field(j["temperature"], "temperature", 0, 2, false);
   if (has("top_p")) r.top_p = number_field(j["top_p"], "top_p", 0, 1, true);
   if (has("top_k")) r.top_k = int_field(j["top_k"], "top_k", 0, INT32_MAX);
   if (has("seed")) {
     const json& s = j["seed"];
-    if (!s.is_number_integer()) bad("seed", fmt::format("'seed' must be an integer; got {}", s.dump()));
+    if (!s.is_number_integer()) bad("seed", fmt::format("'seed' must be an integer; got {}", shown(s)));
     r.seed = s.is_number_unsigned() ? s.get<uint64_t>() : uint64_t(s.get<int64_t>());
   }
   if (has("n")) r.n = int_field(j["n"], "n", 1, limits.max_n);
@@ -135,7 +196,9 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
   }
   if (endpoint == ApiEndpoint::kCompletions) {
     if (has("logprobs")) r.top_logprobs = int_field(j["logprobs"], "logprobs", 0, 5);
-    unsupported(j, "echo", false, "the prompt is not echoed");
+    if (has("echo")) r.echo = bool_field(j["echo"], "echo");
+    if (r.echo && r.stream)
+      bad("echo", "'echo' = true is not supported with \"stream\": true; allowed: false, or a whole response");
     unsupported(j, "best_of", 1, "one sample per choice");
     unsupported(j, "suffix", "", "no insertion");
   } else {
@@ -148,6 +211,8 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
       r.top_logprobs = 0;
     }
     unsupported(j, "tools", json::array(), "no tool calls");
+    unsupported(j, "functions", json::array(), "no tool calls");
+    unsupported(j, "function_call", "none", "no tool calls");
     unsupported(j, "response_format", json{{"type", "text"}}, "plain text only");
   }
   unsupported(j, "presence_penalty", 0, "no penalties");
@@ -170,44 +235,6 @@ OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint
     r.error = e.what();
   }
   return r;
-}
-
-std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer& tok, const ZayaConfig& c,
-                                              int64_t context, const ApiLimits& limits) {
-  TextRequest t;
-  t.stop_strings = r.stop;
-  t.generation.stop_ids = default_stop_ids(tok, c);
-  std::string param = "prompt";
-  if (r.endpoint == ApiEndpoint::kChat) {
-    param = "messages";
-    const ChatEncoding e = encode_chat(tok, r.messages, true);
-    t.prompt = render_chat(r.messages, true);
-    t.generation.prompt = e.ids;
-    const ChatStop stop = chat_stop(tok);
-    for (int32_t id : stop.ids)
-      if (std::find(t.generation.stop_ids.begin(), t.generation.stop_ids.end(), id) == t.generation.stop_ids.end())
-        t.generation.stop_ids.push_back(id);
-    for (const std::string& s : stop.strings) t.stop_strings.push_back(s);
-  } else {
-    t.prompt = r.prompt;
-    t.generation.prompt = encode_prompt(tok, r.prompt, true);
-  }
-  const int64_t want = r.max_tokens >= 0                  ? r.max_tokens
-                       : r.endpoint == ApiEndpoint::kChat ? limits.default_max_tokens
-                                                          : 16;
-  const int64_t room = context - int64_t(t.generation.prompt.size());
-  t.generation.max_new_tokens = std::max<int64_t>(0, std::min(want, room));
-  t.generation.sampling.temperature = r.temperature;
-  t.generation.sampling.top_p = r.top_p;
-  t.generation.sampling.top_k = r.top_k;
-  t.generation.sampling.seed = r.seed;
-  const std::string why = generation_request_error(t.generation, c, context);
-  if (!why.empty()) {
-    r.error = fmt::format("'{}': {}", param, why);
-    r.error_param = param;
-    return {};
-  }
-  return repeat_with_seeds(t, r.n);
 }
 
 }  // namespace zaya

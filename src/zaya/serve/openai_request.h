@@ -5,14 +5,25 @@
 // serving loop runs (infer/serving_loop.h).
 //
 // Fields (anything else is ignored, as OpenAI's clients send fields of their
-// own): model, prompt (completions: a string or a list of one string),
-// messages (chat: {role, content} with content a string or a list of
-// {"type": "text", "text"} parts), max_tokens (or max_completion_tokens),
-// stop (a string or up to 4), temperature (0..2), top_p (0..1], top_k (>= 0,
-// 0 = off), seed, n, stream, stream_options.include_usage, logprobs
-// (completions: 0..5 alternatives; chat: a boolean, with top_logprobs 0..20).
-// presence_penalty, frequency_penalty, logit_bias, echo, best_of and tools
-// are refused unless they ask for nothing (0, {}, false, 1, []).
+// own): model, prompt (completions: a string, a list of strings, a list of
+// token ids, or a list of token-id lists; each prompt gets its own n choices,
+// choice prompt_index * n + i, as OpenAI's), echo (completions: the prompt
+// comes first in each choice's text, and with logprobs its tokens' log
+// probabilities, the first null; not with stream), messages (chat: {role,
+// content} with content a string or a list of {"type": "text", "text"} parts;
+// role "developer" is read as "system", as newer OpenAI SDKs send it),
+// max_tokens (or max_completion_tokens), stop (a string or up to
+// ApiLimits::max_stop strings: vLLM takes any number, lm-eval sends 5+),
+// temperature (0..2), top_p (0..1], top_k (>= 0, 0 = off), seed, n, stream,
+// stream_options.include_usage, logprobs (completions: 0..5 alternatives;
+// chat: a boolean, with top_logprobs 0..20). presence_penalty,
+// frequency_penalty, logit_bias, best_of, tools, functions, function_call and
+// a tool-call history (tool_calls, role "tool") are refused unless they ask
+// for nothing (0, {}, 1, [], "none").
+//
+// A message never shows a client's value whole (json_preview), and the body's
+// nesting is capped while it is parsed (parse_json): a hostile value can
+// neither flood a message nor overflow the stack.
 
 #include <cstdint>
 #include <string>
@@ -28,14 +39,24 @@ namespace zaya {
 enum class ApiEndpoint { kCompletions, kChat };
 
 struct ApiLimits {
-  int64_t max_n = 16;                 // choices per request
+  int64_t max_n = 16;                 // choices per prompt
+  int64_t max_prompts = 64;           // prompts in one completions request (a batch of lm-eval's)
+  int64_t max_stop = 32;              // stop strings
   int64_t default_max_tokens = 1024;  // chat without max_tokens (completions default to 16, as OpenAI's)
+};
+
+// One completions prompt: text (encoded with BOS) or token ids (run as given).
+struct ApiPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
 };
 
 struct OpenAiRequest {
   ApiEndpoint endpoint = ApiEndpoint::kCompletions;
   std::string model;
-  std::string prompt;                 // completions
+  std::vector<ApiPrompt> prompts;     // completions: one or more
+  bool echo = false;                  // completions: the prompt (and its logprobs) come first in each choice
   std::vector<ChatMessage> messages;  // chat
   int64_t max_tokens = -1;            // -1: not given
   std::vector<std::string> stop;
@@ -54,8 +75,9 @@ struct OpenAiRequest {
 // Parses and checks a request body; a problem is in .error / .error_param.
 OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint, const ApiLimits& limits);
 
-// The n text requests (choice i with seed + i) of a checked request: the
-// prompt (chat: encode_chat, add_generation_prompt) and its ids, stop ids
+// The n text requests (choice i with seed + i) of each prompt of a checked
+// request, prompt by prompt: the prompt (chat: encode_chat,
+// add_generation_prompt; token ids as given, their text decoded) and its ids, stop ids
 // (the default ones, and <end_of_turn> for chat) and stop strings (the
 // request's, and "<end_of_turn>" for a chat model without the marker),
 // sampling; max_tokens capped at what the context leaves after the prompt.

@@ -14,21 +14,26 @@ ojson chat_logprobs(const std::vector<TokenLogprob>& lps) {
   for (const TokenLogprob& t : lps) {
     ojson top = ojson::array();
     for (const auto& [text, lp] : t.top) top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
-    content.push_back({{"token", t.text}, {"logprob", t.logprob}, {"bytes", bytes_of(t.text)}, {"top_logprobs", top}});
+    content.push_back({{"token", t.text},
+                       {"logprob", t.logprob ? ojson(*t.logprob) : ojson()},
+                       {"bytes", bytes_of(t.text)},
+                       {"top_logprobs", top}});
   }
   return {{"content", content}};
 }
 
 // text_offset counts from the start of the choice's text (`offset` for a chunk).
+// An echoed prompt's first token has no logprob: null in token_logprobs and
+// top_logprobs, as OpenAI's (lm-eval reads from the context's end onwards).
 ojson completion_logprobs(const std::vector<TokenLogprob>& lps, int64_t offset) {
   ojson tokens = ojson::array(), lp = ojson::array(), top = ojson::array(), at = ojson::array();
   for (const TokenLogprob& t : lps) {
     tokens.push_back(t.text);
-    lp.push_back(t.logprob);
+    lp.push_back(t.logprob ? ojson(*t.logprob) : ojson());
     ojson alt = ojson::object();
     for (const auto& [text, l] : t.top)
       if (!alt.contains(text)) alt[text] = l;
-    top.push_back(alt);
+    top.push_back(t.logprob ? alt : ojson());
     at.push_back(offset);
     offset += int64_t(t.text.size());
   }

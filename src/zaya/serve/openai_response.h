@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,18 +17,18 @@ namespace zaya {
 
 using ojson = nlohmann::ordered_json;
 
-// One generated token as logprobs report it.
+// One token (generated, or an echoed prompt's) as logprobs report it.
 struct TokenLogprob {
-  std::string text;  // the token's own text
-  float logprob = 0;
+  std::string text;                                // the token's own text
+  std::optional<float> logprob;                    // none for an echoed prompt's first token (null, as OpenAI's)
   std::vector<std::pair<std::string, float>> top;  // alternatives, most likely first
 };
 
 struct ChoiceResult {
-  std::string text;
+  std::string text;  // with echo, the prompt first (prompt_echo.h)
   FinishReason finish = FinishReason::kLength;
   int64_t tokens = 0;
-  std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> logprobs;  // with echo and logprobs, the prompt's tokens first
 };
 
 // The header fields of every response of one request.
