@@ -33,7 +33,12 @@ grep -q '"mean_loss"' "$WORK/scores.json" || fail "score JSON"
 [[ $(head -c 2 "$WORK/logits.json") == "[[" ]] || fail "logits JSON"
 
 "$ZAYA" info --preset zaya1-base --json "$WORK/info.json" | tee "$WORK/info.log"
-grep -q "(8.840B)" "$WORK/info.log" || fail "zaya1-base total parameters"
-grep -q "without the embedding (8.303B)" "$WORK/info.log" || fail "zaya1-base parameters without embedding"
-"$ZAYA" info --model "$WORK/run/final" >/dev/null
+grep -q "total (8.84B)" "$WORK/info.log" || fail "zaya1-base total parameters"
+grep -q "without the embedding (8.30B)" "$WORK/info.log" || fail "zaya1-base parameters without embedding"
+grep -q "active per token, without the embedding (0.75B)" "$WORK/info.log" || fail "zaya1-base active parameters"
+# A small model in its own unit, the total's, not "0.002B" (red-team L14).
+"$ZAYA" info --model "$WORK/run/final" >"$WORK/info_small.log"
+grep -Eq "total \([0-9.]+M\)" "$WORK/info_small.log" || fail "small model's total: $(cat "$WORK/info_small.log")"
+grep -Eq "active per token, with the embedding \(0\.[0-9]{2}M\)" "$WORK/info_small.log" ||
+  fail "small model's active count: $(cat "$WORK/info_small.log")"
 echo "main job: OK"
