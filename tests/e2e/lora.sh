@@ -64,7 +64,7 @@ echo "ok: LoRA header: $trainable trainable; step-0 validation $val0 == the base
 # configs/lora-tiny.toml (the example for the main job's model) runs as shipped, pointed at this test's base.
 "$ZAYA" train --config "$SRC/configs/lora-tiny.toml" --set model.num_blocks=2 --set model.init_from="$BASE" \
   --set data.dir="$WORK/data" --set data.tokenizer="$WORK/data/tokenizer.model" --set train.steps=2 \
-  --set train.eval_every=1 --set train.eval_batches=1 --set train.out_dir="$WORK/lora-tiny" >"$WORK/lora-tiny.log" 2>&1 ||
+  --set schedule.warmup_steps=1 --set train.eval_every=1 --set train.eval_batches=1 --set train.out_dir="$WORK/lora-tiny" >"$WORK/lora-tiny.log" 2>&1 ||
   fail "configs/lora-tiny.toml: $(cat "$WORK/lora-tiny.log")"
 [[ -f $WORK/lora-tiny/adapter/adapter_model.safetensors ]] || fail "configs/lora-tiny.toml wrote no adapter"
 

@@ -150,7 +150,8 @@ TEST(ReportTrain, SharesUseAFixedZeroToOneScale) {
   for (nlohmann::json& j : none.doc)
     if (j.contains("routing"))
       for (nlohmann::json& l : j["routing"]) l["skip"] = 0.0;
-  const auto figures = by_file(train_report_section({&none}));
+  const ReportSection sec = train_report_section({&none});
+  const auto figures = by_file(sec);
   for (const char* kind : {"skip", "load"}) {
     auto svg = parse_xml(figures.at(fmt::format("train_routing_a_{}.svg", kind))->svg);
     auto ticks = svg->find("text", "ctick");

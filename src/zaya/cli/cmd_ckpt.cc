@@ -120,7 +120,7 @@ int compare(const std::string& a, const std::string& b, double tolerance, bool w
   if (!c.note.empty()) fmt::print("note: {}\n", c.note);
   for (const std::string& line : c.differences) fmt::print("{}\n", line);
   if (c.count() == 0)
-    fmt::print("{} and {}: every {}tensor equal{}\n", a, b, weights_only ? "weight " : "",
+    fmt::print("{} and {}: every {}tensor equal{}\n", a, b, c.weights_only ? "weight " : "",
                tolerance == 0 ? " bit for bit" : fmt::format(" within {:.3g}", tolerance));
   return c.count();
 }

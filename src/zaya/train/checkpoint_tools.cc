@@ -182,6 +182,7 @@ CheckpointComparison compare_checkpoints(const std::string& a_dir, const std::st
     weights_only = true;
     out.note = fmt::format("weights only: {} holds no optimizer or controller state", a.weights_only ? a_dir : b_dir);
   }
+  out.weights_only = weights_only;
   auto keep = [&](const std::string& name) { return !weights_only || !is_optimizer_state_tensor(name); };
   for (const auto& [name, ta_info] : a.tensors) {
     if (!keep(name)) continue;

@@ -43,6 +43,7 @@ TrainConfig imported_train_config(const ZayaConfig& model, const std::string& to
 struct CheckpointComparison {
   std::vector<std::string> differences;  // one line per differing tensor
   std::string note;                      // how the two were compared, when not as given
+  bool weights_only = false;             // as compared: asked for, or a side holds weights only
   int count() const { return int(differences.size()); }
 };
 CheckpointComparison compare_checkpoints(const std::string& a, const std::string& b, double tolerance,
