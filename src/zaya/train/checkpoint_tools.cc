@@ -118,9 +118,12 @@ TrainConfig imported_train_config(const ZayaConfig& model, const std::string& to
       break;
     }
   }
-  // Through the one parser, so the config recorded is one `zaya train` reads back.
-  const std::string text = model_table_to_toml(preset, model, "") +
-                           fmt::format("[data]\ntokenizer = {}\n", nlohmann::json(tokenizer).dump());
+  // Through the one parser, so the config recorded is one `zaya train` reads back. A data directory is
+  // required there but not known here: the run that resumes gives its own [data] (only [model] is checked).
+  const std::string text =
+      model_table_to_toml(preset, model, "") +
+      fmt::format("[data]\ndir = \"(none: imported; the training config gives [data])\"\ntokenizer = {}\n",
+                  nlohmann::json(tokenizer).dump());
   return parse_train_config(text, source);
 }
 

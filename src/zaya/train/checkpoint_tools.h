@@ -31,7 +31,7 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
 
 // The training config an import without --config records for `model` (the
 // preset that matches it, else "tiny" overridden key by key; default training
-// settings; `tokenizer` as data.tokenizer).
+// settings; `tokenizer` as data.tokenizer, and a data.dir that says it is none).
 TrainConfig imported_train_config(const ZayaConfig& model, const std::string& tokenizer, const std::string& source);
 
 // Tensor by tensor: bitwise for float32 when tolerance is 0, else the largest
