@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -206,8 +207,10 @@ TrainSummary TrainJob::run_steps() {
       heartbeat_.beat("checkpoint", r.step);
       checkpoints_.guarded(step_, [&] { save_checkpoint(config_.checkpoint.async); });
     }
-    losses.resize(size_t(r.step - first));
-    losses.back() = r.loss;
+    if (r.step > first) {  // a rollback can return before this process's first step
+      losses.resize(size_t(r.step - first));
+      losses.back() = r.loss;
+    }
     train_seconds += r.seconds;
     train_flops += r.flops;
     train_tokens += r.tokens;
@@ -233,7 +236,7 @@ TrainSummary TrainJob::run_steps() {
   }
   heartbeat_.beat("finishing", step_);
   summary.steps = step_;
-  losses.resize(size_t(step_ - first));
+  losses.resize(size_t(std::max<int64_t>(0, step_ - first)));
   summary.train_loss = loss_ends(losses, first + 1);
   summary.final_val_loss = val;
   summary.seconds = now_seconds() - t_start;
