@@ -60,8 +60,11 @@ for shape in 8b 74b; do
   set_biases "$F" 0.5 -1
   "$ZAYA" ckpt export --in "$F" --out "$E/l0" >/dev/null                     # the legacy writer's bytes of final/
   "$ZAYA" ckpt export --in "$F" --out "$E/n1" --layout native >"$WORK/n1.log" # legacy -> native
-  grep -q "native (40-layer) layout" "$WORK/n1.log" || fail "$shape: $(cat "$WORK/n1.log")"
-  "$ZAYA" ckpt export --in "$E/n1" --out "$E/l1" --layout legacy >/dev/null  # native -> legacy
+  "$ZAYA" ckpt export --in "$E/n1" --out "$E/l1" --layout legacy >"$WORK/l1.log" # native -> legacy
+  # The counts of this model (2 or 4 blocks), not ZAYA1-base's 40 / 80 (red-team L13).
+  blocks=$([[ $shape == 74b ]] && echo 4 || echo 2)
+  grep -q "native ($blocks-layer) layout" "$WORK/n1.log" || fail "$shape: $(cat "$WORK/n1.log")"
+  grep -q "legacy ($((2 * blocks)) half-layers) layout" "$WORK/l1.log" || fail "$shape: $(cat "$WORK/l1.log")"
   "$ZAYA" ckpt export --in "$E/l1" --out "$E/n2" --layout native >/dev/null  # legacy -> native again
   for f in model.safetensors config.json; do
     cmp -s "$E/l0/$f" "$E/l1/$f" || fail "$shape: legacy -> native -> legacy changed $f"
@@ -84,6 +87,28 @@ for shape in 8b 74b; do
   done
   echo "ok: $shape: legacy -> native -> legacy and native -> legacy -> native bit for bit; every export generates and scores like final/"
 done
+
+# ckpt compare takes model directories and GGUF files (weights only), so an
+# export is compared with its source without importing both (red-team L15);
+# ckpt import without --config records the directory's own config.json, and
+# training resumes from it.
+F=$WORK/8b/final
+"$ZAYA" ckpt compare "$F" "$WORK/8b-exports/n1" >"$WORK/cmp.log" || fail "final/ vs its native export: $(cat "$WORK/cmp.log")"
+grep -q "note: weights only: .* holds no optimizer or controller state" "$WORK/cmp.log" || fail "$(cat "$WORK/cmp.log")"
+grep -q "every weight tensor equal bit for bit" "$WORK/cmp.log" || fail "$(cat "$WORK/cmp.log")"
+"$ZAYA" ckpt export --in "$F" --out "$WORK/8b.gguf" >/dev/null
+"$ZAYA" ckpt compare "$WORK/8b.gguf" "$F" >/dev/null || fail "final/ vs its GGUF export"
+cp -r "$F" "$WORK/changed"
+set_biases "$WORK/changed" 0.25 -1
+expect_error 1 "[0-9]+ tensor\(s\) differ" -- "$ZAYA" ckpt compare "$F" "$WORK/changed"
+"$ZAYA" ckpt import --in "$WORK/8b-exports/n1" --out "$WORK/imported" >"$WORK/import.log" ||
+  fail "import without --config: $(cat "$WORK/import.log")"
+grep -q "with its own config.json as the model config (continue with zaya train --config YOUR.toml" "$WORK/import.log" ||
+  fail "import without --config: $(cat "$WORK/import.log")"
+"$ZAYA" ckpt compare "$WORK/imported/step_00000000" "$F" >/dev/null || fail "the import without --config changed a weight"
+"$ZAYA" train --config "$WORK/8b.toml" --quiet --set train.steps=10 --set train.out_dir="$WORK/from_import" \
+  --resume "$WORK/imported/step_00000000" --stop-at 1 >/dev/null || fail "training from an import without --config"
+echo "ok: compare reads model directories and GGUF files; import defaults to the directory's config"
 
 expect_error 2 "--layout native is for a Hugging Face directory" -- \
   "$ZAYA" ckpt export --in "$WORK/8b/final" --out "$WORK/m.gguf" --layout native

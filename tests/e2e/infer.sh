@@ -21,6 +21,25 @@ for args in "--temperature 0" "--temperature 0.9 --top-k 30 --top-p 0.9 --seed 7
 done
 echo "ok: cached decoder == full-sequence generation"
 
+# A tiny positive temperature is greedy (red-team M3: T = 1e-9 sampled token 0
+# or garbage), in the full-sequence and the cached (batched) generators.
+"$ZAYA" generate --model "$M" --prompt "And God said" --max-new-tokens 12 --temperature 0 >"$WORK/greedy.txt"
+for t in 1e-9 1e-12 1e-40 1e-300; do
+  for mode in "" --full-sequence "--top-k 0 --top-p 1"; do
+    # shellcheck disable=SC2086
+    "$ZAYA" generate --model "$M" --prompt "And God said" --max-new-tokens 12 --temperature $t --seed 3 $mode \
+      >"$WORK/tiny_t.txt"
+    cmp -s "$WORK/greedy.txt" "$WORK/tiny_t.txt" ||
+      fail "--temperature $t $mode is not greedy: $(cat "$WORK/tiny_t.txt") vs $(cat "$WORK/greedy.txt")"
+  done
+done
+printf '{"prompt": "And God said", "max_new_tokens": 12, "temperature": %s, "seed": %d}\n' 0 1 1e-9 2 1e-300 3 \
+  >"$WORK/tiny_t.jsonl"
+"$ZAYA" generate --model "$M" --prompts "$WORK/tiny_t.jsonl" --batch 3 >"$WORK/tiny_t_batch.jsonl"
+[[ $(grep -o '"completion":"[^"]*"' "$WORK/tiny_t_batch.jsonl" | sort -u | wc -l) == 1 ]] ||
+  fail "batched tiny temperatures differ from greedy: $(cat "$WORK/tiny_t_batch.jsonl")"
+echo "ok: tiny temperatures == greedy"
+
 # The training checkpoint (step_N, metadata.json) loads like the exported directory.
 ck=$(ls -d "$WORK/run/checkpoints"/step_* | tail -1)
 [[ -f $ck/metadata.json ]] || fail "no training checkpoint under $WORK/run/checkpoints"
@@ -83,6 +102,23 @@ grep -q "perplexity .*data/val (shards).*ppl [0-9.]*" "$WORK/eval.txt" || fail "
 grep -q "multiple choice .*mc.jsonl: 3 items: acc [0-9.]* ± [0-9.]*, acc_norm" "$WORK/eval.txt" || fail "no mc line"
 grep -q '"acc_norm"' "$WORK/eval.json" || fail "eval JSON"
 [[ $(wc -l <"$WORK/items.jsonl") == 3 ]] || fail "per-item output"
+
+# A window longer than the run's train.seq_len (64) gets a note naming the
+# run's config and the --context that matches training (red-team M6); the
+# default window (the model's 1024 positions) is one. A checkpoint records its
+# config too. At the training length there is no note.
+"$ZAYA" eval --model "$M" --shards "$WORK/data/val" --max-tokens 300 --json "$WORK/eval_default.json" \
+  >"$WORK/eval_default.txt" 2>&1 || fail "eval at the default context: $(cat "$WORK/eval_default.txt")"
+grep -q "note: the perplexity window is 1024 tokens (the default: .*), but the model was trained on sequences of 64 ($WORK/run/config.toml).*--context 64 measures what training measured" \
+  "$WORK/eval_default.txt" || fail "no note on the context beyond training: $(cat "$WORK/eval_default.txt")"
+grep -q '"trained_seq_len": 64' "$WORK/eval_default.json" || fail "eval JSON lacks trained_seq_len"
+"$ZAYA" eval --model "$ck" --tokenizer "$M/tokenizer.model" --shards "$WORK/data/val" --max-tokens 300 --context 100 \
+  >"$WORK/eval_ck.txt" 2>&1 || fail "eval of the checkpoint: $(cat "$WORK/eval_ck.txt")"
+grep -q "window is 100 tokens (--context), but the model was trained on sequences of 64 ($ck/metadata.json (config))" \
+  "$WORK/eval_ck.txt" || fail "no note for the checkpoint: $(cat "$WORK/eval_ck.txt")"
+"$ZAYA" eval --model "$M" --shards "$WORK/data/val" --max-tokens 300 --context 64 >"$WORK/eval_64.txt" 2>&1
+! grep -q "note:" "$WORK/eval_64.txt" || fail "a note at the training length: $(cat "$WORK/eval_64.txt")"
+echo "ok: eval notes a window past the training seq_len"
 
 # bench infer: a few points, with the roofline in the JSON.
 "$ZAYA" bench infer --preset tiny --prefill 32 --batch 1,2 --context 16 --decode-steps 3 --warmup 1 \

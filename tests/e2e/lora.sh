@@ -41,6 +41,33 @@ echo "LoRA loss $first -> $last"
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "the LoRA run did not learn ($first -> $last)"
 grep -q '^\[lora\]$' "$WORK/lora/config.toml" || fail "config.toml lacks [lora]"
 
+# The header counts what trains: the adapter file's floats, of base + adapters (red-team L17).
+trainable=$(grep -o "trainable [0-9]* of [0-9.]*[KM] ([0-9.]*%); the base is frozen" "$WORK/lora.log" | cut -d' ' -f2)
+[[ -n $trainable ]] || fail "no trainable-parameter count in the header: $(head -5 "$WORK/lora.log")"
+python3 - "$ADAPTER/adapter_model.safetensors" "$trainable" <<'PY' || fail "the header's trainable count is not the adapter's"
+import json, math, struct, sys
+with open(sys.argv[1], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+n = sum(math.prod(t["shape"]) for k, t in header.items() if k != "__metadata__")
+assert n == int(sys.argv[2]), (n, sys.argv[2])
+PY
+# Validation before the first update is the base model's (B = 0): the base run's last validation loss.
+val0=$(grep -o '{"step":0,"val_loss":[0-9.]*' "$WORK/lora/metrics.jsonl" | cut -d: -f3)
+base_val=$(grep -o '"val_loss":[0-9.]*' "$WORK/run/metrics.jsonl" | tail -1 | cut -d: -f2)
+grep -Eq "^step +0/12 \| val [0-9.]+ \(before the first update\)" "$WORK/lora.log" || fail "no step-0 validation line"
+awk -v a="$val0" -v b="$base_val" 'BEGIN { d = a - b; exit !(a != "" && d < 1e-4 && d > -1e-4) }' ||
+  fail "step-0 validation $val0 is not the base's $base_val"
+grep -Eq "^done: 12 steps, train loss [0-9.]+ \(mean of steps 1-2\) -> [0-9.]+ \(steps 11-12\)" "$WORK/lora.log" ||
+  fail "summary: $(grep done: "$WORK/lora.log")"
+echo "ok: LoRA header: $trainable trainable; step-0 validation $val0 == the base's $base_val"
+
+# configs/lora-tiny.toml (the example for the main job's model) runs as shipped, pointed at this test's base.
+"$ZAYA" train --config "$SRC/configs/lora-tiny.toml" --set model.num_blocks=2 --set model.init_from="$BASE" \
+  --set data.dir="$WORK/data" --set data.tokenizer="$WORK/data/tokenizer.model" --set train.steps=2 \
+  --set schedule.warmup_steps=1 --set train.eval_every=1 --set train.eval_batches=1 --set train.out_dir="$WORK/lora-tiny" >"$WORK/lora-tiny.log" 2>&1 ||
+  fail "configs/lora-tiny.toml: $(cat "$WORK/lora-tiny.log")"
+[[ -f $WORK/lora-tiny/adapter/adapter_model.safetensors ]] || fail "configs/lora-tiny.toml wrote no adapter"
+
 # Resume: stop at 5 (a logged step), resume, same curve and the same adapter bit for bit.
 "$ZAYA" train --config "$WORK/lora.toml" --quiet --set train.out_dir="$WORK/split" --stop-at 5 >/dev/null
 "$ZAYA" train --config "$WORK/lora.toml" --quiet --set train.out_dir="$WORK/split" --resume >/dev/null

@@ -33,7 +33,11 @@ grep -q '"mean_loss"' "$WORK/scores.json" || fail "score JSON"
 [[ $(head -c 2 "$WORK/logits.json") == "[[" ]] || fail "logits JSON"
 
 "$ZAYA" info --preset zaya1-base --json "$WORK/info.json" | tee "$WORK/info.log"
-grep -q "(8.840B)" "$WORK/info.log" || fail "zaya1-base total parameters"
-grep -q "without the embedding (8.303B)" "$WORK/info.log" || fail "zaya1-base parameters without embedding"
-"$ZAYA" info --model "$WORK/run/final" >/dev/null
+grep -q "total (8.84B)" "$WORK/info.log" || fail "zaya1-base total parameters"
+grep -q "without the embedding (8.30B)" "$WORK/info.log" || fail "zaya1-base parameters without embedding"
+grep -q "active per token, without the embedding (0.75B)" "$WORK/info.log" || fail "zaya1-base active parameters"
+# A small model in the unit of its total, not "0.001B" (red-team L14): the four counts share it.
+"$ZAYA" info --model "$WORK/run/final" >"$WORK/info_small.log"
+units=$(grep -Eo "\([0-9.]+[A-Z]?\)$" "$WORK/info_small.log" | grep -Eo "[KMB]?\)$" | sort -u)
+[[ $units == "K)" || $units == "M)" ]] || fail "small model's counts not in one unit K or M: $(cat "$WORK/info_small.log")"
 echo "main job: OK"

@@ -38,9 +38,13 @@ for run in lr_high lr_low; do
   for kind in imbalance skip entropy load; do
     [[ -s $R/train_routing_${run}_$kind.svg ]] || fail "report lacks train_routing_${run}_$kind.svg"
   done
-  # Both MoE layers of num_blocks = 2 (half-layers 1 and 3) have a row.
-  expect_in "$R/train_routing_${run}_skip.svg" ">layer 1<"
-  expect_in "$R/train_routing_${run}_skip.svg" ">layer 3<"
+  # Both MoE layers of num_blocks = 2 (half-layers 1 and 3) have a row, labelled by block as `zaya info` counts.
+  expect_in "$R/train_routing_${run}_skip.svg" ">block 0<"
+  expect_in "$R/train_routing_${run}_skip.svg" ">block 1<"
+  # A share on a fixed 0-1 scale (red-team L18: all-zero skip rates got -1..1), cells without seams.
+  expect_in "$R/train_routing_${run}_skip.svg" "class=\"ctick\"[^>]*>0(\.0+)?<"
+  expect_in "$R/train_routing_${run}_skip.svg" "class=\"ctick\"[^>]*>1(\.0+)?<"
+  expect_in "$R/train_routing_${run}_skip.svg" "shape-rendering=\"crispEdges\""
   expect_in "$R/train_routing_${run}_entropy.svg" "class=\"cell\""
 done
 H=$R/index.html
@@ -52,4 +56,8 @@ expect_in "$H" "router entropy per layer"
 expect_in "$H" "<th>prompt tokens</th>"
 expect_in "$H" "<td>infer.json</td><td>2</td><td>16</td>"  # decode at batch 2, context 16
 [[ $(grep -c "<svg" "$H") -ge 13 ]] || fail "index.html inlines fewer than 13 figures"
+expect_in "$H" "<title>two runs</title>"
+# Without --title the page is named by its content: a training report, not a cluster characterization.
+"$ZAYA" report "$WORK/runs/lr_high" --out "$WORK/report1" >/dev/null
+expect_in "$WORK/report1/index.html" "<title>zaya.cpp training report: lr_high</title>"
 echo "report_runs: OK"

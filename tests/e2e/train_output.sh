@@ -26,8 +26,13 @@ grep -q "stopped at step 7 with a checkpoint; continue with: zaya train --config
 "$ZAYA" train --config "$WORK/train.toml" --set checkpoint.every=5 --resume >"$WORK/resume.log" 2>&1
 grep -Eq "^step +10/20 \| loss [0-9.]+ \| val [0-9]" "$WORK/resume.log" || fail "no validation loss at step 10"
 grep -Eq "^step +15/20 \| loss [0-9.]+ \| val +- " "$WORK/resume.log" || fail "step 15 repeats an old validation loss"
-grep -Eq "^done: steps 8-20 \(resumed from step 7\), train loss [0-9.]+ \(step 8\) -> " "$WORK/resume.log" ||
-  fail "resumed summary: $(grep done: "$WORK/resume.log")"
+# The summary's train losses are means over a few steps (13 steps: 2 at each end), named (red-team L17).
+grep -Eq "^done: steps 8-20 \(resumed from step 7\), train loss [0-9.]+ \(mean of steps 8-9\) -> [0-9.]+ \(steps 19-20\), val loss" \
+  "$WORK/resume.log" || fail "resumed summary: $(grep done: "$WORK/resume.log")"
+# A fresh run validates the model before its first update, once: the resumed run keeps that record.
+grep -Eq "^step +0/20 \| val [0-9.]+ \(before the first update\)" "$WORK/stop.log" || fail "no step-0 validation: $(cat "$WORK/stop.log")"
+! grep -q "before the first update" "$WORK/resume.log" || fail "the resumed run validated step 0 again"
+[[ $(grep -c '{"step":0,"val_loss":' "$WORK/run/metrics.jsonl") == 1 ]] || fail "step 0's validation is not recorded once"
 # Resuming the finished run does nothing, and says so.
 before=$(stat -c %Y "$WORK/run/final/model.safetensors")
 "$ZAYA" train --config "$WORK/train.toml" --resume >"$WORK/again.log" 2>&1

@@ -1,9 +1,13 @@
 #include "zaya/bench/report_builder.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "zaya/bench/report_metrics.h"
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
@@ -52,9 +56,30 @@ ReportInput load_report_input(const std::string& path) {
   return r;
 }
 
+std::string report_title(const std::vector<ReportInput>& inputs) {
+  std::vector<std::string> runs;
+  bool training = false, inference = false, cluster = false;
+  for (const ReportInput& in : inputs) {
+    if (in.kind == "metrics") runs.push_back(run_label(in.path));
+    training = training || in.kind == "metrics" || in.kind == "train";
+    inference = inference || in.kind == "infer";
+    cluster = cluster || in.kind == "comm" || in.kind == "gemm" || in.kind == "membw" || in.kind == "io";
+  }
+  if (training && !cluster) {
+    if (runs.empty()) return "zaya.cpp training report";
+    const size_t shown = std::min<size_t>(runs.size(), 3);
+    std::string names;
+    for (size_t i = 0; i < shown; ++i) names += (i ? ", " : "") + runs[i];
+    if (runs.size() > shown) names += fmt::format(" and {} more", runs.size() - shown);
+    return "zaya.cpp training report: " + names;
+  }
+  if (inference && !cluster) return "zaya.cpp inference benchmark";
+  return "zaya.cpp cluster characterization";
+}
+
 Report build_report(const std::vector<ReportInput>& inputs, const std::string& title) {
   Report report;
-  report.title = title;
+  report.title = title.empty() ? report_title(inputs) : title;
   report.inputs = inputs;
   auto of_kind = [&](const std::string& kind) {
     std::vector<const ReportInput*> out;

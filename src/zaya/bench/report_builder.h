@@ -39,7 +39,15 @@ struct Report {
 // Reads and classifies one input file; throws zaya::Error naming the file on bad JSON.
 ReportInput load_report_input(const std::string& path);
 
+// `title` empty: report_title(inputs).
 Report build_report(const std::vector<ReportInput>& inputs, const std::string& title);
+
+// A page title from what the inputs are: "zaya.cpp cluster characterization"
+// when any is a comm, GEMM, memory or storage benchmark (or none is
+// recognised); else "zaya.cpp training report: tiny" with runs of zaya train
+// or zaya bench train (up to 3 run names, then how many more); else
+// "zaya.cpp inference benchmark".
+std::string report_title(const std::vector<ReportInput>& inputs);
 
 // The sections, one per kind present (report_sections.cc; training, with the
 // metrics of zaya train, in report_train.cc; inference in report_infer.cc).

@@ -127,5 +127,29 @@ TEST(Report, RunsAndInferenceMakeTheirSections) {
     EXPECT_NE(html.find(want), std::string::npos) << want;
 }
 
+// The page title says what the page is (red-team L18: a training report was
+// titled "cluster characterization"); --title still overrides it.
+TEST(Report, TitleFromTheContent) {
+  auto input = [](const std::string& path, const std::string& kind) {
+    ReportInput in;
+    in.path = path;
+    in.kind = kind;
+    return in;
+  };
+  const ReportInput tiny = input("runs/tiny/metrics.jsonl", "metrics"), gemm = input("gemm.json", "gemm"),
+                    infer = input("infer.json", "infer");
+  EXPECT_EQ(report_title({tiny}), "zaya.cpp training report: tiny");
+  EXPECT_EQ(report_title({tiny, input("runs/lr2/metrics.jsonl", "metrics"), input("a/metrics.jsonl", "metrics"),
+                          input("b/metrics.jsonl", "metrics"), infer}),
+            "zaya.cpp training report: tiny, lr2, a and 1 more");
+  EXPECT_EQ(report_title({infer}), "zaya.cpp inference benchmark");
+  EXPECT_EQ(report_title({tiny, gemm}), "zaya.cpp cluster characterization");
+  EXPECT_EQ(report_title({gemm}), "zaya.cpp cluster characterization");
+  ReportInput run = tiny;
+  run.doc = nlohmann::json::array({{{"step", 1}, {"loss", 7.0}}, {{"step", 2}, {"loss", 6.5}}});
+  EXPECT_EQ(build_report({run}, "").title, "zaya.cpp training report: tiny");
+  EXPECT_EQ(build_report({run}, "mine").title, "mine");
+}
+
 }  // namespace
 }  // namespace zaya

@@ -53,10 +53,15 @@ double imbalance_of(const RoutingLayer& l) {
   return sum > 0 ? most * double(l.load.size()) / sum : NAN;
 }
 
-// The layers of a run's routing (those of its first record), as row labels.
+// The MoE layers of a run's routing (those of its first record), as row
+// labels: by block, as `zaya info` counts them ("4 blocks"). metrics.jsonl
+// names each by its half-layer, 2 x block + 1 (the MoE half of the block).
 std::vector<std::string> layer_labels(const RunMetrics& run) {
   std::vector<std::string> rows;
-  for (const RoutingLayer& l : run.routing.front().layers) rows.push_back(fmt::format("layer {}", l.layer));
+  for (const RoutingLayer& l : run.routing.front().layers) {
+    const int64_t half = int64_t(l.layer);
+    rows.push_back(half % 2 == 1 ? fmt::format("block {}", (half - 1) / 2) : fmt::format("half-layer {}", half));
+  }
   return rows;
 }
 
@@ -65,7 +70,7 @@ HeatmapOptions routing_options(const std::string& title, const std::string& x_la
   HeatmapOptions opt;
   opt.title = title;
   opt.x_label = x_label;
-  opt.y_label = "MoE layer";
+  opt.y_label = "MoE layer of block (half-layer 2b+1)";
   opt.value_label = value_label;
   opt.width = 900;
   opt.height = std::max(300, 110 + 16 * int(rows));
@@ -74,8 +79,11 @@ HeatmapOptions routing_options(const std::string& title, const std::string& x_la
 
 // A layers x steps heat map: the run's routing records averaged into at most
 // kMaxStepColumns columns of consecutive records, each labelled by its last step.
+// v_min / v_max: a fixed colour range (a share: [0, 1], so that a map of zeros is not drawn from -1 to 1),
+// or unset to fit the data.
 ReportFigure routing_over_steps(const RunMetrics& run, const std::string& file, const std::string& what,
-                                const std::string& value_label, LayerValue value, std::optional<double> v_min) {
+                                const std::string& value_label, LayerValue value, std::optional<double> v_min,
+                                std::optional<double> v_max = std::nullopt) {
   const std::vector<std::string> rows = layer_labels(run);
   const size_t n = run.routing.size(), per = (n + kMaxStepColumns - 1) / kMaxStepColumns, cols = (n + per - 1) / per;
   std::vector<std::string> col_labels(cols);
@@ -101,6 +109,7 @@ ReportFigure routing_over_steps(const RunMetrics& run, const std::string& file, 
                                        "step", value_label, rows.size());
   opt.cell_text = false;
   opt.v_min = v_min;
+  opt.v_max = v_max;
   opt.col_label_every = int(std::max<size_t>(1, (cols + kStepLabels - 1) / kStepLabels));
   return {file, opt.title, SvgHeatmap(opt, rows, col_labels, grid).render()};
 }
@@ -129,7 +138,8 @@ ReportFigure expert_load(const RunMetrics& run, const std::string& file) {
   HeatmapOptions opt = routing_options(
       fmt::format("{}: expert load at steps {:g}-{:g}", run.label, run.routing[n - last].step, run.routing[n - 1].step),
       "expert", "share of the choices", rows.size());
-  opt.v_min = 0;
+  opt.v_min = 0;  // a share: the same [0, 1] scale for every run and layer
+  opt.v_max = 1;
   opt.cell_decimals = 2;
   return {file, opt.title, SvgHeatmap(opt, rows, cols, grid).render()};
 }
@@ -179,10 +189,11 @@ ReportSection train_report_section(const std::vector<const ReportInput*>& inputs
   }
   sec.html +=
       "<p>Each run is named by its directory. Training loss is solid, validation loss dashed in the run's colour. "
-      "The routing maps show each MoE layer over the steps: load imbalance is the busiest expert's share of the "
+      "The routing maps show each block's MoE layer over the steps (metrics.jsonl numbers it by half-layer, "
+      "2 x block + 1): load imbalance is the busiest expert's share of the "
       "choices over the mean share (1 = even), skip rate the skip expert's share, entropy the mean entropy of "
       "the router's distribution (nats); the expert-load map shows each expert's share over the last 10 "
-      "records.</p>\n" +
+      "records. Shares (skip rate, expert load) are coloured on a fixed 0-1 scale.</p>\n" +
       html_table({"run", "metrics", "last step", "last loss", "last validation loss", "ranks", "MoE layers"}, run_rows);
   sec.figures.push_back(line_figure("train_loss.svg", "training and validation loss", "step", "loss (nats/token)",
                                     AxisScale::kLinear, AxisScale::kLinear, loss));
@@ -202,7 +213,8 @@ ReportSection train_report_section(const std::vector<const ReportInput*>& inputs
     for (int k = 2; !stems.insert(stem).second; ++k) stem = fmt::format("train_routing_{}_{}", file_slug(r.label), k);
     sec.figures.push_back(routing_over_steps(r, stem + "_imbalance.svg", "expert load imbalance",
                                              "busiest expert / mean", imbalance_of, 1.0));
-    sec.figures.push_back(routing_over_steps(r, stem + "_skip.svg", "skip rate", "skip expert's share", skip_of, 0.0));
+    sec.figures.push_back(
+        routing_over_steps(r, stem + "_skip.svg", "skip rate", "skip expert's share", skip_of, 0.0, 1.0));
     sec.figures.push_back(
         routing_over_steps(r, stem + "_entropy.svg", "router entropy", "entropy (nats)", entropy_of, 0.0));
     sec.figures.push_back(expert_load(r, stem + "_load.svg"));

@@ -113,15 +113,16 @@ TEST(ReportTrain, RoutingHeatMapsPerLayerOverTheSteps) {
   const auto figures = by_file(sec);
   for (const char* kind : {"imbalance", "skip", "entropy", "load"})
     ASSERT_TRUE(figures.count(fmt::format("train_routing_a_{}.svg", kind))) << kind;
-  // Skip rate: 120 records averaged 3 to a column; layer 3 (half skipped) at the top of the colour range.
+  // Skip rate: 120 records averaged 3 to a column; the rows are blocks (half-layers 1 and 3 are the MoE
+  // layers of blocks 0 and 1); block 1 skips half its tokens: the middle of the fixed 0-1 scale of a share.
   auto skip = parse_xml(figures.at("train_routing_a_skip.svg")->svg);
   std::vector<std::string> rows;
   for (const XmlNode* t : skip->find("text", "row-label")) rows.push_back(t->text);
-  EXPECT_EQ(rows, (std::vector<std::string>{"layer 1", "layer 3"}));
+  EXPECT_EQ(rows, (std::vector<std::string>{"block 0", "block 1"}));
   auto cells = skip->find("rect", "cell");
   ASSERT_EQ(cells.size(), 2u * 40);
   EXPECT_EQ(cells[0]->attr("fill"), viridis(0));
-  EXPECT_EQ(cells[40]->attr("fill"), viridis(1));
+  EXPECT_EQ(cells[40]->attr("fill"), viridis(0.5));
   std::vector<std::string> cols;
   for (const XmlNode* t : skip->find("text", "col-label")) cols.push_back(t->text);
   EXPECT_EQ(cols, (std::vector<std::string>{"3", "15", "27", "39", "51", "63", "75", "87", "99", "111"}));
@@ -138,6 +139,28 @@ TEST(ReportTrain, RoutingHeatMapsPerLayerOverTheSteps) {
   for (const XmlNode* t : load->find("text", "value")) values.push_back(t->text);
   EXPECT_EQ(values, (std::vector<std::string>{"0.40", "0.20", "0.20", "0.20", "0.20", "0.10", "0.10", "0.10"}));
   EXPECT_NE(figures.at("train_routing_a_load.svg")->title.find("steps 111-120"), std::string::npos);
+}
+
+// Shares are coloured on [0, 1] whatever the data: a run that never skips is
+// not drawn on a -1..1 scale (a share cannot be negative), and load shares of
+// different runs compare by colour.
+TEST(ReportTrain, SharesUseAFixedZeroToOneScale) {
+  const ReportInput a = metrics_input("runs/a/metrics.jsonl", 6, 0);
+  ReportInput none = a;
+  for (nlohmann::json& j : none.doc)
+    if (j.contains("routing"))
+      for (nlohmann::json& l : j["routing"]) l["skip"] = 0.0;
+  const ReportSection sec = train_report_section({&none});
+  const auto figures = by_file(sec);
+  for (const char* kind : {"skip", "load"}) {
+    auto svg = parse_xml(figures.at(fmt::format("train_routing_a_{}.svg", kind))->svg);
+    auto ticks = svg->find("text", "ctick");
+    ASSERT_FALSE(ticks.empty()) << kind;
+    EXPECT_EQ(std::stod(ticks.front()->text), 0.0) << kind;
+    EXPECT_EQ(std::stod(ticks.back()->text), 1.0) << kind;
+  }
+  auto skip = parse_xml(figures.at("train_routing_a_skip.svg")->svg);
+  for (const XmlNode* c : skip->find("rect", "cell")) EXPECT_EQ(c->attr("fill"), viridis(0));
 }
 
 // Labels that make one file name ("a-b", "a_b") still get a heat map each.
@@ -168,7 +191,7 @@ TEST(ReportTrain, FortyLayersGetARowEach) {
   const auto figures = by_file(sec);
   auto root = parse_xml(figures.at("train_routing_big_entropy.svg")->svg);
   EXPECT_EQ(root->find("text", "row-label").size(), 40u);
-  EXPECT_EQ(root->find("text", "row-label").back()->text, "layer 79");
+  EXPECT_EQ(root->find("text", "row-label").back()->text, "block 39");
   EXPECT_EQ(root->find("rect", "cell").size(), 40u * 5);
   EXPECT_EQ(root->attr("height"), std::to_string(110 + 16 * 40));
   EXPECT_EQ(parse_xml(figures.at("train_routing_big_load.svg")->svg)->find("rect", "cell").size(), 40u * 16);

@@ -99,23 +99,28 @@ void export_weights(const std::string& in, const std::string& out, const ExportO
                r.name, r.tokenizer.empty() ? "no tokenizer" : "tokenizer " + r.tokenizer + " embedded", from, replaced);
   else
     fmt::print("wrote {} (config.json + model.safetensors, {}, {} layout, {}) from {}{}\n", out, options.dtype,
-               r.layout == "native" ? "native (40-layer)" : "legacy (80 half-layers)",
+               r.layout == "native" ? fmt::format("native ({}-layer)", r.blocks)
+                                    : fmt::format("legacy ({} half-layers)", 2 * r.blocks),
                r.tokenizer.empty() ? "no tokenizer" : "tokenizer.model from " + r.tokenizer, from, replaced);
 }
 
 void import_weights(const std::string& in, const std::string& out_root, const std::string& config_path) {
   const std::string dir = import_checkpoint(in, out_root, config_path);
+  // Without --config the model's own config was recorded; training still needs a config for the data and
+  // the optimizer, whose [model] describes this model (resume checks it).
+  const std::string config =
+      config_path.empty() ? "YOUR.toml (its [model] as `zaya info --model " + in + "` prints)" : config_path;
   fmt::print(
-      "wrote {}: the weights of {} as a step-0 checkpoint (continue with zaya train --config {} --resume "
-      "{})\n",
-      dir, in, config_path, dir);
+      "wrote {}: the weights of {} as a step-0 checkpoint{} (continue with zaya train --config {} --resume {})\n", dir,
+      in, config_path.empty() ? ", with its own config.json as the model config" : "", config, dir);
 }
 
 int compare(const std::string& a, const std::string& b, double tolerance, bool weights_only) {
   const CheckpointComparison c = compare_checkpoints(a, b, tolerance, weights_only);
+  if (!c.note.empty()) fmt::print("note: {}\n", c.note);
   for (const std::string& line : c.differences) fmt::print("{}\n", line);
   if (c.count() == 0)
-    fmt::print("{} and {}: every {}tensor equal{}\n", a, b, weights_only ? "weight " : "",
+    fmt::print("{} and {}: every {}tensor equal{}\n", a, b, c.weights_only ? "weight " : "",
                tolerance == 0 ? " bit for bit" : fmt::format(" within {:.3g}", tolerance));
   return c.count();
 }
@@ -181,9 +186,13 @@ void add_ckpt_command(CLI::App& app) {
     eo.force = o->force;
     export_weights(o->in, o->out, eo);
   });
-  auto* cmp = ckpt->add_subcommand("compare", "compare two checkpoints tensor by tensor (bit for bit by default)");
-  cmp->add_option("a", o->in, "checkpoint directory")->required();
-  cmp->add_option("b", o->out, "checkpoint directory")->required();
+  auto* cmp = ckpt->add_subcommand(
+      "compare",
+      "compare two checkpoints or models tensor by tensor (bit for bit by default); a model directory or "
+      "GGUF file on either side compares the weights only");
+  const std::string side = "checkpoint (step_XXXXXXXX), model directory (config.json + safetensors) or .gguf file";
+  cmp->add_option("a", o->in, side)->required();
+  cmp->add_option("b", o->out, side)->required();
   cmp->add_option("--tolerance", o->tolerance, "largest allowed absolute difference (0: bitwise)");
   cmp->add_flag("--weights-only", o->weights_only, "ignore optimizer and controller state");
   cmp->callback([o] {
@@ -195,8 +204,9 @@ void add_ckpt_command(CLI::App& app) {
   im->add_option("--in", o->in, "model directory (config.json + safetensors, legacy or native layout) or .gguf file")
       ->required();
   im->add_option("--out", o->out, "checkpoint root to write step_00000000 into")->required();
-  im->add_option("--config", o->config, "the training config to continue with (its [model] must match)")
-      ->required()
+  im->add_option("--config", o->config,
+                 "the training config to continue with (its [model] must match; default: the model's own config, "
+                 "recorded with default training settings)")
       ->check(CLI::ExistingFile);
   im->callback([o] { import_weights(o->in, o->out, o->config); });
   auto* rnd = ckpt->add_subcommand(

@@ -13,6 +13,7 @@
 #include "zaya/core/error.h"
 #include "zaya/infer/evaluation.h"
 #include "zaya/infer/text.h"
+#include "zaya/infer/trained_context.h"
 #include "zaya/io/atomic_file.h"
 
 namespace zaya::cli {
@@ -59,6 +60,17 @@ void run_eval(const EvalOptions& o) {
                         {"threads", omp_get_max_threads()},
                         {"perplexity", nlohmann::json::array()},
                         {"multiple_choice", nlohmann::json::array()}};
+  if (!o.texts.empty() || !o.shards.empty()) {
+    // A window longer than the training sequences scores untrained positions
+    // (red-team M6); the default window is kept (docs/cli.md says why), with a note.
+    const int64_t context = perplexity_context(c, o.context);
+    const std::optional<TrainedContext> trained = trained_context(o.model);
+    fmt::print(stderr, "{}",
+               context_note(context, o.context > 0 ? "--context" : "the default: min(max_position_embeddings, 2048)",
+                            trained));
+    out["context"] = context;
+    out["trained_seq_len"] = trained ? nlohmann::json(trained->seq_len) : nlohmann::json(nullptr);
+  }
   const DocumentLimits limits{o.max_documents, o.max_tokens};
   auto report_ppl = [&](const std::string& name, const std::string& kind, const PerplexityRun& run) {
     const PerplexityResult& r = run.result;
@@ -154,7 +166,10 @@ void add_eval_command(CLI::App& app) {
                 "ignore the shards' loss masks (PREFIX.mask): score every token (the full-sequence perplexity)");
   cmd->add_option("--mc", o->mc, "multiple-choice items, JSONL (docs/inference.md; repeatable)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--context", o->context, "perplexity window in tokens (0: min(max_position, 2048))")
+  cmd->add_option(
+         "--context", o->context,
+         "perplexity window in tokens (0: min(max_position, 2048)); a note says when it exceeds the seq_len the model "
+         "was trained at (a checkpoint's config, or RUN/config.toml beside RUN/final)")
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--stride", o->stride, "new tokens scored per later window, below --context (0: context - 1)")
       ->check(CLI::Range(0, 1 << 24));

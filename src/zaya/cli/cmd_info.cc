@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zaya/cli/commands.h"
+#include "zaya/core/count_units.h"
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/gguf_zaya.h"
@@ -62,12 +63,15 @@ void add_info_command(CLI::App& app) {
       fmt::print("  sliding window: none (every block attends to the whole prefix)\n");
     fmt::print("  MoE: {} experts of width {}{}, top-{}, router width {}{}\n", c.experts, c.expert_ffn,
                c.use_skip ? " + skip expert" : "", c.top_k, c.router_hidden, c.use_eda ? " with EDA" : "");
-    fmt::print("  parameters: {:>15L} total ({:.3f}B)\n", p.total, p.total / 1e9);
-    fmt::print("              {:>15L} without the embedding ({:.3f}B)\n", p.total_without_embedding(),
-               p.total_without_embedding() / 1e9);
-    fmt::print("              {:>15L} active per token, without the embedding ({:.3f}B)\n",
-               p.active_without_embedding(), p.active_without_embedding() / 1e9);
-    fmt::print("              {:>15L} active per token, with the embedding ({:.3f}B)\n", p.active, p.active / 1e9);
+    // One unit for the four, the total's, so they compare at a glance (1.55M / 0.44M; 8.84B / 1.29B).
+    const CountUnit u = count_unit(double(p.total));
+    auto in_unit = [&](int64_t n) { return format_count(double(n), u); };
+    fmt::print("  parameters: {:>15L} total ({})\n", p.total, in_unit(p.total));
+    fmt::print("              {:>15L} without the embedding ({})\n", p.total_without_embedding(),
+               in_unit(p.total_without_embedding()));
+    fmt::print("              {:>15L} active per token, without the embedding ({})\n", p.active_without_embedding(),
+               in_unit(p.active_without_embedding()));
+    fmt::print("              {:>15L} active per token, with the embedding ({})\n", p.active, in_unit(p.active));
     const LayoutTensorCounts n = layout_tensor_counts(c);
     fmt::print("  tensors: {:L} legacy, {:L} native, {:L} GGUF\n", n.legacy, n.native, n.gguf);
     if (const std::string note = zaya_branch_note(c); !note.empty()) fmt::print("  note: {}\n", note);

@@ -14,7 +14,7 @@ namespace {
 
 struct ReportOptions {
   std::vector<std::string> inputs;
-  std::string out = "report", title = "zaya.cpp cluster characterization", json_out;
+  std::string out = "report", title, json_out;  // title empty: from the content (report_title)
 };
 
 void report(const ReportOptions& o) {
@@ -40,7 +40,9 @@ void add_report_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--out", o->out, "output directory for the SVG files and index.html");
-  cmd->add_option("--title", o->title, "page title");
+  cmd->add_option("--title", o->title,
+                  "page title (default: from the content: \"zaya.cpp training report: RUN\" for training runs, "
+                  "\"zaya.cpp cluster characterization\" for cluster benchmarks)");
   cmd->add_option("--json", o->json_out, "write the list of inputs and outputs as JSON");
   cmd->callback([o] { report(*o); });
 }

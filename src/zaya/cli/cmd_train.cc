@@ -93,9 +93,8 @@ void add_train_command(CLI::App& app) {
     const std::string steps =
         s.first_step > 0 ? fmt::format("steps {}-{} (resumed from step {})", s.first_step + 1, s.steps, s.first_step)
                          : fmt::format("{} steps", s.steps);
-    fmt::print("done: {}, train loss {:.4f}{} -> {:.4f}, val loss {:.4f}{}, {:.0f} tokens/s, MFU {:.1f}%\n", steps,
-               s.first_loss, s.first_step > 0 ? fmt::format(" (step {})", s.first_step + 1) : "", s.final_loss,
-               s.final_val_loss,
+    fmt::print("done: {}, train loss {}, val loss {:.4f}{}, {:.0f} tokens/s, MFU {:.1f}%\n", steps,
+               s.train_loss.describe(), s.final_val_loss,
                s.unigram_entropy > 0 ? fmt::format(" (unigram entropy {:.4f})", s.unigram_entropy) : "",
                s.tokens_per_second, 100 * s.mfu);
     if (s.checkpoint_step >= 0 && s.checkpoint_step < s.steps)

@@ -59,13 +59,17 @@ PerplexityResult perplexity(const InferModel& model, const std::vector<std::vect
   return perplexity(model, docs, {}, o, progress);
 }
 
+int64_t perplexity_context(const ZayaConfig& config, int64_t requested) {
+  return requested > 0 ? requested : std::min<int64_t>(config.max_position, 2048);
+}
+
 PerplexityResult perplexity(const InferModel& model, const std::vector<std::vector<int32_t>>& docs,
                             const std::vector<std::vector<uint8_t>>& loss_masks, const PerplexityOptions& o,
                             const std::function<void(size_t, size_t)>& progress) {
   ZAYA_CHECK(loss_masks.empty() || loss_masks.size() == docs.size(), "{} loss masks for {} documents",
              loss_masks.size(), docs.size());
   const ZayaConfig& c = model.config();
-  const int64_t context = o.context > 0 ? o.context : std::min<int64_t>(c.max_position, 2048);
+  const int64_t context = perplexity_context(c, o.context);
   ZAYA_CHECK(context <= c.max_position, "--context {} exceeds max_position_embeddings {}", context, c.max_position);
   const int64_t stride = o.stride > 0 ? o.stride : context - 1;
   std::vector<ScoreGroup> groups;

@@ -37,6 +37,9 @@ struct PerplexityOptions {
   ScorerOptions scorer;
 };
 
+// The window `requested` (PerplexityOptions::context) gives for a model.
+int64_t perplexity_context(const ZayaConfig& config, int64_t requested);
+
 struct PerplexityResult {
   int64_t documents = 0;  // documents with at least 2 tokens
   int64_t windows = 0;    // windows run

@@ -14,41 +14,70 @@ void SamplingOptions::validate() const {
   ZAYA_CHECK_USAGE(top_p > 0 && top_p <= 1, "--top-p {} is invalid; allowed: (0, 1]", top_p);
 }
 
+namespace {
+
+// The first id of the largest logit.
+int64_t argmax(const float* logits, int64_t n) {
+  int64_t best = 0;
+  for (int64_t v = 1; v < n; ++v)
+    if (logits[v] > logits[best]) best = v;
+  return best;
+}
+
+// exp((logit - max) / T) without the rounding trap of exp(logit / T - max / T).
+// Scaling first and subtracting after leaves the top token's exponent as the
+// rounding error of logit * (1/T): at T = 1e-9 and |logit| ~ 15 that is up to
+// +-512 (the float ulp at 1.5e10), and exp overflows or underflows; GCC's
+// default -ffp-contract=fast made it worse by fusing the multiply and subtract
+// into one FMA. Subtracting the raw maximum first gives exactly 0 for the top
+// token (and <= 0 for every other), so its weight is exactly 1 and the rest
+// are in [0, 1], whatever T is. There is no multiply-then-add here to fuse,
+// so the result does not depend on -ffp-contract.
+struct TemperatureWeight {
+  float max_logit, inv_t;
+  float operator()(float logit) const {
+    const float scaled = (logit - max_logit) * inv_t;  // <= 0; -inf for a far token at a tiny T
+    return std::exp(scaled);
+  }
+};
+
+}  // namespace
+
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& cand) {
-  if (o.temperature == 0) {
-    int64_t best = 0;
-    for (int64_t v = 1; v < real_vocab; ++v)
-      if (logits[v] > logits[best]) best = v;
-    return int32_t(best);
-  }
-  const float inv_t = float(1.0 / o.temperature);
-  // Candidates as (exp(logit / T - max), id), sorted by probability (ties: lower id first).
+  const int64_t best = argmax(logits, real_vocab);
+  const float mx = logits[best];
+  // 1/T as a float is inf for T below ~3e-39 (or a denormal T), and
+  // (max - max) * inf is NaN; at such a T every other token's weight is 0
+  // anyway, so it is greedy, like T = 0 (no draw from the generator). A
+  // non-finite maximum (every logit -inf) leaves nothing to weigh either.
+  const float inv_t = o.temperature > 0 ? float(1.0 / o.temperature) : 0.0f;
+  if (o.temperature == 0 || !std::isfinite(inv_t) || !std::isfinite(mx)) return int32_t(best);
+  const TemperatureWeight weight{mx, inv_t};
+  // Candidates as (weight, id), sorted by probability (ties: lower id first).
   auto by_prob = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
   double total = 0;  // the mass the nucleus is measured against
   int64_t n = 0;
   if (o.top_k > 0 && o.top_k < real_vocab) {
+    // The k largest raw logits are the k most probable tokens at any T > 0.
     cand.resize(real_vocab);
-    for (int64_t v = 0; v < real_vocab; ++v) cand[v] = {logits[v] * inv_t, int32_t(v)};
+    for (int64_t v = 0; v < real_vocab; ++v) cand[v] = {logits[v], int32_t(v)};
     std::partial_sort(cand.begin(), cand.begin() + o.top_k, cand.end(), by_prob);
     n = o.top_k;
-    const float mx = cand[0].first;
     for (int64_t i = 0; i < n; ++i) {
-      cand[i].first = std::exp(cand[i].first - mx);
+      cand[i].first = weight(cand[i].first);
       total += cand[i].first;
     }
   } else {
-    float mx = logits[0] * inv_t;
-    for (int64_t v = 1; v < real_vocab; ++v) mx = std::max(mx, logits[v] * inv_t);
-    for (int64_t v = 0; v < real_vocab; ++v) total += std::exp(logits[v] * inv_t - mx);
+    for (int64_t v = 0; v < real_vocab; ++v) total += weight(logits[v]);
     if (o.top_p >= 1) {
       // The whole distribution: one scan, no sort.
       double u = rng.next_double() * total;
       int64_t last = 0;
       for (int64_t v = 0; v < real_vocab; ++v) {
-        const double p = std::exp(logits[v] * inv_t - mx);
+        const double p = weight(logits[v]);
         if (p > 0) last = v;
         u -= p;
         if (u <= 0) return int32_t(v);
@@ -61,7 +90,7 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
     const double floor = (1.0 - o.top_p) / double(real_vocab) * total;
     cand.clear();
     for (int64_t v = 0; v < real_vocab; ++v) {
-      const float p = std::exp(logits[v] * inv_t - mx);
+      const float p = weight(logits[v]);
       if (double(p) >= floor) cand.emplace_back(p, int32_t(v));
     }
     std::sort(cand.begin(), cand.end(), by_prob);

@@ -2,7 +2,8 @@
 // Choosing the next token from a row of logits: greedy, or temperature with
 // optional top-k and top-p (nucleus) filtering, from a seeded counter-based
 // generator (so a seed reproduces a sample). Padding rows of the vocabulary
-// (ids >= real_vocab) are never chosen.
+// (ids >= real_vocab) are never chosen. Weights are exp((logit - max) / T),
+// exact for the top token at any T, so a tiny T > 0 gives the greedy token.
 
 #include <cstdint>
 #include <vector>

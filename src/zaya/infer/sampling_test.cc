@@ -98,6 +98,91 @@ TEST(Sampling, SameSeedSameTokens) {
   EXPECT_NE(x, z);
 }
 
+// Logits shaped like a trained model's (the red-team report's tiny model:
+// the top few near 15, the bulk a few units around 0), `seed` picking them.
+std::vector<float> realistic_logits(int64_t vocab, uint64_t seed) {
+  std::vector<float> l(vocab);
+  for (int64_t v = 0; v < vocab; ++v) l[v] = 3.0f * normal01(seed, 7, uint64_t(v));
+  const float top = 14.0f + 2.0f * uniform01(seed, 8, 0);
+  for (int64_t k = 0; k < 4; ++k) l[(seed * 131 + uint64_t(k) * 977) % uint64_t(vocab)] = top - 0.4f * float(k);
+  return l;
+}
+
+// The sampler's three branches (whole distribution, top-k, top-p) and both filters.
+std::vector<SamplingOptions> every_branch(double temperature, uint64_t seed) {
+  std::vector<SamplingOptions> all;
+  for (auto [k, p] : {std::pair<int64_t, double>{0, 1.0}, {40, 1.0}, {0, 0.95}, {40, 0.95}}) {
+    SamplingOptions o;
+    o.temperature = temperature;
+    o.top_k = k;
+    o.top_p = p;
+    o.seed = seed;
+    all.push_back(o);
+  }
+  return all;
+}
+
+// A tiny positive temperature is greedy. Scaling before subtracting the
+// maximum (exp(l / T - max / T)) left the top token's exponent as the rounding
+// error of l / T, +-512 at T = 1e-9 (worse with the multiply and subtract fused
+// into an FMA), and 1/T = inf below ~3e-39 made it NaN: the sampler returned
+// token 0 or a random one (red-team M3).
+TEST(Sampling, TinyTemperatureIsGreedy) {
+  const int64_t vocab = 4096;
+  std::vector<std::pair<float, int32_t>> s;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const std::vector<float> l = realistic_logits(vocab, seed);
+    const int32_t greedy = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    for (double t : {1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12, 1e-30, 1e-38, 1e-40, 1e-300, 4.9e-324})
+      for (const SamplingOptions& o : every_branch(t, seed)) {
+        Rng rng = sampling_rng(seed);
+        for (int draw = 0; draw < 4; ++draw)
+          EXPECT_EQ(sample_token(l.data(), vocab, o, rng, s), greedy)
+              << "T " << t << " top_k " << o.top_k << " top_p " << o.top_p << " seed " << seed;
+      }
+  }
+}
+
+// The filtered softmax in double precision: the definition the sampler follows.
+std::vector<double> reference_probs(const std::vector<float>& l, const SamplingOptions& o) {
+  const int64_t n = int64_t(l.size());
+  std::vector<double> p = softmax(l, n, o.temperature);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+  int64_t keep = o.top_k > 0 ? std::min(o.top_k, n) : n;
+  double kept = 0;
+  for (int64_t i = 0; i < keep; ++i) kept += p[order[i]];
+  if (o.top_p < 1) {
+    double mass = 0;
+    int64_t m = 0;
+    while (m < keep && mass / kept < o.top_p) mass += p[order[m++]];
+    keep = m;
+  }
+  std::vector<double> q(n, 0.0);
+  double z = 0;
+  for (int64_t i = 0; i < keep; ++i) z += p[order[i]];
+  for (int64_t i = 0; i < keep; ++i) q[order[i]] = p[order[i]] / z;
+  return q;
+}
+
+// At ordinary temperatures the weights are the same softmax as before the
+// subtraction moved, on logits of a trained model's size, in every branch.
+TEST(Sampling, ModerateTemperatureFollowsTheDoublePrecisionSoftmax) {
+  const int64_t vocab = 48;
+  const int draws = 40000;
+  const double tol = 0.012;
+  std::vector<float> l(vocab);
+  for (int64_t v = 0; v < vocab; ++v) l[v] = 13.0f + 2.5f * normal01(11, 3, uint64_t(v));
+  for (double t : {0.5, 1.0, 1.7})
+    for (SamplingOptions o : every_branch(t, 9)) {
+      o.top_k = o.top_k > 0 ? 6 : 0;  // a filter that cuts this small vocabulary
+      const std::vector<double> want = reference_probs(l, o), got = frequencies(l, vocab, o, draws);
+      for (int64_t v = 0; v < vocab; ++v)
+        EXPECT_NEAR(got[v], want[v], tol) << "id " << v << " T " << t << " top_k " << o.top_k << " top_p " << o.top_p;
+    }
+}
+
 TEST(Sampling, RejectsBadOptions) {
   SamplingOptions o;
   o.temperature = -1;

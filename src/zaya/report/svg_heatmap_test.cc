@@ -46,6 +46,10 @@ TEST(SvgHeatmap, RendersCellsLabelsAndColorBar) {
   auto values = root->find("text", "value");
   EXPECT_EQ(values.front()->attr("fill"), "white");
   EXPECT_EQ(values.back()->attr("fill"), "#222");
+  // The cells' group renders without anti-aliasing, so abutting cells leave no white seam between them.
+  auto groups = root->find("g", "cells");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0]->attr("shape-rendering"), "crispEdges");
 }
 
 TEST(SvgHeatmap, FixedRangeAndNoCellText) {

@@ -5,13 +5,18 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/ckpt/offline.h"
 #include "zaya/ckpt/writer.h"
 #include "zaya/core/error.h"
+#include "zaya/data/tokenizer_gguf.h"
 #include "zaya/dist/comm.h"
+#include "zaya/model/config_toml.h"
 #include "zaya/model/gguf_zaya.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/hf_config.h"
@@ -35,6 +40,51 @@ std::vector<std::vector<OfflineTensor>> offline_layout(const ZayaConfig& c, int 
   return out;
 }
 
+// One side of compare_checkpoints: its tensors (name -> dtype, shape) and a reader.
+struct ComparedSide {
+  std::string path;
+  bool weights_only = false;  // a model directory or GGUF file: no optimizer or controller state
+  std::map<std::string, std::pair<CkptDType, std::vector<int64_t>>> tensors;
+  std::function<void(const std::string&, void*, CkptDType, const std::vector<int64_t>&)> read;
+};
+
+ComparedSide open_compared(const std::string& path) {
+  ComparedSide s;
+  s.path = path;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    ZAYA_CHECK(is_gguf_file(path),
+               "{}: a file, but not a GGUF file; compare reads checkpoints (step_XXXXXXXX), "
+               "model directories (config.json + safetensors) and .gguf files",
+               path);
+    auto gguf = std::make_shared<ZayaGgufFile>(ZayaGgufFile::open(path));
+    s.weights_only = true;
+    for (const ZayaGgufFile::LegacyTensor& t : gguf->legacy_tensors()) s.tensors[t.name] = {CkptDType::kF32, t.shape};
+    s.read = [gguf](const std::string& name, void* dst, CkptDType, const std::vector<int64_t>& shape) {
+      gguf->read_legacy(name, static_cast<float*>(dst), shape);
+    };
+    return s;
+  }
+  if (!fs::exists(fs::path(path) / "metadata.json", ec) && fs::exists(fs::path(path) / "config.json", ec)) {
+    std::shared_ptr<ZayaModel> model = load_model_directory(path);  // either layout, float32, legacy names
+    s.weights_only = true;
+    for (const ParamTable* table : {&model->params(), &model->buffers()})
+      for (const ParamEntry& e : table->entries()) s.tensors[e.name] = {CkptDType::kF32, e.shape};
+    s.read = [model](const std::string& name, void* dst, CkptDType, const std::vector<int64_t>&) {
+      const ParamEntry* e = model->params().find(name);
+      const float* src = e ? model->param_data() + e->offset : model->buffer_data() + model->buffers().at(name).offset;
+      std::memcpy(dst, src, sizeof(float) * size_t(e ? e->numel : model->buffers().at(name).numel));
+    };
+    return s;
+  }
+  auto ck = std::make_shared<CheckpointReader>(CheckpointReader::open(path));
+  for (const auto& [name, t] : ck->meta().tensors) s.tensors[name] = {t.dtype, t.shape};
+  s.read = [ck](const std::string& name, void* dst, CkptDType dtype, const std::vector<int64_t>& shape) {
+    ck->read(name, dst, dtype, shape);
+  };
+  return s;
+}
+
 }  // namespace
 
 TrainConfig checkpoint_train_config(const CheckpointReader& ck) {
@@ -56,8 +106,28 @@ std::string reshape_checkpoint(const std::string& in, const std::string& out_roo
   return (fs::path(out_root) / checkpoint_dir_name(ck.meta().step)).string();
 }
 
+TrainConfig imported_train_config(const ZayaConfig& model, const std::string& tokenizer, const std::string& source) {
+  // The preset the model is (vocabularies aside: they follow the tokenizer), else tiny's keys overridden one by one.
+  std::string preset = "tiny";
+  for (const std::string& name : preset_names()) {
+    ZayaConfig p = preset_config(name);
+    p.vocab_size = model.vocab_size;
+    p.real_vocab_size = model.real_vocab_size;
+    if (config_to_hf_json(p, "float32") == config_to_hf_json(model, "float32")) {
+      preset = name;
+      break;
+    }
+  }
+  // Through the one parser, so the config recorded is one `zaya train` reads back. A data directory is
+  // required there but not known here: the run that resumes gives its own [data] (only [model] is checked).
+  const std::string text =
+      model_table_to_toml(preset, model, "") +
+      fmt::format("[data]\ndir = \"(none: imported; the training config gives [data])\"\ntokenizer = {}\n",
+                  nlohmann::json(tokenizer).dump());
+  return parse_train_config(text, source);
+}
+
 std::string import_checkpoint(const std::string& in, const std::string& out_root, const std::string& config_path) {
-  TrainConfig config = load_train_config(config_path);
   const bool is_gguf = fs::is_regular_file(in);
   std::unique_ptr<ZayaModel> model;
   std::optional<ZayaGgufFile> gguf;
@@ -66,6 +136,11 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
   else
     model = load_model_directory(in);  // either layout
   const ZayaConfig& source = is_gguf ? gguf->config() : model->config();
+  std::string tokenizer;  // the directory's own, for a config made here
+  if (std::error_code ec; !is_gguf && fs::exists(fs::path(in) / "tokenizer.model", ec))
+    tokenizer = fs::absolute(fs::path(in) / "tokenizer.model").string();
+  TrainConfig config = config_path.empty() ? imported_train_config(source, tokenizer, in + " (config.json)")
+                                           : load_train_config(config_path);
   // The config's vocabulary is decided by the data when not given: take the model's.
   ZayaConfig want = config.model;
   if (config.vocab_from_tokenizer) {
@@ -104,31 +179,39 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
 
 CheckpointComparison compare_checkpoints(const std::string& a_dir, const std::string& b_dir, double tolerance,
                                          bool weights_only) {
-  CheckpointReader a = CheckpointReader::open(a_dir), b = CheckpointReader::open(b_dir);
+  const ComparedSide a = open_compared(a_dir), b = open_compared(b_dir);
   CheckpointComparison out;
+  if ((a.weights_only || b.weights_only) && !weights_only) {
+    weights_only = true;
+    out.note = fmt::format("weights only: {} holds no optimizer or controller state", a.weights_only ? a_dir : b_dir);
+  }
+  out.weights_only = weights_only;
   auto keep = [&](const std::string& name) { return !weights_only || !is_optimizer_state_tensor(name); };
-  for (const auto& [name, ta] : a.meta().tensors) {
+  for (const auto& [name, ta_info] : a.tensors) {
     if (!keep(name)) continue;
-    if (!b.has(name)) {
+    const auto it = b.tensors.find(name);
+    if (it == b.tensors.end()) {
       out.differences.push_back(fmt::format("{}: only in {}", name, a_dir));
       continue;
     }
-    const CkptTensor& tb = b.meta().tensors.at(name);
-    if (ta.dtype != tb.dtype || ta.shape != tb.shape) {
-      out.differences.push_back(fmt::format("{}: {} [{}] vs {} [{}]", name, ckpt_dtype_name(ta.dtype),
-                                            fmt::join(ta.shape, ","), ckpt_dtype_name(tb.dtype),
-                                            fmt::join(tb.shape, ",")));
+    const auto& [a_dtype, a_shape] = ta_info;
+    const auto& [b_dtype, b_shape] = it->second;
+    if (a_dtype != b_dtype || a_shape != b_shape) {
+      out.differences.push_back(fmt::format("{}: {} [{}] vs {} [{}]", name, ckpt_dtype_name(a_dtype),
+                                            fmt::join(a_shape, ","), ckpt_dtype_name(b_dtype),
+                                            fmt::join(b_shape, ",")));
       continue;
     }
-    const size_t n = size_t(ta.numel());
+    size_t n = 1;
+    for (int64_t d : a_shape) n *= size_t(d);
     std::vector<double> x(n), y(n);
-    if (ta.dtype == CkptDType::kF64) {
-      a.read(name, x.data(), ta.dtype, ta.shape);
-      b.read(name, y.data(), tb.dtype, tb.shape);
+    if (a_dtype == CkptDType::kF64) {
+      a.read(name, x.data(), a_dtype, a_shape);
+      b.read(name, y.data(), b_dtype, b_shape);
     } else {
       std::vector<float> fx(n), fy(n);
-      a.read(name, fx.data(), ta.dtype, ta.shape);
-      b.read(name, fy.data(), tb.dtype, tb.shape);
+      a.read(name, fx.data(), a_dtype, a_shape);
+      b.read(name, fy.data(), b_dtype, b_shape);
       x.assign(fx.begin(), fx.end());
       y.assign(fy.begin(), fy.end());
       // Bitwise for float32: compare the bits, not the values (-0 vs 0, NaN payloads).
@@ -142,8 +225,8 @@ CheckpointComparison compare_checkpoints(const std::string& a_dir, const std::st
     if (worst > tolerance)
       out.differences.push_back(fmt::format("{}: largest difference {:.3g} > {:.3g}", name, worst, tolerance));
   }
-  for (const auto& [name, tb] : b.meta().tensors)
-    if (keep(name) && !a.has(name)) out.differences.push_back(fmt::format("{}: only in {}", name, b_dir));
+  for (const auto& [name, tb] : b.tensors)
+    if (keep(name) && !a.tensors.count(name)) out.differences.push_back(fmt::format("{}: only in {}", name, b_dir));
   return out;
 }
 

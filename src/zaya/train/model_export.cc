@@ -240,6 +240,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
                             r.source.dir, fmt::join(live, ", ")));
   }
   const ZayaConfig& config = model->config();
+  r.blocks = config.num_blocks;
   // --lora: the merged full weights W + alpha / rank * B A (model/lora.h).
   if (!o.lora.empty()) merge_lora(*read_peft_adapter(o.lora, config), model->weights());
   // A native source keeps its own semantics in the native layout; legacy weights only where they compute the same.

@@ -61,6 +61,7 @@ struct ExportReport {
   std::string tokenizer;           // the tokenizer written (copied or embedded), empty for none
   std::string name;                // general.name (gguf)
   std::string layout;              // the layout written (safetensors): "legacy" or "native"
+  int64_t blocks = 0;              // this model's blocks: the native layout's layers, half the legacy half-layers
   bool replaced = false;           // an existing output was replaced (--force)
   std::vector<std::string> notes;  // for stderr: no tokenizer and how to add one, skip-expert semantics
 };

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "zaya/core/count_units.h"
 #include "zaya/core/error.h"
 #include "zaya/io/append_file.h"
 #include "zaya/io/atomic_file.h"
@@ -104,7 +105,7 @@ void RunLog::record(const std::string& line) {
 }
 
 void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, bool bf16, double unigram_entropy,
-                    const ProcessMesh& mesh) {
+                    const ProcessMesh& mesh, int64_t trainable) {
   const char* precision = bf16 ? "bf16" : "f32";
   if (!printing_) return;
   const RunConfig& run = config_.run;
@@ -120,7 +121,19 @@ void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, 
         "rank, {} GEMMs, peak {:.0f} GFLOP/s\n",
         run.steps, run.tokens_per_step() * mesh.data_ranks(), mesh.world_size(), mesh.dp_size(), mesh.ep_size(),
         mesh.cp_size(), run.micro_batch, run.seq_len / mesh.cp_size(), run.grad_accum, threads, precision, peak_gflops);
+  if (trainable > 0) {
+    const LoraConfig& l = config_.lora;
+    const double all = double(counts.total + trainable);
+    fmt::print("  LoRA rank {} (alpha {:g}) on {} target(s): trainable {:L} of {} ({:.1f}%); the base is frozen\n",
+               l.rank, l.alpha, l.targets.size(), trainable, format_count(all), 100.0 * double(trainable) / all);
+  }
   if (unigram_entropy > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy);
+  std::fflush(stdout);
+}
+
+void RunLog::initial_validation(double val_loss) {
+  if (!printing_) return;
+  fmt::print("step {:>6}/{} | val {:.4f} (before the first update)\n", 0, config_.run.steps, val_loss);
   std::fflush(stdout);
 }
 

@@ -44,8 +44,11 @@ class RunLog {
 
   // The start of a run: model, batch, threads, peak, unigram entropy.
   // The mesh's layout and the global tokens of a step are named on a distributed run.
+  // trainable > 0 (a LoRA run): the adapters' parameters, against all (base + adapters).
   void banner(const ParamCounts& counts, int threads, double peak_gflops, bool bf16, double unigram_entropy,
-              const ProcessMesh& mesh);
+              const ProcessMesh& mesh, int64_t trainable = 0);
+  // The validation loss of the model before its first update (printed; validation() records it).
+  void initial_validation(double val_loss);
   // A recipe phase begins (its first step is plan.first_step + 1).
   void phase(size_t index, const PhasePlan& plan);
   // A logged step: the metrics record (with per-layer routing) and a plot point.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -151,8 +152,11 @@ TrainSummary TrainJob::run_steps() {
     summary.already_complete = true;
     return summary;
   }
+  // A LoRA run trains only its adapters: the header says how many, as PEFT's print_trainable_parameters does.
+  const int64_t trainable =
+      config_.lora.enabled ? lora_adapter_table(numerics_->model().config(), config_.lora).total_floats() : int64_t(0);
   log_.banner(count_parameters(numerics_->model().config()), omp_get_max_threads(), peak_gflops_,
-              numerics_->bf16_gemms(), phases_->unigram_entropy(), *mesh_);
+              numerics_->bf16_gemms(), phases_->unigram_entropy(), *mesh_, trainable);
   checkpoints_.check_directory(resumed_);
   const bool checkpoints = config_.checkpoint.every > 0 || config_.checkpoint.final;
   if (checkpoints && options_.write_outputs) checkpoints_.open();
@@ -169,7 +173,17 @@ TrainSummary TrainJob::run_steps() {
     if (phases_->has_phases()) log_.phase(phases_->phase(), phases_->plan());
   };
   if (step_ == phases_->plan().first_step) announce_phase();
-  bool first_step = true;
+  // The model before any update, as the baseline the later validation losses
+  // compare with (for LoRA, the base model: B starts at zero). Validation reads
+  // only the validation shards and sets no generator or sampler state of
+  // training, so the steps after it are the same bit for bit.
+  if (!resumed_ && step_ == 0 && phases_->val_data() != nullptr && run.eval_every > 0) {
+    heartbeat_.beat("eval", 0);
+    const double val0 = validation_loss();
+    log_.validation(0, val0);
+    log_.initial_validation(val0);
+  }
+  std::vector<double> losses;  // of steps first + 1 .. step_ (a rollback's re-run steps overwrite theirs)
   while (step_ < last_step) {
     if (const std::optional<size_t> next_phase = phases_->boundary_at(step_)) {
       enter_phase(*next_phase);
@@ -193,9 +207,10 @@ TrainSummary TrainJob::run_steps() {
       heartbeat_.beat("checkpoint", r.step);
       checkpoints_.guarded(step_, [&] { save_checkpoint(config_.checkpoint.async); });
     }
-    if (first_step) summary.first_loss = r.loss;
-    first_step = false;
-    summary.final_loss = r.loss;
+    if (r.step > first) {  // a rollback can return before this process's first step
+      losses.resize(size_t(r.step - first));
+      losses.back() = r.loss;
+    }
     train_seconds += r.seconds;
     train_flops += r.flops;
     train_tokens += r.tokens;
@@ -221,6 +236,8 @@ TrainSummary TrainJob::run_steps() {
   }
   heartbeat_.beat("finishing", step_);
   summary.steps = step_;
+  losses.resize(size_t(std::max<int64_t>(0, step_ - first)));
+  summary.train_loss = loss_ends(losses, first + 1);
   summary.final_val_loss = val;
   summary.seconds = now_seconds() - t_start;
   summary.tokens_per_second = double(train_tokens) / train_seconds;

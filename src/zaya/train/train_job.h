@@ -24,6 +24,7 @@
 #include "zaya/io/heartbeat.h"
 #include "zaya/train/checkpoint_manager.h"
 #include "zaya/train/fault_seam.h"
+#include "zaya/train/loss_ends.h"
 #include "zaya/train/phase_controller.h"
 #include "zaya/train/run_log.h"
 #include "zaya/train/step_guard.h"
@@ -47,7 +48,7 @@ struct TrainJobOptions {
 
 struct TrainSummary {
   int64_t steps = 0;
-  double first_loss = 0, final_loss = 0;
+  LossEnds train_loss;  // means over the first and last steps this process ran
   double final_val_loss = 0;
   double unigram_entropy = 0;  // of the training shard, nats/token (0 for synthetic data)
   double tokens_per_second = 0;
