@@ -199,6 +199,69 @@ def nested(depth, leaf="1"):
     return "[" * depth + leaf + "]" * depth
 
 
+def drain_check(grace, requests, max_tokens, want_exit):
+    """SIGTERM with `requests` requests in flight (even ones whole, odd ones streamed,
+    2 sequences each on a batch of 2): a request after the signal is refused, each
+    one in flight either finishes normally or is reported as cut (whole: an error
+    body with code server_shutdown, its 200 already sent with the first heartbeat;
+    streamed: an error event and no [DONE]), and the exit code says which happened."""
+    drain = Server("--batch", "2", "--shutdown-grace", str(grace))
+    results = {}
+
+    def run(i):
+        body = {"prompt": "And", "max_tokens": max_tokens, "temperature": 1, "stop": [], "seed": i, "n": 2,
+                "stream": i % 2 == 1}
+        try:
+            results[i] = raw(drain.port, post("/v1/completions", body), timeout=120)
+        except OSError as e:
+            results[i] = (repr(e), {}, b"")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(requests)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # every request sent and admitted
+    drain.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    try:
+        late = raw(drain.port, post("/v1/completions", GREEDY), timeout=10)[0]
+    except OSError:
+        late = "refused"
+    for t in threads:
+        t.join(120)
+    code = drain.proc.wait(120)
+    if late not in (503, "refused"):
+        fail(f"M2: a request 50 ms after SIGTERM got {late}, not 503 or a refused connection")
+    cut = {"whole": 0, "stream": 0}
+    for i, (status, headers, body) in sorted(results.items()):
+        kind = "stream" if i % 2 else "whole"
+        if status != 200:
+            fail(f"M2: {kind} request {i} got {status}: {body[-300:]!r}")
+        if kind == "stream":
+            events = [line[6:] for line in body.decode().splitlines() if line.startswith("data: ")]
+            errors = [e for e in events if e != "[DONE]" and "error" in json.loads(e)]
+            if errors:
+                if events[-1] == "[DONE]":
+                    fail(f"M2: a stream cut by the shutdown ends with [DONE]: {body[-300:]!r}")
+                cut[kind] += 1
+            elif events[-1] != "[DONE]" or sum('"finish_reason":null' not in e for e in events[:-1]) != 2:
+                fail(f"M2: a stream neither finished nor reported as cut: {body[-300:]!r}")
+        else:
+            reply = json.loads(body)  # the heartbeat newlines before it are JSON whitespace
+            if "error" in reply:
+                if reply["error"]["code"] != "server_shutdown":
+                    fail(f"M2: a whole response cut by the shutdown: {reply}")
+                cut[kind] += 1
+            elif any(c["finish_reason"] not in ("stop", "length") for c in reply["choices"]):
+                fail(f"M2: a whole response neither finished nor reported as cut: {reply}")
+    if want_exit == 0 and (cut["whole"] or cut["stream"]):
+        fail(f"M2: --shutdown-grace {grace} cut short requests {cut}")
+    if want_exit != 0 and not (cut["whole"] and cut["stream"]):
+        fail(f"M2: --shutdown-grace {grace} finished every request ({cut}): nothing exercised a cut")
+    if code != want_exit:
+        fail(f"M2: the server exited {code}; documented: 0 when every request finished, 3 when some were cut")
+    ok(f"M2 SIGTERM, --shutdown-grace {grace}: late request {late}; cut {cut}, the rest finished; exit code {code}")
+
+
 def main():
     global reference
     s = Server("--batch", "2", "--max-queue", "2", "--max-n", "16")
@@ -408,62 +471,9 @@ def main():
     for server in (slow, busy, keyed, capped):
         server.stop()
 
-    # ---- M2: SIGTERM drains ----
-    # 8 requests of 2 sequences on a batch of 2: most wait in the queue, so the 1 s
-    # grace cannot finish them all (EOS ends some early: each is checked for what it is).
-    drain = Server("--batch", "2", "--shutdown-grace", "1")
-    results = {}
-
-    def long_request_(i, stream):
-        body = {"prompt": "And", "max_tokens": 1000, "temperature": 1, "stop": [], "seed": i, "n": 2,
-                "stream": stream}
-        try:
-            results[i] = raw(drain.port, post("/v1/completions", body), timeout=60)
-        except OSError as e:
-            results[i] = (repr(e), {}, b"")
-
-    threads = [threading.Thread(target=long_request_, args=(i, i % 2 == 1)) for i in range(8)]
-    for t in threads:
-        t.start()
-    time.sleep(1.0)
-    drain.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.05)
-    try:
-        late = raw(drain.port, post("/v1/completions", GREEDY), timeout=10)[0]
-    except OSError:
-        late = "refused"
-    for t in threads:
-        t.join(60)
-    code = drain.proc.wait(60)
-    if late not in (503, "refused"):
-        fail(f"M2: a request 50 ms after SIGTERM got {late}, not 503 or a refused connection")
-    cut = {"whole": 0, "stream": 0}
-    for i, (status, headers, body) in sorted(results.items()):
-        kind = "stream" if i % 2 else "whole"
-        if status != 200:
-            fail(f"M2: {kind} request {i} got {status}: {body[-300:]!r}")
-        if kind == "stream":
-            events = [line[6:] for line in body.decode().splitlines() if line.startswith("data: ")]
-            errors = [e for e in events if e != "[DONE]" and "error" in json.loads(e)]
-            if errors:
-                if events[-1] == "[DONE]":
-                    fail(f"M2: a stream cut by the shutdown ends with [DONE]: {body[-300:]!r}")
-                cut[kind] += 1
-            elif events[-1] != "[DONE]" or sum('"finish_reason":null' not in e for e in events[:-1]) != 2:
-                fail(f"M2: a stream neither finished nor reported as cut: {body[-300:]!r}")
-        else:
-            reply = json.loads(body)  # heartbeat newlines before it are JSON whitespace
-            if "error" in reply:
-                if reply["error"]["code"] != "server_shutdown":
-                    fail(f"M2: a whole response cut by the shutdown: {reply}")
-                cut[kind] += 1
-            elif any(c["finish_reason"] not in ("stop", "length") for c in reply["choices"]):
-                fail(f"M2: a whole response neither finished nor reported as cut: {reply}")
-    if not cut["whole"] or not cut["stream"]:
-        fail(f"M2: the grace finished every request ({cut}): the test did not exercise a cut")
-    if code != 3:
-        fail(f"M2: the server exited {code} although it cut requests (documented: 3)")
-    ok(f"M2 SIGTERM: late request {late}; cut {cut} reported as cut, the rest finished; exit code {code}")
+    # ---- M2: SIGTERM drains, then cuts what the grace did not finish ----
+    drain_check(grace=30, requests=2, max_tokens=300, want_exit=0)
+    drain_check(grace=0, requests=8, max_tokens=1000, want_exit=3)
 
     s.stop()
     print("serve_hostile: every finding replayed; the server answered each and kept serving")
