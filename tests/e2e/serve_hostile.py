@@ -468,6 +468,9 @@ def main():
     if not context or int(context.group(1)) >= 100000 or "max_position_embeddings" not in capped.stderr():
         fail(f"L8: --max-context 100000 on a shorter model is neither capped with a note nor refused: {capped.stderr()}")
     ok(f"L8 --max-context above the model is capped with a note: context {context.group(1)}")
+    if "the model was trained on sequences of 64 tokens" not in capped.stderr():
+        fail(f"M6: no note that the context passes the training length (64): {capped.stderr()}")
+    ok("M6 the server notes that its context passes the training length")
     for server in (slow, busy, keyed, capped):
         server.stop()
 

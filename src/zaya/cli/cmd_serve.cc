@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/core/exit_codes.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/text.h"
+#include "zaya/infer/trained_context.h"
 #include "zaya/serve/api_server.h"
 #include "zaya/serve/model_name.h"
 
@@ -77,6 +79,13 @@ void run_serve(ServeCliOptions o) {
                server.context(), n.kv_pages, o.server.serving.prefix_block, n.kv_page_bytes,
                double(n.kv_pages) * double(n.kv_page_bytes) / (1 << 20),
                o.server.api_key.empty() ? "no API key" : "API key required");
+    // Positions past the training length were never trained (red-team M6): say so, as zaya eval does.
+    if (const std::optional<TrainedContext> trained = trained_context(o.model);
+        trained && server.context() > trained->seq_len)
+      fmt::print(stderr,
+                 "note: the model was trained on sequences of {} tokens ({}); text past that position is "
+                 "untrained and degrades; --max-context {} keeps every request within it\n",
+                 trained->seq_len, trained->source, trained->seq_len);
     std::fflush(stderr);
     cut = server.run_until_signal();
   }
