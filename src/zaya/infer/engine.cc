@@ -73,7 +73,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
         std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W, c.head_dim));
   }
   page_elems_ = c.kv_heads * P * c.head_dim;
-  kv_elem_bytes_ = options_.bf16_activations && model.matrix_dtype() != "f32" ? 2 : 4;
+  kv_elem_bytes_ = kv_cache_bf16(model.matrix_types(), options_.bf16_activations) ? 2 : 4;
   // The pool: every slot at full context, or kv_pool_bytes shared among the
   // kinds in the proportion one slot at full context needs them.
   const std::vector<int64_t> per_slot = max_pages(max_context_);

@@ -12,7 +12,8 @@
 // page table maps page i (positions i*page_tokens ..) to a pool page; the
 // attention reads through the table (cached_attention.h: one span per page).
 // The pages hold f32, or bf16 (kv_bf16(): half the bytes attention reads per
-// step and half the memory per token) where the matrices are bf16 or int8 and
+// step and half the memory per token) where the float matrices are bf16 (also
+// beside int8 ones; kv_cache_bf16 in matrix_types.h) and
 // bf16_activations is on, as bf16 inference in PyTorch keeps its cache; a
 // step's new keys and values are then rounded to bf16 before anything reads
 // them, so prefill, decode and a sliding block's in-step keys all see the

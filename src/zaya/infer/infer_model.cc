@@ -13,6 +13,7 @@
 
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/bf16.h"
+#include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
@@ -28,10 +29,25 @@
 
 namespace zaya {
 
-void check_weight_dtype_option(const std::string& dtype, const std::string& flag) {
-  ZAYA_CHECK_USAGE(dtype == "auto" || dtype == "bf16" || dtype == "f32" || dtype == "int8",
-                   "{} '{}' is invalid; allowed: auto, bf16, f32, int8", flag, dtype);
+namespace {
+
+// --dtype of the inference verbs, parsed once (infer_model.h).
+enum class WeightDtype { kAuto, kBF16, kF32, kInt8 };
+constexpr EnumName<WeightDtype> kWeightDtypeNames[] = {{WeightDtype::kAuto, "auto"},
+                                                       {WeightDtype::kBF16, "bf16"},
+                                                       {WeightDtype::kF32, "f32"},
+                                                       {WeightDtype::kInt8, "int8"}};
+
+WeightDtype parse_weight_dtype(const std::string& dtype, const std::string& flag) {
+  const WeightDtype* v = enum_find<WeightDtype>(kWeightDtypeNames, dtype);
+  if (v == nullptr)
+    fail_usage("{} '{}' is invalid; allowed: {}", flag, dtype, enum_allowed<WeightDtype>(kWeightDtypeNames));
+  return *v;
 }
+
+}  // namespace
+
+void check_weight_dtype_option(const std::string& dtype, const std::string& flag) { parse_weight_dtype(dtype, flag); }
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors
 // directory or a ZayaModel, converting where the requested dtype says so.
@@ -41,7 +57,7 @@ struct InferModel::Builder {
   const SafetensorsDir* st = nullptr;
   const ZayaModel* zm = nullptr;
   const ZayaGgufFile* q8_file = nullptr;  // a Q8_0 GGUF whose Q8_0 tensors are taken as they are (zm holds the rest)
-  std::string want;                       // auto, bf16, f32: the matrices that are not int8
+  WeightDtype want = WeightDtype::kAuto;  // auto, bf16, f32: the matrices that are not int8
   bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
   std::string label;
   bool native = false;  // tensors under native names (model/native_config.h, tensor_table.h)
@@ -71,9 +87,9 @@ struct InferModel::Builder {
 
   // dtype "int8": the attention and expert matrices int8, the other matrices bf16
   // (as the community's quantized ZAYA1 checkpoints keep them).
-  void set_dtype(const std::string& dtype) {
-    int8 = dtype == "int8";
-    want = int8 ? "bf16" : dtype;
+  void set_dtype(WeightDtype dtype) {
+    int8 = dtype == WeightDtype::kInt8;
+    want = int8 ? WeightDtype::kBF16 : dtype;
   }
 
   bool int8_matrix(const ParamEntry& e) const {
@@ -126,12 +142,13 @@ struct InferModel::Builder {
     }
     // An int8 matrix is quantized from the stored values (no bf16 copy on the way).
     const bool quantize = int8 && int8_matrix(e);
-    const std::string keep = want;
-    if (quantize) want = "auto";
+    const WeightDtype keep = want;
+    if (quantize) want = WeightDtype::kAuto;
     WeightMatrix w;
     if (zm != nullptr) {
       const float* p = model_ptr(e.name);
-      w = want == "bf16" ? convert(p, rows, cols, WeightType::kBF16) : WeightMatrix{WeightType::kF32, p, rows, cols};
+      w = want == WeightDtype::kBF16 ? convert(p, rows, cols, WeightType::kBF16)
+                                     : WeightMatrix{WeightType::kF32, p, rows, cols};
     } else {
       w = file_mat(e);
     }
@@ -164,14 +181,14 @@ struct InferModel::Builder {
     const auto addr = reinterpret_cast<uintptr_t>(bytes);
     switch (info.dtype) {
       case SafetensorsDtype::kBF16:
-        if (want != "f32" && addr % 2 == 0) {
+        if (want != WeightDtype::kF32 && addr % 2 == 0) {
           ++m.mapped_matrices_;
           m.mapped_bytes_ += 2 * n;
           return {WeightType::kBF16, bytes, rows, cols};
         }
         break;
       case SafetensorsDtype::kF32:
-        if (want != "bf16" && addr % 4 == 0) {
+        if (want != WeightDtype::kBF16 && addr % 4 == 0) {
           ++m.mapped_matrices_;
           m.mapped_bytes_ += 4 * n;
           return {WeightType::kF32, bytes, rows, cols};
@@ -184,8 +201,8 @@ struct InferModel::Builder {
              dtype_name(info.dtype));
     }
     // Converted (or merely realigned) copy.
-    const WeightType to = want == "f32"                           ? WeightType::kF32
-                          : want == "bf16"                        ? WeightType::kBF16
+    const WeightType to = want == WeightDtype::kF32               ? WeightType::kF32
+                          : want == WeightDtype::kBF16            ? WeightType::kBF16
                           : info.dtype == SafetensorsDtype::kBF16 ? WeightType::kBF16
                                                                   : WeightType::kF32;
     if (to == WeightType::kBF16 && info.dtype == SafetensorsDtype::kBF16) {
@@ -234,12 +251,13 @@ struct InferModel::Builder {
     WeightType to = WeightType::kF32;
     if (zm != nullptr) {
       std::memcpy(wb.data(), model_ptr(e.name), sizeof(float) * wb.size());
-      if (want == "bf16") to = WeightType::kBF16;
+      if (want == WeightDtype::kBF16) to = WeightType::kBF16;
     } else {
       const std::string file_name = ref(e).name;
       st->read_f32(file_name, wb.data(), {C, d, k1});
       const SafetensorsDtype stored = st->info(file_name).dtype;
-      if (want == "bf16" || (want == "auto" && stored == SafetensorsDtype::kBF16)) to = WeightType::kBF16;
+      if (want == WeightDtype::kBF16 || (want == WeightDtype::kAuto && stored == SafetensorsDtype::kBF16))
+        to = WeightType::kBF16;
     }
     std::vector<float> packed(C * k1 * d);
     for (int64_t o = 0; o < C; ++o)
@@ -272,8 +290,11 @@ struct InferModel::Builder {
     }
     std::set<WeightType> rest = matrix_types;
     rest.erase(WeightType::kI8);
-    m.matrix_dtype_ = rest.size() > 1 ? "mixed" : rest.count(WeightType::kBF16) ? "bf16" : "f32";
-    if (matrix_types.count(WeightType::kI8)) m.matrix_dtype_ = "int8+" + m.matrix_dtype_;
+    m.matrix_types_.floats = rest.size() > 1                 ? FloatMatrices::kMixed
+                             : rest.count(WeightType::kBF16) ? FloatMatrices::kBF16
+                                                             : FloatMatrices::kF32;
+    m.matrix_types_.int8 = matrix_types.count(WeightType::kI8) != 0;
+    m.matrix_dtype_ = m.matrix_types_.name();
     count_bytes();
   }
 
@@ -401,7 +422,7 @@ void prefetch_mapping(const SafetensorsDir& st) {
 }  // namespace
 
 std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const InferLoadOptions& options) {
-  check_weight_dtype_option(options.dtype, "--dtype");
+  const WeightDtype dtype = parse_weight_dtype(options.dtype, "--dtype");
   std::unique_ptr<InferModel> m(new InferModel());
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   const nlohmann::json config_json =
@@ -415,7 +436,7 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   if (options.prefetch) prefetch_mapping(*m->files_);
   Builder b(*m);
   b.st = &*m->files_;
-  b.set_dtype(options.dtype);
+  b.set_dtype(dtype);
   b.label = dir;
   b.native = m->native_;
   b.build();
@@ -423,10 +444,10 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
 }
 
 std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, const InferLoadOptions& options) {
-  check_weight_dtype_option(options.dtype, "--dtype");
+  const WeightDtype dtype = parse_weight_dtype(options.dtype, "--dtype");
   const CheckpointReader ck = CheckpointReader::open(dir);
   std::unique_ptr<ZayaModel> held = load_checkpoint_model(ck);
-  std::unique_ptr<InferModel> m = from_model(*held, options.dtype == "auto" ? "f32" : options.dtype);
+  std::unique_ptr<InferModel> m = from_model(*held, dtype == WeightDtype::kAuto ? "f32" : options.dtype);
   m->held_ = std::move(held);
   m->source_ = dir;
   m->tokenizer_hint_ = checkpoint_tokenizer(ck);
@@ -434,16 +455,19 @@ std::unique_ptr<InferModel> InferModel::load_checkpoint(const std::string& dir, 
 }
 
 std::unique_ptr<InferModel> InferModel::load_gguf(const std::string& path, const InferLoadOptions& options) {
-  check_weight_dtype_option(options.dtype, "--dtype");
+  const WeightDtype asked = parse_weight_dtype(options.dtype, "--dtype");
   const ZayaGgufFile file = ZayaGgufFile::open(path);
   auto held = std::make_unique<ZayaModel>(file.config());
   // A Q8_0 file under auto or int8: its Q8_0 tensors are copied block for
   // block into int8 matrices (never widened; `held` keeps zeros there).
-  const bool q8_blocks = file.has_q8_0() && (options.dtype == "auto" || options.dtype == "int8");
+  const bool q8_blocks = file.has_q8_0() && (asked == WeightDtype::kAuto || asked == WeightDtype::kInt8);
   load_gguf_weights(*held, file, q8_blocks);
   const GgmlType embed_type = file.gguf().tensor("token_embd.weight").type;
   const bool bf16_file = embed_type == GgmlType::kBF16 || file.has_q8_0();  // a q8_0 export's other matrices are BF16
-  const std::string dtype = q8_blocks ? "int8" : options.dtype == "auto" ? (bf16_file ? "bf16" : "f32") : options.dtype;
+  const WeightDtype dtype = q8_blocks                     ? WeightDtype::kInt8
+                            : asked != WeightDtype::kAuto ? asked
+                            : bf16_file                   ? WeightDtype::kBF16
+                                                          : WeightDtype::kF32;
   std::unique_ptr<InferModel> m(new InferModel());
   m->config_ = held->config();
   Builder b(*m);
@@ -504,8 +528,8 @@ void InferModel::set_lora(std::unique_ptr<LoraAdapters> adapters) {
   lora_ = std::move(adapters);
 }
 
-std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const std::string& dtype) {
-  check_weight_dtype_option(dtype, "dtype");
+std::unique_ptr<InferModel> InferModel::from_model(const ZayaModel& model, const std::string& dtype_name) {
+  const WeightDtype dtype = parse_weight_dtype(dtype_name, "dtype");
   std::unique_ptr<InferModel> m(new InferModel());
   m->config_ = model.config();
   m->source_ = "memory";

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/infer/matrix_types.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
@@ -172,6 +173,8 @@ class InferModel {
   // The dtype of the big matrices: "bf16", "f32" or "mixed"; "int8+bf16" for
   // dtype int8 (int8 attention and experts, the rest bf16).
   const std::string& matrix_dtype() const { return matrix_dtype_; }
+  // The same as an enum: what decisions test (engine.cc's KV cache type).
+  const MatrixTypes& matrix_types() const { return matrix_types_; }
   const WeightBytes& weight_bytes() const { return bytes_; }
   // Where the weights came from (a directory, or "memory").
   const std::string& source() const { return source_; }
@@ -193,6 +196,7 @@ class InferModel {
   ZayaConfig config_;
   InferWeights weights_;
   std::string matrix_dtype_, source_, tokenizer_hint_;
+  MatrixTypes matrix_types_;
   std::unique_ptr<ZayaModel> held_;  // weights read from a training checkpoint or a GGUF file
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;

@@ -24,11 +24,12 @@ Heartbeat::Heartbeat(const std::string& dir, int rank) {
   file_ = FileDescriptor::create(heartbeat_path(dir, rank));
 }
 
-void Heartbeat::beat(const char* phase, int64_t step) {
+void Heartbeat::beat(HeartbeatPhase phase, int64_t step) {
   if (!file_.is_open()) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   char record[64];
-  int n = std::snprintf(record, sizeof(record), "%s %lld %.3f", phase, static_cast<long long>(step), now);
+  int n = std::snprintf(record, sizeof(record), "%s %lld %.3f", enum_name<HeartbeatPhase>(kHeartbeatPhaseNames, phase),
+                        static_cast<long long>(step), now);
   if (n < 0 || n > 62) n = 62;
   for (int i = n; i < 63; ++i) record[i] = ' ';
   record[63] = '\n';
@@ -46,7 +47,9 @@ bool read_heartbeat(const std::string& dir, int rank, HeartbeatRecord& out) {
   long long step = -1;
   double time = 0;
   if (!(in >> phase >> step >> time)) return false;
-  out = {phase, step, time};
+  const HeartbeatPhase* p = enum_find<HeartbeatPhase>(kHeartbeatPhaseNames, phase);
+  if (p == nullptr) return false;
+  out = {*p, step, time};
   return true;
 }
 

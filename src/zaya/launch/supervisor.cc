@@ -182,13 +182,13 @@ int supervise(const SupervisorOptions& o) {
         RankWatch& w = watch[r];
         if (read_heartbeat(hb_dir, r, rec)) {
           if (!w.seen || rec.phase != w.last.phase || rec.step != w.last.step) {
-            if (w.seen && w.last.phase == "step" && rec.phase != "setup")
+            if (w.seen && w.last.phase == HeartbeatPhase::kStep && rec.phase != HeartbeatPhase::kSetup)
               max_step_seconds = std::max(max_step_seconds, now - w.changed_at);
             w.last = rec;
             w.changed_at = now;
             w.seen = true;
-            if (rec.phase == "step" && first_step < 0) first_step = rec.step;
-            if (!recovered_logged && rec.phase == "step" && rec.step > first_step) {
+            if (rec.phase == HeartbeatPhase::kStep && first_step < 0) first_step = rec.step;
+            if (!recovered_logged && rec.phase == HeartbeatPhase::kStep && rec.step > first_step) {
               log.write("recovered", attempt,
                         {{"after", failed_kind}, {"seconds", now - failed_at}, {"step", rec.step - 1}});
               recovered_logged = true;
@@ -196,18 +196,22 @@ int supervise(const SupervisorOptions& o) {
           }
         }
         // How long may this rank stay in its current phase?
-        const std::string phase = w.seen ? w.last.phase : "setup";
+        const HeartbeatPhase phase = w.seen ? w.last.phase : HeartbeatPhase::kSetup;
         double limit = o.setup_timeout;
-        if (phase == "step")
-          limit = std::max(o.min_step_timeout, o.step_timeout_factor * max_step_seconds);
-        else if (phase == "checkpoint" || phase == "finishing")
-          limit = o.checkpoint_timeout;
-        else if (phase == "eval")
-          limit = o.eval_timeout;
+        switch (phase) {
+          case HeartbeatPhase::kStep:
+            limit = std::max(o.min_step_timeout, o.step_timeout_factor * max_step_seconds);
+            break;
+          case HeartbeatPhase::kCheckpoint:
+          case HeartbeatPhase::kFinishing: limit = o.checkpoint_timeout; break;
+          case HeartbeatPhase::kEval: limit = o.eval_timeout; break;
+          case HeartbeatPhase::kSetup: break;
+        }
         const double since = w.seen ? w.changed_at : started;
         if (now - since > limit && hang.empty())
           hang = fmt::format("rank {} made no progress for {:.1f} s in phase '{}' at step {} (limit {:.1f} s)", r,
-                             now - since, phase, w.seen ? w.last.step : 0, limit);
+                             now - since, enum_name<HeartbeatPhase>(kHeartbeatPhaseNames, phase),
+                             w.seen ? w.last.step : 0, limit);
       }
       if (!hang.empty()) {
         status = stop_group(pid, 5.0);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "zaya/core/error.h"
+#include "zaya/model/config_fields.h"
 #include "zaya/ops/cca_conv.h"
 
 namespace zaya {
@@ -106,36 +107,12 @@ std::string zaya_branch_note(const ZayaConfig& c) {
 
 std::vector<std::string> model_differences(const ZayaConfig& a, const ZayaConfig& b) {
   std::vector<std::string> out;
-  auto cmp = [&](const char* key, const auto& x, const auto& y) {
-    if (x != y) out.push_back(fmt::format("{}: {} vs {}", key, x, y));
-  };
-  cmp("hidden_size", a.hidden, b.hidden);
-  cmp("num_blocks", a.num_blocks, b.num_blocks);
-  cmp("vocab_size", a.vocab_size, b.vocab_size);
-  cmp("real_vocab_size", a.real_vocab_size, b.real_vocab_size);
-  cmp("q_heads", a.q_heads, b.q_heads);
-  cmp("kv_heads", a.kv_heads, b.kv_heads);
-  cmp("head_dim", a.head_dim, b.head_dim);
-  cmp("cca_time0", a.conv_kernel0, b.conv_kernel0);
-  cmp("cca_time1", a.conv_kernel1, b.conv_kernel1);
-  cmp("rope_theta", a.rope_theta, b.rope_theta);
-  cmp("partial_rotary_factor", a.partial_rotary_factor, b.partial_rotary_factor);
-  cmp("max_position_embeddings", a.max_position, b.max_position);
-  cmp("experts", a.experts, b.experts);
-  cmp("expert_ffn", a.expert_ffn, b.expert_ffn);
-  cmp("router_hidden", a.router_hidden, b.router_hidden);
-  cmp("top_k", a.top_k, b.top_k);
-  cmp("use_skip", a.use_skip, b.use_skip);
-  cmp("use_eda", a.use_eda, b.use_eda);
-  cmp("norm_eps", a.norm_eps, b.norm_eps);
-  cmp("router_norm_eps", a.router_norm_eps, b.router_norm_eps);
-  cmp("scale_residual_merge", a.scale_residual_merge, b.scale_residual_merge);
-  cmp("tie_word_embeddings", a.tie_word_embeddings, b.tie_word_embeddings);
-  cmp("sliding_window", a.sliding_window, b.sliding_window);
-  if (a.sliding_blocks != b.sliding_blocks)
-    out.push_back(fmt::format("sliding_blocks: [{}] vs [{}]", fmt::join(a.sliding_blocks, ", "),
-                              fmt::join(b.sliding_blocks, ", ")));
-  if (a.has_sliding() || b.has_sliding()) cmp("sliding_rope_theta", a.sliding_rope_theta, b.sliding_rope_theta);
+  for (const ConfigField& f : zaya_config_fields()) {
+    if (f.diff == DiffRule::kNever || (f.diff == DiffRule::kWhenSliding && !a.has_sliding() && !b.has_sliding()))
+      continue;
+    if (!config_field_equal(f, a, b))
+      out.push_back(fmt::format("{}: {} vs {}", f.toml, config_field_text(f, a), config_field_text(f, b)));
+  }
   return out;
 }
 

@@ -11,53 +11,24 @@
 #include "zaya/core/q8_0.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/io/utf8.h"
+#include "zaya/model/config_fields.h"
 #include "zaya/model/gguf_zaya_map.h"
 #include "zaya/model/params.h"
 
 namespace zaya {
 namespace {
 
-// Standard llama.cpp keys (ggml docs/gguf.md, "LLM"), with [llm] = zaya.
-constexpr const char* kContextLength = "zaya.context_length";
-constexpr const char* kEmbeddingLength = "zaya.embedding_length";
-constexpr const char* kBlockCount = "zaya.block_count";
-constexpr const char* kVocabSize = "zaya.vocab_size";
-constexpr const char* kHeadCount = "zaya.attention.head_count";
-constexpr const char* kHeadCountKv = "zaya.attention.head_count_kv";
-constexpr const char* kKeyLength = "zaya.attention.key_length";
-constexpr const char* kValueLength = "zaya.attention.value_length";
-constexpr const char* kNormEps = "zaya.attention.layer_norm_rms_epsilon";
-constexpr const char* kRopeFreqBase = "zaya.rope.freq_base";
-constexpr const char* kRopeDims = "zaya.rope.dimension_count";
-constexpr const char* kExpertCount = "zaya.expert_count";
-constexpr const char* kExpertUsedCount = "zaya.expert_used_count";
-constexpr const char* kExpertFfn = "zaya.expert_feed_forward_length";
-constexpr const char* kBosId = "tokenizer.ggml.bos_token_id";
-constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
-constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
+// The config's keys are in config_fields.cc (standard llama.cpp keys, ggml docs/gguf.md "LLM" with [llm] = zaya,
+// and zaya.cpp's own); these are the ones spelled by hand here.
+constexpr const char* kLayout = "zaya.tensor_data_layout";
+constexpr const char* kValueLength = "zaya.attention.value_length";  // = key_length: CCA heads have one size
+constexpr const char* kRopeDims = "zaya.rope.dimension_count";       // rotary_dim()
 // Sliding-window layers (llama.cpp's names; written only when some block slides): the window W (keys per query,
 // the query included, as llama.cpp's n_swa), one bool per block, and the sliding blocks' RoPE base.
 constexpr const char* kSlidingWindow = "zaya.attention.sliding_window";
 constexpr const char* kSlidingPattern = "zaya.attention.sliding_window_pattern";
 constexpr const char* kRopeFreqBaseSwa = "zaya.rope.freq_base_swa";
 constexpr const char* kRopeFreqBaseSwa64 = "zaya.rope.freq_base_swa_f64";
-// zaya.cpp's own keys: what a ZayaConfig needs beyond the standard ones. The
-// _f64 twins keep doubles exact (the standard keys are float32).
-constexpr const char* kLayout = "zaya.tensor_data_layout";
-constexpr const char* kRealVocab = "zaya.real_vocab_size";
-constexpr const char* kConvKernel0 = "zaya.attention.conv_kernel_depthwise";
-constexpr const char* kConvKernel1 = "zaya.attention.conv_kernel_grouped";
-constexpr const char* kNormEps64 = "zaya.attention.layer_norm_rms_epsilon_f64";
-constexpr const char* kRopeFreqBase64 = "zaya.rope.freq_base_f64";
-constexpr const char* kRotaryFactor = "zaya.rope.partial_rotary_factor";
-constexpr const char* kRouterHidden = "zaya.router.hidden_size";
-constexpr const char* kRouterSkip = "zaya.router.skip_expert";
-constexpr const char* kRouterEda = "zaya.router.eda";
-constexpr const char* kRouterNormEps = "zaya.router.norm_epsilon";
-// Written by every export; a file without them has the defaults (true, true, "f64").
-constexpr const char* kResidualMergeScaled = "zaya.residual_merge_scaled";  // scale_residual_merge
-constexpr const char* kTiedHead = "zaya.tie_word_embeddings";               // false: output.weight is the head
-constexpr const char* kRopePrecision = "zaya.rope.precision";               // "f32" or "f64" angles
 
 // llama_ftype values for general.file_type.
 constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyQ8_0 = 7, kFileTypeMostlyBF16 = 32;
@@ -65,10 +36,9 @@ constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyQ
 // Upper bounds checked before a value enters the config, so that no size
 // product in ParamTable (or ZayaConfig::validate) can overflow int64 on a
 // hostile file.
-constexpr int64_t kMaxSize = int64_t{1} << 20;     // widths: hidden, ffn, router
+// hostile file (the bounds of the table's keys are in config_fields.cc).
+constexpr int64_t kMaxSize = int64_t{1} << 20;     // rotary dims
 constexpr int64_t kMaxHeadDim = int64_t{1} << 16;  // head size
-constexpr int64_t kMaxHeads = int64_t{1} << 12;    // head counts
-constexpr int64_t kMaxVocab = int64_t{1} << 31;    // vocabulary, context, token ids
 
 uint32_t as_u32(const char* key, int64_t v) {
   ZAYA_CHECK(v >= 0 && v <= int64_t{UINT32_MAX}, "GGUF metadata '{}' = {} does not fit in a uint32", key, v);
@@ -90,6 +60,117 @@ double exact_float(const GgufMetadata& m, const char* key32, const char* key64) 
   if (static_cast<float>(v64) != static_cast<float>(v32))
     fail("{}: metadata keys '{}' ({}) and '{}' ({}) disagree", m.label(), key32, v32, key64, v64);
   return v64;
+}
+
+// The table's fields that GGUF spells, in slot order (the order of the metadata in a file).
+std::vector<const ConfigField*> gguf_fields() {
+  std::vector<const ConfigField*> out;
+  for (const ConfigField& f : zaya_config_fields())
+    if (f.gguf.form != GgufForm::kNone) out.push_back(&f);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ConfigField* a, const ConfigField* b) { return a->gguf.slot < b->gguf.slot; });
+  return out;
+}
+
+template <typename T>
+bool is_field(const ConfigField& f, T ZayaConfig::*member) {
+  return f.ptr == ConfigMember(member);
+}
+
+// The kCustom fields of config_fields.cc: heads of one size, the rotary width as llama.cpp's dimension count and
+// our exact factor, the RoPE precision's name, and the sliding-window keys (written together at the window's slot).
+void write_custom_field(const ConfigField& f, const ZayaConfig& c, GgufWriter& w) {
+  const char* key = f.gguf.key;
+  if (is_field(f, &ZayaConfig::head_dim)) {
+    w.set_u32(key, as_u32(key, c.head_dim));
+    w.set_u32(kValueLength, as_u32(kValueLength, c.head_dim));
+  } else if (is_field(f, &ZayaConfig::partial_rotary_factor)) {
+    w.set_u32(kRopeDims, as_u32(kRopeDims, c.rotary_dim()));
+    w.set_f64(key, c.partial_rotary_factor);
+  } else if (is_field(f, &ZayaConfig::rope_precision)) {
+    w.set_string(key, enum_name<RopePrecision>(kRopePrecisionNames, c.rope_precision));
+  } else if (is_field(f, &ZayaConfig::sliding_window) && c.has_sliding()) {
+    std::vector<bool> pattern(size_t(c.num_blocks));
+    for (int64_t b = 0; b < c.num_blocks; ++b) pattern[size_t(b)] = c.is_sliding(b);
+    w.set_u32(kSlidingWindow, as_u32(kSlidingWindow, c.sliding_window));
+    w.set(kSlidingPattern, GgufValue::bools(pattern));
+    w.set_f32(kRopeFreqBaseSwa, static_cast<float>(c.sliding_rope_theta));
+    w.set_f64(kRopeFreqBaseSwa64, c.sliding_rope_theta);
+  }
+}
+
+void write_field(const ConfigField& f, const ZayaConfig& c, GgufWriter& w) {
+  if (f.gguf.form == GgufForm::kCustom) return write_custom_field(f, c, w);
+  const char* key = f.gguf.key;
+  std::visit(
+      [&](auto ptr) {
+        const auto& v = c.*ptr;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          w.set_u32(key, as_u32(key, v));
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (f.gguf.f64 == nullptr) return w.set_f64(key, v);
+          w.set_f32(key, static_cast<float>(v));
+          w.set_f64(f.gguf.f64, v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          w.set_bool(key, v);
+        } else {
+          fail("internal error: field '{}' needs a kCustom GGUF spelling", f.member);
+        }
+      },
+      f.ptr);
+}
+
+// Reads a kCustom field; `rope_dims` receives the dimension count, checked against the config after validation.
+void read_custom_field(const ConfigField& f, const GgufMetadata& m, ZayaConfig& c, int64_t& rope_dims) {
+  const char* key = f.gguf.key;
+  if (is_field(f, &ZayaConfig::head_dim)) {
+    c.head_dim = bounded(m, key, f.gguf.lo, f.gguf.hi);
+    if (m.has(kValueLength) && bounded(m, kValueLength, 1, kMaxHeadDim) != c.head_dim)
+      fail("{}: {} ({}) differs from {} ({}); CCA heads have one size", m.label(), kValueLength,
+           m.get_uint(kValueLength), key, c.head_dim);
+  } else if (is_field(f, &ZayaConfig::partial_rotary_factor)) {
+    rope_dims = bounded(m, kRopeDims, 1, kMaxSize);
+    c.partial_rotary_factor = m.has(key) ? m.get_float(key) : double(rope_dims) / double(c.head_dim);
+  } else if (is_field(f, &ZayaConfig::rope_precision)) {
+    if (!m.has(key)) return;
+    const std::string& p = m.get_string(key);
+    const RopePrecision* v = enum_find<RopePrecision>(kRopePrecisionNames, p);
+    if (v == nullptr)
+      fail("{}: metadata key '{}' is '{}'; allowed: {}", m.label(), key, printable(p),
+           enum_allowed<RopePrecision>(kRopePrecisionNames));
+    c.rope_precision = *v;
+  } else if (is_field(f, &ZayaConfig::sliding_window) && (m.has(kSlidingWindow) || m.has(kSlidingPattern))) {
+    c.sliding_window = bounded(m, kSlidingWindow, 1, int64_t{1} << 30);
+    const GgufValue& pattern = m.get_array(kSlidingPattern, GgufType::kBool);
+    if (int64_t(pattern.size()) != c.num_blocks)
+      fail("{}: {} has {} entries; {} is {}", m.label(), kSlidingPattern, pattern.size(),
+           zaya_config_field("num_blocks").gguf.key, c.num_blocks);
+    for (int64_t b = 0; b < c.num_blocks; ++b)
+      if (pattern.element(uint64_t(b)).as_bool()) c.sliding_blocks.push_back(b);
+    c.sliding_rope_theta = exact_float(m, kRopeFreqBaseSwa, kRopeFreqBaseSwa64);
+  }
+}
+
+void read_field(const ConfigField& f, const GgufMetadata& m, ZayaConfig& c, int64_t& rope_dims) {
+  if (f.gguf.form == GgufForm::kCustom) return read_custom_field(f, m, c, rope_dims);
+  const char* key = f.gguf.key;
+  if (f.gguf.form == GgufForm::kOptional && !m.has(key)) {
+    if (f.absent == AbsentRule::kVocabSize) c.real_vocab_size = c.vocab_size;
+    return;  // older exports: the default
+  }
+  std::visit(
+      [&](auto ptr) {
+        auto& v = c.*ptr;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>)
+          v = bounded(m, key, f.gguf.lo, f.gguf.hi);
+        else if constexpr (std::is_same_v<T, double>)
+          v = f.gguf.f64 != nullptr ? exact_float(m, key, f.gguf.f64) : m.get_float(key);
+        else if constexpr (std::is_same_v<T, bool>)
+          v = m.get_bool(key);
+      },
+      f.ptr);
 }
 
 }  // namespace
@@ -209,44 +290,7 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
                                  : dtype == GgmlType::kQ8_0 ? kFileTypeMostlyQ8_0
                                                             : kFileTypeMostlyBF16);
   w.set_string(kLayout, kZayaGgufLayout);
-  w.set_u32(kContextLength, as_u32(kContextLength, c.max_position));
-  w.set_u32(kEmbeddingLength, as_u32(kEmbeddingLength, c.hidden));
-  w.set_u32(kBlockCount, as_u32(kBlockCount, c.num_blocks));
-  w.set_u32(kVocabSize, as_u32(kVocabSize, c.vocab_size));
-  w.set_u32(kRealVocab, as_u32(kRealVocab, c.real_vocab_size));
-  w.set_u32(kHeadCount, as_u32(kHeadCount, c.q_heads));
-  w.set_u32(kHeadCountKv, as_u32(kHeadCountKv, c.kv_heads));
-  w.set_u32(kKeyLength, as_u32(kKeyLength, c.head_dim));
-  w.set_u32(kValueLength, as_u32(kValueLength, c.head_dim));
-  w.set_u32(kConvKernel0, as_u32(kConvKernel0, c.conv_kernel0));
-  w.set_u32(kConvKernel1, as_u32(kConvKernel1, c.conv_kernel1));
-  w.set_f32(kNormEps, static_cast<float>(c.norm_eps));
-  w.set_f64(kNormEps64, c.norm_eps);
-  w.set_f32(kRopeFreqBase, static_cast<float>(c.rope_theta));
-  w.set_f64(kRopeFreqBase64, c.rope_theta);
-  w.set_u32(kRopeDims, as_u32(kRopeDims, c.rotary_dim()));
-  w.set_f64(kRotaryFactor, c.partial_rotary_factor);
-  w.set_u32(kExpertCount, as_u32(kExpertCount, c.experts));
-  w.set_u32(kExpertUsedCount, as_u32(kExpertUsedCount, c.top_k));
-  w.set_u32(kExpertFfn, as_u32(kExpertFfn, c.expert_ffn));
-  w.set_u32(kRouterHidden, as_u32(kRouterHidden, c.router_hidden));
-  w.set_bool(kRouterSkip, c.use_skip);
-  w.set_bool(kRouterEda, c.use_eda);
-  w.set_f64(kRouterNormEps, c.router_norm_eps);
-  w.set_bool(kResidualMergeScaled, c.scale_residual_merge);
-  w.set_bool(kTiedHead, c.tie_word_embeddings);
-  w.set_string(kRopePrecision, c.rope_precision == RopePrecision::kF32 ? "f32" : "f64");
-  w.set_u32(kBosId, as_u32(kBosId, c.bos_token_id));
-  w.set_u32(kEosId, as_u32(kEosId, c.eos_token_id));
-  w.set_u32(kPadId, as_u32(kPadId, c.pad_token_id));
-  if (c.has_sliding()) {
-    std::vector<bool> pattern(size_t(c.num_blocks));
-    for (int64_t b = 0; b < c.num_blocks; ++b) pattern[size_t(b)] = c.is_sliding(b);
-    w.set_u32(kSlidingWindow, as_u32(kSlidingWindow, c.sliding_window));
-    w.set(kSlidingPattern, GgufValue::bools(pattern));
-    w.set_f32(kRopeFreqBaseSwa, static_cast<float>(c.sliding_rope_theta));
-    w.set_f64(kRopeFreqBaseSwa64, c.sliding_rope_theta);
-  }
+  for (const ConfigField* f : gguf_fields()) write_field(*f, c, w);
   for (const GgufKeyValue& kv : options.extra_metadata) w.set(kv.key, kv.value);
 }
 
@@ -270,54 +314,12 @@ ZayaConfig zaya_config_from_gguf(const GgufMetadata& m) {
     fail("{}: {} is '{}' (written by a newer or different tool?); {}", m.label(), kLayout, printable(layout),
          supported);
   ZayaConfig c;
-  c.max_position = bounded(m, kContextLength, 1, kMaxVocab);
-  c.hidden = bounded(m, kEmbeddingLength, 1, kMaxSize);
-  c.num_blocks = bounded(m, kBlockCount, 1, 1024);
-  c.vocab_size = bounded(m, kVocabSize, 1, kMaxVocab);
-  c.real_vocab_size = m.has(kRealVocab) ? bounded(m, kRealVocab, 1, kMaxVocab) : c.vocab_size;
-  c.q_heads = bounded(m, kHeadCount, 1, kMaxHeads);
-  c.kv_heads = bounded(m, kHeadCountKv, 1, kMaxHeads);
-  c.head_dim = bounded(m, kKeyLength, 1, kMaxHeadDim);
-  if (m.has(kValueLength) && bounded(m, kValueLength, 1, kMaxHeadDim) != c.head_dim)
-    fail("{}: {} ({}) differs from {} ({}); CCA heads have one size", m.label(), kValueLength, m.get_uint(kValueLength),
-         kKeyLength, c.head_dim);
-  c.conv_kernel0 = m.has(kConvKernel0) ? bounded(m, kConvKernel0, 1, 64) : 2;
-  c.conv_kernel1 = m.has(kConvKernel1) ? bounded(m, kConvKernel1, 1, 64) : 2;
-  c.norm_eps = exact_float(m, kNormEps, kNormEps64);
-  c.rope_theta = exact_float(m, kRopeFreqBase, kRopeFreqBase64);
-  const int64_t rope_dims = bounded(m, kRopeDims, 1, kMaxSize);
-  c.partial_rotary_factor = m.has(kRotaryFactor) ? m.get_float(kRotaryFactor) : double(rope_dims) / double(c.head_dim);
-  c.experts = bounded(m, kExpertCount, 1, 1024);
-  c.top_k = bounded(m, kExpertUsedCount, 1, 1024);
-  c.expert_ffn = bounded(m, kExpertFfn, 1, kMaxSize);
-  c.router_hidden = bounded(m, kRouterHidden, 1, kMaxSize);
-  c.use_skip = m.get_bool(kRouterSkip);
-  c.use_eda = m.get_bool(kRouterEda);
-  c.router_norm_eps = m.get_float(kRouterNormEps);
-  if (m.has(kResidualMergeScaled)) c.scale_residual_merge = m.get_bool(kResidualMergeScaled);
-  if (m.has(kTiedHead)) c.tie_word_embeddings = m.get_bool(kTiedHead);
-  if (m.has(kRopePrecision)) {
-    const std::string& p = m.get_string(kRopePrecision);
-    if (p != "f32" && p != "f64")
-      fail("{}: metadata key '{}' is '{}'; allowed: f32, f64", m.label(), kRopePrecision, printable(p));
-    c.rope_precision = p == "f32" ? RopePrecision::kF32 : RopePrecision::kF64;
-  }
-  if (m.has(kBosId)) c.bos_token_id = bounded(m, kBosId, 0, kMaxVocab);
-  if (m.has(kEosId)) c.eos_token_id = bounded(m, kEosId, 0, kMaxVocab);
-  if (m.has(kPadId)) c.pad_token_id = bounded(m, kPadId, 0, kMaxVocab);
-  if (m.has(kSlidingWindow) || m.has(kSlidingPattern)) {
-    c.sliding_window = bounded(m, kSlidingWindow, 1, int64_t{1} << 30);
-    const GgufValue& pattern = m.get_array(kSlidingPattern, GgufType::kBool);
-    if (int64_t(pattern.size()) != c.num_blocks)
-      fail("{}: {} has {} entries; {} is {}", m.label(), kSlidingPattern, pattern.size(), kBlockCount, c.num_blocks);
-    for (int64_t b = 0; b < c.num_blocks; ++b)
-      if (pattern.element(uint64_t(b)).as_bool()) c.sliding_blocks.push_back(b);
-    c.sliding_rope_theta = exact_float(m, kRopeFreqBaseSwa, kRopeFreqBaseSwa64);
-  }
+  int64_t rope_dims = 0;
+  for (const ConfigField* f : gguf_fields()) read_field(*f, m, c, rope_dims);
   c.validate(m.label());
   if (c.rotary_dim() != rope_dims)
-    fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim, kRotaryFactor,
-         c.partial_rotary_factor, c.rotary_dim());
+    fail("{}: {} is {}, but head_dim {} x {} {} gives {}", m.label(), kRopeDims, rope_dims, c.head_dim,
+         zaya_config_field("partial_rotary_factor").gguf.key, c.partial_rotary_factor, c.rotary_dim());
   return c;
 }
 

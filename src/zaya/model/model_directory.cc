@@ -187,8 +187,7 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
 }
 
 DirectoryLayout parse_directory_layout(const std::string& name, const std::string& what) {
-  if (name == "legacy") return DirectoryLayout::kLegacy;
-  if (name == "native") return DirectoryLayout::kNative;
+  if (const DirectoryLayout* layout = enum_find<DirectoryLayout>(kDirectoryLayoutNames, name)) return *layout;
   fail(
       "{} '{}' is invalid; allowed: legacy (ZAYA1-base's 80 half-layers), native (the 40-layer layout of ZAYA1-8B "
       "and later)",
@@ -196,7 +195,7 @@ DirectoryLayout parse_directory_layout(const std::string& name, const std::strin
 }
 
 const char* directory_layout_name(DirectoryLayout layout) {
-  return layout == DirectoryLayout::kNative ? "native" : "legacy";
+  return enum_name<DirectoryLayout>(kDirectoryLayoutNames, layout);
 }
 
 std::vector<int> live_skip_half_layers(const ZayaConfig& c, const ParamTable& buffers, const float* buffer_data) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "zaya/core/enum_names.h"
 #include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
@@ -42,6 +43,8 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
 
 // The two layouts a model directory is written in (`zaya ckpt export --layout`, `train.save_layout`).
 enum class DirectoryLayout { kLegacy, kNative };
+inline constexpr EnumName<DirectoryLayout> kDirectoryLayoutNames[] = {{DirectoryLayout::kLegacy, "legacy"},
+                                                                      {DirectoryLayout::kNative, "native"}};
 // "legacy" or "native"; anything else is refused naming `what` (a flag or key) and the allowed values.
 DirectoryLayout parse_directory_layout(const std::string& name, const std::string& what);
 const char* directory_layout_name(DirectoryLayout layout);

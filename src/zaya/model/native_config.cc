@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/io/json_file.h"
+#include "zaya/model/config_json.h"
 #include "zaya/model/hf_config.h"
 
 namespace zaya {
@@ -13,51 +14,27 @@ namespace {
 
 using json = nlohmann::json;
 
-// Keys of the upstream ZayaConfig and Hugging Face bookkeeping.
-const std::set<std::string> kNativeKeys = {"model_type",
-                                           "architectures",
-                                           "vocab_size",
-                                           "hidden_size",
-                                           "num_hidden_layers",
-                                           "num_attention_heads",
-                                           "num_key_value_heads",
-                                           "hidden_act",
-                                           "max_position_embeddings",
-                                           "initializer_range",
-                                           "rms_norm_eps",
-                                           "use_cache",
-                                           "tie_word_embeddings",
-                                           "rope_parameters",
-                                           "rope_theta",
-                                           "partial_rotary_factor",
-                                           "rope_scaling",
-                                           "rope_type",
-                                           "sliding_window",
-                                           "attention_dropout",
-                                           "moe_intermediate_size",
-                                           "num_experts_per_tok",
-                                           "num_experts",
-                                           "output_router_logits",
-                                           "router_aux_loss_coef",
-                                           "layer_types",
-                                           "pad_token_id",
-                                           "bos_token_id",
-                                           "eos_token_id",
-                                           "head_dim",
-                                           "attention_bias",
-                                           "lm_head_bias",
-                                           "router_hidden_size",
-                                           "cca_time0",
-                                           "cca_time1",
-                                           "transformers_version",
-                                           "torch_dtype",
-                                           "dtype",
-                                           "_name_or_path",
-                                           "auto_map",
-                                           "residual_in_fp32",
-                                           "zaya_real_vocab_size",
-                                           "zaya_router_norm_eps",
-                                           "zaya_rope_precision"};
+// Keys of the upstream ZayaConfig and Hugging Face bookkeeping besides the fields of config_fields.cc.
+const std::set<std::string> kNativeOtherKeys = {"model_type",
+                                                "architectures",
+                                                "hidden_act",
+                                                "initializer_range",
+                                                "use_cache",
+                                                "rope_theta",
+                                                "partial_rotary_factor",
+                                                "rope_scaling",
+                                                "rope_type",
+                                                "attention_dropout",
+                                                "output_router_logits",
+                                                "router_aux_loss_coef",
+                                                "attention_bias",
+                                                "lm_head_bias",
+                                                "transformers_version",
+                                                "torch_dtype",
+                                                "dtype",
+                                                "_name_or_path",
+                                                "auto_map",
+                                                "residual_in_fp32"};
 
 // One per-layer-type entry of rope_parameters: {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor":
 // ...}; refuses RoPE scaling by name.
@@ -104,32 +81,16 @@ json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
                               {"partial_rotary_factor", c.partial_rotary_factor}};
   json j = {{"architectures", {"ZayaForCausalLM"}},
             {"model_type", "zaya"},
-            {"vocab_size", c.vocab_size},
-            {"hidden_size", c.hidden},
-            {"num_hidden_layers", c.num_blocks},
-            {"num_attention_heads", c.q_heads},
-            {"num_key_value_heads", c.kv_heads},
-            {"head_dim", c.head_dim},
             {"hidden_act", "silu"},
-            {"max_position_embeddings", c.max_position},
-            {"rms_norm_eps", c.norm_eps},
-            {"tie_word_embeddings", c.tie_word_embeddings},
             {"attention_bias", false},
             {"lm_head_bias", false},
-            {"rope_parameters", rope},
-            {"sliding_window", c.has_sliding() ? json(c.sliding_window) : json(nullptr)},
-            {"layer_types", layer_types},
-            {"moe_intermediate_size", c.expert_ffn},
-            {"num_experts_per_tok", c.top_k},
-            {"num_experts", c.experts},
-            {"router_hidden_size", c.router_hidden},
-            {"cca_time0", c.conv_kernel0},
-            {"cca_time1", c.conv_kernel1},
-            {"bos_token_id", c.bos_token_id},
-            {"eos_token_id", c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id)},
-            {"pad_token_id", c.pad_token_id},
-            {"dtype", dtype},
-            {"zaya_real_vocab_size", c.real_vocab_size}};
+            {"dtype", dtype}};
+  write_config_json_fields(c, &ConfigField::native, j);
+  // The kCustom fields of config_fields.cc.
+  j["rope_parameters"] = rope;
+  j["sliding_window"] = c.has_sliding() ? json(c.sliding_window) : json(nullptr);
+  j["layer_types"] = layer_types;
+  j["eos_token_id"] = c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id);
   if (c.router_norm_eps != c.norm_eps) j["zaya_router_norm_eps"] = c.router_norm_eps;
   write_rope_precision(c, j);
   return j;
@@ -138,7 +99,7 @@ json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
 ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   if (!j.is_object()) fail("{}: expected a JSON object", source);
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!kNativeKeys.count(it.key()))
+    if (kNativeOtherKeys.count(it.key()) == 0 && !is_config_json_key(it.key(), &ConfigField::native))
       fail("{}: unknown config key \"{}\" for the native ZAYA1 layout (docs/inference.md)", source, it.key());
   json_require(j, source, "model_type", "zaya", "\"zaya\"");
   json_require(j, source, "hidden_act", "silu", "\"silu\" (SwiGLU experts)");
@@ -149,9 +110,11 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   if (j.contains("rope_scaling") && !(j["rope_scaling"].is_null() || j["rope_scaling"] == false))
     json_field_error(source, "rope_scaling", j["rope_scaling"], "null or false (no RoPE scaling)");
 
-  ZayaConfig c;
-  c.hidden = json_int(j, source, "hidden_size", 2048);
-  c.num_blocks = json_int(j, source, "num_hidden_layers", 40);
+  // Absent keys keep ZAYA1-8B's values (the upstream ZayaConfig defaults): RoPE base 5e6, 131072 positions, eos
+  // <end_of_turn>; top-1 routing with the skip expert and EDA is all the layout expresses.
+  ZayaConfig c = preset_config("zaya1-8b");
+  read_config_json_fields(j, source, &ConfigField::native, c);
+  // The kCustom fields of config_fields.cc.
   // layer_types[i]: "hybrid" (full attention) or "hybrid_sliding" (a window of sliding_window keys, the query
   // included; spec §12).
   if (j.contains("layer_types")) {
@@ -176,29 +139,13 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
     c.sliding_window = json_int(j, source, "sliding_window", 0);
     if (c.sliding_window < 1) json_field_error(source, "sliding_window", j["sliding_window"], "an integer >= 1");
   }
-  c.q_heads = json_int(j, source, "num_attention_heads", 8);
-  c.kv_heads = json_int(j, source, "num_key_value_heads", 2);
-  c.head_dim = json_int(j, source, "head_dim", 128);
-  c.conv_kernel0 = json_int(j, source, "cca_time0", 2);
-  c.conv_kernel1 = json_int(j, source, "cca_time1", 2);
-  c.experts = json_int(j, source, "num_experts", 16);
-  c.expert_ffn = json_int(j, source, "moe_intermediate_size", 2048);
-  c.router_hidden = json_int(j, source, "router_hidden_size", 256);
-  c.top_k = 1;
-  c.use_skip = true;  // num_experts + 1 router classes, the last the skip expert
-  c.use_eda = true;
-  c.norm_eps = json_number(j, source, "rms_norm_eps", 1e-5);
   // The native router norm uses rms_norm_eps (spec §8.2); zaya_router_norm_eps (ours) keeps another value exact.
   c.router_norm_eps = json_number(j, source, "zaya_router_norm_eps", c.norm_eps);
-  c.max_position = json_int(j, source, "max_position_embeddings", 131072);
-  c.vocab_size = json_int(j, source, "vocab_size", 262272);
-  c.real_vocab_size = json_int(j, source, "zaya_real_vocab_size", c.vocab_size);
   // RoPE: {"hybrid": {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor": ...}},
   // a flat object, or top-level keys; the hub file also carries a stray top-level "rope_type".
-  c.rope_theta = json_number(j, source, "rope_theta", 5e6);
-  c.partial_rotary_factor = json_number(j, source, "partial_rotary_factor", 0.5);
-  // Sliding layers: rope_parameters.hybrid_sliding (rope_theta 1e4 when absent, spec §12).
-  c.sliding_rope_theta = 1e4;
+  c.rope_theta = json_number(j, source, "rope_theta", c.rope_theta);
+  c.partial_rotary_factor = json_number(j, source, "partial_rotary_factor", c.partial_rotary_factor);
+  // Sliding layers: rope_parameters.hybrid_sliding (rope_theta 1e4 when absent, spec §12: ZayaConfig's default).
   if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
     const json& rp = j["rope_parameters"];
     if (!rp.is_object()) json_field_error(source, "rope_parameters", rp, "an object");
@@ -223,10 +170,7 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
       read_rope_entry(rp, source, "rope_parameters", c.rope_theta, c.partial_rotary_factor);
     }
   }
-  c.tie_word_embeddings = json_bool(j, source, "tie_word_embeddings", true);  // false: lm_head.weight is read
   c.rope_precision = read_rope_precision(j, source);
-  c.pad_token_id = json_int(j, source, "pad_token_id", 0);
-  c.bos_token_id = json_int(j, source, "bos_token_id", 2);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     const json first = {{"eos_token_id", j["eos_token_id"][0]}};
     c.eos_token_id = json_int(first, source, "eos_token_id", 1);
@@ -236,7 +180,7 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
         c.eos_token_ids.push_back(id.get<int64_t>());
       }
   } else {
-    c.eos_token_id = json_int(j, source, "eos_token_id", 106);
+    c.eos_token_id = json_int(j, source, "eos_token_id", c.eos_token_id);
   }
   c.validate(source);
   return c;

@@ -49,13 +49,13 @@ void CheckpointManager::guarded(int64_t step, const std::function<void()>& save)
     save();
   } catch (const CollectiveError& e) {
     ++failed_in_a_row_;
-    const int limit = config_.ft.on_save_error == "stop" ? 1 : config_.ft.max_failed_saves;
+    const bool stop = config_.ft.on_save_error == OnSaveError::kStop;
+    const int limit = stop ? 1 : config_.ft.max_failed_saves;
     if (limit > 0 && failed_in_a_row_ >= limit)  // the job says which steps are lost (train_job.cc)
       throw CollectiveError(
           fmt::format("{}; {} checkpoint save(s) in a row failed, stopping at step {} (ft.{}); "
                       "make room and continue with --resume",
-                      e.what(), failed_in_a_row_, step,
-                      config_.ft.on_save_error == "stop" ? "on_save_error = \"stop\"" : "max_failed_saves"),
+                      e.what(), failed_in_a_row_, step, stop ? "on_save_error = \"stop\"" : "max_failed_saves"),
           e.usage(), e.print_here());
     log_.incident("save-failed", std::string(e.what()) + "; training continues, the next save will try again", step);
     return;

@@ -11,10 +11,9 @@
 namespace zaya {
 
 void save_final_weights(const ZayaModel& model, const ZayaConfig& config, ProcessMesh& mesh, const std::string& dir,
-                        const std::string& dtype, const std::string& layout_name) {
+                        const std::string& dtype, DirectoryLayout layout) {
   HfSaveOptions save;
   save.dtype = dtype;
-  const DirectoryLayout layout = parse_directory_layout(layout_name, "train.save_layout");
   if (layout == DirectoryLayout::kNative) {
     // Every rank holds every balancing bias, so all refuse alike.
     const std::string why = native_export_problem(config, model.buffers(), model.buffer_data(), "the trained model");

@@ -9,6 +9,7 @@
 
 #include "zaya/dist/mesh.h"
 #include "zaya/model/model.h"
+#include "zaya/model/model_directory.h"
 
 namespace zaya {
 
@@ -17,6 +18,6 @@ namespace zaya {
 // (on every rank, before anything is written) where the trained balancing
 // biases let the skip expert be chosen (native_export_problem).
 void save_final_weights(const ZayaModel& model, const ZayaConfig& config, ProcessMesh& mesh, const std::string& dir,
-                        const std::string& dtype, const std::string& layout = "legacy");
+                        const std::string& dtype, DirectoryLayout layout = DirectoryLayout::kLegacy);
 
 }  // namespace zaya

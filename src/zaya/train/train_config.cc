@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "zaya/core/error.h"
@@ -18,27 +19,84 @@
 #include "zaya/model/recompute.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"
+#include "zaya/train/train_fields.h"
 
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kDataKeys = {"dir", "tokenizer", "train", "val", "document_masking"};
-const std::vector<std::string> kTrainKeys = {"seed",       "micro_batch",  "seq_len",   "grad_accum", "steps",
-                                             "eval_every", "eval_batches", "log_every", "threads",    "out_dir",
-                                             "save_dtype", "save_layout",  "precision", "recompute",  "loss_chunk"};
-const std::vector<std::string> kOptimKeys = {"lr",           "beta1",    "beta2",         "eps",
-                                             "weight_decay", "muon",     "muon_momentum", "muon_nesterov",
-                                             "ns_steps",     "ns_dtype", "grad_clip"};
-const std::vector<std::string> kScheduleKeys = {"kind", "warmup_steps", "min_lr_ratio", "decay_fraction"};
-const std::vector<std::string> kMoeKeys = {"balance",     "balance_lr",       "balance_beta1", "balance_beta2",
-                                           "skip_target", "switch_aux_coeff", "z_loss_coeff"};
-const std::vector<std::string> kParallelKeys = {"ep", "cp", "comm_timeout", "zero_gather_dtype"};
-const std::vector<std::string> kCheckpointKeys = {"every", "final", "keep_last", "keep_every", "async", "dir"};
-const std::vector<std::string> kFtKeys = {"spike_z",       "spike_warmup",     "rollback_after",  "max_rollbacks",
-                                          "on_save_error", "max_failed_saves", "straggler_ratio", "skip_steps"};
 const std::vector<std::string> kLoraKeys = {"rank", "alpha", "dropout", "targets", "train_biases"};
 const std::vector<std::string> kSections = {"model",    "data",       "train", "optim", "schedule", "moe",
                                             "parallel", "checkpoint", "ft",    "lora",  "phase"};
+
+// The names of the enum a row's member holds.
+std::span<const EnumName<GemmPrecision>> names_of(GemmPrecision*) { return kGemmPrecisionNames; }
+std::span<const EnumName<DirectoryLayout>> names_of(DirectoryLayout*) { return kDirectoryLayoutNames; }
+std::span<const EnumName<OnSaveError>> names_of(OnSaveError*) { return kOnSaveErrorNames; }
+
+// A string key whose values are an enum's names: parsed once here, so that nothing past the config compares the
+// strings; the error lists the allowed names (TomlSection::get_string).
+template <typename E>
+E get_enum(TomlSection& s, const char* key, E def, std::span<const EnumName<E>> names) {
+  std::vector<std::string> allowed;
+  for (const EnumName<E>& n : names) allowed.push_back(n.name);
+  return *enum_find(names, s.get_string(key, enum_name(names, def), allowed));
+}
+
+// Reads the rows of `section` (train_fields.cc) except `by_hand`; in a recipe a key the phases own is refused.
+void read_section(TomlSection& s, const char* section, bool recipe, TrainConfig& t, const char* by_hand = "") {
+  for (const TrainField& f : train_fields()) {
+    if (std::string_view(f.section) != section) continue;
+    if (recipe && f.recipe == RecipeRule::kPhaseOwns) s.forbid(f.key, f.why);
+    if (std::string_view(f.key) == by_hand) continue;
+    const auto lo = int64_t(f.lo), hi = int64_t(f.hi);
+    std::visit(
+        [&](auto* p) {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, int64_t>)
+            *p = s.get_int(f.key, *p, lo, hi);
+          else if constexpr (std::is_same_v<T, int>)
+            *p = int(s.get_int(f.key, *p, lo, hi));
+          else if constexpr (std::is_same_v<T, uint64_t>)  // a seed: any non-negative TOML integer
+            *p = uint64_t(s.get_int(f.key, int64_t(*p), 0, INT64_MAX));
+          else if constexpr (std::is_same_v<T, double>)
+            *p = s.get_double(f.key, *p, f.lo, f.hi);
+          else if constexpr (std::is_same_v<T, float>)
+            *p = float(s.get_double(f.key, *p, f.lo, f.hi));
+          else if constexpr (std::is_same_v<T, bool>)
+            *p = s.get_bool(f.key, *p);
+          else if constexpr (std::is_same_v<T, std::string>)
+            *p = s.get_string(f.key, *p, f.allowed);
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            *p = s.get_int_list(f.key, *p, lo, hi);
+          else
+            *p = get_enum<T>(s, f.key, *p, names_of(p));
+        },
+        f.member(t));
+  }
+}
+
+// The section's rows as TOML ("[section]\nkey = value\n..."); in a recipe without the keys the phases own.
+std::string section_to_toml(TrainConfig t, const char* section, bool recipe) {
+  std::string out = fmt::format("[{}]\n", section);
+  for (const TrainField& f : train_fields()) {
+    if (std::string_view(f.section) != section || (recipe && f.recipe == RecipeRule::kPhaseOwns)) continue;
+    const std::string value = std::visit(
+        [&](auto* p) -> std::string {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, std::string>)
+            return f.write_if_set && p->empty() ? "" : fmt::format("\"{}\"", *p);
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            return fmt::format("[{}]", fmt::join(*p, ", "));
+          else if constexpr (std::is_enum_v<T>)
+            return fmt::format("\"{}\"", enum_name(names_of(p), *p));
+          else
+            return fmt::format("{}", *p);
+        },
+        f.member(t));
+    if (!value.empty()) out += fmt::format("{} = {}\n", f.key, value);
+  }
+  return out;
+}
 
 // [lora]: present means a LoRA run (model/lora.h).
 LoraConfig parse_lora(const toml::table* table, const std::string& source) {
@@ -114,17 +172,9 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   // A recipe ([[phase]] tables, recipe.h): the phases own the data, the
   // sequence length, the step count and the schedule.
   const bool recipe = root.contains("phase");
-  const std::string recipe_why = "the config has [[phase]] tables, and with phases ";
   TomlSection d(table_of(root, "data", source), "data", source);
-  if (recipe) d.forbid("dir", recipe_why + "each phase names its datasets in [[phase.data]] tables");
-  if (recipe) d.forbid("train", recipe_why + "each phase names its datasets in [[phase.data]] tables");
-  if (recipe) d.forbid("val", recipe_why + "each phase names its datasets in [[phase.data]] tables");
-  t.data.dir = d.get_string("dir", "");
-  t.data.tokenizer = d.get_string("tokenizer", "");
-  t.data.train = d.get_string("train", "");
-  t.data.val = d.get_string("val", "");
-  t.data.document_masking = d.get_bool("document_masking", false);
-  d.finish(kDataKeys);
+  read_section(d, "data", recipe, t);
+  d.finish(train_section_keys("data"));
   ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.train.empty(),
              "{}: data.dir is missing; set it to a directory made by `zaya data shards`, or set data.train and "
              "data.val to dataset prefixes (zaya shards or Megatron .bin/.idx pairs)",
@@ -136,29 +186,9 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 
   TomlSection r(table_of(root, "train", source), "train", source);
   RunConfig& run = t.run;
-  run.seed = uint64_t(r.get_int("seed", int64_t(run.seed), 0, INT64_MAX));
-  run.micro_batch = r.get_int("micro_batch", run.micro_batch, 1, 1 << 16);
-  if (recipe) {
-    r.forbid("seq_len", recipe_why + "each phase sets its seq_len");
-    r.forbid("steps", recipe_why +
-                          "the steps come from each phase's token budget: ceil(tokens / (micro_batch x "
-                          "seq_len x grad_accum x data replicas)); use --stop-at to stop early");
-  }
-  run.seq_len = r.get_int("seq_len", run.seq_len, 1, 1 << 20);
-  run.grad_accum = r.get_int("grad_accum", run.grad_accum, 1, 1 << 16);
-  run.steps = r.get_int("steps", run.steps, 1, int64_t(1) << 40);
-  run.eval_every = r.get_int("eval_every", run.eval_every, 0, int64_t(1) << 40);
-  run.eval_batches = r.get_int("eval_batches", run.eval_batches, 1, 1 << 20);
-  run.log_every = r.get_int("log_every", run.log_every, 1, int64_t(1) << 40);
-  run.threads = int(r.get_int("threads", run.threads, 0, 4096));
-  run.out_dir = r.get_string("out_dir", run.out_dir);
-  run.save_dtype = r.get_string("save_dtype", run.save_dtype, {"f32", "bf16"});
-  run.precision = r.get_string("precision", run.precision, {"f32", "bf16", "auto"});
-  run.recompute = r.get_string("recompute", run.recompute, recompute_names());
-  run.loss_chunk = r.get_int("loss_chunk", run.loss_chunk, 0, int64_t(1) << 40);
-  run.save_layout = r.get_string("save_layout", run.save_layout, {"legacy", "native"});
-  r.finish(kTrainKeys);
-  if (const std::string why = native_layout_problem(c); run.save_layout == "native" && !why.empty())
+  read_section(r, "train", recipe, t);
+  r.finish(train_section_keys("train"));
+  if (const std::string why = native_layout_problem(c); run.save_layout == DirectoryLayout::kNative && !why.empty())
     fail("{}: train.save_layout = \"native\" is invalid for this model: {}; allowed: \"legacy\"", source, why);
   ZAYA_CHECK(recipe || run.seq_len <= c.max_position,
              "{}: train.seq_len = {} is invalid; allowed: <= model max_position_embeddings ({})", source, run.seq_len,
@@ -166,18 +196,8 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 
   TomlSection o(table_of(root, "optim", source), "optim", source);
   OptimizerConfig& op = t.optim;
-  op.lr = o.get_double("lr", op.lr, 1e-9, 1.0);
-  op.beta1 = o.get_double("beta1", op.beta1, 0.0, 0.999999);
-  op.beta2 = o.get_double("beta2", op.beta2, 0.0, 0.999999);
-  op.eps = o.get_double("eps", op.eps, 1e-30, 1.0);
-  op.weight_decay = o.get_double("weight_decay", op.weight_decay, 0.0, 10.0);
-  op.use_muon = o.get_bool("muon", op.use_muon);
-  op.muon_momentum = o.get_double("muon_momentum", op.muon_momentum, 0.0, 0.999999);
-  op.muon_nesterov = o.get_bool("muon_nesterov", op.muon_nesterov);
-  op.ns_steps = int(o.get_int("ns_steps", op.ns_steps, 1, 20));
-  op.ns_dtype = o.get_string("ns_dtype", op.ns_dtype, {"auto", "bf16", "f32"});
-  op.grad_clip = o.get_double("grad_clip", op.grad_clip, 0.0, 1e9);
-  o.finish(kOptimKeys);
+  read_section(o, "optim", recipe, t);
+  o.finish(train_section_keys("optim"));
   op.validate(source);
 
   if (recipe) {
@@ -206,58 +226,23 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   }
 
   TomlSection s(table_of(root, "schedule", source), "schedule", source);
-  if (recipe)
-    for (const std::string& k : kScheduleKeys)
-      s.forbid(k.c_str(), recipe_why +
-                              "the learning-rate schedule is WSD within each phase (phase keys lr, "
-                              "warmup_steps, decay_fraction, min_lr_ratio)");
   ScheduleConfig& sc = t.schedule;
-  sc.kind = s.get_string("kind", sc.kind, {"cosine", "wsd", "constant"});
+  read_section(s, "schedule", recipe, t, "warmup_steps");
   sc.warmup_steps = s.get_int("warmup_steps", std::min<int64_t>(100, run.steps / 10), 0, run.steps);
-  sc.min_lr_ratio = s.get_double("min_lr_ratio", sc.min_lr_ratio, 0.0, 1.0);
-  sc.decay_fraction = s.get_double("decay_fraction", sc.decay_fraction, 1e-9, 1.0);
   sc.total_steps = run.steps;
-  s.finish(kScheduleKeys);
+  s.finish(train_section_keys("schedule"));
   sc.validate(source);
 
   TomlSection e(table_of(root, "moe", source), "moe", source);
-  BalanceConfig& b = t.balance;
-  b.enabled = e.get_bool("balance", b.enabled);
-  b.lr = e.get_double("balance_lr", b.lr, 0.0, 0.999);
-  b.beta1 = e.get_double("balance_beta1", b.beta1, 0.0, 0.999999);
-  b.beta2 = e.get_double("balance_beta2", b.beta2, 0.0, 0.999999);
-  b.skip_target = e.get_double("skip_target", b.skip_target, 0.0, 0.999);
-  t.router_losses.switch_aux_coeff = float(e.get_double("switch_aux_coeff", 0.0, 0.0, 100.0));
-  t.router_losses.z_loss_coeff = float(e.get_double("z_loss_coeff", 0.0, 0.0, 100.0));
-  e.finish(kMoeKeys);
-  b.validate(source);
+  read_section(e, "moe", recipe, t);
+  e.finish(train_section_keys("moe"));
+  t.balance.validate(source);
 
-  TomlSection par(table_of(root, "parallel", source), "parallel", source);
-  t.parallel.ep = int(par.get_int("ep", t.parallel.ep, 1, 4096));
-  t.parallel.cp = int(par.get_int("cp", t.parallel.cp, 1, 4096));
-  t.parallel.comm_timeout = par.get_double("comm_timeout", t.parallel.comm_timeout, 0.0, 1e7);
-  t.parallel.zero_gather_dtype = par.get_string("zero_gather_dtype", t.parallel.zero_gather_dtype, {"f32", "bf16"});
-  par.finish(kParallelKeys);
-  TomlSection ck(table_of(root, "checkpoint", source), "checkpoint", source);
-  CheckpointConfig& cc = t.checkpoint;
-  cc.every = ck.get_int("every", cc.every, 0, int64_t(1) << 40);
-  cc.final = ck.get_bool("final", cc.final);
-  cc.keep_last = int(ck.get_int("keep_last", cc.keep_last, 1, 1 << 20));
-  cc.keep_every = ck.get_int("keep_every", cc.keep_every, 0, int64_t(1) << 40);
-  cc.async = ck.get_bool("async", cc.async);
-  cc.dir = ck.get_string("dir", cc.dir);
-  ck.finish(kCheckpointKeys);
-  TomlSection f(table_of(root, "ft", source), "ft", source);
-  FaultToleranceConfig& ft = t.ft;
-  ft.spike_z = f.get_double("spike_z", ft.spike_z, 0.0, 1e6);
-  ft.spike_warmup = int(f.get_int("spike_warmup", ft.spike_warmup, 2, 128));
-  ft.rollback_after = int(f.get_int("rollback_after", ft.rollback_after, 0, 1 << 20));
-  ft.max_rollbacks = int(f.get_int("max_rollbacks", ft.max_rollbacks, 1, 1 << 20));
-  ft.on_save_error = f.get_string("on_save_error", ft.on_save_error, {"continue", "stop"});
-  ft.max_failed_saves = int(f.get_int("max_failed_saves", ft.max_failed_saves, 0, 1 << 20));
-  ft.straggler_ratio = f.get_double("straggler_ratio", ft.straggler_ratio, 1.0, 1e6);
-  ft.skip_steps = f.get_int_list("skip_steps", ft.skip_steps, 1, int64_t(1) << 40);
-  f.finish(kFtKeys);
+  for (const char* section : {"parallel", "checkpoint", "ft"}) {
+    TomlSection sec(table_of(root, section, source), section, source);
+    read_section(sec, section, recipe, t);
+    sec.finish(train_section_keys(section));
+  }
   t.lora = parse_lora(table_of(root, "lora", source), source);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
@@ -267,7 +252,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
              "{}: train.seq_len = {} does not fit parallel.cp = {}; allowed: a multiple of 2 * cp = {} and at least "
              "{} (every rank holds two chunks of at least 2 tokens of each sequence)",
              source, t.run.seq_len, t.parallel.cp, 2 * t.parallel.cp, cp_unit);
-  ZAYA_CHECK(t.parallel.zero_gather_dtype == "f32" || t.run.precision != "f32",
+  ZAYA_CHECK(t.parallel.zero_gather_dtype == "f32" || t.run.precision != GemmPrecision::kF32,
              "{}: parallel.zero_gather_dtype = \"bf16\" needs bf16 GEMMs; allowed with train.precision = \"f32\": "
              "\"f32\" (or set train.precision = \"bf16\" or \"auto\")",
              source);
@@ -279,7 +264,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
 }  // namespace
 
 bool uses_bf16_gemms(const RunConfig& run) {
-  return run.precision == "bf16" || (run.precision == "auto" && bf16_gemm_outruns_f32());
+  return run.precision == GemmPrecision::kBF16 || (run.precision == GemmPrecision::kAuto && bf16_gemm_outruns_f32());
 }
 
 std::string TrainConfig::checkpoint_dir() const {
@@ -311,49 +296,9 @@ std::string train_config_to_toml(const TrainConfig& t) {
   std::string s = model_table_to_toml(t.model_preset, t.model, t.init_from);
   // A recipe's phases own data.dir, train.seq_len, train.steps and [schedule] (written with the phases).
   const bool recipe = !t.phases.empty();
-  if (recipe)
-    s +=
-        fmt::format("[data]\ntokenizer = \"{}\"\ndocument_masking = {}\n\n", t.data.tokenizer, t.data.document_masking);
-  else
-    s += fmt::format("[data]\ndir = \"{}\"\ntokenizer = \"{}\"\n{}{}document_masking = {}\n\n", t.data.dir,
-                     t.data.tokenizer, t.data.train.empty() ? "" : fmt::format("train = \"{}\"\n", t.data.train),
-                     t.data.val.empty() ? "" : fmt::format("val = \"{}\"\n", t.data.val), t.data.document_masking);
-  const RunConfig& r = t.run;
-  if (recipe)
-    s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\ngrad_accum = {}\n", r.seed, r.micro_batch, r.grad_accum);
-  else
-    s += fmt::format("[train]\nseed = {}\nmicro_batch = {}\nseq_len = {}\ngrad_accum = {}\nsteps = {}\n", r.seed,
-                     r.micro_batch, r.seq_len, r.grad_accum, r.steps);
-  s += fmt::format("eval_every = {}\neval_batches = {}\nlog_every = {}\nthreads = {}\nout_dir = \"{}\"\n", r.eval_every,
-                   r.eval_batches, r.log_every, r.threads, r.out_dir);
-  s += fmt::format(
-      "save_dtype = \"{}\"\nsave_layout = \"{}\"\nprecision = \"{}\"\nrecompute = \"{}\"\nloss_chunk = {}\n\n",
-      r.save_dtype, r.save_layout, r.precision, r.recompute, r.loss_chunk);
-  const OptimizerConfig& o = t.optim;
-  s += fmt::format("[optim]\nlr = {}\nbeta1 = {}\nbeta2 = {}\neps = {}\nweight_decay = {}\nmuon = {}\n", o.lr, o.beta1,
-                   o.beta2, o.eps, o.weight_decay, o.use_muon);
-  s += fmt::format("muon_momentum = {}\nmuon_nesterov = {}\nns_steps = {}\nns_dtype = \"{}\"\ngrad_clip = {}\n\n",
-                   o.muon_momentum, o.muon_nesterov, o.ns_steps, o.ns_dtype, o.grad_clip);
-  const ScheduleConfig& sc = t.schedule;
-  if (!recipe)
-    s += fmt::format("[schedule]\nkind = \"{}\"\nwarmup_steps = {}\nmin_lr_ratio = {}\ndecay_fraction = {}\n\n",
-                     sc.kind, sc.warmup_steps, sc.min_lr_ratio, sc.decay_fraction);
-  const BalanceConfig& b = t.balance;
-  s += fmt::format("[moe]\nbalance = {}\nbalance_lr = {}\nbalance_beta1 = {}\nbalance_beta2 = {}\n", b.enabled, b.lr,
-                   b.beta1, b.beta2);
-  s += fmt::format("skip_target = {}\nswitch_aux_coeff = {}\nz_loss_coeff = {}\n\n", b.skip_target,
-                   t.router_losses.switch_aux_coeff, t.router_losses.z_loss_coeff);
-  s += fmt::format("[parallel]\nep = {}\ncp = {}\ncomm_timeout = {}\nzero_gather_dtype = \"{}\"\n\n", t.parallel.ep,
-                   t.parallel.cp, t.parallel.comm_timeout, t.parallel.zero_gather_dtype);
-  const CheckpointConfig& cc = t.checkpoint;
-  s +=
-      fmt::format("[checkpoint]\nevery = {}\nfinal = {}\nkeep_last = {}\nkeep_every = {}\nasync = {}\ndir = \"{}\"\n\n",
-                  cc.every, cc.final, cc.keep_last, cc.keep_every, cc.async, cc.dir);
-  const FaultToleranceConfig& ft = t.ft;
-  s += fmt::format("[ft]\nspike_z = {}\nspike_warmup = {}\nrollback_after = {}\nmax_rollbacks = {}\n", ft.spike_z,
-                   ft.spike_warmup, ft.rollback_after, ft.max_rollbacks);
-  s += fmt::format("on_save_error = \"{}\"\nmax_failed_saves = {}\n", ft.on_save_error, ft.max_failed_saves);
-  s += fmt::format("straggler_ratio = {}\nskip_steps = [{}]\n", ft.straggler_ratio, fmt::join(ft.skip_steps, ", "));
+  for (const char* section : {"data", "train", "optim", "schedule", "moe", "parallel", "checkpoint"})
+    if (!recipe || std::string_view(section) != "schedule") s += section_to_toml(t, section, recipe) + "\n";
+  s += section_to_toml(t, "ft", recipe);
   if (t.lora.enabled) {
     std::vector<std::string> targets;
     for (LoraTarget x : t.lora.targets) targets.push_back(fmt::format("\"{}\"", lora_target_name(x)));

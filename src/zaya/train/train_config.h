@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "zaya/core/enum_names.h"
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
+#include "zaya/model/model_directory.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
@@ -31,6 +33,16 @@ struct DataConfig {
   bool document_masking = false;
 };
 
+// train.precision: the GEMM operands of the forward and backward.
+enum class GemmPrecision { kF32, kBF16, kAuto };
+inline constexpr EnumName<GemmPrecision> kGemmPrecisionNames[] = {
+    {GemmPrecision::kF32, "f32"}, {GemmPrecision::kBF16, "bf16"}, {GemmPrecision::kAuto, "auto"}};
+
+// ft.on_save_error: what a failed checkpoint save does.
+enum class OnSaveError { kContinue, kStop };
+inline constexpr EnumName<OnSaveError> kOnSaveErrorNames[] = {{OnSaveError::kContinue, "continue"},
+                                                              {OnSaveError::kStop, "stop"}};
+
 struct RunConfig {
   uint64_t seed = 1234;
   int64_t micro_batch = 16;  // sequences per forward/backward
@@ -42,13 +54,13 @@ struct RunConfig {
   int64_t log_every = 10;
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
-  std::string save_dtype = "f32";      // weights written at the end: f32 or bf16
-  std::string save_layout = "legacy";  // and their layout: legacy or native (model/model_directory.h)
+  std::string save_dtype = "f32";                          // weights written at the end: f32 or bf16
+  DirectoryLayout save_layout = DirectoryLayout::kLegacy;  // and their layout (model/model_directory.h)
   // GEMM operands of the forward and backward: "f32", "bf16" (float32 master
   // weights, gradients and optimizer state; docs/model.md "Precision") or
   // "auto" (bf16 where the CPU has native bf16 GEMMs). f32 by default: a
   // config then computes the same numbers on every machine.
-  std::string precision = "f32";
+  GemmPrecision precision = GemmPrecision::kF32;
   // Activation recomputation (model/recompute.h, docs/training.md): none,
   // attention, moe or full. The gradients are bitwise the same; "none" is the
   // fastest, "full" keeps the least.
@@ -88,7 +100,7 @@ struct FaultToleranceConfig {
   int spike_warmup = 20;   // accepted steps in the window before spikes are judged
   int rollback_after = 3;  // consecutive skipped steps that trigger a rollback to the last checkpoint (0: off)
   int max_rollbacks = 3;   // rollbacks to the same checkpoint before the run stops with an error
-  std::string on_save_error = "continue";  // continue | stop
+  OnSaveError on_save_error = OnSaveError::kContinue;
   int max_failed_saves = 2;         // with continue: stop after this many failed checkpoint saves in a row (0: never)
   double straggler_ratio = 1.5;     // report a rank whose step time exceeds the fastest rank's by this factor
   std::vector<int64_t> skip_steps;  // steps to skip deliberately (reproducing a run that skipped them)

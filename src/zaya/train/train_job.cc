@@ -67,7 +67,7 @@ TrainJob::TrainJob(const TrainConfig& config, const TrainJobOptions& options, st
                                            : measure_f32_gemm_gflops();
   if (!options_.heartbeat_dir.empty()) {
     heartbeat_ = Heartbeat(options_.heartbeat_dir, mesh_->rank());
-    heartbeat_.beat("setup", step_);
+    heartbeat_.beat(HeartbeatPhase::kSetup, step_);
   }
 }
 
@@ -193,7 +193,7 @@ TrainSummary TrainJob::run_steps() {
       phases_->apply_data_after_rollback();
       announce_phase();
     }
-    heartbeat_.beat("step", step_ + 1);
+    heartbeat_.beat(HeartbeatPhase::kStep, step_ + 1);
     checkpoints_.poll(step_);
     faults_.at_step_start(step_ + 1);
     if (stop_.requested()) save_at_stop_request();
@@ -204,7 +204,7 @@ TrainSummary TrainJob::run_steps() {
       continue;
     }
     if (checkpoints_.open_now() && config_.checkpoint.every > 0 && r.step % config_.checkpoint.every == 0) {
-      heartbeat_.beat("checkpoint", r.step);
+      heartbeat_.beat(HeartbeatPhase::kCheckpoint, r.step);
       checkpoints_.guarded(step_, [&] { save_checkpoint(config_.checkpoint.async); });
     }
     if (r.step > first) {  // a rollback can return before this process's first step
@@ -218,7 +218,7 @@ TrainSummary TrainJob::run_steps() {
     const bool eval = phases_->val_data() != nullptr && ((run.eval_every > 0 && r.step % run.eval_every == 0) || last ||
                                                          r.step == phases_->plan().end_step());
     if (eval) {
-      heartbeat_.beat("eval", r.step);
+      heartbeat_.beat(HeartbeatPhase::kEval, r.step);
       val = validation_loss();
       log_.validation(r.step, val);
       log_.write_plot(phases_->unigram_entropy());
@@ -234,7 +234,7 @@ TrainSummary TrainJob::run_steps() {
                     train_flops / train_seconds / (peak_gflops_ * 1e9), elapsed, eta);
     }
   }
-  heartbeat_.beat("finishing", step_);
+  heartbeat_.beat(HeartbeatPhase::kFinishing, step_);
   summary.steps = step_;
   losses.resize(size_t(std::max<int64_t>(0, step_ - first)));
   summary.train_loss = loss_ends(losses, first + 1);
@@ -300,7 +300,7 @@ void TrainJob::save_at_stop_request() {
       "preempted",
       fmt::format("stop requested at step {}: saving a checkpoint and exiting with code {}", step_, kExitPreempted),
       step_);
-  heartbeat_.beat("checkpoint", step_);
+  heartbeat_.beat(HeartbeatPhase::kCheckpoint, step_);
   if (checkpoints_.open_now()) {
     checkpoints_.finish();
     if (checkpoints_.last_saved_step() != step_) save_checkpoint(false);
