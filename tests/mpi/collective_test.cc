@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tests/mpi/mpi_test_env.h"
 #include "zaya/core/error.h"
@@ -49,15 +51,77 @@ TEST(MpiCollective, EveryRankFailsAlikeRankZeroReports) {
   EXPECT_NE(t.message.find("(rank 0's message; the others differ): rank 0 failed"), std::string::npos) << t.message;
 }
 
+// What check_same_on_all_ranks threw on this rank ("" when nothing), and
+// whether every rank agrees on having thrown (an all-reduce of the flags, so
+// a rank that returned while another threw fails the test on every rank).
+struct SameTextOutcome {
+  std::string message;
+  bool print_here = false;
+  int ranks_that_threw = 0;
+};
+SameTextOutcome same_text(const std::string& text) {
+  Comm& c = world();
+  SameTextOutcome out;
+  try {
+    check_same_on_all_ranks(c, text, "the config");
+  } catch (const CollectiveError& e) {
+    out.message = e.what();
+    out.print_here = e.print_here();
+  }
+  const int64_t threw = out.message.empty() ? 0 : 1;
+  int64_t sum = 0;
+  c.all_reduce(&threw, &sum, 1, DType::kI64, ReduceOp::kSum);
+  out.ranks_that_threw = int(sum);
+  return out;
+}
+
+std::string differs_message(const std::string& ranks) {
+  return fmt::format(
+      "the config differs between ranks: rank(s) {} do not match rank 0; start every rank with the same files and "
+      "options",
+      ranks);
+}
+
+TEST(MpiCollective, SameTextOnEveryRankPasses) {
+  // A config-sized text, identical everywhere.
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += fmt::format("key_{} = {}\n", i, i * 7);
+  const SameTextOutcome out = same_text(text);
+  EXPECT_EQ(out.message, "");
+  EXPECT_EQ(out.ranks_that_threw, 0);
+  EXPECT_EQ(same_text("").ranks_that_threw, 0);
+}
+
 TEST(MpiCollective, DifferingTextIsReportedByRankZero) {
   Comm& c = world();
-  try {
-    check_same_on_all_ranks(c, c.rank() == 1 ? "b" : "a", "the config");
-    ADD_FAILURE() << "no error";
-  } catch (const CollectiveError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank(s) 1 do not match rank 0"), std::string::npos) << e.what();
-    EXPECT_EQ(e.print_here(), c.rank() == 0);
-  }
+  const SameTextOutcome out = same_text(c.rank() == 1 ? "b" : "a");
+  EXPECT_EQ(out.message, differs_message("1"));
+  EXPECT_EQ(out.ranks_that_threw, c.size());  // every rank stops
+  EXPECT_EQ(out.print_here, c.rank() == 0);   // one reports
+}
+
+TEST(MpiCollective, EveryDifferingRankIsNamed) {
+  Comm& c = world();
+  const int n = c.size();
+  // The last rank alone, its text differing from the others' in its last byte.
+  std::string text(4096, 'x');
+  if (c.rank() == n - 1) text.back() = 'y';
+  SameTextOutcome out = same_text(text);
+  EXPECT_EQ(out.message, differs_message(std::to_string(n - 1)));
+  EXPECT_EQ(out.ranks_that_threw, n);
+  // Texts that differ only in length (a prefix of the others').
+  out = same_text(c.rank() == n - 1 ? "train.steps = 10" : "train.steps = 100");
+  EXPECT_EQ(out.message, differs_message(std::to_string(n - 1)));
+  // Rank 0 is the odd one out: every other rank is named.
+  std::vector<std::string> others;
+  for (int r = 1; r < n; ++r) others.push_back(std::to_string(r));
+  out = same_text(c.rank() == 0 ? "seed = 1" : "seed = 2");
+  EXPECT_EQ(out.message, differs_message(fmt::format("{}", fmt::join(others, ", "))));
+  EXPECT_EQ(out.ranks_that_threw, n);
+  EXPECT_EQ(out.print_here, c.rank() == 0);
+  // Every rank with its own text.
+  out = same_text(fmt::format("rank {}", c.rank()));
+  EXPECT_EQ(out.message, differs_message(fmt::format("{}", fmt::join(others, ", "))));
 }
 
 }  // namespace

@@ -14,6 +14,10 @@
 // min(0.25 s, smallest timeout / 10). One slot per thread that makes blocking
 // calls (the caller's, the communication thread's); each slot has that one
 // writer, and the watchdog thread reads it as a sequence lock.
+//
+// The clock is a parameter: the tests drive a watchdog on a clock they set,
+// without its thread, calling check() where the thread would, so what is
+// reported and when is decided by the clock's readings, not by sleeps.
 
 #include <atomic>
 #include <condition_variable>
@@ -29,8 +33,15 @@ class CommWatchdog {
  public:
   static constexpr int kSlots = 2;
   using Expired = std::function<void(const std::string& message)>;
+  // Seconds on a monotonic clock.
+  using Clock = double (*)();
 
+  // On CLOCK_MONOTONIC_COARSE, with its own thread.
   explicit CommWatchdog(Expired on_expired);
+  // On `clock`, whose readings may lag by up to `clock_resolution` seconds (a
+  // call is reported once it has run more than timeout + resolution). With
+  // `own_thread` false no thread starts: check() does its work when called.
+  CommWatchdog(Expired on_expired, Clock clock, double clock_resolution, bool own_thread);
   ~CommWatchdog();
   CommWatchdog(const CommWatchdog&) = delete;
   CommWatchdog& operator=(const CommWatchdog&) = delete;
@@ -40,6 +51,9 @@ class CommWatchdog {
   void disarm(int slot);
   // Number of expirations reported so far.
   int expired() const;
+  // One pass of the thread's tick: reports every armed call that has run past
+  // its timeout (each arming once). Only on a watchdog without its own thread.
+  void check();
 
   // Arms on construction and disarms on destruction (also when the call throws).
   class Armed {
@@ -60,7 +74,7 @@ class CommWatchdog {
 
  private:
   // seq is odd while the owner writes the slot; a reading that saw seq change
-  // is dropped until the next tick. `reported` is the watchdog thread's own:
+  // is dropped until the next tick. `reported` is the scanning thread's own:
   // the seq of the arming it last reported, so one call is reported once.
   struct Slot {
     std::atomic<uint64_t> seq{0};
@@ -72,8 +86,12 @@ class CommWatchdog {
     uint64_t reported = 0;
   };
   void loop();
+  void scan();  // the body of a tick: the watchdog thread's, or check()'s caller's
 
   Expired on_expired_;
+  Clock clock_;
+  double resolution_;
+  bool own_thread_;
   Slot slots_[kSlots];
   std::atomic<double> tick_{0.25};
   std::atomic<int> expired_{0};

@@ -9,6 +9,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/exp_f32.h"
 #include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/row_max.h"
@@ -44,13 +45,15 @@ void with_elements(const void* p, bool bf16, F&& f) {
     f(static_cast<const float*>(p));
 }
 
-// Softmax of p[0..n) in place; returns nothing (the row sums to 1).
+// Softmax of p[0..n) in place; returns nothing (the row sums to 1). The
+// exponential is exp_f32 (core/exp_f32.h), as in the training softmaxes: it
+// vectorises with the loop, where std::exp is one libm call per key.
 inline void softmax_inplace(float* p, int64_t n) {
   const float mx = row_max(p, n);
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    p[i] = std::exp(p[i] - mx);
+    p[i] = exp_f32(p[i] - mx);
     sum += p[i];
   }
   const float inv = 1.0f / sum;

@@ -4,10 +4,13 @@
 
 #include "zaya/io/gguf_parse.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zaya/core/error.h"
@@ -258,18 +261,61 @@ TEST(GgufParse, EveryTruncationFailsCleanly) {
   }
 }
 
-// Every single-byte corruption either parses or fails with a zaya::Error.
-TEST(GgufParse, ByteCorruptionsFailCleanly) {
+// Every single-byte corruption either fails with a zaya::Error naming the
+// file, or parses to a layout that keeps the parser's promises (gguf_parse.h):
+// aligned tensors wholly inside the data section, none overlapping, each of
+// the size its type and shape give. A byte of the data section changes no
+// layout at all; a byte of the magic always fails.
+TEST(GgufParse, ByteCorruptionsFailCleanlyOrKeepTheLayoutsPromises) {
   const std::string full = writer_file();
+  const GgufLayout good = parse(full);
+  int failed = 0, parsed = 0;
   for (size_t i = 0; i < full.size(); ++i)
     for (uint8_t v : {uint8_t{0x00}, uint8_t{0x01}, uint8_t{0x7f}, uint8_t{0x80}, uint8_t{0xff}}) {
+      if (static_cast<uint8_t>(full[i]) == v) continue;  // not a corruption
       std::string bad = full;
       bad[i] = static_cast<char>(v);
+      const std::string where = fmt::format("byte {} set to {:#04x}", i, v);
+      GgufLayout la;
       try {
-        parse(bad);
-      } catch (const Error&) {
+        la = parse(bad);
+      } catch (const Error& e) {
+        ++failed;
+        EXPECT_EQ(std::string(e.what()).rfind("bad.gguf: ", 0), 0u) << where << ": " << e.what();
+        EXPECT_LT(i, good.data_offset) << where << ": the data section's bytes are not checked: " << e.what();
+        continue;
+      }
+      ++parsed;
+      EXPECT_GE(i, 4u) << where << ": a file without the GGUF magic parsed";
+      EXPECT_EQ(la.data_offset % la.alignment, 0u) << where;
+      EXPECT_EQ(la.data_offset + la.data_size, bad.size()) << where;
+      std::vector<std::pair<uint64_t, uint64_t>> ranges;
+      for (const GgufTensorInfo& t : la.tensors) {
+        EXPECT_EQ(t.offset % la.alignment, 0u) << where << ", tensor " << t.name;
+        EXPECT_LE(t.offset + t.nbytes, la.data_size) << where << ", tensor " << t.name;
+        EXPECT_LE(t.dims.size(), 4u) << where << ", tensor " << t.name;
+        int64_t numel = 1;
+        for (int64_t d : t.dims) numel *= d;
+        EXPECT_EQ(t.numel, numel) << where << ", tensor " << t.name;
+        EXPECT_EQ(t.nbytes, ggml_nbytes(t.type, uint64_t(t.numel))) << where << ", tensor " << t.name;
+        ranges.emplace_back(t.offset, t.offset + t.nbytes);
+      }
+      std::sort(ranges.begin(), ranges.end());
+      for (size_t r = 1; r < ranges.size(); ++r)
+        EXPECT_LE(ranges[r - 1].second, ranges[r].first) << where << ": tensors overlap";
+      if (i >= good.data_offset) {  // only tensor bytes changed: the same layout
+        EXPECT_EQ(la.data_offset, good.data_offset) << where;
+        ASSERT_EQ(la.tensors.size(), good.tensors.size()) << where;
+        for (size_t t = 0; t < la.tensors.size(); ++t) {
+          EXPECT_EQ(la.tensors[t].name, good.tensors[t].name) << where;
+          EXPECT_EQ(la.tensors[t].offset, good.tensors[t].offset) << where;
+          EXPECT_EQ(la.tensors[t].shape, good.tensors[t].shape) << where;
+        }
       }
     }
+  // The sweep reaches both outcomes: the header's corruptions fail, the data's parse.
+  EXPECT_GT(failed, 100);
+  EXPECT_GT(parsed, 100);
 }
 
 }  // namespace
