@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -18,46 +20,59 @@ using X = InitScale;
 
 // clang-format off
 constexpr TensorDecl kDecls[] = {
-  // role                  scope         legacy                                   native                                     gguf                     kind        init                 scale     buffer
-  {R::kEmbedding,          S::kGlobal,   "model.embed_tokens.weight",             "model.embed_tokens.weight",               "token_embd.weight",     K::kEmbedding, I::kNormal,       X::kBase,    false},
-  {R::kFinalNorm,          S::kGlobal,   "model.final_norm.weight",               "model.norm.weight",                       "output_norm.weight",    K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kLmHead,             S::kGlobal,   "lm_head.weight",                        "lm_head.weight",                          "output.weight",         K::kEmbedding, I::kNormal,       X::kBase,    false},
-  {R::kMergeHiddenScale,   S::kMerge,    "hidden_states_scale",                   "hidden_states_scale",                     "hs.weight",             K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kMergeHiddenBias,    S::kMerge,    "hidden_states_bias",                    "hidden_states_bias",                      "hs.bias",               K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kMergeResidualScale, S::kMerge,    "residual_scale",                        "residual_scale",                          "res.weight",            K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kMergeResidualBias,  S::kMerge,    "residual_bias",                         "residual_bias",                           "res.bias",              K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kAttnNorm,           S::kAttention, "input_norm.weight",                    "input_layernorm.weight",                  "attn_norm.weight",      K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kAttnQ,              S::kAttention, "self_attn.qkv.linear_q.weight",        "self_attn.qkv_proj.q_proj.weight",        "attn_q.weight",         K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnK,              S::kAttention, "self_attn.qkv.linear_k.weight",        "self_attn.qkv_proj.k_proj.weight",        "attn_k.weight",         K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnVCurrent,       S::kAttention, "self_attn.qkv.val_proj1.weight",       "self_attn.qkv_proj.v_proj_current.weight", "attn_v_cur.weight",    K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnVDelayed,       S::kAttention, "self_attn.qkv.val_proj2.weight",       "self_attn.qkv_proj.v_proj_delayed.weight", "attn_v_prev.weight",   K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kConvDepthwise,      S::kAttention, "self_attn.qkv.conv_qk.0.weight",       "self_attn.qkv_proj.conv_qk_depthwise.weight", "attn_conv_dw.weight", K::kConv, I::kConvDepthwise,   X::kBase,    false},
-  {R::kConvDepthwiseBias,  S::kAttention, "self_attn.qkv.conv_qk.0.bias",         "self_attn.qkv_proj.conv_qk_depthwise.bias", "attn_conv_dw.bias",  K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kConvGrouped,        S::kAttention, "self_attn.qkv.conv_qk.1.weight",       "self_attn.qkv_proj.conv_qk_grouped.weight", "attn_conv_grp.weight", K::kConv,  I::kConvGrouped,     X::kGrouped, false},
-  {R::kConvGroupedBias,    S::kAttention, "self_attn.qkv.conv_qk.1.bias",         "self_attn.qkv_proj.conv_qk_grouped.bias", "attn_conv_grp.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kKeyTemperature,     S::kAttention, "self_attn.qkv.temp",                   "self_attn.qk_norm.temp",                  "attn_temp.weight",      K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kAttnOut,            S::kAttention, "self_attn.o_proj.weight",              "self_attn.o_proj.weight",                 "attn_output.weight",    K::kMatrix, I::kNormal,          X::kOutput,  false},
-  {R::kMoeNorm,            S::kMoe,      "input_norm.weight",                     "post_attention_layernorm.weight",         "ffn_norm.weight",       K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kRouterDown,         S::kMoe,      "zaya_block.router.down_proj.weight",    "mlp.gate.down_proj.weight",               "ffn_router_down.weight", K::kMatrix, I::kNormal,         X::kBase,    false},
-  {R::kRouterDownBias,     S::kMoe,      "zaya_block.router.down_proj.bias",      "mlp.gate.down_proj.bias",                 "ffn_router_down.bias",  K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterStateScale,   S::kMoe,      "zaya_block.router.router_states_scale", "mlp.gate.router_states_scale",            "ffn_router_eda.weight", K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kRouterNorm,         S::kMoe,      "zaya_block.router.rmsnorm_eda.weight",  "mlp.gate.router_mlp.norm.weight",         "ffn_router_norm.weight", K::kVector, I::kOnes,           X::kNone,    false},
-  {R::kRouterFc1,          S::kMoe,      "zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight",          "ffn_router_fc1.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kRouterFc1Bias,      S::kMoe,      "zaya_block.router.router_mlp.0.bias",   "mlp.gate.router_mlp.fc1.bias",            "ffn_router_fc1.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterFc2,          S::kMoe,      "zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight",          "ffn_router_fc2.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kRouterFc2Bias,      S::kMoe,      "zaya_block.router.router_mlp.2.bias",   "mlp.gate.router_mlp.fc2.bias",            "ffn_router_fc2.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterOut,          S::kMoe,      "zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight",     "ffn_router_out.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kBalancingBias,      S::kMoe,      "zaya_block.router.balancing_biases",    "mlp.gate.balancing_biases",               "exp_probs_b.bias",      K::kVector, I::kZeros,           X::kNone,    true},
-  {R::kExpertFc1,          S::kExpert,   "linear_fc1.weight",                     "mlp.experts.gate_up_proj",                "ffn_{}_exps.weight",    K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kExpertFc2,          S::kExpert,   "linear_fc2.weight",                     "mlp.experts.down_proj",                   "ffn_down_exps.weight",  K::kMatrix, I::kNormal,          X::kOutput,  false},
+  // role                  scope         legacy                                   native                                     gguf                     kind        init                 scale     buffer  lora (PEFT target)
+  {R::kEmbedding,          S::kGlobal,   "model.embed_tokens.weight",             "model.embed_tokens.weight",               "token_embd.weight",     K::kEmbedding, I::kNormal,       X::kBase,    false, nullptr},
+  {R::kFinalNorm,          S::kGlobal,   "model.final_norm.weight",               "model.norm.weight",                       "output_norm.weight",    K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kLmHead,             S::kGlobal,   "lm_head.weight",                        "lm_head.weight",                          "output.weight",         K::kEmbedding, I::kNormal,       X::kBase,    false, nullptr},
+  {R::kMergeHiddenScale,   S::kMerge,    "hidden_states_scale",                   "hidden_states_scale",                     "hs.weight",             K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kMergeHiddenBias,    S::kMerge,    "hidden_states_bias",                    "hidden_states_bias",                      "hs.bias",               K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kMergeResidualScale, S::kMerge,    "residual_scale",                        "residual_scale",                          "res.weight",            K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kMergeResidualBias,  S::kMerge,    "residual_bias",                         "residual_bias",                           "res.bias",              K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kAttnNorm,           S::kAttention, "input_norm.weight",                    "input_layernorm.weight",                  "attn_norm.weight",      K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kAttnQ,              S::kAttention, "self_attn.qkv.linear_q.weight",        "self_attn.qkv_proj.q_proj.weight",        "attn_q.weight",         K::kMatrix, I::kNormal,          X::kBase,    false, "q_proj"},
+  {R::kAttnK,              S::kAttention, "self_attn.qkv.linear_k.weight",        "self_attn.qkv_proj.k_proj.weight",        "attn_k.weight",         K::kMatrix, I::kNormal,          X::kBase,    false, "k_proj"},
+  {R::kAttnVCurrent,       S::kAttention, "self_attn.qkv.val_proj1.weight",       "self_attn.qkv_proj.v_proj_current.weight", "attn_v_cur.weight",    K::kMatrix, I::kNormal,          X::kBase,    false, "v_proj_current"},
+  {R::kAttnVDelayed,       S::kAttention, "self_attn.qkv.val_proj2.weight",       "self_attn.qkv_proj.v_proj_delayed.weight", "attn_v_prev.weight",   K::kMatrix, I::kNormal,          X::kBase,    false, "v_proj_delayed"},
+  {R::kConvDepthwise,      S::kAttention, "self_attn.qkv.conv_qk.0.weight",       "self_attn.qkv_proj.conv_qk_depthwise.weight", "attn_conv_dw.weight", K::kConv, I::kConvDepthwise,   X::kBase,    false, nullptr},
+  {R::kConvDepthwiseBias,  S::kAttention, "self_attn.qkv.conv_qk.0.bias",         "self_attn.qkv_proj.conv_qk_depthwise.bias", "attn_conv_dw.bias",  K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kConvGrouped,        S::kAttention, "self_attn.qkv.conv_qk.1.weight",       "self_attn.qkv_proj.conv_qk_grouped.weight", "attn_conv_grp.weight", K::kConv,  I::kConvGrouped,     X::kGrouped, false, nullptr},
+  {R::kConvGroupedBias,    S::kAttention, "self_attn.qkv.conv_qk.1.bias",         "self_attn.qkv_proj.conv_qk_grouped.bias", "attn_conv_grp.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kKeyTemperature,     S::kAttention, "self_attn.qkv.temp",                   "self_attn.qk_norm.temp",                  "attn_temp.weight",      K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kAttnOut,            S::kAttention, "self_attn.o_proj.weight",              "self_attn.o_proj.weight",                 "attn_output.weight",    K::kMatrix, I::kNormal,          X::kOutput,  false, "o_proj"},
+  {R::kMoeNorm,            S::kMoe,      "input_norm.weight",                     "post_attention_layernorm.weight",         "ffn_norm.weight",       K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kRouterDown,         S::kMoe,      "zaya_block.router.down_proj.weight",    "mlp.gate.down_proj.weight",               "ffn_router_down.weight", K::kMatrix, I::kNormal,         X::kBase,    false, "mlp.gate.down_proj"},
+  {R::kRouterDownBias,     S::kMoe,      "zaya_block.router.down_proj.bias",      "mlp.gate.down_proj.bias",                 "ffn_router_down.bias",  K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterStateScale,   S::kMoe,      "zaya_block.router.router_states_scale", "mlp.gate.router_states_scale",            "ffn_router_eda.weight", K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kRouterNorm,         S::kMoe,      "zaya_block.router.rmsnorm_eda.weight",  "mlp.gate.router_mlp.norm.weight",         "ffn_router_norm.weight", K::kVector, I::kOnes,           X::kNone,    false, nullptr},
+  {R::kRouterFc1,          S::kMoe,      "zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight",          "ffn_router_fc1.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.fc1"},
+  {R::kRouterFc1Bias,      S::kMoe,      "zaya_block.router.router_mlp.0.bias",   "mlp.gate.router_mlp.fc1.bias",            "ffn_router_fc1.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterFc2,          S::kMoe,      "zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight",          "ffn_router_fc2.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.fc2"},
+  {R::kRouterFc2Bias,      S::kMoe,      "zaya_block.router.router_mlp.2.bias",   "mlp.gate.router_mlp.fc2.bias",            "ffn_router_fc2.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterOut,          S::kMoe,      "zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight",     "ffn_router_out.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.out_proj"},
+  {R::kBalancingBias,      S::kMoe,      "zaya_block.router.balancing_biases",    "mlp.gate.balancing_biases",               "exp_probs_b.bias",      K::kVector, I::kZeros,           X::kNone,    true, nullptr},
+  {R::kExpertFc1,          S::kExpert,   "linear_fc1.weight",                     "mlp.experts.gate_up_proj",                "ffn_{}_exps.weight",    K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.experts.gate_up_proj"},
+  {R::kExpertFc2,          S::kExpert,   "linear_fc2.weight",                     "mlp.experts.down_proj",                   "ffn_down_exps.weight",  K::kMatrix, I::kNormal,          X::kOutput,  false, "mlp.experts.down_proj"},
 };
 // clang-format on
+
+// The LoRA column's rows, in table order.
+constexpr auto kLoraRowCount =
+    size_t(std::ranges::count_if(kDecls, [](const TensorDecl& d) { return d.lora != nullptr; }));
+constexpr std::array<TensorRole, kLoraRowCount> kLoraRoles = [] {
+  std::array<TensorRole, kLoraRowCount> roles{};
+  size_t k = 0;
+  for (const TensorDecl& d : kDecls)
+    if (d.lora != nullptr) roles[k++] = d.role;
+  return roles;
+}();
 
 constexpr const char* kExpertsLegacyPrefix = "zaya_block.experts.local_experts.";
 
 }  // namespace
 
 std::span<const TensorDecl> tensor_decls() { return kDecls; }
+
+std::span<const TensorRole> lora_target_roles() { return kLoraRoles; }
 
 const TensorDecl& tensor_decl(TensorRole role) {
   for (const TensorDecl& d : kDecls)
