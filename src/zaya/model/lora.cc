@@ -85,11 +85,12 @@ bool LoraConfig::has_qkv_targets() const {
 LoraSlot lora_slot(const ZayaConfig& c, LoraTarget t) {
   // [out, in] from the table; q, k and the value streams are consecutive row
   // ranges of the fused q/k/v weight, in this order (model/weights.h qkv_PD).
-  const std::vector<int64_t> shape = tensor_shape(lora_target_role(t), c);
-  LoraSlot slot{shape[1], shape[0], 0};
+  // (tensor_dims: the step loop asks, and allocates nothing.)
+  const TensorDims shape = tensor_dims(lora_target_role(t), c);
+  LoraSlot slot{shape.dims[1], shape.dims[0], 0};
   for (LoraTarget fused : kLoraQkvTargets) {
     if (fused == t) return slot;  // after the rows of the fused targets before it
-    slot.row_offset += tensor_shape(lora_target_role(fused), c)[0];
+    slot.row_offset += tensor_dims(lora_target_role(fused), c).dims[0];
   }
   slot.row_offset = 0;  // a weight of its own
   return slot;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 
 #include "zaya/core/error.h"
@@ -95,43 +96,58 @@ bool tensor_present(TensorRole role, int n, const ZayaConfig& c) {
   }
 }
 
-std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
+namespace {
+
+TensorDims dims(std::initializer_list<int64_t> d) {
+  TensorDims t;
+  for (int64_t x : d) t.dims[size_t(t.rank++)] = x;
+  return t;
+}
+
+}  // namespace
+
+TensorDims tensor_dims(TensorRole role, const ZayaConfig& c) {
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
   const int64_t Q = c.q_width(), Kw = c.kv_width(), C = c.conv_channels(), d = c.head_dim;
   switch (role) {
     case R::kEmbedding:
-    case R::kLmHead: return {c.vocab_size, D};
+    case R::kLmHead: return dims({c.vocab_size, D});
     case R::kFinalNorm:
     case R::kMergeHiddenScale:
     case R::kMergeHiddenBias:
     case R::kMergeResidualScale:
     case R::kMergeResidualBias:
     case R::kAttnNorm:
-    case R::kMoeNorm: return {D};
-    case R::kAttnQ: return {Q, D};
-    case R::kAttnK: return {Kw, D};
+    case R::kMoeNorm: return dims({D});
+    case R::kAttnQ: return dims({Q, D});
+    case R::kAttnK: return dims({Kw, D});
     case R::kAttnVCurrent:
-    case R::kAttnVDelayed: return {c.value_stream_width(), D};
-    case R::kConvDepthwise: return {C, 1, c.conv_kernel0};
+    case R::kAttnVDelayed: return dims({c.value_stream_width(), D});
+    case R::kConvDepthwise: return dims({C, 1, c.conv_kernel0});
     case R::kConvDepthwiseBias:
-    case R::kConvGroupedBias: return {C};
-    case R::kConvGrouped: return {C, d, c.conv_kernel1};
-    case R::kKeyTemperature: return {c.kv_heads};
-    case R::kAttnOut: return {D, Q};
-    case R::kRouterDown: return {R, D};
+    case R::kConvGroupedBias: return dims({C});
+    case R::kConvGrouped: return dims({C, d, c.conv_kernel1});
+    case R::kKeyTemperature: return dims({c.kv_heads});
+    case R::kAttnOut: return dims({D, Q});
+    case R::kRouterDown: return dims({R, D});
     case R::kRouterDownBias:
     case R::kRouterStateScale:
     case R::kRouterNorm:
     case R::kRouterFc1Bias:
-    case R::kRouterFc2Bias: return {R};
+    case R::kRouterFc2Bias: return dims({R});
     case R::kRouterFc1:
-    case R::kRouterFc2: return {R, R};
-    case R::kRouterOut: return {N, R};
-    case R::kBalancingBias: return {N};
-    case R::kExpertFc1: return {2 * F, D};
-    case R::kExpertFc2: return {D, F};
+    case R::kRouterFc2: return dims({R, R});
+    case R::kRouterOut: return dims({N, R});
+    case R::kBalancingBias: return dims({N});
+    case R::kExpertFc1: return dims({2 * F, D});
+    case R::kExpertFc2: return dims({D, F});
   }
   fail("internal error: tensor role {} has no shape", int(role));
+}
+
+std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
+  const TensorDims t = tensor_dims(role, c);
+  return {t.dims.begin(), t.dims.begin() + t.rank};
 }
 
 float tensor_init_std(TensorRole role, const ZayaConfig& c) {

@@ -23,6 +23,7 @@
 // written n = -1 like the other global tensors. Expert tensors also carry the
 // global expert index.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -126,6 +127,12 @@ std::span<const TensorRole> lora_target_roles();
 bool tensor_present(TensorRole role, int n, const ZayaConfig& config);
 // Its shape, in PyTorch layout ([out, in] for linear weights).
 std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& config);
+// The same without allocating (asked inside the training step: LoRA slots).
+struct TensorDims {
+  std::array<int64_t, 3> dims{};
+  int rank = 0;
+};
+TensorDims tensor_dims(TensorRole role, const ZayaConfig& config);
 // The initial standard deviation of kNormal / conv initialisations.
 float tensor_init_std(TensorRole role, const ZayaConfig& config);
 
