@@ -7,13 +7,13 @@
 #include "zaya/core/zero_fill.h"
 #include "zaya/model/context_parallel.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/model/lora_branch.h"
 
 #include "zaya/ops/attention.h"
 #include "zaya/ops/attention_bf16.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
-#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
@@ -139,14 +139,9 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
     } else {
       linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
     }
-    if (lora != nullptr) {
-      for (LoraTarget t : kLoraQkvTargets) {
-        const LoraMatrices& m = (*lora->weights)[size_t(t)];
-        if (m.a_rI == nullptr) continue;
-        lora_forward<float>(a.qkv_TP + lora_slot(c, t).row_offset, lora->h[size_t(t)], x_TD, m.a_rI, m.b_Or,
-                            lora->shape(c, t, T, P), lora->scratch);
-      }
-    }
+    // q, k and the value streams are rows of the fused product: each adapter adds into its columns.
+    for (LoraTarget t : kLoraQkvTargets)
+      lora_branch_forward(a.qkv_TP, x_TD, lora_branch(c, lora, t, T, P, LoraPass::kForward));
   }
   ZAYA_PROFILE_SCOPE("attn.fwd.conv_norm_rope_attention_oproj");
   const ContextParallel* cp = b.cp;
@@ -187,12 +182,8 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   } else {
     attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
   }
-  linear_forward<float>(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D);
-  if (lora != nullptr && lora->has(LoraTarget::kO)) {
-    const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
-    lora_forward<float>(out_TD, lora->h[size_t(LoraTarget::kO)], a.o_TQ, m.a_rI, m.b_Or,
-                        lora->shape(c, LoraTarget::kO, T, D), lora->scratch);
-  }
+  adapted_linear_forward(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D,
+                         lora_branch(c, lora, LoraTarget::kO, T, D, LoraPass::kForward));
 }
 
 void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
@@ -203,13 +194,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero_fill(s.dO_TQ, T * Q);
-  linear_backward<float>(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D);
-  if (lora != nullptr && lora->has(LoraTarget::kO)) {
-    const LoraMatrices& m = (*lora->weights)[size_t(LoraTarget::kO)];
-    const LoraMatrices& gm = (*lora->grads)[size_t(LoraTarget::kO)];
-    lora_backward<float>(s.dO_TQ, gm.a_rI, gm.b_Or, dout_TD, a.o_TQ, lora->h[size_t(LoraTarget::kO)], m.a_rI, m.b_Or,
-                         lora->shape(c, LoraTarget::kO, T, D), lora->scratch);
-  }
+  adapted_linear_backward(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D,
+                          lora_branch(c, lora, LoraTarget::kO, T, D, LoraPass::kBackward));
   // attention
   zero_fill(s.dq_TQ, T * Q);
   zero_fill(s.dk_TK, T * K);
@@ -290,15 +276,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   } else {
     linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
   }
-  if (lora != nullptr) {
-    for (LoraTarget t : kLoraQkvTargets) {
-      const LoraMatrices& m = (*lora->weights)[size_t(t)];
-      if (m.a_rI == nullptr) continue;
-      const LoraMatrices& gm = (*lora->grads)[size_t(t)];
-      lora_backward<float>(dx_TD, gm.a_rI, gm.b_Or, s.dqkv_TP + lora_slot(c, t).row_offset, x_TD, lora->h[size_t(t)],
-                           m.a_rI, m.b_Or, lora->shape(c, t, T, P), lora->scratch);
-    }
-  }
+  for (LoraTarget t : kLoraQkvTargets)
+    lora_branch_backward(dx_TD, s.dqkv_TP, x_TD, lora_branch(c, lora, t, T, P, LoraPass::kBackward));
 }
 
 }  // namespace zaya

@@ -13,30 +13,19 @@ namespace zaya {
 
 namespace {
 
-constexpr std::array<LoraTarget, kLoraTargetCount> kAllTargets = {LoraTarget::kQ,         LoraTarget::kK,
-                                                                  LoraTarget::kVCurrent,  LoraTarget::kVDelayed,
-                                                                  LoraTarget::kO,         LoraTarget::kRouterDown,
-                                                                  LoraTarget::kRouterFc1, LoraTarget::kRouterFc2,
-                                                                  LoraTarget::kRouterOut, LoraTarget::kExpertGateUp,
-                                                                  LoraTarget::kExpertDown};
-
-TensorRole target_role(LoraTarget t) {
-  switch (t) {
-    case LoraTarget::kQ: return TensorRole::kAttnQ;
-    case LoraTarget::kK: return TensorRole::kAttnK;
-    case LoraTarget::kVCurrent: return TensorRole::kAttnVCurrent;
-    case LoraTarget::kVDelayed: return TensorRole::kAttnVDelayed;
-    case LoraTarget::kO: return TensorRole::kAttnOut;
-    case LoraTarget::kRouterDown: return TensorRole::kRouterDown;
-    case LoraTarget::kRouterFc1: return TensorRole::kRouterFc1;
-    case LoraTarget::kRouterFc2: return TensorRole::kRouterFc2;
-    case LoraTarget::kRouterOut: return TensorRole::kRouterOut;
-    case LoraTarget::kExpertGateUp: return TensorRole::kExpertFc1;
-    case LoraTarget::kExpertDown: return TensorRole::kExpertFc2;
-  }
-  ZAYA_ASSERT(false);
-  return TensorRole::kAttnQ;
+// The targets are the rows of the tensor table's LoRA column
+// (model/tensor_table.cc), numbered in table order; LoraTarget names them.
+const TensorDecl& target_decl(LoraTarget t) {
+  const std::span<const TensorRole> roles = lora_target_roles();
+  ZAYA_ASSERT(roles.size() == size_t(kLoraTargetCount) && size_t(t) < roles.size());
+  return tensor_decl(roles[size_t(t)]);
 }
+
+constexpr std::array<LoraTarget, kLoraTargetCount> kAllTargets = [] {
+  std::array<LoraTarget, kLoraTargetCount> all{};
+  for (int k = 0; k < kLoraTargetCount; ++k) all[size_t(k)] = LoraTarget(k);
+  return all;
+}();
 
 // The half-layer of block b that holds the target.
 int target_half_layer(int64_t block, LoraTarget t) {
@@ -45,41 +34,21 @@ int target_half_layer(int64_t block, LoraTarget t) {
 
 }  // namespace
 
+TensorRole lora_target_role(LoraTarget t) { return target_decl(t).role; }
+
 LoraTargetKind lora_target_kind(LoraTarget t) {
-  switch (t) {
-    case LoraTarget::kQ:
-    case LoraTarget::kK:
-    case LoraTarget::kVCurrent:
-    case LoraTarget::kVDelayed:
-    case LoraTarget::kO: return LoraTargetKind::kAttention;
-    case LoraTarget::kRouterDown:
-    case LoraTarget::kRouterFc1:
-    case LoraTarget::kRouterFc2:
-    case LoraTarget::kRouterOut: return LoraTargetKind::kRouter;
-    case LoraTarget::kExpertGateUp:
-    case LoraTarget::kExpertDown: return LoraTargetKind::kExpert;
+  switch (target_decl(t).scope) {
+    case TensorScope::kAttention: return LoraTargetKind::kAttention;
+    case TensorScope::kMoe: return LoraTargetKind::kRouter;
+    case TensorScope::kExpert: return LoraTargetKind::kExpert;
+    case TensorScope::kGlobal:
+    case TensorScope::kMerge: break;
   }
-  ZAYA_ASSERT(false);
+  ZAYA_ASSERT(false);  // the LoRA column holds half-layer matrices only
   return LoraTargetKind::kAttention;
 }
 
-std::string_view lora_target_name(LoraTarget t) {
-  switch (t) {
-    case LoraTarget::kQ: return "q_proj";
-    case LoraTarget::kK: return "k_proj";
-    case LoraTarget::kVCurrent: return "v_proj_current";
-    case LoraTarget::kVDelayed: return "v_proj_delayed";
-    case LoraTarget::kO: return "o_proj";
-    case LoraTarget::kRouterDown: return "mlp.gate.down_proj";
-    case LoraTarget::kRouterFc1: return "mlp.gate.router_mlp.fc1";
-    case LoraTarget::kRouterFc2: return "mlp.gate.router_mlp.fc2";
-    case LoraTarget::kRouterOut: return "mlp.gate.router_mlp.out_proj";
-    case LoraTarget::kExpertGateUp: return "mlp.experts.gate_up_proj";
-    case LoraTarget::kExpertDown: return "mlp.experts.down_proj";
-  }
-  ZAYA_ASSERT(false);
-  return "";
-}
+std::string_view lora_target_name(LoraTarget t) { return target_decl(t).lora; }
 
 std::vector<LoraTarget> all_lora_targets() { return {kAllTargets.begin(), kAllTargets.end()}; }
 
@@ -114,27 +83,21 @@ bool LoraConfig::has_qkv_targets() const {
 }
 
 LoraSlot lora_slot(const ZayaConfig& c, LoraTarget t) {
-  const int64_t D = c.hidden, Q = c.q_width(), K = c.kv_width(), half = K / 2;
-  const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
-  switch (t) {
-    case LoraTarget::kQ: return {D, Q, 0};
-    case LoraTarget::kK: return {D, K, Q};
-    case LoraTarget::kVCurrent: return {D, half, Q + K};
-    case LoraTarget::kVDelayed: return {D, half, Q + K + half};
-    case LoraTarget::kO: return {Q, D, 0};
-    case LoraTarget::kRouterDown: return {D, R, 0};
-    case LoraTarget::kRouterFc1:
-    case LoraTarget::kRouterFc2: return {R, R, 0};
-    case LoraTarget::kRouterOut: return {R, N, 0};
-    case LoraTarget::kExpertGateUp: return {D, 2 * F, 0};
-    case LoraTarget::kExpertDown: return {F, D, 0};
+  // [out, in] from the table; q, k and the value streams are consecutive row
+  // ranges of the fused q/k/v weight, in this order (model/weights.h qkv_PD).
+  // (tensor_dims: the step loop asks, and allocates nothing.)
+  const TensorDims shape = tensor_dims(lora_target_role(t), c);
+  LoraSlot slot{shape.dims[1], shape.dims[0], 0};
+  for (LoraTarget fused : kLoraQkvTargets) {
+    if (fused == t) return slot;  // after the rows of the fused targets before it
+    slot.row_offset += tensor_dims(lora_target_role(fused), c).dims[0];
   }
-  ZAYA_ASSERT(false);
-  return {};
+  slot.row_offset = 0;  // a weight of its own
+  return slot;
 }
 
 std::string lora_module_path(const ZayaConfig& c, int64_t block, LoraTarget t) {
-  std::string name = native_tensor_ref(target_role(t), target_half_layer(block, t), 0, c).name;
+  std::string name = native_tensor_ref(lora_target_role(t), target_half_layer(block, t), 0, c).name;
   if (lora_is_expert(t)) return name;  // a stacked parameter: no ".weight"
   const std::string suffix = ".weight";
   ZAYA_ASSERT(name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
@@ -156,7 +119,7 @@ ParamTable adapter_table(const ZayaConfig& c, const LoraConfig& lora, const std:
   for (const LoraAdapters::Entry& e : entries) {
     const bool expert = lora_is_expert(e.target);
     ParamEntry a;
-    a.role = target_role(e.target);
+    a.role = lora_target_role(e.target);
     a.kind = ParamKind::kMatrix;
     a.half_layer = target_half_layer(e.block, e.target);
     ParamEntry b = a;

@@ -4,7 +4,10 @@
 //
 //   y = x W^T + (alpha / rank) * drop(x) A^T B^T,   A [rank, in], B [out, rank]
 //
-// (ops/lora_linear.h). Three kinds of targets:
+// (ops/lora_linear.h). The targets are declared once, as the LoRA column of
+// the tensor table (model/tensor_table.cc): which matrices may carry an
+// adapter and their PEFT names; every training block applies them through one
+// helper (ops/adapted_linear.h, bound by model/lora_branch.h). Three kinds:
 //
 //   attention  q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj: named
 //              as PEFT names them, by the module leaf of the native layout's
@@ -35,11 +38,16 @@
 #include "zaya/core/arena.h"
 #include "zaya/model/config.h"
 #include "zaya/model/params.h"
+#include "zaya/model/tensor_table.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/lora_linear.h"
 
 namespace zaya {
 
+// The rows of the tensor table's LoRA column, in table order (their names,
+// roles, kinds and shapes come from the table). The numbering is part of the
+// dropout streams and the adapters' initialisation: a target goes where its
+// row is. LoraTarget.MatchesTheTensorTablesLoraColumn checks the two agree.
 enum class LoraTarget : uint8_t {
   // attention half-layer (target_modules)
   kQ,
@@ -64,7 +72,9 @@ inline constexpr std::array<LoraTarget, 4> kLoraQkvTargets = {LoraTarget::kQ, Lo
                                                               LoraTarget::kVDelayed};
 
 enum class LoraTargetKind : uint8_t { kAttention, kRouter, kExpert };
-LoraTargetKind lora_target_kind(LoraTarget target);
+LoraTargetKind lora_target_kind(LoraTarget target);  // from the row's scope
+// The tensor table row the target adapts.
+TensorRole lora_target_role(LoraTarget target);
 inline bool lora_is_expert(LoraTarget t) { return lora_target_kind(t) == LoraTargetKind::kExpert; }
 
 // The [lora] targets name: q_proj, k_proj, v_proj_current, v_proj_delayed,

@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "zaya/core/error.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_file.h"
 #include "zaya/io/safetensors_writer.h"
+#include "zaya/model/tensor_table.h"
 
 namespace zaya {
 
@@ -44,12 +46,13 @@ std::vector<int64_t> expert_pair_shape(const LoraAdapters::Entry& e, int64_t ran
                 : std::vector<int64_t>{rank * e.experts, e.slot.out};
 }
 
-// The path of a target below "model.layers.N." (what PEFT's suffix match sees of it).
+// The path of a target below "model.layers.N." (what PEFT's suffix match sees
+// of it): the tensor table's native name, less ".weight" for nn.Linear modules.
 std::string relative_path(LoraTarget t) {
-  if (lora_target_kind(t) == LoraTargetKind::kAttention) {
-    return t == LoraTarget::kO ? "self_attn.o_proj" : "self_attn.qkv_proj." + std::string(lora_target_name(t));
-  }
-  return std::string(lora_target_name(t));
+  std::string path = tensor_decl(lora_target_role(t)).native;
+  const std::string_view weight = ".weight";
+  if (path.ends_with(weight)) path.resize(path.size() - weight.size());
+  return path;
 }
 
 // The targets a target_modules (parameters = false) or target_parameters entry selects.

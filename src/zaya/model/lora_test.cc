@@ -16,6 +16,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
+#include "zaya/core/test_util.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_file.h"

@@ -4,7 +4,7 @@
 
 #include "zaya/core/profiler.h"
 #include "zaya/core/zero_fill.h"
-#include "zaya/ops/lora_linear.h"
+#include "zaya/model/lora_branch.h"
 #include "zaya/ops/routing.h"
 
 namespace zaya {
@@ -51,20 +51,12 @@ class LoraRouterProducts final : public RouterProducts<float>, public RouterBran
       : c_(c), arrays_(router_params<const float>(w)), lora_(lora) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     arrays_.apply(m, y_TO, x_TI, tokens, in, out);
-    const LoraTarget t = router_target(m);
-    if (lora_ == nullptr || !lora_->has(t)) return;
-    const LoraMatrices& a = (*lora_->weights)[size_t(t)];
-    lora_forward<float>(y_TO, lora_->h[size_t(t)], x_TI, a.a_rI, a.b_Or, lora_->shape(c_, t, tokens, out),
-                        lora_->scratch);
+    lora_branch_forward(y_TO, x_TI, lora_branch(c_, lora_, router_target(m), tokens, out, LoraPass::kForward));
   }
   void backward(RouterMatrix m, float* dx_TI, const float* dy_TO, const float* x_TI, int64_t tokens, int64_t,
                 int64_t out) override {
-    const LoraTarget t = router_target(m);
-    if (lora_ == nullptr || !lora_->has(t)) return;
-    const LoraMatrices& a = (*lora_->weights)[size_t(t)];
-    const LoraMatrices& g = (*lora_->grads)[size_t(t)];
-    lora_backward<float>(dx_TI, g.a_rI, g.b_Or, dy_TO, x_TI, lora_->h[size_t(t)], a.a_rI, a.b_Or,
-                         lora_->shape(c_, t, tokens, out), lora_->scratch);
+    lora_branch_backward(dx_TI, dy_TO, x_TI,
+                         lora_branch(c_, lora_, router_target(m), tokens, out, LoraPass::kBackward));
   }
 
  private:

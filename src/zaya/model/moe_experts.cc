@@ -6,9 +6,9 @@
 #include "zaya/core/profiler.h"
 #include "zaya/core/timer.h"
 #include "zaya/core/zero_fill.h"
+#include "zaya/model/lora_branch.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/bf16_linear.h"
-#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/matmul.h"
 
 namespace zaya {
@@ -50,13 +50,6 @@ void exchange_rows(Comm& ep, const float* send, const std::vector<int64_t>& send
   const double t0 = now_seconds();
   ep.all_to_all_v(send, s.counts_a.data(), s.displs_a.data(), recv, s.counts_b.data(), s.displs_b.data(), DType::kF32);
   s.exchange_seconds += now_seconds() - t0;
-}
-
-// Local expert e's adapter of target t (null matrices: not targeted).
-LoraMatrices expert_adapter(const std::array<LoraMatrices, kLoraTargetCount>* views, const MoeWeights& w, LoraTarget t,
-                            int64_t e) {
-  const LoraMatrices& m = (*views)[size_t(t)];
-  return m.a_rI == nullptr ? LoraMatrices{} : m.expert(w.expert_first + e);
 }
 
 }  // namespace
@@ -158,11 +151,9 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
                                scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
       continue;
     }
-    linear_forward<float>(a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
-    if (!lora_up) continue;
-    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertGateUp, e);
-    lora_forward<float>(a.h_X2F + r0 * 2 * F, lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank, xe + r0 * D,
-                        m.a_rI, m.b_Or, lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F), lora->scratch);
+    adapted_linear_forward(
+        a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F,
+        lora_expert_branch(c, lora, LoraTarget::kExpertGateUp, w.expert_first + e, r0, n, LoraPass::kForward));
   }
   swiglu_forward<float>(act, a.h_X2F, x.rows, F);
   float* ye = distributed(ep) ? s.ye_XD : a.y_MD;
@@ -174,11 +165,9 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
                                scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D, false);
       continue;
     }
-    linear_forward<float>(ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
-    if (!lora_down) continue;
-    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertDown, e);
-    lora_forward<float>(ye + r0 * D, lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, act + r0 * F, m.a_rI,
-                        m.b_Or, lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
+    adapted_linear_forward(
+        ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D,
+        lora_expert_branch(c, lora, LoraTarget::kExpertDown, w.expert_first + e, r0, n, LoraPass::kForward));
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);
@@ -190,8 +179,6 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
                       ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD, const BlockLora* lora) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   const ExpertExchange& x = a.exchange;
-  const bool lora_up = lora != nullptr && lora->has(LoraTarget::kExpertGateUp);
-  const bool lora_down = lora != nullptr && lora->has(LoraTarget::kExpertDown);
   // Gradient of the expert outputs, expert-major.
   const float* dye = dy_MD;
   if (distributed(ep)) {
@@ -209,14 +196,10 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
                                 scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D);
       continue;
     }
-    linear_backward<float>(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
-                           a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D);
-    if (!lora_down) continue;
-    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertDown, e);
-    const LoraMatrices gm = expert_adapter(lora->grads, w, LoraTarget::kExpertDown, e);
-    lora_backward<float>(s.dact_XF + r0 * F, gm.a_rI, gm.b_Or, dye + r0 * D, a.act_XF + r0 * F,
-                         lora->h[size_t(LoraTarget::kExpertDown)] + r0 * lora->rank, m.a_rI, m.b_Or,
-                         lora->shape(c, LoraTarget::kExpertDown, n, D), lora->scratch);
+    adapted_linear_backward(
+        s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D, a.act_XF + r0 * F,
+        w.fc2_EDF + e * D * F, n, F, D,
+        lora_expert_branch(c, lora, LoraTarget::kExpertDown, w.expert_first + e, r0, n, LoraPass::kBackward));
   }
   zero_fill(s.dh_X2F, x.rows * 2 * F);
   swiglu_backward<float>(s.dh_X2F, s.dact_XF, a.h_X2F, x.rows, F);
@@ -231,14 +214,10 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
                                 scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
       continue;
     }
-    linear_backward<float>(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
-                           s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F);
-    if (!lora_up) continue;
-    const LoraMatrices m = expert_adapter(lora->weights, w, LoraTarget::kExpertGateUp, e);
-    const LoraMatrices gm = expert_adapter(lora->grads, w, LoraTarget::kExpertGateUp, e);
-    lora_backward<float>(dxe + r0 * D, gm.a_rI, gm.b_Or, s.dh_X2F + r0 * 2 * F, a.xe_XD + r0 * D,
-                         lora->h[size_t(LoraTarget::kExpertGateUp)] + r0 * lora->rank, m.a_rI, m.b_Or,
-                         lora->shape(c, LoraTarget::kExpertGateUp, n, 2 * F), lora->scratch);
+    adapted_linear_backward(
+        dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr, s.dh_X2F + r0 * 2 * F,
+        a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F,
+        lora_expert_branch(c, lora, LoraTarget::kExpertGateUp, w.expert_first + e, r0, n, LoraPass::kBackward));
   }
   if (distributed(ep)) {
     regroup(s.recv_XD, s.ye_XD, x, D, false);

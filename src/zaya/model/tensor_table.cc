@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 
 #include "zaya/core/error.h"
@@ -18,46 +21,59 @@ using X = InitScale;
 
 // clang-format off
 constexpr TensorDecl kDecls[] = {
-  // role                  scope         legacy                                   native                                     gguf                     kind        init                 scale     buffer
-  {R::kEmbedding,          S::kGlobal,   "model.embed_tokens.weight",             "model.embed_tokens.weight",               "token_embd.weight",     K::kEmbedding, I::kNormal,       X::kBase,    false},
-  {R::kFinalNorm,          S::kGlobal,   "model.final_norm.weight",               "model.norm.weight",                       "output_norm.weight",    K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kLmHead,             S::kGlobal,   "lm_head.weight",                        "lm_head.weight",                          "output.weight",         K::kEmbedding, I::kNormal,       X::kBase,    false},
-  {R::kMergeHiddenScale,   S::kMerge,    "hidden_states_scale",                   "hidden_states_scale",                     "hs.weight",             K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kMergeHiddenBias,    S::kMerge,    "hidden_states_bias",                    "hidden_states_bias",                      "hs.bias",               K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kMergeResidualScale, S::kMerge,    "residual_scale",                        "residual_scale",                          "res.weight",            K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kMergeResidualBias,  S::kMerge,    "residual_bias",                         "residual_bias",                           "res.bias",              K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kAttnNorm,           S::kAttention, "input_norm.weight",                    "input_layernorm.weight",                  "attn_norm.weight",      K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kAttnQ,              S::kAttention, "self_attn.qkv.linear_q.weight",        "self_attn.qkv_proj.q_proj.weight",        "attn_q.weight",         K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnK,              S::kAttention, "self_attn.qkv.linear_k.weight",        "self_attn.qkv_proj.k_proj.weight",        "attn_k.weight",         K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnVCurrent,       S::kAttention, "self_attn.qkv.val_proj1.weight",       "self_attn.qkv_proj.v_proj_current.weight", "attn_v_cur.weight",    K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kAttnVDelayed,       S::kAttention, "self_attn.qkv.val_proj2.weight",       "self_attn.qkv_proj.v_proj_delayed.weight", "attn_v_prev.weight",   K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kConvDepthwise,      S::kAttention, "self_attn.qkv.conv_qk.0.weight",       "self_attn.qkv_proj.conv_qk_depthwise.weight", "attn_conv_dw.weight", K::kConv, I::kConvDepthwise,   X::kBase,    false},
-  {R::kConvDepthwiseBias,  S::kAttention, "self_attn.qkv.conv_qk.0.bias",         "self_attn.qkv_proj.conv_qk_depthwise.bias", "attn_conv_dw.bias",  K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kConvGrouped,        S::kAttention, "self_attn.qkv.conv_qk.1.weight",       "self_attn.qkv_proj.conv_qk_grouped.weight", "attn_conv_grp.weight", K::kConv,  I::kConvGrouped,     X::kGrouped, false},
-  {R::kConvGroupedBias,    S::kAttention, "self_attn.qkv.conv_qk.1.bias",         "self_attn.qkv_proj.conv_qk_grouped.bias", "attn_conv_grp.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kKeyTemperature,     S::kAttention, "self_attn.qkv.temp",                   "self_attn.qk_norm.temp",                  "attn_temp.weight",      K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kAttnOut,            S::kAttention, "self_attn.o_proj.weight",              "self_attn.o_proj.weight",                 "attn_output.weight",    K::kMatrix, I::kNormal,          X::kOutput,  false},
-  {R::kMoeNorm,            S::kMoe,      "input_norm.weight",                     "post_attention_layernorm.weight",         "ffn_norm.weight",       K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kRouterDown,         S::kMoe,      "zaya_block.router.down_proj.weight",    "mlp.gate.down_proj.weight",               "ffn_router_down.weight", K::kMatrix, I::kNormal,         X::kBase,    false},
-  {R::kRouterDownBias,     S::kMoe,      "zaya_block.router.down_proj.bias",      "mlp.gate.down_proj.bias",                 "ffn_router_down.bias",  K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterStateScale,   S::kMoe,      "zaya_block.router.router_states_scale", "mlp.gate.router_states_scale",            "ffn_router_eda.weight", K::kVector, I::kOnes,            X::kNone,    false},
-  {R::kRouterNorm,         S::kMoe,      "zaya_block.router.rmsnorm_eda.weight",  "mlp.gate.router_mlp.norm.weight",         "ffn_router_norm.weight", K::kVector, I::kOnes,           X::kNone,    false},
-  {R::kRouterFc1,          S::kMoe,      "zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight",          "ffn_router_fc1.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kRouterFc1Bias,      S::kMoe,      "zaya_block.router.router_mlp.0.bias",   "mlp.gate.router_mlp.fc1.bias",            "ffn_router_fc1.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterFc2,          S::kMoe,      "zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight",          "ffn_router_fc2.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kRouterFc2Bias,      S::kMoe,      "zaya_block.router.router_mlp.2.bias",   "mlp.gate.router_mlp.fc2.bias",            "ffn_router_fc2.bias",   K::kVector, I::kZeros,           X::kNone,    false},
-  {R::kRouterOut,          S::kMoe,      "zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight",     "ffn_router_out.weight", K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kBalancingBias,      S::kMoe,      "zaya_block.router.balancing_biases",    "mlp.gate.balancing_biases",               "exp_probs_b.bias",      K::kVector, I::kZeros,           X::kNone,    true},
-  {R::kExpertFc1,          S::kExpert,   "linear_fc1.weight",                     "mlp.experts.gate_up_proj",                "ffn_{}_exps.weight",    K::kMatrix, I::kNormal,          X::kBase,    false},
-  {R::kExpertFc2,          S::kExpert,   "linear_fc2.weight",                     "mlp.experts.down_proj",                   "ffn_down_exps.weight",  K::kMatrix, I::kNormal,          X::kOutput,  false},
+  // role                  scope         legacy                                   native                                     gguf                     kind        init                 scale     buffer  lora (PEFT target)
+  {R::kEmbedding,          S::kGlobal,   "model.embed_tokens.weight",             "model.embed_tokens.weight",               "token_embd.weight",     K::kEmbedding, I::kNormal,       X::kBase,    false, nullptr},
+  {R::kFinalNorm,          S::kGlobal,   "model.final_norm.weight",               "model.norm.weight",                       "output_norm.weight",    K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kLmHead,             S::kGlobal,   "lm_head.weight",                        "lm_head.weight",                          "output.weight",         K::kEmbedding, I::kNormal,       X::kBase,    false, nullptr},
+  {R::kMergeHiddenScale,   S::kMerge,    "hidden_states_scale",                   "hidden_states_scale",                     "hs.weight",             K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kMergeHiddenBias,    S::kMerge,    "hidden_states_bias",                    "hidden_states_bias",                      "hs.bias",               K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kMergeResidualScale, S::kMerge,    "residual_scale",                        "residual_scale",                          "res.weight",            K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kMergeResidualBias,  S::kMerge,    "residual_bias",                         "residual_bias",                           "res.bias",              K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kAttnNorm,           S::kAttention, "input_norm.weight",                    "input_layernorm.weight",                  "attn_norm.weight",      K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kAttnQ,              S::kAttention, "self_attn.qkv.linear_q.weight",        "self_attn.qkv_proj.q_proj.weight",        "attn_q.weight",         K::kMatrix, I::kNormal,          X::kBase,    false, "q_proj"},
+  {R::kAttnK,              S::kAttention, "self_attn.qkv.linear_k.weight",        "self_attn.qkv_proj.k_proj.weight",        "attn_k.weight",         K::kMatrix, I::kNormal,          X::kBase,    false, "k_proj"},
+  {R::kAttnVCurrent,       S::kAttention, "self_attn.qkv.val_proj1.weight",       "self_attn.qkv_proj.v_proj_current.weight", "attn_v_cur.weight",    K::kMatrix, I::kNormal,          X::kBase,    false, "v_proj_current"},
+  {R::kAttnVDelayed,       S::kAttention, "self_attn.qkv.val_proj2.weight",       "self_attn.qkv_proj.v_proj_delayed.weight", "attn_v_prev.weight",   K::kMatrix, I::kNormal,          X::kBase,    false, "v_proj_delayed"},
+  {R::kConvDepthwise,      S::kAttention, "self_attn.qkv.conv_qk.0.weight",       "self_attn.qkv_proj.conv_qk_depthwise.weight", "attn_conv_dw.weight", K::kConv, I::kConvDepthwise,   X::kBase,    false, nullptr},
+  {R::kConvDepthwiseBias,  S::kAttention, "self_attn.qkv.conv_qk.0.bias",         "self_attn.qkv_proj.conv_qk_depthwise.bias", "attn_conv_dw.bias",  K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kConvGrouped,        S::kAttention, "self_attn.qkv.conv_qk.1.weight",       "self_attn.qkv_proj.conv_qk_grouped.weight", "attn_conv_grp.weight", K::kConv,  I::kConvGrouped,     X::kGrouped, false, nullptr},
+  {R::kConvGroupedBias,    S::kAttention, "self_attn.qkv.conv_qk.1.bias",         "self_attn.qkv_proj.conv_qk_grouped.bias", "attn_conv_grp.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kKeyTemperature,     S::kAttention, "self_attn.qkv.temp",                   "self_attn.qk_norm.temp",                  "attn_temp.weight",      K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kAttnOut,            S::kAttention, "self_attn.o_proj.weight",              "self_attn.o_proj.weight",                 "attn_output.weight",    K::kMatrix, I::kNormal,          X::kOutput,  false, "o_proj"},
+  {R::kMoeNorm,            S::kMoe,      "input_norm.weight",                     "post_attention_layernorm.weight",         "ffn_norm.weight",       K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kRouterDown,         S::kMoe,      "zaya_block.router.down_proj.weight",    "mlp.gate.down_proj.weight",               "ffn_router_down.weight", K::kMatrix, I::kNormal,         X::kBase,    false, "mlp.gate.down_proj"},
+  {R::kRouterDownBias,     S::kMoe,      "zaya_block.router.down_proj.bias",      "mlp.gate.down_proj.bias",                 "ffn_router_down.bias",  K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterStateScale,   S::kMoe,      "zaya_block.router.router_states_scale", "mlp.gate.router_states_scale",            "ffn_router_eda.weight", K::kVector, I::kOnes,            X::kNone,    false, nullptr},
+  {R::kRouterNorm,         S::kMoe,      "zaya_block.router.rmsnorm_eda.weight",  "mlp.gate.router_mlp.norm.weight",         "ffn_router_norm.weight", K::kVector, I::kOnes,           X::kNone,    false, nullptr},
+  {R::kRouterFc1,          S::kMoe,      "zaya_block.router.router_mlp.0.weight", "mlp.gate.router_mlp.fc1.weight",          "ffn_router_fc1.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.fc1"},
+  {R::kRouterFc1Bias,      S::kMoe,      "zaya_block.router.router_mlp.0.bias",   "mlp.gate.router_mlp.fc1.bias",            "ffn_router_fc1.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterFc2,          S::kMoe,      "zaya_block.router.router_mlp.2.weight", "mlp.gate.router_mlp.fc2.weight",          "ffn_router_fc2.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.fc2"},
+  {R::kRouterFc2Bias,      S::kMoe,      "zaya_block.router.router_mlp.2.bias",   "mlp.gate.router_mlp.fc2.bias",            "ffn_router_fc2.bias",   K::kVector, I::kZeros,           X::kNone,    false, nullptr},
+  {R::kRouterOut,          S::kMoe,      "zaya_block.router.router_mlp.4.weight", "mlp.gate.router_mlp.out_proj.weight",     "ffn_router_out.weight", K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.gate.router_mlp.out_proj"},
+  {R::kBalancingBias,      S::kMoe,      "zaya_block.router.balancing_biases",    "mlp.gate.balancing_biases",               "exp_probs_b.bias",      K::kVector, I::kZeros,           X::kNone,    true, nullptr},
+  {R::kExpertFc1,          S::kExpert,   "linear_fc1.weight",                     "mlp.experts.gate_up_proj",                "ffn_{}_exps.weight",    K::kMatrix, I::kNormal,          X::kBase,    false, "mlp.experts.gate_up_proj"},
+  {R::kExpertFc2,          S::kExpert,   "linear_fc2.weight",                     "mlp.experts.down_proj",                   "ffn_down_exps.weight",  K::kMatrix, I::kNormal,          X::kOutput,  false, "mlp.experts.down_proj"},
 };
 // clang-format on
+
+// The LoRA column's rows, in table order.
+constexpr auto kLoraRowCount =
+    size_t(std::ranges::count_if(kDecls, [](const TensorDecl& d) { return d.lora != nullptr; }));
+constexpr std::array<TensorRole, kLoraRowCount> kLoraRoles = [] {
+  std::array<TensorRole, kLoraRowCount> roles{};
+  size_t k = 0;
+  for (const TensorDecl& d : kDecls)
+    if (d.lora != nullptr) roles[k++] = d.role;
+  return roles;
+}();
 
 constexpr const char* kExpertsLegacyPrefix = "zaya_block.experts.local_experts.";
 
 }  // namespace
 
 std::span<const TensorDecl> tensor_decls() { return kDecls; }
+
+std::span<const TensorRole> lora_target_roles() { return kLoraRoles; }
 
 const TensorDecl& tensor_decl(TensorRole role) {
   for (const TensorDecl& d : kDecls)
@@ -80,43 +96,58 @@ bool tensor_present(TensorRole role, int n, const ZayaConfig& c) {
   }
 }
 
-std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
+namespace {
+
+TensorDims dims(std::initializer_list<int64_t> d) {
+  TensorDims t;
+  for (int64_t x : d) t.dims[size_t(t.rank++)] = x;
+  return t;
+}
+
+}  // namespace
+
+TensorDims tensor_dims(TensorRole role, const ZayaConfig& c) {
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn;
   const int64_t Q = c.q_width(), Kw = c.kv_width(), C = c.conv_channels(), d = c.head_dim;
   switch (role) {
     case R::kEmbedding:
-    case R::kLmHead: return {c.vocab_size, D};
+    case R::kLmHead: return dims({c.vocab_size, D});
     case R::kFinalNorm:
     case R::kMergeHiddenScale:
     case R::kMergeHiddenBias:
     case R::kMergeResidualScale:
     case R::kMergeResidualBias:
     case R::kAttnNorm:
-    case R::kMoeNorm: return {D};
-    case R::kAttnQ: return {Q, D};
-    case R::kAttnK: return {Kw, D};
+    case R::kMoeNorm: return dims({D});
+    case R::kAttnQ: return dims({Q, D});
+    case R::kAttnK: return dims({Kw, D});
     case R::kAttnVCurrent:
-    case R::kAttnVDelayed: return {c.value_stream_width(), D};
-    case R::kConvDepthwise: return {C, 1, c.conv_kernel0};
+    case R::kAttnVDelayed: return dims({c.value_stream_width(), D});
+    case R::kConvDepthwise: return dims({C, 1, c.conv_kernel0});
     case R::kConvDepthwiseBias:
-    case R::kConvGroupedBias: return {C};
-    case R::kConvGrouped: return {C, d, c.conv_kernel1};
-    case R::kKeyTemperature: return {c.kv_heads};
-    case R::kAttnOut: return {D, Q};
-    case R::kRouterDown: return {R, D};
+    case R::kConvGroupedBias: return dims({C});
+    case R::kConvGrouped: return dims({C, d, c.conv_kernel1});
+    case R::kKeyTemperature: return dims({c.kv_heads});
+    case R::kAttnOut: return dims({D, Q});
+    case R::kRouterDown: return dims({R, D});
     case R::kRouterDownBias:
     case R::kRouterStateScale:
     case R::kRouterNorm:
     case R::kRouterFc1Bias:
-    case R::kRouterFc2Bias: return {R};
+    case R::kRouterFc2Bias: return dims({R});
     case R::kRouterFc1:
-    case R::kRouterFc2: return {R, R};
-    case R::kRouterOut: return {N, R};
-    case R::kBalancingBias: return {N};
-    case R::kExpertFc1: return {2 * F, D};
-    case R::kExpertFc2: return {D, F};
+    case R::kRouterFc2: return dims({R, R});
+    case R::kRouterOut: return dims({N, R});
+    case R::kBalancingBias: return dims({N});
+    case R::kExpertFc1: return dims({2 * F, D});
+    case R::kExpertFc2: return dims({D, F});
   }
   fail("internal error: tensor role {} has no shape", int(role));
+}
+
+std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& c) {
+  const TensorDims t = tensor_dims(role, c);
+  return {t.dims.begin(), t.dims.begin() + t.rank};
 }
 
 float tensor_init_std(TensorRole role, const ZayaConfig& c) {

@@ -23,6 +23,7 @@
 // written n = -1 like the other global tensors. Expert tensors also carry the
 // global expert index.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -106,16 +107,32 @@ struct TensorDecl {
   InitKind init;
   InitScale scale;
   bool buffer;  // true: a buffer (balancing biases), not a parameter
+  // The LoRA column (docs/training.md "LoRA"): the name of the target when the
+  // matrix may carry an adapter, null when not. It is the name [lora] targets
+  // takes and adapter_config.json records (target_modules, or
+  // target_parameters for the stacked expert weights), PEFT matching it as a
+  // suffix of the native path. model/lora.h numbers these rows as its targets.
+  const char* lora;
 };
 
 // Every row, in the order the parameter table lays a half-layer out.
 std::span<const TensorDecl> tensor_decls();
 const TensorDecl& tensor_decl(TensorRole role);
 
+// The rows with a LoRA column value, in table order: LoraTarget k
+// (model/lora.h) is the k-th of them.
+std::span<const TensorRole> lora_target_roles();
+
 // Whether the tensor exists at half-layer (or merge point) `n` of `config`.
 bool tensor_present(TensorRole role, int n, const ZayaConfig& config);
 // Its shape, in PyTorch layout ([out, in] for linear weights).
 std::vector<int64_t> tensor_shape(TensorRole role, const ZayaConfig& config);
+// The same without allocating (asked inside the training step: LoRA slots).
+struct TensorDims {
+  std::array<int64_t, 3> dims{};
+  int rank = 0;
+};
+TensorDims tensor_dims(TensorRole role, const ZayaConfig& config);
 // The initial standard deviation of kNormal / conv initialisations.
 float tensor_init_std(TensorRole role, const ZayaConfig& config);
 
