@@ -20,6 +20,21 @@ namespace {
 
 int64_t max_of(std::initializer_list<int64_t> v) { return std::max(v); }
 
+KvPoolShape pool_shape(const InferModel& model, const EngineOptions& o, int64_t max_context) {
+  const ZayaConfig& c = model.config();
+  o.validate(c);
+  KvPoolShape s;
+  for (int64_t b = 0; b < c.num_blocks; ++b) s.block_windows.push_back(c.window_of(b));
+  s.kv_heads = c.kv_heads;
+  s.head_dim = c.head_dim;
+  s.page_tokens = o.page_tokens;
+  s.elem_bytes = kv_cache_bf16(model.matrix_types(), o.bf16_activations) ? 2 : 4;
+  s.slots = o.max_sequences;
+  s.max_context = max_context;
+  s.pool_bytes = o.kv_pool_bytes;
+  return s;
+}
+
 }  // namespace
 
 void EngineOptions::validate(const ZayaConfig& c) const {
@@ -49,52 +64,16 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
               max_of({model.config().vocab_size, 2 * model.config().expert_ffn, model.config().hidden,
                       model.config().router_hidden, model.config().router_slots(), model.config().conv_channels(),
                       model.config().q_width()}),
-              options.bf16_activations) {
-  options_.validate(config_);
+              options.bf16_activations),
+      pool_(pool_shape(model, options, max_context_)) {
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
-  const int64_t B = c.num_blocks, P = options_.page_tokens;
-  // One kind of pages per attention pattern: full blocks, then sliding ones.
-  kind_of_.assign(B, -1);
-  layer_in_kind_.assign(B, 0);
+  const int64_t B = c.num_blocks;
   int64_t scratch_floats = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t W = c.window_of(b);
-    int64_t k = 0;
-    while (k < int64_t(kinds_.size()) && kinds_[k].window != W) ++k;
-    if (k == int64_t(kinds_.size())) {
-      kinds_.emplace_back();
-      kinds_.back().window = W;
-    }
-    kind_of_[b] = k;
-    layer_in_kind_[b] = kinds_[k].layers++;
-    scratch_floats =
-        std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_, W, c.head_dim));
-  }
-  page_elems_ = c.kv_heads * P * c.head_dim;
-  kv_elem_bytes_ = kv_cache_bf16(model.matrix_types(), options_.bf16_activations) ? 2 : 4;
-  // The pool: every slot at full context, or kv_pool_bytes shared among the
-  // kinds in the proportion one slot at full context needs them.
-  const std::vector<int64_t> per_slot = max_pages(max_context_);
-  int64_t slot_bytes = 0;
-  for (size_t k = 0; k < kinds_.size(); ++k) slot_bytes += per_slot[k] * page_bytes(int64_t(k));
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    Kind& kd = kinds_[k];
-    kd.pages = options_.kv_pool_bytes == 0 || slot_bytes == 0
-                   ? slots_ * per_slot[k]
-                   : options_.kv_pool_bytes / slot_bytes * per_slot[k] +
-                         options_.kv_pool_bytes % slot_bytes * per_slot[k] / slot_bytes;
-    ZAYA_CHECK(kd.pages < (int64_t(1) << 31), "KV pool of {} pages is too large; allowed: < 2^31 pages", kd.pages);
-    // The pages are left untouched (and so unallocated by the OS) until used.
-    const size_t bytes = size_t(std::max<int64_t>(1, kd.layers * kd.pages * page_elems_ * kv_elem_bytes_));
-    kd.k = aligned_alloc_array<char>(bytes);
-    kd.v = aligned_alloc_array<char>(bytes);
-    kd.refs.assign(kd.pages, 0);
-    kd.free.resize(kd.pages);
-    for (int64_t i = 0; i < kd.pages; ++i) kd.free[i] = int32_t(kd.pages - 1 - i);  // low pages first
-  }
-  tables_.assign(slots_, std::vector<std::vector<int32_t>>(kinds_.size()));
+  for (int64_t b = 0; b < B; ++b)
+    scratch_floats = std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_,
+                                                                              c.window_of(b), c.head_dim));
   conv_rows_ = conv_history(c);
   conv_state_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, B * slots_ * conv_rows_ * cc_)));
   vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
@@ -152,12 +131,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   a_chunk_.resize(T + chunks * (c.conv_kernel1 - 1));
 }
 
-int64_t InferenceEngine::page_bytes(int64_t kind) const {
-  return kv_elem_bytes_ * 2 * kinds_[kind].layers * page_elems_;
-}
-
 void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t n) {
-  if (kv_elem_bytes_ == 4) {
+  if (pool_.elem_bytes() == 4) {
     std::memcpy(page + at * 4, src, sizeof(float) * n);
     return;
   }
@@ -172,80 +147,21 @@ int64_t InferenceEngine::small_state_bytes() const {
 int64_t InferenceEngine::state_bytes_per_slot() const {
   const std::vector<int64_t> pages = max_pages(max_context_);
   int64_t bytes = small_state_bytes();
-  for (size_t k = 0; k < kinds_.size(); ++k) bytes += pages[k] * page_bytes(int64_t(k));
+  for (int64_t k = 0; k < pool_.kinds(); ++k) bytes += pages[k] * page_bytes(k);
   return bytes;
 }
 
 int64_t InferenceEngine::workspace_bytes() const { return int64_t(sizeof(float)) * int64_t(ws_.capacity()); }
 
-std::vector<int64_t> InferenceEngine::max_pages(int64_t length) const {
-  const int64_t P = options_.page_tokens, all = (length + P - 1) / P;
-  std::vector<int64_t> out(kinds_.size());
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    const int64_t W = kinds_[k].window;
-    // A sliding kind holds the pages of its last W - 1 positions, and during a
-    // step as many again for the ones it writes.
-    out[k] = W == 0 ? all : W == 1 ? 0 : std::min(all, 2 * ((W - 1 + P - 1) / P + 1));
-  }
-  return out;
-}
-
-void InferenceEngine::written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const {
-  const int64_t W = kinds_[kind].window;
-  hi = past + count;
-  lo = W == 0 ? past : std::max(past, hi - (W - 1));
-}
-
 std::vector<int64_t> InferenceEngine::pages_held(int32_t slot) const {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  std::vector<int64_t> out(kinds_.size(), 0);
-  for (size_t k = 0; k < kinds_.size(); ++k)
-    for (int32_t page : tables_[slot][k]) out[k] += page >= 0;
-  return out;
+  return pool_.held(slot);
 }
 
 std::vector<int64_t> InferenceEngine::pages_needed(std::span<const StepChunk> chunks) const {
-  const int64_t P = options_.page_tokens;
-  std::vector<int64_t> out(kinds_.size(), 0);
-  for (const StepChunk& ch : chunks)
-    for (size_t k = 0; k < kinds_.size(); ++k) {
-      int64_t lo = 0, hi = 0;
-      written(int64_t(k), lengths_[ch.slot], ch.count, lo, hi);
-      const std::vector<int32_t>& table = tables_[ch.slot][k];
-      for (int64_t i = lo / P; lo < hi && i <= (hi - 1) / P; ++i) out[k] += i >= int64_t(table.size()) || table[i] < 0;
-    }
+  std::vector<int64_t> out(pool_.kinds(), 0);
+  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, lengths_[ch.slot], ch.count, out);
   return out;
-}
-
-int32_t InferenceEngine::take_page(int64_t kind) {
-  Kind& k = kinds_[kind];
-  ZAYA_ASSERT(!k.free.empty());
-  const int32_t page = k.free.back();
-  k.free.pop_back();
-  k.refs[page] = 1;
-  return page;
-}
-
-void InferenceEngine::drop_page(int64_t kind, int32_t page) {
-  Kind& k = kinds_[kind];
-  ZAYA_ASSERT(k.refs[page] > 0);
-  if (--k.refs[page] == 0) k.free.push_back(page);
-}
-
-void InferenceEngine::release_out_of_window(int32_t slot) {
-  const int64_t P = options_.page_tokens;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    const int64_t W = kinds_[k].window;
-    if (W == 0) continue;
-    // Page i holds positions [iP, (i+1)P); the next query (at `length`) sees positions >= length - W + 1.
-    std::vector<int32_t>& table = tables_[slot][k];
-    const int64_t first = lengths_[slot] - W + 1;
-    for (int64_t i = 0; i < int64_t(table.size()) && (i + 1) * P <= first; ++i)
-      if (table[i] >= 0) {
-        drop_page(int64_t(k), table[i]);
-        table[i] = -1;
-      }
-  }
 }
 
 int64_t InferenceEngine::length(int32_t slot) const {
@@ -256,11 +172,7 @@ int64_t InferenceEngine::length(int32_t slot) const {
 void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   lengths_[slot] = 0;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    for (int32_t page : tables_[slot][k])
-      if (page >= 0) drop_page(int64_t(k), page);
-    tables_[slot][k].clear();
-  }
+  pool_.clear(slot);
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     std::memset(conv_state(b, slot), 0, sizeof(float) * conv_rows_ * cc_);
     std::memset(vprev_state(b, slot), 0, sizeof(float) * (kw_ / 2));
@@ -272,35 +184,8 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
              dst, slots_ - 1);
   if (src == dst) return;
   reset(dst);
-  const int64_t n = lengths_[src], P = options_.page_tokens, partial = n / P, rows = n % P;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    const std::vector<int32_t>& from = tables_[src][k];
-    const bool copy_last = rows > 0 && partial < int64_t(from.size()) && from[partial] >= 0;
-    ZAYA_CHECK(!copy_last || !kinds_[k].free.empty(),
-               "the KV pool is full: copying sequence slot {} needs a free page (all {} are in use; "
-               "EngineOptions.kv_pool_bytes)",
-               src, kinds_[k].pages);
-    std::vector<int32_t>& to = tables_[dst][k];
-    to = from;
-    for (int64_t i = 0; i < int64_t(to.size()); ++i) {
-      if (to[i] < 0) continue;
-      if (i != partial) {
-        ++kinds_[k].refs[to[i]];
-        continue;
-      }
-      // The partial last page is written by both sequences from here on: each gets its own.
-      to[i] = take_page(int64_t(k));
-      for (int64_t b = 0; b < config_.num_blocks; ++b) {
-        if (kind_of_[b] != int64_t(k)) continue;
-        for (int64_t j = 0; j < config_.kv_heads; ++j) {
-          const int64_t off = j * P * config_.head_dim;
-          const int64_t at = off * kv_elem_bytes_, bytes = kv_elem_bytes_ * rows * config_.head_dim;
-          std::memcpy(kpage(b, to[i]) + at, kpage(b, from[i]) + at, size_t(bytes));
-          std::memcpy(vpage(b, to[i]) + at, vpage(b, from[i]) + at, size_t(bytes));
-        }
-      }
-    }
-  }
+  const int64_t n = lengths_[src];
+  pool_.copy(src, dst, n);
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * conv_rows_ * cc_);
     std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
@@ -316,10 +201,7 @@ InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
              options_.page_tokens, n);
   Snapshot s;
   s.length = n;
-  s.pages = tables_[slot];
-  for (size_t k = 0; k < kinds_.size(); ++k)
-    for (int32_t page : s.pages[k])
-      if (page >= 0) ++kinds_[k].refs[page];
+  s.pages = pool_.share(slot);
   const int64_t per = conv_rows_ * cc_ + kw_ / 2;
   s.small.resize(config_.num_blocks * per);
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
@@ -331,14 +213,11 @@ InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
 
 void InferenceEngine::start_from(const Snapshot& s, int32_t slot) {
   const int64_t per = conv_rows_ * cc_ + kw_ / 2;
-  ZAYA_CHECK(s.length > 0 && s.length <= max_context_ && s.pages.size() == kinds_.size() &&
+  ZAYA_CHECK(s.length > 0 && s.length <= max_context_ && int64_t(s.pages.size()) == pool_.kinds() &&
                  int64_t(s.small.size()) == config_.num_blocks * per,
              "the snapshot of {} tokens is not one of this engine's", s.length);
   reset(slot);
-  tables_[slot] = s.pages;
-  for (size_t k = 0; k < kinds_.size(); ++k)
-    for (int32_t page : s.pages[k])
-      if (page >= 0) ++kinds_[k].refs[page];
+  pool_.adopt(s.pages, slot);
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     std::memcpy(conv_state(b, slot), s.small.data() + b * per, sizeof(float) * conv_rows_ * cc_);
     std::memcpy(vprev_state(b, slot), s.small.data() + b * per + conv_rows_ * cc_, sizeof(float) * (kw_ / 2));
@@ -347,9 +226,7 @@ void InferenceEngine::start_from(const Snapshot& s, int32_t slot) {
 }
 
 void InferenceEngine::release(Snapshot& s) {
-  for (size_t k = 0; k < s.pages.size(); ++k)
-    for (int32_t page : s.pages[k])
-      if (page >= 0) drop_page(int64_t(k), page);
+  pool_.release(s.pages);
   s = Snapshot{};
 }
 
@@ -358,21 +235,17 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
   ZAYA_CHECK(length >= 0 && length <= max_context_, "synthetic length {} exceeds the context {}", length, max_context_);
   reset(slot);
   const int64_t P = options_.page_tokens, d = config_.head_dim;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
-    int64_t lo = 0, hi = 0;
-    written(int64_t(k), 0, length, lo, hi);
-    const int64_t need = lo < hi ? (hi - 1) / P - lo / P + 1 : 0;
-    ZAYA_CHECK(need <= free_pages(int64_t(k)), "the KV pool is full: {} synthetic tokens need {} pages, {} are free",
-               length, need, free_pages(int64_t(k)));
-    std::vector<int32_t>& table = tables_[slot][k];
-    table.assign(lo < hi ? (hi - 1) / P + 1 : 0, -1);
-    for (int64_t i = lo / P; lo < hi && i <= (hi - 1) / P; ++i) table[i] = take_page(int64_t(k));
-  }
+  std::vector<int64_t> need(pool_.kinds(), 0);
+  pool_.add_needed(slot, 0, length, need);
+  for (int64_t k = 0; k < pool_.kinds(); ++k)
+    ZAYA_CHECK(need[k] <= free_pages(k), "the KV pool is full: {} synthetic tokens need {} pages, {} are free", length,
+               need[k], free_pages(k));
+  pool_.map_written(slot, 0, length);
   const float scale = 1.0f / std::sqrt(float(d));
   for (int64_t b = 0; b < config_.num_blocks; ++b) {
     int64_t t0 = 0, hi = 0;
-    written(kind_of_[b], 0, length, t0, hi);
-    const std::vector<int32_t>& table = tables_[slot][kind_of_[b]];
+    pool_.written(pool_.kind_of(b), 0, length, t0, hi);
+    const std::vector<int32_t>& table = pool_.table(slot, pool_.kind_of(b));
 #pragma omp parallel
     {
       std::vector<float> k(static_cast<size_t>(d)), v(static_cast<size_t>(d));  // one row, as floats
@@ -387,8 +260,8 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
             k[size_t(i)] = u * scale * 4;
             v[size_t(i)] = u;
           }
-          store_kv(kpage(b, table[t / P]), (j * P + t % P) * d, k.data(), d);
-          store_kv(vpage(b, table[t / P]), (j * P + t % P) * d, v.data(), d);
+          store_kv(pool_.kpage(b, table[t / P]), (j * P + t % P) * d, k.data(), d);
+          store_kv(pool_.vpage(b, table[t / P]), (j * P + t % P) * d, v.data(), d);
         }
     }
   }
@@ -425,22 +298,12 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
              options_.max_step_tokens);
   // Pages for the positions the step writes, taken before anything else changes.
   const std::vector<int64_t> need = pages_needed(chunks);
-  for (size_t k = 0; k < kinds_.size(); ++k)
-    ZAYA_CHECK(need[k] <= free_pages(int64_t(k)),
+  for (int64_t k = 0; k < pool_.kinds(); ++k)
+    ZAYA_CHECK(need[k] <= free_pages(k),
                "the KV pool is full: the step needs {} new pages of {} tokens and {} of {} are free "
                "(EngineOptions.kv_pool_bytes; zaya serve --kv-cache-mb)",
-               need[k], options_.page_tokens, free_pages(int64_t(k)), kinds_[k].pages);
-  for (const StepChunk& ch : chunks)
-    for (size_t k = 0; k < kinds_.size(); ++k) {
-      int64_t lo = 0, hi = 0;
-      written(int64_t(k), lengths_[ch.slot], ch.count, lo, hi);
-      if (lo >= hi) continue;
-      std::vector<int32_t>& table = tables_[ch.slot][k];
-      const int64_t P = options_.page_tokens;
-      if (int64_t(table.size()) <= (hi - 1) / P) table.resize((hi - 1) / P + 1, -1);
-      for (int64_t i = lo / P; i <= (hi - 1) / P; ++i)
-        if (table[i] < 0) table[i] = take_page(int64_t(k));
-    }
+               need[k], options_.page_tokens, free_pages(k), pool_pages(k));
+  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, lengths_[ch.slot], ch.count);
 
   // Row bookkeeping.
   chunk_row0_.clear();
@@ -519,7 +382,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) {
     lengths_[ch.slot] += ch.count;
-    release_out_of_window(ch.slot);
+    pool_.release_out_of_window(ch.slot, lengths_[ch.slot]);
   }
 }
 

@@ -5,8 +5,10 @@
 // sequence) and any mix of the two (continuous batching) are the same call.
 //
 // Decode state per attention half-layer and slot (spec §3, "Decode / cache state"):
-// K and V live in a paged cache: a pool of pages, each holding `page_tokens`
-// positions of every layer of one attention kind (full or sliding), [Hk,
+// K and V live in a paged cache (its pages, tables and reference counts are
+// KvPagePool's, kv_page_pool.h; the engine fills and reads them): a pool of
+// pages, each holding `page_tokens` positions of every layer of one attention
+// kind (full or sliding), [Hk,
 // page_tokens, d] per layer for K and for V (keys after QK norm and RoPE;
 // values: head 0 the current-token stream, head 1 the delayed one). A slot's
 // page table maps page i (positions i*page_tokens ..) to a pool page; the
@@ -51,6 +53,7 @@
 #include "zaya/core/arena.h"
 #include "zaya/infer/cached_attention.h"
 #include "zaya/infer/infer_model.h"
+#include "zaya/infer/kv_page_pool.h"
 #include "zaya/infer/linear.h"
 #include "zaya/ops/moe_dispatch.h"
 #include "zaya/ops/rope.h"
@@ -109,22 +112,24 @@ class InferenceEngine {
   // partial last one (copy-on-write); fails when no page is free for it.
   void copy(int32_t src, int32_t dst);
 
-  // The paged KV cache, one pool per attention kind (full, sliding), numbered in the order blocks first use them.
+  // The paged KV cache (kv_page_pool.h), one pool per attention kind (full, sliding), numbered in the order blocks
+  // first use them.
+  const KvPagePool& kv_pool() const { return pool_; }
   int64_t page_tokens() const { return options_.page_tokens; }
-  int64_t kv_kinds() const { return int64_t(kinds_.size()); }
-  int64_t pool_pages(int64_t kind) const { return kinds_[kind].pages; }
-  int64_t free_pages(int64_t kind) const { return int64_t(kinds_[kind].free.size()); }
-  int64_t page_refs(int64_t kind, int32_t page) const { return kinds_[kind].refs[page]; }
+  int64_t kv_kinds() const { return pool_.kinds(); }
+  int64_t pool_pages(int64_t kind) const { return pool_.pages(kind); }
+  int64_t free_pages(int64_t kind) const { return pool_.free_pages(kind); }
+  int64_t page_refs(int64_t kind, int32_t page) const { return pool_.refs(kind, page); }
   // Pages of each kind a slot references now.
   std::vector<int64_t> pages_held(int32_t slot) const;
   // The most pages of each kind one sequence holds at once while it grows to `length` tokens (any chunking).
-  std::vector<int64_t> max_pages(int64_t length) const;
+  std::vector<int64_t> max_pages(int64_t length) const { return pool_.max_pages(length); }
   // New pages of each kind step(chunks) would take from the pool.
   std::vector<int64_t> pages_needed(std::span<const StepChunk> chunks) const;
   // Bytes of one page of each kind, and of the per-sequence state beside the pages (conv state, delayed value).
-  int64_t page_bytes(int64_t kind) const;
+  int64_t page_bytes(int64_t kind) const { return pool_.page_bytes(kind); }
   // Whether the KV pages hold bf16 (else f32); see the top of this file.
-  bool kv_bf16() const { return kv_elem_bytes_ == 2; }
+  bool kv_bf16() const { return pool_.elem_bytes() == 2; }
   int64_t small_state_bytes() const;
 
   // A snapshot of a sequence after `length` tokens (a multiple of page_tokens):
@@ -175,21 +180,6 @@ class InferenceEngine {
   void moe_layer(int64_t block, int64_t T, const float* r_prev, float* r_out);
   void attend(int64_t block, std::span<const StepChunk> chunks);
   void append_to_cache(int64_t block, std::span<const StepChunk> chunks);
-  // Positions [lo, hi) a step from `past` with `count` tokens writes to kind k's pages.
-  void written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const;
-  int32_t take_page(int64_t kind);
-  void drop_page(int64_t kind, int32_t page);
-  // Releases the sliding pages of a slot that no later query sees.
-  void release_out_of_window(int32_t slot);
-  // A page's K or V of one block: page_elems_ elements of kv_elem_bytes_ each.
-  char* kpage(int64_t block, int32_t page) {
-    const Kind& k = kinds_[kind_of_[block]];
-    return k.k.get() + (layer_in_kind_[block] * k.pages + page) * page_elems_ * kv_elem_bytes_;
-  }
-  char* vpage(int64_t block, int32_t page) {
-    const Kind& k = kinds_[kind_of_[block]];
-    return k.v.get() + (layer_in_kind_[block] * k.pages + page) * page_elems_ * kv_elem_bytes_;
-  }
   // Writes n floats as the cache's element type at element `at` of a page.
   void store_kv(char* page, int64_t at, const float* src, int64_t n);
   float* conv_state(int64_t block, int64_t slot) {
@@ -205,23 +195,9 @@ class InferenceEngine {
   RopeTable rope_;          // full-attention blocks' base (rope_theta)
   RopeTable rope_sliding_;  // sliding blocks' base (sliding_rope_theta), built when some block slides
   LinearRunner linear_;
+  KvPagePool pool_;  // the pages and every slot's page tables
 
-  // One attention kind's pages: [layers][pages][Hk][page_tokens][d] for K and for V.
-  struct Kind {
-    int64_t window = 0;  // 0: full attention
-    int64_t layers = 0;  // blocks of this kind
-    int64_t pages = 0;
-    AlignedPtr<char> k, v;
-    std::vector<int32_t> refs;
-    std::vector<int32_t> free;  // pages with no reference, taken from the back
-  };
-  std::vector<Kind> kinds_;
-  std::vector<int64_t> kind_of_, layer_in_kind_;  // per block
-  int64_t page_elems_ = 0;                        // Hk * page_tokens * d
-  int64_t kv_elem_bytes_ = 4;                     // 4: f32 pages, 2: bf16
-
-  // Decode state (the pages are not touched until used: a large pool costs no memory up front).
-  std::vector<std::vector<std::vector<int32_t>>> tables_;  // [slot][kind]: page of each page index, -1 released
+  // Decode state beside the pages.
   AlignedPtr<float> conv_state_, vprev_;
   std::vector<int64_t> lengths_;
 

@@ -197,16 +197,16 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
-  const int64_t K = kw_, d = config_.head_dim, P = options_.page_tokens, kind = kind_of_[b];
+  const int64_t K = kw_, d = config_.head_dim, P = options_.page_tokens, kind = pool_.kind_of(b);
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci];
     // Every new position on a full block; a sliding block only the last W - 1 (later queries see no earlier one).
     int64_t lo = 0, hi = 0;
-    written(kind, past, chunks[ci].count, lo, hi);
-    const std::vector<int32_t>& table = tables_[chunks[ci].slot][kind];
+    pool_.written(kind, past, chunks[ci].count, lo, hi);
+    const std::vector<int32_t>& table = pool_.table(chunks[ci].slot, kind);
     for (int64_t t = lo; t < hi; ++t) {
-      char* kc = kpage(b, table[t / P]);
-      char* vc = vpage(b, table[t / P]);
+      char* kc = pool_.kpage(b, table[t / P]);
+      char* vc = pool_.vpage(b, table[t / P]);
       const int64_t row = r0 + t - past;
       for (int64_t j = 0; j < config_.kv_heads; ++j) {
         const int64_t at = (j * P + t % P) * d;
@@ -219,7 +219,7 @@ void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chun
 
 void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   const ZayaConfig& c = config_;
-  const int64_t W = c.window_of(b), d = c.head_dim, P = options_.page_tokens, kind = kind_of_[b];
+  const int64_t W = c.window_of(b), d = c.head_dim, P = options_.page_tokens, kind = pool_.kind_of(b);
   std::vector<CachedAttentionChunk>& work = attn_work_;
   std::vector<CachedKeySpan>& spans = attn_spans_;
   work.clear();
@@ -236,15 +236,15 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     ch.count = S;
     ch.window = W;
     first_span.push_back(spans.size());
-    const std::vector<int32_t>& table = tables_[chunks[ci].slot][kind];
+    const std::vector<int32_t>& table = pool_.table(chunks[ci].slot, kind);
     // The pages: every position through the chunk's own (appended already) on a full
     // block; on a sliding block those the first row sees before the chunk, then the
     // chunk's own keys, token-major in the step's workspace.
     const int64_t lo = W == 0 ? 0 : cached_attention_first_key(past, W), hi = W == 0 ? past + S : past;
     for (int64_t pos = lo; pos < hi;) {
       const int64_t i = pos / P, n = std::min(hi, (i + 1) * P) - pos, row = pos - i * P;
-      const int64_t at = row * d * kv_elem_bytes_;
-      spans.push_back({kpage(b, table[i]) + at, vpage(b, table[i]) + at, P * d, d, pos, n, kv_bf16()});
+      const int64_t at = row * d * pool_.elem_bytes();
+      spans.push_back({pool_.kpage(b, table[i]) + at, pool_.vpage(b, table[i]) + at, P * d, d, pos, n, kv_bf16()});
       pos += n;
     }
     if (W != 0) spans.push_back({k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S, false});
@@ -256,7 +256,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     work[ci].spans = spans.data() + first_span[ci];
     work[ci].span_count = int32_t(end - first_span[ci]);
   }
-  stats_.kv_bytes += kv_elem_bytes_ * 2 * kw_ * keys_read;
+  stats_.kv_bytes += pool_.elem_bytes() * 2 * kw_ * keys_read;
   // Short decode attention (a few hundred KB of cache) is not worth a parallel
   // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
   const int64_t macs = 2 * c.q_heads * d * keys_read;

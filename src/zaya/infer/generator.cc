@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/timer.h"
+#include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/engine.h"
 
 namespace zaya {
@@ -19,18 +21,6 @@ const char* finish_reason_name(FinishReason r) {
   }
   return "?";
 }
-
-namespace {
-
-struct Active {
-  size_t request = 0;
-  int64_t fed = 0;    // prompt tokens already in the cache
-  int32_t last = -1;  // last sampled token, fed at the next step
-  Rng rng;
-  bool busy = false;
-};
-
-}  // namespace
 
 std::string generation_request_error(const GenerationRequest& r, const ZayaConfig& c, int64_t max_context) {
   try {
@@ -87,54 +77,45 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   const double t_start = now_seconds();
   std::deque<size_t> waiting;
   for (size_t i = 0; i < requests.size(); ++i) waiting.push_back(i);
-  std::vector<Active> slots(eo.max_sequences);
+  // The pool holds every slot at full context: no page accounting, a free slot admits.
+  SchedulerOptions so;
+  so.slots = eo.max_sequences;
+  so.step_tokens = eo.max_step_tokens;
+  BatchScheduler sched(so);
+  std::vector<size_t> request_of(eo.max_sequences);  // the request each running slot holds
+  std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
+  std::vector<int32_t> admitted;
   std::vector<float> logits(eo.max_sequences * c.vocab_size);
   std::vector<std::pair<float, int32_t>> scratch;
-  int64_t busy = 0;
   bool first_token = true;
 
   auto finish = [&](int32_t slot, FinishReason why) {
-    Active& a = slots[slot];
-    results[a.request].finish = why;
-    if (on_finish) on_finish(a.request, results[a.request]);
-    a.busy = false;
-    --busy;
+    const size_t r = request_of[slot];
+    results[r].finish = why;
+    if (on_finish) on_finish(r, results[r]);
+    sched.end(slot);
   };
 
-  while (busy > 0 || !waiting.empty()) {
+  while (sched.running_count() > 0 || !waiting.empty()) {
     // Admit waiting requests into free slots.
-    for (int32_t s = 0; s < int32_t(slots.size()) && !waiting.empty(); ++s) {
-      if (slots[s].busy) continue;
+    admitted.clear();
+    while (!waiting.empty()) {
       const size_t r = waiting.front();
+      const int32_t s = sched.place({});
+      if (s < 0) break;
+      sched.start(s, requests[r], {});
       waiting.pop_front();
       st.prompt_tokens += int64_t(requests[r].prompt.size());
-      slots[s] = Active{r, 0, -1, sampling_rng(requests[r].sampling.seed), true};
-      ++busy;
+      request_of[s] = r;
+      rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
-      if (requests[r].max_new_tokens == 0) finish(s, FinishReason::kLength);
+      admitted.push_back(s);
     }
-    if (busy == 0) continue;
-    // Decoding sequences first (one token each), then prompt chunks in the remaining budget.
-    std::vector<StepChunk> chunks;
-    int64_t budget = eo.max_step_tokens;
-    bool has_prompt = false;
-    for (int32_t s = 0; s < int32_t(slots.size()); ++s) {
-      const Active& a = slots[s];
-      if (a.busy && a.fed == int64_t(requests[a.request].prompt.size())) {
-        chunks.push_back({s, &slots[s].last, 1, LogitsWanted::kLast});
-        --budget;
-      }
-    }
-    for (int32_t s = 0; s < int32_t(slots.size()) && budget > 0; ++s) {
-      const Active& a = slots[s];
-      const auto& prompt = requests[a.request].prompt;
-      if (!a.busy || a.fed == int64_t(prompt.size())) continue;
-      const int64_t n = std::min(budget, int64_t(prompt.size()) - a.fed);
-      const bool last = a.fed + n == int64_t(prompt.size());
-      chunks.push_back({s, prompt.data() + a.fed, n, last ? LogitsWanted::kLast : LogitsWanted::kNone});
-      budget -= n;
-      has_prompt = true;
-    }
+    for (int32_t s : admitted)
+      if (requests[request_of[s]].max_new_tokens == 0) finish(s, FinishReason::kLength);
+    const std::vector<StepChunk>& chunks = sched.plan();
+    if (chunks.empty()) continue;
+    const bool has_prompt = sched.planned_prompt_tokens() > 0;
     const double t0 = now_seconds();
     engine.step(chunks);
     const int64_t rows = engine.logit_rows();
@@ -148,30 +129,25 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       ++st.decode_steps;
       st.decode_tokens += int64_t(chunks.size());
     }
-    for (const StepChunk& ch : chunks)
-      if (slots[ch.slot].fed < int64_t(requests[slots[ch.slot].request].prompt.size())) slots[ch.slot].fed += ch.count;
+    sched.advance();
     // Sample for every row that has logits.
     for (int64_t row = 0; row < rows; ++row) {
       const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
-      Active& a = slots[s];
-      const GenerationRequest& req = requests[a.request];
-      const int32_t next = sample_token(logits.data() + row * c.vocab_size, sample_vocab, req.sampling, a.rng, scratch);
+      const size_t r = request_of[s];
+      const int32_t next =
+          sample_token(logits.data() + row * c.vocab_size, sample_vocab, requests[r].sampling, rngs[s], scratch);
       if (first_token) {
         st.first_token_seconds = now_seconds() - t_start;
         first_token = false;
       }
-      results[a.request].tokens.push_back(next);
+      results[r].tokens.push_back(next);
       ++st.generated_tokens;
-      a.last = next;
-      const bool keep = !on_token || on_token(a.request, next);
+      const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context());
+      const bool keep = !on_token || on_token(r, next);
       if (!keep)
         finish(s, FinishReason::kCancelled);
-      else if (std::find(req.stop_ids.begin(), req.stop_ids.end(), next) != req.stop_ids.end())
-        finish(s, FinishReason::kStop);
-      else if (int64_t(results[a.request].tokens.size()) >= req.max_new_tokens)
-        finish(s, FinishReason::kLength);
-      else if (engine.length(s) >= engine.max_context())
-        finish(s, FinishReason::kContext);
+      else if (why)
+        finish(s, *why);
     }
   }
   st.total_seconds = now_seconds() - t_start;

@@ -4,7 +4,9 @@
 // step feeds one token per decoding sequence and, in the rest of the step's
 // token budget, prompt chunks of newly admitted ones (chunked prefill). When a
 // sequence stops (a stop id, its token limit, the context end, or the caller)
-// its slot takes the next waiting request.
+// its slot takes the next waiting request. The admission, the step plan and
+// the finish rule are BatchScheduler's (batch_scheduler.h), shared with zaya
+// serve's loop (serving_loop.h).
 //
 // Each request samples from its own counter-based generator seeded by its
 // sampling seed, the same stream the full-sequence generator uses

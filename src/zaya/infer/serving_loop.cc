@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/timer.h"
+#include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/completion_text.h"
 #include "zaya/infer/engine.h"
 #include "zaya/infer/prefix_cache.h"
@@ -34,21 +36,16 @@ void ServeChannel::push(ServeEvent event) {
   cv_.notify_all();
 }
 
-// A sequence in a slot: its request, text, sampling stream and progress.
+// A sequence in a slot: its request, text and sampling stream (its progress is the scheduler's).
 struct ServingLoop::Sequence {
   Pending p;
   CompletionText text;
   Rng rng;
-  int64_t fed = 0;    // prompt tokens in the cache
-  int32_t last = -1;  // the last sampled token, fed at the next step
-  int64_t generated = 0;
-  std::vector<int64_t> reserve;  // pages of each kind it may hold at its longest
 
   explicit Sequence(Pending pending, const Tokenizer& tok)
       : p(std::move(pending)),
         text(tok, p.request.generation.stop_ids, p.request.stop_strings),
         rng(sampling_rng(p.request.generation.sampling.seed)) {}
-  int64_t prompt_size() const { return int64_t(p.request.generation.prompt.size()); }
 };
 
 ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const ServingOptions& o)
@@ -80,7 +77,12 @@ ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const Se
   }
   engine_ = std::make_unique<InferenceEngine>(model, eo);
   cache_ = std::make_unique<PrefixCache>(*engine_);
-  reserved_.assign(engine_->kv_kinds(), 0);
+  SchedulerOptions so;
+  so.slots = o.max_batch;
+  so.step_tokens = engine_->max_step_tokens();
+  so.snapshot_block = o.prefix_cache_bytes > 0 ? engine_->page_tokens() : 0;
+  for (int64_t k = 0; k < engine_->kv_kinds(); ++k) so.pool_pages.push_back(engine_->pool_pages(k));
+  sched_ = std::make_unique<BatchScheduler>(so);
   for (int64_t k = 0; k < engine_->kv_kinds(); ++k) {
     counters_.kv_pages += engine_->pool_pages(k);
     counters_.kv_page_bytes += engine_->page_bytes(k);
@@ -151,7 +153,7 @@ void ServingLoop::finish(int32_t slot, FinishReason why) {
   e.text = s.text.finish();
   // A stop string ends the sequence through its text: to the client it is a stop.
   e.finish = s.text.stopped() && why != FinishReason::kCancelled ? FinishReason::kStop : why;
-  e.tokens = s.generated;
+  e.tokens = sched_->generated(slot);
   e.time = now_seconds();
   engine_->reset(slot);  // its pages go back to the pool (those snapshots share stay with them)
   {
@@ -159,13 +161,11 @@ void ServingLoop::finish(int32_t slot, FinishReason why) {
     std::lock_guard<std::mutex> lock(mu_);
     --counters_.running;
     if (why == FinishReason::kCancelled) ++counters_.cancelled;
-    for (size_t k = 0; k < reserved_.size(); ++k) reserved_[k] -= s.reserve[k];
-    counters_.kv_pages_reserved = 0;
+    sched_->end(slot);
+    counters_.kv_pages_reserved = sched_->reserved_total();
     counters_.kv_pages_used = 0;
-    for (size_t k = 0; k < reserved_.size(); ++k) {
-      counters_.kv_pages_reserved += reserved_[k];
-      counters_.kv_pages_used += engine_->pool_pages(int64_t(k)) - engine_->free_pages(int64_t(k));
-    }
+    for (int64_t k = 0; k < engine_->kv_kinds(); ++k)
+      counters_.kv_pages_used += engine_->pool_pages(k) - engine_->free_pages(k);
   }
   s.p.channel->push(std::move(e));
   slots_[slot].reset();
@@ -185,9 +185,9 @@ void ServingLoop::fail_all(const std::string& message) {
       error(slots_[i]->p.channel, slots_[i]->p.choice);
       slots_[i].reset();
       engine_->reset(i);
+      if (sched_->running(i)) sched_->end(i);
     }
   std::lock_guard<std::mutex> lock(mu_);
-  std::fill(reserved_.begin(), reserved_.end(), 0);
   counters_.kv_pages_reserved = 0;
   for (Pending& p : queue_) error(p.channel, p.choice);
   queue_.clear();
@@ -210,11 +210,11 @@ void ServingLoop::run_steps() {
   InferenceEngine& engine = *engine_;
   PrefixCache& cache = *cache_;
   const bool caching = options_.prefix_cache_bytes > 0;
-  const int64_t B = engine.page_tokens(), kinds = engine.kv_kinds();
+  BatchScheduler& sched = *sched_;
+  const int64_t kinds = engine.kv_kinds();
   std::vector<int32_t> admitted;
   std::vector<float> logits(engine.max_step_tokens() * c.vocab_size);
   std::vector<std::pair<float, int32_t>> scratch;
-  std::vector<StepChunk> chunks;
 
   while (true) {
     // Admit waiting sequences into free slots; sleep while there is nothing to do.
@@ -227,31 +227,26 @@ void ServingLoop::run_steps() {
       };
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !idle(); });
       if (stopping_) break;
-      for (int32_t s = 0; s < int32_t(slots_.size()) && !queue_.empty(); ++s) {
-        if (slots_[s]) continue;
+      while (!queue_.empty() && !sched.full()) {
         if (queue_.front().channel->cancelled()) {
           cancelled.push_back(std::move(queue_.front()));
           queue_.pop_front();
-          --s;
           continue;
         }
         // In arrival order, each when its pages fit beside the running sequences' reservations.
         std::vector<int64_t> need = reservation(queue_.front().request);
-        bool fits = true;
-        for (int64_t k = 0; k < kinds; ++k) fits = fits && reserved_[k] + need[k] <= engine.pool_pages(k);
-        if (!fits) {
+        const int32_t s = sched.place(need);
+        if (s == BatchScheduler::kNoPages) {
           ++counters_.waiting_for_pages;
           break;
         }
         slots_[s] = std::make_unique<Sequence>(std::move(queue_.front()), tok_);
         queue_.pop_front();
-        for (int64_t k = 0; k < kinds; ++k) reserved_[k] += need[k];
-        slots_[s]->reserve = std::move(need);
+        sched.start(s, slots_[s]->p.request.generation, std::move(need));
         ++counters_.running;
         admitted.push_back(s);
       }
-      counters_.kv_pages_reserved = 0;
-      for (int64_t r : reserved_) counters_.kv_pages_reserved += r;
+      counters_.kv_pages_reserved = sched.reserved_total();
       counters_.waiting = int64_t(queue_.size());
     }
     // A new sequence starts empty, or from the longest snapshot its prompt begins with.
@@ -259,7 +254,7 @@ void ServingLoop::run_steps() {
       engine.reset(s);
       const int64_t hit = caching ? cache.start(slots_[s]->p.request.generation.prompt, s) : 0;
       if (hit == 0) continue;
-      slots_[s]->fed = hit;
+      sched.resume_at(s, hit);
       std::lock_guard<std::mutex> lock(mu_);
       counters_.prefix_hit_tokens += hit;
     }
@@ -282,32 +277,9 @@ void ServingLoop::run_steps() {
       else if (slots_[s]->p.request.generation.max_new_tokens == 0)
         finish(s, FinishReason::kLength);
     }
-    // As generate(): decoding sequences first (one token each), then prompt chunks in the remaining budget.
-    chunks.clear();
-    int64_t budget = engine.max_step_tokens(), prompt_tokens = 0;
-    for (int32_t s = 0; s < int32_t(slots_.size()); ++s) {
-      Sequence* q = slots_[s].get();
-      if (q && q->fed == q->prompt_size()) {
-        chunks.push_back({s, &q->last, 1, LogitsWanted::kLast});
-        --budget;
-      }
-    }
-    for (int32_t s = 0; s < int32_t(slots_.size()) && budget > 0; ++s) {
-      Sequence* q = slots_[s].get();
-      if (!q || q->fed == q->prompt_size()) continue;
-      int64_t n = std::min(budget, q->prompt_size() - q->fed);
-      if (caching) {
-        // End the chunk at a block boundary (the last one before the prompt's end if it reaches it), to snapshot there.
-        const int64_t last_boundary = (q->prompt_size() - 1) / B * B, end = q->fed + n;
-        const int64_t cut = q->fed < last_boundary && end >= last_boundary ? last_boundary : end / B * B;
-        if (cut > q->fed) n = cut - q->fed;
-      }
-      const bool last = q->fed + n == q->prompt_size();
-      chunks.push_back(
-          {s, q->p.request.generation.prompt.data() + q->fed, n, last ? LogitsWanted::kLast : LogitsWanted::kNone});
-      budget -= n;
-      prompt_tokens += n;
-    }
+    // The scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
+    const std::vector<StepChunk>& chunks = sched.plan();
+    const int64_t prompt_tokens = sched.planned_prompt_tokens();
     if (chunks.empty()) continue;
     // The reservations leave room for every step: only snapshots need evicting.
     ZAYA_CHECK(cache.make_room(engine.pages_needed(chunks)),
@@ -315,13 +287,8 @@ void ServingLoop::run_steps() {
     engine.step(chunks);
     const int64_t rows = engine.logit_rows();
     if (rows > 0) engine.logits(0, rows, logits.data());
-    for (const StepChunk& ch : chunks) {
-      Sequence& q = *slots_[ch.slot];
-      if (q.fed >= q.prompt_size()) continue;
-      q.fed += ch.count;
-      // A prompt chunk that ends at a block boundary (before the prompt's last token): snapshot the state.
-      if (caching && q.fed % B == 0 && q.fed < q.prompt_size()) cache.insert(q.p.request.generation.prompt, ch.slot);
-    }
+    // A prompt chunk that ends at a block boundary (before the prompt's last token): snapshot the state.
+    for (int32_t s : sched.advance()) cache.insert(slots_[s]->p.request.generation.prompt, s);
     {
       std::lock_guard<std::mutex> lock(mu_);
       counters_.prefix_evictions = cache.evictions();
@@ -338,8 +305,7 @@ void ServingLoop::run_steps() {
       const GenerationRequest& req = q.p.request.generation;
       const float* lg = logits.data() + row * c.vocab_size;
       const int32_t next = sample_token(lg, sample_vocab_, req.sampling, q.rng, scratch);
-      ++q.generated;
-      q.last = next;
+      const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context());
       ServeEvent e;
       e.choice = q.p.choice;
       e.token = next;
@@ -353,12 +319,8 @@ void ServingLoop::run_steps() {
       q.p.channel->push(std::move(e));
       if (q.text.stopped())
         finish(s, FinishReason::kStop);
-      else if (std::find(req.stop_ids.begin(), req.stop_ids.end(), next) != req.stop_ids.end())
-        finish(s, FinishReason::kStop);
-      else if (q.generated >= req.max_new_tokens)
-        finish(s, FinishReason::kLength);
-      else if (engine.length(s) >= engine.max_context())
-        finish(s, FinishReason::kContext);
+      else if (why)
+        finish(s, *why);
     }
   }
   // Stopping: every sequence still running or queued ends cancelled.

@@ -1,7 +1,8 @@
 #pragma once
 // Continuous batching for a server: one thread owns the cached decoder and
 // runs the generator's loop (generator.h) over requests that arrive while it
-// runs. Front-end threads submit requests and read their events from a
+// runs, with the same scheduler (batch_scheduler.h: admission, step plans,
+// finish rule). Front-end threads submit requests and read their events from a
 // channel; a request joins the running batch at the next step (chunked
 // prefill beside the decoding sequences), and a channel that is cancelled (its
 // client went away) frees its slots at the next step.
@@ -10,7 +11,7 @@
 // snapshot's KV pages), and its prefill chunks end at page boundaries so that
 // its own state is snapshotted there.
 //
-// The KV cache is one pool of pages (engine.h) shared by the running
+// The KV cache is one pool of pages (kv_page_pool.h) shared by the running
 // sequences and the snapshots. A sequence joins the batch only when the pages
 // it may hold at its longest (prompt + max_tokens, under the context) fit
 // beside those reserved by the running ones; until then it waits in the
@@ -42,6 +43,7 @@
 
 namespace zaya {
 
+class BatchScheduler;
 class InferenceEngine;
 class PrefixCache;
 
@@ -169,7 +171,7 @@ class ServingLoop {
   std::unique_ptr<InferenceEngine> engine_;       // loop thread only (its geometry is read by request_error)
   std::unique_ptr<PrefixCache> cache_;            // loop thread only
   std::vector<std::unique_ptr<Sequence>> slots_;  // loop thread only
-  std::vector<int64_t> reserved_;                 // per kind: the running sequences' reservations (under mu_)
+  std::unique_ptr<BatchScheduler> sched_;         // loop thread only: admission, step plans, finish rule
   std::thread thread_;
 };
 

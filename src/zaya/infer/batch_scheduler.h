@@ -1,0 +1,104 @@
+#pragma once
+// Continuous batching as one component, apart from the forward
+// (/work/shared/ARCHITECTURE.md: one scheduler for every way of decoding;
+// docs/developer-guide.md, "Inference components"). zaya generate
+// (generator.cc) and zaya serve (serving_loop.cc) both run it, so the two
+// cannot drift apart: each loop admits, plans a step, runs the engine, samples,
+// and asks the scheduler whether the sequence ends.
+//
+// - Admission: waiting sequences go, in arrival order, to the lowest free
+//   slot, each when its pages at its longest (KvPagePool::max_pages) fit
+//   beside the reservations of those running; the first that does not fit
+//   waits, and so does everything behind it (no overtaking: a long request is
+//   not starved by short ones).
+// - Chunk planning: every decoding sequence feeds its last token, then
+//   prompt chunks of the others fill the rest of the step's token budget, in
+//   slot order (chunked prefill). With a snapshot block B (the prefix cache),
+//   a prompt chunk ends at a multiple of B where it can, so that the state
+//   there can be snapshotted.
+// - Finish rule: after each sampled token, in this order: a stop id (kStop),
+//   the sequence's token limit (kLength), the context end (kContext). The
+//   caller checks its own reasons first (a cancelled request, a stop string).
+//
+// The scheduler knows nothing of the engine: its plan is a list of
+// StepChunk, so it is tested with a fake engine (batch_scheduler_test.cc).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "zaya/infer/engine.h"
+#include "zaya/infer/generator.h"
+
+namespace zaya {
+
+struct SchedulerOptions {
+  int64_t slots = 1;                // sequences that run together
+  int64_t step_tokens = 1;          // tokens per step (at least `slots`: every decoding sequence fits)
+  int64_t snapshot_block = 0;       // > 0: prompt chunks end at multiples of it where they can
+  std::vector<int64_t> pool_pages;  // per KV kind: the pages reservations may take; empty: no page accounting
+};
+
+class BatchScheduler {
+ public:
+  explicit BatchScheduler(const SchedulerOptions& options);
+
+  int64_t slots() const { return int64_t(slots_.size()); }
+  bool running(int32_t slot) const { return slots_[slot].request != nullptr; }
+  int64_t running_count() const { return running_; }
+  // Per kind: the pages the running sequences reserved.
+  const std::vector<int64_t>& reserved() const { return reserved_; }
+  int64_t reserved_total() const;
+
+  // Admission of the next waiting sequence, in two halves so that a caller can
+  // move the request to where it lives while it runs: place() says where it
+  // would go: the lowest free slot, or kNoSlot, or kNoPages when `pages` (per
+  // kind, at its longest) do not fit beside the reservations; start() puts it
+  // there (the request outlives its run).
+  static constexpr int32_t kNoSlot = -1, kNoPages = -2;
+  bool full() const { return running_ == slots(); }
+  int32_t place(const std::vector<int64_t>& pages) const;
+  void start(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages);
+  // The slot's sequence starts from a cached state of its first `tokens` prompt tokens.
+  void resume_at(int32_t slot, int64_t tokens);
+  // The slot's sequence ends: its slot and its reservation are free.
+  void end(int32_t slot);
+
+  // The next step: decoding sequences first (one token each), then prompt
+  // chunks in the remaining budget. Empty when nothing runs.
+  const std::vector<StepChunk>& plan();
+  int64_t planned_prompt_tokens() const { return planned_prompt_tokens_; }
+  // After the engine ran the plan: prompt progress. Returns the slots whose
+  // chunk ended at a snapshot block boundary before their prompt's end.
+  const std::vector<int32_t>& advance();
+
+  // After sampling `token` for a slot whose sequence now holds `length` of
+  // `max_context` tokens: records it (fed at the next step) and returns why
+  // the sequence ends, if it does.
+  std::optional<FinishReason> accept(int32_t slot, int32_t token, int64_t length, int64_t max_context);
+
+  // Prompt tokens in the cache, and tokens generated, of a running slot.
+  int64_t fed(int32_t slot) const { return slots_[slot].fed; }
+  int64_t generated(int32_t slot) const { return slots_[slot].generated; }
+  const GenerationRequest& request(int32_t slot) const { return *slots_[slot].request; }
+
+ private:
+  struct Slot {
+    const GenerationRequest* request = nullptr;  // null: free
+    int64_t fed = 0;                             // prompt tokens in the cache
+    int32_t last = -1;                           // the last sampled token, fed at the next step
+    int64_t generated = 0;
+    std::vector<int64_t> pages;  // reserved, per kind
+    int64_t prompt_size() const { return int64_t(request->prompt.size()); }
+  };
+
+  int64_t step_tokens_, snapshot_block_;
+  std::vector<int64_t> pool_pages_, reserved_;
+  std::vector<Slot> slots_;  // never resized: chunks point at Slot::last
+  int64_t running_ = 0;
+  std::vector<StepChunk> chunks_;
+  int64_t planned_prompt_tokens_ = 0;
+  std::vector<int32_t> boundaries_;
+};
+
+}  // namespace zaya
