@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "zaya/core/error.h"
+#include "zaya/core/exp_f32.h"
 
 namespace zaya {
 
@@ -37,7 +38,7 @@ struct TemperatureWeight {
   float max_logit, inv_t;
   float operator()(float logit) const {
     const float scaled = (logit - max_logit) * inv_t;  // <= 0; -inf for a far token at a tiny T
-    return std::exp(scaled);
+    return exp_f32(scaled);  // the project's exp (core/exp_f32.h): -inf gives 0
   }
 };
 
