@@ -38,7 +38,7 @@ struct TemperatureWeight {
   float max_logit, inv_t;
   float operator()(float logit) const {
     const float scaled = (logit - max_logit) * inv_t;  // <= 0; -inf for a far token at a tiny T
-    return exp_f32(scaled);  // the project's exp (core/exp_f32.h): -inf gives 0
+    return exp_f32(scaled);                            // the project's exp (core/exp_f32.h): -inf gives 0
   }
 };
 
