@@ -43,11 +43,11 @@ Json parse_json(std::string_view text, const std::string& where) {
 template nlohmann::json parse_json<nlohmann::json>(std::string_view, const std::string&);
 template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(std::string_view, const std::string&);
 
-namespace {
-
 // Collects the first `max` characters of a rendering and counts the rest.
-struct PreviewSink {
-  explicit PreviewSink(size_t max_chars) : max(max_chars) {}
+// (Outside the anonymous namespace: json_preview's lambdas capture it, which
+// GCC rejects from a unity batch, -Wsubobject-linkage.)
+struct JsonPreviewSink {
+  explicit JsonPreviewSink(size_t max_chars) : max(max_chars) {}
   size_t max, total = 0;
   std::string head;
   void put(std::string_view s) {
@@ -55,6 +55,8 @@ struct PreviewSink {
     total += s.size();
   }
 };
+
+namespace {
 
 const char* json_kind(const nlohmann::json::value_t t) {
   switch (t) {
@@ -69,7 +71,7 @@ const char* json_kind(const nlohmann::json::value_t t) {
 
 template <typename Json>
 std::string json_preview(const Json& value, size_t max_chars) {
-  PreviewSink sink(max_chars);
+  JsonPreviewSink sink(max_chars);
   const auto scalar = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
   struct Frame {
     const Json* v;
