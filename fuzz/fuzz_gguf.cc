@@ -14,9 +14,9 @@
 
 #include "zaya/core/error.h"
 #include "zaya/data/sentencepiece_proto.h"
+#include "zaya/formats/gguf_zaya_map.h"
 #include "zaya/io/gguf_parse.h"
 #include "zaya/io/gguf_vocab.h"
-#include "zaya/model/gguf_zaya_map.h"
 
 namespace {
 

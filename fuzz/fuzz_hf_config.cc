@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zaya/core/error.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json json;

@@ -17,14 +17,14 @@
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/gguf_vocab.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_config.h"
 #include "zaya/model/lora_peft.h"
-#include "zaya/model/native_config.h"
 #include "zaya/model/params.h"
 
 namespace zaya {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "zaya/dist/mesh.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/model.h"
-#include "zaya/model/model_directory.h"
 
 namespace zaya {
 

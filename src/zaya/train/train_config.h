@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "zaya/core/enum_names.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
-#include "zaya/model/model_directory.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"

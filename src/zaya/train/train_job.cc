@@ -178,7 +178,7 @@ TrainSummary TrainJob::run_steps() {
   // only the validation shards and sets no generator or sampler state of
   // training, so the steps after it are the same bit for bit.
   if (!resumed_ && step_ == 0 && phases_->val_data() != nullptr && run.eval_every > 0) {
-    heartbeat_.beat("eval", 0);
+    heartbeat_.beat(HeartbeatPhase::kEval, 0);
     const double val0 = validation_loss();
     log_.validation(0, val0);
     log_.initial_validation(val0);
