@@ -1,4 +1,4 @@
-// `zaya ckpt random` (model/random_checkpoint.h): the streamed directory, in
+// `zaya ckpt random` (formats/random_checkpoint.h): the streamed directory, in
 // either layout and dtype and split into shards, loads to exactly what the
 // normal path (ZayaModel::init, then a save in that layout and dtype) loads to.
 #include "zaya/formats/random_checkpoint.h"

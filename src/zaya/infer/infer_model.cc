@@ -60,7 +60,7 @@ struct InferModel::Builder {
   WeightDtype want = WeightDtype::kAuto;  // auto, bf16, f32: the matrices that are not int8
   bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
   std::string label;
-  bool native = false;  // tensors under native names (model/native_config.h, tensor_table.h)
+  bool native = false;  // tensors under native names (formats/native_config.h, tensor_table.h)
   std::set<std::string> used;
   std::set<WeightType> matrix_types;
 
