@@ -1,5 +1,5 @@
 // Fuzz target: a whole GGUF file (io/gguf_parse.h), then every accessor on
-// what the parser accepted, then the ZAYA mapping (model/gguf_zaya_map.h) and
+// what the parser accepted, then the ZAYA mapping (formats/gguf_zaya_map.h) and
 // the tokenizer keys (io/gguf_vocab.h) with the embedded SentencePiece
 // model's wire format (data/sentencepiece_proto.h).
 // Any exception other than zaya::Error, any sanitizer report and any broken
@@ -14,9 +14,9 @@
 
 #include "zaya/core/error.h"
 #include "zaya/data/sentencepiece_proto.h"
+#include "zaya/formats/gguf_zaya_map.h"
 #include "zaya/io/gguf_parse.h"
 #include "zaya/io/gguf_vocab.h"
-#include "zaya/model/gguf_zaya_map.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Fuzz target: config.json of a Hugging Face-style ZAYA directory
-// (model/hf_config.h). Inputs that are not JSON are skipped (nlohmann's parser
+// (formats/hf_config.h). Inputs that are not JSON are skipped (nlohmann's parser
 // is not ours to fuzz); the rest go through config_from_hf_json, and every
 // config it accepts must survive a write/read round trip unchanged.
 
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zaya/core/error.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json json;

@@ -13,10 +13,10 @@
 #include "fuzz_util.h"
 #include "zaya/core/error.h"
 #include "zaya/data/shard_format.h"
+#include "zaya/formats/gguf_zaya_map.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/io/gguf_vocab.h"
 #include "zaya/io/gguf_writer.h"
-#include "zaya/model/gguf_zaya_map.h"
-#include "zaya/model/hf_config.h"
 
 namespace fs = std::filesystem;
 

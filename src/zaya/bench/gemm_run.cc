@@ -8,7 +8,7 @@
 #include "zaya/bench/machine_info.h"
 #include "zaya/bench/stream.h"
 #include "zaya/core/error.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 namespace zaya {
 namespace {

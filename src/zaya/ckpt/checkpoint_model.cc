@@ -5,12 +5,12 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/model_directory.h"
 
 namespace zaya {
 namespace {

@@ -7,8 +7,8 @@
 #include "zaya/ckpt/writer.h"
 #include "zaya/core/test_util.h"
 #include "zaya/dist/comm.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/hf_config.h"
 
 namespace zaya {
 namespace {

@@ -62,7 +62,7 @@ struct CheckpointMeta {
   nlohmann::json state;     // trainer state: sampler, optimizer/controller steps, loss windows
   std::string config_toml;  // the resolved training config
   // The model on its own, so that readers need no training config: its
-  // config.json in the legacy keys (model/hf_config.h), and the tokenizer the
+  // config.json in the legacy keys (formats/hf_config.h), and the tokenizer the
   // data was built with (empty: none). Absent in checkpoints written before
   // they existed (ckpt/checkpoint_model.h falls back to config_toml).
   nlohmann::json model_config;

@@ -8,8 +8,8 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
+#include "zaya/formats/random_checkpoint.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/random_checkpoint.h"
 #include "zaya/train/checkpoint_tools.h"
 #include "zaya/train/model_export.h"
 

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "zaya/core/test_util.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/infer/test_util.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/ops/matvec.h"
 #include "zaya/ops/matvec_q8.h"
 

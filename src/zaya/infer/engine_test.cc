@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "zaya/core/test_util.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/io/safetensors_file.h"
-#include "zaya/model/hf_checkpoint.h"
 
 namespace zaya {
 namespace {

@@ -4,7 +4,7 @@
 //
 // From a Hugging Face directory (config.json + model.safetensors, or shards +
 // model.safetensors.index.json, legacy tensor names of spec §6.1, or the
-// native 40-layer layout of model/native_config.h) the files
+// native 40-layer layout of formats/native_config.h) the files
 // are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is used
 // in place from the mapping: ZAYA1-base's 17.7 GB of bf16 weights are never
 // widened or copied, pages are read on first touch and shared through the page
@@ -100,7 +100,7 @@ struct InferWeights {
 struct InferLoadOptions {
   // "auto": matrices as stored (BF16 and F32 used in place; a Q8_0 GGUF's
   // Q8_0 tensors as int8); "bf16" or "f32": converted; "int8": the int8 set
-  // (zaya_int8_matrix, model/gguf_zaya_map.h: the attention projections q, k,
+  // (zaya_int8_matrix, formats/gguf_zaya_map.h: the attention projections q, k,
   // the two value projections and o, every expert's fc1 and fc2, and the LM
   // head, which is the embedding when tied) in Q8_0 blocks (core/q8_0.h,
   // quantized from the stored values, or taken as they are from a Q8_0 GGUF),
@@ -181,7 +181,7 @@ class InferModel {
   // The tokenizer a training checkpoint's config names (data.tokenizer), or
   // a GGUF file's (load_gguf), else empty.
   const std::string& tokenizer_hint() const { return tokenizer_hint_; }
-  // "native" for the 40-layer layout of ZAYA1-8B and later (model/native_config.h), else "legacy".
+  // "native" for the 40-layer layout of ZAYA1-8B and later (formats/native_config.h), else "legacy".
   const char* layout() const { return native_ ? "native" : "legacy"; }
   // Native semantics: a token routed to the skip expert gets output 0 (legacy: p_skip * x).
   bool skip_outputs_zero() const { return native_; }

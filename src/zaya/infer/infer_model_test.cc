@@ -13,15 +13,15 @@
 
 #include "zaya/data/test_util.h"
 #include "zaya/data/tokenizer_gguf.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/infer/engine.h"
 #include "zaya/infer/generator.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/infer/text.h"
 #include "zaya/io/gguf_writer.h"
 #include "zaya/io/safetensors_dir.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/hf_config.h"
 
 namespace zaya {
 namespace {

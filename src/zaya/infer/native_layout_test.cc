@@ -3,7 +3,7 @@
 // and a native checkpoint (renamed tensors, stacked experts) giving the same
 // logits as the legacy checkpoint of the same weights, including the native
 // skip-expert semantics (output 0).
-#include "zaya/model/native_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/model/tensor_table.h"
 
 #include <gtest/gtest.h>
@@ -12,10 +12,10 @@
 #include <fstream>
 #include <map>
 
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/infer/engine.h"
 #include "zaya/infer/test_util.h"
 #include "zaya/io/safetensors_writer.h"
-#include "zaya/model/hf_checkpoint.h"
 
 namespace zaya {
 namespace {

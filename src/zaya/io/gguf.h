@@ -1,7 +1,7 @@
 #pragma once
 // GGUF files (ggml-org/ggml docs/gguf.md, version 3): a memory-mapped,
 // validated reader. The writer is in gguf_writer.h; the ZAYA tensor mapping in
-// model/gguf_zaya.h; docs/formats-gguf.md describes both.
+// formats/gguf_zaya.h; docs/formats-gguf.md describes both.
 //
 //   GgufFile f = GgufFile::open("model.gguf");
 //   std::string arch = f.metadata().get_string("general.architecture");

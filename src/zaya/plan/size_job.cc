@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/io/atomic_file.h"
-#include "zaya/model/hf_config.h"
 
 namespace zaya {
 

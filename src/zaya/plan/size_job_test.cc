@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "zaya/core/test_util.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/io/json_file.h"
-#include "zaya/model/hf_config.h"
 
 namespace zaya {
 namespace {

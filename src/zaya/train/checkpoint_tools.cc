@@ -16,11 +16,11 @@
 #include "zaya/core/error.h"
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/dist/comm.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/model_directory.h"
 #include "zaya/train/state_tensors.h"
 
 namespace zaya {

@@ -5,8 +5,8 @@
 
 #include "zaya/core/error.h"
 #include "zaya/dist/comm.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/model_directory.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/model_directory.h"
 
 namespace zaya {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The final weights of a run as a Hugging Face-style model directory
-// (config.json + model.safetensors, legacy or native names, model/model_directory.h),
+// (config.json + model.safetensors, legacy or native names, formats/model_directory.h),
 // written by rank 0. Under expert parallelism every rank's experts are
 // gathered first (collective on all ranks), and the file lists the tensors in
 // the canonical order of a full table, so it is the same whatever ep was.
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "zaya/dist/mesh.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/model.h"
-#include "zaya/model/model_directory.h"
 
 namespace zaya {
 

@@ -11,7 +11,7 @@
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
 #include "zaya/dist/mesh.h"
-#include "zaya/model/model_directory.h"
+#include "zaya/formats/model_directory.h"
 
 namespace zaya {
 

@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "zaya/core/test_util.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/model_directory.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/train/bench_train.h"
 
 namespace zaya {

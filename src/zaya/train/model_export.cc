@@ -12,14 +12,14 @@
 #include "zaya/core/error.h"
 #include "zaya/data/tokenizer.h"
 #include "zaya/data/tokenizer_gguf.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_dtype.h"
-#include "zaya/model/gguf_zaya.h"
-#include "zaya/model/hf_checkpoint.h"
-#include "zaya/model/hf_config.h"
 #include "zaya/model/lora_peft.h"
-#include "zaya/model/model_directory.h"
 #include "zaya/train/checkpoint_tools.h"
 
 namespace zaya {

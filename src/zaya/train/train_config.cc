@@ -13,9 +13,9 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/suggest.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/native_config.h"
 #include "zaya/model/recompute.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"

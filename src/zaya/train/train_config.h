@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "zaya/core/enum_names.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
-#include "zaya/model/model_directory.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
@@ -55,7 +55,7 @@ struct RunConfig {
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
   std::string save_dtype = "f32";                          // weights written at the end: f32 or bf16
-  DirectoryLayout save_layout = DirectoryLayout::kLegacy;  // and their layout (model/model_directory.h)
+  DirectoryLayout save_layout = DirectoryLayout::kLegacy;  // and their layout (formats/model_directory.h)
   // GEMM operands of the forward and backward: "f32", "bf16" (float32 master
   // weights, gradients and optimizer state; docs/model.md "Precision") or
   // "auto" (bf16 where the CPU has native bf16 GEMMs). f32 by default: a

@@ -4,7 +4,7 @@
 
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/error.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 namespace zaya {
 namespace {

@@ -1,7 +1,7 @@
 // Writing and reading ZAYA GGUF files (gguf_zaya.h); the mapping itself is in
 // gguf_zaya_map.cc.
 
-#include "zaya/model/gguf_zaya.h"
+#include "zaya/formats/gguf_zaya.h"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include <unordered_set>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/io/utf8.h"
-#include "zaya/model/hf_config.h"
 #include "zaya/model/params.h"
 
 namespace zaya {

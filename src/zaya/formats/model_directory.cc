@@ -1,4 +1,4 @@
-#include "zaya/model/model_directory.h"
+#include "zaya/formats/model_directory.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,11 +13,11 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/native_config.h"
 #include "zaya/model/tensor_table.h"
 
 namespace zaya {

@@ -1,6 +1,6 @@
 // ZAYA <-> GGUF: the tensor mapping, metadata, round trips and bad files.
 
-#include "zaya/model/gguf_zaya.h"
+#include "zaya/formats/gguf_zaya.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/core/test_util.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/model/params.h"
 #include "zaya/model/test_config.h"
 

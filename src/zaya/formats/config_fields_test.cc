@@ -10,11 +10,11 @@
 #include <map>
 #include <set>
 
+#include "zaya/formats/gguf_zaya_map.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/gguf_writer.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/gguf_zaya_map.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/native_config.h"
 
 namespace zaya {
 namespace {

@@ -1,9 +1,9 @@
-#include "zaya/model/layout_counts.h"
+#include "zaya/formats/layout_counts.h"
 
 #include <set>
 #include <string>
 
-#include "zaya/model/gguf_zaya_map.h"
+#include "zaya/formats/gguf_zaya_map.h"
 #include "zaya/model/params.h"
 #include "zaya/model/tensor_table.h"
 

@@ -11,9 +11,9 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/core/test_util.h"
+#include "zaya/formats/golden_fixture.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/io/safetensors_file.h"
-#include "zaya/model/golden_fixture.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 #include "zaya/ops/bf16_linear.h"
 

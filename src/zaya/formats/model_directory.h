@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "zaya/core/enum_names.h"
-#include "zaya/model/hf_checkpoint.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
 namespace zaya {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/formats/golden_fixture.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/io/safetensors_file.h"
-#include "zaya/model/golden_fixture.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
 namespace zaya {

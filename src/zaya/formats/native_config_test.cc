@@ -1,12 +1,12 @@
 // config.json in both Hugging Face layouts: every preset written and read back
 // gives the same ZayaConfig; the sliding-window keys with the upstream
 // semantics (spec §12); the keys the hub configs really carry.
-#include "zaya/model/native_config.h"
+#include "zaya/formats/native_config.h"
 
 #include <gtest/gtest.h>
 
 #include "zaya/core/test_util.h"
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 namespace zaya {
 namespace {

@@ -1,4 +1,4 @@
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/config_json.h"
 #include "zaya/io/json_file.h"
-#include "zaya/model/config_json.h"
 
 namespace zaya {
 namespace {

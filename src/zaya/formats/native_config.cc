@@ -1,13 +1,13 @@
-#include "zaya/model/native_config.h"
+#include "zaya/formats/native_config.h"
 
 #include <fmt/format.h>
 
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/config_json.h"
+#include "zaya/formats/hf_config.h"
 #include "zaya/io/json_file.h"
-#include "zaya/model/config_json.h"
-#include "zaya/model/hf_config.h"
 
 namespace zaya {
 namespace {

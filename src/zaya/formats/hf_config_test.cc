@@ -1,11 +1,11 @@
 // config.json in the legacy keys: our own round trip, and keys that would
 // change the computation refused by name rather than ignored (spec §11).
-#include "zaya/model/hf_config.h"
+#include "zaya/formats/hf_config.h"
 
 #include <gtest/gtest.h>
 
 #include "zaya/core/test_util.h"
-#include "zaya/model/native_config.h"
+#include "zaya/formats/native_config.h"
 
 namespace zaya {
 namespace {

@@ -1,4 +1,4 @@
-#include "zaya/model/config_json.h"
+#include "zaya/formats/config_json.h"
 
 #include <fmt/format.h>
 

@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "zaya/formats/gguf_zaya_map.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/io/gguf.h"
 #include "zaya/model/config.h"
-#include "zaya/model/gguf_zaya_map.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
 namespace zaya {

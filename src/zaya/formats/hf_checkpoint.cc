@@ -1,4 +1,4 @@
-#include "zaya/model/hf_checkpoint.h"
+#include "zaya/formats/hf_checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,12 +6,12 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_header.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/native_config.h"
 #include "zaya/model/tensor_table.h"
 
 namespace zaya {

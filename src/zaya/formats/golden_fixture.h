@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/io/safetensors_file.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 
 namespace zaya {

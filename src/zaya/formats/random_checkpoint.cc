@@ -1,4 +1,4 @@
-#include "zaya/model/random_checkpoint.h"
+#include "zaya/formats/random_checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_writer.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/native_config.h"
 #include "zaya/model/params.h"
 #include "zaya/model/tensor_table.h"
 #include "zaya/model/weights.h"

@@ -9,10 +9,10 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/formats/gguf_zaya_map.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/io/utf8.h"
 #include "zaya/model/config_fields.h"
-#include "zaya/model/gguf_zaya_map.h"
 #include "zaya/model/params.h"
 
 namespace zaya {

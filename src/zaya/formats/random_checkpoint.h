@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/config.h"
-#include "zaya/model/model_directory.h"
 
 namespace zaya {
 

@@ -14,10 +14,10 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/rng.h"
 #include "zaya/core/test_util.h"
-#include "zaya/model/hf_checkpoint.h"
+#include "zaya/formats/hf_checkpoint.h"
+#include "zaya/formats/model_directory.h"
 #include "zaya/model/lora.h"
 #include "zaya/model/model.h"
-#include "zaya/model/model_directory.h"
 #include "zaya/model/test_config.h"
 
 namespace zaya {

@@ -1,7 +1,7 @@
-// `zaya ckpt random` (model/random_checkpoint.h): the streamed directory, in
+// `zaya ckpt random` (formats/random_checkpoint.h): the streamed directory, in
 // either layout and dtype and split into shards, loads to exactly what the
 // normal path (ZayaModel::init, then a save in that layout and dtype) loads to.
-#include "zaya/model/random_checkpoint.h"
+#include "zaya/formats/random_checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/test_util.h"
+#include "zaya/formats/hf_checkpoint.h"
 #include "zaya/io/safetensors_dir.h"
-#include "zaya/model/hf_checkpoint.h"
 #include "zaya/model/model.h"
 #include "zaya/model/test_config.h"
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "zaya/core/error.h"
-#include "zaya/model/gguf_zaya_map.h"
+#include "zaya/formats/gguf_zaya_map.h"
 #include "zaya/model/params.h"
 
 namespace zaya {

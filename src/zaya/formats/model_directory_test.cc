@@ -2,7 +2,7 @@
 // small width imports in either spelling, and its weights round-trip legacy ->
 // native -> legacy bit for bit; tensor counts of each layout; the
 // init_from check's differences.
-#include "zaya/model/model_directory.h"
+#include "zaya/formats/model_directory.h"
 
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include <random>
 
 #include "zaya/core/test_util.h"
+#include "zaya/formats/hf_config.h"
+#include "zaya/formats/layout_counts.h"
+#include "zaya/formats/native_config.h"
 #include "zaya/io/safetensors_dir.h"
-#include "zaya/model/hf_config.h"
-#include "zaya/model/layout_counts.h"
-#include "zaya/model/native_config.h"
 
 namespace zaya {
 namespace {

@@ -1,0 +1,94 @@
+#pragma once
+// InferModel's builder (infer_model.h): binds every tensor of the layout to
+// the weights an InferModel holds. Internal to infer_model.cc and
+// infer_model_builder.cc.
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "zaya/core/enum_names.h"
+#include "zaya/formats/gguf_zaya.h"
+#include "zaya/infer/infer_model.h"
+#include "zaya/io/safetensors_dir.h"
+#include "zaya/io/safetensors_dtype.h"
+#include "zaya/model/params.h"
+#include "zaya/model/tensor_table.h"
+
+namespace zaya {
+
+// --dtype of the inference verbs, parsed once (infer_model.h).
+enum class WeightDtype { kAuto, kBF16, kF32, kInt8 };
+inline constexpr EnumName<WeightDtype> kWeightDtypeNames[] = {{WeightDtype::kAuto, "auto"},
+                                                              {WeightDtype::kBF16, "bf16"},
+                                                              {WeightDtype::kF32, "f32"},
+                                                              {WeightDtype::kInt8, "int8"}};
+
+// Binds every tensor of the layout (spec §6.1), from either a safetensors
+// directory or a ZayaModel, converting where the requested dtype says so.
+struct InferModel::Builder {
+  explicit Builder(InferModel& model) : m(model) {}
+  InferModel& m;
+  const SafetensorsDir* st = nullptr;
+  const ZayaModel* zm = nullptr;
+  const ZayaGgufFile* q8_file = nullptr;  // a Q8_0 GGUF whose Q8_0 tensors are taken as they are (zm holds the rest)
+  WeightDtype want = WeightDtype::kAuto;  // auto, bf16, f32: the matrices that are not int8
+  bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
+  std::string label;
+  bool native = false;  // tensors under native names (formats/native_config.h, tensor_table.h)
+  std::set<std::string> used;
+  std::set<WeightType> matrix_types;
+
+  template <typename T>
+  T* alloc(int64_t n) {
+    m.owned_.push_back(aligned_alloc_array<uint8_t>(size_t(n) * sizeof(T)));
+    return reinterpret_cast<T*>(m.owned_.back().get());
+  }
+
+  // The tensor holding entry `e` in the file (a native name and expert slice, or its legacy name).
+  NativeTensorRef ref(const ParamEntry& e) const;
+
+  void check_present(const ParamEntry& e);
+
+  // dtype "int8": the attention and expert matrices int8, the other matrices bf16
+  // (as the community's quantized ZAYA1 checkpoints keep them).
+  void set_dtype(WeightDtype dtype);
+
+  bool int8_matrix(const ParamEntry& e) const;
+
+  // Float pointer of a tensor held by the in-memory model.
+  const float* model_ptr(const std::string& name) const;
+
+  // A small tensor as float32 (a copy from a file, the arena in place otherwise).
+  const float* vec(const ParamEntry& e);
+
+  WeightMatrix convert(const float* src, int64_t rows, int64_t cols, WeightType to);
+
+  WeightMatrix mat(const ParamEntry& e);
+
+  WeightMatrix file_mat(const ParamEntry& e);
+
+  // n elements of a float dtype (possibly unaligned) as float32.
+  static void decode_f32(SafetensorsDtype dtype, const uint8_t* src, int64_t n, float* dst);
+
+  // The grouped conv [C, d, k1] repacked to [C, k1 d] (see InferAttention::conv_b).
+  WeightMatrix conv_b(const ParamEntry& e);
+
+  // Every tensor of the layout (tensor_table.h) into its place.
+  void build();
+
+  MergeVectors& merge_at(int n);
+
+  void bind(const ParamEntry& e);
+
+  // Whether `w` is used in place from the file mapping (not an owned copy).
+  bool files_hold(const WeightMatrix& w) const;
+
+  // Q8_0 blocks (core/q8_0.h) from the stored values, row by row: the bytes
+  // `zaya ckpt export --dtype q8_0` writes for the same values, each row
+  // regrouped into the split layout as a Q8_0 file's are.
+  void to_int8(WeightMatrix& w);
+
+  void count_bytes();
+};
+
+}  // namespace zaya
