@@ -129,15 +129,15 @@ struct ExpertRun {
   }
 
   void run(const ZayaConfig& c, const MoeWeights& w, const std::vector<int32_t>& choice_TJ, int64_t T,
-           const float* x_TD, const float* dy_MD, Comm* ep) {
+           const float* x_TD, const float* dy_MD, Comm* ep, const Precision& precision = {}) {
     build_expert_plan(plan, choice_TJ.data(), T, c.top_k);
     g_fc1.assign(size_t(w.expert_count * 2 * c.expert_ffn * c.hidden), 0.0f);
     g_fc2.assign(size_t(w.expert_count * c.hidden * c.expert_ffn), 0.0f);
     MoeWeights g = w;
     g.fc1_E2FD = g_fc1.data();
     g.fc2_EDF = g_fc2.data();
-    experts_forward(c, w, plan, x_TD, acts, scratch, ep);
-    experts_backward(c, w, g, acts, scratch, ep, dy_MD, dxp_MD.data());
+    experts_forward(c, precision, w, plan, x_TD, acts, scratch, ep);
+    experts_backward(c, precision, w, g, acts, scratch, ep, dy_MD, dxp_MD.data());
   }
 };
 
@@ -291,15 +291,16 @@ void check_case(const ZayaConfig& base, const Case& k, int ep_size, uint64_t cas
   std::vector<uint16_t> both_bf16(both.size());
   for (size_t i = 0; i < both.size(); ++i) both_bf16[i] = float_to_bf16(both[i]);
   const Bf16Weights bf16{both.data(), int64_t(both.size()), both_bf16.data()};
-  const Bf16GemmScope scope(&bf16);
+  Bf16Context context(&bf16);
+  const Precision precision{&context};
   MoeWeights in_both = local;
   in_both.fc1_E2FD = both.data() + local.expert_first * 2 * F * D;
   in_both.fc2_EDF = both.data() + int64_t(fc1.size()) + local.expert_first * D * F;
   ExpertRun f32_rows(c, T, T_max, ep_size, 0.0f), bf16_rows(c, T, T_max, ep_size, std::nanf(""), true);
   build_expert_plan(f32_rows.plan, tokens[me].choice_TJ.data(), T, K);
   build_expert_plan(bf16_rows.plan, tokens[me].choice_TJ.data(), T, K);
-  f32_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
-  bf16_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get());
+  f32_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get(), precision);
+  bf16_rows.run(c, in_both, tokens[me].choice_TJ, T, x_TD, dy.data(), ep.get(), precision);
   if (rows > 0) {
     EXPECT_NE(0, std::memcmp(f32_rows.acts.y_MD, got.acts.y_MD, sizeof(float) * rows * D)) << "not bf16, " << where;
   }

@@ -59,7 +59,7 @@ void LinearRunner::gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t
       }
     }
     float* c = cbuf_.get();
-    gemm_bf16(false, true, padded, O, I, xb, I, wb, I, c, O);
+    gemm_bf16(gemms_, false, true, padded, O, I, xb, I, wb, I, c, O);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; ++r) {
       float* dst = y + (t0 + r) * ldy;

@@ -20,6 +20,7 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/infer/infer_model.h"
+#include "zaya/ops/matmul_bf16.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
@@ -64,6 +65,7 @@ class LinearRunner {
   int64_t chunk_rows_ = 0;   // rows per bf16 GEMM call
   AlignedPtr<uint16_t> xb_;  // [chunk_rows, max_in] activations in bf16
   AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output
+  Bf16GemmCache gemms_;      // the bf16 GEMMs' primitives
   Q8Activations xq_;         // the input of int8 products, quantized
 };
 

@@ -26,13 +26,13 @@ int64_t fused_width(const ZayaConfig& c) { return c.q_width() + 2 * c.kv_width()
 
 // The convolutions' taps (cca_time0 / cca_time1); under cp the halo has
 // conv_halo_rows(c) rows per piece (the last history() of them used).
-CcaConvShape conv_shape(const ZayaConfig& c, const BatchShape& b) {
+CcaConvShape conv_shape(const ZayaConfig& c, const Precision& precision, const BatchShape& b) {
   CcaConvShape s{b.batch, b.seq, c.conv_channels(), c.head_dim, fused_width(c)};
   s.taps_a = c.conv_kernel0;
   s.taps_b = c.conv_kernel1;
   s.hist_rows = conv_halo_rows(c);
   s.doc_pos = b.doc_pos_T;
-  s.bf16_gemms = current_bf16_weights() != nullptr;  // mixed precision: conv B's products in bf16
+  s.bf16 = precision.bf16;  // mixed precision: conv B's products in bf16
   return s;
 }
 CcaMixShape mix_shape(const ZayaConfig& c, const BatchShape& b) {
@@ -124,9 +124,9 @@ void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t B
   }
 }
 
-void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
-                             AttentionScratch& s, const BatchShape& b, const float* x_TD, float* out_TD,
-                             const BlockLora* lora) {
+void attention_block_forward(const ZayaConfig& c, const Precision& precision, int64_t block, const AttentionWeights& w,
+                             AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
+                             float* out_TD, const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c);
   const RopeTable& rope = rope_of(c, block, b);
   {
@@ -135,9 +135,10 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
       for (LoraTarget t : kLoraQkvTargets)
         ZAYA_CHECK(lora == nullptr || !lora->has(t),
                    "internal error: a q/k/v adapter reads the attention input in float32");
-      linear_forward_bf16_keep(a.qkv_TP, x_TD, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P, false);
+      linear_forward_bf16_keep(*precision.bf16, a.qkv_TP, x_TD, a.x_bf16_TD, precision.bf16->required_copy_of(w.qkv_PD),
+                               T, D, P, false);
     } else {
-      linear_forward<float>(a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
+      linear_forward<float>(precision, a.qkv_TP, x_TD, w.qkv_PD, T, D, P);
     }
     // q, k and the value streams are rows of the fused product: each adapter adds into its columns.
     for (LoraTarget t : kLoraQkvTargets)
@@ -153,7 +154,7 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
   }
   const BatchShape pieces = conv_pieces(b);
   cca_conv_forward<float>(s.c_TC, a.conv_a_BUC, a.qkv_TP, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, w.conv_b_b_C,
-                          conv_shape(c, pieces), s.conv, hist);
+                          conv_shape(c, precision, pieces), s.conv, hist);
   cca_mean_terms_forward<float>(a.q_pre_TQ, a.k_pre_TK, s.c_TC, a.qkv_TP, mix_shape(c, b));
   cca_values_forward<float>(a.v_TK, a.qkv_TP, mix_shape(c, pieces), hist);
   // Under context parallelism V, then K, travel while the queries are normalised and rotated.
@@ -177,35 +178,37 @@ void attention_block_forward(const ZayaConfig& c, int64_t block, const Attention
     k = s.k_full_BSK;
     v = s.v_full_BSK;
   }
-  if (current_bf16_weights() != nullptr && attention_bf16_supports(as)) {
-    attention_forward_bf16(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as);
+  if (precision.bf16_gemms() && attention_bf16_supports(as)) {
+    attention_forward_bf16(*precision.bf16, a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as);
   } else {
     attention_forward<float>(a.o_TQ, a.lse_BHS, a.q_TQ, k, v, as, s.attn);
   }
-  adapted_linear_forward(out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D,
+  adapted_linear_forward(precision, out_TD, a.o_TQ, w.o_DQ, T, c.q_width(), D,
                          lora_branch(c, lora, LoraTarget::kO, T, D, LoraPass::kForward));
 }
 
-void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
-                              const AttentionActs& a, AttentionScratch& s, const BatchShape& b, const float* x_TD,
-                              const float* dout_TD, float* dx_TD, const BlockLora* lora) {
+void attention_block_backward(const ZayaConfig& c, const Precision& precision, int64_t block, const AttentionWeights& w,
+                              const AttentionWeights& g, const AttentionActs& a, AttentionScratch& s,
+                              const BatchShape& b, const float* x_TD, const float* dout_TD, float* dx_TD,
+                              const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, P = fused_width(c), Q = c.q_width(), K = c.kv_width();
   const RopeTable& rope = rope_of(c, block, b);
   ZAYA_PROFILE_SCOPE("attn.bwd");
   // out = O Wo^T
   zero_fill(s.dO_TQ, T * Q);
-  adapted_linear_backward(s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D,
+  adapted_linear_backward(precision, s.dO_TQ, g.o_DQ, dout_TD, a.o_TQ, w.o_DQ, T, Q, D,
                           lora_branch(c, lora, LoraTarget::kO, T, D, LoraPass::kBackward));
   // attention
   zero_fill(s.dq_TQ, T * Q);
   zero_fill(s.dk_TK, T * K);
   zero_fill(s.dv_TK, T * K);
   const ContextParallel* cp = b.cp;
-  const bool bf16 = current_bf16_weights() != nullptr;
+  const bool bf16 = precision.bf16_gemms();
   if (cp == nullptr) {
     const AttentionShape as = attn_shape(c, block, b);
     if (bf16 && attention_bf16_supports(as)) {
-      attention_backward_bf16(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS, as);
+      attention_backward_bf16(*precision.bf16, s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ,
+                              a.lse_BHS, as);
     } else {
       attention_backward<float>(s.dq_TQ, s.dk_TK, s.dv_TK, s.dO_TQ, a.q_TQ, a.k_TK, a.v_TK, a.o_TQ, a.lse_BHS, as,
                                 s.attn);
@@ -225,8 +228,8 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
     zero_fill(s.dk_full_BSK, full);
     zero_fill(s.dv_full_BSK, full);
     if (bf16 && attention_bf16_supports(as)) {
-      attention_backward_bf16(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
-                              a.o_TQ, a.lse_BHS, as);
+      attention_backward_bf16(*precision.bf16, s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK,
+                              s.v_full_BSK, a.o_TQ, a.lse_BHS, as);
     } else {
       attention_backward<float>(s.dq_TQ, s.dk_full_BSK, s.dv_full_BSK, s.dO_TQ, a.q_TQ, s.k_full_BSK, s.v_full_BSK,
                                 a.o_TQ, a.lse_BHS, as, s.attn);
@@ -265,16 +268,18 @@ void attention_block_backward(const ZayaConfig& c, int64_t block, const Attentio
   float* sink_bb = sink_wb + C * c.head_dim * c.conv_kernel1;
   cca_conv_backward<float>(s.dqkv_TP, frozen_conv ? sink_wa : g.conv_a_w_C12, frozen_conv ? sink_ba : g.conv_a_b_C,
                            frozen_conv ? sink_wb : g.conv_b_w_Cd2, frozen_conv ? sink_bb : g.conv_b_b_C, s.dc_TC,
-                           a.qkv_TP, a.conv_a_BUC, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2, conv_shape(c, pieces),
-                           s.da_BUC, s.conv, cp != nullptr ? a.hist_2B2P : nullptr, dhist);
+                           a.qkv_TP, a.conv_a_BUC, w.conv_a_w_C12, w.conv_a_b_C, w.conv_b_w_Cd2,
+                           conv_shape(c, precision, pieces), s.da_BUC, s.conv, cp != nullptr ? a.hist_2B2P : nullptr,
+                           dhist);
   if (cp != nullptr) {
     ZAYA_PROFILE_SCOPE("attn.bwd.cp_halo");
     cp_halo_backward(*cp, dhist, s.dqkv_TP, b.batch, P, s.halo_send, s.halo_recv);
   }
   if (a.x_bf16_TD != nullptr) {
-    linear_backward_bf16_kept(dx_TD, g.qkv_PD, s.dqkv_TP, a.x_bf16_TD, scoped_bf16_copy(w.qkv_PD), T, D, P);
+    linear_backward_bf16_kept(*precision.bf16, dx_TD, g.qkv_PD, s.dqkv_TP, a.x_bf16_TD,
+                              precision.bf16->required_copy_of(w.qkv_PD), T, D, P);
   } else {
-    linear_backward<float>(dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
+    linear_backward<float>(precision, dx_TD, g.qkv_PD, s.dqkv_TP, x_TD, w.qkv_PD, T, D, P);
   }
   for (LoraTarget t : kLoraQkvTargets)
     lora_branch_backward(dx_TD, s.dqkv_TP, x_TD, lora_branch(c, lora, t, T, P, LoraPass::kBackward));

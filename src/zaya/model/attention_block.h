@@ -27,6 +27,7 @@
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
 #include "zaya/model/weights.h"
+#include "zaya/ops/precision.h"
 
 namespace zaya {
 
@@ -89,15 +90,17 @@ void carve_attention_acts(AttentionActs& a, const ZayaConfig& c, int64_t batch, 
 void carve_attention_scratch(AttentionScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int threads,
                              Arena& arena, int cp = 0);
 
-// out_TD = block(x_TD) for block `block` (0 .. num_blocks - 1: its window and RoPE base).
+// out_TD = block(x_TD) for block `block` (0 .. num_blocks - 1: its window and RoPE base),
+// its products in `precision` (ops/precision.h).
 // lora: the block's adapters (model/lora.h), whose attention targets add their branches; null: none.
-void attention_block_forward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, AttentionActs& a,
-                             AttentionScratch& s, const BatchShape& shape, const float* x_TD, float* out_TD,
-                             const BlockLora* lora = nullptr);
+void attention_block_forward(const ZayaConfig& c, const Precision& precision, int64_t block, const AttentionWeights& w,
+                             AttentionActs& a, AttentionScratch& s, const BatchShape& shape, const float* x_TD,
+                             float* out_TD, const BlockLora* lora = nullptr);
 
 // Adds into dx_TD and the parameter gradients g.
-void attention_block_backward(const ZayaConfig& c, int64_t block, const AttentionWeights& w, const AttentionWeights& g,
-                              const AttentionActs& a, AttentionScratch& s, const BatchShape& shape, const float* x_TD,
-                              const float* dout_TD, float* dx_TD, const BlockLora* lora = nullptr);
+void attention_block_backward(const ZayaConfig& c, const Precision& precision, int64_t block, const AttentionWeights& w,
+                              const AttentionWeights& g, const AttentionActs& a, AttentionScratch& s,
+                              const BatchShape& shape, const float* x_TD, const float* dout_TD, float* dx_TD,
+                              const BlockLora* lora = nullptr);
 
 }  // namespace zaya

@@ -186,9 +186,13 @@ class ModelWorkspace {
   // the one shared set of recomputed ones), then the scratch.
   int64_t bytes() const;
   int64_t activation_bytes() const;
-  // Sizes the bf16 conversion scratch (ops/bf16_linear.h) for this
-  // workspace's largest operands, so a bf16 step loop allocates nothing.
-  void reserve_bf16_gemms() const;
+  // Sizes the scratch of this workspace's Bf16Context (ops/precision.h) for
+  // its largest operands, so a bf16 step loop allocates nothing.
+  void reserve_bf16_gemms();
+  // The precision of a pass of `model` in this workspace: bf16 GEMMs with
+  // this workspace's Bf16Context over the model's bf16 copy when it has one
+  // (ZayaModel::enable_bf16_gemms), else float32.
+  Precision precision_for(const ZayaModel& model);
   // Buffers for running a model with LoRA adapters of this rank and these
   // targets (kept adapter inputs, scratch); needed before a forward of such a model.
   void enable_lora(const ZayaConfig& config, const LoraConfig& lora);
@@ -208,9 +212,23 @@ class ModelWorkspace {
   AttentionActs& attn_acts(int64_t b) { return attn_[attn_.size() == 1 ? 0 : size_t(b)]; }
   MoeActs& moe_acts(int64_t l);
   const float* moe_router_state(int64_t l) const;
+  // model_forward's steps (model/model_forward.cc): its checks; this rank's
+  // rows of the batch (ids, targets, positions; the chunks of each sequence
+  // under context parallelism) and the pass's shape; the blocks' LoRA
+  // adapters and dropout stream; the block of half-layer n (attention when
+  // n is even, else MoE), counting its routing into `stats` and returning
+  // its router losses; the LM head and the loss into `parts`.
+  void check_pass(const ZayaModel& model, int64_t batch, int64_t seq, bool has_targets, const HeadGradient* head) const;
+  void stage_batch(const ZayaConfig& config, const int32_t* ids_BS, const int32_t* targets_BS,
+                   const int32_t* doc_pos_BS, int64_t batch, int64_t seq);
+  void bind_lora_pass(const ZayaModel& model);
+  double block_forward(const ZayaModel& model, const Precision& precision, int64_t n, const MoeLossOptions& loss,
+                       RoutingStats& stats);
+  void lm_head_forward(const ZayaModel& model, const Precision& precision, bool has_targets, const HeadGradient* head,
+                       LossParts& parts);
   // Before the backward of half-layer k: its forward again when it is
   // recomputed (no routing statistics, no losses counted).
-  void recompute_half_layer(const ZayaModel& model, int64_t k, const MoeLossOptions& loss);
+  void recompute_half_layer(const ZayaModel& model, const Precision& precision, int64_t k, const MoeLossOptions& loss);
   int64_t max_batch_, max_seq_;
   bool training_;
   Recompute recompute_ = Recompute::kNone;
@@ -219,6 +237,7 @@ class ModelWorkspace {
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
   CcaConvShape bf16_conv_;
+  Bf16Context bf16_;  // the scratch and GEMM primitives of bf16 passes in this workspace
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
   ContextParallel cp_;

@@ -47,8 +47,8 @@ LoraTarget router_target(RouterMatrix m) {
 // backward adds the branches' input and adapter gradients.
 class LoraRouterProducts final : public RouterProducts<float>, public RouterBranches<float> {
  public:
-  LoraRouterProducts(const ZayaConfig& c, const MoeWeights& w, const BlockLora* lora)
-      : c_(c), arrays_(router_params<const float>(w)), lora_(lora) {}
+  LoraRouterProducts(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const BlockLora* lora)
+      : c_(c), arrays_(precision, router_params<const float>(w)), lora_(lora) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     arrays_.apply(m, y_TO, x_TI, tokens, in, out);
     lora_branch_forward(y_TO, x_TI, lora_branch(c_, lora_, router_target(m), tokens, out, LoraPass::kForward));
@@ -107,14 +107,15 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S,
   s.eda_carry_TR = arena.carve(T * R);
 }
 
-double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* bias_N, MoeActs& a, MoeScratch& s,
-                         const BatchShape& b, const float* x_TD, const float* r_prev_TR, float* out_TD,
-                         const MoeLossOptions& loss, RoutingStats& stats, Comm* ep, const BlockLora* lora) {
+double moe_block_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const float* bias_N,
+                         MoeActs& a, MoeScratch& s, const BatchShape& b, const float* x_TD, const float* r_prev_TR,
+                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep,
+                         const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), J = c.top_k;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
   const RouterWeights<float> rw = router_params<const float>(w);
-  LoraRouterProducts products(c, w, lora);
+  LoraRouterProducts products(c, precision, w, lora);
   RouterActs<float>& ra = a.router;
   const RouterLosses losses =
       router_forward<float>(rw, products, router_shape(c, T), x_TD, r_prev_TR, bias_N, ra, router_loss(loss, 1.0f));
@@ -139,14 +140,14 @@ double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* 
 
   // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
   build_expert_plan(a.plan, ra.choice_TJ, T, J);
-  experts_forward(c, w, a.plan, x_TD, a.experts, s.experts, ep, lora);
+  experts_forward(c, precision, w, a.plan, x_TD, a.experts, s.experts, ep, lora);
   combine_forward<float>(out_TD, a.experts.y_MD, x_TD, ra.gate_TJ, ra.choice_TJ, a.plan, T, J, D, c.skip_slot());
   return extra;
 }
 
-void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
-                        const BatchShape& b, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
-                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep,
+void moe_block_backward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const MoeWeights& g,
+                        const MoeActs& a, MoeScratch& s, const BatchShape& b, const float* x_TD, const float* r_prev_TR,
+                        const float* dout_TD, float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep,
                         const BlockLora* lora) {
   const int64_t T = b.tokens(), D = c.hidden, J = c.top_k;
   ZAYA_PROFILE_SCOPE("moe.bwd");
@@ -154,13 +155,13 @@ void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeigh
   zero_fill(s.dgate_TJ, T * J);
   combine_backward<float>(s.dy_MD, s.dgate_TJ, dx_TD, dout_TD, a.experts.y_MD, x_TD, a.router.gate_TJ,
                           a.router.choice_TJ, a.plan, T, J, D, c.skip_slot());
-  experts_backward(c, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD, lora);
+  experts_backward(c, precision, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD, lora);
   scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 
   // ---- router: consumes the next layer's EDA carry and leaves there the previous layer's ----
-  LoraRouterProducts branches(c, w, lora);
-  router_backward<float>(router_params<const float>(w), router_params<float>(g), router_shape(c, T), a.router, s.router,
-                         x_TD, r_prev_TR, s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR,
+  LoraRouterProducts branches(c, precision, w, lora);
+  router_backward<float>(precision, router_params<const float>(w), router_params<float>(g), router_shape(c, T),
+                         a.router, s.router, x_TD, r_prev_TR, s.dgate_TJ, s.eda_carry_TR, dx_TD, s.eda_carry_TR,
                          router_loss(loss, aux_grad_scale), lora != nullptr ? &branches : nullptr);
 }
 

@@ -63,24 +63,23 @@ void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t batch, int64_t seq,
 void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_t seq, int64_t ep_ranks, bool keep_bf16,
                        Arena& arena);
 
-// out_TD = block(x_TD). r_prev_TR: previous MoE layer's router state (null for the first).
-// ep: expert-parallel group (null: one rank holds every expert).
-// Adds this layer's routing counts into stats; returns aux + z loss of the layer (0 if disabled).
-// lora: the block's adapters (model/lora.h): its router targets add their
-// branches to the router's products, its expert targets to each expert's
-// fc1 / fc2 (model/moe_experts.h); null: none.
-double moe_block_forward(const ZayaConfig& c, const MoeWeights& w, const float* balancing_bias_N, MoeActs& a,
-                         MoeScratch& s, const BatchShape& shape, const float* x_TD, const float* r_prev_TR,
-                         float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep,
-                         const BlockLora* lora = nullptr);
+// out_TD = block(x_TD), its products in `precision` (ops/precision.h). r_prev_TR: previous MoE layer's router state
+// (null for the first). ep: expert-parallel group (null: one rank holds every expert). Adds this layer's routing counts
+// into stats; returns aux + z loss of the layer (0 if disabled). lora: the block's adapters (model/lora.h): its router
+// targets add their branches to the router's products, its expert targets to each expert's fc1 / fc2
+// (model/moe_experts.h); null: none.
+double moe_block_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w,
+                         const float* balancing_bias_N, MoeActs& a, MoeScratch& s, const BatchShape& shape,
+                         const float* x_TD, const float* r_prev_TR, float* out_TD, const MoeLossOptions& loss,
+                         RoutingStats& stats, Comm* ep, const BlockLora* lora = nullptr);
 
 // Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
 // layer; zero it before the last layer) and leaves there the gradient for the previous one.
 // aux_grad_scale multiplies the gradient of this layer's aux and z losses.
 // lora: the forward's; adds into its adapters' gradients (lora->grads).
-void moe_block_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const MoeActs& a, MoeScratch& s,
-                        const BatchShape& shape, const float* x_TD, const float* r_prev_TR, const float* dout_TD,
-                        float* dx_TD, const MoeLossOptions& loss, float aux_grad_scale, Comm* ep,
-                        const BlockLora* lora = nullptr);
+void moe_block_backward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const MoeWeights& g,
+                        const MoeActs& a, MoeScratch& s, const BatchShape& shape, const float* x_TD,
+                        const float* r_prev_TR, const float* dout_TD, float* dx_TD, const MoeLossOptions& loss,
+                        float aux_grad_scale, Comm* ep, const BlockLora* lora = nullptr);
 
 }  // namespace zaya

@@ -94,8 +94,8 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t T, int6
   s.plan_counts_E.assign(c.experts, 0);
 }
 
-void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
-                     ExpertScratch& s, Comm* ep, const BlockLora* lora) {
+void experts_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const ExpertPlan& plan,
+                     const float* x_TD, ExpertActs& a, ExpertScratch& s, Comm* ep, const BlockLora* lora) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   ExpertExchange& x = a.exchange;
   const bool lora_up = lora != nullptr && lora->has(LoraTarget::kExpertGateUp);
@@ -147,12 +147,12 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     if (a.keep_bf16) {
-      linear_forward_bf16_keep(a.h_X2F + r0 * 2 * F, xe + r0 * D, a.xe_bf16 + a.bf16_offsets[e] * D,
-                               scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
+      linear_forward_bf16_keep(*precision.bf16, a.h_X2F + r0 * 2 * F, xe + r0 * D, a.xe_bf16 + a.bf16_offsets[e] * D,
+                               precision.bf16->required_copy_of(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F, false);
       continue;
     }
     adapted_linear_forward(
-        a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F,
+        precision, a.h_X2F + r0 * 2 * F, xe + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F,
         lora_expert_branch(c, lora, LoraTarget::kExpertGateUp, w.expert_first + e, r0, n, LoraPass::kForward));
   }
   swiglu_forward<float>(act, a.h_X2F, x.rows, F);
@@ -161,12 +161,12 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
     const int64_t r0 = x.expert_offsets[e], n = x.expert_offsets[e + 1] - r0;
     if (n == 0) continue;
     if (a.keep_bf16) {
-      linear_forward_bf16_keep(ye + r0 * D, act + r0 * F, a.act_bf16 + a.bf16_offsets[e] * F,
-                               scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D, false);
+      linear_forward_bf16_keep(*precision.bf16, ye + r0 * D, act + r0 * F, a.act_bf16 + a.bf16_offsets[e] * F,
+                               precision.bf16->required_copy_of(w.fc2_EDF + e * D * F), n, F, D, false);
       continue;
     }
     adapted_linear_forward(
-        ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D,
+        precision, ye + r0 * D, act + r0 * F, w.fc2_EDF + e * D * F, n, F, D,
         lora_expert_branch(c, lora, LoraTarget::kExpertDown, w.expert_first + e, r0, n, LoraPass::kForward));
   }
   if (distributed(ep)) {
@@ -175,8 +175,9 @@ void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan&
   }
 }
 
-void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD, const BlockLora* lora) {
+void experts_backward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const MoeWeights& g,
+                      const ExpertActs& a, ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD,
+                      const BlockLora* lora) {
   const int64_t D = c.hidden, F = c.expert_ffn, El = w.expert_count;
   const ExpertExchange& x = a.exchange;
   // Gradient of the expert outputs, expert-major.
@@ -191,14 +192,14 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     if (n == 0) continue;
     zero_fill(s.dact_XF + r0 * F, n * F);
     if (a.keep_bf16) {
-      linear_backward_bf16_kept(s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr,
-                                dye + r0 * D, a.act_bf16 + a.bf16_offsets[e] * F,
-                                scoped_bf16_copy(w.fc2_EDF + e * D * F), n, F, D);
+      linear_backward_bf16_kept(
+          *precision.bf16, s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
+          a.act_bf16 + a.bf16_offsets[e] * F, precision.bf16->required_copy_of(w.fc2_EDF + e * D * F), n, F, D);
       continue;
     }
     adapted_linear_backward(
-        s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D, a.act_XF + r0 * F,
-        w.fc2_EDF + e * D * F, n, F, D,
+        precision, s.dact_XF + r0 * F, g.fc2_EDF != nullptr ? g.fc2_EDF + e * D * F : nullptr, dye + r0 * D,
+        a.act_XF + r0 * F, w.fc2_EDF + e * D * F, n, F, D,
         lora_expert_branch(c, lora, LoraTarget::kExpertDown, w.expert_first + e, r0, n, LoraPass::kBackward));
   }
   zero_fill(s.dh_X2F, x.rows * 2 * F);
@@ -209,13 +210,14 @@ void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights
     if (n == 0) continue;
     zero_fill(dxe + r0 * D, n * D);
     if (a.keep_bf16) {
-      linear_backward_bf16_kept(dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr,
-                                s.dh_X2F + r0 * 2 * F, a.xe_bf16 + a.bf16_offsets[e] * D,
-                                scoped_bf16_copy(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
+      linear_backward_bf16_kept(*precision.bf16, dxe + r0 * D,
+                                g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr, s.dh_X2F + r0 * 2 * F,
+                                a.xe_bf16 + a.bf16_offsets[e] * D,
+                                precision.bf16->required_copy_of(w.fc1_E2FD + e * 2 * F * D), n, D, 2 * F);
       continue;
     }
     adapted_linear_backward(
-        dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr, s.dh_X2F + r0 * 2 * F,
+        precision, dxe + r0 * D, g.fc1_E2FD != nullptr ? g.fc1_E2FD + e * 2 * F * D : nullptr, s.dh_X2F + r0 * 2 * F,
         a.xe_XD + r0 * D, w.fc1_E2FD + e * 2 * F * D, n, D, 2 * F,
         lora_expert_branch(c, lora, LoraTarget::kExpertGateUp, w.expert_first + e, r0, n, LoraPass::kBackward));
   }

@@ -20,6 +20,7 @@
 #include "zaya/model/lora.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/moe_dispatch.h"
+#include "zaya/ops/precision.h"
 
 namespace zaya {
 
@@ -73,7 +74,7 @@ inline int64_t expert_row_capacity(const ZayaConfig& c, int64_t tokens, int64_t 
 }
 
 // keep_bf16: the GEMM inputs kept as bf16 (every forward then runs with the
-// experts' weights in the live Bf16GemmScope, and without expert LoRA targets).
+// experts' weights in the precision's Bf16Context, and without expert LoRA targets).
 void carve_expert_acts(ExpertActs& a, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, bool keep_bf16,
                        Arena& arena);
 void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens, int64_t ep_ranks, bool keep_bf16,
@@ -84,13 +85,14 @@ void carve_expert_scratch(ExpertScratch& s, const ZayaConfig& c, int64_t tokens,
 // lora: the block's adapters (model/lora.h); with expert targets, each local
 // expert e (global w.expert_first + e) adds its own branch to its fc1 / fc2
 // over exactly its rows (lora->h keeps their x A^T, expert-major). Null: none.
-void experts_forward(const ZayaConfig& c, const MoeWeights& w, const ExpertPlan& plan, const float* x_TD, ExpertActs& a,
-                     ExpertScratch& s, Comm* ep, const BlockLora* lora = nullptr);
+void experts_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const ExpertPlan& plan,
+                     const float* x_TD, ExpertActs& a, ExpertScratch& s, Comm* ep, const BlockLora* lora = nullptr);
 
 // Given dy_MD (gradient of the plan-order outputs): adds the experts' weight
 // gradients into g (null views: frozen, skipped) and writes dxp_MD, the gradient of the plan-order inputs.
 // lora: as in the forward; adds into the local experts' adapter gradients (lora->grads).
-void experts_backward(const ZayaConfig& c, const MoeWeights& w, const MoeWeights& g, const ExpertActs& a,
-                      ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD, const BlockLora* lora = nullptr);
+void experts_backward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const MoeWeights& g,
+                      const ExpertActs& a, ExpertScratch& s, Comm* ep, const float* dy_MD, float* dxp_MD,
+                      const BlockLora* lora = nullptr);
 
 }  // namespace zaya

@@ -30,29 +30,29 @@ void lora_branch_backward(T* dx_TI, const T* dy, const T* x_TI, const LoraBranch
 }
 
 template <typename T>
-void adapted_linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out,
-                            const LoraBranch<T>& l) {
+void adapted_linear_forward(const Precision& precision, T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens,
+                            int64_t in, int64_t out, const LoraBranch<T>& l) {
   check_whole(l, tokens, in, out);
-  linear_forward<T>(y_TO, x_TI, w_OI, tokens, in, out);
+  linear_forward<T>(precision, y_TO, x_TI, w_OI, tokens, in, out);
   lora_branch_forward(y_TO, x_TI, l);
 }
 
 template <typename T>
-void adapted_linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens,
-                             int64_t in, int64_t out, const LoraBranch<T>& l) {
+void adapted_linear_backward(const Precision& precision, T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI,
+                             const T* w_OI, int64_t tokens, int64_t in, int64_t out, const LoraBranch<T>& l) {
   check_whole(l, tokens, in, out);
-  linear_backward<T>(dx_TI, dw_OI, dy_TO, x_TI, w_OI, tokens, in, out);
+  linear_backward<T>(precision, dx_TI, dw_OI, dy_TO, x_TI, w_OI, tokens, in, out);
   lora_branch_backward(dx_TI, dy_TO, x_TI, l);
 }
 
-template void adapted_linear_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t,
-                                            const LoraBranch<float>&);
-template void adapted_linear_forward<double>(double*, const double*, const double*, int64_t, int64_t, int64_t,
-                                             const LoraBranch<double>&);
-template void adapted_linear_backward<float>(float*, float*, const float*, const float*, const float*, int64_t, int64_t,
-                                             int64_t, const LoraBranch<float>&);
-template void adapted_linear_backward<double>(double*, double*, const double*, const double*, const double*, int64_t,
-                                              int64_t, int64_t, const LoraBranch<double>&);
+template void adapted_linear_forward<float>(const Precision&, float*, const float*, const float*, int64_t, int64_t,
+                                            int64_t, const LoraBranch<float>&);
+template void adapted_linear_forward<double>(const Precision&, double*, const double*, const double*, int64_t, int64_t,
+                                             int64_t, const LoraBranch<double>&);
+template void adapted_linear_backward<float>(const Precision&, float*, float*, const float*, const float*, const float*,
+                                             int64_t, int64_t, int64_t, const LoraBranch<float>&);
+template void adapted_linear_backward<double>(const Precision&, double*, double*, const double*, const double*,
+                                              const double*, int64_t, int64_t, int64_t, const LoraBranch<double>&);
 template void lora_branch_forward<float>(float*, const float*, const LoraBranch<float>&);
 template void lora_branch_forward<double>(double*, const double*, const LoraBranch<double>&);
 template void lora_branch_backward<float>(float*, const float*, const float*, const LoraBranch<float>&);

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "zaya/ops/lora_linear.h"
+#include "zaya/ops/precision.h"
 
 namespace zaya {
 
@@ -38,17 +39,18 @@ struct LoraBranch {
   bool adapted() const { return a_rI != nullptr; }
 };
 
-// y_TO = x_TI W^T (ops/matmul.h linear_forward, its arguments), then the
-// branch added (over the same rows, y's own columns: no fused slice).
+// y_TO = x_TI W^T (ops/matmul.h linear_forward in `precision`, its
+// arguments), then the branch added (over the same rows, y's own columns: no
+// fused slice; the branch runs in T).
 template <typename T>
-void adapted_linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out,
-                            const LoraBranch<T>& lora);
+void adapted_linear_forward(const Precision& precision, T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens,
+                            int64_t in, int64_t out, const LoraBranch<T>& lora);
 
 // Adds into dx_TI (may be null) dy W and the branch's input gradient, into
 // dw_OI (null: a frozen weight) dy^T x, and into the adapter's gradients.
 template <typename T>
-void adapted_linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens,
-                             int64_t in, int64_t out, const LoraBranch<T>& lora);
+void adapted_linear_backward(const Precision& precision, T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI,
+                             const T* w_OI, int64_t tokens, int64_t in, int64_t out, const LoraBranch<T>& lora);
 
 // The branch alone, over a base product the caller made: y (row stride
 // shape.out_stride) += scale * drop(x) A^T B^T in columns row_offset.. of y.

@@ -90,7 +90,7 @@ void check_dense(double dropout) {
   const Vec probe = random_vector(kTokens * kOut, 5);
   auto run = [&] {
     Vec y(kTokens * kOut, 123.0);  // overwritten, not added to
-    adapted_linear_forward<double>(y.data(), f.x.data(), f.w.data(), kTokens, kIn, kOut, l);
+    adapted_linear_forward<double>(Precision{}, y.data(), f.x.data(), f.w.data(), kTokens, kIn, kOut, l);
     return y;
   };
   const Vec y = run(), want = reference(Vec(kTokens * kOut, 0.0), f.x, &f.w, f.a, f.b, s, 0);
@@ -98,7 +98,8 @@ void check_dense(double dropout) {
   auto loss = [&] { return dot(run(), probe); };
   run();
   Vec dx(f.x.size(), 0.0), dw(f.w.size(), 0.0);
-  adapted_linear_backward<double>(dx.data(), dw.data(), probe.data(), f.x.data(), f.w.data(), kTokens, kIn, kOut, l);
+  adapted_linear_backward<double>(Precision{}, dx.data(), dw.data(), probe.data(), f.x.data(), f.w.data(), kTokens, kIn,
+                                  kOut, l);
   testing::expect_gradient("adapted x", f.x, dx, loss);
   testing::expect_gradient("adapted W", f.w, dw, loss);
   testing::expect_gradient("adapted A", f.a, f.da, loss);
@@ -146,11 +147,12 @@ TEST(AdaptedLinear, WithoutAnAdapterIsTheBaseLinearBitForBit) {
                            dy = f32(random_vector(kTokens * kOut, 3));
   const LoraBranch<float> none;
   std::vector<float> y(kTokens * kOut), want(y.size());
-  adapted_linear_forward<float>(y.data(), x.data(), w.data(), kTokens, kIn, kOut, none);
+  adapted_linear_forward<float>(Precision{}, y.data(), x.data(), w.data(), kTokens, kIn, kOut, none);
   linear_forward<float>(want.data(), x.data(), w.data(), kTokens, kIn, kOut);
   EXPECT_EQ(y, want);
   std::vector<float> dx(x.size(), 0.5f), dw(w.size(), 0.25f), dx_want = dx, dw_want = dw;
-  adapted_linear_backward<float>(dx.data(), dw.data(), dy.data(), x.data(), w.data(), kTokens, kIn, kOut, none);
+  adapted_linear_backward<float>(Precision{}, dx.data(), dw.data(), dy.data(), x.data(), w.data(), kTokens, kIn, kOut,
+                                 none);
   linear_backward<float>(dx_want.data(), dw_want.data(), dy.data(), x.data(), w.data(), kTokens, kIn, kOut);
   EXPECT_EQ(dx, dx_want);
   EXPECT_EQ(dw, dw_want);

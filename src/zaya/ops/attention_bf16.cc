@@ -16,19 +16,7 @@
 namespace zaya {
 namespace {
 
-// Layer-wide bf16 K and V [B, Hk, Sk, d]; per block: the keys' dense slices
-// [B, Hk, N, d], Q and dO rows [B, Hq, R, d], scores and dP [B, Hq, R, N]
-// (float32), P and dS (bf16), the block's O or dQ [B, Hq, R, d] and its dK,
-// dV [B, Hk, N, d] (float32).
-struct AttentionScratch {
-  GrowBuffer<uint16_t> k, v, k_blk, v_blk, q_blk, do_blk, p_blk, ds_blk;
-  GrowBuffer<float> s_blk, dp_blk, out_blk, dk_blk, dv_blk;
-};
-
-AttentionScratch& attention_scratch() {
-  static AttentionScratch s;
-  return s;
-}
+using AttentionScratch = AttentionBf16Scratch;
 
 struct Block {
   int64_t i0, rows, lo, keys;  // query rows i0 .. i0 + rows - 1 see keys lo .. lo + keys - 1
@@ -134,8 +122,8 @@ struct BlockScores {
   uint16_t* q_blk;
   float* s_blk;
 };
-BlockScores block_scores(AttentionScratch& s, const AttentionShape& sh, const LayerKv& kv, const float* q_TQ,
-                         int64_t i0) {
+BlockScores block_scores(Bf16Context& ctx, const AttentionShape& sh, const LayerKv& kv, const float* q_TQ, int64_t i0) {
+  AttentionScratch& s = ctx.attention;
   const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
   const Block blk = block_at(sh, i0);
   const int64_t R = blk.rows, N = blk.keys;
@@ -148,7 +136,7 @@ BlockScores block_scores(AttentionScratch& s, const AttentionShape& sh, const La
   copy_slices(out.k_blk, kv.k, B * Hk, Sk, blk.lo, N, d);
   copy_slices(out.v_blk, kv.v, B * Hk, Sk, blk.lo, N, d);
   gather_heads(out.q_blk, q_TQ, B, S, i0, R, Hq, d);
-  matmul_bf16_batched(out.L.rows_d, out.q_blk, out.L.keys_t, out.k_blk, out.L.scores, out.s_blk);
+  matmul_bf16_batched(ctx.gemms, out.L.rows_d, out.q_blk, out.L.keys_t, out.k_blk, out.L.scores, out.s_blk);
   return out;
 }
 
@@ -156,10 +144,10 @@ BlockScores block_scores(AttentionScratch& s, const AttentionShape& sh, const La
 
 bool attention_bf16_supports(const AttentionShape& s) { return s.doc_pos == nullptr; }
 
-void reserve_attention_bf16_scratch(const AttentionShape& sh) {
+void reserve_attention_bf16_scratch(Bf16Context& ctx, const AttentionShape& sh) {
   const int64_t B = sh.batch, Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim, N = sh.keys();
   const int64_t R = kAttentionQueryBlock;
-  AttentionScratch& s = attention_scratch();
+  AttentionScratch& s = ctx.attention;
   for (GrowBuffer<uint16_t>* b : {&s.k, &s.v}) b->get(B * Hk * N * d);
   for (GrowBuffer<uint16_t>* b : {&s.k_blk, &s.v_blk}) b->get(B * Hk * N * d);
   for (GrowBuffer<uint16_t>* b : {&s.q_blk, &s.do_blk}) b->get(B * Hq * R * d);
@@ -169,15 +157,15 @@ void reserve_attention_bf16_scratch(const AttentionShape& sh) {
   for (GrowBuffer<float>* b : {&s.dk_blk, &s.dv_blk}) b->get(B * Hk * N * d);
 }
 
-void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK, const float* v_TK,
-                            const AttentionShape& sh) {
+void attention_forward_bf16(Bf16Context& ctx, float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK,
+                            const float* v_TK, const AttentionShape& sh) {
   ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, Hq = sh.q_heads, d = sh.head_dim;
   const float scale = 1.0f / std::sqrt(float(d));
-  AttentionScratch& s = attention_scratch();
+  AttentionScratch& s = ctx.attention;
   const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
-    const BlockScores bs = block_scores(s, sh, kv, q_TQ, i0);
+    const BlockScores bs = block_scores(ctx, sh, kv, q_TQ, i0);
     const Block& blk = bs.blk;
     const int64_t R = blk.rows, N = blk.keys;
     float* s_blk = bs.s_blk;
@@ -206,24 +194,24 @@ void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, cons
       std::fill(p + c1, p + N, uint16_t(0));
       lse_BHS[bh * S + i] = mx + std::log(sum);
     }
-    matmul_bf16_batched(bs.L.scores, p_blk, bs.L.keys_d, bs.v_blk, bs.L.rows_d, o_blk);
+    matmul_bf16_batched(ctx.gemms, bs.L.scores, p_blk, bs.L.keys_d, bs.v_blk, bs.L.rows_d, o_blk);
     scatter_heads(o_TQ, o_blk, B, S, i0, R, Hq, d, false);
     i0 += R;
   }
 }
 
-void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const float* do_TQ, const float* q_TQ,
-                             const float* k_TK, const float* v_TK, const float* o_TQ, const float* lse_BHS,
-                             const AttentionShape& sh) {
+void attention_backward_bf16(Bf16Context& ctx, float* dq_TQ, float* dk_TK, float* dv_TK, const float* do_TQ,
+                             const float* q_TQ, const float* k_TK, const float* v_TK, const float* o_TQ,
+                             const float* lse_BHS, const AttentionShape& sh) {
   ZAYA_ASSERT(attention_bf16_supports(sh) && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, Sk = sh.keys(), Hq = sh.q_heads, Hk = sh.kv_heads, d = sh.head_dim;
   const int64_t QW = sh.q_width();
   const float scale = 1.0f / std::sqrt(float(d));
-  AttentionScratch& s = attention_scratch();
+  AttentionScratch& s = ctx.attention;
   const LayerKv kv = layer_kv(s, sh, k_TK, v_TK);
   for (int64_t i0 = 0; i0 < S;) {
     // Recompute the scores; dP = dO V^T.
-    const BlockScores bs = block_scores(s, sh, kv, q_TQ, i0);
+    const BlockScores bs = block_scores(ctx, sh, kv, q_TQ, i0);
     const Block& blk = bs.blk;
     const Layouts& L = bs.L;
     const int64_t R = blk.rows, N = blk.keys;
@@ -235,7 +223,7 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
     float* dk_blk = s.dk_blk.get(B * Hk * N * d);
     float* dv_blk = s.dv_blk.get(B * Hk * N * d);
     gather_heads(do_blk, do_TQ, B, S, i0, R, Hq, d);
-    matmul_bf16_batched(L.rows_d, do_blk, L.keys_t, bs.v_blk, L.scores, dp_blk);
+    matmul_bf16_batched(ctx.gemms, L.rows_d, do_blk, L.keys_t, bs.v_blk, L.scores, dp_blk);
     // P from the saved log-sum-exp; dS = P (dP - D) / sqrt(d), D = dO . O (float32).
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < B * Hq * R; ++row) {
@@ -263,9 +251,9 @@ void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const flo
       std::fill(ds + c1, ds + N, uint16_t(0));
     }
     // dQ = dS K; dK = dS^T Q and dV = P^T dO over the G x R rows of each KV head.
-    matmul_bf16_batched(L.scores, ds_blk, L.keys_d, bs.k_blk, L.rows_d, dq_blk);
-    matmul_bf16_batched(L.rows_t, ds_blk, L.stacked_d, bs.q_blk, L.keys_out, dk_blk);
-    matmul_bf16_batched(L.rows_t, p_blk, L.stacked_d, do_blk, L.keys_out, dv_blk);
+    matmul_bf16_batched(ctx.gemms, L.scores, ds_blk, L.keys_d, bs.k_blk, L.rows_d, dq_blk);
+    matmul_bf16_batched(ctx.gemms, L.rows_t, ds_blk, L.stacked_d, bs.q_blk, L.keys_out, dk_blk);
+    matmul_bf16_batched(ctx.gemms, L.rows_t, p_blk, L.stacked_d, do_blk, L.keys_out, dv_blk);
     scatter_heads(dq_TQ, dq_blk, B, S, i0, R, Hq, d, true);
     scatter_heads(dk_TK, dk_blk, B, Sk, blk.lo, N, Hk, d, true);
     scatter_heads(dv_TK, dv_blk, B, Sk, blk.lo, N, Hk, d, true);

@@ -12,13 +12,15 @@
 // Per query block: Q (and dO) rows gathered into bf16 [B, Hq, R, d]; the block's
 // keys copied from the layer's bf16 K and V [B, Hk, Sk, d] into dense
 // [B, Hk, N, d] slices (oneDNN's AMX kernels want dense batches); scores
-// [B, Hq, R, N] in float32; P (and dS) in bf16. Scratch is grow-only and
-// reserved before the step loop (reserve_attention_bf16_scratch).
+// [B, Hq, R, N] in float32; P (and dS) in bf16. Scratch and GEMMs are the
+// caller's Bf16Context (ops/precision.h): grow-only, reserved before the step
+// loop (reserve_attention_bf16_scratch).
 //
 // Document masking gives every sequence its own block bounds: those shapes
 // keep the float32 kernel (attention_bf16_supports).
 
 #include "zaya/ops/attention.h"
+#include "zaya/ops/precision.h"
 
 namespace zaya {
 
@@ -26,15 +28,15 @@ namespace zaya {
 bool attention_bf16_supports(const AttentionShape& s);
 
 // Sizes the scratch for this shape (and any with fewer sequences, rows or keys).
-void reserve_attention_bf16_scratch(const AttentionShape& s);
+void reserve_attention_bf16_scratch(Bf16Context& ctx, const AttentionShape& s);
 
 // q_TQ [B*S, Hq*d], k_TK / v_TK [B*keys, Hk*d]; writes o_TQ and lse_BHS [B, Hq, S].
-void attention_forward_bf16(float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK, const float* v_TK,
-                            const AttentionShape& shape);
+void attention_forward_bf16(Bf16Context& ctx, float* o_TQ, float* lse_BHS, const float* q_TQ, const float* k_TK,
+                            const float* v_TK, const AttentionShape& shape);
 
 // Adds into dq_TQ, dk_TK, dv_TK (dk/dv: [B*keys, Hk*d]).
-void attention_backward_bf16(float* dq_TQ, float* dk_TK, float* dv_TK, const float* do_TQ, const float* q_TQ,
-                             const float* k_TK, const float* v_TK, const float* o_TQ, const float* lse_BHS,
-                             const AttentionShape& shape);
+void attention_backward_bf16(Bf16Context& ctx, float* dq_TQ, float* dk_TK, float* dv_TK, const float* do_TQ,
+                             const float* q_TQ, const float* k_TK, const float* v_TK, const float* o_TQ,
+                             const float* lse_BHS, const AttentionShape& shape);
 
 }  // namespace zaya

@@ -54,14 +54,15 @@ struct Bf16Case {
     attention_backward<double>(dq.data(), dk.data(), dv.data(), probe.data(), q.data(), k.data(), v.data(), o.data(),
                                lse.data(), s, scratch.data());
 
-    reserve_attention_bf16_scratch(s);
+    Bf16Context ctx;
+    reserve_attention_bf16_scratch(ctx, s);
     const std::vector<float> qf = to_float(q), kf = to_float(k), vf = to_float(v), pf = to_float(probe);
     std::vector<float> of(o.size()), lsef(lse.size());
-    attention_forward_bf16(of.data(), lsef.data(), qf.data(), kf.data(), vf.data(), s);
+    attention_forward_bf16(ctx, of.data(), lsef.data(), qf.data(), kf.data(), vf.data(), s);
     // The gradients are added into what the buffers hold.
     std::vector<float> dqf(q.size(), 1.0f), dkf(k.size(), -1.0f), dvf(v.size(), 0.5f);
-    attention_backward_bf16(dqf.data(), dkf.data(), dvf.data(), pf.data(), qf.data(), kf.data(), vf.data(), of.data(),
-                            lsef.data(), s);
+    attention_backward_bf16(ctx, dqf.data(), dkf.data(), dvf.data(), pf.data(), qf.data(), kf.data(), vf.data(),
+                            of.data(), lsef.data(), s);
     for (float& x : dqf) x -= 1.0f;
     for (float& x : dkf) x += 1.0f;
     for (float& x : dvf) x -= 0.5f;
@@ -79,12 +80,12 @@ struct Bf16Case {
 
     // Bitwise determinism: the same call gives the same bits.
     std::vector<float> o2(o.size()), lse2(lse.size());
-    attention_forward_bf16(o2.data(), lse2.data(), qf.data(), kf.data(), vf.data(), s);
+    attention_forward_bf16(ctx, o2.data(), lse2.data(), qf.data(), kf.data(), vf.data(), s);
     EXPECT_EQ(std::memcmp(o2.data(), of.data(), sizeof(float) * o2.size()), 0);
     std::vector<float> dk2(k.size(), -1.0f);
     std::vector<float> dq2(q.size(), 1.0f), dv2(v.size(), 0.5f);
-    attention_backward_bf16(dq2.data(), dk2.data(), dv2.data(), pf.data(), qf.data(), kf.data(), vf.data(), of.data(),
-                            lsef.data(), s);
+    attention_backward_bf16(ctx, dq2.data(), dk2.data(), dv2.data(), pf.data(), qf.data(), kf.data(), vf.data(),
+                            of.data(), lsef.data(), s);
     for (float& x : dk2) x += 1.0f;
     EXPECT_EQ(std::memcmp(dk2.data(), dkf.data(), sizeof(float) * dk2.size()), 0);
   }

@@ -14,19 +14,6 @@
 namespace zaya {
 namespace {
 
-const Bf16Weights* g_current = nullptr;
-
-// Grow-only aligned buffers; sized by reserve_bf16_linear_scratch before the step loop.
-struct LinearScratch {
-  GrowBuffer<uint16_t> a, b;
-  GrowBuffer<float> tail;
-};
-
-LinearScratch& linear_scratch() {
-  static LinearScratch s;
-  return s;
-}
-
 int64_t padded_rows(int64_t n) { return (n + kBf16RowBucket - 1) / kBf16RowBucket * kBf16RowBucket; }
 
 // dst[padded_rows(rows), cols] = bf16(src rows), zero rows after `rows`.
@@ -57,18 +44,18 @@ int64_t piece(int64_t n) {
 // C[rows, N] (+)= A[rows, K] op(B) for A bf16 with padded_rows(rows) rows (zero
 // padding): the rows in whole buckets straight into C, the rest through a
 // staged block of one bucket.
-void gemm_rows(int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint16_t* B, bool trans_b, float* C,
-               bool accumulate) {
+void gemm_rows(Bf16Context& ctx, int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint16_t* B, bool trans_b,
+               float* C, bool accumulate) {
   const int64_t whole = rows / kBf16RowBucket * kBf16RowBucket, rest = rows - whole;
   const int64_t ldb = trans_b ? K : N;
   for (int64_t r0 = 0; r0 < whole;) {
     const int64_t m = piece(whole - r0);
-    gemm_bf16(false, trans_b, m, N, K, A + r0 * K, K, B, ldb, C + r0 * N, N, accumulate);
+    gemm_bf16(ctx.gemms, false, trans_b, m, N, K, A + r0 * K, K, B, ldb, C + r0 * N, N, accumulate);
     r0 += m;
   }
   if (rest == 0) return;
-  float* tail = linear_scratch().tail.get(kBf16RowBucket * N);
-  gemm_bf16(false, trans_b, kBf16RowBucket, N, K, A + whole * K, K, B, ldb, tail, N, false);
+  float* tail = ctx.linear.tail.get(kBf16RowBucket * N);
+  gemm_bf16(ctx.gemms, false, trans_b, kBf16RowBucket, N, K, A + whole * K, K, B, ldb, tail, N, false);
   float* c = C + whole * N;
   for (int64_t r = 0; r < rest; ++r) {
     float* dst = c + r * N;
@@ -85,93 +72,78 @@ void gemm_rows(int64_t rows, int64_t N, int64_t K, const uint16_t* A, const uint
 // dx[T,I] += dy[T,O] w[O,I] and dw[O,I] += dy^T[O,T] x[T,I] (either may be
 // null) from rounded operands with zero padding; the weight gradient's
 // reduction runs over the padded rows in pieces, in order.
-void backward_both_rounded(float* dx_TI, float* dw_OI, const uint16_t* dyb, const uint16_t* xb, const uint16_t* w_OI,
-                           int64_t tokens, int64_t in, int64_t out) {
-  if (dx_TI != nullptr) gemm_rows(tokens, in, out, dyb, w_OI, false, dx_TI, true);
+void backward_both_rounded(Bf16Context& ctx, float* dx_TI, float* dw_OI, const uint16_t* dyb, const uint16_t* xb,
+                           const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
+  if (dx_TI != nullptr) gemm_rows(ctx, tokens, in, out, dyb, w_OI, false, dx_TI, true);
   if (dw_OI == nullptr) return;
   const int64_t padded = padded_rows(tokens);
   for (int64_t r0 = 0; r0 < padded;) {
     const int64_t k = piece(padded - r0);
-    gemm_bf16(true, false, out, in, k, dyb + r0 * out, out, xb + r0 * in, in, dw_OI, in, true);
+    gemm_bf16(ctx.gemms, true, false, out, in, k, dyb + r0 * out, out, xb + r0 * in, in, dw_OI, in, true);
     r0 += k;
   }
 }
 
 }  // namespace
 
-Bf16GemmScope::Bf16GemmScope(const Bf16Weights* weights) : previous_(g_current) {
-  ZAYA_ASSERT(!omp_in_parallel());
-  g_current = weights;
-}
-
-Bf16GemmScope::~Bf16GemmScope() { g_current = previous_; }
-
-const Bf16Weights* current_bf16_weights() { return g_current; }
-
-const uint16_t* scoped_bf16_copy(const float* w) {
-  const uint16_t* copy = g_current != nullptr ? g_current->copy_of(w) : nullptr;
-  ZAYA_CHECK(copy != nullptr, "internal error: an input kept in bf16 needs its weight's bf16 copy (bf16 GEMMs)");
-  return copy;
-}
-
-void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t width) {
-  LinearScratch& s = linear_scratch();
+void reserve_bf16_linear_scratch(Bf16Context& ctx, int64_t a_elements, int64_t b_elements, int64_t width) {
+  LinearBf16Scratch& s = ctx.linear;
   s.a.get(a_elements);
   s.b.get(b_elements);
   s.tail.get(kBf16RowBucket * width);
 }
 
-void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out,
-                         bool accumulate) {
+void linear_forward_bf16(Bf16Context& ctx, float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens,
+                         int64_t in, int64_t out, bool accumulate) {
   if (tokens == 0) return;
-  linear_forward_bf16_keep(y_TO, x_TI, linear_scratch().a.get(padded_rows(tokens) * in), w_OI, tokens, in, out,
+  linear_forward_bf16_keep(ctx, y_TO, x_TI, ctx.linear.a.get(padded_rows(tokens) * in), w_OI, tokens, in, out,
                            accumulate);
 }
 
-void linear_forward_bf16_keep(float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI, int64_t tokens,
-                              int64_t in, int64_t out, bool accumulate) {
+void linear_forward_bf16_keep(Bf16Context& ctx, float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI,
+                              int64_t tokens, int64_t in, int64_t out, bool accumulate) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
   to_bf16_rows(xb_TI, x_TI, tokens, in);
-  gemm_rows(tokens, out, in, xb_TI, w_OI, true, y_TO, accumulate);
+  gemm_rows(ctx, tokens, out, in, xb_TI, w_OI, true, y_TO, accumulate);
 }
 
-void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI, const uint16_t* w_OI,
-                          int64_t tokens, int64_t in, int64_t out) {
+void linear_backward_bf16(Bf16Context& ctx, float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI,
+                          const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
+  uint16_t* dyb = ctx.linear.a.get(padded_rows(tokens) * out);
   to_bf16_rows(dyb, dy_TO, tokens, out);
-  linear_backward_bf16_rounded(dx_TI, dw_OI, dyb, x_TI, w_OI, tokens, in, out);
+  linear_backward_bf16_rounded(ctx, dx_TI, dw_OI, dyb, x_TI, w_OI, tokens, in, out);
 }
 
-uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out) {
-  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
+uint16_t* bf16_dy_scratch(Bf16Context& ctx, int64_t tokens, int64_t out) {
+  uint16_t* dyb = ctx.linear.a.get(padded_rows(tokens) * out);
   std::memset(dyb + tokens * out, 0, sizeof(uint16_t) * (padded_rows(tokens) - tokens) * out);
   return dyb;
 }
 
-void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dyb, const float* x_TI,
+void linear_backward_bf16_rounded(Bf16Context& ctx, float* dx_TI, float* dw_OI, const uint16_t* dyb, const float* x_TI,
                                   const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
   uint16_t* xb = nullptr;
   if (dw_OI != nullptr) {
-    xb = linear_scratch().b.get(padded_rows(tokens) * in);
+    xb = ctx.linear.b.get(padded_rows(tokens) * in);
     to_bf16_rows(xb, x_TI, tokens, in);
   }
-  backward_both_rounded(dx_TI, dw_OI, dyb, xb, w_OI, tokens, in, out);
+  backward_both_rounded(ctx, dx_TI, dw_OI, dyb, xb, w_OI, tokens, in, out);
 }
 
 int64_t bf16_padded_rows(int64_t tokens) { return padded_rows(tokens); }
 
-void linear_backward_bf16_kept(float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
+void linear_backward_bf16_kept(Bf16Context& ctx, float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
                                const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out) {
   if (tokens == 0) return;
   ZAYA_ASSERT(!omp_in_parallel());
-  uint16_t* dyb = linear_scratch().a.get(padded_rows(tokens) * out);
+  uint16_t* dyb = ctx.linear.a.get(padded_rows(tokens) * out);
   to_bf16_rows(dyb, dy_TO, tokens, out);
-  backward_both_rounded(dx_TI, dw_OI, dyb, xb_TI, w_OI, tokens, in, out);
+  backward_both_rounded(ctx, dx_TI, dw_OI, dyb, xb_TI, w_OI, tokens, in, out);
 }
 
 }  // namespace zaya

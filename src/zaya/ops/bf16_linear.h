@@ -4,12 +4,12 @@
 //
 // The weights come from a bf16 copy of a float32 weight arena (the model's
 // master weights), refreshed by its owner once per optimizer update; the
-// activations and gradients are rounded to bf16 into scratch on the way in.
-// While a Bf16GemmScope is alive, linear_forward<float> and
-// linear_backward<float> (ops/matmul.h) of any weight inside its arena take
-// this path, so the model's blocks, the router chain and the LM head need no
-// second code path; every other GEMM (attention scores, the grouped
-// convolution, Muon, tests) is untouched.
+// activations and gradients are rounded to bf16 into the scratch of the
+// Bf16Context the caller passes (ops/precision.h). linear_forward and
+// linear_backward (ops/matmul.h) given a bf16 Precision take this path for
+// any weight inside its context's arena, so the model's blocks, the router
+// chain and the LM head need no second code path; every other GEMM
+// (attention scores, the grouped convolution, Muon, tests) is untouched.
 //
 // Row counts that vary from call to call (the tokens routed to each expert)
 // are cut into pieces of 32 x 2^k rows, largest first, and a zero-padded tail
@@ -21,63 +21,35 @@
 
 #include <cstdint>
 
+#include "zaya/ops/precision.h"
+
 namespace zaya {
 
 inline constexpr int64_t kBf16RowBucket = 32;
 
-// A float32 arena of `count` floats and its bf16 copy at the same offsets.
-struct Bf16Weights {
-  const float* f32 = nullptr;
-  int64_t count = 0;
-  const uint16_t* bf16 = nullptr;
-  // The bf16 copy of w, or null when w is not inside the arena.
-  const uint16_t* copy_of(const float* w) const { return (w >= f32 && w < f32 + count) ? bf16 + (w - f32) : nullptr; }
-};
-
-// Makes `weights` the process's bf16 weights until it ends (null: none, float32
-// GEMMs). Scopes nest; open them outside parallel regions.
-class Bf16GemmScope {
- public:
-  explicit Bf16GemmScope(const Bf16Weights* weights);
-  ~Bf16GemmScope();
-  Bf16GemmScope(const Bf16GemmScope&) = delete;
-  Bf16GemmScope& operator=(const Bf16GemmScope&) = delete;
-
- private:
-  const Bf16Weights* previous_;
-};
-
-// The weights of the innermost live scope (null: none).
-const Bf16Weights* current_bf16_weights();
-
-// The bf16 copy of w in the live scope, for callers that run only under bf16
-// GEMMs (inputs kept in bf16, below); an internal error when there is none.
-const uint16_t* scoped_bf16_copy(const float* w);
-
-// Sizes the conversion scratch (process-wide) for operands of up to
-// `a_elements` (x, or dy) and `b_elements` (x in backward) values and output
-// rows up to `width` wide, so the step loop does not allocate; a larger call
-// later grows it.
-void reserve_bf16_linear_scratch(int64_t a_elements, int64_t b_elements, int64_t width);
+// Sizes ctx's conversion scratch for operands of up to `a_elements` (x, or
+// dy) and `b_elements` (x in backward) values and output rows up to `width`
+// wide, so the step loop does not allocate; a larger call later grows it.
+void reserve_bf16_linear_scratch(Bf16Context& ctx, int64_t a_elements, int64_t b_elements, int64_t width);
 
 // y_TO (+)= bf16(x_TI) w_OI^T, as linear_forward.
-void linear_forward_bf16(float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out,
-                         bool accumulate);
+void linear_forward_bf16(Bf16Context& ctx, float* y_TO, const float* x_TI, const uint16_t* w_OI, int64_t tokens,
+                         int64_t in, int64_t out, bool accumulate);
 
 // As linear_backward: dx_TI += bf16(dy_TO) w_OI, dw_OI += bf16(dy_TO)^T bf16(x_TI) (either may be null).
-void linear_backward_bf16(float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI, const uint16_t* w_OI,
-                          int64_t tokens, int64_t in, int64_t out);
+void linear_backward_bf16(Bf16Context& ctx, float* dx_TI, float* dw_OI, const float* dy_TO, const float* x_TI,
+                          const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
 
 // For a producer that writes the output gradient in bf16 itself (the
 // cross-entropy over the vocabulary: ops/cross_entropy.h), saving a float32
 // write and read of it: the scratch linear_backward_bf16_rounded reads dy
 // from, `tokens` rows of `out`, its padding rows (up to the next multiple of
 // kBf16RowBucket) already zero. Valid until the next bf16 linear call.
-uint16_t* bf16_dy_scratch(int64_t tokens, int64_t out);
+uint16_t* bf16_dy_scratch(Bf16Context& ctx, int64_t tokens, int64_t out);
 
 // linear_backward_bf16 with dy_TO already rounded, in bf16_dy_scratch(tokens, out).
-void linear_backward_bf16_rounded(float* dx_TI, float* dw_OI, const uint16_t* dy_TO, const float* x_TI,
-                                  const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
+void linear_backward_bf16_rounded(Bf16Context& ctx, float* dx_TI, float* dw_OI, const uint16_t* dy_TO,
+                                  const float* x_TI, const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
 
 // Rows of a bf16 operand of `tokens` rows as the GEMMs read it: the next
 // multiple of kBf16RowBucket, the rows after `tokens` zero.
@@ -90,11 +62,11 @@ int64_t bf16_padded_rows(int64_t tokens);
 //
 // xb_TI = bf16(x_TI) with its zero padding (bf16_padded_rows(tokens) rows),
 // then y_TO (+)= xb_TI w_OI^T.
-void linear_forward_bf16_keep(float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI, int64_t tokens,
-                              int64_t in, int64_t out, bool accumulate);
+void linear_forward_bf16_keep(Bf16Context& ctx, float* y_TO, const float* x_TI, uint16_t* xb_TI, const uint16_t* w_OI,
+                              int64_t tokens, int64_t in, int64_t out, bool accumulate);
 
 // As linear_backward_bf16, with x the kept xb_TI of linear_forward_bf16_keep.
-void linear_backward_bf16_kept(float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
+void linear_backward_bf16_kept(Bf16Context& ctx, float* dx_TI, float* dw_OI, const float* dy_TO, const uint16_t* xb_TI,
                                const uint16_t* w_OI, int64_t tokens, int64_t in, int64_t out);
 
 }  // namespace zaya

@@ -175,7 +175,7 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
   T* w_tap = scratch;
   pack_taps(w_tap, wB, C, d, k1);
-  if (std::is_same_v<T, float> && sh.bf16_gemms) {
+  if (std::is_same_v<T, float> && sh.bf16 != nullptr) {
     // bf16 operands: one batched product per tap over all groups, then the mask's correction.
     if constexpr (std::is_same_v<T, float>) cca_conv_b_forward_bf16(c_BSC, a_BUC, w_tap, bB, sh);
     if (sh.doc_pos != nullptr) {
@@ -202,7 +202,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
   zero_fill(da_BUC, B * P * C);
 
   // convB: da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
-  if (std::is_same_v<T, float> && sh.bf16_gemms) {
+  if (std::is_same_v<T, float> && sh.bf16 != nullptr) {
     // bf16 operands: one batched product per tap over all groups, then the mask's correction.
     if constexpr (std::is_same_v<T, float>) cca_conv_b_backward_bf16(da_BUC, dw_tap, dc_BSC, a_BUC, w_tap, sh);
     if (sh.doc_pos != nullptr) {

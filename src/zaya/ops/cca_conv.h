@@ -20,6 +20,8 @@
 
 namespace zaya {
 
+class Bf16Context;  // ops/precision.h
+
 // Taps allowed per convolution (cca_time0 / cca_time1: 1 .. this).
 inline constexpr int64_t kCcaConvMaxTaps = 64;
 
@@ -33,7 +35,7 @@ struct CcaConvShape {
   int64_t taps_b = 2;     // k1: grouped taps (cca_time1)
   int64_t hist_rows = 0;  // rows per sequence of the history (0 = history(); may be more, the last ones are used)
   const int32_t* doc_pos = nullptr;  // document masking: [batch * seq] position of each row in its document
-  bool bf16_gemms = false;           // float: conv B's products with bf16 operands (ops/cca_conv_bf16.h)
+  Bf16Context* bf16 = nullptr;  // float: conv B's products with bf16 operands (ops/cca_conv_bf16.h) in this context
   int64_t qk_ld() const { return qk_stride > 0 ? qk_stride : channels; }
   int64_t groups() const { return channels / head_dim; }
   int64_t history() const { return taps_a + taps_b - 2; }                    // H: past rows one output reads

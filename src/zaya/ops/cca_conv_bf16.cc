@@ -12,18 +12,7 @@
 namespace zaya {
 namespace {
 
-// The taps in bf16 [k1][G][d][d]; conv A's output [G, B, P, d] and conv B's
-// output gradient [G, B, S, d] regrouped in bf16; one tap's rows of conv A
-// [G, B, S, d]; one tap's product [G, B, rows, d] in float32.
-struct ConvScratch {
-  GrowBuffer<uint16_t> taps, grouped, gradient, shifted;
-  GrowBuffer<float> product;
-};
-
-ConvScratch& conv_scratch() {
-  static ConvScratch s;
-  return s;
-}
+using ConvScratch = ConvBf16Scratch;
 
 // out[((g * B + b) * rows + r) * d + i] = bf16(x[(b * rows + r) * C + g * d + i]).
 void regroup_bf16(uint16_t* out, const float* x, int64_t B, int64_t rows, int64_t G, int64_t d) {
@@ -71,7 +60,7 @@ BatchedMatrix taps_transposed(int64_t G, int64_t d) { return {{1, 1, G, d, d}, {
 
 void reserve_cca_conv_bf16_scratch(const CcaConvShape& sh) {
   const int64_t B = sh.batch, C = sh.channels, P = sh.a_rows();
-  ConvScratch& s = conv_scratch();
+  ConvScratch& s = sh.bf16->conv;
   s.taps.get(sh.taps_b * C * sh.head_dim);
   s.grouped.get(B * P * C);
   s.gradient.get(B * sh.seq * C);
@@ -81,10 +70,10 @@ void reserve_cca_conv_bf16_scratch(const CcaConvShape& sh) {
 
 void cca_conv_b_forward_bf16(float* c_BSC, const float* a_BUC, const float* w_tap, const float* bB,
                              const CcaConvShape& sh) {
-  ZAYA_ASSERT(!omp_in_parallel());
+  ZAYA_ASSERT(sh.bf16 != nullptr && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-  ConvScratch& s = conv_scratch();
+  ConvScratch& s = sh.bf16->conv;
   uint16_t* taps = s.taps.get(k1 * C * d);
   uint16_t* a = s.grouped.get(B * P * C);
   float* y = s.product.get(B * P * C);
@@ -94,17 +83,18 @@ void cca_conv_b_forward_bf16(float* c_BSC, const float* a_BUC, const float* w_ta
   for (int64_t r = 0; r < B * S; ++r) std::memcpy(c_BSC + r * C, bB, sizeof(float) * size_t(C));
   for (int64_t m = 0; m < k1; ++m) {
     // Y_m = a_g W_m^T over all B x P rows of each group; output row t takes Y_m's row t + m.
-    matmul_bf16_batched(dense(G, B * P, d), a, taps_transposed(G, d), taps + m * C * d, dense(G, B * P, d), y);
+    matmul_bf16_batched(sh.bf16->gemms, dense(G, B * P, d), a, taps_transposed(G, d), taps + m * C * d,
+                        dense(G, B * P, d), y);
     add_regrouped(c_BSC, S, 0, y, P, m, B, S, G, d);
   }
 }
 
 void cca_conv_b_backward_bf16(float* da_BUC, float* dw_tap, const float* dc_BSC, const float* a_BUC, const float* w_tap,
                               const CcaConvShape& sh) {
-  ZAYA_ASSERT(!omp_in_parallel());
+  ZAYA_ASSERT(sh.bf16 != nullptr && !omp_in_parallel());
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-  ConvScratch& s = conv_scratch();
+  ConvScratch& s = sh.bf16->conv;
   uint16_t* taps = s.taps.get(k1 * C * d);
   uint16_t* a = s.grouped.get(B * P * C);
   uint16_t* a_m = s.shifted.get(B * S * C);
@@ -120,9 +110,10 @@ void cca_conv_b_backward_bf16(float* da_BUC, float* dw_tap, const float* dc_BSC,
       for (int64_t b = 0; b < B; ++b)
         std::memcpy(a_m + (g * B + b) * S * d, a + ((g * B + b) * P + m) * d, sizeof(uint16_t) * size_t(S * d));
     const BatchedMatrix dc_t{{1, 1, G, d, B * S}, {G * B * S * d, G * B * S * d, B * S * d, 1, d}};
-    matmul_bf16_batched(dc_t, dc, dense(G, B * S, d), a_m, dense(G, d, d), dw_tap + m * C * d);
+    matmul_bf16_batched(sh.bf16->gemms, dc_t, dc, dense(G, B * S, d), a_m, dense(G, d, d), dw_tap + m * C * d);
     // Z_m = dc_g W_m; conv A row t + m of each sequence takes Z_m's row t.
-    matmul_bf16_batched(dense(G, B * S, d), dc, dense(G, d, d), taps + m * C * d, dense(G, B * S, d), z);
+    matmul_bf16_batched(sh.bf16->gemms, dense(G, B * S, d), dc, dense(G, d, d), taps + m * C * d, dense(G, B * S, d),
+                        z);
     add_regrouped(da_BUC, P, m, z, S, 0, B, S, G, d);
   }
 }

@@ -337,7 +337,8 @@ TEST(CcaConv, Bf16ConvBMatchesTheFloat64Convolution) {
     auto f = [](const Vec& v) { return testing::to_float(v); };
     const std::vector<float> qk = f(k.qk), wA = f(k.wA), bA = f(k.bA), wB = f(k.wB), bB = f(k.bB), dc = f(probe);
     CcaConvShape sh = k.shape;
-    sh.bf16_gemms = true;
+    Bf16Context bf16;
+    sh.bf16 = &bf16;
     reserve_cca_conv_bf16_scratch(sh);
     auto run = [&](std::vector<std::vector<float>>& out) {
       std::vector<float> c(B * S * C), a(B * sh.a_rows() * C), scratch(2 * cca_conv_scratch_floats(sh));

@@ -50,29 +50,43 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, d
 
 template <typename T>
 void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out, bool accumulate) {
-  if constexpr (std::is_same_v<T, float>) {
-    const Bf16Weights* bf16 = current_bf16_weights();
-    if (const uint16_t* wb = bf16 != nullptr ? bf16->copy_of(w_OI) : nullptr) {
-      linear_forward_bf16(y_TO, x_TI, wb, tokens, in, out, accumulate);
-      return;
-    }
-  }
   gemm<T>(false, true, tokens, out, in, T(1), x_TI, in, w_OI, in, accumulate ? T(1) : T(0), y_TO, out);
 }
 
 template <typename T>
 void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
                      int64_t out) {
-  if constexpr (std::is_same_v<T, float>) {
-    const Bf16Weights* bf16 = current_bf16_weights();
-    if (const uint16_t* wb = bf16 != nullptr ? bf16->copy_of(w_OI) : nullptr) {
-      linear_backward_bf16(dx_TI, dw_OI, dy_TO, x_TI, wb, tokens, in, out);
-      return;
-    }
-  }
   // dx[T,I] += dy[T,O] * w[O,I];  dw[O,I] += dy^T[O,T] * x[T,I]
   if (dx_TI != nullptr) gemm<T>(false, false, tokens, in, out, T(1), dy_TO, out, w_OI, in, T(1), dx_TI, in);
   if (dw_OI != nullptr) gemm<T>(true, false, out, in, tokens, T(1), dy_TO, out, x_TI, in, T(1), dw_OI, in);
+}
+
+template <typename T>
+void linear_forward(const Precision& precision, T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
+                    int64_t out, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (const uint16_t* wb = precision.bf16_gemms() ? precision.bf16->copy_of(w_OI) : nullptr) {
+      linear_forward_bf16(*precision.bf16, y_TO, x_TI, wb, tokens, in, out, accumulate);
+      return;
+    }
+  } else {
+    ZAYA_ASSERT(!precision.bf16_gemms());
+  }
+  linear_forward<T>(y_TO, x_TI, w_OI, tokens, in, out, accumulate);
+}
+
+template <typename T>
+void linear_backward(const Precision& precision, T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI,
+                     int64_t tokens, int64_t in, int64_t out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (const uint16_t* wb = precision.bf16_gemms() ? precision.bf16->copy_of(w_OI) : nullptr) {
+      linear_backward_bf16(*precision.bf16, dx_TI, dw_OI, dy_TO, x_TI, wb, tokens, in, out);
+      return;
+    }
+  } else {
+    ZAYA_ASSERT(!precision.bf16_gemms());
+  }
+  linear_backward<T>(dx_TI, dw_OI, dy_TO, x_TI, w_OI, tokens, in, out);
 }
 
 template void gemm_reference<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
@@ -85,5 +99,13 @@ template void linear_backward<float>(float*, float*, const float*, const float*,
                                      int64_t);
 template void linear_backward<double>(double*, double*, const double*, const double*, const double*, int64_t, int64_t,
                                       int64_t);
+template void linear_forward<float>(const Precision&, float*, const float*, const float*, int64_t, int64_t, int64_t,
+                                    bool);
+template void linear_forward<double>(const Precision&, double*, const double*, const double*, int64_t, int64_t, int64_t,
+                                     bool);
+template void linear_backward<float>(const Precision&, float*, float*, const float*, const float*, const float*,
+                                     int64_t, int64_t, int64_t);
+template void linear_backward<double>(const Precision&, double*, double*, const double*, const double*, const double*,
+                                      int64_t, int64_t, int64_t);
 
 }  // namespace zaya

@@ -11,6 +11,8 @@
 
 namespace zaya {
 
+struct Precision;  // ops/precision.h
+
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, op = transpose if the flag is set.
 // lda/ldb/ldc are row strides of the stored (untransposed) matrices.
 template <typename T>
@@ -30,9 +32,7 @@ template <typename T>
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                     const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
-// Linear layer as nn.Linear: y_TO (+)= x_TI * w_OI^T. `accumulate` adds into y.
-// In float, a weight inside the live Bf16GemmScope's arena runs in bf16
-// (ops/bf16_linear.h: mixed-precision training); otherwise float32.
+// Linear layer as nn.Linear: y_TO (+)= x_TI * w_OI^T in T. `accumulate` adds into y.
 template <typename T>
 void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in, int64_t out,
                     bool accumulate = false);
@@ -41,5 +41,16 @@ void linear_forward(T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64
 template <typename T>
 void linear_backward(T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
                      int64_t out);
+
+// The same in a given precision (ops/precision.h): in float with bf16 GEMMs,
+// a weight inside the context's arena runs with bf16 operands
+// (ops/bf16_linear.h, mixed-precision training); any other weight, and
+// double, in T. Double takes only the float32 precision.
+template <typename T>
+void linear_forward(const Precision& precision, T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
+                    int64_t out, bool accumulate = false);
+template <typename T>
+void linear_backward(const Precision& precision, T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI,
+                     int64_t tokens, int64_t in, int64_t out);
 
 }  // namespace zaya

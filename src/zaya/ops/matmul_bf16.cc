@@ -17,7 +17,6 @@
 #include "zaya/core/library_call.h"
 
 namespace zaya {
-namespace {
 
 using dnnl::memory;
 
@@ -29,37 +28,36 @@ using dnnl::memory;
 // bf16 value is a float32 value), so the product is still bf16 operands with
 // float32 accumulation, only slower than float32 GEMMs (`auto` picks float32
 // there). a_span, b_span: elements from the operand's first to its last.
-struct Gemm {
+struct Bf16Gemm {
   dnnl::matmul primitive;
   memory a, b, c;
   bool widened = false;
   int64_t a_span = 0, b_span = 0;
 };
 
-struct Context {
+struct Bf16GemmCache::State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
-  std::map<Key, Gemm> cache;
+  std::map<Key, Bf16Gemm> cache;
   using BatchedKey = std::array<int64_t, 31>;  // dims and strides of a, b, c; accumulate
-  std::map<BatchedKey, Gemm> batched;
+  std::map<BatchedKey, Bf16Gemm> batched;
   // The widened operands of the float32 fallback, grown to the largest GEMM
   // on first use and shared by all shapes (calls hold the mutex).
   std::vector<float> a_f32, b_f32;
-  bool force_widened = false;  // force_widened_bf16_gemms
+  bool force_widened = false;  // Bf16GemmCache::force_widened
   int native = -1;             // oneDNN builds bf16 matmuls here: 1 yes, 0 no, -1 not probed yet
 };
+
+namespace {
+
+using Context = Bf16GemmCache::State;
 
 // The largest B operand the fallback widens in one call (64 MB of float32): a
 // bigger one (an LM head of 262,144 x 2,048) is split into blocks of N (B
 // transposed, as weights are) or of K, so its scratch stays small.
 constexpr int64_t kMaxWidenedB = int64_t(1) << 24;
-
-Context& context() {
-  static Context c;
-  return c;
-}
 
 // One operand's dims and strides (elements).
 struct Layout {
@@ -93,20 +91,20 @@ dnnl::matmul::primitive_desc matmul_pd(const Context& ctx, const memory::desc& a
 // The primitive C (+)= A B for these layouts (bf16 A and B, float32 C): oneDNN's
 // bf16 matmul, or where this CPU has none (or the tests force it) the float32
 // one on widened operands. Throws dnnl::error when neither builds.
-Gemm build(const Context& ctx, const Layout& a, const Layout& b, const Layout& c, bool accumulate) {
+Bf16Gemm build(const Context& ctx, const Layout& a, const Layout& b, const Layout& c, bool accumulate) {
   const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
   const memory::desc c_md = c.desc(f32);
   if (!ctx.force_widened) {
     try {
       auto pd = matmul_pd(ctx, a.desc(bf16), b.desc(bf16), c_md, accumulate);
-      return Gemm{dnnl::matmul(pd), memory(a.desc(bf16), ctx.engine, nullptr),
-                  memory(b.desc(bf16), ctx.engine, nullptr), memory(c_md, ctx.engine, nullptr)};
+      return Bf16Gemm{dnnl::matmul(pd), memory(a.desc(bf16), ctx.engine, nullptr),
+                      memory(b.desc(bf16), ctx.engine, nullptr), memory(c_md, ctx.engine, nullptr)};
     } catch (const dnnl::error&) {  // no bf16 matmul on this CPU: the fallback below
     }
   }
-  Gemm g{dnnl::matmul(matmul_pd(ctx, a.desc(f32), b.desc(f32), c_md, accumulate)),
-         memory(a.desc(f32), ctx.engine, nullptr), memory(b.desc(f32), ctx.engine, nullptr),
-         memory(c_md, ctx.engine, nullptr)};
+  Bf16Gemm g{dnnl::matmul(matmul_pd(ctx, a.desc(f32), b.desc(f32), c_md, accumulate)),
+             memory(a.desc(f32), ctx.engine, nullptr), memory(b.desc(f32), ctx.engine, nullptr),
+             memory(c_md, ctx.engine, nullptr)};
   g.widened = true;
   g.a_span = a.span();
   g.b_span = b.span();
@@ -119,7 +117,7 @@ void widen(float* dst, const uint16_t* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
 }
 
-void run(Context& ctx, Gemm& g, const uint16_t* A, const uint16_t* B, float* C) {
+void run(Context& ctx, Bf16Gemm& g, const uint16_t* A, const uint16_t* B, float* C) {
   if (g.widened) {
     if (ctx.a_f32.size() < size_t(g.a_span)) ctx.a_f32.resize(size_t(g.a_span));
     if (ctx.b_f32.size() < size_t(g.b_span)) ctx.b_f32.resize(size_t(g.b_span));
@@ -154,29 +152,41 @@ bool widened(Context& ctx) {
 
 }  // namespace
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
-               const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+Bf16GemmCache::Bf16GemmCache() : state_(std::make_unique<State>()) {}
+Bf16GemmCache::~Bf16GemmCache() = default;
+Bf16GemmCache::Bf16GemmCache(Bf16GemmCache&&) noexcept = default;
+Bf16GemmCache& Bf16GemmCache::operator=(Bf16GemmCache&&) noexcept = default;
+
+void Bf16GemmCache::force_widened(bool on) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->force_widened = on;
+  state_->cache.clear();
+  state_->batched.clear();
+}
+
+void gemm_bf16(Bf16GemmCache& cache, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
+               int64_t lda, const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // oneDNN rejects K = 0; the product is empty.
     if (!accumulate)
       for (int64_t i = 0; i < M; ++i) std::fill_n(C + i * ldc, N, 0.0f);
     return;
   }
-  Context& ctx = context();
+  Context& ctx = cache.state();
   std::unique_lock<std::mutex> lock(ctx.mutex);
   const bool split = widened(ctx) && N * K > kMaxWidenedB && (trans_b ? N : K) > 1;
   if (split) lock.unlock();  // each block locks again
   if (split && trans_b) {    // B [N, K]: blocks of its rows, each a block of C's columns
     const int64_t nb = std::max<int64_t>(1, kMaxWidenedB / K);
     for (int64_t n0 = 0; n0 < N; n0 += nb)
-      gemm_bf16(trans_a, true, M, std::min(nb, N - n0), K, A, lda, B + n0 * ldb, ldb, C + n0, ldc, accumulate);
+      gemm_bf16(cache, trans_a, true, M, std::min(nb, N - n0), K, A, lda, B + n0 * ldb, ldb, C + n0, ldc, accumulate);
     return;
   }
   if (split) {  // B [K, N]: blocks of K, summed into C
     const int64_t kb = std::max<int64_t>(1, kMaxWidenedB / N);
     for (int64_t k0 = 0; k0 < K; k0 += kb)
-      gemm_bf16(trans_a, false, M, N, std::min(kb, K - k0), trans_a ? A + k0 * lda : A + k0, lda, B + k0 * ldb, ldb, C,
-                ldc, accumulate || k0 > 0);
+      gemm_bf16(cache, trans_a, false, M, N, std::min(kb, K - k0), trans_a ? A + k0 * lda : A + k0, lda, B + k0 * ldb,
+                ldb, C, ldc, accumulate || k0 > 0);
     return;
   }
   LibraryCall library_call;
@@ -195,12 +205,12 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
   run(ctx, it->second, A, B, C);
 }
 
-void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
-                         const BatchedMatrix& c, float* C, bool accumulate) {
+void matmul_bf16_batched(Bf16GemmCache& cache, const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b,
+                         const uint16_t* B, const BatchedMatrix& c, float* C, bool accumulate) {
   for (int64_t n : c.dims)
     if (n == 0) return;
   ZAYA_ASSERT(a.dims[4] > 0);
-  Context& ctx = context();
+  Context& ctx = cache.state();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   LibraryCall library_call;
   Context::BatchedKey key{};
@@ -223,14 +233,6 @@ void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const Batche
     }
   }
   run(ctx, it->second, A, B, C);
-}
-
-void force_widened_bf16_gemms(bool on) {
-  Context& ctx = context();
-  std::lock_guard<std::mutex> lock(ctx.mutex);
-  ctx.force_widened = on;
-  ctx.cache.clear();
-  ctx.batched.clear();
 }
 
 bool bf16_gemm_is_native() {

@@ -8,19 +8,45 @@
 // operand over 64 MB widened is split into blocks of N or K).
 // Used where bf16 inputs are the accepted practice: Muon's Newton-Schulz
 // iteration and the linear layers of mixed-precision training
-// (ops/bf16_linear.h). Primitives are created once per shape and cached.
+// (ops/bf16_linear.h). Primitives are created once per shape and cached in
+// a Bf16GemmCache that the caller owns (a workspace's Bf16Context, Muon's
+// optimizer, a benchmark): no process-wide state.
 
 #include <array>
 #include <cstdint>
+#include <memory>
 
 namespace zaya {
+
+// The oneDNN primitives built for each GEMM shape (JIT-compiled once, then
+// only their data pointers change), and the widened operands of the float32
+// fallback. Calls through one cache are serialised by its lock.
+class Bf16GemmCache {
+ public:
+  Bf16GemmCache();
+  ~Bf16GemmCache();
+  Bf16GemmCache(Bf16GemmCache&&) noexcept;
+  Bf16GemmCache& operator=(Bf16GemmCache&&) noexcept;
+
+  // For tests: from now on build every GEMM of this cache as the float32
+  // fallback that CPUs without oneDNN bf16 matmuls run (operands widened
+  // first), or (false) as oneDNN's bf16 matmul where it has one. Clears the
+  // cached primitives.
+  void force_widened(bool on);
+
+  struct State;  // matmul_bf16.cc
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
 
 // C[M,N] = op(A)[M,K] * op(B)[K,N]; A, B bf16 bit patterns, row-major with
 // row strides lda/ldb (of the stored, untransposed matrices); C float32.
 // accumulate: C += op(A) op(B) (float32 accumulation into C). Call it outside
-// parallel regions (one primitive cache behind a lock).
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A, int64_t lda,
-               const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate = false);
+// parallel regions; the primitive comes from `cache`.
+void gemm_bf16(Bf16GemmCache& cache, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
+               int64_t lda, const uint16_t* B, int64_t ldb, float* C, int64_t ldc, bool accumulate = false);
 
 // One operand of matmul_bf16_batched: up to three batch dims, then the
 // matrix's [rows, cols], each with its stride in elements (a transposed
@@ -37,13 +63,8 @@ struct BatchedMatrix {
 // the three layouts. Call it outside parallel regions. oneDNN's AMX kernels
 // take dense batches (batch strides equal to the matrix sizes); other strides
 // run a slower kernel (ops/attention_bf16.cc copies slices to keep them dense).
-void matmul_bf16_batched(const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b, const uint16_t* B,
-                         const BatchedMatrix& c, float* C, bool accumulate = false);
-
-// For tests: from now on build every bf16 GEMM as the float32 fallback that
-// CPUs without oneDNN bf16 matmuls run (operands widened first), or (false)
-// as oneDNN's bf16 matmul where it has one. Clears the primitive caches.
-void force_widened_bf16_gemms(bool on);
+void matmul_bf16_batched(Bf16GemmCache& cache, const BatchedMatrix& a, const uint16_t* A, const BatchedMatrix& b,
+                         const uint16_t* B, const BatchedMatrix& c, float* C, bool accumulate = false);
 
 // True when this CPU runs bf16 GEMMs natively (AVX512-BF16 or AMX); without
 // them bf16 is emulated (by oneDNN on AVX-512, by widening on AVX2), slower than float32.

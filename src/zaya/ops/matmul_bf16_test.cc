@@ -51,8 +51,9 @@ std::vector<uint16_t> random_bf16(size_t n, uint64_t seed) {
 // every layout, padded leading dimensions, and accumulation into C.
 TEST(Bf16Gemm, NativeAndWidenedFallbackBothGiveTheBf16Product) {
   const int64_t M = 37, N = 45, K = 70;
+  Bf16GemmCache cache;
   for (int widened = 0; widened < 2; ++widened) {
-    force_widened_bf16_gemms(widened == 1);
+    cache.force_widened(widened == 1);
     for (int layout = 0; layout < 4; ++layout) {
       const bool ta = layout & 1, tb = layout & 2;
       const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
@@ -61,7 +62,7 @@ TEST(Bf16Gemm, NativeAndWidenedFallbackBothGiveTheBf16Product) {
       const std::vector<double> ref = reference(ta, tb, M, N, K, A, lda, B, ldb);
       for (int accumulate = 0; accumulate < 2; ++accumulate) {
         std::vector<float> C(size_t(M * ldc), 0.5f);
-        gemm_bf16(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate == 1);
+        gemm_bf16(cache, ta, tb, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate == 1);
         for (int64_t i = 0; i < M; ++i) {
           for (int64_t j = 0; j < N; ++j)
             ASSERT_NEAR(C[size_t(i * ldc + j)], ref[size_t(i * N + j)] + (accumulate ? 0.5 : 0.0), 1e-4)
@@ -74,21 +75,23 @@ TEST(Bf16Gemm, NativeAndWidenedFallbackBothGiveTheBf16Product) {
     const int64_t batch = 3, R = 9, Kb = 20, Nb = 11;
     const std::vector<uint16_t> A = random_bf16(size_t(batch * R * Kb), 21), B = random_bf16(size_t(Kb * Nb), 22);
     std::vector<float> C(size_t(batch * R * Nb));
-    matmul_bf16_batched({{1, 1, batch, R, Kb}, {0, 0, R * Kb, Kb, 1}}, A.data(), {{1, 1, 1, Kb, Nb}, {0, 0, 0, Nb, 1}},
-                        B.data(), {{1, 1, batch, R, Nb}, {0, 0, R * Nb, Nb, 1}}, C.data());
+    matmul_bf16_batched(cache, {{1, 1, batch, R, Kb}, {0, 0, R * Kb, Kb, 1}}, A.data(),
+                        {{1, 1, 1, Kb, Nb}, {0, 0, 0, Nb, 1}}, B.data(), {{1, 1, batch, R, Nb}, {0, 0, R * Nb, Nb, 1}},
+                        C.data());
     for (int64_t b = 0; b < batch; ++b) {
       const std::vector<uint16_t> Ab(A.begin() + b * R * Kb, A.begin() + (b + 1) * R * Kb);
       const std::vector<double> ref = reference(false, false, R, Nb, Kb, Ab, Kb, B, Nb);
       for (int64_t i = 0; i < R * Nb; ++i) ASSERT_NEAR(C[size_t(b * R * Nb + i)], ref[size_t(i)], 1e-4) << b;
     }
   }
-  force_widened_bf16_gemms(false);
+  cache.force_widened(false);
 }
 
 // A B operand over the fallback's 64 MB of widened scratch (2^24 floats) is
 // split into blocks of N (B transposed) or of K: the same product.
 TEST(Bf16Gemm, WidenedFallbackSplitsABigOperand) {
-  force_widened_bf16_gemms(true);
+  Bf16GemmCache cache;
+  cache.force_widened(true);
   const int64_t M = 3, N = 4099, K = 4111;  // N * K > 2^24
   const std::vector<uint16_t> A = random_bf16(size_t(M * K), 31), B = random_bf16(size_t(N * K), 32);
   for (int trans_b = 0; trans_b < 2; ++trans_b) {
@@ -96,12 +99,12 @@ TEST(Bf16Gemm, WidenedFallbackSplitsABigOperand) {
     const std::vector<double> ref = reference(false, trans_b == 1, M, N, K, A, K, B, ldb);
     for (int accumulate = 0; accumulate < 2; ++accumulate) {
       std::vector<float> C(size_t(M * N), 1.0f);
-      gemm_bf16(false, trans_b == 1, M, N, K, A.data(), K, B.data(), ldb, C.data(), N, accumulate == 1);
+      gemm_bf16(cache, false, trans_b == 1, M, N, K, A.data(), K, B.data(), ldb, C.data(), N, accumulate == 1);
       for (int64_t i = 0; i < M * N; ++i)
         ASSERT_NEAR(C[size_t(i)], ref[size_t(i)] + accumulate, 1e-3) << trans_b << " " << accumulate << " " << i;
     }
   }
-  force_widened_bf16_gemms(false);
+  cache.force_widened(false);
 }
 
 }  // namespace bf16_gemm_test

@@ -48,7 +48,7 @@ void RouterArrayProducts<T>::apply(RouterMatrix m, T* y_TO, const T* x_TI, int64
                   : m == RouterMatrix::kMlp0 ? w_.mlp0_RR
                   : m == RouterMatrix::kMlp2 ? w_.mlp2_RR
                                              : w_.mlp4_NR;
-  linear_forward<T>(y_TO, x_TI, w_OI, tokens, in, out);
+  linear_forward<T>(precision_, y_TO, x_TI, w_OI, tokens, in, out);
 }
 
 template <typename T>
@@ -95,9 +95,10 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 }
 
 template <typename T>
-void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& s, const RouterActs<T>& a,
-                     RouterScratch<T>& sc, const T* x_TD, const T* r_prev_TR, const T* dgate_TJ, const T* dr_next_TR,
-                     T* dx_TD, T* dr_prev_TR, const RouterLossOptions& loss, RouterBranches<T>* branches) {
+void router_backward(const Precision& precision, const RouterWeights<T>& w, const RouterGrads<T>& g,
+                     const RouterShape& s, const RouterActs<T>& a, RouterScratch<T>& sc, const T* x_TD,
+                     const T* r_prev_TR, const T* dgate_TJ, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
+                     const RouterLossOptions& loss, RouterBranches<T>* branches) {
   const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, J = s.top_k;
   // The gate is p[slot], so its gradient enters the softmax at that slot.
   zero(sc.dprobs_TN, Tn * N);
@@ -114,18 +115,18 @@ void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const R
     router_z_loss<T>(sc.dlogits_TN, a.logits_TN, a.probs_TN, Tn, N, T(loss.z_loss_coeff), T(loss.grad_scale));
   // The MLP.
   zero(sc.dg2_TR, Tn * R);
-  linear_backward<T>(sc.dg2_TR, g.mlp4_NR, sc.dlogits_TN, a.g2_TR, w.mlp4_NR, Tn, R, N);
+  linear_backward<T>(precision, sc.dg2_TR, g.mlp4_NR, sc.dlogits_TN, a.g2_TR, w.mlp4_NR, Tn, R, N);
   if (branches != nullptr) branches->backward(RouterMatrix::kMlp4, sc.dg2_TR, sc.dlogits_TN, a.g2_TR, Tn, R, N);
   zero(sc.du2_TR, Tn * R);
   gelu_backward<T>(sc.du2_TR, sc.dg2_TR, a.u2_TR, Tn * R);
   zero(sc.dg1_TR, Tn * R);
-  linear_backward<T>(sc.dg1_TR, g.mlp2_RR, sc.du2_TR, a.g1_TR, w.mlp2_RR, Tn, R, R);
+  linear_backward<T>(precision, sc.dg1_TR, g.mlp2_RR, sc.du2_TR, a.g1_TR, w.mlp2_RR, Tn, R, R);
   if (branches != nullptr) branches->backward(RouterMatrix::kMlp2, sc.dg1_TR, sc.du2_TR, a.g1_TR, Tn, R, R);
   column_sum<T>(g.mlp2_b_R, sc.du2_TR, Tn, R);
   zero(sc.du1_TR, Tn * R);
   gelu_backward<T>(sc.du1_TR, sc.dg1_TR, a.u1_TR, Tn * R);
   zero(sc.drn_TR, Tn * R);
-  linear_backward<T>(sc.drn_TR, g.mlp0_RR, sc.du1_TR, a.rn_TR, w.mlp0_RR, Tn, R, R);
+  linear_backward<T>(precision, sc.drn_TR, g.mlp0_RR, sc.du1_TR, a.rn_TR, w.mlp0_RR, Tn, R, R);
   if (branches != nullptr) branches->backward(RouterMatrix::kMlp0, sc.drn_TR, sc.du1_TR, a.rn_TR, Tn, R, R);
   column_sum<T>(g.mlp0_b_R, sc.du1_TR, Tn, R);
   // The norm; dr starts from what the next MoE layer's EDA sends back.
@@ -147,7 +148,7 @@ void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const R
     zero(dr_prev_TR, Tn * R);
   }
   // The down projection.
-  linear_backward<T>(dx_TD, g.down_RD, sc.dr_TR, x_TD, w.down_RD, Tn, D, R);
+  linear_backward<T>(precision, dx_TD, g.down_RD, sc.dr_TR, x_TD, w.down_RD, Tn, D, R);
   if (branches != nullptr) branches->backward(RouterMatrix::kDown, dx_TD, sc.dr_TR, x_TD, Tn, D, R);
   column_sum<T>(g.down_b_R, sc.dr_TR, Tn, R);
 }
@@ -160,13 +161,13 @@ template RouterLosses router_forward<float>(const RouterWeights<float>&, RouterP
 template RouterLosses router_forward<double>(const RouterWeights<double>&, RouterProducts<double>&, const RouterShape&,
                                              const double*, const double*, const float*, RouterActs<double>&,
                                              const RouterLossOptions&, bool);
-template void router_backward<float>(const RouterWeights<float>&, const RouterGrads<float>&, const RouterShape&,
-                                     const RouterActs<float>&, RouterScratch<float>&, const float*, const float*,
-                                     const float*, const float*, float*, float*, const RouterLossOptions&,
+template void router_backward<float>(const Precision&, const RouterWeights<float>&, const RouterGrads<float>&,
+                                     const RouterShape&, const RouterActs<float>&, RouterScratch<float>&, const float*,
+                                     const float*, const float*, const float*, float*, float*, const RouterLossOptions&,
                                      RouterBranches<float>*);
-template void router_backward<double>(const RouterWeights<double>&, const RouterGrads<double>&, const RouterShape&,
-                                      const RouterActs<double>&, RouterScratch<double>&, const double*, const double*,
-                                      const double*, const double*, double*, double*, const RouterLossOptions&,
-                                      RouterBranches<double>*);
+template void router_backward<double>(const Precision&, const RouterWeights<double>&, const RouterGrads<double>&,
+                                      const RouterShape&, const RouterActs<double>&, RouterScratch<double>&,
+                                      const double*, const double*, const double*, const double*, double*, double*,
+                                      const RouterLossOptions&, RouterBranches<double>*);
 
 }  // namespace zaya

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 
+#include "zaya/ops/precision.h"
+
 namespace zaya {
 
 // The router's tensors in PyTorch layouts; P = const T for weights, T for their gradients.
@@ -103,14 +105,15 @@ class RouterProducts {
   ~RouterProducts() = default;
 };
 
-// The products as linear_forward on the arrays of w (training and tests).
+// The products as linear_forward on the arrays of w in `precision` (training and tests).
 template <typename T>
 class RouterArrayProducts final : public RouterProducts<T> {
  public:
-  explicit RouterArrayProducts(const RouterWeights<T>& w) : w_(w) {}
+  RouterArrayProducts(const Precision& precision, const RouterWeights<T>& w) : precision_(precision), w_(w) {}
   void apply(RouterMatrix m, T* y_TO, const T* x_TI, int64_t tokens, int64_t in, int64_t out) override;
 
  private:
+  Precision precision_;
   RouterWeights<T> w_;
 };
 
@@ -144,11 +147,12 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
 // through the next MoE layer's EDA; null: none), adds into dx_TD and into
 // every gradient of g (states_scale_R only when EDA ran), and writes into
 // dr_prev_TR (if not null) the gradient of r_prev_TR, zeros when EDA did not
-// run. dr_prev_TR may be dr_next_TR. branches: the products' extra branches (null: none).
+// run. dr_prev_TR may be dr_next_TR. branches: the products' extra branches
+// (null: none). The products' backward runs in `precision`.
 template <typename T>
-void router_backward(const RouterWeights<T>& w, const RouterGrads<T>& g, const RouterShape& shape,
-                     const RouterActs<T>& a, RouterScratch<T>& scratch, const T* x_TD, const T* r_prev_TR,
-                     const T* dgate_TJ, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
+void router_backward(const Precision& precision, const RouterWeights<T>& w, const RouterGrads<T>& g,
+                     const RouterShape& shape, const RouterActs<T>& a, RouterScratch<T>& scratch, const T* x_TD,
+                     const T* r_prev_TR, const T* dgate_TJ, const T* dr_next_TR, T* dx_TD, T* dr_prev_TR,
                      const RouterLossOptions& loss = {}, RouterBranches<T>* branches = nullptr);
 
 }  // namespace zaya

@@ -169,7 +169,7 @@ OpOut<T> run_op(const Case& k, Params& p, const Vec& x, const Vec* r_prev, const
                 const RouterLossOptions& loss = {}, bool serial = false) {
   const std::vector<std::vector<T>> w = cast_all<T>(p);
   const RouterWeights<T> rw = view<T>(w.data());
-  RouterArrayProducts<T> products(rw);
+  RouterArrayProducts<T> products(Precision{}, rw);
   const std::vector<T> xt = cast<T>(x);
   const std::vector<T> rp = r_prev != nullptr ? cast<T>(*r_prev) : std::vector<T>();
   OpOut<T> o = alloc_run<T>(k);
@@ -256,7 +256,7 @@ TEST(Router, SerialAndSharedBuffersAreBitIdentical) {
 
   const std::vector<std::vector<float>> w = cast_all<float>(p);
   const RouterWeights<float> rw = view<float>(w.data());
-  RouterArrayProducts<float> products(rw);
+  RouterArrayProducts<float> products(Precision{}, rw);
   const std::vector<float> xf = cast<float>(x), rpf = cast<float>(r_prev);
   OpOut<float> shared = alloc_run<float>(k);
   RouterActs<float> a = shared.acts();
@@ -360,7 +360,7 @@ TEST(Router, GradientsMatchFiniteDifferences) {
     Vec dx(k.T * k.D, 0.0), dr_prev(k.T * k.R, 7.0);  // dr_prev is written, not added into
     Scratch scratch(k);
     RouterScratch<double> sv = scratch.view();
-    router_backward<double>(view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(),
+    router_backward<double>(Precision{}, view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(),
                             rp != nullptr ? rp->data() : nullptr, pgate.data(), pr.data(), dx.data(), dr_prev.data(),
                             loss);
     testing::expect_gradient("x", x, dx, value);
@@ -376,7 +376,7 @@ TEST(Router, GradientsMatchFiniteDifferences) {
     Vec carry = pr, dx2(k.T * k.D, 0.0);
     std::vector<Vec> g2;
     for (Vec* v : p.all()) g2.emplace_back(v->size(), 0.0);
-    router_backward<double>(view<double>(w.data()), grad_view(g2), k.shape(), o.acts(), sv, x.data(),
+    router_backward<double>(Precision{}, view<double>(w.data()), grad_view(g2), k.shape(), o.acts(), sv, x.data(),
                             rp != nullptr ? rp->data() : nullptr, pgate.data(), carry.data(), dx2.data(), carry.data(),
                             loss);
     EXPECT_EQ(carry, dr_prev);
@@ -391,7 +391,7 @@ TEST(Router, GradientsMatchFiniteDifferences) {
 class LinearBranches final : public RouterProducts<double>, public RouterBranches<double> {
  public:
   LinearBranches(const RouterWeights<double>& w, const std::vector<Vec>& v, std::vector<Vec>* g)
-      : arrays_(w), v_(v), g_(g) {}
+      : arrays_(Precision{}, w), v_(v), g_(g) {}
   void apply(RouterMatrix m, double* y_TO, const double* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     arrays_.apply(m, y_TO, x_TI, tokens, in, out);
     linear_forward<double>(y_TO, x_TI, v_[size_t(m)].data(), tokens, in, out, true);
@@ -437,8 +437,8 @@ TEST(Router, BranchesGetTheirGradientsThroughTheChain) {
   Vec dx(k.T * k.D, 0.0), dr_prev(k.T * k.R, 0.0);
   Scratch scratch(k);
   RouterScratch<double> sv = scratch.view();
-  router_backward<double>(view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(), r_prev.data(),
-                          pgate.data(), pr.data(), dx.data(), dr_prev.data(), {}, &branches);
+  router_backward<double>(Precision{}, view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(),
+                          r_prev.data(), pgate.data(), pr.data(), dx.data(), dr_prev.data(), {}, &branches);
   const char* names[4] = {"down branch", "mlp0 branch", "mlp2 branch", "mlp4 branch"};
   for (int m = 0; m < 4; ++m) testing::expect_gradient(names[m], v[size_t(m)], gv[size_t(m)], value);
   testing::expect_gradient("x", x, dx, value);

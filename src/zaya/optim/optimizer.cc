@@ -60,7 +60,8 @@ void symmetric_product(const float* w, int64_t m, int64_t k, float alpha, float 
 
 }  // namespace
 
-void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16) {
+void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16,
+                   Bf16GemmCache* gemms) {
   constexpr float a = 3.4445f, b = -4.7750f, c = 2.0315f;
   const int64_t m = std::min(rows, cols);
   float* y = scratch;          // [rows, cols]
@@ -74,6 +75,7 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
   const float inv = float(1.0 / (std::sqrt(ss) + 1e-7));
   const bool wide = rows <= cols;  // work on the small Gram matrix
   if (scratch16 != nullptr) {
+    ZAYA_CHECK(gemms != nullptr, "internal error: bf16 Newton-Schulz needs a GEMM cache");
     uint16_t* xb = scratch16;  // bf16(X)
     uint16_t* mb = xb + n;     // bf16(A), then bf16(B)
 #pragma omp parallel for schedule(static) if (n > 65536)
@@ -83,20 +85,20 @@ void newton_schulz(float* x, int64_t rows, int64_t cols, int steps, float* scrat
     }
     for (int s = 0; s < steps; ++s) {
       if (wide)
-        gemm_bf16(false, true, m, m, cols, xb, cols, xb, cols, A, m);
+        gemm_bf16(*gemms, false, true, m, m, cols, xb, cols, xb, cols, A, m);
       else
-        gemm_bf16(true, false, m, m, rows, xb, cols, xb, cols, A, m);
+        gemm_bf16(*gemms, true, false, m, m, rows, xb, cols, xb, cols, A, m);
       convert_to_bf16(mb, A, m * m);
-      gemm_bf16(false, false, m, m, m, mb, m, mb, m, B, m);
+      gemm_bf16(*gemms, false, false, m, m, m, mb, m, mb, m, B, m);
 #pragma omp parallel for schedule(static) if (m * m > 65536)
       for (int64_t i = 0; i < m * m; ++i) {
         B[i] = b * A[i] + c * B[i];
         mb[i] = float_to_bf16(B[i]);
       }
       if (wide)
-        gemm_bf16(false, false, rows, cols, m, mb, m, xb, cols, y, cols);
+        gemm_bf16(*gemms, false, false, rows, cols, m, mb, m, xb, cols, y, cols);
       else
-        gemm_bf16(false, false, rows, cols, m, xb, cols, mb, m, y, cols);
+        gemm_bf16(*gemms, false, false, rows, cols, m, xb, cols, mb, m, y, cols);
       const bool last = s + 1 == steps;
 #pragma omp parallel for schedule(static) if (n > 65536)
       for (int64_t i = 0; i < n; ++i) {
@@ -214,7 +216,7 @@ void Optimizer::update(float* params, float* grads, double lr_scale, double clip
         u[i] = nesterov ? clip * g[i] + mu * em[i] : em[i];
         if (zero) g[i] = 0.0f;
       }
-      newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel, ns_scratch16_.get());
+      newton_schulz(u, rows, cols, config_.ns_steps, u + e.numel, ns_scratch16_.get(), &ns_gemms_);
       const float scale = lr * 0.2f * std::sqrt(float(std::max(rows, cols)));
 #pragma omp parallel for schedule(static) if (e.numel > 16384)
       for (int64_t i = 0; i < e.numel; ++i) {

@@ -16,6 +16,7 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/model/params.h"
+#include "zaya/ops/matmul_bf16.h"
 
 namespace zaya {
 
@@ -37,8 +38,9 @@ struct OptimizerConfig {
 // Newton-Schulz orthogonalisation of x_OI (in place), quintic coefficients
 // (3.4445, -4.7750, 2.0315) as in Muon. scratch: 2*R*C + 2*m*m floats, m = min(R, C);
 // scratch16 (R*C + m*m bf16 values) selects bf16 GEMMs (float32 accumulation
-// and iterate), null selects float32 GEMMs.
-void newton_schulz(float* x_OI, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16);
+// and iterate, their primitives in `gemms`), null selects float32 GEMMs.
+void newton_schulz(float* x_OI, int64_t rows, int64_t cols, int steps, float* scratch, uint16_t* scratch16,
+                   Bf16GemmCache* gemms = nullptr);
 
 // What update() may also write in its one pass over each owned entry, so
 // that the trainer needs no sweeps of its own over the parameters and
@@ -86,6 +88,7 @@ class Optimizer {
   Arena m_, v_;
   AlignedPtr<float> ns_scratch_;
   AlignedPtr<uint16_t> ns_scratch16_;  // null: Newton-Schulz in float32
+  Bf16GemmCache ns_gemms_;             // its bf16 GEMMs' primitives
   std::vector<double> norm_partials_;
   int64_t step_ = 0;
 };

@@ -44,7 +44,8 @@ TEST(NewtonSchulz, OrthogonalisesAndIsTransposeConsistent) {
   }
   // bf16 GEMMs (float32 iterate): the same result up to bf16 rounding.
   std::vector<uint16_t> scratch16(r * c + m * m);
-  newton_schulz(x16.data(), r, c, 5, scratch.data(), scratch16.data());
+  Bf16GemmCache gemms;
+  newton_schulz(x16.data(), r, c, 5, scratch.data(), scratch16.data(), &gemms);
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < r * c; ++i) {
     diff += double(x16[i] - x[i]) * (x16[i] - x[i]);
