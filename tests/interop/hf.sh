@@ -13,7 +13,7 @@ cd "$SRC/tests/interop"
 prepare_data 512
 mkdir -p "$WORK/small" "$WORK/hf_to_zaya" "$WORK/zaya_to_hf" "$WORK/gguf"
 cp "$WORK/data/tokenizer.model" "$WORK/small/"
-grep -v '^$' "$SRC/data/kjv/kjv.txt" | head -44 | awk '{ print } NR % 4 == 0 { print "" }' >"$WORK/small.txt"
+awk 'NF && ++n <= 44 { print; if (n % 4 == 0) print "" }' "$SRC/data/kjv/kjv.txt" >"$WORK/small.txt"
 "$ZAYA" data shards --corpus "$WORK/small.txt" --tokenizer "$WORK/small/tokenizer.model" --out "$WORK/small" \
   --val-fraction 0.1 --quiet >/dev/null
 

@@ -141,6 +141,22 @@ def check_eval(hf, model_dir, label):
     print(f"ok: {label}: zaya eval's NLL over {tokens} tokens within {rel:.2g} relative of transformers' loss")
 
 
+def check_old_spelling(hf, d):
+    """An earlier upstream revision spelled the layer types full_attention / sliding_attention (in layer_types
+    and as rope_parameters' keys): zaya reads that config.json as the same model."""
+    old = d + "-old-spelling"
+    shutil.copytree(d, old)
+    path = os.path.join(old, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    spell = {"hybrid": "full_attention", "hybrid_sliding": "sliding_attention"}
+    cfg["layer_types"] = [spell[t] for t in cfg["layer_types"]]
+    cfg["rope_parameters"] = {spell[k]: v for k, v in cfg["rope_parameters"].items()}
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    check_logits(hf, old, "transformers -> zaya, full_attention / sliding_attention spelling")
+
+
 def main():
     print(h.versions())
     for shape in ["8b", "74b"]:
@@ -168,6 +184,8 @@ def main():
             if dtype == torch.float32:
                 check_eval(ref, d, label)
                 check_serve(d, label, texts)
+            if shape == "74b" and dtype == torch.float32:
+                check_old_spelling(ref, d)
     print("hf_to_zaya: all checks passed")
 
 
