@@ -80,7 +80,7 @@ def randomize(model, seed, skip_wins_in_layer=None):
             if name.endswith("balancing_biases"):
                 layer = int(name.split(".")[2])
                 b = torch.rand(p.shape, generator=g) * 0.2
-                b[-1] = 0.15 if layer == skip_wins_in_layer else -1.0
+                b[-1] = 0.2 if layer == skip_wins_in_layer else -1.0
                 p.copy_(b)
             elif name.endswith("qk_norm.temp"):
                 p.copy_(0.5 + torch.rand(p.shape, generator=g) * 1.5)
@@ -125,6 +125,29 @@ def load_hf(path, dtype=torch.float32):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     model.eval()
     return model
+
+
+def restore_balancing_biases(model, path):
+    """transformers 5.25.0's from_pretrained sets every router's skip-slot balancing bias to -1 after loading
+    (ZayaPreTrainedModel._init_weights writes `balancing_biases[-1] = -1.0` in place, which its loading does not
+    skip), whatever the file holds. The released models hold -1 there, so they are unaffected; a model whose
+    skip bias is anything else computes otherwise than its file says. The workaround (docs/formats.md): copy the
+    biases from the file after loading. Returns how many layers it corrected."""
+    from safetensors.torch import load_file
+    idx = os.path.join(path, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(idx))["weight_map"].values())) if os.path.exists(idx) else ["model.safetensors"]
+    saved = {}
+    for f in files:
+        saved.update({k: v for k, v in load_file(os.path.join(path, f)).items() if k.endswith("balancing_biases")})
+    fixed = 0
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            if name.endswith("balancing_biases") and not torch.equal(buf, saved[name].to(buf.dtype)):
+                if not torch.equal(buf[:-1], saved[name][:-1].to(buf.dtype)) or float(buf[-1]) != -1.0:
+                    fail(f"{path}: {name}: transformers loaded {buf.tolist()}, the file holds {saved[name].tolist()}")
+                buf.copy_(saved[name])
+                fixed += 1
+    return fixed
 
 
 def hf_logits(model, ids):
