@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes (once) and prints the path of the pinned Python environment that tests
 # and peer benchmarks use: a virtual environment of Debian's python3 holding
-# exactly scripts/python-requirements.txt, from PyPI.
+# exactly scripts/python-requirements.txt, from PyPI (--no-deps: that file pins
+# every package of the environment, dependencies included).
 #   PY=$(scripts/python-env.sh)      # then: "$PY" some_test.py
 # It is cached under ${ZAYA_PYENV_CACHE:-${XDG_CACHE_HOME:-~/.cache}/zaya}, one
 # folder per version of the requirements (named by their hash), so a clean
@@ -28,7 +29,7 @@ if [[ ! -f $env/complete ]]; then
     log=$cache/pyenv-$key.log
     "$python" -m venv "$env" >"$log" 2>&1 ||
       { echo "python-env.sh: '$python -m venv' failed (apt-get install python3-venv): $(tail -3 "$log")" >&2; exit 1; }
-    timeout 1800 "$env/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$requirements" >"$log" 2>&1 ||
+    timeout 1800 "$env/bin/python" -m pip install --disable-pip-version-check --no-input -q --no-deps -r "$requirements" >"$log" 2>&1 ||
       { echo "python-env.sh: pip install -r $requirements failed (is PyPI reachable?): $(tail -5 "$log")" >&2; exit 1; }
     date -u +%FT%TZ >"$env/complete"
   fi

@@ -50,6 +50,15 @@ void read_rope_entry(const json& p, const std::string& source, const std::string
   factor = json_number(p, source, "partial_rotary_factor", factor);
 }
 
+// A layer type of layer_types or a key of rope_parameters: "hybrid" / "hybrid_sliding" (transformers' ZayaConfig
+// since 5.13, the hub files), or "full_attention" / "sliding_attention", the spelling of an earlier upstream
+// revision, read as the same types; "" for anything else.
+std::string canonical_layer_type(const std::string& type) {
+  if (type == "hybrid" || type == "full_attention") return "hybrid";
+  if (type == "hybrid_sliding" || type == "sliding_attention") return "hybrid_sliding";
+  return "";
+}
+
 }  // namespace
 
 bool is_native_zaya_config(const json& j) {
@@ -123,10 +132,13 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
       json_field_error(source, "layer_types", lt,
                        fmt::format("a list of {} layer types (num_hidden_layers)", c.num_blocks));
     for (size_t i = 0; i < lt.size(); ++i) {
-      if (lt[i] != "hybrid" && lt[i] != "hybrid_sliding")
-        fail("{}: \"layer_types\"[{}] = {} is invalid; allowed: \"hybrid\", \"hybrid_sliding\"", source, i,
-             json_preview(lt[i]));
-      if (lt[i] == "hybrid_sliding") c.sliding_blocks.push_back(int64_t(i));
+      const std::string type = lt[i].is_string() ? canonical_layer_type(lt[i].get<std::string>()) : "";
+      if (type.empty())
+        fail(
+            "{}: \"layer_types\"[{}] = {} is invalid; allowed: \"hybrid\", \"hybrid_sliding\" (or an earlier "
+            "upstream revision's \"full_attention\", \"sliding_attention\")",
+            source, i, json_preview(lt[i]));
+      if (type == "hybrid_sliding") c.sliding_blocks.push_back(int64_t(i));
     }
   }
   const bool window_given = j.contains("sliding_window") && !j["sliding_window"].is_null();
@@ -149,22 +161,37 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
   if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
     const json& rp = j["rope_parameters"];
     if (!rp.is_object()) json_field_error(source, "rope_parameters", rp, "an object");
-    const bool nested = rp.contains("hybrid") || rp.contains("hybrid_sliding");
+    bool nested = false;
+    for (auto it = rp.begin(); it != rp.end(); ++it) nested = nested || !canonical_layer_type(it.key()).empty();
     if (nested) {
-      for (auto it = rp.begin(); it != rp.end(); ++it)
-        if (it.key() != "hybrid" && it.key() != "hybrid_sliding")
-          fail("{}: unknown layer type \"{}\" in \"rope_parameters\"; allowed: hybrid, hybrid_sliding", source,
+      const json* full = nullptr;
+      const json* sliding = nullptr;
+      std::string full_name, sliding_name;
+      for (auto it = rp.begin(); it != rp.end(); ++it) {
+        const std::string type = canonical_layer_type(it.key());
+        if (type.empty())
+          fail(
+              "{}: unknown layer type \"{}\" in \"rope_parameters\"; allowed: hybrid, hybrid_sliding (or "
+              "full_attention, sliding_attention)",
+              source, it.key());
+        const json*& entry = type == "hybrid" ? full : sliding;
+        std::string& name = type == "hybrid" ? full_name : sliding_name;
+        if (entry != nullptr)
+          fail("{}: \"rope_parameters\" has both \"{}\" and \"{}\" (two spellings of one layer type)", source, name,
                it.key());
-      if (rp.contains("hybrid"))
-        read_rope_entry(rp["hybrid"], source, "rope_parameters.hybrid", c.rope_theta, c.partial_rotary_factor);
-      if (rp.contains("hybrid_sliding")) {
+        entry = &it.value();
+        name = it.key();
+      }
+      if (full != nullptr)
+        read_rope_entry(*full, source, "rope_parameters." + full_name, c.rope_theta, c.partial_rotary_factor);
+      if (sliding != nullptr) {
         double factor = c.partial_rotary_factor;
-        read_rope_entry(rp["hybrid_sliding"], source, "rope_parameters.hybrid_sliding", c.sliding_rope_theta, factor);
+        read_rope_entry(*sliding, source, "rope_parameters." + sliding_name, c.sliding_rope_theta, factor);
         if (factor != c.partial_rotary_factor)
           fail(
-              "{}: rope_parameters.hybrid_sliding.partial_rotary_factor = {} differs from the full layers' {}; "
-              "zaya.cpp needs one rotary width",
-              source, factor, c.partial_rotary_factor);
+              "{}: rope_parameters.{}.partial_rotary_factor = {} differs from the full layers' {}; zaya.cpp needs "
+              "one rotary width",
+              source, sliding_name, factor, c.partial_rotary_factor);
       }
     } else {
       read_rope_entry(rp, source, "rope_parameters", c.rope_theta, c.partial_rotary_factor);

@@ -119,12 +119,35 @@ TEST(ModelConfigJson, NativeSlidingLayers) {
   j["rope_parameters"]["hybrid_sliding"].erase("partial_rotary_factor");
   j["layer_types"][1] = "sliding";
   testing::expect_error([&] { native_config_from_json(j, "n.json"); },
-                        "\"layer_types\"[1] = \"sliding\" is invalid; allowed: \"hybrid\", \"hybrid_sliding\"");
+                        "\"layer_types\"[1] = \"sliding\" is invalid; allowed: \"hybrid\", \"hybrid_sliding\" (or");
   // The legacy spelling of the same model reads to the same config (W = swa_layers + 1).
   j["layer_types"][1] = "hybrid";
   c = native_config_from_json(j, "n.json");
   expect_same(config_from_hf_json(config_to_hf_json(c, "float32"), "legacy"), c, "legacy of native");
   EXPECT_EQ(config_to_hf_json(c, "float32")["swa_layers"][0], 3);
+}
+
+TEST(ModelConfigJson, NativeLayerTypesOfAnEarlierUpstreamRevision) {
+  // full_attention / sliding_attention, in layer_types and as rope_parameters' keys, read as hybrid /
+  // hybrid_sliding: the same config as the current spelling.
+  json j = config_to_native_json(preset_config("tiny"), "float32");
+  j["layer_types"] = {"hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"};
+  j["sliding_window"] = 4;
+  j["rope_parameters"]["hybrid_sliding"] = {{"rope_type", "default"}, {"rope_theta", 5e4}};
+  const ZayaConfig want = native_config_from_json(j, "n.json");
+  json old = j;
+  old["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention"};
+  old["rope_parameters"] = {{"full_attention", j["rope_parameters"]["hybrid"]},
+                            {"sliding_attention", j["rope_parameters"]["hybrid_sliding"]}};
+  const ZayaConfig c = native_config_from_json(old, "old.json");
+  expect_same(c, want, "full_attention / sliding_attention");
+  EXPECT_EQ(c.sliding_blocks, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(c.sliding_rope_theta, 5e4);
+  // Written back in the current spelling.
+  EXPECT_EQ(config_to_native_json(c, "float32")["layer_types"][0], "hybrid_sliding");
+  old["rope_parameters"]["hybrid"] = j["rope_parameters"]["hybrid"];
+  testing::expect_error([&] { native_config_from_json(old, "old.json"); },
+                        "has both \"full_attention\" and \"hybrid\" (two spellings of one layer type)");
 }
 
 TEST(ModelConfigJson, NativeLayoutRefusesWhatItCannotSpell) {

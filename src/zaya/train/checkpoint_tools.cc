@@ -149,12 +149,15 @@ std::string import_checkpoint(const std::string& in, const std::string& out_root
     config.model = want;
     config.vocab_from_tokenizer = false;
   }
-  ZayaConfig same = source;
-  same.rope_precision = want.rope_precision;  // how RoPE angles are computed shapes no weight: the config's decides
-  ZAYA_CHECK(config_to_hf_json(want, "float32") == config_to_hf_json(same, "float32"),
-             "{}: [model] does not describe the model in {} (compare `zaya info --model {}` with `zaya info "
+  // The fields a [model] table holds: not the token ids (a [model] table has no key for them, so an eos list of
+  // a transformers-saved config.json could never match) nor how RoPE angles are computed (no weight depends on
+  // it: the config's decides). The checkpoint records the source's own config below, token ids included.
+  const std::vector<std::string> differences = model_differences(want, source);
+  ZAYA_CHECK(differences.empty(),
+             "{}: [model] does not describe the model in {}: {} (compare `zaya info --model {}` with `zaya info "
              "--config {}`)",
-             config_path, in, in, config_path);
+             config_path.empty() ? "the imported config" : config_path, in, fmt::join(differences, "; "), in,
+             config_path);
   CheckpointMeta header;
   auto self = make_self_comm();
   header.run_id = new_run_id(*self);
