@@ -38,16 +38,7 @@ echo "zaya eval: $(grep 'multiple choice' "$WORK/eval.txt")"
 
 # --- zaya serve on a free loopback port; always stopped ---
 KEY=lmeval-key
-ZAYA_API_KEY=$KEY "$ZAYA" serve --model "$M" --port 0 --batch 4 --threads 2 --request-timeout 120 2>"$WORK/serve.log" &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; [[ -n ${ZAYA_KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-  grep -q "on http://" "$WORK/serve.log" && break
-  kill -0 $SERVER 2>/dev/null || fail "zaya serve exited: $(cat "$WORK/serve.log")"
-  sleep 0.2
-done
-URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1)
-[[ -n $URL ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
+start_serve "$KEY" "$M" --batch 4 --threads 2 --request-timeout 120
 CONTEXT=$(curl -sf -H "Authorization: Bearer $KEY" "$URL/tokenizer_info" | jq -r .model_max_length) ||
   fail "/tokenizer_info did not answer"
 

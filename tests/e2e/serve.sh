@@ -23,17 +23,7 @@ OPENAI_VERSION=$("$PYTHON" -c 'import openai; print(openai.__version__)')
 
 # --- start the server on a free loopback port; always stop it ---
 KEY=test-key
-ZAYA_API_KEY=$KEY "$ZAYA" serve --model "$M" --port 0 --batch 4 --threads 2 --request-timeout 60 2>"$WORK/serve.log" &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; [[ -n ${ZAYA_KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-  grep -q "on http://" "$WORK/serve.log" && break
-  kill -0 $SERVER 2>/dev/null || fail "zaya serve exited: $(cat "$WORK/serve.log")"
-  sleep 0.2
-done
-PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1 | sed 's/.*://')
-[[ -n $PORT ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
-URL=http://127.0.0.1:$PORT
+start_serve "$KEY" "$M" --batch 4 --threads 2 --request-timeout 60
 AUTH=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
 echo "ok: zaya serve listens on $URL"
 
