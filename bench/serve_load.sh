@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Load test of zaya serve on loopback: CLIENTS concurrent clients (default 64,
-# half of them streaming) for SECONDS seconds (default 60), MAX_TOKENS tokens
+# half of them streaming; bench/serve_load.py, the openai Python client) for SECONDS seconds (default 60), MAX_TOKENS tokens
 # each, against a tiny model trained here (or MODEL). The server admits
 # 2 x CLIENTS requests at once: a request counts until its connection's
 # response is released, which a client's next request can overtake. Reports throughput and
@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-64} seconds=${2:-60} max_tokens=${3:-32} model=${4:-}
 zaya=${ZAYA:-build/zaya}
+# The clients: the official openai package, from the pinned environment (scripts/python-env.sh).
+python=$(scripts/python-env.sh)
 dir=runs/bench/serve_load
 mkdir -p "$dir"
 if [[ -z $model ]]; then
@@ -47,7 +49,7 @@ url=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/serve.log" | head -1)
 [[ -n $url ]] || { cat "$dir/serve.log"; exit 1; }
 echo "== $clients clients for $seconds s, $max_tokens tokens each, against $url ($model)"
 rc=0
-node bench/serve_load.mjs "$url" "$clients" "$seconds" "$max_tokens" | tee "$dir/result.json" || rc=$?
+"$python" bench/serve_load.py "$url" "$clients" "$seconds" "$max_tokens" | tee "$dir/result.json" || rc=$?
 curl -s "$url/metrics" >"$dir/metrics.txt"
 grep -E '^zaya_requests_total\{endpoint="/v1/completions"|^zaya_sequences_running|^zaya_queue_depth|^zaya_requests_cancelled_total|^zaya_kv_pages|^zaya_prefix_cache' "$dir/metrics.txt"
 python3 - "$dir/result.json" "$dir/metrics.txt" <<'PY'

@@ -1,5 +1,6 @@
 // Fuzz target: the body of an HTTP request to zaya serve
-// (serve/openai_request.h), parsed as a completions and as a chat request.
+// (serve/openai_request.h), parsed as a completions and as a chat request,
+// and as the tokenizer endpoints' /tokenize and /detokenize bodies.
 // Whatever the bytes, parsing must end in a request or a 400-style error,
 // never a crash (a nested value once overflowed the stack when a message
 // printed it) or an exception of another kind; an error's message is bounded
@@ -53,5 +54,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const zaya::ApiLimits l = limits();
   for (zaya::ApiEndpoint e : {zaya::ApiEndpoint::kCompletions, zaya::ApiEndpoint::kChat})
     check(zaya::parse_openai_request(body, e, l), e, l);  // any other exception escapes: libFuzzer reports it
+  const zaya::TokenizeRequest t = zaya::parse_tokenize_request(body);
+  if (t.error.size() > 1024 || (t.error.empty() && t.text.size() > size)) __builtin_trap();
+  const zaya::DetokenizeRequest d = zaya::parse_detokenize_request(body);
+  if (d.error.size() > 1024) __builtin_trap();
+  for (int32_t id : d.tokens)
+    if (id < 0) __builtin_trap();
   return 0;
 }

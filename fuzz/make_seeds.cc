@@ -184,6 +184,9 @@ void request_seeds(const fs::path& dir) {
       R"({"messages": [{"role": "user", "content": "a"},
                        {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function"}]},
                        {"role": "tool", "tool_call_id": "c", "content": "42"}]})",
+      // The tokenizer endpoints' bodies, as lm-evaluation-harness's remote tokenizer sends them.
+      R"({"prompt": "<bos>In the beginning<eos>", "add_special_tokens": false, "return_token_strs": true})",
+      R"({"tokens": [2, 100, 200, 1]})",
   };
   int n = 0;
   for (const char* b : bodies) put(dir, n++, b);

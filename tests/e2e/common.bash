@@ -95,3 +95,20 @@ expect_same_training() {
   awk -v a="$s1" -v b="$s2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3) }' ||
     fail "$run: final weights score $s2, $ref's $s1"
 }
+
+# start_serve KEY MODEL [FLAGS...]: zaya serve on a free loopback port with API
+# key KEY (its stderr in $WORK/serve.log), stopped when the test exits; sets
+# SERVER (its pid) and URL (http://127.0.0.1:PORT) once it listens.
+start_serve() {
+  local key=$1 model=$2; shift 2
+  ZAYA_API_KEY=$key "$ZAYA" serve --model "$model" --port 0 "$@" 2>"$WORK/serve.log" &
+  SERVER=$!
+  trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; [[ -n ${ZAYA_KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
+  for _ in $(seq 100); do
+    grep -q "on http://" "$WORK/serve.log" && break
+    kill -0 $SERVER 2>/dev/null || fail "zaya serve exited: $(cat "$WORK/serve.log")"
+    sleep 0.2
+  done
+  URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1)
+  [[ -n $URL ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
+}

@@ -3,8 +3,10 @@
 # (pinned in scripts/python-requirements.txt, from the cached environment that
 # scripts/python-env.sh makes; the test fails when PyPI cannot be reached). The server's completion
 # equals zaya generate's for the same seed, whole and streamed; chat uses the
-# template; bad requests get 400s naming the field; a client that goes away
-# cancels its request; the server always stops (trap).
+# template; n, logprobs, stop and echo through the client (serve_openai.py);
+# bad requests get 400s naming the field, and the client raises its own
+# exception types for them; the tokenizer endpoints answer; a client that goes
+# away cancels its request; the server always stops (trap).
 source "$(dirname "$0")/common.bash" "$@"
 
 prepare_data 512
@@ -21,17 +23,7 @@ OPENAI_VERSION=$("$PYTHON" -c 'import openai; print(openai.__version__)')
 
 # --- start the server on a free loopback port; always stop it ---
 KEY=test-key
-ZAYA_API_KEY=$KEY "$ZAYA" serve --model "$M" --port 0 --batch 4 --threads 2 --request-timeout 60 2>"$WORK/serve.log" &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; [[ -n ${ZAYA_KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-  grep -q "on http://" "$WORK/serve.log" && break
-  kill -0 $SERVER 2>/dev/null || fail "zaya serve exited: $(cat "$WORK/serve.log")"
-  sleep 0.2
-done
-PORT=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1 | sed 's/.*://')
-[[ -n $PORT ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
-URL=http://127.0.0.1:$PORT
+start_serve "$KEY" "$M" --batch 4 --threads 2 --request-timeout 60
 AUTH=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
 echo "ok: zaya serve listens on $URL"
 
@@ -84,8 +76,20 @@ jq -e '(.choices | length) == 2 and .choices[1].index == 1 and (.choices[1].logp
   fail "lm-eval's loglikelihood body: $LL"
 echo "ok: a 100k-deep body is refused; echo with logprobs for a batch of token-id prompts"
 
+# --- the tokenizer endpoints (lm-evaluation-harness's remote tokenizer; tests/e2e/lmeval.sh runs the harness) ---
+IDS=$(curl -sf "${AUTH[@]}" -d '{"prompt": "<bos>In the beginning<eos>", "add_special_tokens": false}' "$URL/tokenize" |
+  jq -c .tokens) || fail "/tokenize"
+[[ $(jq '.[0]' <<<"$IDS") == 2 && $(jq '.[-1]' <<<"$IDS") == 1 ]] || fail "/tokenize: special-token text is not one id: $IDS"
+[[ $(curl -sf "${AUTH[@]}" -d "{\"tokens\": $IDS}" "$URL/detokenize" | jq -r .prompt) == "In the beginning" ]] ||
+  fail "/detokenize of $IDS"
+curl -sf "${AUTH[@]}" "$URL/tokenizer_info" | jq -e '.eos_token == "<eos>" and .bos_token == "<bos>"' >/dev/null ||
+  fail "/tokenizer_info: $(curl -s "${AUTH[@]}" "$URL/tokenizer_info")"
+expect_status 400 '"param":"tokens"' "${AUTH[@]}" -d '{"tokens": [1, 99999]}' "$URL/detokenize"
+expect_status 401 'invalid_api_key' -H 'Content-Type: application/json' -d '{"prompt": "x"}' "$URL/tokenize"
+echo "ok: /tokenize, /detokenize, /tokenizer_info"
+
 # --- the openai Python client ---
-"$PYTHON" "$SRC/tests/e2e/serve_openai.py" "$URL/v1" "$KEY" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||
+"$PYTHON" "$SRC/tests/e2e/serve_openai.py" "$URL/v1" "$KEY" "$WANT" >"$WORK/openai.jsonl" 2>"$WORK/openai.err" ||
   fail "the openai client failed: $(cat "$WORK/openai.err")"
 check() { jq -r "select(.check == \"$1\") | $2" "$WORK/openai.jsonl"; }
 [[ "$(check completion .text)" == "$WANT" ]] || fail "openai completion '$(check completion .text)' != '$WANT'"
@@ -96,7 +100,8 @@ check() { jq -r "select(.check == \"$1\") | $2" "$WORK/openai.jsonl"; }
 [[ "$(check chat_stream_usage .usage.completion_tokens)" -ge 1 ]] || fail "no usage chunk: $(cat "$WORK/openai.jsonl")"
 [[ "$(check bad_request .status)" == 400 && "$(check bad_request .param)" == max_tokens ]] ||
   fail "openai bad request: $(check bad_request .)"
-echo "ok: openai $OPENAI_VERSION (Python): completions and chat, whole and streamed, and a 400"
+echo "ok: openai $OPENAI_VERSION (Python): completions and chat, whole and streamed, n, logprobs, stop, echo; errors as"
+echo "    BadRequestError, AuthenticationError, NotFoundError and APIStatusError (413)"
 
 # --- a client that goes away cancels its request ---
 LONG='{"prompt": "And", "max_tokens": 1000, "n": 4, "temperature": 1, "stop": []}'

@@ -363,6 +363,27 @@ def main():
         fail(f"L12: the model id is {json.loads(body)['data'][0]['id']!r}, not the run's name {RUN_NAME!r}")
     ok(f"L12 the model id is the run's name: {RUN_NAME}")
 
+    # ---- T: the tokenizer endpoints (lm-evaluation-harness's remote tokenizer) parse input too ----
+    for field, value in [("prompt", nested(deep, '"x"')), ("add_special_tokens", nested(deep))]:
+        body = ('{"prompt":"a","' + field + '":' + value + "}").encode()
+        expect(s, f"T1 /tokenize {field} nested {deep} deep", post("/tokenize", body), {400}, r"deep|nest")
+    expect(s, "T1 /detokenize tokens nested", post("/detokenize", ('{"tokens":' + nested(deep) + "}").encode()),
+           {400}, r"deep|nest")
+    expect(s, "T2 /tokenize a 300 KB wrong-typed prompt", post("/tokenize", {"prompt": [9] * 100_000}), {400},
+           r"prompt")
+    expect(s, "T2 /detokenize an id past the vocabulary", post("/detokenize", {"tokens": [1, 2, 2 ** 31 - 1]}), {400},
+           r"tokens\[2\].*vocabulary")
+    expect(s, "T2 /detokenize a negative id", post("/detokenize", {"tokens": [-1]}), {400}, r"token id")
+    # The special-token matcher's worst case: a body of "<", each one starts "<bos>", "<eos>", ... (linear time).
+    t0 = time.time()
+    expect(s, "T3 /tokenize 900 KB of '<'", post("/tokenize", {"prompt": "<" * 900_000}), {200}, timeout=60)
+    expect(s, "T3 /tokenize 900 KB of '<bo'", post("/tokenize", {"prompt": "<bo" * 300_000}), {200}, timeout=60)
+    if time.time() - t0 > 30:
+        fail(f"T3: two 900 KB /tokenize bodies took {time.time() - t0:.1f} s")
+    expect(s, "T3 /detokenize 200k ids", post("/detokenize", {"tokens": [5] * 200_000}), {200}, timeout=60)
+    expect(s, "T4 /tokenize over --max-body-bytes", post("/tokenize", {"prompt": "x" * (2 << 20)}), {413},
+           r"max-body-bytes")
+
     # ---- M3: a tiny temperature is greedy ----
     for t in [1e-6, 1e-8, 1e-9, 1e-10, 1e-12, 1e-30, 1e-40, 1e-300]:
         text = completion(s, {"temperature": t, "seed": 1})

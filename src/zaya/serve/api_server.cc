@@ -7,6 +7,7 @@
 #include <cctype>
 #include <csignal>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "zaya/serve/metrics.h"
 #include "zaya/serve/openai_response.h"
 #include "zaya/serve/prompt_echo.h"
+#include "zaya/serve/tokenizer_api.h"
 
 namespace zaya {
 namespace {
@@ -35,11 +37,9 @@ void on_stop_signal(int) { g_stop_signals.fetch_add(1); }
 
 // The routes, for the pre-routing check (405 and 404) and the metrics' endpoint label.
 const std::vector<HttpRoute>& api_routes() {
-  static const std::vector<HttpRoute> routes = {{"POST", "/v1/completions"},
-                                                {"POST", "/v1/chat/completions"},
-                                                {"GET", "/v1/models"},
-                                                {"GET", "/health"},
-                                                {"GET", "/metrics"}};
+  static const std::vector<HttpRoute> routes = {
+      {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"GET", "/v1/models"}, {"POST", "/tokenize"},
+      {"POST", "/detokenize"},     {"GET", "/tokenizer_info"},       {"GET", "/health"},    {"GET", "/metrics"}};
   return routes;
 }
 
@@ -90,6 +90,7 @@ struct ApiServer::Impl {
   std::atomic<bool> watching_signals{false};  // in run_until_signal: a signal starts the drain
   std::atomic<int64_t> next_id{0};
   std::mutex echo_mu;
+  SpecialTokenEncoder special_tokens{tok};
   GenerationWriter writer{tok, metrics, o, cutting, cut};
   int port = -1;
   int64_t started = 0;
@@ -138,8 +139,10 @@ struct ApiServer::Impl {
 
   // A POST body through a counting reader: httplib 0.11.4 checks --max-body-bytes
   // only against Content-Length, and would buffer a chunked body of any size.
+  // `handle` gets the request with its body.
+  using PostHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
   void post(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
-            ApiEndpoint endpoint, const std::string& path) {
+            const PostHandler& handle) {
     httplib::Request with_body = req;  // generate() reads the body where httplib's plain handlers find it
     bool over = false;
     const bool read = reader([&](const char* data, size_t n) {
@@ -156,7 +159,14 @@ struct ApiServer::Impl {
     else if (!read)
       refuse(req, res, {400, "the request body could not be read (a malformed chunk, or the connection ended)", {}});
     else
-      generate(with_body, res, endpoint, path);
+      handle(with_body, res);
+  }
+
+  // Each POST route twice: httplib routes a POST with no body (Content-Length: 0) to the plain handlers.
+  void post_route(const std::string& path, const PostHandler& handle) {
+    http.Post(path, [this, handle](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) { post(req, res, reader, handle); });
+    http.Post(path, handle);
   }
 
   std::string deadline_message() const {
@@ -173,6 +183,10 @@ struct ApiServer::Impl {
           "invalid_request_error"));
     });
     http.set_payload_max_length(size_t(o.max_body_bytes));
+    // A response is written in pieces (head, then body): with Nagle's algorithm a
+    // keep-alive client (requests.Session, httpx) waited for its delayed ACK, about
+    // 30 ms per request (lm-eval's remote tokenizer: 3 requests per item).
+    http.set_tcp_nodelay(true);
     const auto sec = [](double s) { return std::pair<time_t, time_t>{time_t(s), time_t((s - time_t(s)) * 1e6)}; };
     http.set_read_timeout(sec(o.io_timeout).first, sec(o.io_timeout).second);
     http.set_write_timeout(sec(o.io_timeout).first, sec(o.io_timeout).second);
@@ -194,16 +208,17 @@ struct ApiServer::Impl {
       metrics.request("/v1/models", 200);
     });
     for (const auto& [path, endpoint] : {std::pair{"/v1/completions", ApiEndpoint::kCompletions},
-                                         std::pair{"/v1/chat/completions", ApiEndpoint::kChat}}) {
-      http.Post(path, [this, p = std::string(path), endpoint](const httplib::Request& req, httplib::Response& res,
-                                                              const httplib::ContentReader& reader) {
-        post(req, res, reader, endpoint, p);
-      });
-      // httplib routes a POST with no body (Content-Length: 0) to the plain handlers.
-      http.Post(path, [this, p = std::string(path), endpoint](const httplib::Request& req, httplib::Response& res) {
+                                         std::pair{"/v1/chat/completions", ApiEndpoint::kChat}})
+      post_route(path, [this, p = std::string(path), endpoint](const httplib::Request& req, httplib::Response& res) {
         generate(req, res, endpoint, p);
       });
-    }
+    post_route("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
+    post_route("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
+    http.Get("/tokenizer_info", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req)) return unauthorized(res, "/tokenizer_info");
+      send_json(res, 200, tokenizer_info(tok, loop.context()));
+      metrics.request("/tokenizer_info", 200);
+    });
     // Statuses httplib sets itself (a malformed head, 414, 408 and 431 from the connection) get a sentence.
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
@@ -241,6 +256,24 @@ struct ApiServer::Impl {
                  {"param", nullptr},
                  {"code", "invalid_api_key"}}}});
     metrics.request(path, 401);
+  }
+
+  // The tokenizer endpoints (tokenizer_api.h).
+  void tokenize(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) return unauthorized(res, "/tokenize");
+    const TokenizeRequest r = parse_tokenize_request(req.body);
+    if (!r.error.empty()) return error(res, "/tokenize", 400, r.error, "invalid_request_error", r.error_param);
+    send_json(res, 200, tokenize_response(tok, special_tokens, r, loop.context()));
+    metrics.request("/tokenize", 200);
+  }
+
+  void detokenize(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) return unauthorized(res, "/detokenize");
+    DetokenizeRequest r = parse_detokenize_request(req.body);
+    if (r.error.empty() && !(r.error = detokenize_error(tok, r.tokens)).empty()) r.error_param = "tokens";
+    if (!r.error.empty()) return error(res, "/detokenize", 400, r.error, "invalid_request_error", r.error_param);
+    send_json(res, 200, detokenize_response(tok, r.tokens));
+    metrics.request("/detokenize", 200);
   }
 
   void generate(const httplib::Request& req, httplib::Response& res, ApiEndpoint endpoint, const std::string& path) {

@@ -6,6 +6,7 @@
 //
 //   POST /v1/completions, /v1/chat/completions   (openai_request.h; "stream": true as server-sent events)
 //   GET  /v1/models, /health, /metrics           (metrics.h: Prometheus text)
+//   POST /tokenize, /detokenize, GET /tokenizer_info   (tokenizer_api.h: vLLM's, for lm-evaluation-harness)
 //
 // Limits: requests generating at once (429 beyond), the sequences the queue
 // holds (503 beyond; 400 for a request that could never fit), the body size
@@ -21,7 +22,8 @@
 // within a second (while it is generated the response, sent chunked, gets a
 // newline every half second: JSON allows leading whitespace, and the write
 // fails once the client is gone). With an API key, /v1/* needs
-// "Authorization: Bearer KEY" (401 otherwise); /health and /metrics do not.
+// "Authorization: Bearer KEY" (401 otherwise), and so do the tokenizer
+// endpoints; /health and /metrics do not.
 // Every error is OpenAI's {"error": {"message", "type", "param", "code"}}.
 
 #include <cstdint>

@@ -123,20 +123,23 @@ void unsupported(const json& body, const char* k, const json& neutral, const cha
 }
 
 // Token ids as a client sends them: integers in 0..INT32_MAX (the vocabulary
-// is checked against the model later, openai_text_requests).
-ApiPrompt id_prompt(const json& v, const std::string& at) {
-  if (v.empty()) bad("prompt", fmt::format("'{}' is an empty list of token ids", at));
-  ApiPrompt p;
-  p.is_ids = true;
+// is checked against the model later, openai_text_requests), `param` naming the field.
+std::vector<int32_t> id_list(const json& v, const std::string& at, const std::string& param) {
+  std::vector<int32_t> ids;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& id = v[i];
     const bool ok = id.is_number_unsigned()
                         ? id.get<uint64_t>() <= uint64_t(INT32_MAX)
                         : id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX;
-    if (!ok) bad("prompt", fmt::format("'{}[{}]' = {} is not a token id (an integer >= 0)", at, i, shown(id)));
-    p.ids.push_back(int32_t(id.get<int64_t>()));
+    if (!ok) bad(param, fmt::format("'{}[{}]' = {} is not a token id (an integer >= 0)", at, i, shown(id)));
+    ids.push_back(int32_t(id.get<int64_t>()));
   }
-  return p;
+  return ids;
+}
+
+ApiPrompt id_prompt(const json& v, const std::string& at) {
+  if (v.empty()) bad("prompt", fmt::format("'{}' is an empty list of token ids", at));
+  return {{}, id_list(v, at, "prompt"), true};
 }
 
 // A string, a list of strings, a list of token ids (one prompt), or a list of token-id lists.
@@ -161,7 +164,6 @@ std::vector<ApiPrompt> prompt_field(const json& v, int64_t max_prompts) {
 }
 
 void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, OpenAiRequest& r) {
-  if (!j.is_object()) bad("", "the request body must be a JSON object");
   const auto has = [&](const char* k) { return zaya::has(j, k); };
   if (has("model")) {
     if (!j["model"].is_string()) bad("model", "'model' must be a string");
@@ -220,14 +222,13 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
   unsupported(j, "logit_bias", json::object(), "no biases");
 }
 
-}  // namespace
-
-OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint, const ApiLimits& limits) {
-  OpenAiRequest r;
-  r.endpoint = endpoint;
+// Runs `fields` on the parsed body; a problem lands in r.error / r.error_param.
+template <class Request, class Fields>
+Request parse_body(const std::string& body, Request r, const Fields& fields) {
   try {
     const json j = parse_json(body, "the request body");
-    parse_fields(j, endpoint, limits, r);
+    if (!j.is_object()) bad("", "the request body must be a JSON object");
+    fields(j, r);
   } catch (const FieldError& e) {
     r.error = e.message;
     r.error_param = e.param;
@@ -235,6 +236,34 @@ OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint
     r.error = e.what();
   }
   return r;
+}
+
+}  // namespace
+
+OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint, const ApiLimits& limits) {
+  OpenAiRequest r;
+  r.endpoint = endpoint;
+  return parse_body(body, r, [&](const json& j, OpenAiRequest& out) { parse_fields(j, endpoint, limits, out); });
+}
+
+TokenizeRequest parse_tokenize_request(const std::string& body) {
+  return parse_body(body, TokenizeRequest{}, [](const json& j, TokenizeRequest& r) {
+    if (!has(j, "prompt") || !j["prompt"].is_string())
+      bad("prompt", fmt::format("'prompt' must be a string (the text to tokenize); got {}",
+                                has(j, "prompt") ? shown(j["prompt"]) : "nothing"));
+    r.text = j["prompt"].get<std::string>();
+    if (has(j, "add_special_tokens")) r.add_special_tokens = bool_field(j["add_special_tokens"], "add_special_tokens");
+    if (has(j, "return_token_strs")) r.return_token_strs = bool_field(j["return_token_strs"], "return_token_strs");
+  });
+}
+
+DetokenizeRequest parse_detokenize_request(const std::string& body) {
+  return parse_body(body, DetokenizeRequest{}, [](const json& j, DetokenizeRequest& r) {
+    if (!has(j, "tokens") || !j["tokens"].is_array())
+      bad("tokens", fmt::format("'tokens' must be a list of token ids; got {}",
+                                has(j, "tokens") ? shown(j["tokens"]) : "nothing"));
+    r.tokens = id_list(j["tokens"], "tokens", "tokens");
+  });
 }
 
 }  // namespace zaya

@@ -75,6 +75,26 @@ struct OpenAiRequest {
 // Parses and checks a request body; a problem is in .error / .error_param.
 OpenAiRequest parse_openai_request(const std::string& body, ApiEndpoint endpoint, const ApiLimits& limits);
 
+// The bodies of the tokenizer endpoints (tokenizer_api.h), as vLLM's
+// /tokenize and /detokenize take them and lm-evaluation-harness's remote
+// tokenizer sends them: {"prompt": TEXT, "add_special_tokens": BOOL
+// (default true: BOS first), "return_token_strs": BOOL} and {"tokens": [IDS]}.
+// Other fields ("model") are ignored. The ids are checked against the
+// vocabulary by the caller, which knows it.
+struct TokenizeRequest {
+  std::string text;
+  bool add_special_tokens = true;
+  bool return_token_strs = false;
+  std::string error, error_param;
+};
+TokenizeRequest parse_tokenize_request(const std::string& body);
+
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+  std::string error, error_param;
+};
+DetokenizeRequest parse_detokenize_request(const std::string& body);
+
 // The n text requests (choice i with seed + i) of each prompt of a checked
 // request, prompt by prompt: the prompt (chat: encode_chat,
 // add_generation_prompt; token ids as given, their text decoded) and its ids, stop ids
