@@ -65,7 +65,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
                       model.config().router_hidden, model.config().router_slots(), model.config().conv_channels(),
                       model.config().q_width()}),
               options.bf16_activations),
-      pool_(pool_shape(model, options, max_context_)) {
+      pool_(pool_shape(model, options, max_context_)),
+      state_(model.config(), options.max_sequences) {
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
@@ -74,13 +75,6 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   for (int64_t b = 0; b < B; ++b)
     scratch_floats = std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_,
                                                                               c.window_of(b), c.head_dim));
-  conv_rows_ = conv_history(c);
-  conv_state_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, B * slots_ * conv_rows_ * cc_)));
-  vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
-  std::memset(conv_state_.get(), 0, sizeof(float) * B * slots_ * conv_rows_ * cc_);
-  std::memset(vprev_.get(), 0, sizeof(float) * B * slots_ * (kw_ / 2));
-  lengths_.assign(slots_, 0);
-
   const int64_t T = options_.max_step_tokens, D = c.hidden, Q = c.q_width(), K = kw_, C = cc_;
   const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, TJ = T * c.top_k;
   const int64_t chunks = std::min(T, slots_);
@@ -140,9 +134,7 @@ void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t
   for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
 }
 
-int64_t InferenceEngine::small_state_bytes() const {
-  return int64_t(sizeof(float)) * config_.num_blocks * (conv_rows_ * cc_ + kw_ / 2);
-}
+int64_t InferenceEngine::small_state_bytes() const { return state_.bytes_per_slot(); }
 
 int64_t InferenceEngine::state_bytes_per_slot() const {
   const std::vector<int64_t> pages = max_pages(max_context_);
@@ -160,23 +152,19 @@ std::vector<int64_t> InferenceEngine::pages_held(int32_t slot) const {
 
 std::vector<int64_t> InferenceEngine::pages_needed(std::span<const StepChunk> chunks) const {
   std::vector<int64_t> out(pool_.kinds(), 0);
-  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, lengths_[ch.slot], ch.count, out);
+  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, state_.length(ch.slot), ch.count, out);
   return out;
 }
 
 int64_t InferenceEngine::length(int32_t slot) const {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  return lengths_[slot];
+  return state_.length(slot);
 }
 
 void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  lengths_[slot] = 0;
+  state_.reset(slot);
   pool_.clear(slot);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memset(conv_state(b, slot), 0, sizeof(float) * conv_rows_ * cc_);
-    std::memset(vprev_state(b, slot), 0, sizeof(float) * (kw_ / 2));
-  }
 }
 
 void InferenceEngine::copy(int32_t src, int32_t dst) {
@@ -184,45 +172,30 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
              dst, slots_ - 1);
   if (src == dst) return;
   reset(dst);
-  const int64_t n = lengths_[src];
-  pool_.copy(src, dst, n);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
-  }
-  lengths_[dst] = n;
+  pool_.copy(src, dst, state_.length(src));
+  state_.copy(src, dst);
 }
 
 InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  const int64_t n = lengths_[slot];
+  const int64_t n = state_.length(slot);
   ZAYA_CHECK(n > 0 && n % options_.page_tokens == 0,
              "a snapshot needs a length that is a positive multiple of the page ({} tokens); the sequence has {}",
              options_.page_tokens, n);
   Snapshot s;
   s.length = n;
   s.pages = pool_.share(slot);
-  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
-  s.small.resize(config_.num_blocks * per);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(s.small.data() + b * per, conv_state(b, slot), sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(s.small.data() + b * per + conv_rows_ * cc_, vprev_state(b, slot), sizeof(float) * (kw_ / 2));
-  }
+  s.small = state_.save(slot);
   return s;
 }
 
 void InferenceEngine::start_from(const Snapshot& s, int32_t slot) {
-  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
   ZAYA_CHECK(s.length > 0 && s.length <= max_context_ && int64_t(s.pages.size()) == pool_.kinds() &&
-                 int64_t(s.small.size()) == config_.num_blocks * per,
+                 int64_t(s.small.size()) == state_.floats_per_slot(),
              "the snapshot of {} tokens is not one of this engine's", s.length);
   reset(slot);
   pool_.adopt(s.pages, slot);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(conv_state(b, slot), s.small.data() + b * per, sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(vprev_state(b, slot), s.small.data() + b * per + conv_rows_ * cc_, sizeof(float) * (kw_ / 2));
-  }
-  lengths_[slot] = s.length;
+  state_.restore(s.small, s.length, slot);
 }
 
 void InferenceEngine::release(Snapshot& s) {
@@ -265,7 +238,7 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
         }
     }
   }
-  lengths_[slot] = length;
+  state_.set_length(slot, length);
 }
 
 void InferenceEngine::step(std::span<const StepChunk> chunks) {
@@ -286,9 +259,9 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     ZAYA_CHECK(!seen[ch.slot], "chunk {}: sequence slot {} appears twice in one step", ci, ch.slot);
     seen[ch.slot] = 1;
     ZAYA_CHECK(ch.count >= 1 && ch.tokens != nullptr, "chunk {} has no tokens", ci);
-    ZAYA_CHECK(lengths_[ch.slot] + ch.count <= max_context_,
+    ZAYA_CHECK(state_.length(ch.slot) + ch.count <= max_context_,
                "sequence in slot {} would grow to {} tokens, beyond the context length {}", ch.slot,
-               lengths_[ch.slot] + ch.count, max_context_);
+               state_.length(ch.slot) + ch.count, max_context_);
     for (int64_t i = 0; i < ch.count; ++i)
       ZAYA_CHECK(ch.tokens[i] >= 0 && ch.tokens[i] < V,
                  "token id {} (chunk {}, position {}) is outside the vocabulary 0..{}", ch.tokens[i], ci, i, V - 1);
@@ -303,7 +276,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
                "the KV pool is full: the step needs {} new pages of {} tokens and {} of {} are free "
                "(EngineOptions.kv_pool_bytes; zaya serve --kv-cache-mb)",
                need[k], options_.page_tokens, free_pages(k), pool_pages(k));
-  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, lengths_[ch.slot], ch.count);
+  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, state_.length(ch.slot), ch.count);
 
   // Row bookkeeping.
   chunk_row0_.clear();
@@ -315,7 +288,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   const int64_t a_extra = c.conv_kernel1 - 1;  // conv-A rows per chunk beyond its token count
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const StepChunk& ch = chunks[ci];
-    const int64_t past = lengths_[ch.slot];
+    const int64_t past = state_.length(ch.slot);
     chunk_row0_.push_back(r);
     chunk_past_.push_back(past);
     for (int64_t i = 0; i < ch.count + a_extra; ++i) a_chunk_[r + int64_t(ci) * a_extra + i] = int32_t(ci);
@@ -381,8 +354,8 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   for (int64_t i = 0; i < L; ++i) std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
   rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) {
-    lengths_[ch.slot] += ch.count;
-    pool_.release_out_of_window(ch.slot, lengths_[ch.slot]);
+    state_.set_length(ch.slot, state_.length(ch.slot) + ch.count);
+    pool_.release_out_of_window(ch.slot, state_.length(ch.slot));
   }
 }
 

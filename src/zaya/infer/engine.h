@@ -33,13 +33,10 @@
 // absolute positions. The pool is sized by `kv_pool_bytes` (0: every slot at
 // max_context); a step that needs more pages than are free fails before it
 // changes anything (the serving loop reserves pages so that it never does).
-//   conv    [H, C]                the raw (pre-conv) q|k vectors of the last H = (cca_time0 - 1) +
-//                                 (cca_time1 - 1) tokens (ZAYA1: 2), zero at start
-//   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
-// The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to
-// it at the next step; we keep its product instead, which the fused projection
-// of the last step already computed: the same numbers, 16x less state and no
-// second read of val_proj2.
+// Beside the pages, each slot has a small state (its length, the convolution
+// state and the delayed value of every block): DecodeState's (decode_state.h).
+// The engine owns the pool and the state and makes no decision: what runs in
+// a step is the batch scheduler's (batch_scheduler.h).
 //
 // Rows of a step are all new tokens of all chunks, concatenated: projections,
 // routers, experts and the LM head run as one matrix product over them (a
@@ -52,6 +49,7 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/infer/cached_attention.h"
+#include "zaya/infer/decode_state.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/kv_page_pool.h"
 #include "zaya/infer/linear.h"
@@ -134,11 +132,7 @@ class InferenceEngine {
 
   // A snapshot of a sequence after `length` tokens (a multiple of page_tokens):
   // references to its pages and a copy of the small per-sequence state.
-  struct Snapshot {
-    int64_t length = 0;
-    std::vector<std::vector<int32_t>> pages;  // per kind: the page table (-1: released, sliding)
-    std::vector<float> small;                 // conv state and delayed value of every block
-  };
+  using Snapshot = SequenceSnapshot;
   // The slot's state as a snapshot (its pages' reference counts + 1).
   Snapshot share(int32_t slot);
   // The slot (reset first) continues from the snapshot: it references the snapshot's pages.
@@ -182,24 +176,16 @@ class InferenceEngine {
   void append_to_cache(int64_t block, std::span<const StepChunk> chunks);
   // Writes n floats as the cache's element type at element `at` of a page.
   void store_kv(char* page, int64_t at, const float* src, int64_t n);
-  float* conv_state(int64_t block, int64_t slot) {
-    return conv_state_.get() + (block * slots_ + slot) * conv_rows_ * cc_;
-  }
-  float* vprev_state(int64_t block, int64_t slot) { return vprev_.get() + (block * slots_ + slot) * (kw_ / 2); }
 
   const InferModel& model_;
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;
-  int64_t conv_rows_ = 2;   // H: raw q|k rows of conv state per block and slot
   RopeTable rope_;          // full-attention blocks' base (rope_theta)
   RopeTable rope_sliding_;  // sliding blocks' base (sliding_rope_theta), built when some block slides
   LinearRunner linear_;
-  KvPagePool pool_;  // the pages and every slot's page tables
-
-  // Decode state beside the pages.
-  AlignedPtr<float> conv_state_, vprev_;
-  std::vector<int64_t> lengths_;
+  KvPagePool pool_;    // the pages and every slot's page tables
+  DecodeState state_;  // every slot's length, conv state and delayed value
 
   Arena ws_;
   float *h_TD_ = nullptr, *res_a_TD_ = nullptr, *res_b_TD_ = nullptr, *x_TD_ = nullptr, *rstd_T_ = nullptr;
