@@ -11,10 +11,11 @@
 #include "zaya/core/profiler.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/model/lora_branch.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/adapted_linear.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
-#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
 #include "zaya/ops/router.h"
@@ -30,46 +31,43 @@ void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
     for (int64_t i = 0; i < n; ++i) y[t * ldy + i] += b[i];
 }
 
-// The unmerged LoRA branch of one target (InferModel::lora()):
-// y += scale * (x A^T) B^T with the target's matrices `m` (one expert's for an
-// expert target), the same op as training's forward (ops/lora_linear.h, no dropout).
-void add_lora_branch(const LoraAdapters& lora, LoraTarget target, const LoraMatrices& m, float* y, int64_t ldy,
-                     const float* x, int64_t tokens, float* h_Tr) {
-  const LoraSlot slot = lora_slot(lora.model_config(), target);
-  LoraShape s;
-  s.tokens = tokens;
-  s.in = slot.in;
-  s.out = slot.out;
-  s.rank = lora.config().rank;
-  s.out_stride = ldy;
-  s.scale = lora.config().scale();
-  lora_forward<float>(y + slot.row_offset, h_Tr, x, m.a_rI, m.b_Or, s, nullptr);
-}
-
-// The branches of block b's `targets` the adapter has.
-void add_lora_branches(const LoraAdapters* lora, int64_t b, std::initializer_list<LoraTarget> targets, float* y,
-                       int64_t ldy, const float* x, int64_t tokens, float* h_Tr) {
-  if (lora == nullptr) return;
-  for (LoraTarget target : targets) {
-    const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
-    if (m.a_rI != nullptr) add_lora_branch(*lora, target, m, y, ldy, x, tokens, h_Tr);
+// Block b's LoRA adapters of a decode step (InferModel::lora(), unmerged),
+// bound by model/lora_branch.h as a training block binds its own: each product
+// adds its branch with ops/adapted_linear.h's lora_branch_forward, the one
+// helper training's blocks use (no dropout). Without an adapter every branch
+// is empty and the helper adds nothing.
+class DecodeLora {
+ public:
+  DecodeLora(const ZayaConfig& config, const LoraAdapters* adapters, int64_t block, float* h_Tr)
+      : config_(adapters != nullptr ? adapters->model_config() : config) {
+    if (adapters != nullptr) {
+      block_ = decode_block_lora(*adapters, block, h_Tr);
+      lora_ = &block_;
+    }
   }
-}
+  DecodeLora(const DecodeLora&) = delete;
+  DecodeLora& operator=(const DecodeLora&) = delete;
+  // y (rows out_stride apart) += the branch of target t over `tokens` rows of x.
+  void add(LoraTarget t, float* y, int64_t out_stride, const float* x, int64_t tokens) const {
+    lora_branch_forward(y, x, lora_branch(config_, lora_, t, tokens, out_stride, LoraPass::kForward));
+  }
+  // Expert e's branch of expert target t over its `rows` rows from row0 of the expert-major layout.
+  void add_expert(LoraTarget t, int64_t e, int64_t row0, int64_t rows, float* y, const float* x) const {
+    lora_branch_forward(y, x, lora_expert_branch(config_, lora_, t, e, row0, rows, LoraPass::kForward));
+  }
 
-// Expert e's branch of an expert target of block b, over its rows.
-void add_expert_lora_branch(const LoraAdapters* lora, int64_t b, LoraTarget target, int64_t e, float* y, int64_t ldy,
-                            const float* x, int64_t rows, float* h_Tr) {
-  if (lora == nullptr) return;
-  const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
-  if (m.a_rI != nullptr) add_lora_branch(*lora, target, m.expert(e), y, ldy, x, rows, h_Tr);
-}
+ private:
+  const ZayaConfig& config_;
+  BlockLora block_;
+  const BlockLora* lora_ = nullptr;
+};
 
 // The router's products through the runner, on the layer's bf16 or f32
 // matrices, each with its LoRA branch when the adapter targets it.
 class RunnerRouterProducts final : public RouterProducts<float> {
  public:
-  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const LoraAdapters* lora, int64_t block, float* h_Tr)
-      : runner_(runner), w_(w), lora_(lora), block_(block), h_Tr_(h_Tr) {}
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const DecodeLora& lora)
+      : runner_(runner), w_(w), lora_(lora) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
                                : m == RouterMatrix::kMlp0 ? w_.mlp0
@@ -80,15 +78,13 @@ class RunnerRouterProducts final : public RouterProducts<float> {
                          : m == RouterMatrix::kMlp0 ? LoraTarget::kRouterFc1
                          : m == RouterMatrix::kMlp2 ? LoraTarget::kRouterFc2
                                                     : LoraTarget::kRouterOut;
-    add_lora_branches(lora_, block_, {t}, y_TO, out, x_TI, tokens, h_Tr_);
+    lora_.add(t, y_TO, out, x_TI, tokens);
   }
 
  private:
   LinearRunner& runner_;
   const InferMoe& w_;
-  const LoraAdapters* lora_;
-  int64_t block_;
-  float* h_Tr_;
+  const DecodeLora& lora_;
 };
 
 }  // namespace
@@ -102,8 +98,9 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // Fused projection: q | k | v_cur | v_prev.
   const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
   linear_.run_parts(qkv_TP_, pw_, x_TD_, D, T, parts);
-  add_lora_branches(model_.lora(), b, {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed},
-                    qkv_TP_, pw_, x_TD_, T, lora_h_Tr_);
+  const DecodeLora lora(c, model_.lora(), b, lora_h_Tr_);
+  for (LoraTarget t : {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed})
+    lora.add(t, qkv_TP_, pw_, x_TD_, T);
 
   // conv A (depthwise, k0 taps) over [state (H rows), chunk rows], H = k0 + k1 - 2:
   // a_ext row k of chunk ci = bA + sum_j wA_j * raw(k + j), k = 0..S+k1-2; the
@@ -116,7 +113,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   for (int64_t ar = 0; ar < arows; ++ar) {
     const int64_t ci = a_chunk_[ar];
     const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci * (k1 - 1);
-    const float* st = conv_state(b, chunks[ci].slot);
+    const float* st = state_.conv(b, chunks[ci].slot);
     auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_; };
     if (k0 == 2) {
       cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
@@ -130,7 +127,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // (row i from row S + i: ascending i never reads a row already replaced).
   for (int64_t ci = 0; ci < nc; ++ci) {
     const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
-    float* st = conv_state(b, chunks[ci].slot);
+    float* st = state_.conv(b, chunks[ci].slot);
     for (int64_t i = 0; i < H; ++i) {
       const int64_t j = S + i;
       std::memcpy(st + i * C, j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_, sizeof(float) * C);
@@ -166,7 +163,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     cca_mean_terms_forward<float>(q_TQ_, k_TK_, c_TC_, qkv_TP_, CcaMixShape{1, T, c.q_heads, c.kv_heads, d, pw_});
     for (int64_t ci = 0; ci < nc; ++ci) {
       const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
-      float* vp = vprev_state(b, chunks[ci].slot);
+      float* vp = state_.vprev(b, chunks[ci].slot);
       for (int64_t i = 0; i < S; ++i) {
         const float* prev = i == 0 ? vp : qkv_TP_ + (r0 + i - 1) * pw_ + Q + K + half;
         cca_value_row(v_TK_ + (r0 + i) * K, qkv_TP_ + (r0 + i) * pw_ + Q + K, prev, half);
@@ -193,7 +190,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   attend(b, chunks);
   if (sliding) append_to_cache(b, chunks);
   linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
-  add_lora_branches(model_.lora(), b, {LoraTarget::kO}, h_TD_, D, o_TQ_, T, lora_h_Tr_);
+  lora.add(LoraTarget::kO, h_TD_, D, o_TQ_, T);
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
@@ -277,7 +274,8 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                                 .norm_R = w.eda_norm_R,
                                 .mlp0_b_R = w.mlp0_b_R,
                                 .mlp2_b_R = w.mlp2_b_R};
-  RunnerRouterProducts products(linear_, w, model_.lora(), b, lora_h_Tr_);
+  const DecodeLora lora(c, model_.lora(), b, lora_h_Tr_);
+  RunnerRouterProducts products(linear_, w, lora);
   RouterActs<float> ra{.r_TR = r_out,
                        .rstd_T = rstd_T_,
                        .rn_TR = rn_TR_,
@@ -304,16 +302,14 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
     if (n == 0) continue;
     ++stats_.expert_loads;
     linear_.run(h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D, D, n, w.fc1[e]);
-    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertGateUp, e, h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D,
-                           n, lora_h_Tr_);
+    lora.add_expert(LoraTarget::kExpertGateUp, e, r0, n, h_M2F_ + r0 * 2 * F, xp_MD_ + r0 * D);
   }
   swiglu_forward<float>(act_MF_, h_M2F_, plan_.rows, F);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
     linear_.run(y_MD_ + r0 * D, D, act_MF_ + r0 * F, F, n, w.fc2[e]);
-    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertDown, e, y_MD_ + r0 * D, D, act_MF_ + r0 * F, n,
-                           lora_h_Tr_);
+    lora.add_expert(LoraTarget::kExpertDown, e, r0, n, y_MD_ + r0 * D, act_MF_ + r0 * F);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
