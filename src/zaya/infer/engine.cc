@@ -82,37 +82,37 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   threads_ = threads;
   attn_scratch_per_thread_ = scratch_floats;
   auto carve = [&](Arena& a) {
-    h_TD_ = a.carve(T * D);
-    res_a_TD_ = a.carve(T * D);
-    res_b_TD_ = a.carve(T * D);
-    x_TD_ = a.carve(T * D);
-    rstd_T_ = a.carve(T);
-    qkv_TP_ = a.carve(T * pw_);
-    a_ext_ = a.carve((T + chunks * (c.conv_kernel1 - 1)) * C);
-    xg_T2d_ = a.carve(T * c.conv_kernel1 * C);
-    c_TC_ = a.carve(T * C);
-    q_TQ_ = a.carve(T * Q);
-    k_TK_ = a.carve(T * K);
-    v_TK_ = a.carve(T * K);
-    inv_q_ = a.carve(T * c.q_heads);
-    inv_k_ = a.carve(T * c.kv_heads);
-    o_TQ_ = a.carve(T * Q);
-    attn_scratch_ = a.carve(threads * attn_scratch_per_thread_);
-    r_a_TR_ = a.carve(T * R);
-    r_b_TR_ = a.carve(T * R);
-    rn_TR_ = a.carve(T * R);
-    u_TR_ = a.carve(T * R);
-    g_TR_ = a.carve(T * R);
-    logits_TN_ = a.carve(T * N);
-    probs_TN_ = a.carve(T * N);
-    gate_TJ_ = a.carve(TJ);
-    xp_MD_ = a.carve(TJ * D);
-    h_M2F_ = a.carve(TJ * 2 * F);
-    act_MF_ = a.carve(TJ * F);
-    y_MD_ = a.carve(TJ * D);
-    hid_TD_ = a.carve(T * D);
+    buf_.h_TD = a.carve(T * D);
+    buf_.res_a_TD = a.carve(T * D);
+    buf_.res_b_TD = a.carve(T * D);
+    buf_.x_TD = a.carve(T * D);
+    buf_.rstd_T = a.carve(T);
+    buf_.qkv_TP = a.carve(T * pw_);
+    buf_.a_ext = a.carve((T + chunks * (c.conv_kernel1 - 1)) * C);
+    buf_.xg_T2d = a.carve(T * c.conv_kernel1 * C);
+    buf_.c_TC = a.carve(T * C);
+    buf_.q_TQ = a.carve(T * Q);
+    buf_.k_TK = a.carve(T * K);
+    buf_.v_TK = a.carve(T * K);
+    buf_.inv_q = a.carve(T * c.q_heads);
+    buf_.inv_k = a.carve(T * c.kv_heads);
+    buf_.o_TQ = a.carve(T * Q);
+    buf_.attn_scratch = a.carve(threads * attn_scratch_per_thread_);
+    buf_.r_a_TR = a.carve(T * R);
+    buf_.r_b_TR = a.carve(T * R);
+    buf_.rn_TR = a.carve(T * R);
+    buf_.u_TR = a.carve(T * R);
+    buf_.g_TR = a.carve(T * R);
+    buf_.logits_TN = a.carve(T * N);
+    buf_.probs_TN = a.carve(T * N);
+    buf_.gate_TJ = a.carve(TJ);
+    buf_.xp_MD = a.carve(TJ * D);
+    buf_.h_M2F = a.carve(TJ * 2 * F);
+    buf_.act_MF = a.carve(TJ * F);
+    buf_.y_MD = a.carve(TJ * D);
+    buf_.hid_TD = a.carve(T * D);
     // A LoRA adapter's x A^T: [T, rank] of a token product, [T top_k, rank] of the experts' rows.
-    if (const LoraAdapters* lora = model_.lora()) lora_h_Tr_ = a.carve(TJ * lora->config().rank);
+    if (const LoraAdapters* lora = model_.lora()) buf_.lora_h_Tr = a.carve(TJ * lora->config().rank);
   };
   Arena measure = Arena::measuring();
   carve(measure);
@@ -120,9 +120,9 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   carve(ws_);
   choice_TJ_.assign(TJ, kNoExpert);
   plan_.reserve(c.experts, T, c.top_k);
-  row_pos_.resize(T);
-  row_chunk_.resize(T);
-  a_chunk_.resize(T + chunks * (c.conv_kernel1 - 1));
+  rows_.row_pos.resize(T);
+  rows_.row_chunk.resize(T);
+  rows_.a_chunk.resize(T + chunks * (c.conv_kernel1 - 1));
 }
 
 void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t n) {
@@ -279,27 +279,27 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, state_.length(ch.slot), ch.count);
 
   // Row bookkeeping.
-  chunk_row0_.clear();
-  chunk_past_.clear();
-  logit_rows_.clear();
-  logit_chunk_.clear();
-  logit_pos_.clear();
+  rows_.chunk_row0.clear();
+  rows_.chunk_past.clear();
+  rows_.logit_rows.clear();
+  rows_.logit_chunk.clear();
+  rows_.logit_pos.clear();
   int64_t r = 0;
   const int64_t a_extra = c.conv_kernel1 - 1;  // conv-A rows per chunk beyond its token count
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const StepChunk& ch = chunks[ci];
     const int64_t past = state_.length(ch.slot);
-    chunk_row0_.push_back(r);
-    chunk_past_.push_back(past);
-    for (int64_t i = 0; i < ch.count + a_extra; ++i) a_chunk_[r + int64_t(ci) * a_extra + i] = int32_t(ci);
+    rows_.chunk_row0.push_back(r);
+    rows_.chunk_past.push_back(past);
+    for (int64_t i = 0; i < ch.count + a_extra; ++i) rows_.a_chunk[r + int64_t(ci) * a_extra + i] = int32_t(ci);
     for (int64_t i = 0; i < ch.count; ++i) {
-      row_pos_[r + i] = int32_t(past + i);
-      row_chunk_[r + i] = int32_t(ci);
+      rows_.row_pos[r + i] = int32_t(past + i);
+      rows_.row_chunk[r + i] = int32_t(ci);
       const bool want = ch.logits == LogitsWanted::kAll || (ch.logits == LogitsWanted::kLast && i == ch.count - 1);
       if (want) {
-        logit_rows_.push_back(r + i);
-        logit_chunk_.push_back(int32_t(ci));
-        logit_pos_.push_back(past + i);
+        rows_.logit_rows.push_back(r + i);
+        rows_.logit_chunk.push_back(int32_t(ci));
+        rows_.logit_pos.push_back(past + i);
       }
     }
     r += ch.count;
@@ -317,13 +317,13 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
 #pragma omp parallel for schedule(static) if (T * D > 65536)
     for (int64_t t = 0; t < T; ++t) {
-      w.embed.row_f32(int64_t(ids[t]), h_TD_ + t * D);  // an int8 (tied, Q8_0) row is dequantized
+      w.embed.row_f32(int64_t(ids[t]), buf_.h_TD + t * D);  // an int8 (tied, Q8_0) row is dequantized
     }
   }
 
-  float* res_cur = res_a_TD_;
+  float* res_cur = buf_.res_a_TD;
   float* res_prev = nullptr;
-  float* r_cur = r_a_TR_;
+  float* r_cur = buf_.r_a_TR;
   const float* r_prev = nullptr;
   for (int64_t n = 0; n < L2; ++n) {
     const int64_t b = n / 2;
@@ -331,28 +331,29 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     const float* norm = n % 2 == 0 ? w.attn[b].input_norm_D : w.moe[b].input_norm_D;
     {
       SerialIf serial(T * D <= kSerialElements);
-      residual_scale_forward<float>(res_cur, h_TD_, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D, m.res_bias_D, T,
-                                    D);
-      rmsnorm_forward<float>(x_TD_, rstd_T_, res_cur, norm, T, D, float(c.norm_eps));
+      residual_scale_forward<float>(res_cur, buf_.h_TD, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D,
+                                    m.res_bias_D, T, D);
+      rmsnorm_forward<float>(buf_.x_TD, buf_.rstd_T, res_cur, norm, T, D, float(c.norm_eps));
     }
     if (n % 2 == 0) {
       attention_layer(b, T, chunks);
     } else {
       moe_layer(b, T, c.use_eda ? r_prev : nullptr, r_cur);
       r_prev = r_cur;
-      r_cur = r_cur == r_a_TR_ ? r_b_TR_ : r_a_TR_;
+      r_cur = r_cur == buf_.r_a_TR ? buf_.r_b_TR : buf_.r_a_TR;
     }
     res_prev = res_cur;
-    res_cur = res_cur == res_a_TD_ ? res_b_TD_ : res_a_TD_;
+    res_cur = res_cur == buf_.res_a_TD ? buf_.res_b_TD : buf_.res_a_TD;
   }
   const MergeVectors& fm = w.final_merge;
   SerialIf serial(T * D <= kSerialElements);
-  residual_scale_forward<float>(res_cur, h_TD_, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D, fm.res_bias_D, T,
-                                D);
+  residual_scale_forward<float>(res_cur, buf_.h_TD, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D,
+                                fm.res_bias_D, T, D);
   // Only the rows that want logits need the final norm.
-  const int64_t L = int64_t(logit_rows_.size());
-  for (int64_t i = 0; i < L; ++i) std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
-  rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
+  const int64_t L = int64_t(rows_.logit_rows.size());
+  for (int64_t i = 0; i < L; ++i)
+    std::memcpy(buf_.hid_TD + i * D, res_cur + rows_.logit_rows[i] * D, sizeof(float) * D);
+  rmsnorm_forward<float>(buf_.hid_TD, buf_.rstd_T, buf_.hid_TD, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) {
     state_.set_length(ch.slot, state_.length(ch.slot) + ch.count);
     pool_.release_out_of_window(ch.slot, state_.length(ch.slot));
@@ -364,7 +365,7 @@ void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {
              logit_rows());
   ZAYA_PROFILE_SCOPE("infer.lm_head");
   const int64_t D = config_.hidden;
-  linear_.run(out_TV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().lm_head);
+  linear_.run(out_TV, config_.vocab_size, buf_.hid_TD + r0 * D, D, r1 - r0, model_.weights().lm_head);
 }
 
 }  // namespace zaya
