@@ -33,12 +33,31 @@ int32_t BatchScheduler::place(const std::vector<int64_t>& pages) const {
   return slot;
 }
 
-void BatchScheduler::start(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages) {
+void BatchScheduler::occupy(int32_t slot, Slot s) {
   ZAYA_ASSERT(slot >= 0 && slot < slots() && !running(slot));
-  pages.resize(pool_pages_.size(), 0);
-  for (size_t k = 0; k < pool_pages_.size(); ++k) reserved_[k] += pages[k];
-  slots_[slot] = Slot{&request, 0, -1, 0, std::move(pages)};
+  s.running = true;
+  s.pages.resize(pool_pages_.size(), 0);
+  for (size_t k = 0; k < pool_pages_.size(); ++k) reserved_[k] += s.pages[k];
+  slots_[slot] = std::move(s);
   ++running_;
+}
+
+void BatchScheduler::start(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages) {
+  Slot s;
+  s.prompt = request.prompt;
+  s.stop_ids = request.stop_ids;
+  s.max_new_tokens = request.max_new_tokens;
+  s.pages = std::move(pages);
+  occupy(slot, std::move(s));
+}
+
+void BatchScheduler::start_forced(int32_t slot, std::span<const int32_t> tokens, LogitsWanted logits) {
+  ZAYA_ASSERT(!tokens.empty());
+  Slot s;
+  s.prompt = tokens;
+  s.decodes = false;
+  s.prompt_logits = logits;
+  occupy(slot, std::move(s));
 }
 
 void BatchScheduler::resume_at(int32_t slot, int64_t tokens) {
@@ -48,7 +67,7 @@ void BatchScheduler::resume_at(int32_t slot, int64_t tokens) {
 
 void BatchScheduler::end(int32_t slot) {
   Slot& s = slots_[slot];
-  ZAYA_ASSERT(s.request != nullptr);
+  ZAYA_ASSERT(s.running);
   for (size_t k = 0; k < reserved_.size(); ++k) reserved_[k] -= s.pages[k];
   s = Slot{};
   --running_;
@@ -60,7 +79,7 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
   planned_prompt_tokens_ = 0;
   for (int32_t i = 0; i < int32_t(slots_.size()); ++i) {
     Slot& s = slots_[i];
-    if (s.request && s.fed == s.prompt_size()) {
+    if (s.running && s.decodes && s.fed == s.prompt_size()) {
       chunks_.push_back({i, &s.last, 1, LogitsWanted::kLast});
       --budget;
     }
@@ -68,7 +87,7 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
   const int64_t B = snapshot_block_;
   for (int32_t i = 0; i < int32_t(slots_.size()) && budget > 0; ++i) {
     const Slot& s = slots_[i];
-    if (!s.request || s.fed == s.prompt_size()) continue;
+    if (!s.running || s.fed == s.prompt_size()) continue;
     int64_t n = std::min(budget, s.prompt_size() - s.fed);
     if (B > 0) {
       // End the chunk at a block boundary (the last one before the prompt's end if it reaches it), to snapshot there.
@@ -77,7 +96,10 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
       if (cut > s.fed) n = cut - s.fed;
     }
     const bool last = s.fed + n == s.prompt_size();
-    chunks_.push_back({i, s.request->prompt.data() + s.fed, n, last ? LogitsWanted::kLast : LogitsWanted::kNone});
+    const LogitsWanted logits = s.prompt_logits == LogitsWanted::kAll ? LogitsWanted::kAll
+                                : last                                ? LogitsWanted::kLast
+                                                                      : LogitsWanted::kNone;
+    chunks_.push_back({i, s.prompt.data() + s.fed, n, logits});
     budget -= n;
     planned_prompt_tokens_ += n;
   }
@@ -95,14 +117,24 @@ const std::vector<int32_t>& BatchScheduler::advance() {
   return boundaries_;
 }
 
-std::optional<FinishReason> BatchScheduler::accept(int32_t slot, int32_t token, int64_t length, int64_t max_context) {
+std::optional<FinishReason> BatchScheduler::ends_before_step(int32_t slot, bool cancelled) const {
+  const Slot& s = slots_[slot];
+  ZAYA_ASSERT(s.running && s.decodes);
+  if (cancelled) return FinishReason::kCancelled;
+  if (s.generated >= s.max_new_tokens) return FinishReason::kLength;  // asked for no tokens
+  return std::nullopt;
+}
+
+std::optional<FinishReason> BatchScheduler::accept(int32_t slot, int32_t token, int64_t length, int64_t max_context,
+                                                   CallerStop caller) {
   Slot& s = slots_[slot];
-  ZAYA_ASSERT(s.request != nullptr);
+  ZAYA_ASSERT(s.running && s.decodes);
   s.last = token;
   ++s.generated;
-  const GenerationRequest& r = *s.request;
-  if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) return FinishReason::kStop;
-  if (s.generated >= r.max_new_tokens) return FinishReason::kLength;
+  if (caller == CallerStop::kCancelled) return FinishReason::kCancelled;
+  if (caller == CallerStop::kStopString) return FinishReason::kStop;
+  if (std::find(s.stop_ids.begin(), s.stop_ids.end(), token) != s.stop_ids.end()) return FinishReason::kStop;
+  if (s.generated >= s.max_new_tokens) return FinishReason::kLength;
   if (length >= max_context) return FinishReason::kContext;
   return std::nullopt;
 }

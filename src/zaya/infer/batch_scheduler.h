@@ -1,10 +1,11 @@
 #pragma once
 // Continuous batching as one component, apart from the forward
 // (/work/shared/ARCHITECTURE.md: one scheduler for every way of decoding;
-// docs/developer-guide.md, "Inference components"). zaya generate
-// (generator.cc) and zaya serve (serving_loop.cc) both run it, so the two
-// cannot drift apart: each loop admits, plans a step, runs the engine, samples,
-// and asks the scheduler whether the sequence ends.
+// docs/developer-guide.md, "The pieces of a decode"). zaya generate
+// (generator.cc), zaya serve (serving_loop.cc) and scoring (scorer.cc, which
+// zaya score, zaya eval and the server's prompt logprobs use) all run it, so
+// they cannot drift apart: each loop admits, plans a step, runs the engine,
+// and (generating) samples and asks the scheduler whether the sequence ends.
 //
 // - Admission: waiting sequences go, in arrival order, to the lowest free
 //   slot, each when its pages at its longest (KvPagePool::max_pages) fit
@@ -15,16 +16,21 @@
 //   prompt chunks of the others fill the rest of the step's token budget, in
 //   slot order (chunked prefill). With a snapshot block B (the prefix cache),
 //   a prompt chunk ends at a multiple of B where it can, so that the state
-//   there can be snapshotted.
-// - Finish rule: after each sampled token, in this order: a stop id (kStop),
-//   the sequence's token limit (kLength), the context end (kContext). The
-//   caller checks its own reasons first (a cancelled request, a stop string).
+//   there can be snapshotted. A teacher-forced sequence (scoring: its tokens
+//   are all known) is planned as a prompt that never decodes, with logits at
+//   its last token or at every token.
+// - Finish rule: before a step, a cancelled sequence (kCancelled) or one
+//   asked for no tokens (kLength); after each sampled token, in this order:
+//   what the caller saw (a cancellation: kCancelled; a stop string completed
+//   in the text, which only the caller decodes: kStop), a stop id (kStop), the
+//   sequence's token limit (kLength), the context end (kContext).
 //
 // The scheduler knows nothing of the engine: its plan is a list of
 // StepChunk, so it is tested with a fake engine (batch_scheduler_test.cc).
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "zaya/infer/engine.h"
@@ -39,12 +45,17 @@ struct SchedulerOptions {
   std::vector<int64_t> pool_pages;  // per KV kind: the pages reservations may take; empty: no page accounting
 };
 
+// What the caller saw of a sampled token that the scheduler cannot: its
+// client went away or its token callback said stop, or the decoded text
+// completed a stop string (completion_text.h).
+enum class CallerStop { kNone, kCancelled, kStopString };
+
 class BatchScheduler {
  public:
   explicit BatchScheduler(const SchedulerOptions& options);
 
   int64_t slots() const { return int64_t(slots_.size()); }
-  bool running(int32_t slot) const { return slots_[slot].request != nullptr; }
+  bool running(int32_t slot) const { return slots_[slot].running; }
   int64_t running_count() const { return running_; }
   // Per kind: the pages the running sequences reserved.
   const std::vector<int64_t>& reserved() const { return reserved_; }
@@ -59,6 +70,10 @@ class BatchScheduler {
   bool full() const { return running_ == slots(); }
   int32_t place(const std::vector<int64_t>& pages) const;
   void start(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages);
+  // A teacher-forced sequence (scoring): `tokens` (>= 1, outliving the run)
+  // are fed in prompt chunks with logits at the last one (kLast) or at every
+  // one (kAll); it never decodes, and plans nothing once they are fed.
+  void start_forced(int32_t slot, std::span<const int32_t> tokens, LogitsWanted logits);
   // The slot's sequence starts from a cached state of its first `tokens` prompt tokens.
   void resume_at(int32_t slot, int64_t tokens);
   // The slot's sequence ends: its slot and its reservation are free.
@@ -72,25 +87,36 @@ class BatchScheduler {
   // chunk ended at a snapshot block boundary before their prompt's end.
   const std::vector<int32_t>& advance();
 
+  // Before planning a step: why a running generating sequence ends now, if it
+  // does (`cancelled`: the caller's request was withdrawn).
+  std::optional<FinishReason> ends_before_step(int32_t slot, bool cancelled) const;
   // After sampling `token` for a slot whose sequence now holds `length` of
   // `max_context` tokens: records it (fed at the next step) and returns why
   // the sequence ends, if it does.
-  std::optional<FinishReason> accept(int32_t slot, int32_t token, int64_t length, int64_t max_context);
+  std::optional<FinishReason> accept(int32_t slot, int32_t token, int64_t length, int64_t max_context,
+                                     CallerStop caller = CallerStop::kNone);
 
-  // Prompt tokens in the cache, and tokens generated, of a running slot.
+  // Prompt (or teacher-forced) tokens in the cache, and tokens generated, of a
+  // running slot. Between plan() and advance(), fed() is where each planned
+  // prompt chunk starts.
   int64_t fed(int32_t slot) const { return slots_[slot].fed; }
   int64_t generated(int32_t slot) const { return slots_[slot].generated; }
-  const GenerationRequest& request(int32_t slot) const { return *slots_[slot].request; }
 
  private:
   struct Slot {
-    const GenerationRequest* request = nullptr;  // null: free
-    int64_t fed = 0;                             // prompt tokens in the cache
-    int32_t last = -1;                           // the last sampled token, fed at the next step
+    bool running = false;
+    std::span<const int32_t> prompt;  // fed first, in chunks (outlives the run)
+    std::span<const int32_t> stop_ids;
+    int64_t max_new_tokens = 0;
+    bool decodes = true;                               // false: teacher-forced, the prompt only
+    LogitsWanted prompt_logits = LogitsWanted::kLast;  // kLast: at the prompt's last token; kAll: every one
+    int64_t fed = 0;                                   // prompt tokens in the cache
+    int32_t last = -1;                                 // the last sampled token, fed at the next step
     int64_t generated = 0;
     std::vector<int64_t> pages;  // reserved, per kind
-    int64_t prompt_size() const { return int64_t(request->prompt.size()); }
+    int64_t prompt_size() const { return int64_t(prompt.size()); }
   };
+  void occupy(int32_t slot, Slot s);
 
   int64_t step_tokens_, snapshot_block_;
   std::vector<int64_t> pool_pages_, reserved_;

@@ -1,10 +1,12 @@
 // The batch scheduler with a fake engine (no model): admission order under
 // page pressure, the step budget split between decode and prompt chunks,
-// snapshot-block cuts, and each finish reason it decides.
+// snapshot-block cuts, teacher-forced (scoring) sequences, and each finish
+// reason it decides.
 #include "zaya/infer/batch_scheduler.h"
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <numeric>
 
 namespace zaya {
@@ -176,6 +178,151 @@ TEST(BatchScheduler, FinishReasons) {
   sched.end(0);
   EXPECT_EQ(sched.running_count(), 0);
   EXPECT_TRUE(sched.plan().empty());
+}
+
+TEST(BatchScheduler, AdmissionKeepsArrivalOrderUnderPagePressure) {
+  // A driver loop as the server's: one page kind of 10 pages, each request
+  // reserving its prompt + max_new_tokens in pages of 4 tokens. The third
+  // request (8 pages) must wait for the first two to end, and the small
+  // fourth (1 page), which would fit beside them, must not overtake it.
+  SchedulerOptions o;
+  o.slots = 3;
+  o.step_tokens = 16;
+  o.pool_pages = {10};
+  BatchScheduler sched(o);
+  FakeEngine engine{{0, 0, 0}, 16};
+  const std::vector<GenerationRequest> reqs = {request(8, 4), request(4, 4), request(24, 8), request(2, 2)};
+  auto pages = [&](size_t r) {
+    return std::vector<int64_t>{(int64_t(reqs[r].prompt.size()) + reqs[r].max_new_tokens + 3) / 4};
+  };
+  std::deque<size_t> waiting = {0, 1, 2, 3};
+  std::vector<size_t> admitted, request_of(3);
+  std::vector<int64_t> admitted_at_step;
+  int64_t steps = 0, waits = 0;
+  while (!waiting.empty() || sched.running_count() > 0) {
+    while (!waiting.empty()) {
+      const int32_t s = sched.place(pages(waiting.front()));
+      if (s == BatchScheduler::kNoPages) ++waits;
+      if (s < 0) break;
+      sched.start(s, reqs[waiting.front()], pages(waiting.front()));
+      request_of[s] = waiting.front();
+      engine.length[s] = 0;
+      admitted.push_back(waiting.front());
+      admitted_at_step.push_back(steps);
+      waiting.pop_front();
+    }
+    ASSERT_LE(sched.reserved_total(), 10);
+    const std::vector<StepChunk> plan = sched.plan();
+    ASSERT_FALSE(plan.empty());
+    const std::vector<int32_t> rows = engine.step(plan);
+    sched.advance();
+    ++steps;
+    for (int32_t s : rows)
+      if (sched.accept(s, 0, engine.length[s], 100)) sched.end(s);
+  }
+  EXPECT_EQ(admitted, (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_GT(waits, 0);
+  // 0 and 1 (3 + 2 pages) start at once; 2 (8 pages) only once 0 ended; 3 with 2, not before it.
+  EXPECT_EQ(admitted_at_step[0], 0);
+  EXPECT_EQ(admitted_at_step[1], 0);
+  EXPECT_GT(admitted_at_step[2], 0);
+  EXPECT_EQ(admitted_at_step[3], admitted_at_step[2]);
+}
+
+TEST(BatchScheduler, DecodersAlwaysFitAndPromptsTakeWhatIsLeft) {
+  // The smallest budget (one token per slot): two decoders leave one token a
+  // step for the third sequence's prompt, which is fed one token at a time.
+  SchedulerOptions o;
+  o.slots = 3;
+  o.step_tokens = 3;
+  BatchScheduler sched(o);
+  FakeEngine engine{{0, 0, 0}, 3};
+  const GenerationRequest a = request(1, 10), b = request(1, 10), c = request(3, 10);
+  sched.start(0, a, {});
+  sched.start(1, b, {});
+  engine.step(sched.plan());  // both prompts (one token each)
+  sched.advance();
+  EXPECT_FALSE(sched.accept(0, 9, engine.length[0], 100));
+  EXPECT_FALSE(sched.accept(1, 9, engine.length[1], 100));
+  sched.start(2, c, {});
+  for (int64_t fed = 1; fed <= 3; ++fed) {
+    const std::vector<StepChunk> plan = sched.plan();
+    ASSERT_EQ(plan.size(), 3u);
+    EXPECT_EQ(plan[0].count + plan[1].count, 2);  // the decoders first, one token each
+    EXPECT_EQ(plan[2].slot, 2);
+    EXPECT_EQ(plan[2].count, 1);
+    EXPECT_EQ(plan[2].logits, fed == 3 ? LogitsWanted::kLast : LogitsWanted::kNone);
+    EXPECT_EQ(sched.planned_prompt_tokens(), 1);
+    engine.step(plan);
+    sched.advance();
+    EXPECT_EQ(sched.fed(2), fed);
+    EXPECT_FALSE(sched.accept(0, 9, engine.length[0], 100));
+    EXPECT_FALSE(sched.accept(1, 9, engine.length[1], 100));
+  }
+}
+
+TEST(BatchScheduler, ForcedSequencesFeedTheirTokensAndNeverDecode) {
+  // Scoring's sequences: all of a sequence's tokens are known. kLast gives
+  // logits at the last token only (a prefix), kAll at every token (a
+  // continuation); once fed, a sequence plans nothing.
+  SchedulerOptions o;
+  o.slots = 3;
+  o.step_tokens = 5;
+  BatchScheduler sched(o);
+  FakeEngine engine{{0, 0, 0}, 5};
+  const std::vector<int32_t> prefix = {1, 2, 3, 4, 5, 6, 7}, cont = {8, 9, 10};
+  sched.start_forced(0, prefix, LogitsWanted::kLast);
+  sched.start_forced(2, cont, LogitsWanted::kAll);
+  std::vector<StepChunk> plan = sched.plan();
+  ASSERT_EQ(plan.size(), 1u);  // slot 0's first 5 tokens fill the budget
+  EXPECT_EQ(plan[0].count, 5);
+  EXPECT_EQ(plan[0].logits, LogitsWanted::kNone);
+  EXPECT_EQ(sched.fed(0), 0);  // where the chunk starts, until advance()
+  engine.step(plan);
+  sched.advance();
+  plan = sched.plan();
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].count, 2);
+  EXPECT_EQ(plan[0].tokens[0], 6);
+  EXPECT_EQ(plan[0].logits, LogitsWanted::kLast);
+  EXPECT_EQ(plan[1].slot, 2);
+  EXPECT_EQ(plan[1].count, 3);
+  EXPECT_EQ(plan[1].logits, LogitsWanted::kAll);
+  engine.step(plan);
+  sched.advance();
+  EXPECT_TRUE(sched.plan().empty());  // both fed: no decode chunk for either
+  EXPECT_EQ(engine.length, (std::vector<int64_t>{7, 0, 3}));
+  EXPECT_EQ(sched.running_count(), 2);
+  sched.end(0);
+  sched.end(2);
+  EXPECT_EQ(sched.running_count(), 0);
+}
+
+TEST(BatchScheduler, CallerReasonsAndTheRuleBeforeAStep) {
+  SchedulerOptions o;
+  o.slots = 2;
+  o.step_tokens = 4;
+  BatchScheduler sched(o);
+  // Before a step: a request for no tokens ends (length) before its prompt runs; a withdrawn one is cancelled.
+  const GenerationRequest none = request(3, 0), some = request(3, 5, {7});
+  sched.start(0, none, {});
+  sched.start(1, some, {});
+  EXPECT_EQ(sched.ends_before_step(0, false), FinishReason::kLength);
+  EXPECT_FALSE(sched.ends_before_step(1, false).has_value());
+  EXPECT_EQ(sched.ends_before_step(1, true), FinishReason::kCancelled);
+  sched.end(0);
+  // A stop string (the caller's text) is a stop, before the token limit or the context end.
+  EXPECT_FALSE(sched.accept(1, 4, 4, 100).has_value());
+  EXPECT_EQ(sched.accept(1, 4, 5, 5, CallerStop::kStopString), FinishReason::kStop);
+  sched.end(1);
+  // A cancellation wins over everything, a stop id included.
+  sched.start(1, some, {});
+  EXPECT_EQ(sched.accept(1, 7, 4, 100, CallerStop::kCancelled), FinishReason::kCancelled);
+  EXPECT_EQ(sched.generated(1), 1);  // the token was still recorded
+  sched.end(1);
+  // Without the caller's reasons the same token is a stop id.
+  sched.start(1, some, {});
+  EXPECT_EQ(sched.accept(1, 7, 4, 100), FinishReason::kStop);
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
                       model.config().router_hidden, model.config().router_slots(), model.config().conv_channels(),
                       model.config().q_width()}),
               options.bf16_activations),
-      pool_(pool_shape(model, options, max_context_)) {
+      pool_(pool_shape(model, options, max_context_)),
+      state_(model.config(), options.max_sequences) {
   const ZayaConfig& c = config_;
   rope_.build(max_context_, c.rotary_dim(), c.rope_theta, c.rope_precision);
   if (c.has_sliding()) rope_sliding_.build(max_context_, c.rotary_dim(), c.sliding_rope_theta, c.rope_precision);
@@ -74,13 +75,6 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   for (int64_t b = 0; b < B; ++b)
     scratch_floats = std::max(scratch_floats, cached_attention_scratch_floats(c.q_heads / c.kv_heads, max_context_,
                                                                               c.window_of(b), c.head_dim));
-  conv_rows_ = conv_history(c);
-  conv_state_ = aligned_alloc_array<float>(size_t(std::max<int64_t>(1, B * slots_ * conv_rows_ * cc_)));
-  vprev_ = aligned_alloc_array<float>(size_t(B * slots_ * (kw_ / 2)));
-  std::memset(conv_state_.get(), 0, sizeof(float) * B * slots_ * conv_rows_ * cc_);
-  std::memset(vprev_.get(), 0, sizeof(float) * B * slots_ * (kw_ / 2));
-  lengths_.assign(slots_, 0);
-
   const int64_t T = options_.max_step_tokens, D = c.hidden, Q = c.q_width(), K = kw_, C = cc_;
   const int64_t R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, TJ = T * c.top_k;
   const int64_t chunks = std::min(T, slots_);
@@ -88,37 +82,37 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   threads_ = threads;
   attn_scratch_per_thread_ = scratch_floats;
   auto carve = [&](Arena& a) {
-    h_TD_ = a.carve(T * D);
-    res_a_TD_ = a.carve(T * D);
-    res_b_TD_ = a.carve(T * D);
-    x_TD_ = a.carve(T * D);
-    rstd_T_ = a.carve(T);
-    qkv_TP_ = a.carve(T * pw_);
-    a_ext_ = a.carve((T + chunks * (c.conv_kernel1 - 1)) * C);
-    xg_T2d_ = a.carve(T * c.conv_kernel1 * C);
-    c_TC_ = a.carve(T * C);
-    q_TQ_ = a.carve(T * Q);
-    k_TK_ = a.carve(T * K);
-    v_TK_ = a.carve(T * K);
-    inv_q_ = a.carve(T * c.q_heads);
-    inv_k_ = a.carve(T * c.kv_heads);
-    o_TQ_ = a.carve(T * Q);
-    attn_scratch_ = a.carve(threads * attn_scratch_per_thread_);
-    r_a_TR_ = a.carve(T * R);
-    r_b_TR_ = a.carve(T * R);
-    rn_TR_ = a.carve(T * R);
-    u_TR_ = a.carve(T * R);
-    g_TR_ = a.carve(T * R);
-    logits_TN_ = a.carve(T * N);
-    probs_TN_ = a.carve(T * N);
-    gate_TJ_ = a.carve(TJ);
-    xp_MD_ = a.carve(TJ * D);
-    h_M2F_ = a.carve(TJ * 2 * F);
-    act_MF_ = a.carve(TJ * F);
-    y_MD_ = a.carve(TJ * D);
-    hid_TD_ = a.carve(T * D);
+    buf_.h_TD = a.carve(T * D);
+    buf_.res_a_TD = a.carve(T * D);
+    buf_.res_b_TD = a.carve(T * D);
+    buf_.x_TD = a.carve(T * D);
+    buf_.rstd_T = a.carve(T);
+    buf_.qkv_TP = a.carve(T * pw_);
+    buf_.a_ext = a.carve((T + chunks * (c.conv_kernel1 - 1)) * C);
+    buf_.xg_T2d = a.carve(T * c.conv_kernel1 * C);
+    buf_.c_TC = a.carve(T * C);
+    buf_.q_TQ = a.carve(T * Q);
+    buf_.k_TK = a.carve(T * K);
+    buf_.v_TK = a.carve(T * K);
+    buf_.inv_q = a.carve(T * c.q_heads);
+    buf_.inv_k = a.carve(T * c.kv_heads);
+    buf_.o_TQ = a.carve(T * Q);
+    buf_.attn_scratch = a.carve(threads * attn_scratch_per_thread_);
+    buf_.r_a_TR = a.carve(T * R);
+    buf_.r_b_TR = a.carve(T * R);
+    buf_.rn_TR = a.carve(T * R);
+    buf_.u_TR = a.carve(T * R);
+    buf_.g_TR = a.carve(T * R);
+    buf_.logits_TN = a.carve(T * N);
+    buf_.probs_TN = a.carve(T * N);
+    buf_.gate_TJ = a.carve(TJ);
+    buf_.xp_MD = a.carve(TJ * D);
+    buf_.h_M2F = a.carve(TJ * 2 * F);
+    buf_.act_MF = a.carve(TJ * F);
+    buf_.y_MD = a.carve(TJ * D);
+    buf_.hid_TD = a.carve(T * D);
     // A LoRA adapter's x A^T: [T, rank] of a token product, [T top_k, rank] of the experts' rows.
-    if (const LoraAdapters* lora = model_.lora()) lora_h_Tr_ = a.carve(TJ * lora->config().rank);
+    if (const LoraAdapters* lora = model_.lora()) buf_.lora_h_Tr = a.carve(TJ * lora->config().rank);
   };
   Arena measure = Arena::measuring();
   carve(measure);
@@ -126,9 +120,9 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   carve(ws_);
   choice_TJ_.assign(TJ, kNoExpert);
   plan_.reserve(c.experts, T, c.top_k);
-  row_pos_.resize(T);
-  row_chunk_.resize(T);
-  a_chunk_.resize(T + chunks * (c.conv_kernel1 - 1));
+  rows_.row_pos.resize(T);
+  rows_.row_chunk.resize(T);
+  rows_.a_chunk.resize(T + chunks * (c.conv_kernel1 - 1));
 }
 
 void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t n) {
@@ -140,9 +134,7 @@ void InferenceEngine::store_kv(char* page, int64_t at, const float* src, int64_t
   for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
 }
 
-int64_t InferenceEngine::small_state_bytes() const {
-  return int64_t(sizeof(float)) * config_.num_blocks * (conv_rows_ * cc_ + kw_ / 2);
-}
+int64_t InferenceEngine::small_state_bytes() const { return state_.bytes_per_slot(); }
 
 int64_t InferenceEngine::state_bytes_per_slot() const {
   const std::vector<int64_t> pages = max_pages(max_context_);
@@ -160,23 +152,19 @@ std::vector<int64_t> InferenceEngine::pages_held(int32_t slot) const {
 
 std::vector<int64_t> InferenceEngine::pages_needed(std::span<const StepChunk> chunks) const {
   std::vector<int64_t> out(pool_.kinds(), 0);
-  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, lengths_[ch.slot], ch.count, out);
+  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, state_.length(ch.slot), ch.count, out);
   return out;
 }
 
 int64_t InferenceEngine::length(int32_t slot) const {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  return lengths_[slot];
+  return state_.length(slot);
 }
 
 void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  lengths_[slot] = 0;
+  state_.reset(slot);
   pool_.clear(slot);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memset(conv_state(b, slot), 0, sizeof(float) * conv_rows_ * cc_);
-    std::memset(vprev_state(b, slot), 0, sizeof(float) * (kw_ / 2));
-  }
 }
 
 void InferenceEngine::copy(int32_t src, int32_t dst) {
@@ -184,45 +172,30 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
              dst, slots_ - 1);
   if (src == dst) return;
   reset(dst);
-  const int64_t n = lengths_[src];
-  pool_.copy(src, dst, n);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(conv_state(b, dst), conv_state(b, src), sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(vprev_state(b, dst), vprev_state(b, src), sizeof(float) * (kw_ / 2));
-  }
-  lengths_[dst] = n;
+  pool_.copy(src, dst, state_.length(src));
+  state_.copy(src, dst);
 }
 
 InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
-  const int64_t n = lengths_[slot];
+  const int64_t n = state_.length(slot);
   ZAYA_CHECK(n > 0 && n % options_.page_tokens == 0,
              "a snapshot needs a length that is a positive multiple of the page ({} tokens); the sequence has {}",
              options_.page_tokens, n);
   Snapshot s;
   s.length = n;
   s.pages = pool_.share(slot);
-  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
-  s.small.resize(config_.num_blocks * per);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(s.small.data() + b * per, conv_state(b, slot), sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(s.small.data() + b * per + conv_rows_ * cc_, vprev_state(b, slot), sizeof(float) * (kw_ / 2));
-  }
+  s.small = state_.save(slot);
   return s;
 }
 
 void InferenceEngine::start_from(const Snapshot& s, int32_t slot) {
-  const int64_t per = conv_rows_ * cc_ + kw_ / 2;
   ZAYA_CHECK(s.length > 0 && s.length <= max_context_ && int64_t(s.pages.size()) == pool_.kinds() &&
-                 int64_t(s.small.size()) == config_.num_blocks * per,
+                 int64_t(s.small.size()) == state_.floats_per_slot(),
              "the snapshot of {} tokens is not one of this engine's", s.length);
   reset(slot);
   pool_.adopt(s.pages, slot);
-  for (int64_t b = 0; b < config_.num_blocks; ++b) {
-    std::memcpy(conv_state(b, slot), s.small.data() + b * per, sizeof(float) * conv_rows_ * cc_);
-    std::memcpy(vprev_state(b, slot), s.small.data() + b * per + conv_rows_ * cc_, sizeof(float) * (kw_ / 2));
-  }
-  lengths_[slot] = s.length;
+  state_.restore(s.small, s.length, slot);
 }
 
 void InferenceEngine::release(Snapshot& s) {
@@ -265,7 +238,7 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
         }
     }
   }
-  lengths_[slot] = length;
+  state_.set_length(slot, length);
 }
 
 void InferenceEngine::step(std::span<const StepChunk> chunks) {
@@ -286,9 +259,9 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     ZAYA_CHECK(!seen[ch.slot], "chunk {}: sequence slot {} appears twice in one step", ci, ch.slot);
     seen[ch.slot] = 1;
     ZAYA_CHECK(ch.count >= 1 && ch.tokens != nullptr, "chunk {} has no tokens", ci);
-    ZAYA_CHECK(lengths_[ch.slot] + ch.count <= max_context_,
+    ZAYA_CHECK(state_.length(ch.slot) + ch.count <= max_context_,
                "sequence in slot {} would grow to {} tokens, beyond the context length {}", ch.slot,
-               lengths_[ch.slot] + ch.count, max_context_);
+               state_.length(ch.slot) + ch.count, max_context_);
     for (int64_t i = 0; i < ch.count; ++i)
       ZAYA_CHECK(ch.tokens[i] >= 0 && ch.tokens[i] < V,
                  "token id {} (chunk {}, position {}) is outside the vocabulary 0..{}", ch.tokens[i], ci, i, V - 1);
@@ -303,30 +276,30 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
                "the KV pool is full: the step needs {} new pages of {} tokens and {} of {} are free "
                "(EngineOptions.kv_pool_bytes; zaya serve --kv-cache-mb)",
                need[k], options_.page_tokens, free_pages(k), pool_pages(k));
-  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, lengths_[ch.slot], ch.count);
+  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, state_.length(ch.slot), ch.count);
 
   // Row bookkeeping.
-  chunk_row0_.clear();
-  chunk_past_.clear();
-  logit_rows_.clear();
-  logit_chunk_.clear();
-  logit_pos_.clear();
+  rows_.chunk_row0.clear();
+  rows_.chunk_past.clear();
+  rows_.logit_rows.clear();
+  rows_.logit_chunk.clear();
+  rows_.logit_pos.clear();
   int64_t r = 0;
   const int64_t a_extra = c.conv_kernel1 - 1;  // conv-A rows per chunk beyond its token count
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const StepChunk& ch = chunks[ci];
-    const int64_t past = lengths_[ch.slot];
-    chunk_row0_.push_back(r);
-    chunk_past_.push_back(past);
-    for (int64_t i = 0; i < ch.count + a_extra; ++i) a_chunk_[r + int64_t(ci) * a_extra + i] = int32_t(ci);
+    const int64_t past = state_.length(ch.slot);
+    rows_.chunk_row0.push_back(r);
+    rows_.chunk_past.push_back(past);
+    for (int64_t i = 0; i < ch.count + a_extra; ++i) rows_.a_chunk[r + int64_t(ci) * a_extra + i] = int32_t(ci);
     for (int64_t i = 0; i < ch.count; ++i) {
-      row_pos_[r + i] = int32_t(past + i);
-      row_chunk_[r + i] = int32_t(ci);
+      rows_.row_pos[r + i] = int32_t(past + i);
+      rows_.row_chunk[r + i] = int32_t(ci);
       const bool want = ch.logits == LogitsWanted::kAll || (ch.logits == LogitsWanted::kLast && i == ch.count - 1);
       if (want) {
-        logit_rows_.push_back(r + i);
-        logit_chunk_.push_back(int32_t(ci));
-        logit_pos_.push_back(past + i);
+        rows_.logit_rows.push_back(r + i);
+        rows_.logit_chunk.push_back(int32_t(ci));
+        rows_.logit_pos.push_back(past + i);
       }
     }
     r += ch.count;
@@ -344,13 +317,13 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
 #pragma omp parallel for schedule(static) if (T * D > 65536)
     for (int64_t t = 0; t < T; ++t) {
-      w.embed.row_f32(int64_t(ids[t]), h_TD_ + t * D);  // an int8 (tied, Q8_0) row is dequantized
+      w.embed.row_f32(int64_t(ids[t]), buf_.h_TD + t * D);  // an int8 (tied, Q8_0) row is dequantized
     }
   }
 
-  float* res_cur = res_a_TD_;
+  float* res_cur = buf_.res_a_TD;
   float* res_prev = nullptr;
-  float* r_cur = r_a_TR_;
+  float* r_cur = buf_.r_a_TR;
   const float* r_prev = nullptr;
   for (int64_t n = 0; n < L2; ++n) {
     const int64_t b = n / 2;
@@ -358,31 +331,32 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     const float* norm = n % 2 == 0 ? w.attn[b].input_norm_D : w.moe[b].input_norm_D;
     {
       SerialIf serial(T * D <= kSerialElements);
-      residual_scale_forward<float>(res_cur, h_TD_, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D, m.res_bias_D, T,
-                                    D);
-      rmsnorm_forward<float>(x_TD_, rstd_T_, res_cur, norm, T, D, float(c.norm_eps));
+      residual_scale_forward<float>(res_cur, buf_.h_TD, m.hs_scale_D, m.hs_bias_D, res_prev, m.res_scale_D,
+                                    m.res_bias_D, T, D);
+      rmsnorm_forward<float>(buf_.x_TD, buf_.rstd_T, res_cur, norm, T, D, float(c.norm_eps));
     }
     if (n % 2 == 0) {
       attention_layer(b, T, chunks);
     } else {
       moe_layer(b, T, c.use_eda ? r_prev : nullptr, r_cur);
       r_prev = r_cur;
-      r_cur = r_cur == r_a_TR_ ? r_b_TR_ : r_a_TR_;
+      r_cur = r_cur == buf_.r_a_TR ? buf_.r_b_TR : buf_.r_a_TR;
     }
     res_prev = res_cur;
-    res_cur = res_cur == res_a_TD_ ? res_b_TD_ : res_a_TD_;
+    res_cur = res_cur == buf_.res_a_TD ? buf_.res_b_TD : buf_.res_a_TD;
   }
   const MergeVectors& fm = w.final_merge;
   SerialIf serial(T * D <= kSerialElements);
-  residual_scale_forward<float>(res_cur, h_TD_, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D, fm.res_bias_D, T,
-                                D);
+  residual_scale_forward<float>(res_cur, buf_.h_TD, fm.hs_scale_D, fm.hs_bias_D, res_prev, fm.res_scale_D,
+                                fm.res_bias_D, T, D);
   // Only the rows that want logits need the final norm.
-  const int64_t L = int64_t(logit_rows_.size());
-  for (int64_t i = 0; i < L; ++i) std::memcpy(hid_TD_ + i * D, res_cur + logit_rows_[i] * D, sizeof(float) * D);
-  rmsnorm_forward<float>(hid_TD_, rstd_T_, hid_TD_, w.final_norm_D, L, D, float(c.norm_eps));
+  const int64_t L = int64_t(rows_.logit_rows.size());
+  for (int64_t i = 0; i < L; ++i)
+    std::memcpy(buf_.hid_TD + i * D, res_cur + rows_.logit_rows[i] * D, sizeof(float) * D);
+  rmsnorm_forward<float>(buf_.hid_TD, buf_.rstd_T, buf_.hid_TD, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) {
-    lengths_[ch.slot] += ch.count;
-    pool_.release_out_of_window(ch.slot, lengths_[ch.slot]);
+    state_.set_length(ch.slot, state_.length(ch.slot) + ch.count);
+    pool_.release_out_of_window(ch.slot, state_.length(ch.slot));
   }
 }
 
@@ -391,7 +365,7 @@ void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {
              logit_rows());
   ZAYA_PROFILE_SCOPE("infer.lm_head");
   const int64_t D = config_.hidden;
-  linear_.run(out_TV, config_.vocab_size, hid_TD_ + r0 * D, D, r1 - r0, model_.weights().lm_head);
+  linear_.run(out_TV, config_.vocab_size, buf_.hid_TD + r0 * D, D, r1 - r0, model_.weights().lm_head);
 }
 
 }  // namespace zaya

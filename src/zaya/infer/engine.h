@@ -33,13 +33,10 @@
 // absolute positions. The pool is sized by `kv_pool_bytes` (0: every slot at
 // max_context); a step that needs more pages than are free fails before it
 // changes anything (the serving loop reserves pages so that it never does).
-//   conv    [H, C]                the raw (pre-conv) q|k vectors of the last H = (cca_time0 - 1) +
-//                                 (cca_time1 - 1) tokens (ZAYA1: 2), zero at start
-//   v_prev  [K/2]                 val_proj2 applied to the last token's normed input
-// The spec keeps prev_hs (the last normed input, [D]) and applies val_proj2 to
-// it at the next step; we keep its product instead, which the fused projection
-// of the last step already computed: the same numbers, 16x less state and no
-// second read of val_proj2.
+// Beside the pages, each slot has a small state (its length, the convolution
+// state and the delayed value of every block): DecodeState's (decode_state.h).
+// The engine owns the pool and the state and makes no decision: what runs in
+// a step is the batch scheduler's (batch_scheduler.h).
 //
 // Rows of a step are all new tokens of all chunks, concatenated: projections,
 // routers, experts and the LM head run as one matrix product over them (a
@@ -52,6 +49,7 @@
 
 #include "zaya/core/arena.h"
 #include "zaya/infer/cached_attention.h"
+#include "zaya/infer/decode_state.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/kv_page_pool.h"
 #include "zaya/infer/linear.h"
@@ -134,11 +132,7 @@ class InferenceEngine {
 
   // A snapshot of a sequence after `length` tokens (a multiple of page_tokens):
   // references to its pages and a copy of the small per-sequence state.
-  struct Snapshot {
-    int64_t length = 0;
-    std::vector<std::vector<int32_t>> pages;  // per kind: the page table (-1: released, sliding)
-    std::vector<float> small;                 // conv state and delayed value of every block
-  };
+  using Snapshot = SequenceSnapshot;
   // The slot's state as a snapshot (its pages' reference counts + 1).
   Snapshot share(int32_t slot);
   // The slot (reset first) continues from the snapshot: it references the snapshot's pages.
@@ -151,10 +145,10 @@ class InferenceEngine {
   void step(std::span<const StepChunk> chunks);
 
   // Rows of the last step that asked for logits: chunks in order, tokens in order.
-  int64_t logit_rows() const { return int64_t(logit_rows_.size()); }
+  int64_t logit_rows() const { return int64_t(rows_.logit_rows.size()); }
   // Chunk index and sequence position of logit row r.
-  int32_t logit_row_chunk(int64_t r) const { return logit_chunk_[r]; }
-  int64_t logit_row_position(int64_t r) const { return logit_pos_[r]; }
+  int32_t logit_row_chunk(int64_t r) const { return rows_.logit_chunk[r]; }
+  int64_t logit_row_position(int64_t r) const { return rows_.logit_pos[r]; }
   // Logits of logit rows [r0, r1) over the whole (padded) vocabulary into out_TV
   // ([r1 - r0, vocab_size]); the caller masks padding ids.
   void logits(int64_t r0, int64_t r1, float* out_TV);
@@ -182,34 +176,42 @@ class InferenceEngine {
   void append_to_cache(int64_t block, std::span<const StepChunk> chunks);
   // Writes n floats as the cache's element type at element `at` of a page.
   void store_kv(char* page, int64_t at, const float* src, int64_t n);
-  float* conv_state(int64_t block, int64_t slot) {
-    return conv_state_.get() + (block * slots_ + slot) * conv_rows_ * cc_;
-  }
-  float* vprev_state(int64_t block, int64_t slot) { return vprev_.get() + (block * slots_ + slot) * (kw_ / 2); }
 
   const InferModel& model_;
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;
-  int64_t conv_rows_ = 2;   // H: raw q|k rows of conv state per block and slot
   RopeTable rope_;          // full-attention blocks' base (rope_theta)
   RopeTable rope_sliding_;  // sliding blocks' base (sliding_rope_theta), built when some block slides
   LinearRunner linear_;
-  KvPagePool pool_;  // the pages and every slot's page tables
+  KvPagePool pool_;    // the pages and every slot's page tables
+  DecodeState state_;  // every slot's length, conv state and delayed value
 
-  // Decode state beside the pages.
-  AlignedPtr<float> conv_state_, vprev_;
-  std::vector<int64_t> lengths_;
-
+  // The step's buffers, carved from ws_ for max_step_tokens rows.
+  struct StepBuffers {
+    float *h_TD = nullptr, *res_a_TD = nullptr, *res_b_TD = nullptr, *x_TD = nullptr, *rstd_T = nullptr;
+    float *qkv_TP = nullptr, *a_ext = nullptr, *xg_T2d = nullptr, *c_TC = nullptr;
+    float *q_TQ = nullptr, *k_TK = nullptr, *v_TK = nullptr, *inv_q = nullptr, *inv_k = nullptr;
+    float *o_TQ = nullptr, *attn_scratch = nullptr;
+    float *r_a_TR = nullptr, *r_b_TR = nullptr, *rn_TR = nullptr, *u_TR = nullptr, *g_TR = nullptr;
+    float *logits_TN = nullptr, *probs_TN = nullptr, *gate_TJ = nullptr;
+    float *xp_MD = nullptr, *h_M2F = nullptr, *act_MF = nullptr, *y_MD = nullptr, *hid_TD = nullptr;
+    float* lora_h_Tr = nullptr;  // a LoRA adapter's x A^T [T top_k, rank] (only with an adapter)
+  };
+  // Where each row of the step comes from and goes to.
+  struct StepRows {
+    std::vector<int32_t> row_pos;     // position of each row in its sequence
+    std::vector<int32_t> row_chunk;   // chunk of each row
+    std::vector<int32_t> a_chunk;     // chunk of each conv-A row (a chunk of S rows has S + cca_time1 - 1)
+    std::vector<int64_t> chunk_row0;  // first row of each chunk
+    std::vector<int64_t> chunk_past;  // slot length before the step
+    std::vector<int64_t> logit_rows;  // rows that want logits, and their chunk and position
+    std::vector<int32_t> logit_chunk;
+    std::vector<int64_t> logit_pos;
+  };
   Arena ws_;
-  float *h_TD_ = nullptr, *res_a_TD_ = nullptr, *res_b_TD_ = nullptr, *x_TD_ = nullptr, *rstd_T_ = nullptr;
-  float *qkv_TP_ = nullptr, *a_ext_ = nullptr, *xg_T2d_ = nullptr, *c_TC_ = nullptr;
-  float *q_TQ_ = nullptr, *k_TK_ = nullptr, *v_TK_ = nullptr, *inv_q_ = nullptr, *inv_k_ = nullptr;
-  float *o_TQ_ = nullptr, *attn_scratch_ = nullptr;
-  float *r_a_TR_ = nullptr, *r_b_TR_ = nullptr, *rn_TR_ = nullptr, *u_TR_ = nullptr, *g_TR_ = nullptr;
-  float *logits_TN_ = nullptr, *probs_TN_ = nullptr, *gate_TJ_ = nullptr;
-  float *xp_MD_ = nullptr, *h_M2F_ = nullptr, *act_MF_ = nullptr, *y_MD_ = nullptr, *hid_TD_ = nullptr;
-  float* lora_h_Tr_ = nullptr;  // a LoRA adapter's x A^T [T top_k, rank] (only with an adapter)
+  StepBuffers buf_;
+  StepRows rows_;
   int64_t attn_scratch_per_thread_ = 0;
   int threads_ = 1;         // OpenMP threads the attention scratch is sized for
   std::vector<char> seen_;  // per-step scratch, reused
@@ -219,14 +221,6 @@ class InferenceEngine {
   std::vector<size_t> attn_first_span_;
   std::vector<int32_t> choice_TJ_;
   ExpertPlan plan_;
-  std::vector<int32_t> row_pos_;     // position of each row in its sequence
-  std::vector<int32_t> row_chunk_;   // chunk of each row
-  std::vector<int32_t> a_chunk_;     // chunk of each conv-A row (a chunk of S rows has S + cca_time1 - 1)
-  std::vector<int64_t> chunk_row0_;  // first row of each chunk
-  std::vector<int64_t> chunk_past_;  // slot length before the step
-  std::vector<int64_t> logit_rows_;
-  std::vector<int32_t> logit_chunk_;
-  std::vector<int64_t> logit_pos_;
   StepStats stats_;
 };
 

@@ -11,10 +11,11 @@
 #include "zaya/core/profiler.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/model/lora_branch.h"
 #include "zaya/ops/activations.h"
+#include "zaya/ops/adapted_linear.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
-#include "zaya/ops/lora_linear.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
 #include "zaya/ops/router.h"
@@ -30,46 +31,43 @@ void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
     for (int64_t i = 0; i < n; ++i) y[t * ldy + i] += b[i];
 }
 
-// The unmerged LoRA branch of one target (InferModel::lora()):
-// y += scale * (x A^T) B^T with the target's matrices `m` (one expert's for an
-// expert target), the same op as training's forward (ops/lora_linear.h, no dropout).
-void add_lora_branch(const LoraAdapters& lora, LoraTarget target, const LoraMatrices& m, float* y, int64_t ldy,
-                     const float* x, int64_t tokens, float* h_Tr) {
-  const LoraSlot slot = lora_slot(lora.model_config(), target);
-  LoraShape s;
-  s.tokens = tokens;
-  s.in = slot.in;
-  s.out = slot.out;
-  s.rank = lora.config().rank;
-  s.out_stride = ldy;
-  s.scale = lora.config().scale();
-  lora_forward<float>(y + slot.row_offset, h_Tr, x, m.a_rI, m.b_Or, s, nullptr);
-}
-
-// The branches of block b's `targets` the adapter has.
-void add_lora_branches(const LoraAdapters* lora, int64_t b, std::initializer_list<LoraTarget> targets, float* y,
-                       int64_t ldy, const float* x, int64_t tokens, float* h_Tr) {
-  if (lora == nullptr) return;
-  for (LoraTarget target : targets) {
-    const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
-    if (m.a_rI != nullptr) add_lora_branch(*lora, target, m, y, ldy, x, tokens, h_Tr);
+// Block b's LoRA adapters of a decode step (InferModel::lora(), unmerged),
+// bound by model/lora_branch.h as a training block binds its own: each product
+// adds its branch with ops/adapted_linear.h's lora_branch_forward, the one
+// helper training's blocks use (no dropout). Without an adapter every branch
+// is empty and the helper adds nothing.
+class DecodeLora {
+ public:
+  DecodeLora(const ZayaConfig& config, const LoraAdapters* adapters, int64_t block, float* h_Tr)
+      : config_(adapters != nullptr ? adapters->model_config() : config) {
+    if (adapters != nullptr) {
+      block_ = decode_block_lora(*adapters, block, h_Tr);
+      lora_ = &block_;
+    }
   }
-}
+  DecodeLora(const DecodeLora&) = delete;
+  DecodeLora& operator=(const DecodeLora&) = delete;
+  // y (rows out_stride apart) += the branch of target t over `tokens` rows of x.
+  void add(LoraTarget t, float* y, int64_t out_stride, const float* x, int64_t tokens) const {
+    lora_branch_forward(y, x, lora_branch(config_, lora_, t, tokens, out_stride, LoraPass::kForward));
+  }
+  // Expert e's branch of expert target t over its `rows` rows from row0 of the expert-major layout.
+  void add_expert(LoraTarget t, int64_t e, int64_t row0, int64_t rows, float* y, const float* x) const {
+    lora_branch_forward(y, x, lora_expert_branch(config_, lora_, t, e, row0, rows, LoraPass::kForward));
+  }
 
-// Expert e's branch of an expert target of block b, over its rows.
-void add_expert_lora_branch(const LoraAdapters* lora, int64_t b, LoraTarget target, int64_t e, float* y, int64_t ldy,
-                            const float* x, int64_t rows, float* h_Tr) {
-  if (lora == nullptr) return;
-  const LoraMatrices& m = lora->views()[size_t(b)][size_t(target)];
-  if (m.a_rI != nullptr) add_lora_branch(*lora, target, m.expert(e), y, ldy, x, rows, h_Tr);
-}
+ private:
+  const ZayaConfig& config_;
+  BlockLora block_;
+  const BlockLora* lora_ = nullptr;
+};
 
 // The router's products through the runner, on the layer's bf16 or f32
 // matrices, each with its LoRA branch when the adapter targets it.
 class RunnerRouterProducts final : public RouterProducts<float> {
  public:
-  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const LoraAdapters* lora, int64_t block, float* h_Tr)
-      : runner_(runner), w_(w), lora_(lora), block_(block), h_Tr_(h_Tr) {}
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const DecodeLora& lora)
+      : runner_(runner), w_(w), lora_(lora) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
                                : m == RouterMatrix::kMlp0 ? w_.mlp0
@@ -80,15 +78,13 @@ class RunnerRouterProducts final : public RouterProducts<float> {
                          : m == RouterMatrix::kMlp0 ? LoraTarget::kRouterFc1
                          : m == RouterMatrix::kMlp2 ? LoraTarget::kRouterFc2
                                                     : LoraTarget::kRouterOut;
-    add_lora_branches(lora_, block_, {t}, y_TO, out, x_TI, tokens, h_Tr_);
+    lora_.add(t, y_TO, out, x_TI, tokens);
   }
 
  private:
   LinearRunner& runner_;
   const InferMoe& w_;
-  const LoraAdapters* lora_;
-  int64_t block_;
-  float* h_Tr_;
+  const DecodeLora& lora_;
 };
 
 }  // namespace
@@ -101,9 +97,10 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   const int64_t nc = int64_t(chunks.size());
   // Fused projection: q | k | v_cur | v_prev.
   const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
-  linear_.run_parts(qkv_TP_, pw_, x_TD_, D, T, parts);
-  add_lora_branches(model_.lora(), b, {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed},
-                    qkv_TP_, pw_, x_TD_, T, lora_h_Tr_);
+  linear_.run_parts(buf_.qkv_TP, pw_, buf_.x_TD, D, T, parts);
+  const DecodeLora lora(c, model_.lora(), b, buf_.lora_h_Tr);
+  for (LoraTarget t : {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed})
+    lora.add(t, buf_.qkv_TP, pw_, buf_.x_TD, T);
 
   // conv A (depthwise, k0 taps) over [state (H rows), chunk rows], H = k0 + k1 - 2:
   // a_ext row k of chunk ci = bA + sum_j wA_j * raw(k + j), k = 0..S+k1-2; the
@@ -114,26 +111,26 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   const int64_t arows = T + nc * (k1 - 1);
 #pragma omp parallel for schedule(static) if (arows * C > 65536)
   for (int64_t ar = 0; ar < arows; ++ar) {
-    const int64_t ci = a_chunk_[ar];
-    const int64_t r0 = chunk_row0_[ci], k = ar - r0 - ci * (k1 - 1);
-    const float* st = conv_state(b, chunks[ci].slot);
-    auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_; };
+    const int64_t ci = rows_.a_chunk[ar];
+    const int64_t r0 = rows_.chunk_row0[ci], k = ar - r0 - ci * (k1 - 1);
+    const float* st = state_.conv(b, chunks[ci].slot);
+    auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : buf_.qkv_TP + (r0 + j - H) * pw_; };
     if (k0 == 2) {
-      cca_conv_a_row(a_ext_ + ar * C, raw(k), raw(k + 1), wA, bA, C);
+      cca_conv_a_row(buf_.a_ext + ar * C, raw(k), raw(k + 1), wA, bA, C);
     } else {
       const float* rows[kCcaConvMaxTaps];
       for (int64_t j = 0; j < k0; ++j) rows[j] = raw(k + j);
-      cca_conv_a_row_taps(a_ext_ + ar * C, rows, wA, bA, C, k0);
+      cca_conv_a_row_taps(buf_.a_ext + ar * C, rows, wA, bA, C, k0);
     }
   }
   // New conv state: the raw vectors of the last H positions of [state, chunk]
   // (row i from row S + i: ascending i never reads a row already replaced).
   for (int64_t ci = 0; ci < nc; ++ci) {
-    const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
-    float* st = conv_state(b, chunks[ci].slot);
+    const int64_t r0 = rows_.chunk_row0[ci], S = chunks[ci].count;
+    float* st = state_.conv(b, chunks[ci].slot);
     for (int64_t i = 0; i < H; ++i) {
       const int64_t j = S + i;
-      std::memcpy(st + i * C, j < H ? st + j * C : qkv_TP_ + (r0 + j - H) * pw_, sizeof(float) * C);
+      std::memcpy(st + i * C, j < H ? st + j * C : buf_.qkv_TP + (r0 + j - H) * pw_, sizeof(float) * C);
     }
   }
   // conv B (grouped, k1 taps): group g of row t reads a_ext rows t + ci (k1 - 1) + m,
@@ -141,9 +138,9 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   const int64_t d2 = k1 * d;
 #pragma omp parallel for schedule(static) if (T * C > 65536)
   for (int64_t t = 0; t < T; ++t) {
-    const float* a0 = a_ext_ + (t + row_chunk_[t] * (k1 - 1)) * C;
+    const float* a0 = buf_.a_ext + (t + rows_.row_chunk[t] * (k1 - 1)) * C;
     for (int64_t g = 0; g < G; ++g) {
-      float* dst = xg_T2d_ + (g * T + t) * d2;
+      float* dst = buf_.xg_T2d + (g * T + t) * d2;
       for (int64_t m = 0; m < k1; ++m) std::memcpy(dst + m * d, a0 + m * C + g * d, sizeof(float) * d);
     }
   }
@@ -152,38 +149,39 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
 #pragma omp parallel for schedule(static) if (T * C * d2 >= kDecodeParallelMinMacs)
     for (int64_t g = 0; g < G; ++g) {
       const WeightMatrix wg = w.conv_b.row_slice(g * d, (g + 1) * d);
-      matvec_rows(wg.type, wg.data, d2, 0, d, xg_T2d_ + g * T * d2, d2, T, c_TC_ + g * d, C, false);
+      matvec_rows(wg.type, wg.data, d2, 0, d, buf_.xg_T2d + g * T * d2, d2, T, buf_.c_TC + g * d, C, false);
     }
   } else {
     for (int64_t g = 0; g < G; ++g)
-      linear_.run(c_TC_ + g * d, C, xg_T2d_ + g * T * d2, d2, T, w.conv_b.row_slice(g * d, (g + 1) * d));
+      linear_.run(buf_.c_TC + g * d, C, buf_.xg_T2d + g * T * d2, d2, T, w.conv_b.row_slice(g * d, (g + 1) * d));
   }
-  add_bias(c_TC_, C, T, C, w.conv_b_b_C);
+  add_bias(buf_.c_TC, C, T, C, w.conv_b_b_C);
 
   {
     SerialIf serial(T * pw_ <= kSerialElements);
     // Q, K with the mean terms of the unconvolved projections; values with the delayed stream.
-    cca_mean_terms_forward<float>(q_TQ_, k_TK_, c_TC_, qkv_TP_, CcaMixShape{1, T, c.q_heads, c.kv_heads, d, pw_});
+    cca_mean_terms_forward<float>(buf_.q_TQ, buf_.k_TK, buf_.c_TC, buf_.qkv_TP,
+                                  CcaMixShape{1, T, c.q_heads, c.kv_heads, d, pw_});
     for (int64_t ci = 0; ci < nc; ++ci) {
-      const int64_t r0 = chunk_row0_[ci], S = chunks[ci].count;
-      float* vp = vprev_state(b, chunks[ci].slot);
+      const int64_t r0 = rows_.chunk_row0[ci], S = chunks[ci].count;
+      float* vp = state_.vprev(b, chunks[ci].slot);
       for (int64_t i = 0; i < S; ++i) {
-        const float* prev = i == 0 ? vp : qkv_TP_ + (r0 + i - 1) * pw_ + Q + K + half;
-        cca_value_row(v_TK_ + (r0 + i) * K, qkv_TP_ + (r0 + i) * pw_ + Q + K, prev, half);
+        const float* prev = i == 0 ? vp : buf_.qkv_TP + (r0 + i - 1) * pw_ + Q + K + half;
+        cca_value_row(buf_.v_TK + (r0 + i) * K, buf_.qkv_TP + (r0 + i) * pw_ + Q + K, prev, half);
       }
-      std::memcpy(vp, qkv_TP_ + (r0 + S - 1) * pw_ + Q + K + half, sizeof(float) * half);
+      std::memcpy(vp, buf_.qkv_TP + (r0 + S - 1) * pw_ + Q + K + half, sizeof(float) * half);
     }
-    l2norm_heads_forward<float>(q_TQ_, inv_q_, q_TQ_, nullptr, T, c.q_heads, d);
-    l2norm_heads_forward<float>(k_TK_, inv_k_, k_TK_, w.temp_Hk, T, c.kv_heads, d);
+    l2norm_heads_forward<float>(buf_.q_TQ, buf_.inv_q, buf_.q_TQ, nullptr, T, c.q_heads, d);
+    l2norm_heads_forward<float>(buf_.k_TK, buf_.inv_k, buf_.k_TK, w.temp_Hk, T, c.kv_heads, d);
     // Each block's own RoPE base, at absolute positions (spec §12).
     const RopeTable& rope = c.is_sliding(b) ? rope_sliding_ : rope_;
-    rope_apply<float>(q_TQ_, row_pos_.data(), T, c.q_heads, d, rope, false);
-    rope_apply<float>(k_TK_, row_pos_.data(), T, c.kv_heads, d, rope, false);
+    rope_apply<float>(buf_.q_TQ, rows_.row_pos.data(), T, c.q_heads, d, rope, false);
+    rope_apply<float>(buf_.k_TK, rows_.row_pos.data(), T, c.kv_heads, d, rope, false);
     // A bf16 cache: every reader (this step's sliding keys, the prefill GEMMs,
     // later decode steps through the pages) sees the same bf16 values.
     if (kv_bf16()) {
-      round_to_bf16(k_TK_, T * K);
-      round_to_bf16(v_TK_, T * K);
+      round_to_bf16(buf_.k_TK, T * K);
+      round_to_bf16(buf_.v_TK, T * K);
     }
   }
   // A full block appends to its cache, then attends over it; a sliding block
@@ -192,14 +190,14 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   if (!sliding) append_to_cache(b, chunks);
   attend(b, chunks);
   if (sliding) append_to_cache(b, chunks);
-  linear_.run(h_TD_, D, o_TQ_, Q, T, w.o);
-  add_lora_branches(model_.lora(), b, {LoraTarget::kO}, h_TD_, D, o_TQ_, T, lora_h_Tr_);
+  linear_.run(buf_.h_TD, D, buf_.o_TQ, Q, T, w.o);
+  lora.add(LoraTarget::kO, buf_.h_TD, D, buf_.o_TQ, T);
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
   const int64_t K = kw_, d = config_.head_dim, P = options_.page_tokens, kind = pool_.kind_of(b);
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
-    const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci];
+    const int64_t r0 = rows_.chunk_row0[ci], past = rows_.chunk_past[ci];
     // Every new position on a full block; a sliding block only the last W - 1 (later queries see no earlier one).
     int64_t lo = 0, hi = 0;
     pool_.written(kind, past, chunks[ci].count, lo, hi);
@@ -210,8 +208,8 @@ void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chun
       const int64_t row = r0 + t - past;
       for (int64_t j = 0; j < config_.kv_heads; ++j) {
         const int64_t at = (j * P + t % P) * d;
-        store_kv(kc, at, k_TK_ + row * K + j * d, d);
-        store_kv(vc, at, v_TK_ + row * K + j * d, d);
+        store_kv(kc, at, buf_.k_TK + row * K + j * d, d);
+        store_kv(vc, at, buf_.v_TK + row * K + j * d, d);
       }
     }
   }
@@ -228,10 +226,10 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   first_span.clear();
   int64_t keys_read = 0;  // sum over rows of the keys each sees
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
-    const int64_t r0 = chunk_row0_[ci], past = chunk_past_[ci], S = chunks[ci].count;
+    const int64_t r0 = rows_.chunk_row0[ci], past = rows_.chunk_past[ci], S = chunks[ci].count;
     CachedAttentionChunk ch;
-    ch.q_SQ = q_TQ_ + r0 * c.q_width();
-    ch.o_SQ = o_TQ_ + r0 * c.q_width();
+    ch.q_SQ = buf_.q_TQ + r0 * c.q_width();
+    ch.o_SQ = buf_.o_TQ + r0 * c.q_width();
     ch.past = past;
     ch.count = S;
     ch.window = W;
@@ -247,7 +245,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
       spans.push_back({pool_.kpage(b, table[i]) + at, pool_.vpage(b, table[i]) + at, P * d, d, pos, n, kv_bf16()});
       pos += n;
     }
-    if (W != 0) spans.push_back({k_TK_ + r0 * kw_, v_TK_ + r0 * kw_, d, kw_, past, S, false});
+    if (W != 0) spans.push_back({buf_.k_TK + r0 * kw_, buf_.v_TK + r0 * kw_, d, kw_, past, S, false});
     work.push_back(ch);
     for (int64_t i = 0; i < S; ++i) keys_read += past + i + 1 - cached_attention_first_key(past + i, W);
   }
@@ -260,7 +258,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
   // Short decode attention (a few hundred KB of cache) is not worth a parallel
   // region (see kDecodeParallelMinMacs): one thread below kDecodeParallelMinMacs multiply-adds.
   const int64_t macs = 2 * c.q_heads * d * keys_read;
-  cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, d}, attn_scratch_, attn_scratch_per_thread_,
+  cached_attention(work, CachedAttentionShape{c.q_heads, c.kv_heads, d}, buf_.attn_scratch, attn_scratch_per_thread_,
                    macs < kDecodeParallelMinMacs ? 1 : threads_);
 }
 
@@ -277,25 +275,26 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                                 .norm_R = w.eda_norm_R,
                                 .mlp0_b_R = w.mlp0_b_R,
                                 .mlp2_b_R = w.mlp2_b_R};
-  RunnerRouterProducts products(linear_, w, model_.lora(), b, lora_h_Tr_);
+  const DecodeLora lora(c, model_.lora(), b, buf_.lora_h_Tr);
+  RunnerRouterProducts products(linear_, w, lora);
   RouterActs<float> ra{.r_TR = r_out,
-                       .rstd_T = rstd_T_,
-                       .rn_TR = rn_TR_,
-                       .u1_TR = u_TR_,
-                       .g1_TR = g_TR_,
-                       .u2_TR = u_TR_,
-                       .g2_TR = g_TR_,
-                       .logits_TN = logits_TN_,
-                       .probs_TN = probs_TN_,
-                       .gate_TJ = gate_TJ_,
+                       .rstd_T = buf_.rstd_T,
+                       .rn_TR = buf_.rn_TR,
+                       .u1_TR = buf_.u_TR,
+                       .g1_TR = buf_.g_TR,
+                       .u2_TR = buf_.u_TR,
+                       .g2_TR = buf_.g_TR,
+                       .logits_TN = buf_.logits_TN,
+                       .probs_TN = buf_.probs_TN,
+                       .gate_TJ = buf_.gate_TJ,
                        .choice_TJ = choice_TJ_.data()};
-  router_forward<float>(rw, products, RouterShape{T, D, R, N, J, c.skip_slot(), c.router_norm_eps}, x_TD_, r_prev,
+  router_forward<float>(rw, products, RouterShape{T, D, R, N, J, c.skip_slot(), c.router_norm_eps}, buf_.x_TD, r_prev,
                         w.balancing_bias_N, ra, {}, small);
   {
     SerialIf serial(small);
     // Experts: tokens grouped by expert, one product pair per expert used.
     build_expert_plan(plan_, choice_TJ_.data(), T, J);
-    gather_rows<float>(xp_MD_, x_TD_, plan_, D);
+    gather_rows<float>(buf_.xp_MD, buf_.x_TD, plan_, D);
   }
   for (int64_t i = 0; i < T * J; ++i)
     if (choice_TJ_[i] == c.skip_slot()) ++stats_.skip_choices;
@@ -303,21 +302,19 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
     ++stats_.expert_loads;
-    linear_.run(h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D, D, n, w.fc1[e]);
-    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertGateUp, e, h_M2F_ + r0 * 2 * F, 2 * F, xp_MD_ + r0 * D,
-                           n, lora_h_Tr_);
+    linear_.run(buf_.h_M2F + r0 * 2 * F, 2 * F, buf_.xp_MD + r0 * D, D, n, w.fc1[e]);
+    lora.add_expert(LoraTarget::kExpertGateUp, e, r0, n, buf_.h_M2F + r0 * 2 * F, buf_.xp_MD + r0 * D);
   }
-  swiglu_forward<float>(act_MF_, h_M2F_, plan_.rows, F);
+  swiglu_forward<float>(buf_.act_MF, buf_.h_M2F, plan_.rows, F);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
-    linear_.run(y_MD_ + r0 * D, D, act_MF_ + r0 * F, F, n, w.fc2[e]);
-    add_expert_lora_branch(model_.lora(), b, LoraTarget::kExpertDown, e, y_MD_ + r0 * D, D, act_MF_ + r0 * F, n,
-                           lora_h_Tr_);
+    linear_.run(buf_.y_MD + r0 * D, D, buf_.act_MF + r0 * F, F, n, w.fc2[e]);
+    lora.add_expert(LoraTarget::kExpertDown, e, r0, n, buf_.y_MD + r0 * D, buf_.act_MF + r0 * F);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
-  combine_forward<float>(h_TD_, y_MD_, x_TD_, gate_TJ_, choice_TJ_.data(), plan_, T, J, D,
+  combine_forward<float>(buf_.h_TD, buf_.y_MD, buf_.x_TD, buf_.gate_TJ, choice_TJ_.data(), plan_, T, J, D,
                          model_.skip_outputs_zero() ? -1 : c.skip_slot());
 }
 

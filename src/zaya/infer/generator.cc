@@ -84,7 +84,6 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   BatchScheduler sched(so);
   std::vector<size_t> request_of(eo.max_sequences);  // the request each running slot holds
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
-  std::vector<int32_t> admitted;
   std::vector<float> logits(eo.max_sequences * c.vocab_size);
   std::vector<std::pair<float, int32_t>> scratch;
   bool first_token = true;
@@ -98,7 +97,6 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
 
   while (sched.running_count() > 0 || !waiting.empty()) {
     // Admit waiting requests into free slots.
-    admitted.clear();
     while (!waiting.empty()) {
       const size_t r = waiting.front();
       const int32_t s = sched.place({});
@@ -109,10 +107,10 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
-      admitted.push_back(s);
     }
-    for (int32_t s : admitted)
-      if (requests[request_of[s]].max_new_tokens == 0) finish(s, FinishReason::kLength);
+    for (int32_t s = 0; s < sched.slots(); ++s)
+      if (sched.running(s))
+        if (const std::optional<FinishReason> why = sched.ends_before_step(s, false)) finish(s, *why);
     const std::vector<StepChunk>& chunks = sched.plan();
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
@@ -142,11 +140,9 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       }
       results[r].tokens.push_back(next);
       ++st.generated_tokens;
-      const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context());
       const bool keep = !on_token || on_token(r, next);
-      if (!keep)
-        finish(s, FinishReason::kCancelled);
-      else if (why)
+      if (const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context(),
+                                                               keep ? CallerStop::kNone : CallerStop::kCancelled))
         finish(s, *why);
     }
   }

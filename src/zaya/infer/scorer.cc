@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "zaya/core/error.h"
+#include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/engine.h"
 
 namespace zaya {
@@ -114,10 +115,19 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
   eo.max_step_tokens = std::max(o.step_tokens, eo.max_sequences);
   eo.bf16_activations = o.bf16_activations;
   InferenceEngine engine(model, eo);
+  // The step plans are the batch scheduler's, as generation's: teacher-forced
+  // sequences in slot order within the step budget (no page accounting: the
+  // pool holds every slot at full context).
+  SchedulerOptions so;
+  so.slots = eo.max_sequences;
+  so.step_tokens = eo.max_step_tokens;
+  BatchScheduler sched(so);
   const int64_t V = c.vocab_size;
   const int64_t block = std::clamp<int64_t>((int64_t(16) << 20) / V, 1, eo.max_step_tokens);
   std::vector<float> buf(block * V);
   std::vector<RowTarget> rows;
+  // Per slot: the group (of this batch) and continuation it runs.
+  std::vector<std::pair<size_t, size_t>> of_slot(size_t(eo.max_sequences));
 
   size_t g0 = 0;
   while (g0 < groups.size()) {
@@ -132,70 +142,57 @@ std::vector<std::vector<ContinuationScore>> score_groups(const InferModel& model
     }
     const size_t n = g1 - g0;
     // Phase A: the prefixes, chunked to the step budget; the last row's logits score every continuation's first token.
-    std::vector<int64_t> fed(n, 0);
-    for (size_t i = 0; i < n; ++i) engine.reset(base[i]);
+    for (size_t i = 0; i < n; ++i) {
+      engine.reset(base[i]);
+      sched.start_forced(base[i], groups[g0 + i].prefix, LogitsWanted::kLast);
+      of_slot[size_t(base[i])] = {i, 0};
+    }
     for (;;) {
-      std::vector<StepChunk> chunks;
-      std::vector<size_t> chunk_group;
-      int64_t budget = eo.max_step_tokens;
-      for (size_t i = 0; i < n && budget > 0; ++i) {
-        const auto& prefix = groups[g0 + i].prefix;
-        const int64_t left = int64_t(prefix.size()) - fed[i];
-        if (left == 0) continue;
-        const int64_t take = std::min(budget, left);
-        chunks.push_back(
-            {base[i], prefix.data() + fed[i], take, take == left ? LogitsWanted::kLast : LogitsWanted::kNone});
-        chunk_group.push_back(i);
-        fed[i] += take;
-        budget -= take;
-      }
+      const std::vector<StepChunk>& chunks = sched.plan();
       if (chunks.empty()) break;
       engine.step(chunks);
       rows.clear();
       for (int64_t r = 0; r < engine.logit_rows(); ++r) {
-        const size_t i = chunk_group[engine.logit_row_chunk(r)];
+        const size_t i = of_slot[size_t(chunks[engine.logit_row_chunk(r)].slot)].first;
         for (size_t k = 0; k < groups[g0 + i].continuations.size(); ++k)
           if (counts(groups[g0 + i], k, 0)) rows.push_back({r, groups[g0 + i].continuations[k][0], &scores[g0 + i][k]});
       }
       score_rows(engine, rows, vocab, buf, block, o.token_top);
+      sched.advance();
     }
+    for (size_t i = 0; i < n; ++i) sched.end(base[i]);
     // Fork each prefix into its continuations' slots (continuation 0 keeps the prefix slot).
     for (size_t i = 0; i < n; ++i)
       for (size_t k = 1; k < groups[g0 + i].continuations.size(); ++k) engine.copy(base[i], base[i] + int32_t(k));
     // Phase B: continuation tokens 0..m-2 fed with logits on every row; row j scores token j+1.
-    std::vector<std::vector<int64_t>> cfed(n);
-    for (size_t i = 0; i < n; ++i) cfed[i].assign(groups[g0 + i].continuations.size(), 0);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t k = 0; k < groups[g0 + i].continuations.size(); ++k) {
+        const auto& cont = groups[g0 + i].continuations[k];
+        if (cont.size() < 2) continue;
+        const int32_t slot = base[i] + int32_t(k);
+        sched.start_forced(slot, std::span<const int32_t>(cont.data(), cont.size() - 1), LogitsWanted::kAll);
+        of_slot[size_t(slot)] = {i, k};
+      }
     for (;;) {
-      std::vector<StepChunk> chunks;
-      std::vector<std::pair<size_t, size_t>> chunk_of;  // (group, continuation)
-      std::vector<int64_t> chunk_start;                 // continuation index of the chunk's first token
-      int64_t budget = eo.max_step_tokens;
-      for (size_t i = 0; i < n && budget > 0; ++i)
-        for (size_t k = 0; k < groups[g0 + i].continuations.size() && budget > 0; ++k) {
-          const auto& cont = groups[g0 + i].continuations[k];
-          const int64_t left = int64_t(cont.size()) - 1 - cfed[i][k];
-          if (left <= 0) continue;
-          const int64_t take = std::min(budget, left);
-          chunks.push_back({base[i] + int32_t(k), cont.data() + cfed[i][k], take, LogitsWanted::kAll});
-          chunk_of.emplace_back(i, k);
-          chunk_start.push_back(cfed[i][k]);
-          cfed[i][k] += take;
-          budget -= take;
-        }
+      const std::vector<StepChunk>& chunks = sched.plan();
       if (chunks.empty()) break;
       engine.step(chunks);
       rows.clear();
       int64_t r = 0;
-      for (size_t ch = 0; ch < chunks.size(); ++ch) {
-        const auto [i, k] = chunk_of[ch];
+      for (const StepChunk& ch : chunks) {
+        const auto [i, k] = of_slot[size_t(ch.slot)];
         const auto& cont = groups[g0 + i].continuations[k];
-        for (int64_t j = 0; j < chunks[ch].count; ++j, ++r) {
-          const int64_t t = chunk_start[ch] + j + 1;
+        const int64_t start = sched.fed(ch.slot);  // the chunk's first continuation index
+        for (int64_t j = 0; j < ch.count; ++j, ++r) {
+          const int64_t t = start + j + 1;
           if (counts(groups[g0 + i], k, t)) rows.push_back({r, cont[t], &scores[g0 + i][k]});
         }
       }
       score_rows(engine, rows, vocab, buf, block, o.token_top);
+      sched.advance();
     }
+    for (int32_t slot = 0; slot < sched.slots(); ++slot)
+      if (sched.running(slot)) sched.end(slot);
     g0 = g1;
     if (progress) progress(g0, groups.size());
   }

@@ -8,7 +8,10 @@
 // context, several endings). The prefix is prefilled once into a slot, the
 // slot is copied once per continuation (engine.copy), and the continuations
 // run together: the context is computed once per item, not once per choice.
-// Groups are packed into ragged steps up to the slot and token budgets.
+// Groups are packed into the slots; each phase (the prefixes, then the
+// continuations) runs as teacher-forced sequences whose ragged steps the
+// batch scheduler plans within the token budget (batch_scheduler.h), the
+// same component that plans zaya generate's and zaya serve's steps.
 //
 // A group may say which continuation tokens count (`counted`: a loss mask,
 // perplexity.h): the others are still fed (they are context for the tokens

@@ -270,13 +270,10 @@ void ServingLoop::run_steps() {
       }
       p.channel->push(std::move(e));
     }
-    for (int32_t s = 0; s < int32_t(slots_.size()); ++s) {
-      if (!slots_[s]) continue;
-      if (slots_[s]->p.channel->cancelled())
-        finish(s, FinishReason::kCancelled);
-      else if (slots_[s]->p.request.generation.max_new_tokens == 0)
-        finish(s, FinishReason::kLength);
-    }
+    for (int32_t s = 0; s < int32_t(slots_.size()); ++s)
+      if (slots_[s])
+        if (const std::optional<FinishReason> why = sched.ends_before_step(s, slots_[s]->p.channel->cancelled()))
+          finish(s, *why);
     // The scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
     const std::vector<StepChunk>& chunks = sched.plan();
     const int64_t prompt_tokens = sched.planned_prompt_tokens();
@@ -305,11 +302,14 @@ void ServingLoop::run_steps() {
       const GenerationRequest& req = q.p.request.generation;
       const float* lg = logits.data() + row * c.vocab_size;
       const int32_t next = sample_token(lg, sample_vocab_, req.sampling, q.rng, scratch);
-      const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context());
       ServeEvent e;
       e.choice = q.p.choice;
       e.token = next;
       e.text = q.text.push(next);
+      // The text is the loop's: a stop string it completed ends the sequence as a stop.
+      const std::optional<FinishReason> why =
+          sched.accept(s, next, engine.length(s), engine.max_context(),
+                       q.text.stopped() ? CallerStop::kStopString : CallerStop::kNone);
       if (q.p.top_logprobs >= 0) {
         TokenLogprobs lp = token_logprobs(lg, sample_vocab_, next, q.p.top_logprobs);
         e.logprob = lp.chosen;
@@ -317,10 +317,7 @@ void ServingLoop::run_steps() {
       }
       e.time = now_seconds();
       q.p.channel->push(std::move(e));
-      if (q.text.stopped())
-        finish(s, FinishReason::kStop);
-      else if (why)
-        finish(s, *why);
+      if (why) finish(s, *why);
     }
   }
   // Stopping: every sequence still running or queued ends cancelled.
