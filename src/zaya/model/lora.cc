@@ -52,6 +52,10 @@ std::string_view lora_target_name(LoraTarget t) { return target_decl(t).lora; }
 
 std::vector<LoraTarget> all_lora_targets() { return {kAllTargets.begin(), kAllTargets.end()}; }
 
+std::vector<LoraTarget> default_lora_targets() {
+  return {kAllTargets.begin(), kAllTargets.begin() + kLoraAttentionTargetCount};
+}
+
 std::string lora_target_names() {
   std::string s;
   for (LoraTarget t : kAllTargets) s += (s.empty() ? "" : ", ") + std::string(lora_target_name(t));

@@ -86,6 +86,9 @@ inline bool lora_is_expert(LoraTarget t) { return lora_target_kind(t) == LoraTar
 std::string_view lora_target_name(LoraTarget target);
 // All of them in the order above.
 std::vector<LoraTarget> all_lora_targets();
+// The attention targets: q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj, the default of [lora] targets.
+// (Out of line: GCC 12 warns of maybe-uninitialized memory where the initializer list is inlined.)
+std::vector<LoraTarget> default_lora_targets();
 // The allowed names, comma separated (for error messages).
 std::string lora_target_names();
 // The target called `name`; throws naming `where` and the allowed names.
@@ -96,8 +99,7 @@ struct LoraConfig {
   int64_t rank = 8;      // r
   double alpha = 16;     // lora_alpha: the branch is scaled by alpha / rank
   double dropout = 0;    // lora_dropout: on the adapter's input only (0 with expert targets)
-  std::vector<LoraTarget> targets = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed,
-                                     LoraTarget::kO};
+  std::vector<LoraTarget> targets = default_lora_targets();
   bool train_biases = false;  // whether the balancing controller still updates the biases
   double scale() const { return alpha / double(rank); }
   bool targets_has(LoraTarget t) const;
