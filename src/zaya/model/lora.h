@@ -27,7 +27,7 @@
 // same layout into another base (their gradients, optimizer moments). An
 // expert target stores its experts' matrices stacked: A [E, rank, in],
 // B [E, out, rank]. The PEFT files store those transposed and interleaved
-// (model/lora_peft.h); merge_lora gives exactly PEFT's delta.
+// (formats/lora_peft.h); merge_lora gives exactly PEFT's delta.
 
 #include <array>
 #include <cstdint>
@@ -157,7 +157,7 @@ class LoraAdapters {
   // Kaiming-uniform (a = sqrt(5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in))),
   // its lora_B zero, so the adapted model starts equal to the base. For
   // nn.Linear targets PEFT's lora_A is our A (fan_in = in); for an expert
-  // parameter it is our B transposed (fan_in = out, model/lora_peft.h), so
+  // parameter it is our B transposed (fan_in = out, formats/lora_peft.h), so
   // there B is drawn and A is zero. From Philox keyed by seed and the entry.
   void init(uint64_t seed);
 
@@ -172,7 +172,7 @@ class LoraAdapters {
   LoraViews bind(float* base) const;
   // The adapters as a parameter table (for the optimizer and checkpoints),
   // AdamW, no weight decay: nn.Linear targets under PEFT's tensor names
-  // (model/lora_peft.h), expert targets as lora_expert_a_name / _b_name.
+  // (peft_lora_a_name below), expert targets as lora_expert_a_name / _b_name.
   const ParamTable& table() const { return table_; }
 
  private:
@@ -187,6 +187,13 @@ class LoraAdapters {
 
 // LoraAdapters(model, lora).table() without the adapters' memory (offline tools).
 ParamTable lora_adapter_table(const ZayaConfig& model, const LoraConfig& lora);
+
+// PEFT's tensor names of one nn.Linear adapter's A and B (attention and router
+// targets), which are also their names in our checkpoints:
+// base_model.model.<module path>.lora_A.weight / .lora_B.weight (the PEFT files:
+// formats/lora_peft.h).
+std::string peft_lora_a_name(const ZayaConfig& config, int64_t block, LoraTarget target);
+std::string peft_lora_b_name(const ZayaConfig& config, int64_t block, LoraTarget target);
 
 // The checkpoint names of an expert target's stacked A [E, rank, in] and
 // B [E, out, rank]: lora.<parameter path>.A / .B.

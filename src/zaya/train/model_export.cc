@@ -15,11 +15,11 @@
 #include "zaya/formats/gguf_zaya.h"
 #include "zaya/formats/hf_checkpoint.h"
 #include "zaya/formats/hf_config.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/formats/model_directory.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_dtype.h"
-#include "zaya/model/lora_peft.h"
 #include "zaya/train/checkpoint_tools.h"
 
 namespace zaya {

@@ -13,7 +13,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
-#include "zaya/model/lora_peft.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/train/final_weights.h"
 #include "zaya/train/job_start.h"
