@@ -94,7 +94,7 @@ void export_weights(const std::string& in, const std::string& out, const ExportO
   const std::string from = (r.step >= 0 ? fmt::format("step {} ({})", r.step, r.source.dir) : r.source.dir) +
                            (options.lora.empty() ? "" : ", LoRA adapter " + options.lora + " merged");
   const std::string replaced = r.replaced ? ", replacing what was there" : "";
-  if (r.format == "gguf")
+  if (r.format == ExportFormat::kGguf)
     fmt::print("wrote {} (GGUF, {}, stacked expert tensors, general.name '{}', {}) from {}{}\n", out, options.dtype,
                r.name, r.tokenizer.empty() ? "no tokenizer" : "tokenizer " + r.tokenizer + " embedded", from, replaced);
   else

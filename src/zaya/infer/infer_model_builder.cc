@@ -20,12 +20,12 @@
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/formats/gguf_zaya.h"
 #include "zaya/formats/hf_config.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/formats/native_config.h"
 #include "zaya/io/gguf_vocab.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/lora_peft.h"
 #include "zaya/model/params.h"
 
 namespace zaya {

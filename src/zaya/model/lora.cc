@@ -6,7 +6,6 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
-#include "zaya/model/lora_peft.h"
 #include "zaya/model/tensor_table.h"
 
 namespace zaya {
@@ -51,6 +50,10 @@ LoraTargetKind lora_target_kind(LoraTarget t) {
 std::string_view lora_target_name(LoraTarget t) { return target_decl(t).lora; }
 
 std::vector<LoraTarget> all_lora_targets() { return {kAllTargets.begin(), kAllTargets.end()}; }
+
+std::vector<LoraTarget> default_lora_targets() {
+  return {kAllTargets.begin(), kAllTargets.begin() + kLoraAttentionTargetCount};
+}
 
 std::string lora_target_names() {
   std::string s;
@@ -102,6 +105,16 @@ std::string lora_module_path(const ZayaConfig& c, int64_t block, LoraTarget t) {
   const std::string suffix = ".weight";
   ZAYA_ASSERT(name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
   return name.substr(0, name.size() - suffix.size());
+}
+
+std::string peft_lora_a_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  ZAYA_ASSERT(!lora_is_expert(t));
+  return "base_model.model." + lora_module_path(c, block, t) + ".lora_A.weight";
+}
+
+std::string peft_lora_b_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
+  ZAYA_ASSERT(!lora_is_expert(t));
+  return "base_model.model." + lora_module_path(c, block, t) + ".lora_B.weight";
 }
 
 std::string lora_expert_a_name(const ZayaConfig& c, int64_t block, LoraTarget t) {

@@ -27,7 +27,7 @@
 // same layout into another base (their gradients, optimizer moments). An
 // expert target stores its experts' matrices stacked: A [E, rank, in],
 // B [E, out, rank]. The PEFT files store those transposed and interleaved
-// (model/lora_peft.h); merge_lora gives exactly PEFT's delta.
+// (formats/lora_peft.h); merge_lora gives exactly PEFT's delta.
 
 #include <array>
 #include <cstdint>
@@ -86,6 +86,9 @@ inline bool lora_is_expert(LoraTarget t) { return lora_target_kind(t) == LoraTar
 std::string_view lora_target_name(LoraTarget target);
 // All of them in the order above.
 std::vector<LoraTarget> all_lora_targets();
+// The attention targets: q_proj, k_proj, v_proj_current, v_proj_delayed, o_proj, the default of [lora] targets.
+// (Out of line: GCC 12 warns of maybe-uninitialized memory where the initializer list is inlined.)
+std::vector<LoraTarget> default_lora_targets();
 // The allowed names, comma separated (for error messages).
 std::string lora_target_names();
 // The target called `name`; throws naming `where` and the allowed names.
@@ -96,8 +99,7 @@ struct LoraConfig {
   int64_t rank = 8;      // r
   double alpha = 16;     // lora_alpha: the branch is scaled by alpha / rank
   double dropout = 0;    // lora_dropout: on the adapter's input only (0 with expert targets)
-  std::vector<LoraTarget> targets = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed,
-                                     LoraTarget::kO};
+  std::vector<LoraTarget> targets = default_lora_targets();
   bool train_biases = false;  // whether the balancing controller still updates the biases
   double scale() const { return alpha / double(rank); }
   bool targets_has(LoraTarget t) const;
@@ -155,7 +157,7 @@ class LoraAdapters {
   // Kaiming-uniform (a = sqrt(5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in))),
   // its lora_B zero, so the adapted model starts equal to the base. For
   // nn.Linear targets PEFT's lora_A is our A (fan_in = in); for an expert
-  // parameter it is our B transposed (fan_in = out, model/lora_peft.h), so
+  // parameter it is our B transposed (fan_in = out, formats/lora_peft.h), so
   // there B is drawn and A is zero. From Philox keyed by seed and the entry.
   void init(uint64_t seed);
 
@@ -170,7 +172,7 @@ class LoraAdapters {
   LoraViews bind(float* base) const;
   // The adapters as a parameter table (for the optimizer and checkpoints),
   // AdamW, no weight decay: nn.Linear targets under PEFT's tensor names
-  // (model/lora_peft.h), expert targets as lora_expert_a_name / _b_name.
+  // (peft_lora_a_name below), expert targets as lora_expert_a_name / _b_name.
   const ParamTable& table() const { return table_; }
 
  private:
@@ -185,6 +187,13 @@ class LoraAdapters {
 
 // LoraAdapters(model, lora).table() without the adapters' memory (offline tools).
 ParamTable lora_adapter_table(const ZayaConfig& model, const LoraConfig& lora);
+
+// PEFT's tensor names of one nn.Linear adapter's A and B (attention and router
+// targets), which are also their names in our checkpoints:
+// base_model.model.<module path>.lora_A.weight / .lora_B.weight (the PEFT files:
+// formats/lora_peft.h).
+std::string peft_lora_a_name(const ZayaConfig& config, int64_t block, LoraTarget target);
+std::string peft_lora_b_name(const ZayaConfig& config, int64_t block, LoraTarget target);
 
 // The checkpoint names of an expert target's stacked A [E, rank, in] and
 // B [E, out, rank]: lora.<parameter path>.A / .B.

@@ -1,7 +1,7 @@
 // LoRA on the whole model (model/lora.h): unmerged adapters give the logits
 // of the merged weights, the adapters' gradients through the model agree with
-// finite differences, dropout is reproducible, and the PEFT files round-trip
-// with clear errors for what does not fit.
+// finite differences, and dropout is reproducible. The PEFT files:
+// formats/lora_peft_test.cc.
 #include "zaya/model/lora.h"
 
 #include <gtest/gtest.h>
@@ -21,30 +21,20 @@
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_file.h"
 #include "zaya/io/safetensors_writer.h"
-#include "zaya/model/lora_peft.h"
+#include "zaya/model/lora_test_util.h"
 #include "zaya/model/model.h"
 #include "zaya/model/test_config.h"
 
 namespace zaya {
 namespace {
 
+using testing::kAttention;
+using testing::kExperts;
+using testing::kRouter;
+using testing::lora_config;
+using testing::randomize;
+
 constexpr int64_t kB = 2, kS = 8;
-
-const std::vector<LoraTarget> kAttention = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent,
-                                            LoraTarget::kVDelayed, LoraTarget::kO};
-const std::vector<LoraTarget> kRouter = {LoraTarget::kRouterDown, LoraTarget::kRouterFc1, LoraTarget::kRouterFc2,
-                                         LoraTarget::kRouterOut};
-const std::vector<LoraTarget> kExperts = {LoraTarget::kExpertGateUp, LoraTarget::kExpertDown};
-
-LoraConfig lora_config(double dropout = 0, std::vector<LoraTarget> targets = kAttention) {
-  LoraConfig l;
-  l.enabled = true;
-  l.rank = 4;
-  l.alpha = 8;
-  l.dropout = dropout;
-  l.targets = std::move(targets);
-  return l;
-}
 
 // The target sets the model-level tests run on, named.
 struct TargetSet {
@@ -53,19 +43,6 @@ struct TargetSet {
 };
 std::vector<TargetSet> target_sets() {
   return {{"attention", kAttention}, {"router", kRouter}, {"experts", kExperts}, {"all", all_lora_targets()}};
-}
-
-// Adapters with both matrices nonzero (a trained adapter): init() draws one
-// (A, or B for an expert target), the other gets N(0, 0.2^2).
-void randomize(LoraAdapters& a, uint64_t seed) {
-  a.init(seed);
-  const int64_t r = a.config().rank;
-  for (const auto& e : a.entries()) {
-    const bool expert = lora_is_expert(e.target);
-    float* p = a.data() + (expert ? e.a_offset : e.b_offset);
-    const int64_t n = expert ? e.a_floats(r) : e.b_floats(r);
-    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
-  }
 }
 
 struct Batch {
@@ -93,14 +70,6 @@ TEST(Lora, NamesAreTheNativeModulePathsPeftUses) {
             "base_model.model.model.layers.1.self_attn.qkv_proj.k_proj.lora_B.weight");
   EXPECT_EQ(peft_lora_b_name(c, 0, LoraTarget::kRouterOut),
             "base_model.model.model.layers.0.mlp.gate.router_mlp.out_proj.lora_B.weight");
-  // Expert parameters: one ParamWrapper per parameter on module mlp.experts, nested when both are targeted.
-  const LoraConfig both = lora_config(0, kExperts), down = lora_config(0, {LoraTarget::kExpertDown});
-  EXPECT_EQ(peft_tensor_name(c, both, 1, LoraTarget::kExpertGateUp, false),
-            "base_model.model.model.layers.1.mlp.experts.base_layer.lora_A.weight");
-  EXPECT_EQ(peft_tensor_name(c, both, 1, LoraTarget::kExpertDown, true),
-            "base_model.model.model.layers.1.mlp.experts.lora_B.weight");
-  EXPECT_EQ(peft_tensor_name(c, down, 1, LoraTarget::kExpertDown, false),
-            "base_model.model.model.layers.1.mlp.experts.lora_A.weight");
   for (LoraTarget t : all_lora_targets()) EXPECT_EQ(parse_lora_target(std::string(lora_target_name(t)), "x"), t);
   try {
     parse_lora_target("v_proj", "run.toml: [lora] targets");
@@ -438,235 +407,6 @@ TEST(Lora, Bf16KeptInputsGiveTheSameAdapterGradientsBitwise) {
   // A workspace that keeps an input in bf16 refuses adapters that read it.
   ModelWorkspace ws(c, kB, kS, true, nullptr, nullptr, Recompute::kNone, bf16_kept_inputs(nullptr));
   testing::expect_error([&] { ws.enable_lora(c, attention); }, "read inputs this workspace keeps in bf16 only");
-}
-
-class LoraPeft : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = (std::filesystem::temp_directory_path() /
-            ("zaya_lora_peft_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    std::filesystem::remove_all(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string error_of(const ZayaConfig& c) {
-    try {
-      read_peft_adapter(dir_, c);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
-  std::string dir_;
-};
-
-TEST_F(LoraPeft, RoundTripsWithPeftsConfigAndNames) {
-  const ZayaConfig c = testing::model_test_config();
-  LoraConfig lc = lora_config(0.05);
-  lc.targets = {LoraTarget::kQ, LoraTarget::kO};
-  LoraAdapters a(c, lc);
-  randomize(a, 2);
-  write_peft_adapter(dir_, a, "Zyphra/ZAYA1-test");
-  const nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
-  EXPECT_EQ(j.at("peft_type"), "LORA");
-  EXPECT_EQ(j.at("r"), 4);
-  EXPECT_EQ(j.at("lora_alpha"), 8.0);
-  EXPECT_EQ(j.at("lora_dropout"), 0.05);
-  EXPECT_EQ(j.at("target_modules"), nlohmann::json::array({"q_proj", "o_proj"}));
-  EXPECT_EQ(j.at("base_model_name_or_path"), "Zyphra/ZAYA1-test");
-  const SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
-  EXPECT_EQ(st.names().size(), size_t(2 * 2 * c.num_blocks));
-  EXPECT_EQ(st.info("base_model.model.model.layers.2.self_attn.qkv_proj.q_proj.lora_A.weight").shape,
-            (std::vector<int64_t>{4, c.hidden}));
-  EXPECT_EQ(st.info("base_model.model.model.layers.2.self_attn.o_proj.lora_B.weight").shape,
-            (std::vector<int64_t>{c.hidden, 4}));
-  auto back = read_peft_adapter(dir_, c);
-  EXPECT_EQ(back->config().rank, 4);
-  EXPECT_EQ(back->config().targets, lc.targets);
-  ASSERT_EQ(back->total_floats(), a.total_floats());
-  EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
-}
-
-TEST_F(LoraPeft, ErrorsNameTheFileTensorAndWhatIsExpected) {
-  const ZayaConfig c = testing::model_test_config();
-  LoraAdapters a(c, lora_config());
-  randomize(a, 2);
-  write_peft_adapter(dir_, a, "base");
-  // A model with more layers expects tensors this adapter does not have.
-  ZayaConfig deeper = c;
-  deeper.num_blocks = 4;
-  EXPECT_NE(error_of(deeper).find("adapter_model.safetensors: tensor "
-                                  "'base_model.model.model.layers.3.self_attn.qkv_proj.q_proj.lora_A.weight' is "
-                                  "missing (expected shape [4, 32]"),
-            std::string::npos)
-      << error_of(deeper);
-  // A wider model: the shapes differ.
-  ZayaConfig wider = c;
-  wider.hidden = 48;
-  EXPECT_NE(error_of(wider).find("q_proj.lora_A.weight"), std::string::npos) << error_of(wider);
-  // A shallower model: extra tensors.
-  ZayaConfig shallower = c;
-  shallower.num_blocks = 2;
-  EXPECT_NE(error_of(shallower).find("unexpected tensor 'base_model.model.model.layers.2."), std::string::npos)
-      << error_of(shallower);
-  // What PEFT can express but zaya does not apply.
-  nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
-  j["use_dora"] = true;
-  write_file_atomic(dir_ + "/adapter_config.json", j.dump());
-  EXPECT_NE(error_of(c).find("adapter_config.json"), std::string::npos) << error_of(c);
-  EXPECT_NE(error_of(c).find("use_dora"), std::string::npos) << error_of(c);
-  j["use_dora"] = false;
-  j["target_modules"] = {"q_proj", "gate_proj"};
-  write_file_atomic(dir_ + "/adapter_config.json", j.dump());
-  EXPECT_NE(error_of(c).find("LoRA target 'gate_proj' is not supported; allowed: q_proj, k_proj"), std::string::npos)
-      << error_of(c);
-}
-
-// The expert pairs as PEFT's ParamWrapper reads them: lora_A [r E, d1],
-// lora_B [d2, r E] of a stacked parameter W [E, d1, d2], whose delta PEFT
-// forms as einsum("o r e, e r i -> e i o", lora_B.reshape(d2, r, E),
-// lora_A.reshape(E, r, d1)) * alpha / r. Computed here independently, by a
-// plain loop over the saved tensors, it must be exactly what merge_lora adds
-// to every expert's matrix (and the router's pairs are plain B A).
-TEST_F(LoraPeft, ExpertPairsGivePeftsDeltaExactly) {
-  const ZayaConfig c = testing::model_test_config();
-  LoraAdapters a(c, lora_config(0, all_lora_targets()));
-  randomize(a, 4);
-  write_peft_adapter(dir_, a, "base");
-  const nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
-  EXPECT_EQ(j.at("target_modules"), nlohmann::json::array({"q_proj", "k_proj", "v_proj_current", "v_proj_delayed",
-                                                           "o_proj", "mlp.gate.down_proj", "mlp.gate.router_mlp.fc1",
-                                                           "mlp.gate.router_mlp.fc2", "mlp.gate.router_mlp.out_proj"}));
-  EXPECT_EQ(j.at("target_parameters"), nlohmann::json::array({"mlp.experts.gate_up_proj", "mlp.experts.down_proj"}));
-  EXPECT_EQ(j.at("lora_dropout"), 0.0);
-  ZayaModel base(c), merged(c);
-  base.init(1);
-  merged.init(1);
-  merge_lora(a, merged.weights());
-  const SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
-  const int64_t E = c.experts, r = 4, D = c.hidden, F = c.expert_ffn;
-  const double scale = 8.0 / 4.0;
-  auto tensor = [&](const std::string& name) {
-    const SafetensorsTensorInfo& info = st.info(name);
-    std::vector<float> v(size_t(info.shape[0] * info.shape[1]));
-    st.read_f32(name, v.data(), info.shape);
-    return std::make_pair(info.shape, v);
-  };
-  for (int64_t block = 0; block < c.num_blocks; ++block) {
-    const std::string experts = "base_model.model.model.layers." + std::to_string(block) + ".mlp.experts";
-    // gate_up_proj [E, 2F, D] under base_layer (the inner wrapper), down_proj [E, D, F] outside.
-    struct Param {
-      std::string prefix;
-      int64_t d1, d2;
-      const float *before, *after;
-    };
-    const Param params[] = {
-        {experts + ".base_layer", 2 * F, D, base.weights().moe[block].fc1_E2FD, merged.weights().moe[block].fc1_E2FD},
-        {experts, D, F, base.weights().moe[block].fc2_EDF, merged.weights().moe[block].fc2_EDF}};
-    for (const Param& p : params) {
-      const auto [a_shape, A] = tensor(p.prefix + ".lora_A.weight");
-      const auto [b_shape, B] = tensor(p.prefix + ".lora_B.weight");
-      ASSERT_EQ(a_shape, (std::vector<int64_t>{r * E, p.d1})) << p.prefix;
-      ASSERT_EQ(b_shape, (std::vector<int64_t>{p.d2, r * E})) << p.prefix;
-      double worst = 0, largest = 0;
-      for (int64_t e = 0; e < E; ++e)
-        for (int64_t i = 0; i < p.d1; ++i)
-          for (int64_t o = 0; o < p.d2; ++o) {
-            // "o r e, e r i -> e i o": lora_B[o, rr E + e] * lora_A[e r + rr, i].
-            double delta = 0;
-            for (int64_t rr = 0; rr < r; ++rr)
-              delta += double(B[size_t(o * r * E + rr * E + e)]) * double(A[size_t((e * r + rr) * p.d1 + i)]);
-            delta *= scale;
-            const int64_t at = (e * p.d1 + i) * p.d2 + o;
-            worst = std::max(worst, std::fabs(double(p.after[at]) - double(p.before[at]) - delta));
-            largest = std::max(largest, std::fabs(delta));
-          }
-      EXPECT_LT(worst, 1e-6 * (1 + largest)) << p.prefix;
-      EXPECT_GT(largest, 1e-2) << p.prefix << ": a zero delta would make the test vacuous";
-    }
-    // A router module: PEFT's lora.Linear delta B A.
-    const std::string fc1 = "base_model.model.model.layers." + std::to_string(block) + ".mlp.gate.router_mlp.fc1";
-    const auto [ra_shape, RA] = tensor(fc1 + ".lora_A.weight");
-    const auto [rb_shape, RB] = tensor(fc1 + ".lora_B.weight");
-    const int64_t R = c.router_hidden;
-    ASSERT_EQ(ra_shape, (std::vector<int64_t>{r, R}));
-    double worst = 0;
-    for (int64_t o = 0; o < R; ++o)
-      for (int64_t i = 0; i < R; ++i) {
-        double delta = 0;
-        for (int64_t rr = 0; rr < r; ++rr) delta += double(RB[size_t(o * r + rr)]) * double(RA[size_t(rr * R + i)]);
-        const int64_t at = o * R + i;
-        worst = std::max(worst, std::fabs(double(merged.weights().moe[block].mlp0_RR[at]) -
-                                          double(base.weights().moe[block].mlp0_RR[at]) - scale * delta));
-      }
-    EXPECT_LT(worst, 1e-6);
-  }
-  // The files round-trip into the same adapters.
-  auto back = read_peft_adapter(dir_, c);
-  EXPECT_EQ(back->config().targets, all_lora_targets());
-  ASSERT_EQ(back->total_floats(), a.total_floats());
-  EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
-}
-
-// What PEFT would write: one expert parameter alone sits outside any
-// base_layer; suffixes in target_modules / target_parameters select as PEFT's
-// matching does; a module that registers down_proj first nests the other
-// way, which the shapes identify; dropout with target_parameters is refused.
-TEST_F(LoraPeft, ReadsPeftsNamesForRouterAndExperts) {
-  const ZayaConfig c = testing::model_test_config();
-  {
-    LoraAdapters a(c, lora_config(0, {LoraTarget::kRouterDown, LoraTarget::kExpertGateUp}));
-    randomize(a, 6);
-    write_peft_adapter(dir_, a, "base");
-    const SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
-    EXPECT_TRUE(st.has("base_model.model.model.layers.0.mlp.experts.lora_A.weight"));
-    EXPECT_TRUE(st.has("base_model.model.model.layers.0.mlp.gate.down_proj.lora_B.weight"));
-    // PEFT users' spellings.
-    nlohmann::json j = read_json_file(dir_ + "/adapter_config.json");
-    j["target_modules"] = {"down_proj"};
-    j["target_parameters"] = {"experts.gate_up_proj"};
-    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
-    auto back = read_peft_adapter(dir_, c);
-    EXPECT_EQ(back->config().targets, (std::vector<LoraTarget>{LoraTarget::kRouterDown, LoraTarget::kExpertGateUp}));
-    EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
-    j["lora_dropout"] = 0.1;
-    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
-    EXPECT_NE(error_of(c).find("\"lora_dropout\" = 0.1 is invalid"), std::string::npos) << error_of(c);
-    j["lora_dropout"] = 0.0;
-    j["target_parameters"] = {"gate_proj"};
-    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
-    EXPECT_NE(error_of(c).find("\"target_parameters\": LoRA target 'gate_proj' is not supported; allowed: "
-                               "mlp.experts.gate_up_proj, mlp.experts.down_proj"),
-              std::string::npos)
-        << error_of(c);
-  }
-  std::filesystem::remove_all(dir_);
-  {
-    // Both expert parameters, nested the other way round (down_proj inside): taken by their shapes.
-    LoraAdapters a(c, lora_config(0, kExperts));
-    randomize(a, 7);
-    write_peft_adapter(dir_, a, "base");
-    SafetensorsFile st = SafetensorsFile::open(dir_ + "/adapter_model.safetensors");
-    SafetensorsWriter w;
-    std::vector<std::vector<float>> keep;
-    for (const std::string& name : st.names()) {
-      const SafetensorsTensorInfo& info = st.info(name);
-      keep.emplace_back(size_t(info.shape[0] * info.shape[1]));
-      st.read_f32(name, keep.back().data(), info.shape);
-      std::string swapped = name;
-      const std::string inner = ".experts.base_layer.", outer = ".experts.";
-      if (name.find(inner) != std::string::npos) {
-        swapped.replace(name.find(inner), inner.size(), outer);
-      } else {
-        swapped.replace(name.find(outer), outer.size(), inner);
-      }
-      w.add_f32(swapped, info.shape, keep.back().data());
-    }
-    w.write(dir_ + "/adapter_model.safetensors");
-    auto back = read_peft_adapter(dir_, c);
-    EXPECT_TRUE(std::equal(a.data(), a.data() + a.total_floats(), back->data()));
-  }
 }
 
 }  // namespace

@@ -17,11 +17,18 @@
 #include <string>
 #include <vector>
 
+#include "zaya/core/enum_names.h"
+
 namespace zaya {
 
 enum class Recompute { kNone, kAttention, kMoe, kFull };
+// The names of train.recompute (core/enum_names.h): the training config holds the enum, parsed where it is read.
+inline constexpr EnumName<Recompute> kRecomputeNames[] = {{Recompute::kNone, "none"},
+                                                          {Recompute::kAttention, "attention"},
+                                                          {Recompute::kMoe, "moe"},
+                                                          {Recompute::kFull, "full"}};
 
-// The names of train.recompute, in the order of the enum.
+// The names of kRecomputeNames as strings, in the order of the enum.
 const std::vector<std::string>& recompute_names();
 const std::string& recompute_name(Recompute r);
 // Throws naming `what` (a file and key, a flag) and the allowed names.

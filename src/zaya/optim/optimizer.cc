@@ -23,8 +23,6 @@ void OptimizerConfig::validate(const std::string& source) const {
   ZAYA_CHECK(muon_momentum >= 0 && muon_momentum < 1, "{}: optim.muon_momentum = {} is invalid; allowed: [0, 1)",
              source, muon_momentum);
   ZAYA_CHECK(ns_steps >= 1 && ns_steps <= 20, "{}: optim.ns_steps = {} is invalid; allowed: 1..20", source, ns_steps);
-  ZAYA_CHECK(ns_dtype == "auto" || ns_dtype == "bf16" || ns_dtype == "f32",
-             "{}: optim.ns_dtype = '{}' is invalid; allowed: auto, bf16, f32", source, ns_dtype);
   ZAYA_CHECK(grad_clip >= 0, "{}: optim.grad_clip = {} is invalid; allowed: >= 0 (0 disables)", source, grad_clip);
 }
 
@@ -157,7 +155,7 @@ Optimizer::Optimizer(const ParamTable& table, const OptimizerConfig& config, con
   m_.zero();
   v_.zero();
   ns_scratch_ = aligned_alloc_array<float>(std::max<int64_t>(scratch, 1));
-  if (config.ns_dtype == "bf16" || (config.ns_dtype == "auto" && bf16_gemm_outruns_f32()))
+  if (config.ns_dtype == NsDtype::kBF16 || (config.ns_dtype == NsDtype::kAuto && bf16_gemm_outruns_f32()))
     ns_scratch16_ = aligned_alloc_array<uint16_t>(std::max<int64_t>(scratch, 1));
   norm_partials_.resize(table.total_floats() / 65536 + owned_.size() + 1);
 }

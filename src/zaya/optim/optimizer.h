@@ -15,10 +15,16 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/core/enum_names.h"
 #include "zaya/model/params.h"
 #include "zaya/ops/matmul_bf16.h"
 
 namespace zaya {
+
+// optim.ns_dtype: the Newton-Schulz GEMMs' operands (core/enum_names.h: parsed where the config is read).
+enum class NsDtype { kAuto, kBF16, kF32 };
+inline constexpr EnumName<NsDtype> kNsDtypeNames[] = {
+    {NsDtype::kAuto, "auto"}, {NsDtype::kBF16, "bf16"}, {NsDtype::kF32, "f32"}};
 
 struct OptimizerConfig {
   double lr = 3e-3;
@@ -30,7 +36,7 @@ struct OptimizerConfig {
   int ns_steps = 5;
   // Newton-Schulz GEMMs in bf16 (as Muon's reference implementation does) or
   // f32. "auto": bf16 where the CPU has native bf16 GEMMs, else f32.
-  std::string ns_dtype = "auto";
+  NsDtype ns_dtype = NsDtype::kAuto;
   double grad_clip = 1.0;  // global gradient-norm clip; 0 disables
   void validate(const std::string& source) const;
 };

@@ -8,8 +8,6 @@
 namespace zaya {
 
 void ScheduleConfig::validate(const std::string& source) const {
-  ZAYA_CHECK(kind == "cosine" || kind == "wsd" || kind == "constant",
-             "{}: schedule.kind = '{}' is invalid; allowed: cosine, wsd, constant", source, kind);
   ZAYA_CHECK(total_steps >= 1, "{}: train.steps = {} is invalid; allowed: >= 1", source, total_steps);
   ZAYA_CHECK(warmup_steps >= 0 && warmup_steps <= total_steps,
              "{}: schedule.warmup_steps = {} is invalid; allowed: 0..train.steps ({})", source, warmup_steps,
@@ -22,9 +20,9 @@ void ScheduleConfig::validate(const std::string& source) const {
 
 double lr_multiplier(const ScheduleConfig& s, int64_t step) {
   if (step < s.warmup_steps) return double(step + 1) / double(s.warmup_steps);
-  if (s.kind == "constant") return 1.0;
+  if (s.kind == ScheduleKind::kConstant) return 1.0;
   const double floor = s.min_lr_ratio;
-  if (s.kind == "cosine") {
+  if (s.kind == ScheduleKind::kCosine) {
     const double span = double(std::max<int64_t>(1, s.total_steps - s.warmup_steps));
     const double progress = std::min(1.0, double(step - s.warmup_steps) / span);
     return floor + (1.0 - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));

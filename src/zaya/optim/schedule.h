@@ -6,10 +6,17 @@
 #include <cstdint>
 #include <string>
 
+#include "zaya/core/enum_names.h"
+
 namespace zaya {
 
+// schedule.kind (core/enum_names.h: parsed where the config is read).
+enum class ScheduleKind { kCosine, kWsd, kConstant };
+inline constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {
+    {ScheduleKind::kCosine, "cosine"}, {ScheduleKind::kWsd, "wsd"}, {ScheduleKind::kConstant, "constant"}};
+
 struct ScheduleConfig {
-  std::string kind = "cosine";  // cosine | wsd | constant
+  ScheduleKind kind = ScheduleKind::kCosine;
   int64_t warmup_steps = 0;
   int64_t total_steps = 1;
   double min_lr_ratio = 0.1;

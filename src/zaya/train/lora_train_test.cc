@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "zaya/core/test_util.h"
-#include "zaya/model/lora_peft.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/train/checkpoint_tools.h"
 #include "zaya/train/train_job.h"
 #include "zaya/train/train_state.h"

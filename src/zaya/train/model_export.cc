@@ -15,11 +15,11 @@
 #include "zaya/formats/gguf_zaya.h"
 #include "zaya/formats/hf_checkpoint.h"
 #include "zaya/formats/hf_config.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/formats/model_directory.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_dtype.h"
-#include "zaya/model/lora_peft.h"
 #include "zaya/train/checkpoint_tools.h"
 
 namespace zaya {
@@ -138,28 +138,29 @@ ModelSource resolve_model_source(const std::string& in) {
   fail("{}: not {}", in, kAcceptedInputs);
 }
 
-std::string resolve_export_format(const std::string& out, const std::string& format) {
+ExportFormat resolve_export_format(const std::string& out, const std::string& format) {
   std::string ext = without_trailing_slash(out).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
   const bool gguf_name = ext == ".gguf";
-  if (format == "auto") return gguf_name ? "gguf" : "safetensors";
-  ZAYA_CHECK_USAGE(format == "safetensors" || format == "gguf",
-                   "--format '{}' is invalid; allowed: auto, safetensors, gguf", format);
-  ZAYA_CHECK_USAGE(!(format == "safetensors" && gguf_name),
+  if (format == "auto") return gguf_name ? ExportFormat::kGguf : ExportFormat::kSafetensors;
+  const ExportFormat* f = enum_find<ExportFormat>(kExportFormatNames, format);
+  ZAYA_CHECK_USAGE(f != nullptr, "--format '{}' is invalid; allowed: auto, {}", format,
+                   enum_allowed<ExportFormat>(kExportFormatNames));
+  ZAYA_CHECK_USAGE(!(*f == ExportFormat::kSafetensors && gguf_name),
                    "--format safetensors writes a directory, but --out {} is named like a GGUF file (.gguf); drop "
                    "--format (a .gguf name gives GGUF) or choose an --out without .gguf",
                    out);
-  return format;
+  return *f;
 }
 
-bool check_export_target(const std::string& out, const std::string& format, bool force) {
+bool check_export_target(const std::string& out, ExportFormat format, bool force) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(out, ec);
   if (!fs::exists(st)) return false;
   std::string what;
   if (fs::is_directory(st)) {
     const auto n = std::distance(fs::directory_iterator(out, ec), fs::directory_iterator());
-    if (n == 0 && format == "safetensors") return false;  // an empty directory to fill
+    if (n == 0 && format == ExportFormat::kSafetensors) return false;  // an empty directory to fill
     what = n == 0 ? "an empty directory; a GGUF export is one file" : fmt::format("a directory with {} entries", n);
     if (force) {
       const std::string foreign = foreign_entry(out);
@@ -203,11 +204,12 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   ExportReport r;
   r.format = resolve_export_format(out, o.format);
   ZAYA_CHECK_USAGE(o.dtype == "f32" || o.dtype == "bf16" || o.dtype == "f16" || o.dtype == "q8_0",
-                   "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype, r.format == "gguf" ? ", f16, q8_0" : "");
-  ZAYA_CHECK_USAGE(r.format == "gguf" || (o.dtype != "f16" && o.dtype != "q8_0"),
+                   "--dtype '{}' is invalid; allowed: f32, bf16{}", o.dtype,
+                   r.format == ExportFormat::kGguf ? ", f16, q8_0" : "");
+  ZAYA_CHECK_USAGE(r.format == ExportFormat::kGguf || (o.dtype != "f16" && o.dtype != "q8_0"),
                    "--dtype {} is only for --format gguf (allowed: f32, bf16)", o.dtype);
   const DirectoryLayout layout = parse_directory_layout(o.layout, "--layout");
-  ZAYA_CHECK_USAGE(r.format == "safetensors" || layout == DirectoryLayout::kLegacy,
+  ZAYA_CHECK_USAGE(r.format == ExportFormat::kSafetensors || layout == DirectoryLayout::kLegacy,
                    "--layout native is for a Hugging Face directory; a GGUF file has its own tensor names "
                    "(docs/formats-gguf.md): drop --layout or choose an --out without .gguf");
   r.layout = directory_layout_name(layout);
@@ -244,7 +246,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   // --lora: the merged full weights W + alpha / rank * B A (model/lora.h).
   if (!o.lora.empty()) merge_lora(*read_peft_adapter(o.lora, config), model->weights());
   // A native source keeps its own semantics in the native layout; legacy weights only where they compute the same.
-  if (r.format == "safetensors" && layout == DirectoryLayout::kNative && !native_source) {
+  if (r.format == ExportFormat::kSafetensors && layout == DirectoryLayout::kNative && !native_source) {
     const std::string why = native_export_problem(config, model->buffers(), model->buffer_data(), r.source.dir);
     ZAYA_CHECK(why.empty(), "--layout native: {}", why);
   }
@@ -263,7 +265,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
                                                        : fmt::format("{} names '{}', which does not exist here",
                                                                      r.source.dir, recorded_tokenizer);
     r.notes.push_back(
-        r.format == "gguf"
+        r.format == ExportFormat::kGguf
             ? fmt::format("{} has no tokenizer ({}): `zaya generate --model {}` will need --tokenizer FILE or a "
                           "tokenizer.model beside it; to embed one, export again with --tokenizer FILE --force",
                           target, why, target)
@@ -279,7 +281,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   ZAYA_CHECK(!ec, "cannot create directory '{}': {}", parent.string(), ec.message());
   StagedOutput staged((parent / ("." + fs::path(target).filename().string() + ".export")).string());
   const std::vector<NamedTensor> tensors = complete_model_tensors(*model);
-  if (r.format == "gguf") {
+  if (r.format == ExportFormat::kGguf) {
     GgufSaveOptions save;
     save.dtype = o.dtype;
     save.name = r.name;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "zaya/core/enum_names.h"
 #include "zaya/model/config.h"
 
 namespace zaya {
@@ -30,15 +31,21 @@ struct ModelSource {
 };
 ModelSource resolve_model_source(const std::string& in);
 
-// The output format for `out`: `format` "auto" gives "gguf" for a name ending
-// in .gguf, else "safetensors" (a directory); an explicit "safetensors" with a
-// .gguf name is refused naming both; "gguf" is taken as given.
-std::string resolve_export_format(const std::string& out, const std::string& format);
+// What `zaya ckpt export` writes (core/enum_names.h): a Hugging Face directory or one GGUF file.
+enum class ExportFormat { kSafetensors, kGguf };
+inline constexpr EnumName<ExportFormat> kExportFormatNames[] = {{ExportFormat::kSafetensors, "safetensors"},
+                                                                {ExportFormat::kGguf, "gguf"}};
+
+// The output format for `out`, parsed from --format's text: "auto" gives gguf
+// for a name ending in .gguf, else safetensors (a directory); an explicit
+// "safetensors" with a .gguf name is refused naming both; "gguf" is taken as
+// given; another name is refused listing the allowed ones.
+ExportFormat resolve_export_format(const std::string& out, const std::string& format);
 
 // Refuses an existing output that is not an empty directory (an empty one
 // only for safetensors), unless `force`; returns whether something is there
 // to replace.
-bool check_export_target(const std::string& out, const std::string& format, bool force);
+bool check_export_target(const std::string& out, ExportFormat format, bool force);
 
 // general.name of a GGUF export: the run's name (the checkpoint's out_dir,
 // or the run directory holding a final/ model directory), else the model
@@ -55,7 +62,7 @@ struct ExportOptions {
 };
 
 struct ExportReport {
-  std::string format;  // what was written: "safetensors" or "gguf"
+  ExportFormat format = ExportFormat::kSafetensors;  // what was written
   ModelSource source;
   int64_t step = -1;               // the checkpoint's step (-1: a model directory)
   std::string tokenizer;           // the tokenizer written (copied or embedded), empty for none

@@ -95,12 +95,12 @@ bool same_weights(const ZayaModel& a, const ZayaModel& b) {
 }
 
 TEST(CkptExport, FormatFollowsTheName) {
-  EXPECT_EQ(resolve_export_format("out/model.gguf", "auto"), "gguf");
-  EXPECT_EQ(resolve_export_format("out/MODEL.GGUF", "auto"), "gguf");
-  EXPECT_EQ(resolve_export_format("out/hf", "auto"), "safetensors");
-  EXPECT_EQ(resolve_export_format("out/hf/", "auto"), "safetensors");
-  EXPECT_EQ(resolve_export_format("out/model.bin", "gguf"), "gguf");  // an explicit gguf, any name
-  EXPECT_EQ(resolve_export_format("out/hf", "safetensors"), "safetensors");
+  EXPECT_EQ(resolve_export_format("out/model.gguf", "auto"), ExportFormat::kGguf);
+  EXPECT_EQ(resolve_export_format("out/MODEL.GGUF", "auto"), ExportFormat::kGguf);
+  EXPECT_EQ(resolve_export_format("out/hf", "auto"), ExportFormat::kSafetensors);
+  EXPECT_EQ(resolve_export_format("out/hf/", "auto"), ExportFormat::kSafetensors);
+  EXPECT_EQ(resolve_export_format("out/model.bin", "gguf"), ExportFormat::kGguf);  // an explicit gguf, any name
+  EXPECT_EQ(resolve_export_format("out/hf", "safetensors"), ExportFormat::kSafetensors);
   expect_error([] { resolve_export_format("out/model.gguf", "safetensors"); },
                "--format safetensors writes a directory, but --out out/model.gguf is named like a GGUF file");
   expect_error([] { resolve_export_format("x", "onnx"); }, "--format 'onnx' is invalid; allowed: auto, safetensors");
@@ -108,24 +108,26 @@ TEST(CkptExport, FormatFollowsTheName) {
 
 TEST(CkptExport, AnExistingOutputNeedsForce) {
   TempDir dir;
-  EXPECT_FALSE(check_export_target(dir.file("new"), "safetensors", false));
-  EXPECT_FALSE(check_export_target(dir.file("new.gguf"), "gguf", false));
+  EXPECT_FALSE(check_export_target(dir.file("new"), ExportFormat::kSafetensors, false));
+  EXPECT_FALSE(check_export_target(dir.file("new.gguf"), ExportFormat::kGguf, false));
   fs::create_directories(dir.file("empty"));
-  EXPECT_FALSE(check_export_target(dir.file("empty"), "safetensors", false));  // an empty directory to fill
-  expect_error([&] { check_export_target(dir.file("empty"), "gguf", false); },
+  EXPECT_FALSE(
+      check_export_target(dir.file("empty"), ExportFormat::kSafetensors, false));  // an empty directory to fill
+  expect_error([&] { check_export_target(dir.file("empty"), ExportFormat::kGguf, false); },
                "exists (an empty directory; a GGUF export is one file); pass --force");
   fs::create_directories(dir.file("hf"));
   dir.write("hf/config.json", "{}");
   dir.write("hf/model.safetensors", "x");
-  expect_error([&] { check_export_target(dir.file("hf"), "safetensors", false); },
+  expect_error([&] { check_export_target(dir.file("hf"), ExportFormat::kSafetensors, false); },
                "/hf exists (a directory with 2 entries); pass --force to replace it");
-  EXPECT_TRUE(check_export_target(dir.file("hf"), "safetensors", true));
+  EXPECT_TRUE(check_export_target(dir.file("hf"), ExportFormat::kSafetensors, true));
   dir.write("m.gguf", "12345");
-  expect_error([&] { check_export_target(dir.file("m.gguf"), "gguf", false); }, "exists (a file of 5 bytes)");
-  EXPECT_TRUE(check_export_target(dir.file("m.gguf"), "gguf", true));
+  expect_error([&] { check_export_target(dir.file("m.gguf"), ExportFormat::kGguf, false); },
+               "exists (a file of 5 bytes)");
+  EXPECT_TRUE(check_export_target(dir.file("m.gguf"), ExportFormat::kGguf, true));
   // --force replaces what an export writes, never a directory holding anything else.
   dir.write("hf/notes.txt", "mine");
-  expect_error([&] { check_export_target(dir.file("hf"), "safetensors", true); },
+  expect_error([&] { check_export_target(dir.file("hf"), ExportFormat::kSafetensors, true); },
                "holds 'notes.txt', which no model export writes; not replacing it even with --force");
 }
 
@@ -155,7 +157,7 @@ TEST(CkptExport, FromACheckpointsRootWalksBackPastADamagedCheckpoint) {
   // Safetensors from the root: step 5's weights, with the recorded tokenizer.
   const std::string hf = dir.file("export/hf");
   const ExportReport r = export_model(root, hf, {});
-  EXPECT_EQ(r.format, "safetensors");
+  EXPECT_EQ(r.format, ExportFormat::kSafetensors);
   EXPECT_EQ(r.step, 5);
   EXPECT_EQ(r.source.dir, step5);
   EXPECT_EQ(r.source.skipped.size(), 1u);
@@ -169,7 +171,7 @@ TEST(CkptExport, FromACheckpointsRootWalksBackPastADamagedCheckpoint) {
   // GGUF from the root (a .gguf name), named after the run, tokenizer embedded.
   const std::string gguf = dir.file("export/model.gguf");
   const ExportReport g = export_model(root, gguf, {});
-  EXPECT_EQ(g.format, "gguf");
+  EXPECT_EQ(g.format, ExportFormat::kGguf);
   EXPECT_EQ(g.name, "kjv-tiny");
   const GgufFile file = GgufFile::open(gguf);
   EXPECT_EQ(file.metadata().get_string("general.name"), "kjv-tiny");

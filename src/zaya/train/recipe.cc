@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "zaya/core/error.h"
 #include "zaya/train/train_config.h"
+#include "zaya/train/train_fields.h"
 
 namespace zaya {
 
@@ -62,7 +62,7 @@ std::vector<PhasePlan> plan_phases(const TrainConfig& config, int64_t world_size
     p.lr_ratio = ph.lr / config.optim.lr;
     // WSD within the phase: warmup, stable, then a linear decay over the last
     // decay_fraction of its steps; decay_fraction = 0 keeps the peak to the end.
-    p.schedule.kind = ph.decay_fraction > 0 ? "wsd" : "constant";
+    p.schedule.kind = ph.decay_fraction > 0 ? ScheduleKind::kWsd : ScheduleKind::kConstant;
     p.schedule.total_steps = p.steps;
     p.schedule.warmup_steps = ph.warmup_steps;
     p.schedule.decay_fraction = ph.decay_fraction > 0 ? ph.decay_fraction : 1.0;
@@ -112,17 +112,10 @@ std::string describe_phase(const TrainConfig& config, size_t index, const PhaseP
 }
 
 std::string phases_to_toml(const std::vector<PhaseConfig>& phases, bool sliding) {
-  // A JSON string is a valid TOML basic string (the same escapes).
-  auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
   std::string s;
   for (const PhaseConfig& p : phases) {
-    s += fmt::format("\n[[phase]]\nname = {}\ntokens = {}\nseq_len = {}\nrope_theta = {:.1f}\nmicro_batch = {}\n",
-                     quoted(p.name), p.tokens, p.seq_len, p.rope_theta, p.micro_batch);
-    s += fmt::format("lr = {}\nwarmup_steps = {}\ndecay_fraction = {}\nmin_lr_ratio = {}\ncp = {}\n", p.lr,
-                     p.warmup_steps, p.decay_fraction, p.min_lr_ratio, p.cp);
-    if (sliding) s += fmt::format("sliding_rope_theta = {:.1f}\n", p.sliding_rope_theta);
-    for (const PhaseData& d : p.data)
-      s += fmt::format("[[phase.data]]\ndir = {}\nweight = {}\n", quoted(d.dir), d.weight);
+    s += "\n[[phase]]\n" + fields_to_toml(phase_fields(), "phase", p, false, sliding ? "" : "sliding_rope_theta");
+    for (const PhaseData& d : p.data) s += "[[phase.data]]\n" + fields_to_toml(phase_data_fields(), "phase.data", d);
   }
   return s;
 }

@@ -9,8 +9,19 @@
 #include "zaya/core/error.h"
 #include "zaya/core/suggest.h"
 #include "zaya/io/toml_section.h"
+#include "zaya/train/train_fields.h"
 
 namespace zaya {
+namespace {
+
+// The known keys of a [[phase]] table: its rows and its [[phase.data]] tables.
+std::vector<std::string> phase_table_keys() {
+  std::vector<std::string> keys = train_section_keys("phase");
+  keys.push_back("data");
+  return keys;
+}
+
+}  // namespace
 
 std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string& source, const PhaseDefaults& d) {
   const toml::node* node = root.get("phase");
@@ -25,15 +36,21 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
   for (size_t i = 0; i < phases->size(); ++i) {
     const std::string name = fmt::format("phase[{}]", i + 1);
     TomlSection s((*phases)[i].as_table(), name, source);
+    // The defaults the run gives a phase; then its rows (train_fields.cc), seq_len by hand (its range is the model's).
     PhaseConfig p;
-    p.name = s.get_string("name", fmt::format("phase {}", i + 1));
-    s.require("tokens",
-              "allowed: an integer >= 1, the phase's token budget (its steps are ceil(tokens / "
-              "global tokens per step))");
-    p.tokens = s.get_int("tokens", 0, 1, int64_t(1) << 60);
+    p.name = fmt::format("phase {}", i + 1);
+    p.rope_theta = d.rope_theta;
+    p.sliding_rope_theta = d.sliding_rope_theta;
+    p.micro_batch = d.micro_batch;
+    p.lr = d.lr;
+    p.cp = d.cp;
+    ZAYA_CHECK(d.sliding || !s.has("sliding_rope_theta"),
+               "{}: {}.sliding_rope_theta is set, but the model has no sliding-window blocks (model.sliding_window = "
+               "0); allowed: rope_theta only",
+               s.where_table(), name);
+    read_fields(phase_fields(), "phase", s, p, false, "seq_len");
     s.require("seq_len", fmt::format("allowed: an integer in 1..{} (model.max_position_embeddings)", d.max_position));
     p.seq_len = s.get_int("seq_len", 0, 1, d.max_position);
-    p.cp = int(s.get_int("cp", d.cp, 1, 4096));
     // Another cp re-cuts only the cp groups; with experts spread over ep ranks
     // their groups (and so each rank's experts) would change too.
     ZAYA_CHECK(p.cp == d.cp || d.ep == 1,
@@ -44,17 +61,6 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
     ZAYA_CHECK(p.cp <= 1 || (p.seq_len % (2 * p.cp) == 0 && p.seq_len >= 4 * p.cp),
                "{}: {}.seq_len = {} does not fit {}cp = {}; allowed: a multiple of 2 * cp = {} and at least {}",
                s.where_table(), name, p.seq_len, p.cp == d.cp ? "parallel." : name + ".", p.cp, 2 * p.cp, 4 * p.cp);
-    p.rope_theta = s.get_double("rope_theta", d.rope_theta, 1.0, 1e12, true);
-    ZAYA_CHECK(d.sliding || !s.has("sliding_rope_theta"),
-               "{}: {}.sliding_rope_theta is set, but the model has no sliding-window blocks (model.sliding_window = "
-               "0); allowed: rope_theta only",
-               s.where_table(), name);
-    p.sliding_rope_theta = s.get_double("sliding_rope_theta", d.sliding_rope_theta, 1.0, 1e12, true);
-    p.micro_batch = s.get_int("micro_batch", d.micro_batch, 1, 1 << 16);
-    p.lr = s.get_double("lr", d.lr, 1e-9, 1.0);
-    p.warmup_steps = s.get_int("warmup_steps", p.warmup_steps, 0, int64_t(1) << 40);
-    p.decay_fraction = s.get_double("decay_fraction", p.decay_fraction, 0.0, 1.0);
-    p.min_lr_ratio = s.get_double("min_lr_ratio", p.min_lr_ratio, 0.0, 1.0);
     const toml::array* data = s.get_table_array("data", "[[phase.data]] tables with dir and weight");
     if (data == nullptr)
       fail(
@@ -64,12 +70,10 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
     for (size_t j = 0; j < data->size(); ++j) {
       TomlSection ds((*data)[j].as_table(), fmt::format("{}.data[{}]", name, j + 1), source);
       PhaseData pd;
-      ds.require("dir", "allowed: a directory with train.{bin,idx} and val.{bin,idx} (zaya data shards)");
-      pd.dir = ds.get_string("dir", "");
+      read_fields(phase_data_fields(), "phase.data", ds, pd);
       ZAYA_CHECK(!pd.dir.empty(), "{}: {}.data[{}].dir is empty; allowed: a directory made by `zaya data shards`",
                  ds.where_table(), name, j + 1);
-      pd.weight = ds.get_double("weight", pd.weight, 0.0, 1e12, true);
-      ds.finish(kPhaseDataKeys);
+      ds.finish(train_section_keys("phase.data"));
       for (size_t k = 0; k < p.data.size(); ++k)
         ZAYA_CHECK(p.data[k].dir != pd.dir,
                    "{}: {}.data[{}].dir = '{}' repeats {}.data[{}]; allowed: each dataset once per phase (raise its "
@@ -77,7 +81,7 @@ std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string
                    ds.where_table(), name, j + 1, pd.dir, name, k + 1);
       p.data.push_back(pd);
     }
-    s.finish(kPhaseKeys);
+    s.finish(phase_table_keys());
     out.push_back(std::move(p));
   }
   return out;
@@ -100,7 +104,7 @@ void apply_phase_override(toml::table& root, const std::string& assignment) {
   ZAYA_CHECK_USAGE(!index.empty() && *end == '\0' && n >= 1 && size_t(n) <= count,
                    "--set {}: phase '{}' is invalid; allowed: 1..{} (the config has {} [[phase]] tables)", assignment,
                    index, count, count);
-  const std::vector<std::string> keys(kPhaseKeys.begin(), kPhaseKeys.end() - 1);  // not "data": a list of tables
+  const std::vector<std::string> keys = train_section_keys("phase");  // not "data": a list of tables
   if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
     const std::optional<std::string> guess = closest_name(key, keys);
     fail_usage("--set {}: unknown key '{}' in [[phase]]{}; allowed: {}", assignment, key,

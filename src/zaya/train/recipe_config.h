@@ -23,12 +23,6 @@ struct PhaseDefaults {
   int ep = 1;                         // parallel.ep: a phase may change cp only with ep = 1
 };
 
-inline const std::vector<std::string> kPhaseKeys = {
-    "name",        "tokens", "seq_len",      "rope_theta",     "sliding_rope_theta",
-    "micro_batch", "lr",     "warmup_steps", "decay_fraction", "min_lr_ratio",
-    "cp",          "data"};
-inline const std::vector<std::string> kPhaseDataKeys = {"dir", "weight"};
-
 // The [[phase]] tables of `root` (empty when there are none), validated.
 std::vector<PhaseConfig> parse_phases(const toml::table& root, const std::string& source,
                                       const PhaseDefaults& defaults);

@@ -49,7 +49,7 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
         std::make_unique<GradientSync>(zero_layout(model_->params()), mesh, grad_arena_.data(), model_->param_data());
     layer_done_ = [this](int n) { sync_->layer_done(n); };
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim, &sync_->owned_entries());
-    bf16_gather_ = bf16_ && config.parallel.zero_gather_dtype == "bf16";
+    bf16_gather_ = bf16_ && config.parallel.zero_gather_dtype == ValueDtype::kBF16;
   } else {
     optimizer_ = std::make_unique<Optimizer>(model_->params(), config.optim);
   }
@@ -65,7 +65,7 @@ void StepNumerics::rebuild_workspace() {
   workspace_.reset();
   workspace_ = std::make_unique<ModelWorkspace>(
       config_.model, run.micro_batch, run.seq_len, true, mesh_.ep_size() > 1 ? &mesh_.ep() : nullptr,
-      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, parse_recompute(run.recompute, "train.recompute"),
+      mesh_.cp_size() > 1 ? &mesh_.cp() : nullptr, run.recompute,
       bf16_ ? bf16_kept_inputs(lora_ ? &lora_->config() : nullptr) : Bf16KeptInputs{}, run.loss_chunk);
   if (bf16_) workspace_->reserve_bf16_gemms();
   if (lora_) workspace_->enable_lora(config_.model, lora_->config());

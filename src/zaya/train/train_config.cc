@@ -16,7 +16,6 @@
 #include "zaya/formats/native_config.h"
 #include "zaya/io/toml_section.h"
 #include "zaya/model/config_toml.h"
-#include "zaya/model/recompute.h"
 #include "zaya/ops/matmul_bf16.h"
 #include "zaya/train/recipe_config.h"
 #include "zaya/train/train_fields.h"
@@ -24,103 +23,32 @@
 namespace zaya {
 namespace {
 
-const std::vector<std::string> kLoraKeys = {"rank", "alpha", "dropout", "targets", "train_biases"};
 const std::vector<std::string> kSections = {"model",    "data",       "train", "optim", "schedule", "moe",
                                             "parallel", "checkpoint", "ft",    "lora",  "phase"};
 
-// The names of the enum a row's member holds.
-std::span<const EnumName<GemmPrecision>> names_of(GemmPrecision*) { return kGemmPrecisionNames; }
-std::span<const EnumName<DirectoryLayout>> names_of(DirectoryLayout*) { return kDirectoryLayoutNames; }
-std::span<const EnumName<OnSaveError>> names_of(OnSaveError*) { return kOnSaveErrorNames; }
-
-// A string key whose values are an enum's names: parsed once here, so that nothing past the config compares the
-// strings; the error lists the allowed names (TomlSection::get_string).
-template <typename E>
-E get_enum(TomlSection& s, const char* key, E def, std::span<const EnumName<E>> names) {
-  std::vector<std::string> allowed;
-  for (const EnumName<E>& n : names) allowed.push_back(n.name);
-  return *enum_find(names, s.get_string(key, enum_name(names, def), allowed));
-}
-
-// Reads the rows of `section` (train_fields.cc) except `by_hand`; in a recipe a key the phases own is refused.
-void read_section(TomlSection& s, const char* section, bool recipe, TrainConfig& t, const char* by_hand = "") {
-  for (const TrainField& f : train_fields()) {
-    if (std::string_view(f.section) != section) continue;
-    if (recipe && f.recipe == RecipeRule::kPhaseOwns) s.forbid(f.key, f.why);
-    if (std::string_view(f.key) == by_hand) continue;
-    const auto lo = int64_t(f.lo), hi = int64_t(f.hi);
-    std::visit(
-        [&](auto* p) {
-          using T = std::remove_pointer_t<decltype(p)>;
-          if constexpr (std::is_same_v<T, int64_t>)
-            *p = s.get_int(f.key, *p, lo, hi);
-          else if constexpr (std::is_same_v<T, int>)
-            *p = int(s.get_int(f.key, *p, lo, hi));
-          else if constexpr (std::is_same_v<T, uint64_t>)  // a seed: any non-negative TOML integer
-            *p = uint64_t(s.get_int(f.key, int64_t(*p), 0, INT64_MAX));
-          else if constexpr (std::is_same_v<T, double>)
-            *p = s.get_double(f.key, *p, f.lo, f.hi);
-          else if constexpr (std::is_same_v<T, float>)
-            *p = float(s.get_double(f.key, *p, f.lo, f.hi));
-          else if constexpr (std::is_same_v<T, bool>)
-            *p = s.get_bool(f.key, *p);
-          else if constexpr (std::is_same_v<T, std::string>)
-            *p = s.get_string(f.key, *p, f.allowed);
-          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-            *p = s.get_int_list(f.key, *p, lo, hi);
-          else
-            *p = get_enum<T>(s, f.key, *p, names_of(p));
-        },
-        f.member(t));
-  }
+// Reads the rows of `section` (train_fields.cc) but `by_hand`; in a recipe a key the phases own is refused.
+void read_section(TomlSection& s, const char* section, bool recipe, TrainConfig& t, std::string_view by_hand = "") {
+  read_fields(train_fields(), section, s, t, recipe, by_hand);
 }
 
 // The section's rows as TOML ("[section]\nkey = value\n..."); in a recipe without the keys the phases own.
-std::string section_to_toml(TrainConfig t, const char* section, bool recipe) {
+std::string section_to_toml(const TrainConfig& t, const char* section, bool recipe) {
   std::string out = fmt::format("[{}]\n", section);
-  for (const TrainField& f : train_fields()) {
-    if (std::string_view(f.section) != section || (recipe && f.recipe == RecipeRule::kPhaseOwns)) continue;
-    const std::string value = std::visit(
-        [&](auto* p) -> std::string {
-          using T = std::remove_pointer_t<decltype(p)>;
-          if constexpr (std::is_same_v<T, std::string>)
-            return f.write_if_set && p->empty() ? "" : fmt::format("\"{}\"", *p);
-          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-            return fmt::format("[{}]", fmt::join(*p, ", "));
-          else if constexpr (std::is_enum_v<T>)
-            return fmt::format("\"{}\"", enum_name(names_of(p), *p));
-          else
-            return fmt::format("{}", *p);
-        },
-        f.member(t));
-    if (!value.empty()) out += fmt::format("{} = {}\n", f.key, value);
-  }
-  return out;
+  return out.append(fields_to_toml(train_fields(), section, t, recipe));
 }
 
 // [lora]: present means a LoRA run (model/lora.h).
-LoraConfig parse_lora(const toml::table* table, const std::string& source) {
-  LoraConfig l;
-  if (table == nullptr) return l;
+void parse_lora(const toml::table* table, const std::string& source, TrainConfig& t) {
+  if (table == nullptr) return;
   TomlSection s(table, "lora", source);
-  l.enabled = true;
-  l.rank = s.get_int("rank", l.rank, 1, 4096);
-  l.alpha = s.get_double("alpha", l.alpha, 0.0, 1e6, true);
-  l.dropout = s.get_double("dropout", l.dropout, 0.0, 0.99);
-  std::vector<std::string> defaults, allowed, names;
-  for (LoraTarget t : l.targets) defaults.emplace_back(lora_target_name(t));
-  for (LoraTarget t : all_lora_targets()) allowed.emplace_back(lora_target_name(t));
-  names = s.get_string_list("targets", defaults, allowed);
-  l.targets.clear();
-  for (const std::string& n : names) l.targets.push_back(parse_lora_target(n, source));
+  t.lora.enabled = true;
+  read_section(s, "lora", false, t);
   // PEFT's ParamWrapper, which applies an adapter to a stacked expert parameter, has no dropout.
-  if (l.has_expert_targets() && l.dropout > 0)
+  if (t.lora.has_expert_targets() && t.lora.dropout > 0)
     s.forbid("dropout",
              "dropout must be 0 with expert targets (mlp.experts.*): PEFT applies those with its ParamWrapper, which "
              "has no lora_dropout");
-  l.train_biases = s.get_bool("train_biases", l.train_biases);
-  s.finish(kLoraKeys);
-  return l;
+  s.finish(train_section_keys("lora"));
 }
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
@@ -243,7 +171,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
     read_section(sec, section, recipe, t);
     sec.finish(train_section_keys(section));
   }
-  t.lora = parse_lora(table_of(root, "lora", source), source);
+  parse_lora(table_of(root, "lora", source), source, t);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
@@ -252,7 +180,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
              "{}: train.seq_len = {} does not fit parallel.cp = {}; allowed: a multiple of 2 * cp = {} and at least "
              "{} (every rank holds two chunks of at least 2 tokens of each sequence)",
              source, t.run.seq_len, t.parallel.cp, 2 * t.parallel.cp, cp_unit);
-  ZAYA_CHECK(t.parallel.zero_gather_dtype == "f32" || t.run.precision != GemmPrecision::kF32,
+  ZAYA_CHECK(t.parallel.zero_gather_dtype == ValueDtype::kF32 || t.run.precision != GemmPrecision::kF32,
              "{}: parallel.zero_gather_dtype = \"bf16\" needs bf16 GEMMs; allowed with train.precision = \"f32\": "
              "\"f32\" (or set train.precision = \"bf16\" or \"auto\")",
              source);
@@ -299,12 +227,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
   for (const char* section : {"data", "train", "optim", "schedule", "moe", "parallel", "checkpoint"})
     if (!recipe || std::string_view(section) != "schedule") s += section_to_toml(t, section, recipe) + "\n";
   s += section_to_toml(t, "ft", recipe);
-  if (t.lora.enabled) {
-    std::vector<std::string> targets;
-    for (LoraTarget x : t.lora.targets) targets.push_back(fmt::format("\"{}\"", lora_target_name(x)));
-    s += fmt::format("\n[lora]\nrank = {}\nalpha = {}\ndropout = {}\ntargets = [{}]\ntrain_biases = {}\n", t.lora.rank,
-                     t.lora.alpha, t.lora.dropout, fmt::join(targets, ", "), t.lora.train_biases);
-  }
+  if (t.lora.enabled) s.append("\n").append(section_to_toml(t, "lora", recipe));
   s += phases_to_toml(t.phases, t.model.has_sliding());
   return s;
 }

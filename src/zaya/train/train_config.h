@@ -13,6 +13,7 @@
 #include "zaya/model/config.h"
 #include "zaya/model/lora.h"
 #include "zaya/model/moe_block.h"
+#include "zaya/model/recompute.h"
 #include "zaya/optim/balance.h"
 #include "zaya/optim/optimizer.h"
 #include "zaya/optim/schedule.h"
@@ -38,6 +39,10 @@ enum class GemmPrecision { kF32, kBF16, kAuto };
 inline constexpr EnumName<GemmPrecision> kGemmPrecisionNames[] = {
     {GemmPrecision::kF32, "f32"}, {GemmPrecision::kBF16, "bf16"}, {GemmPrecision::kAuto, "auto"}};
 
+// train.save_dtype (the final weights) and parallel.zero_gather_dtype (the ZeRO-1 parameter all-gather).
+enum class ValueDtype { kF32, kBF16 };
+inline constexpr EnumName<ValueDtype> kValueDtypeNames[] = {{ValueDtype::kF32, "f32"}, {ValueDtype::kBF16, "bf16"}};
+
 // ft.on_save_error: what a failed checkpoint save does.
 enum class OnSaveError { kContinue, kStop };
 inline constexpr EnumName<OnSaveError> kOnSaveErrorNames[] = {{OnSaveError::kContinue, "continue"},
@@ -54,7 +59,7 @@ struct RunConfig {
   int64_t log_every = 10;
   int threads = 0;  // 0: all cores (OMP_NUM_THREADS if set)
   std::string out_dir = "runs/out";
-  std::string save_dtype = "f32";                          // weights written at the end: f32 or bf16
+  ValueDtype save_dtype = ValueDtype::kF32;                // weights written at the end: f32 or bf16
   DirectoryLayout save_layout = DirectoryLayout::kLegacy;  // and their layout (formats/model_directory.h)
   // GEMM operands of the forward and backward: "f32", "bf16" (float32 master
   // weights, gradients and optimizer state; docs/model.md "Precision") or
@@ -64,7 +69,7 @@ struct RunConfig {
   // Activation recomputation (model/recompute.h, docs/training.md): none,
   // attention, moe or full. The gradients are bitwise the same; "none" is the
   // fastest, "full" keeps the least.
-  std::string recompute = "none";
+  Recompute recompute = Recompute::kNone;
   // Rows of logits the LM head and the cross-entropy form at a time (model/model.h,
   // docs/training.md): 0 keeps all micro_batch x seq_len rows of logits; n > 0
   // keeps n rows, for large vocabularies (ZAYA1-8B's 262,144 columns).
@@ -80,7 +85,7 @@ struct ParallelConfig {
   // ZeRO-1 parameter all-gather (dist/zero.h): "f32" replicates the updated
   // float32 shards; "bf16" (bf16 GEMMs only) carries the GEMM weights as bf16
   // straight into the bf16 weight copy, halving their bytes.
-  std::string zero_gather_dtype = "f32";
+  ValueDtype zero_gather_dtype = ValueDtype::kF32;
 };
 
 // Checkpoints (docs/checkpoints.md).

@@ -34,11 +34,11 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   EXPECT_EQ(again.model.experts, 4);
   EXPECT_EQ(again.run.steps, 42);
   EXPECT_EQ(train_config_to_toml(again), train_config_to_toml(t));
-  EXPECT_EQ(again.run.recompute, "none");
+  EXPECT_EQ(again.run.recompute, Recompute::kNone);
   // train.recompute: read, and written back.
   TrainConfig full = parse_train_config(train_config_to_toml(t), "again.toml", {"train.recompute=\"full\""});
-  EXPECT_EQ(full.run.recompute, "full");
-  EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, "full");
+  EXPECT_EQ(full.run.recompute, Recompute::kFull);
+  EXPECT_EQ(parse_train_config(train_config_to_toml(full), "full.toml").run.recompute, Recompute::kFull);
   // train.loss_chunk: 0 by default, read, written back, never negative.
   EXPECT_EQ(t.run.loss_chunk, 0);
   TrainConfig chunked = parse_train_config(train_config_to_toml(t), "again.toml", {"train.loss_chunk=1024"});
@@ -51,8 +51,9 @@ TEST(TrainConfig, DefaultsPresetAndOverrides) {
   }
   TrainConfig gather = parse_train_config(train_config_to_toml(t), "again.toml",
                                           {"train.precision=bf16", "parallel.zero_gather_dtype=bf16"});
-  EXPECT_EQ(t.parallel.zero_gather_dtype, "f32");  // the default
-  EXPECT_EQ(parse_train_config(train_config_to_toml(gather), "gather.toml").parallel.zero_gather_dtype, "bf16");
+  EXPECT_EQ(t.parallel.zero_gather_dtype, ValueDtype::kF32);  // the default
+  EXPECT_EQ(parse_train_config(train_config_to_toml(gather), "gather.toml").parallel.zero_gather_dtype,
+            ValueDtype::kBF16);
 }
 
 // data.document_masking: off by default, read, written back, and only true or false.
@@ -84,6 +85,15 @@ TEST(TrainConfig, ErrorsNameFileKeyValueAndAllowed) {
   EXPECT_NE(e.find("train.recompute = 'selective' is invalid; allowed: one of: none, attention, moe, full"),
             std::string::npos)
       << e;
+  // The options that are sets of names (enums parsed where the config is read) list them.
+  e = config_error_of(std::string(kMinimal) + "[schedule]\nkind = \"linear\"\n");
+  EXPECT_NE(e.find("bad.toml:4: schedule.kind = 'linear' is invalid; allowed: one of: cosine, wsd, constant"),
+            std::string::npos)
+      << e;
+  e = config_error_of(std::string(kMinimal) + "[optim]\nns_dtype = \"fp16\"\n");
+  EXPECT_NE(e.find("optim.ns_dtype = 'fp16' is invalid; allowed: one of: auto, bf16, f32"), std::string::npos) << e;
+  e = config_error_of(std::string(kMinimal) + "[train]\nsave_dtype = \"f16\"\n");
+  EXPECT_NE(e.find("train.save_dtype = 'f16' is invalid; allowed: one of: f32, bf16"), std::string::npos) << e;
   e = config_error_of(std::string(kMinimal) + "[parallel]\nzero_gather_dtype = \"fp8\"\n");
   EXPECT_NE(e.find("parallel.zero_gather_dtype = 'fp8' is invalid; allowed: one of: f32, bf16"), std::string::npos)
       << e;

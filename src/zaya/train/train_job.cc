@@ -13,7 +13,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/dist/collective.h"
 #include "zaya/dist/comm.h"
-#include "zaya/model/lora_peft.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/ops/gemm_peak.h"
 #include "zaya/train/final_weights.h"
 #include "zaya/train/job_start.h"
@@ -265,8 +265,8 @@ TrainSummary TrainJob::run_steps() {
     if (options_.write_outputs) {
       numerics_->gather_master_weights();  // a bf16 ZeRO-1 gather leaves them sharded
       // The model's config with the RoPE base it was trained with last (recipes change it from phase to phase).
-      save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir, run.save_dtype,
-                         run.save_layout);
+      save_final_weights(numerics_->model(), config_.model, *mesh_, summary.weights_dir,
+                         enum_name<ValueDtype>(kValueDtypeNames, run.save_dtype), run.save_layout);
       if (is_root()) {
         if (!config_.data.tokenizer.empty())
           std::filesystem::copy_file(config_.data.tokenizer,

@@ -5,6 +5,7 @@
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/core/error.h"
 #include "zaya/formats/hf_config.h"
+#include "zaya/train/train_fields.h"
 
 namespace zaya {
 namespace {
@@ -61,12 +62,17 @@ StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note)
              "config's; resume with the model it was trained with",
              ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
              saved.model.vocab_size);
+  // The adapters' shapes must be the same: the [lora] rows marked kResumeMatch (train_fields.cc).
   const LoraConfig &was = saved.lora, &is = p.config.lora;
-  ZAYA_CHECK(was.enabled == is.enabled && (!is.enabled || (was.rank == is.rank && was.targets == is.targets)),
+  const std::vector<std::string> lora_diff = was.enabled && is.enabled
+                                                 ? field_differences(train_fields(), "lora", saved, p.config)
+                                                 : std::vector<std::string>{};
+  ZAYA_CHECK(was.enabled == is.enabled && lora_diff.empty(),
              "{}: the checkpoint's LoRA adapters ({}) differ from this config's [lora] ({}); resume with the [lora] "
-             "section it was trained with",
+             "section it was trained with{}",
              ck.dir(), was.enabled ? fmt::format("rank {}, {} targets", was.rank, was.targets.size()) : "none",
-             is.enabled ? fmt::format("rank {}, {} targets", is.rank, is.targets.size()) : "none");
+             is.enabled ? fmt::format("rank {}, {} targets", is.rank, is.targets.size()) : "none",
+             lora_diff.empty() ? "" : fmt::format(" ({})", fmt::join(lora_diff, "; ")));
   const nlohmann::json& st = meta.state;
   StateOnDisk s;
   s.with_optimizer = st.value("optimizer_state", false);

@@ -1,4 +1,4 @@
-#include "zaya/model/lora_peft.h"
+#include "zaya/formats/lora_peft.h"
 
 #include <fmt/format.h>
 
@@ -21,7 +21,9 @@ namespace {
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
 
-std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
+std::string adapter_file(const std::string& dir, const char* file) {
+  return (std::filesystem::path(dir) / file).string();
+}
 
 // An expert target's PEFT module: the stacked parameter's path without the parameter.
 std::string experts_module(const ZayaConfig& c, int64_t block, LoraTarget t) {
@@ -77,16 +79,6 @@ std::string names_of(bool parameters) {
 
 }  // namespace
 
-std::string peft_lora_a_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
-  ZAYA_ASSERT(!lora_is_expert(t));
-  return "base_model.model." + lora_module_path(c, block, t) + ".lora_A.weight";
-}
-
-std::string peft_lora_b_name(const ZayaConfig& c, int64_t block, LoraTarget t) {
-  ZAYA_ASSERT(!lora_is_expert(t));
-  return "base_model.model." + lora_module_path(c, block, t) + ".lora_B.weight";
-}
-
 std::string peft_tensor_name(const ZayaConfig& c, const LoraConfig& lora, int64_t block, LoraTarget t, bool lora_b) {
   if (!lora_is_expert(t)) return lora_b ? peft_lora_b_name(c, block, t) : peft_lora_a_name(c, block, t);
   return expert_pair_name(c, block, t, nested_inside(lora, t), lora_b);
@@ -125,7 +117,7 @@ void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, co
     stacked.push_back(std::move(pb));
     w.add_f32(b_name, expert_pair_shape(e, r, true), stacked.back().data());
   }
-  w.write(join(dir, kWeightsFile));
+  w.write(adapter_file(dir, kWeightsFile));
   nlohmann::json modules = nlohmann::json::array(), parameters = nlohmann::json::array();
   for (LoraTarget t : lora.targets)
     (lora_is_expert(t) ? parameters : modules).push_back(std::string(lora_target_name(t)));
@@ -152,11 +144,11 @@ void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, co
   };
   // Only with expert targets: a PEFT older than target_parameters could not apply those anyway.
   if (!parameters.empty()) j["target_parameters"] = parameters;
-  write_file_atomic(join(dir, kConfigFile), j.dump(2) + "\n");
+  write_file_atomic(adapter_file(dir, kConfigFile), j.dump(2) + "\n");
 }
 
 LoraConfig read_peft_adapter_config(const std::string& dir) {
-  const std::string path = join(dir, kConfigFile);
+  const std::string path = adapter_file(dir, kConfigFile);
   const nlohmann::json j =
       read_json_file(path, "LoRA adapter config", "a PEFT adapter directory holds adapter_config.json");
   ZAYA_CHECK(j.is_object(), "{}: expected a JSON object", path);
@@ -214,7 +206,7 @@ std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const Za
   const LoraConfig lora = read_peft_adapter_config(dir);
   const int64_t r = lora.rank;
   auto adapters = std::make_unique<LoraAdapters>(c, lora);
-  const std::string path = join(dir, kWeightsFile);
+  const std::string path = adapter_file(dir, kWeightsFile);
   const SafetensorsFile st = SafetensorsFile::open(path);
   std::set<std::string> expected;
   auto require = [&](const std::string& name, const std::vector<int64_t>& shape) {

@@ -1,6 +1,9 @@
 #pragma once
 // LoRA adapters in the PEFT layout (docs/formats.md "LoRA adapters"), so
-// PEFT users load them with PeftModel.from_pretrained(base, DIR):
+// PEFT users load them with PeftModel.from_pretrained(base, DIR). A file
+// format beside the HF and GGUF ones; the adapters themselves, and the
+// nn.Linear targets' tensor names (peft_lora_a_name, also their checkpoint
+// names), are model/lora.h's:
 //
 //   DIR/adapter_config.json        peft_type "LORA", r, lora_alpha, lora_dropout,
 //                                  target_modules (attention and router modules),
@@ -33,9 +36,6 @@
 
 namespace zaya {
 
-// PEFT's tensor names of one nn.Linear adapter's A and B (attention and router targets).
-std::string peft_lora_a_name(const ZayaConfig& config, int64_t block, LoraTarget target);
-std::string peft_lora_b_name(const ZayaConfig& config, int64_t block, LoraTarget target);
 // PEFT's tensor names for any target of an adapter of these `targets` (the
 // expert targets' depend on which of them are targeted).
 std::string peft_tensor_name(const ZayaConfig& config, const LoraConfig& lora, int64_t block, LoraTarget target,
