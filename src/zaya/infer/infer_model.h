@@ -111,7 +111,7 @@ struct InferLoadOptions {
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
   bool prefetch = false;
-  // A LoRA adapter in the PEFT layout (model/lora_peft.h) applied unmerged
+  // A LoRA adapter in the PEFT layout (formats/lora_peft.h) applied unmerged
   // (`--lora DIR`, set_lora): the base matrices are not copied or changed,
   // in any dtype (int8 too). Empty: none.
   std::string lora;
