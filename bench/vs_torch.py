@@ -139,9 +139,24 @@ def cmd_train(a):
 # --- decoding ---------------------------------------------------------------------------------------------
 
 
+class _Clock:
+    """A transformers streamer that only notes when each put arrives: the prompt (before the prefill), then
+    every new token of the batch."""
+
+    def __init__(self):
+        self.t = []
+
+    def put(self, value):
+        self.t.append(time.perf_counter())
+
+    def end(self):
+        pass
+
+
 def cmd_decode(a):
-    """transformers' generate in bf16, greedy: the prefill is generate(max_new_tokens=1); the decode time per
-    token is (generate(N + 1) - generate(1)) / N, best of --reps each. A static cache where ZAYA takes one."""
+    """transformers' generate in bf16, greedy, N new tokens, timed by a streamer: the prefill is the time from
+    the prompt to the first new token; a decode step is the mean time between the first and the last new
+    token. Best of --reps generates. A static cache where ZAYA takes one."""
     torch = lazy_torch(a.threads)
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.bfloat16)
@@ -153,22 +168,26 @@ def cmd_decode(a):
     cache = "static"
 
     def gen(n):
-        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1, attention_mask=mask)
+        clock = _Clock()
+        kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, num_beams=1, attention_mask=mask,
+                  streamer=clock)
         if cache == "static":
             kw["cache_implementation"] = "static"
         with torch.no_grad():
-            t0 = time.perf_counter()
             model.generate(x, **kw)
-            return time.perf_counter() - t0
+        t = clock.t
+        if len(t) != n + 1:
+            raise RuntimeError(f"the streamer saw {len(t)} puts for {n} new tokens")
+        return t[1] - t[0], (t[-1] - t[1]) / (n - 1)
 
     try:
         gen(2)
     except Exception as e:  # ZAYA's cache is its own (the CCA convolution state): say what happened
         cache = f"dynamic (static refused: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
         gen(2)
-    prefill = min(gen(1) for _ in range(a.reps))
-    full = min(gen(a.new + 1) for _ in range(a.reps))
-    per_token = max(full - prefill, 1e-9) / a.new
+    runs = [gen(a.new + 1) for _ in range(a.reps)]
+    prefill = min(r[0] for r in runs)
+    per_token = min(r[1] for r in runs)
     res = dict(side="torch", batch=a.batch, prompt=a.prompt, new=a.new, cache=cache, prefill_seconds=prefill,
                prefill_tokens_per_second=a.batch * a.prompt / prefill, decode_ms_per_step=1e3 * per_token,
                decode_tokens_per_second=a.batch / per_token, torch=torch.__version__,

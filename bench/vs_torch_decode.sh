@@ -2,8 +2,8 @@
 # Decoding, `zaya bench infer` against transformers' generate (bf16 weights both sides; greedy; a static
 # cache where transformers takes one for ZAYA, else its dynamic cache, said in the summary), per batch
 # (BATCHES, default "1 8") and prompt length (PROMPTS, default "128 1024"): the decode step time at that
-# context (zaya: the mean of DECODE_STEPS steps; transformers: (generate(N+1) - generate(1)) / N with
-# N = DECODE_STEPS), the prefill of one sequence, and at batch 1 the DRAM roofline (weight and KV bytes
+# context (zaya: the mean of DECODE_STEPS steps; transformers: the mean time between its first and last
+# of DECODE_STEPS + 1 new tokens, noted by a streamer), the prefill of one sequence, and at batch 1 the DRAM roofline (weight and KV bytes
 # read per step / STREAM triad bandwidth, both measured by zaya bench infer) (docs/performance.md
 # "Side by side with PyTorch 2.x").
 #
