@@ -220,17 +220,21 @@ def verdict(ok):
 
 
 def summary_train(d, job):
-    """Best round of each configuration. MFU: zaya's model FLOPs per token (its JSON) at each side's tokens/s,
-    against the GEMM peak zaya measured for the precision in use (f32 peak for float32, bf16 peak for bf16)."""
-    zf = best(load(f"{d}/zaya_f32_*.json"), lambda j: j["tokens_per_second"])
-    zb = best(load(f"{d}/zaya_bf16_*.json"), lambda j: j["tokens_per_second"])
+    """Best round of each configuration. MFU, the same for both sides: zaya's model FLOPs per token (its JSON)
+    at each side's tokens/s, against the GEMM peak of the precision in use (f32 for float32, bf16 for bf16
+    autocast) that zaya bench train measured, the highest of the run's rounds (a loaded machine lowers it)."""
+    zfs, zbs = load(f"{d}/zaya_f32_*.json"), load(f"{d}/zaya_bf16_*.json")
+    zf = best(zfs, lambda j: j["tokens_per_second"])
+    zb = best(zbs, lambda j: j["tokens_per_second"])
     ref = zf or zb
     flop_per_token = ref["model_gflops_per_second"] * 1e9 / ref["tokens_per_second"]
-    peak = {"f32": zf and zf["peak_gemm_gflops"], "bf16": zb and zb["peak_gemm_gflops"]}
+    peak = {p: max((j["peak_gemm_gflops"] for j in runs), default=None) for p, runs in (("f32", zfs), ("bf16", zbs))}
     rows = []
     for name, z in (("zaya.cpp f32", zf), ("zaya.cpp bf16", zb)):
         if z:
-            rows.append((name, z["tokens_per_second"], z["step_seconds"], z["mfu"], z["precision"]))
+            pk = peak[z["precision"]]
+            rows.append((name, z["tokens_per_second"], z["step_seconds"],
+                         flop_per_token * z["tokens_per_second"] / (pk * 1e9), z["precision"]))
     torch_rows = []
     for mode in ("f32", "bf16", "compile", "compile-bf16"):
         # The mean of the timed steps, as zaya bench train's step_seconds; the best round of those.
@@ -254,9 +258,13 @@ def summary_train(d, job):
     meta = json.load(open(f"{d}/meta.json"))
     print(f"== {job}: {meta['shape']}, {meta['batch']} x {meta['seq']} tokens/step, {meta['threads']} threads, "
           f"best of {meta['rounds']} rounds, {meta.get('recipe', '')}")
-    print(f"{'':44} {'tokens/s':>10} {'step s':>9} {'MFU':>7}  precision")
+    print(f"{'':44} {'tokens/s':>10} {'step s':>9} {'MFU':>7}  precision (MFU against {flop_per_token / 1e6:.1f} "
+          f"MFLOP/token and the peaks f32 {peak['f32'] or 0:.0f}, bf16 {peak['bf16'] or 0:.0f} GFLOP/s)")
     for name, tps, st, mfu, prec in rows:
-        print(f"{name:44} {tps:10.1f} {st:9.3f} {100 * mfu:6.1f}%  {prec}")
+        # zaya bench train counts a LoRA step's FLOPs as full training's (the base's weight gradients
+        # included, which a LoRA step does not compute): no MFU is printed for LoRA.
+        mfu_text = "     -" if job == "lora" else f"{100 * mfu:6.1f}%"
+        print(f"{name:44} {tps:10.1f} {st:9.3f} {mfu_text}  {prec}")
     for f in fails:
         print(f"failed (see the .log beside it): {f}")
     if torch_rows:
