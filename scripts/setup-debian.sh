@@ -3,8 +3,7 @@
 # (clang and its runtimes are for the fuzz targets of scripts/test.sh, clang-format for its style check).
 # Usage: sudo scripts/setup-debian.sh [--dev]
 #   --dev  also installs what only developers need: python3-torch (to
-#          regenerate the golden files, tools/make_golden.py, and for the
-#          PyTorch side-by-side benchmark, bench/compare_torch.sh) with OpenBLAS
+#          regenerate the golden files, tools/make_golden.py) with OpenBLAS
 #          (otherwise Debian's torch uses the slow netlib reference BLAS),
 #          bible-kjv (to rebuild data/kjv, tools/make_kjv_corpus.py) and
 #          librsvg2-bin (to look at the SVG plots as PNG).

@@ -1,7 +1,8 @@
 """Independent PyTorch reference of the ZAYA1 model (legacy 80-half-layer layout).
 
 Written from docs/spec.md (sections 2-8); used to make golden files for the
-C++ implementation (tools/make_golden.py) and as a training-throughput baseline (bench/torch_train.py).
+C++ implementation (tools/make_golden.py). (The speed comparisons run transformers' own ZayaForCausalLM
+on PyPI's PyTorch 2.x instead: bench/vs_torch_*.sh.)
 
 Layout: half-layer n = 0..L-1, even n = CCA attention, odd n = MoE (zaya_layers = ['a', E] * blocks).
 Module names reproduce the legacy Hugging Face tensor names of spec §6.1, so state_dict() keys are e.g.
