@@ -39,9 +39,10 @@ for side in old new; do
   train "$side" main_f32 -- --config "$root/configs/tiny.toml" "${data[@]}" "${short[@]}" --set train.precision=f32
   train "$side" main_bf16 -- --config "$root/configs/tiny.toml" "${data[@]}" "${short[@]}" --set train.precision=bf16
   train "$side" dp2ep2 "${mpi[@]}" -np 4 -- --config "$root/configs/tiny.toml" "${data[@]}" --set train.steps=20 \
-    --set train.eval_every=20 --set train.micro_batch=4 --set parallel.ep=2 --set train.precision=f32
+    --set train.eval_every=20 --set schedule.warmup_steps=4 --set train.micro_batch=4 --set parallel.ep=2 \
+    --set train.precision=f32
   train "$side" lora -- --config "$root/configs/lora-tiny.toml" "${data[@]}" --set train.steps=40 \
-    --set train.eval_every=40 --set "model.init_from=$work/old/main_f32/final"
+    --set train.eval_every=40 --set schedule.warmup_steps=4 --set "model.init_from=$work/old/main_f32/final"
 done
 
 status=0
