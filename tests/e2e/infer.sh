@@ -81,6 +81,28 @@ word=$(head -c 12 "$WORK/free.txt" | tail -c 3)
 "$ZAYA" generate --model "$M" --prompt "And" --temperature 0 --max-new-tokens 30 --stop "$word" >"$WORK/stopped.txt"
 [[ $(wc -c <"$WORK/stopped.txt") -lt $(wc -c <"$WORK/free.txt") ]] || fail "--stop did not shorten the text"
 
+# Speculative decoding (--spec ngram): greedy text equals plain greedy text, with a stop string inside an
+# accepted run too; the stats and the JSON report the drafts; bad flags are usage errors.
+printf 'And God said, Let there be light: and there was light. And God said, Let there be light' >"$WORK/rep.txt"
+for extra in "" "--stop $word"; do
+  # shellcheck disable=SC2086
+  "$ZAYA" generate --model "$M" -f "$WORK/rep.txt" --temperature 0 --max-new-tokens 40 $extra >"$WORK/plain_g.txt"
+  for k in 1 4 8; do
+    # shellcheck disable=SC2086
+    "$ZAYA" generate --model "$M" -f "$WORK/rep.txt" --temperature 0 --max-new-tokens 40 $extra --spec ngram \
+      --spec-tokens $k --stats --json "$WORK/spec.json" >"$WORK/spec_g.txt" 2>"$WORK/spec_g.err"
+    cmp -s "$WORK/plain_g.txt" "$WORK/spec_g.txt" ||
+      fail "--spec ngram --spec-tokens $k $extra differs from greedy: $(cat "$WORK/spec_g.txt") vs $(cat "$WORK/plain_g.txt")"
+  done
+done
+grep -q "draft tokens accepted" "$WORK/spec_g.err" || fail "--spec --stats printed no acceptance: $(cat "$WORK/spec_g.err")"
+[[ $(jq -r .spec.method "$WORK/spec.json") == ngram && $(jq .spec.drafts "$WORK/spec.json") -gt 0 ]] ||
+  fail "--json has no speculative counts: $(cat "$WORK/spec.json")"
+expect_error 2 "--spec lookahead is invalid; allowed: none, ngram" -- "$ZAYA" generate --model "$M" --prompt "And" \
+  --spec lookahead
+expect_error 2 "cannot be combined" -- "$ZAYA" generate --model "$M" --prompt "And" --spec ngram --full-sequence
+echo "ok: --spec ngram == greedy ($(jq -r '"\(.spec.accepted_tokens) of \(.spec.drafted_tokens)"' "$WORK/spec.json") draft tokens accepted)"
+
 # score: cached == full-sequence.
 echo '[[2, 100, 200, 300, 1], [2, 7, 8]]' >"$WORK/ids.json"
 "$ZAYA" score --model "$M" --tokens "$WORK/ids.json" >"$WORK/s1.txt"

@@ -54,6 +54,9 @@ void add_bench_infer_command(CLI::App& bench) {
       ->delimiter(',');
   cmd->add_option("--batch", o->bench.batches, "decode batch sizes")->delimiter(',');
   cmd->add_option("--context", o->bench.contexts, "decode context lengths")->delimiter(',');
+  cmd->add_option("--spec-tokens", o->bench.spec_tokens,
+                  "also time speculative verification steps checking K drafted tokens per sequence (0: off)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--decode-steps", o->bench.decode_steps, "timed decode steps per point")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--warmup", o->bench.warmup_steps, "untimed decode steps first")->check(CLI::Range(0, 1 << 20));

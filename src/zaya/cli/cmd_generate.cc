@@ -20,6 +20,7 @@
 #include "zaya/infer/prompt_batch.h"
 #include "zaya/infer/prompt_input.h"
 #include "zaya/infer/prompts_file.h"
+#include "zaya/infer/spec_decode.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/text_request.h"
 #include "zaya/io/atomic_file.h"
@@ -28,7 +29,9 @@ namespace zaya::cli {
 namespace {
 
 struct GenerateCliOptions {
-  std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora;
+  std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora, spec = "none";
+  int64_t spec_tokens = 4, spec_ngram = 3;
+  bool spec_fixed = false;
   std::vector<std::string> stop_texts;
   std::vector<int32_t> stop_ids;
   GenerateOptions gen;
@@ -142,6 +145,14 @@ void run_generate(const GenerateCliOptions& o) {
   go.max_context = o.max_context;
   go.sample_vocab = sample_vocab;
   go.bf16_activations = !o.exact;
+  go.spec.method = parse_spec_method(o.spec);
+  go.spec.tokens = o.spec_tokens;
+  go.spec.adaptive = !o.spec_fixed;
+  go.spec.ngram.max_ngram = o.spec_ngram;
+  go.spec.validate();
+  ZAYA_CHECK_USAGE(go.spec.method == SpecMethod::kNone || !o.full_sequence,
+                   "--spec {} and --full-sequence cannot be combined (the reference path has no cache to roll back)",
+                   o.spec);
 
   GenerationStats st;
   if (jsonl)
@@ -155,6 +166,12 @@ void run_generate(const GenerateCliOptions& o) {
                st.requests, st.prompt_tokens, st.generated_tokens, st.prefill_seconds, st.prefill_tokens_per_second(),
                st.decode_steps, st.decode_ms_per_step(), st.decode_tokens_per_second(), st.first_token_seconds,
                model->matrix_dtype(), model->mapped_matrices() > 0 ? "memory-mapped" : "in memory");
+    if (go.spec.method != SpecMethod::kNone)
+      fmt::print(stderr,
+                 "zaya generate: speculative ({}, K {}{}): {} drafts, {} of {} draft tokens accepted ({:.1f}%), "
+                 "{:.2f} tokens per draft step\n",
+                 spec_method_name(go.spec.method), go.spec.tokens, go.spec.adaptive ? " adaptive" : "", st.spec.drafts,
+                 st.spec.accepted, st.spec.drafted, 100 * st.spec.acceptance_rate(), st.spec.mean_accepted_length());
   }
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"requests", st.requests},
@@ -167,7 +184,16 @@ void run_generate(const GenerateCliOptions& o) {
                         {"first_token_seconds", st.first_token_seconds},
                         {"total_seconds", st.total_seconds},
                         {"weights_dtype", model->matrix_dtype()},
-                        {"threads", omp_get_max_threads()}};
+                        {"threads", omp_get_max_threads()},
+                        {"spec",
+                         {{"method", spec_method_name(go.spec.method)},
+                          {"tokens", go.spec.tokens},
+                          {"adaptive", go.spec.adaptive},
+                          {"drafts", st.spec.drafts},
+                          {"drafted_tokens", st.spec.drafted},
+                          {"accepted_tokens", st.spec.accepted},
+                          {"acceptance_rate", st.spec.acceptance_rate()},
+                          {"mean_accepted_length", st.spec.mean_accepted_length()}}}};
     write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
 }
@@ -216,6 +242,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-bos", o->no_bos, "do not prepend the BOS token");
   cmd->add_flag("--full-sequence", o->full_sequence, "reference path: re-run the whole prefix per token (slow)");
   cmd->add_flag("--stats", o->stats, "print prefill/decode timings to stderr");
+  cmd->add_option("--spec", o->spec,
+                  "speculative decoding: none, or ngram (draft by looking the last tokens up in the context; "
+                  "the output is unchanged: greedy token for token, sampled in distribution)");
+  cmd->add_option("--spec-tokens", o->spec_tokens, "most draft tokens checked per step (K)")->check(CLI::Range(1, 64));
+  cmd->add_option("--spec-ngram", o->spec_ngram, "longest n-gram looked up for a draft")->check(CLI::Range(1, 64));
+  cmd->add_flag("--spec-fixed", o->spec_fixed, "always draft K tokens when a draft exists (no adaptive back-off)");
   cmd->add_option("--json", o->json_out, "write the timings as JSON");
   cmd->callback([o, cmd] {
     o->prompt_given = cmd->count("--prompt") > 0;

@@ -12,6 +12,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/exit_codes.h"
 #include "zaya/infer/infer_model.h"
+#include "zaya/infer/spec_decode.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/trained_context.h"
 #include "zaya/serve/api_server.h"
@@ -26,12 +27,17 @@ struct ServeCliOptions {
   int threads = 0;
   int64_t prefix_cache_mb = 256;
   int64_t kv_cache_mb = 0;
+  std::string spec = "none";  // speculative decoding (infer/spec_decode.h)
+  bool spec_fixed = false;
   bool exact = false;
   bool api_key_given = false;  // --api-key was on the command line (an empty value is refused, not "no key")
 };
 
 void run_serve(ServeCliOptions o) {
   o.server.validate();
+  o.server.serving.spec.method = parse_spec_method(o.spec);
+  o.server.serving.spec.adaptive = !o.spec_fixed;
+  o.server.serving.spec.validate();
   check_weight_dtype_option(o.dtype, "--dtype");
   // An empty key would silently serve without one (`--api-key "$UNSET"`): refuse it.
   ZAYA_CHECK_USAGE(!o.api_key_given || !o.server.api_key.empty(),
@@ -135,6 +141,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--prefix-block", o->server.serving.prefix_block,
                   "tokens per KV page (prefix snapshots are taken at multiples of it)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--spec", o->spec,
+                  "speculative decoding: none, or ngram (drafts looked up in each sequence's context; greedy text "
+                  "unchanged, samples in distribution)");
+  cmd->add_option("--spec-tokens", o->server.serving.spec.tokens, "most draft tokens checked per step (K)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--spec-ngram", o->server.serving.spec.ngram.max_ngram, "longest n-gram looked up for a draft")
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--spec-fixed", o->spec_fixed, "always draft K tokens when a draft exists (no adaptive back-off)");
   cmd->add_option("--max-concurrent", o->server.max_concurrent, "requests generating at once (429 beyond)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--max-n", o->server.api.max_n, "largest \"n\" (choices per request)")->check(CLI::Range(1, 1024));

@@ -77,11 +77,20 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
   chunks_.clear();
   int64_t budget = step_tokens_;
   planned_prompt_tokens_ = 0;
+  for (int32_t i = 0; i < int32_t(slots_.size()); ++i) budget -= decoding(i);
+  int64_t spare = budget;  // for drafts, after one token per decoding sequence
   for (int32_t i = 0; i < int32_t(slots_.size()); ++i) {
     Slot& s = slots_[i];
-    if (s.running && s.decodes && s.fed == s.prompt_size()) {
+    if (!decoding(i)) continue;
+    const int64_t k = std::min({s.draft, spare, s.max_new_tokens - s.generated - 1});
+    s.draft = 0;
+    if (k > 0) {
+      s.verify[0] = s.last;
+      chunks_.push_back({i, s.verify.data(), 1 + k, LogitsWanted::kAll, true});
+      spare -= k;
+      budget -= k;
+    } else {
       chunks_.push_back({i, &s.last, 1, LogitsWanted::kLast});
-      --budget;
     }
   }
   const int64_t B = snapshot_block_;
@@ -104,6 +113,19 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
     planned_prompt_tokens_ += n;
   }
   return chunks_;
+}
+
+bool BatchScheduler::decoding(int32_t slot) const {
+  const Slot& s = slots_[slot];
+  return s.running && s.decodes && s.fed == s.prompt_size();
+}
+
+void BatchScheduler::propose(int32_t slot, std::span<const int32_t> draft) {
+  Slot& s = slots_[slot];
+  ZAYA_ASSERT(decoding(slot));
+  s.verify.resize(draft.size() + 1);
+  std::copy(draft.begin(), draft.end(), s.verify.begin() + 1);
+  s.draft = int64_t(draft.size());
 }
 
 const std::vector<int32_t>& BatchScheduler::advance() {

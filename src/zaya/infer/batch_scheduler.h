@@ -79,8 +79,17 @@ class BatchScheduler {
   // The slot's sequence ends: its slot and its reservation are free.
   void end(int32_t slot);
 
-  // The next step: decoding sequences first (one token each), then prompt
-  // chunks in the remaining budget. Empty when nothing runs.
+  // Whether the slot's sequence decodes (its prompt is in, a token sampled).
+  bool decoding(int32_t slot) const;
+  // Speculative decoding (spec_decode.h): the decoding sequence's next chunk
+  // checks `draft` after its last token, as one speculative chunk with logits
+  // at every position. plan() trims the draft to what the sequence's token
+  // limit can still use (a checked draft of k emits up to k + 1 tokens) and to
+  // the step budget left after one token per decoding sequence, then forgets it.
+  void propose(int32_t slot, std::span<const int32_t> draft);
+
+  // The next step: decoding sequences first (one token each, or a proposed
+  // draft's chunk), then prompt chunks in the remaining budget. Empty when nothing runs.
   const std::vector<StepChunk>& plan();
   int64_t planned_prompt_tokens() const { return planned_prompt_tokens_; }
   // After the engine ran the plan: prompt progress. Returns the slots whose
@@ -112,6 +121,8 @@ class BatchScheduler {
     LogitsWanted prompt_logits = LogitsWanted::kLast;  // kLast: at the prompt's last token; kAll: every one
     int64_t fed = 0;                                   // prompt tokens in the cache
     int32_t last = -1;                                 // the last sampled token, fed at the next step
+    std::vector<int32_t> verify;                       // a proposed draft's chunk: [last, draft]
+    int64_t draft = 0;                                 // tokens of the proposed draft (0: none)
     int64_t generated = 0;
     std::vector<int64_t> pages;  // reserved, per kind
     int64_t prompt_size() const { return int64_t(prompt.size()); }

@@ -52,6 +52,35 @@ PrefillPoint bench_prefill(const InferModel& model, const InferBenchOptions& o, 
   return p;
 }
 
+// Mean ms of a speculative verification step: every sequence checks K drafted
+// tokens after its last one (random ids: the cost does not depend on them), then
+// keeps the first (a rejected draft), so the context grows as decode's does.
+double bench_verify(const InferModel& model, const InferBenchOptions& o, int64_t B, int64_t L) {
+  const ZayaConfig& c = model.config();
+  const int64_t steps = std::max<int64_t>(1, o.decode_steps), warm = std::max<int64_t>(0, o.warmup_steps);
+  const int64_t n = 1 + o.spec_tokens;
+  EngineOptions eo;
+  eo.max_sequences = B;
+  eo.max_context = L + steps + warm + o.spec_tokens;
+  eo.max_step_tokens = B * n;
+  eo.bf16_activations = o.bf16_activations;
+  InferenceEngine engine(model, eo);
+  for (int32_t s = 0; s < B; ++s) engine.fill_synthetic(s, L, o.seed + uint64_t(s));
+  const std::vector<int32_t> ids = random_ids(B * n * (steps + warm), c.real_vocab_size, o.seed, 3);
+  std::vector<float> logits(B * n * c.vocab_size);
+  std::vector<StepChunk> chunks(B);
+  double total = 0;
+  for (int64_t i = 0; i < warm + steps; ++i) {
+    for (int32_t s = 0; s < B; ++s) chunks[s] = {s, ids.data() + (i * B + s) * n, n, LogitsWanted::kAll, true};
+    const double t0 = now_seconds();
+    engine.step(chunks);
+    engine.logits(0, B * n, logits.data());
+    for (int32_t s = 0; s < B; ++s) engine.keep_draft(s, engine.length(s) - n + 1);
+    if (i >= warm) total += now_seconds() - t0;
+  }
+  return 1e3 * total / double(steps);
+}
+
 DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, int64_t B, int64_t L, double dram_gbps,
                          const BandwidthProbe& bandwidth) {
   const ZayaConfig& c = model.config();
@@ -101,6 +130,7 @@ DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, in
     p.ws_roofline_ms = 1e3 * p.bytes_per_step / (p.ws_bandwidth_gbps * 1e9);
     p.ws_ratio = p.ms_per_step / p.ws_roofline_ms;
   }
+  if (o.spec_tokens > 0) p.verify_ms_per_step = bench_verify(model, o, B, L);
   return p;
 }
 
@@ -146,6 +176,12 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
         fmt::print("  {:>5} {:>7} {:>9.3f} {:>9.1f} {:>10.2f} {:>9.1f} {:>8.3f} {:>9.2f} {:>8.1f} {:>9.3f} {:>7.2f}\n",
                    p.batch, p.context, p.ms_per_step, p.tokens_per_second, p.bytes_per_step / 1e6,
                    p.expert_loads_per_step, p.roofline_ms, p.ratio, p.ws_bandwidth_gbps, p.ws_roofline_ms, p.ws_ratio);
+        if (o.spec_tokens > 0)
+          fmt::print(
+              "  {:>5} {:>7} verify {} drafted tokens per sequence: {:.3f} ms/step ({:.2f} x a decode step; "
+              "speculation pays when a draft yields more than {:.2f} tokens)\n",
+              p.batch, p.context, o.spec_tokens, p.verify_ms_per_step, p.verify_ms_per_step / p.ms_per_step,
+              p.verify_ms_per_step / p.ms_per_step);
         std::fflush(stdout);
       }
     }
@@ -181,7 +217,9 @@ nlohmann::json infer_bench_json(const InferModel& model, const InferBenchOptions
                            {"ratio_to_roofline", p.ratio},
                            {"working_set_gbps", p.ws_bandwidth_gbps},
                            {"working_set_roofline_ms", p.ws_roofline_ms},
-                           {"ratio_to_working_set_roofline", p.ws_ratio}});
+                           {"ratio_to_working_set_roofline", p.ws_ratio},
+                           {"spec_tokens", o.spec_tokens},
+                           {"verify_ms_per_step", p.verify_ms_per_step}});
   return j;
 }
 

@@ -37,6 +37,10 @@ struct InferBenchOptions {
   bool bf16_activations = true;
   uint64_t seed = 1;
   bool working_set_roofline = true;
+  // > 0: each decode point also times speculative verification steps (a chunk of
+  // 1 + spec_tokens tokens per sequence, then keep_draft of the first token: the
+  // cost of checking K drafted tokens, docs/inference.md "Speculative decoding").
+  int64_t spec_tokens = 0;
 };
 
 struct PrefillPoint {
@@ -59,6 +63,7 @@ struct DecodePoint {
   double ws_bandwidth_gbps = 0;  // STREAM at the step's working-set size
   double ws_roofline_ms = 0;
   double ws_ratio = 0;
+  double verify_ms_per_step = 0;  // with spec_tokens: one verification step (K + 1 tokens per sequence)
 };
 
 struct InferBenchResult {

@@ -345,7 +345,7 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
     for (int32_t si = 1; si < ch.span_count; ++si)
       ZAYA_ASSERT(ch.spans[si].first == ch.spans[si - 1].first + ch.spans[si - 1].count);
     ZAYA_ASSERT(ch.spans[ch.span_count - 1].first + ch.spans[ch.span_count - 1].count == ch.past + ch.count);
-    if (ch.count <= kDecodeRows) {
+    if (ch.count <= kDecodeRows || ch.rowwise) {
       for (int64_t j = 0; j < s.kv_heads; ++j) tasks.push_back({int32_t(ci), int32_t(j), -1});
     } else {
       for (int64_t h = 0; h < s.q_heads; ++h)

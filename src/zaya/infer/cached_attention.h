@@ -52,8 +52,9 @@ struct CachedAttentionChunk {
   const CachedKeySpan* spans = nullptr;  // in position order, without gaps
   int32_t span_count = 0;
   int64_t past = 0;
-  int64_t count = 0;   // S
-  int64_t window = 0;  // W; 0: full causal attention
+  int64_t count = 0;     // S
+  int64_t window = 0;    // W; 0: full causal attention
+  bool rowwise = false;  // every row on the per-row (decode) path, whatever S: speculative verification
 };
 
 // The first position query position p sees.

@@ -53,13 +53,36 @@ class DecodeState {
   std::vector<float> save(int64_t slot) const;
   void restore(const std::vector<float>& small, int64_t length, int64_t slot);
 
+  // Speculative verification (spec_verify.h): a chunk of `count` tokens whose
+  // tail may be rejected. The slot keeps the state it started from and what
+  // each position left (its raw q|k row and delayed-value product: (C + K/2)
+  // floats per position and block), so that keep_draft() restores the state
+  // after any prefix of the chunk exactly, as if the rest had never been fed.
+  // draft_begin before the step; draft_record per block before the step
+  // updates that block's state (raw_TP: the chunk's fused projection rows,
+  // row stride ld; the delayed product at column `vprev_col`); keep_draft
+  // after it. Any other change of the slot (reset, restore) ends the draft.
+  void draft_begin(int64_t slot, int64_t count);
+  void draft_record(int64_t block, int64_t slot, const float* raw_TP, int64_t ld, int64_t vprev_col);
+  bool drafting(int64_t slot) const { return drafts_[size_t(slot)].count > 0; }
+  int64_t draft_past(int64_t slot) const { return drafts_[size_t(slot)].past; }
+  // The slot holds its first `length` tokens (draft_past .. draft_past + count), the draft ends.
+  void keep_draft(int64_t slot, int64_t length);
+
  private:
   const float* conv(int64_t block, int64_t slot) const { return const_cast<DecodeState*>(this)->conv(block, slot); }
   const float* vprev(int64_t block, int64_t slot) const { return const_cast<DecodeState*>(this)->vprev(block, slot); }
 
+  struct Draft {
+    int64_t past = 0, count = 0;  // count 0: no draft
+    std::vector<float> log;       // per block: conv state [H, C], v_prev [K/2], rows [count, C], products [count, K/2]
+  };
+  int64_t draft_floats(int64_t count) const { return conv_rows_ * channels_ + half_ + count * (channels_ + half_); }
+
   int64_t blocks_, conv_rows_, channels_, half_;
   AlignedPtr<float> conv_, vprev_;
   std::vector<int64_t> lengths_;
+  std::vector<Draft> drafts_;
 };
 
 }  // namespace zaya

@@ -152,7 +152,7 @@ std::vector<int64_t> InferenceEngine::pages_held(int32_t slot) const {
 
 std::vector<int64_t> InferenceEngine::pages_needed(std::span<const StepChunk> chunks) const {
   std::vector<int64_t> out(pool_.kinds(), 0);
-  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, state_.length(ch.slot), ch.count, out);
+  for (const StepChunk& ch : chunks) pool_.add_needed(ch.slot, state_.length(ch.slot), ch.count, out, ch.speculative);
   return out;
 }
 
@@ -171,6 +171,7 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
   ZAYA_CHECK(src >= 0 && src < slots_ && dst >= 0 && dst < slots_, "sequence slots {} and {} must be in 0..{}", src,
              dst, slots_ - 1);
   if (src == dst) return;
+  ZAYA_CHECK(!state_.drafting(src), "sequence slot {} holds an unsettled speculative chunk (keep_draft)", src);
   reset(dst);
   pool_.copy(src, dst, state_.length(src));
   state_.copy(src, dst);
@@ -179,6 +180,7 @@ void InferenceEngine::copy(int32_t src, int32_t dst) {
 InferenceEngine::Snapshot InferenceEngine::share(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   const int64_t n = state_.length(slot);
+  ZAYA_CHECK(!state_.drafting(slot), "sequence slot {} holds an unsettled speculative chunk (keep_draft)", slot);
   ZAYA_CHECK(n > 0 && n % options_.page_tokens == 0,
              "a snapshot needs a length that is a positive multiple of the page ({} tokens); the sequence has {}",
              options_.page_tokens, n);
@@ -259,6 +261,13 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     ZAYA_CHECK(!seen[ch.slot], "chunk {}: sequence slot {} appears twice in one step", ci, ch.slot);
     seen[ch.slot] = 1;
     ZAYA_CHECK(ch.count >= 1 && ch.tokens != nullptr, "chunk {} has no tokens", ci);
+    ZAYA_CHECK(!state_.drafting(ch.slot),
+               "chunk {}: sequence slot {} holds an unsettled speculative chunk; keep_draft() it first", ci, ch.slot);
+    // A speculative chunk writes all its positions: on a sliding block they must fit the window's pages.
+    for (int64_t k = 0; ch.speculative && k < pool_.kinds(); ++k)
+      ZAYA_CHECK(pool_.window(k) == 0 || ch.count < pool_.window(k),
+                 "chunk {}: a speculative chunk of {} tokens exceeds the sliding window {} less one", ci, ch.count,
+                 pool_.window(k));
     ZAYA_CHECK(state_.length(ch.slot) + ch.count <= max_context_,
                "sequence in slot {} would grow to {} tokens, beyond the context length {}", ch.slot,
                state_.length(ch.slot) + ch.count, max_context_);
@@ -276,7 +285,15 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
                "the KV pool is full: the step needs {} new pages of {} tokens and {} of {} are free "
                "(EngineOptions.kv_pool_bytes; zaya serve --kv-cache-mb)",
                need[k], options_.page_tokens, free_pages(k), pool_pages(k));
-  for (const StepChunk& ch : chunks) pool_.map_written(ch.slot, state_.length(ch.slot), ch.count);
+  // Speculative chunks beside single tokens only: the decode kernels for every row.
+  bool rowwise = true, any_speculative = false;
+  for (const StepChunk& ch : chunks) {
+    pool_.map_written(ch.slot, state_.length(ch.slot), ch.count, ch.speculative);
+    if (ch.speculative) state_.draft_begin(ch.slot, ch.count);
+    rowwise = rowwise && (ch.speculative || ch.count == 1);
+    any_speculative = any_speculative || ch.speculative;
+  }
+  linear_.set_matvec_max_tokens(rowwise && any_speculative ? options_.max_step_tokens : kMatvecMaxTokens);
 
   // Row bookkeeping.
   rows_.chunk_row0.clear();
@@ -356,8 +373,19 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
   rmsnorm_forward<float>(buf_.hid_TD, buf_.rstd_T, buf_.hid_TD, w.final_norm_D, L, D, float(c.norm_eps));
   for (const StepChunk& ch : chunks) {
     state_.set_length(ch.slot, state_.length(ch.slot) + ch.count);
-    pool_.release_out_of_window(ch.slot, state_.length(ch.slot));
+    if (!ch.speculative) pool_.release_out_of_window(ch.slot, state_.length(ch.slot));  // else at keep_draft
   }
+}
+
+void InferenceEngine::keep_draft(int32_t slot, int64_t length) {
+  ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
+  ZAYA_CHECK(state_.drafting(slot), "sequence slot {} holds no speculative chunk to settle", slot);
+  ZAYA_CHECK(length >= state_.draft_past(slot) && length <= state_.length(slot),
+             "sequence slot {} can keep {}..{} tokens of its speculative chunk, not {}", slot, state_.draft_past(slot),
+             state_.length(slot), length);
+  state_.keep_draft(slot, length);
+  pool_.truncate(slot, length);
+  pool_.release_out_of_window(slot, length);
 }
 
 void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {

@@ -43,6 +43,7 @@
 // matvec kernel for a few rows, a GEMM for many); convolution, the delayed
 // value stream and attention walk each chunk against its own slot's state.
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -78,6 +79,14 @@ struct StepChunk {
   const int32_t* tokens = nullptr;
   int64_t count = 0;
   LogitsWanted logits = LogitsWanted::kLast;
+  // Speculative verification (spec_verify.h): tokens after the first are a
+  // draft that keep_draft() may cut back. The slot records the state each
+  // position leaves, writes every position's keys (a sliding block too) and
+  // defers its sliding-window releases to keep_draft(). A step whose chunks
+  // are all speculative or single tokens runs every row through the decode
+  // kernels (matvec, per-row attention), so each row's logits have the bits
+  // a one-token step would give it.
+  bool speculative = false;
 };
 
 // Counters of the last step, for the roofline.
@@ -143,6 +152,24 @@ class InferenceEngine {
   // One forward pass over the chunks (distinct slots, at most max_step_tokens
   // tokens in all); each chunk's tokens are appended to its slot.
   void step(std::span<const StepChunk> chunks);
+
+  // After a step whose chunk for `slot` was speculative: the slot keeps its
+  // first `length` tokens (from its length before that step to its length
+  // after it) exactly as if only they had been fed: the pages wholly past
+  // them go back to the pool, the convolution state and delayed value are
+  // those after position length - 1, the sliding pages out of the window are
+  // released. Required before the slot's next step.
+  void keep_draft(int32_t slot, int64_t length);
+  // Draft tokens a speculative chunk can check after the slot's pending token
+  // (room in the context, and a chunk shorter than every sliding window).
+  int64_t draft_room(int32_t slot) const {
+    int64_t room = max_context_ - length(slot) - 1;
+    for (int64_t k = 0; k < pool_.kinds(); ++k)
+      if (pool_.window(k) > 0) room = std::min(room, pool_.window(k) - 2);
+    return room;
+  }
+  // Whether the slot holds a speculative chunk not yet settled by keep_draft().
+  bool drafting(int32_t slot) const { return state_.drafting(slot); }
 
   // Rows of the last step that asked for logits: chunks in order, tokens in order.
   int64_t logit_rows() const { return int64_t(rows_.logit_rows.size()); }

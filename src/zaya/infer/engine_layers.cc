@@ -127,6 +127,8 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // (row i from row S + i: ascending i never reads a row already replaced).
   for (int64_t ci = 0; ci < nc; ++ci) {
     const int64_t r0 = rows_.chunk_row0[ci], S = chunks[ci].count;
+    // A speculative chunk first records the state it starts from and each position's rows (keep_draft).
+    if (chunks[ci].speculative) state_.draft_record(b, chunks[ci].slot, buf_.qkv_TP + r0 * pw_, pw_, Q + K + half);
     float* st = state_.conv(b, chunks[ci].slot);
     for (int64_t i = 0; i < H; ++i) {
       const int64_t j = S + i;
@@ -144,7 +146,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
       for (int64_t m = 0; m < k1; ++m) std::memcpy(dst + m * d, a0 + m * C + g * d, sizeof(float) * d);
     }
   }
-  if (T <= kMatvecMaxTokens) {
+  if (T <= linear_.matvec_max_tokens()) {
     // Decode: the groups' small products in one parallel region, if worth one.
 #pragma omp parallel for schedule(static) if (T * C * d2 >= kDecodeParallelMinMacs)
     for (int64_t g = 0; g < G; ++g) {
@@ -200,7 +202,7 @@ void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chun
     const int64_t r0 = rows_.chunk_row0[ci], past = rows_.chunk_past[ci];
     // Every new position on a full block; a sliding block only the last W - 1 (later queries see no earlier one).
     int64_t lo = 0, hi = 0;
-    pool_.written(kind, past, chunks[ci].count, lo, hi);
+    pool_.written(kind, past, chunks[ci].count, lo, hi, chunks[ci].speculative);
     const std::vector<int32_t>& table = pool_.table(chunks[ci].slot, kind);
     for (int64_t t = lo; t < hi; ++t) {
       char* kc = pool_.kpage(b, table[t / P]);
@@ -233,6 +235,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
     ch.past = past;
     ch.count = S;
     ch.window = W;
+    ch.rowwise = chunks[ci].speculative;  // each row's bits as in a one-token step
     first_span.push_back(spans.size());
     const std::vector<int32_t>& table = pool_.table(chunks[ci].slot, kind);
     // The pages: every position through the chunk's own (appended already) on a full

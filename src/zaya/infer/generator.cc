@@ -84,8 +84,10 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   BatchScheduler sched(so);
   std::vector<size_t> request_of(eo.max_sequences);  // the request each running slot holds
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
-  std::vector<float> logits(eo.max_sequences * c.vocab_size);
-  std::vector<std::pair<float, int32_t>> scratch;
+  Speculator spec(o.spec, eo.max_sequences);
+  // Logit rows: one per sequence, or with drafts as many as a step has tokens.
+  std::vector<float> logits((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) *
+                            c.vocab_size);
   bool first_token = true;
 
   auto finish = [&](int32_t slot, FinishReason why) {
@@ -107,10 +109,14 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
+      spec.start(s, requests[r].prompt);
     }
     for (int32_t s = 0; s < sched.slots(); ++s)
       if (sched.running(s))
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, false)) finish(s, *why);
+    if (spec.enabled())
+      for (int32_t s = 0; s < sched.slots(); ++s)
+        if (sched.decoding(s)) spec.propose(sched, s, engine.draft_room(s));
     const std::vector<StepChunk>& chunks = sched.plan();
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
@@ -125,27 +131,38 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
     } else {
       st.decode_seconds += dt;
       ++st.decode_steps;
-      st.decode_tokens += int64_t(chunks.size());
     }
     sched.advance();
-    // Sample for every row that has logits.
-    for (int64_t row = 0; row < rows; ++row) {
-      const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
+    // The tokens of every chunk with logits: one sampled from its row, or a checked draft's.
+    for (int64_t row = 0; row < rows;) {
+      const StepChunk& ch = chunks[engine.logit_row_chunk(row)];
+      const int32_t s = ch.slot;
       const size_t r = request_of[s];
-      const int32_t next =
-          sample_token(logits.data() + row * c.vocab_size, sample_vocab, requests[r].sampling, rngs[s], scratch);
-      if (first_token) {
-        st.first_token_seconds = now_seconds() - t_start;
-        first_token = false;
+      const int64_t n = ch.speculative ? ch.count : 1;
+      const std::vector<int32_t>& emit = spec.tokens(engine, ch, logits.data() + row * c.vocab_size, c.vocab_size,
+                                                     sample_vocab, requests[r].sampling, rngs[s]);
+      row += n;
+      if (!has_prompt) st.decode_tokens += int64_t(emit.size());
+      // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
+      const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
+      for (size_t i = 0; i < emit.size(); ++i) {
+        const int32_t next = emit[i];
+        if (first_token) {
+          st.first_token_seconds = now_seconds() - t_start;
+          first_token = false;
+        }
+        results[r].tokens.push_back(next);
+        ++st.generated_tokens;
+        const bool keep = !on_token || on_token(r, next);
+        if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
+                                                                 keep ? CallerStop::kNone : CallerStop::kCancelled)) {
+          finish(s, *why);
+          break;
+        }
       }
-      results[r].tokens.push_back(next);
-      ++st.generated_tokens;
-      const bool keep = !on_token || on_token(r, next);
-      if (const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context(),
-                                                               keep ? CallerStop::kNone : CallerStop::kCancelled))
-        finish(s, *why);
     }
   }
+  st.spec = spec.total();
   st.total_seconds = now_seconds() - t_start;
   if (stats) *stats = st;
   return results;

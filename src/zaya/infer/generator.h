@@ -20,6 +20,7 @@
 
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/sampling.h"
+#include "zaya/infer/spec_decode.h"
 
 namespace zaya {
 
@@ -44,6 +45,7 @@ struct GeneratorOptions {
   int64_t step_tokens = 256;     // tokens per forward step (prefill chunk size)
   int64_t sample_vocab = 0;      // ids >= this are never sampled; 0: the config's real vocabulary
   bool bf16_activations = true;  // see EngineOptions
+  SpecOptions spec;              // speculative decoding (spec_decode.h); off by default
 };
 
 struct GenerationStats {
@@ -58,6 +60,7 @@ struct GenerationStats {
   double first_token_seconds = 0;  // from the start to the first sampled token
   double total_seconds = 0;
   int64_t context = 0;  // the context limit: positions each sequence's cache holds (FinishReason::kContext)
+  SpecCounts spec;      // speculative decoding: drafts checked, tokens drafted and kept
 
   // Rates for reports; 0 when nothing of the kind was timed.
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? double(prompt_tokens) / prefill_seconds : 0; }

@@ -63,10 +63,10 @@ std::vector<int64_t> KvPagePool::max_pages(int64_t length) const {
   return out;
 }
 
-void KvPagePool::written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const {
+void KvPagePool::written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi, bool all) const {
   const int64_t W = kinds_[kind].window;
   hi = past + count;
-  lo = W == 0 ? past : std::max(past, hi - (W - 1));
+  lo = W == 0 || all ? past : std::max(past, hi - (W - 1));
 }
 
 std::vector<int64_t> KvPagePool::held(int32_t slot) const {
@@ -76,21 +76,21 @@ std::vector<int64_t> KvPagePool::held(int32_t slot) const {
   return out;
 }
 
-void KvPagePool::add_needed(int32_t slot, int64_t past, int64_t count, std::vector<int64_t>& need) const {
+void KvPagePool::add_needed(int32_t slot, int64_t past, int64_t count, std::vector<int64_t>& need, bool all) const {
   const int64_t P = page_tokens_;
   for (size_t k = 0; k < kinds_.size(); ++k) {
     int64_t lo = 0, hi = 0;
-    written(int64_t(k), past, count, lo, hi);
+    written(int64_t(k), past, count, lo, hi, all);
     const std::vector<int32_t>& table = tables_[slot][k];
     for (int64_t i = lo / P; lo < hi && i <= (hi - 1) / P; ++i) need[k] += i >= int64_t(table.size()) || table[i] < 0;
   }
 }
 
-void KvPagePool::map_written(int32_t slot, int64_t past, int64_t count) {
+void KvPagePool::map_written(int32_t slot, int64_t past, int64_t count, bool all) {
   const int64_t P = page_tokens_;
   for (size_t k = 0; k < kinds_.size(); ++k) {
     int64_t lo = 0, hi = 0;
-    written(int64_t(k), past, count, lo, hi);
+    written(int64_t(k), past, count, lo, hi, all);
     if (lo >= hi) continue;
     std::vector<int32_t>& table = tables_[slot][k];
     if (int64_t(table.size()) <= (hi - 1) / P) table.resize((hi - 1) / P + 1, -1);
@@ -127,6 +127,17 @@ void KvPagePool::release_out_of_window(int32_t slot, int64_t length) {
         drop_page(int64_t(k), table[i]);
         table[i] = -1;
       }
+  }
+}
+
+void KvPagePool::truncate(int32_t slot, int64_t length) {
+  const int64_t P = page_tokens_;
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    std::vector<int32_t>& table = tables_[slot][k];
+    const int64_t keep = (length + P - 1) / P;  // pages holding a position < length
+    for (int64_t i = keep; i < int64_t(table.size()); ++i)
+      if (table[i] >= 0) drop_page(int64_t(k), table[i]);
+    if (int64_t(table.size()) > keep) table.resize(size_t(keep));
   }
 }
 

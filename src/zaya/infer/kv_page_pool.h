@@ -60,8 +60,9 @@ class KvPagePool {
   // The most pages of each kind one sequence holds at once while it grows to `length` tokens (any chunking).
   std::vector<int64_t> max_pages(int64_t length) const;
   // Positions [lo, hi) that appending `count` tokens after `past` writes to a kind's pages
-  // (a sliding kind of window W: only the last W - 1).
-  void written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi) const;
+  // (a sliding kind of window W: only the last W - 1; every one with `all`, a speculative chunk
+  // that truncate() may cut back, whose kept positions' window must be in the pages).
+  void written(int64_t kind, int64_t past, int64_t count, int64_t& lo, int64_t& hi, bool all = false) const;
 
   // A page's K or V of one block.
   char* kpage(int64_t block, int32_t page) { return base(kinds_[kind_of_[block]].k, block, page); }
@@ -71,9 +72,12 @@ class KvPagePool {
   // Pages of each kind a slot references now.
   std::vector<int64_t> held(int32_t slot) const;
   // Adds to need[kind] the new pages appending `count` tokens to a slot of `past` tokens takes.
-  void add_needed(int32_t slot, int64_t past, int64_t count, std::vector<int64_t>& need) const;
+  void add_needed(int32_t slot, int64_t past, int64_t count, std::vector<int64_t>& need, bool all = false) const;
   // Maps fresh pages for the positions that append writes; the caller checked add_needed against free_pages.
-  void map_written(int32_t slot, int64_t past, int64_t count);
+  void map_written(int32_t slot, int64_t past, int64_t count, bool all = false);
+  // The slot keeps positions < length only: the pages wholly at or past it are dropped (speculative
+  // verification's rollback; the pages a step took for them were the slot's own, never shared).
+  void truncate(int32_t slot, int64_t length);
   // Releases the sliding pages of a slot of `length` tokens that no later query sees.
   void release_out_of_window(int32_t slot, int64_t length);
   // Drops every reference the slot holds.

@@ -20,8 +20,8 @@ constexpr int64_t kMaxChunkRows = 512;
 constexpr int64_t kRowBucket = 32;
 
 // int8 (Q8_0) weights always take their matvec kernel (is_q8; there is no int8 GEMM here): prefill on them is slower.
-bool use_matvec(int64_t tokens, const WeightMatrix& w, bool bf16_activations) {
-  return tokens <= kMatvecMaxTokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
+bool use_matvec(int64_t tokens, int64_t max_tokens, const WeightMatrix& w, bool bf16_activations) {
+  return tokens <= max_tokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
 }
 
 // An int8 matrix with columns: the int8 kernel over quantized activations.
@@ -86,7 +86,7 @@ void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64
   if (is_q8(w)) {
     xq_.quantize(x, ldx, tokens, w.cols);
     run_q8(y, ldy, w, accumulate);
-  } else if (use_matvec(tokens, w, bf16_activations_)) {
+  } else if (use_matvec(tokens, matvec_max_tokens_, w, bf16_activations_)) {
     if (tokens * w.rows * w.cols < kDecodeParallelMinMacs) {
       matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate);
       return;
@@ -106,7 +106,7 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
   bool all_matvec = true;
   int64_t rows = 0;
   for (const Part& p : parts) {
-    all_matvec = all_matvec && use_matvec(tokens, *p.w, bf16_activations_);
+    all_matvec = all_matvec && use_matvec(tokens, matvec_max_tokens_, *p.w, bf16_activations_);
     rows += p.w->rows;
   }
   int64_t cols = 0;

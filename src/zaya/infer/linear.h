@@ -54,6 +54,10 @@ class LinearRunner {
   void run_parts(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, std::span<const Part> parts);
 
   bool bf16_activations() const { return bf16_activations_; }
+  // Products of up to this many rows take the matvec kernel (kMatvecMaxTokens; the
+  // engine raises it for a speculative verification step: each row's bits as in decode).
+  int64_t matvec_max_tokens() const { return matvec_max_tokens_; }
+  void set_matvec_max_tokens(int64_t n) { matvec_max_tokens_ = n; }
 
  private:
   void gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
@@ -62,6 +66,7 @@ class LinearRunner {
   void run_q8(float* y, int64_t ldy, const WeightMatrix& w, bool accumulate);
   int64_t max_in_, max_out_;
   bool bf16_activations_;
+  int64_t matvec_max_tokens_ = kMatvecMaxTokens;
   int64_t chunk_rows_ = 0;   // rows per bf16 GEMM call
   AlignedPtr<uint16_t> xb_;  // [chunk_rows, max_in] activations in bf16
   AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output

@@ -12,7 +12,7 @@
 namespace zaya {
 namespace {
 
-ZayaConfig text_config() {
+ZayaConfig prompt_batch_config() {
   ZayaConfig c = testing::small_test_config();  // max_position 128
   c.vocab_size = 512;
   c.real_vocab_size = 400;
@@ -29,7 +29,7 @@ class PromptBatch : public ::testing::Test {
  protected:
   PromptBatch()
       : tok_(Tokenizer::load(testing::small_tokenizer_path())),
-        model_(testing::random_model(text_config(), 61)),
+        model_(testing::random_model(prompt_batch_config(), 61)),
         im_(InferModel::from_model(*model_)) {
     defaults_.generation.max_new_tokens = 6;
     defaults_.generation.sampling.temperature = 0.8;

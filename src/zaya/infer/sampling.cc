@@ -44,22 +44,19 @@ struct TemperatureWeight {
 
 }  // namespace
 
-int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
-                     std::vector<std::pair<float, int32_t>>& cand) {
-  const int64_t best = argmax(logits, real_vocab);
-  const float mx = logits[best];
-  // 1/T as a float is inf for T below ~3e-39 (or a denormal T), and
-  // (max - max) * inf is NaN; at such a T every other token's weight is 0
-  // anyway, so it is greedy, like T = 0 (no draw from the generator). A
-  // non-finite maximum (every logit -inf) leaves nothing to weigh either.
-  const float inv_t = o.temperature > 0 ? float(1.0 / o.temperature) : 0.0f;
-  if (o.temperature == 0 || !std::isfinite(inv_t) || !std::isfinite(mx)) return int32_t(best);
-  const TemperatureWeight weight{mx, inv_t};
-  // Candidates as (weight, id), sorted by probability (ties: lower id first).
+namespace {
+
+// The candidates a draw chooses from, as (weight, id) in cand[0..n), and the
+// weights' total: the top-k filter, then the nucleus, of exp((logit - max) / T).
+// With neither filter every id is a candidate, in id order.
+int64_t sampling_candidates(const float* logits, int64_t real_vocab, const SamplingOptions& o,
+                            const TemperatureWeight& weight, std::vector<std::pair<float, int32_t>>& cand,
+                            double& total) {
+  // Sorted by probability (ties: lower id first).
   auto by_prob = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
-  double total = 0;  // the mass the nucleus is measured against
+  total = 0;  // the mass the nucleus is measured against
   int64_t n = 0;
   if (o.top_k > 0 && o.top_k < real_vocab) {
     // The k largest raw logits are the k most probable tokens at any T > 0.
@@ -71,20 +68,15 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
       cand[i].first = weight(cand[i].first);
       total += cand[i].first;
     }
+  } else if (o.top_p >= 1) {
+    cand.resize(real_vocab);
+    for (int64_t v = 0; v < real_vocab; ++v) {
+      cand[v] = {weight(logits[v]), int32_t(v)};
+      total += cand[v].first;
+    }
+    return real_vocab;
   } else {
     for (int64_t v = 0; v < real_vocab; ++v) total += weight(logits[v]);
-    if (o.top_p >= 1) {
-      // The whole distribution: one scan, no sort.
-      double u = rng.next_double() * total;
-      int64_t last = 0;
-      for (int64_t v = 0; v < real_vocab; ++v) {
-        const double p = weight(logits[v]);
-        if (p > 0) last = v;
-        u -= p;
-        if (u <= 0) return int32_t(v);
-      }
-      return int32_t(last);
-    }
     // The nucleus lies inside {p >= (1 - top_p) / V}: everything below carries
     // less than 1 - top_p of the mass in all, so the tokens above it reach
     // top_p on their own. Sorting only those is exact and cheap for a 262k vocabulary.
@@ -110,12 +102,68 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
     total = 0;
     for (int64_t i = 0; i < n; ++i) total += cand[i].first;
   }
+  return n;
+}
+
+// 1/T as a float, or 0 where the choice is the argmax: T = 0, a T whose 1/T
+// overflows a float (below ~3e-39, or a denormal T: (max - max) * inf is NaN,
+// and every other token's weight is 0 anyway), or a non-finite maximum (every
+// logit -inf leaves nothing to weigh).
+float inverse_temperature(const SamplingOptions& o, float max_logit) {
+  const float inv_t = o.temperature > 0 ? float(1.0 / o.temperature) : 0.0f;
+  return o.temperature == 0 || !std::isfinite(inv_t) || !std::isfinite(max_logit) ? 0.0f : inv_t;
+}
+
+}  // namespace
+
+int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
+                     std::vector<std::pair<float, int32_t>>& cand) {
+  const int64_t best = argmax(logits, real_vocab);
+  const float mx = logits[best];
+  const float inv_t = inverse_temperature(o, mx);
+  if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
+  const TemperatureWeight weight{mx, inv_t};
+  if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
+    // The whole distribution: one scan, no sort.
+    double total = 0;
+    for (int64_t v = 0; v < real_vocab; ++v) total += weight(logits[v]);
+    double u = rng.next_double() * total;
+    int64_t last = 0;
+    for (int64_t v = 0; v < real_vocab; ++v) {
+      const double p = weight(logits[v]);
+      if (p > 0) last = v;
+      u -= p;
+      if (u <= 0) return int32_t(v);
+    }
+    return int32_t(last);
+  }
+  double total = 0;
+  const int64_t n = sampling_candidates(logits, real_vocab, o, weight, cand, total);
   double u = rng.next_double() * total;
   for (int64_t i = 0; i < n; ++i) {
     u -= cand[i].first;
     if (u <= 0) return cand[i].second;
   }
   return cand[n - 1].second;
+}
+
+bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& o) {
+  return inverse_temperature(o, logits[argmax(logits, real_vocab)]) == 0;
+}
+
+void sampling_distribution(const float* logits, int64_t real_vocab, const SamplingOptions& o,
+                           std::vector<std::pair<float, int32_t>>& dist) {
+  const int64_t best = argmax(logits, real_vocab);
+  const float mx = logits[best];
+  const float inv_t = inverse_temperature(o, mx);
+  if (inv_t == 0) {
+    dist.assign(1, {1.0f, int32_t(best)});
+    return;
+  }
+  double total = 0;
+  const int64_t n = sampling_candidates(logits, real_vocab, o, TemperatureWeight{mx, inv_t}, dist, total);
+  dist.resize(size_t(n));
+  for (auto& [p, id] : dist) p = float(double(p) / total);
 }
 
 }  // namespace zaya

@@ -29,4 +29,15 @@ inline Rng sampling_rng(uint64_t seed) { return Rng{seed, 0x9e4e, 0}; }
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& options, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& scratch);
 
+// Whether sample_token takes the argmax for these logits (no draw): T = 0, or
+// a T so small that 1/T overflows a float, or no finite logit.
+bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& options);
+
+// The distribution sample_token draws from: (probability, id) of every id it
+// can choose (after temperature, top-k and top-p; the argmax alone, with
+// probability 1, when greedy), probabilities summing to 1. Speculative
+// sampling (spec_verify.h) applies the same filters to the target's rows.
+void sampling_distribution(const float* logits, int64_t real_vocab, const SamplingOptions& options,
+                           std::vector<std::pair<float, int32_t>>& dist);
+
 }  // namespace zaya

@@ -83,6 +83,7 @@ ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const Se
   so.snapshot_block = o.prefix_cache_bytes > 0 ? engine_->page_tokens() : 0;
   for (int64_t k = 0; k < engine_->kv_kinds(); ++k) so.pool_pages.push_back(engine_->pool_pages(k));
   sched_ = std::make_unique<BatchScheduler>(so);
+  spec_ = std::make_unique<Speculator>(o.spec, engine_->max_sequences());
   for (int64_t k = 0; k < engine_->kv_kinds(); ++k) {
     counters_.kv_pages += engine_->pool_pages(k);
     counters_.kv_page_bytes += engine_->page_bytes(k);
@@ -154,6 +155,7 @@ void ServingLoop::finish(int32_t slot, FinishReason why) {
   // A stop string ends the sequence through its text: to the client it is a stop.
   e.finish = s.text.stopped() && why != FinishReason::kCancelled ? FinishReason::kStop : why;
   e.tokens = sched_->generated(slot);
+  e.spec = spec_->counts(slot);
   e.time = now_seconds();
   engine_->reset(slot);  // its pages go back to the pool (those snapshots share stay with them)
   {
@@ -214,7 +216,7 @@ void ServingLoop::run_steps() {
   const int64_t kinds = engine.kv_kinds();
   std::vector<int32_t> admitted;
   std::vector<float> logits(engine.max_step_tokens() * c.vocab_size);
-  std::vector<std::pair<float, int32_t>> scratch;
+  Speculator& spec = *spec_;
 
   while (true) {
     // Admit waiting sequences into free slots; sleep while there is nothing to do.
@@ -252,6 +254,7 @@ void ServingLoop::run_steps() {
     // A new sequence starts empty, or from the longest snapshot its prompt begins with.
     for (int32_t s : admitted) {
       engine.reset(s);
+      spec.start(s, slots_[s]->p.request.generation.prompt);
       const int64_t hit = caching ? cache.start(slots_[s]->p.request.generation.prompt, s) : 0;
       if (hit == 0) continue;
       sched.resume_at(s, hit);
@@ -274,7 +277,10 @@ void ServingLoop::run_steps() {
       if (slots_[s])
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, slots_[s]->p.channel->cancelled()))
           finish(s, *why);
-    // The scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
+    // Drafts, then the scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
+    if (spec.enabled())
+      for (int32_t s = 0; s < int32_t(slots_.size()); ++s)
+        if (slots_[s] && sched.decoding(s)) spec.propose(sched, s, engine.draft_room(s));
     const std::vector<StepChunk>& chunks = sched.plan();
     const int64_t prompt_tokens = sched.planned_prompt_tokens();
     if (chunks.empty()) continue;
@@ -294,30 +300,51 @@ void ServingLoop::run_steps() {
       for (int64_t k = 0; k < kinds; ++k) counters_.kv_pages_used += engine.pool_pages(k) - engine.free_pages(k);
       ++counters_.steps;
       counters_.prefill_tokens += prompt_tokens;
-      counters_.generated_tokens += rows;
     }
-    for (int64_t row = 0; row < rows; ++row) {
-      const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
+    // The tokens of every chunk with logits: one sampled from its row, or a checked draft's (spec_decode.h).
+    for (int64_t row = 0; row < rows;) {
+      const StepChunk& ch = chunks[engine.logit_row_chunk(row)];
+      const int32_t s = ch.slot;
       Sequence& q = *slots_[s];
       const GenerationRequest& req = q.p.request.generation;
-      const float* lg = logits.data() + row * c.vocab_size;
-      const int32_t next = sample_token(lg, sample_vocab_, req.sampling, q.rng, scratch);
-      ServeEvent e;
-      e.choice = q.p.choice;
-      e.token = next;
-      e.text = q.text.push(next);
-      // The text is the loop's: a stop string it completed ends the sequence as a stop.
-      const std::optional<FinishReason> why =
-          sched.accept(s, next, engine.length(s), engine.max_context(),
-                       q.text.stopped() ? CallerStop::kStopString : CallerStop::kNone);
-      if (q.p.top_logprobs >= 0) {
-        TokenLogprobs lp = token_logprobs(lg, sample_vocab_, next, q.p.top_logprobs);
-        e.logprob = lp.chosen;
-        e.top = std::move(lp.top);
+      const float* rows0 = logits.data() + row * c.vocab_size;
+      row += ch.speculative ? ch.count : 1;
+      const std::vector<int32_t>& emit =
+          spec.tokens(engine, ch, rows0, c.vocab_size, sample_vocab_, req.sampling, q.rng);
+      const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
+      for (size_t i = 0; i < emit.size(); ++i) {
+        const int32_t next = emit[i];
+        const float* lg = rows0 + int64_t(i) * c.vocab_size;  // token i was predicted by the chunk's row i
+        ServeEvent e;
+        e.choice = q.p.choice;
+        e.token = next;
+        e.text = q.text.push(next);
+        // The text is the loop's: a stop string it completed ends the sequence as a stop.
+        const std::optional<FinishReason> why =
+            sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
+                         q.text.stopped() ? CallerStop::kStopString : CallerStop::kNone);
+        if (q.p.top_logprobs >= 0) {
+          TokenLogprobs lp = token_logprobs(lg, sample_vocab_, next, q.p.top_logprobs);
+          e.logprob = lp.chosen;
+          e.top = std::move(lp.top);
+        }
+        e.time = now_seconds();
+        q.p.channel->push(std::move(e));
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++counters_.generated_tokens;
+        }
+        if (why) {
+          finish(s, *why);
+          break;
+        }
       }
-      e.time = now_seconds();
-      q.p.channel->push(std::move(e));
-      if (why) finish(s, *why);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      counters_.spec_drafts = spec.total().drafts;
+      counters_.spec_drafted_tokens = spec.total().drafted;
+      counters_.spec_accepted_tokens = spec.total().accepted;
     }
   }
   // Stopping: every sequence still running or queued ends cancelled.

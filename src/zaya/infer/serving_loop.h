@@ -39,6 +39,7 @@
 
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/generator.h"
+#include "zaya/infer/spec_decode.h"
 #include "zaya/infer/text_request.h"
 
 namespace zaya {
@@ -62,6 +63,7 @@ struct ServingOptions {
   int64_t prefix_cache_bytes = 0;
   // Tokens per KV page; snapshots are taken at multiples of it.
   int64_t prefix_block = 64;
+  SpecOptions spec;  // speculative decoding (spec_decode.h); off by default
 };
 
 struct ServeEvent {
@@ -76,6 +78,7 @@ struct ServeEvent {
   std::vector<std::pair<int32_t, float>> top;   // kToken: the most likely ids and their log probabilities
   FinishReason finish = FinishReason::kLength;  // kFinish (kStop for a stop id or string)
   int64_t tokens = 0;                           // kFinish: tokens generated
+  SpecCounts spec;                              // kFinish: the sequence's speculative drafts (spec_decode.h)
   double time = 0;                              // now_seconds() when the event was made
 };
 
@@ -101,20 +104,23 @@ class ServeChannel {
 };
 
 struct ServingCounters {
-  int64_t running = 0;            // sequences in the batch
-  int64_t waiting = 0;            // sequences queued
-  int64_t prefill_tokens = 0;     // prompt tokens run through the decoder
-  int64_t generated_tokens = 0;   // tokens sampled
-  int64_t steps = 0;              // forward steps
-  int64_t cancelled = 0;          // sequences ended by a cancelled channel
-  int64_t prefix_hit_tokens = 0;  // prompt tokens restored from prefix snapshots instead of run
-  int64_t prefix_snapshots = 0;   // snapshots held
-  int64_t prefix_evictions = 0;   // snapshots evicted to free pages
-  int64_t kv_pages = 0;           // pages in the pool (all attention kinds)
-  int64_t kv_pages_used = 0;      // pages referenced by sequences or snapshots
-  int64_t kv_pages_reserved = 0;  // pages the running sequences may hold at their longest
-  int64_t kv_page_bytes = 0;      // bytes of one page (all kinds' layers)
-  int64_t waiting_for_pages = 0;  // times the queue's first sequence waited for pages to be unreserved
+  int64_t running = 0;               // sequences in the batch
+  int64_t waiting = 0;               // sequences queued
+  int64_t prefill_tokens = 0;        // prompt tokens run through the decoder
+  int64_t generated_tokens = 0;      // tokens sampled
+  int64_t steps = 0;                 // forward steps
+  int64_t cancelled = 0;             // sequences ended by a cancelled channel
+  int64_t prefix_hit_tokens = 0;     // prompt tokens restored from prefix snapshots instead of run
+  int64_t prefix_snapshots = 0;      // snapshots held
+  int64_t prefix_evictions = 0;      // snapshots evicted to free pages
+  int64_t kv_pages = 0;              // pages in the pool (all attention kinds)
+  int64_t kv_pages_used = 0;         // pages referenced by sequences or snapshots
+  int64_t kv_pages_reserved = 0;     // pages the running sequences may hold at their longest
+  int64_t kv_page_bytes = 0;         // bytes of one page (all kinds' layers)
+  int64_t waiting_for_pages = 0;     // times the queue's first sequence waited for pages to be unreserved
+  int64_t spec_drafts = 0;           // speculative decoding: drafts checked,
+  int64_t spec_drafted_tokens = 0;   // draft tokens checked,
+  int64_t spec_accepted_tokens = 0;  // and of them accepted
 };
 
 class ServingLoop {
@@ -172,6 +178,7 @@ class ServingLoop {
   std::unique_ptr<PrefixCache> cache_;            // loop thread only
   std::vector<std::unique_ptr<Sequence>> slots_;  // loop thread only
   std::unique_ptr<BatchScheduler> sched_;         // loop thread only: admission, step plans, finish rule
+  std::unique_ptr<Speculator> spec_;              // loop thread only: drafts and their checks
   std::thread thread_;
 };
 

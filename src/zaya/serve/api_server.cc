@@ -199,6 +199,9 @@ struct ApiServer::Impl {
       MetricsGauges g{in_flight.load(), n.running,           n.waiting,          n.prefill_tokens,
                       n.steps,          n.prefix_hit_tokens, n.prefix_snapshots, n.prefix_evictions,
                       n.kv_pages,       n.kv_pages_used,     n.kv_pages_reserved};
+      g.spec_drafts = n.spec_drafts;
+      g.spec_drafted = n.spec_drafted_tokens;
+      g.spec_accepted = n.spec_accepted_tokens;
       res.set_content(metrics.render(g), "text/plain; version=0.0.4; charset=utf-8");
       metrics.request("/metrics", 200);
     });

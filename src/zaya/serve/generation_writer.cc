@@ -27,6 +27,7 @@ void GenerationWriter::apply(Generation& g, const ServeEvent& e, std::vector<Tok
   if (e.kind == ServeEvent::Kind::kFinish) {
     c.finish = e.finish;
     c.tokens = e.tokens;
+    c.spec = e.spec;
     ++g.finished;
     // A sequence the client did not cancel (nobody reads those) was cut: by the deadline or the shutdown.
     if (e.finish == FinishReason::kCancelled && !g.failed) cut_short(g);
@@ -121,8 +122,12 @@ bool GenerationWriter::stream(Generation& g, httplib::DataSink& sink) {
   }
   if (g.include_usage) {
     int64_t generated = 0;
-    for (const ChoiceResult& c : g.choices) generated += c.tokens;
-    if (!send(api_usage_chunk(g.head, g.prompt_tokens, generated))) return false;
+    SpecCounts spec;
+    for (const ChoiceResult& c : g.choices) {
+      generated += c.tokens;
+      spec.add(c.spec);
+    }
+    if (!send(api_usage_chunk(g.head, g.prompt_tokens, generated, spec))) return false;
   }
   if (!write(sink, "data: [DONE]\n\n")) return false;
   sink.done();

@@ -94,6 +94,10 @@ std::string ServerMetrics::render(const MetricsGauges& g) const {
   counter("zaya_decoder_steps_total", "Forward steps of the decoder.", g.steps);
   counter("zaya_prefix_cache_hit_tokens_total", "Prompt tokens restored from prefix-cache snapshots, not run.",
           g.prefix_hit_tokens);
+  counter("zaya_spec_drafts_total", "Speculative drafts checked by the target model.", g.spec_drafts);
+  counter("zaya_spec_draft_tokens_total", "Draft tokens checked.", g.spec_drafted);
+  counter("zaya_spec_accepted_tokens_total", "Draft tokens accepted (acceptance rate: accepted / draft tokens).",
+          g.spec_accepted);
   gauge("zaya_requests_in_flight", "HTTP requests generating now.", g.requests_in_flight);
   gauge("zaya_sequences_running", "Sequences in the running batch.", g.running);
   gauge("zaya_queue_depth", "Sequences waiting for a slot in the batch (or for KV pages).", g.waiting);

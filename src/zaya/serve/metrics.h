@@ -45,6 +45,9 @@ struct MetricsGauges {
   int64_t kv_pages = 0;            // pages in the KV pool
   int64_t kv_pages_used = 0;       // pages referenced by sequences or snapshots
   int64_t kv_pages_reserved = 0;   // pages the running sequences may hold at their longest
+  int64_t spec_drafts = 0;         // speculative decoding: drafts checked,
+  int64_t spec_drafted = 0;        // draft tokens checked,
+  int64_t spec_accepted = 0;       // and of them accepted
 };
 
 // `value` as a label value of the text format: \\, \" and \n escaped.

@@ -76,6 +76,9 @@ ojson api_response(const ResponseHead& h, const std::vector<ChoiceResult>& choic
   j["usage"] = {{"prompt_tokens", prompt_tokens},
                 {"completion_tokens", completion},
                 {"total_tokens", prompt_tokens + completion}};
+  SpecCounts spec;
+  for (const ChoiceResult& c : choices) spec.add(c.spec);
+  add_speculative_usage(j["usage"], spec);
   return j;
 }
 
@@ -97,13 +100,23 @@ ojson api_chunk(const ResponseHead& h, size_t index, const std::string& text, bo
   return j;
 }
 
-ojson api_usage_chunk(const ResponseHead& h, int64_t prompt_tokens, int64_t completion_tokens) {
+ojson api_usage_chunk(const ResponseHead& h, int64_t prompt_tokens, int64_t completion_tokens, const SpecCounts& spec) {
   ojson j = head_json(h, h.chat ? "chat.completion.chunk" : "text_completion");
   j["choices"] = ojson::array();
   j["usage"] = {{"prompt_tokens", prompt_tokens},
                 {"completion_tokens", completion_tokens},
                 {"total_tokens", prompt_tokens + completion_tokens}};
+  add_speculative_usage(j["usage"], spec);
   return j;
+}
+
+void add_speculative_usage(ojson& usage, const SpecCounts& spec) {
+  if (spec.drafts == 0) return;
+  usage["speculative"] = {{"drafts", spec.drafts},
+                          {"draft_tokens", spec.drafted},
+                          {"accepted_tokens", spec.accepted},
+                          {"acceptance_rate", spec.acceptance_rate()},
+                          {"mean_accepted_length", spec.mean_accepted_length()}};
 }
 
 ojson api_models(const std::string& model, int64_t created) {

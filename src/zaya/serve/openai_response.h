@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "zaya/infer/generator.h"
+#include "zaya/infer/spec_decode.h"
 
 namespace zaya {
 
@@ -29,6 +30,7 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::kLength;
   int64_t tokens = 0;
   std::vector<TokenLogprob> logprobs;  // with echo and logprobs, the prompt's tokens first
+  SpecCounts spec;                     // speculative decoding's drafts for this choice
 };
 
 // The header fields of every response of one request.
@@ -54,7 +56,11 @@ ojson api_response(const ResponseHead& head, const std::vector<ChoiceResult>& ch
 ojson api_chunk(const ResponseHead& head, size_t index, const std::string& text, bool first,
                 const std::vector<TokenLogprob>& logprobs, const FinishReason* finish);
 // The final usage chunk (stream_options.include_usage): no choices.
-ojson api_usage_chunk(const ResponseHead& head, int64_t prompt_tokens, int64_t completion_tokens);
+ojson api_usage_chunk(const ResponseHead& head, int64_t prompt_tokens, int64_t completion_tokens,
+                      const SpecCounts& spec = {});
+// usage["speculative"] (a zaya extension), present when a draft was checked:
+// drafts, draft_tokens, accepted_tokens, acceptance_rate, mean_accepted_length.
+void add_speculative_usage(ojson& usage, const SpecCounts& spec);
 
 ojson api_models(const std::string& model, int64_t created);
 

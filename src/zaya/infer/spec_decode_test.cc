@@ -1,0 +1,324 @@
+// Speculative decoding (spec_draft.h, spec_verify.h, spec_decode.h): n-gram
+// drafts and the adaptive length; the rejection rule's tokens follow the
+// target distribution (chi-square, fixed seeds) for point-mass and sampled
+// drafts under temperature / top-k / top-p, on synthetic rows and on a model;
+// greedy speculative generation equals plain greedy generation token for token
+// (prompts, batch sizes, K, adaptive or not, f32 / bf16 / int8 weights, stop
+// ids inside an accepted run); the scheduler plans a proposed draft.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "zaya/infer/batch_scheduler.h"
+#include "zaya/infer/generator.h"
+#include "zaya/infer/spec_decode.h"
+#include "zaya/infer/spec_draft.h"
+#include "zaya/infer/spec_verify.h"
+#include "zaya/infer/test_util.h"
+
+namespace zaya {
+namespace {
+
+using testing::random_tokens;
+
+TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
+  std::vector<int32_t> out;
+  const std::vector<int32_t> ctx = {1, 2, 3, 9, 2, 3, 7, 8, 1, 2, 3};
+  ngram_draft(ctx, 3, {}, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{9, 2, 3}));  // "1 2 3" at 0 (the longest n), followed by 9 2 3
+  ngram_draft(ctx, 10, {.max_ngram = 2, .min_ngram = 1}, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 8, 1, 2, 3}));  // "2 3" most recently at 4, up to the end
+  ngram_draft(std::vector<int32_t>{5, 6, 7}, 4, {}, out);
+  EXPECT_TRUE(out.empty());
+  ngram_draft(ctx, 0, {}, out);
+  EXPECT_TRUE(out.empty());
+  ngram_draft(std::vector<int32_t>{4, 4, 4, 4}, 8, {}, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{4}));  // "4 4 4" at 0, one token before the end
+}
+
+TEST(SpecDraft, AdaptiveLengthBacksOffAndProbes) {
+  DraftLength d(8);
+  EXPECT_EQ(d.next(), 2);
+  d.record(2, 2);
+  EXPECT_EQ(d.next(), 4);
+  d.record(4, 4);
+  EXPECT_EQ(d.next(), 8);
+  d.record(8, 8);
+  EXPECT_EQ(d.next(), 8);  // capped
+  d.record(8, 3);
+  EXPECT_EQ(d.next(), 4);
+  for (int i = 0; i < DraftLength::kMaxMisses; ++i) d.record(d.next(), 0);
+  EXPECT_EQ(d.next(), 0);  // paused
+  for (int i = 0; i < DraftLength::kPause; ++i) d.skipped();
+  EXPECT_EQ(d.next(), 1);  // one probe token
+  DraftLength fixed(5, false);
+  fixed.record(5, 0);
+  EXPECT_EQ(fixed.next(), 5);
+  testing::expect_error([] { DraftLength(0); }, "--spec-tokens 0");
+  testing::expect_error([] { parse_spec_method("lookahead"); }, "allowed: none, ngram");
+}
+
+// Pearson's chi-square of counts against probabilities; cells with expectation < 5 pooled.
+double chi_square(const std::map<int32_t, int64_t>& counts, const std::vector<std::pair<float, int32_t>>& p, int64_t n,
+                  int64_t& dof) {
+  double chi = 0, pooled_e = 0, pooled_o = 0;
+  int64_t cells = 0, seen = 0;
+  for (const auto& [prob, id] : p) {
+    const double e = double(prob) * double(n);
+    const auto it = counts.find(id);
+    const double o = it == counts.end() ? 0 : double(it->second);
+    seen += int64_t(o);
+    if (e < 5) {
+      pooled_e += e;
+      pooled_o += o;
+      continue;
+    }
+    chi += (o - e) * (o - e) / e;
+    ++cells;
+  }
+  EXPECT_EQ(seen, n) << "a token outside the distribution was drawn";
+  if (pooled_e > 0) {
+    chi += (pooled_o - pooled_e) * (pooled_o - pooled_e) / std::max(pooled_e, 1e-9);
+    ++cells;
+  }
+  dof = cells - 1;
+  return chi;
+}
+
+// The 0.999 quantile of chi-square with k degrees of freedom (Wilson-Hilferty).
+double chi_square_999(int64_t k) {
+  const double z = 3.0902, a = 2.0 / (9.0 * double(k));
+  return double(k) * std::pow(1 - a + z * std::sqrt(a), 3);
+}
+
+// Three rows over 7 ids (one padding id beyond real_vocab 6); drafts of two
+// tokens, point masses or drawn from a draft distribution q. The first emitted
+// token must follow p0, and the second (emitted when d1 was kept) p1.
+TEST(SpecVerify, RejectionSamplingFollowsTheTargetDistribution) {
+  const int64_t V = 7, real = 6, N = 20000;
+  const float rows[3 * 7] = {1.0f, 0.2f,  2.0f, -1.0f, 0.5f, 1.5f, 9.0f,  //
+                             0.1f, -0.3f, 0.0f, 2.5f,  1.0f, 0.4f, 9.0f,  //
+                             3.0f, 0.0f,  1.0f, 0.5f,  0.2f, 2.0f, 9.0f};
+  const float q_rows[2 * 7] = {0.1f, 0.1f, 0.1f, 0.4f, 0.2f, 0.1f, 0.0f,  //
+                               0.3f, 0.3f, 0.1f, 0.1f, 0.1f, 0.1f, 0.0f};
+  std::vector<SamplingOptions> settings(4);
+  settings[0] = {.temperature = 1.0, .top_k = 0, .top_p = 1.0};
+  settings[1] = {.temperature = 0.7, .top_k = 4, .top_p = 1.0};
+  settings[2] = {.temperature = 1.3, .top_k = 0, .top_p = 0.8};
+  settings[3] = {.temperature = 0.9, .top_k = 5, .top_p = 0.9};
+  std::vector<std::pair<float, int32_t>> scratch, p0, p1;
+  for (size_t si = 0; si < settings.size(); ++si)
+    for (bool point_mass : {true, false}) {
+      const SamplingOptions& o = settings[si];
+      sampling_distribution(rows, real, o, p0);
+      sampling_distribution(rows + V, real, o, p1);
+      std::map<int32_t, int64_t> first, second;
+      int64_t seconds = 0;
+      Rng rng = sampling_rng(1234 + si);
+      for (int64_t t = 0; t < N; ++t) {
+        int32_t draft[2] = {2, 3};
+        if (!point_mass)
+          for (int i = 0; i < 2; ++i) {  // d_i ~ q_i
+            double u = rng.next_double();
+            int32_t v = 0;
+            while (v < real - 1 && (u -= q_rows[i * V + v]) > 0) ++v;
+            draft[i] = v;
+          }
+        const DraftVerdict r = verify_draft(rows, V, real, draft, point_mass ? nullptr : q_rows, o, rng, scratch);
+        ASSERT_GE(r.accepted, 0);
+        ASSERT_LE(r.accepted, 2);
+        const int32_t t0 = r.accepted >= 1 ? draft[0] : r.next;
+        ++first[t0];
+        if (r.accepted >= 1) {
+          ++second[r.accepted >= 2 ? draft[1] : r.next];
+          ++seconds;
+        }
+      }
+      int64_t dof = 0;
+      const double c0 = chi_square(first, p0, N, dof);
+      EXPECT_LT(c0, chi_square_999(dof)) << "first token, setting " << si << " point mass " << point_mass;
+      const double c1 = chi_square(second, p1, seconds, dof);
+      EXPECT_GT(seconds, N / 20);
+      EXPECT_LT(c1, chi_square_999(dof)) << "second token, setting " << si << " point mass " << point_mass;
+    }
+  // A greedy row keeps the draft while it is the argmax and draws nothing.
+  Rng rng = sampling_rng(1);
+  const int32_t greedy_draft[2] = {2, 3};
+  const DraftVerdict g = verify_draft(rows, V, real, greedy_draft, nullptr, {.temperature = 0}, rng, scratch);
+  EXPECT_EQ(g.accepted, 2);
+  EXPECT_EQ(g.next, 0);
+  EXPECT_EQ(rng.counter, 0u);
+}
+
+// On a model: three tokens after a prompt whose n-gram drafts the next ones,
+// sampled over 3 ids; their joint frequencies against the model's p(t1) p(t2|t1) p(t3|t1 t2).
+TEST(SpecVerify, SpeculativeSamplingOnAModelFollowsItsDistribution) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 47);
+  auto im = InferModel::from_model(*model);
+  const std::vector<int32_t> prompt = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
+  SamplingOptions so{.temperature = 1.5, .top_k = 0, .top_p = 1.0};
+  const int64_t vocab = 3, N = 2000;
+  std::vector<GenerationRequest> reqs(N);
+  for (int64_t i = 0; i < N; ++i) {
+    reqs[i].prompt = prompt;
+    reqs[i].max_new_tokens = 3;
+    reqs[i].sampling = so;
+    reqs[i].sampling.seed = uint64_t(i);
+  }
+  GeneratorOptions go;
+  go.max_batch = 16;
+  go.sample_vocab = vocab;
+  go.spec.method = SpecMethod::kNgram;
+  go.spec.tokens = 2;
+  go.spec.adaptive = false;
+  GenerationStats st;
+  const auto out = generate(*im, reqs, go, {}, {}, &st);
+  EXPECT_GT(st.spec.drafts, N / 2);
+  // The model's distribution over the 27 sequences, from plain one-token steps.
+  EngineOptions eo;
+  eo.max_context = 16;
+  InferenceEngine e(*im, eo);
+  auto dist = [&](const std::vector<int32_t>& ids) {
+    e.reset(0);
+    StepChunk ch{0, ids.data(), int64_t(ids.size()), LogitsWanted::kLast};
+    e.step({&ch, 1});
+    std::vector<float> l = testing::step_logits(e);
+    std::vector<std::pair<float, int32_t>> p;
+    sampling_distribution(l.data(), vocab, so, p);
+    std::vector<double> q(vocab, 0);
+    for (const auto& [pr, id] : p) q[id] = pr;
+    return q;
+  };
+  std::vector<std::pair<float, int32_t>> expect;
+  const std::vector<double> p1 = dist(prompt);
+  for (int32_t a = 0; a < vocab; ++a) {
+    std::vector<int32_t> pa = prompt;
+    pa.push_back(a);
+    const std::vector<double> p2 = dist(pa);
+    for (int32_t b = 0; b < vocab; ++b) {
+      std::vector<int32_t> pb = pa;
+      pb.push_back(b);
+      const std::vector<double> p3 = dist(pb);
+      for (int32_t d = 0; d < vocab; ++d) expect.push_back({float(p1[a] * p2[b] * p3[d]), a * 9 + b * 3 + d});
+    }
+  }
+  std::map<int32_t, int64_t> counts;
+  for (const GenerationResult& r : out) {
+    ASSERT_EQ(r.tokens.size(), 3u);
+    ++counts[r.tokens[0] * 9 + r.tokens[1] * 3 + r.tokens[2]];
+  }
+  int64_t dof = 0;
+  const double chi = chi_square(counts, expect, N, dof);
+  EXPECT_LT(chi, chi_square_999(dof)) << "dof " << dof;
+}
+
+// Prompts that repeat themselves (so n-gram drafts exist) or not, several lengths and limits.
+std::vector<GenerationRequest> repetitive_requests(const ZayaConfig& c, int64_t n, uint64_t seed) {
+  std::vector<GenerationRequest> reqs;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int32_t> motif = random_tokens(2 + i % 4, c.real_vocab_size, seed + uint64_t(i));
+    GenerationRequest r;
+    for (int rep = 0; rep < 3; ++rep) r.prompt.insert(r.prompt.end(), motif.begin(), motif.end());
+
+    r.prompt.resize(std::min<size_t>(r.prompt.size(), 15));
+    r.max_new_tokens = 18 + 5 * (i % 3);
+    r.sampling.temperature = 0;
+    reqs.push_back(r);
+  }
+  return reqs;
+}
+
+// Greedy speculative generation is plain greedy generation. Each step of both
+// is decode-only (every request of a batch starts in the first step), so every
+// row runs the decode kernels: the same bits, the same argmax.
+TEST(SpecDecode, GreedyEqualsPlainGreedyTokenForToken) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 44);
+  SpecCounts seen;
+  // Misleading prompts: P, the model's first two greedy tokens after P, a wrong third, P again. The
+  // continuation of P' looks up the earlier P and its tokens: drafts that are partly right.
+  auto misleading = [&](std::vector<GenerationRequest> reqs) {
+    auto f32 = InferModel::from_model(*model);
+    const auto first = generate(*f32, reqs, GeneratorOptions{});
+    for (size_t i = 1; i < reqs.size(); i += 2) {
+      const std::vector<int32_t> p = reqs[i].prompt;
+      const std::vector<int32_t>& g = first[i].tokens;
+      reqs[i].prompt.insert(reqs[i].prompt.end(), {g[0], g[1], int32_t((g[2] + 1) % c.real_vocab_size)});
+      reqs[i].prompt.insert(reqs[i].prompt.end(), p.begin(), p.end());
+    }
+    return reqs;
+  };
+  for (const char* dtype : {"f32", "bf16", "int8"}) {
+    auto im = std::string(dtype) == "f32" ? InferModel::from_model(*model) : InferModel::from_model(*model, dtype);
+    for (int64_t batch : {1, 3, 5}) {
+      // Batch 1: eight requests one after another; larger batches: one request per slot.
+      std::vector<GenerationRequest> reqs =
+          misleading(repetitive_requests(c, batch == 1 ? 8 : batch, 50 + uint64_t(batch)));
+      GeneratorOptions plain;
+      plain.max_batch = batch;
+      const auto ref = generate(*im, reqs, plain);
+      // A stop id met late in one request's plain output: it must end inside a run there too.
+      reqs[0].stop_ids = {ref[0].tokens[12]};
+      const auto ref_stop = generate(*im, reqs, plain);
+      for (int64_t k : {1, 3, 6})
+        for (bool adaptive : {true, false}) {
+          GeneratorOptions o = plain;
+          o.spec.method = SpecMethod::kNgram;
+          o.spec.tokens = k;
+          o.spec.adaptive = adaptive;
+          GenerationStats st;
+          const auto got = generate(*im, reqs, o, {}, {}, &st);
+          for (size_t i = 0; i < reqs.size(); ++i) {
+            EXPECT_EQ(got[i].tokens, ref_stop[i].tokens)
+                << dtype << " batch " << batch << " K " << k << " adaptive " << adaptive << " request " << i;
+            EXPECT_EQ(got[i].finish, ref_stop[i].finish);
+          }
+          seen.add(st.spec);
+        }
+    }
+  }
+  // Both ways out of a draft happened: tokens kept and tokens rejected.
+  EXPECT_GT(seen.accepted, 0);
+  EXPECT_GT(seen.drafted, seen.accepted);
+}
+
+TEST(BatchScheduler, ProposedDraftBecomesASpeculativeChunk) {
+  SchedulerOptions so;
+  so.slots = 2;
+  so.step_tokens = 6;
+  BatchScheduler sched(so);
+  GenerationRequest a, b;
+  a.prompt = {1, 2};
+  a.max_new_tokens = 4;
+  b.prompt = {3};
+  b.max_new_tokens = 10;
+  sched.start(0, a, {});
+  sched.start(1, b, {});
+  sched.plan();
+  sched.advance();
+  EXPECT_FALSE(sched.accept(0, 7, 2, 100));
+  EXPECT_FALSE(sched.accept(1, 8, 1, 100));
+  ASSERT_TRUE(sched.decoding(0) && sched.decoding(1));
+  const std::vector<int32_t> da = {9, 9, 9, 9}, db = {5, 6, 7, 8};
+  sched.propose(0, da);
+  sched.propose(1, db);
+  const std::vector<StepChunk>& plan = sched.plan();
+  ASSERT_EQ(plan.size(), 2u);
+  // Slot 0 has 3 tokens left: a draft of 2 (3 emitted at most); slot 1 the rest of the budget (6 - 2 - 2).
+  EXPECT_TRUE(plan[0].speculative);
+  EXPECT_EQ(plan[0].count, 3);
+  EXPECT_EQ(plan[0].tokens[0], 7);
+  EXPECT_EQ(plan[0].logits, LogitsWanted::kAll);
+  EXPECT_EQ(plan[1].count, 3);
+  EXPECT_EQ((std::vector<int32_t>(plan[1].tokens, plan[1].tokens + 3)), (std::vector<int32_t>{8, 5, 6}));
+  sched.advance();
+  // The draft is forgotten after one plan.
+  const std::vector<StepChunk>& next = sched.plan();
+  EXPECT_FALSE(next[0].speculative);
+  EXPECT_EQ(next[0].count, 1);
+}
+
+}  // namespace
+}  // namespace zaya

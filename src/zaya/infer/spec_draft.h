@@ -1,0 +1,56 @@
+#pragma once
+// Drafting for speculative decoding (docs/inference.md, "Speculative
+// decoding"): what to propose for the target model to check in one forward
+// over 1 + K positions (spec_verify.h), and how many tokens to propose.
+//
+// - ngram_draft: prompt lookup (Saxena's "prompt lookup decoding", vLLM's and
+//   llama.cpp's n-gram drafting): the last n tokens of the context are looked
+//   up earlier in the context (prompt and generated text), the most recent
+//   occurrence of the longest n from max_ngram down to min_ngram wins, and the
+//   tokens that followed it are the draft. It costs no model and pays on text
+//   that repeats its context (code edits, quotations, summaries, lists).
+// - DraftLength: the adaptive K of one sequence. A fully accepted draft
+//   doubles the next one (up to the maximum); a partly accepted one proposes
+//   one more token than were accepted; after kMaxMisses drafts in a row with
+//   nothing accepted the sequence stops drafting for kPause steps, then probes
+//   with one token. So a sequence whose drafts keep failing decodes almost as
+//   plain decoding does (one probe token per kPause + 1 steps).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace zaya {
+
+struct NgramDraftOptions {
+  int64_t max_ngram = 3;  // longest suffix looked up
+  int64_t min_ngram = 1;  // shortest
+};
+
+// Up to `max_tokens` tokens that followed the most recent earlier occurrence of
+// the context's last n tokens (see above) into `out` (cleared first); empty when
+// nothing matches or max_tokens <= 0.
+void ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
+                 std::vector<int32_t>& out);
+
+class DraftLength {
+ public:
+  static constexpr int64_t kMaxMisses = 3;
+  static constexpr int64_t kPause = 8;
+
+  // max_tokens: the most tokens one draft may hold (--spec-tokens); adaptive off: always max_tokens.
+  explicit DraftLength(int64_t max_tokens = 4, bool adaptive = true);
+  // Tokens to draft at the next step (0: none).
+  int64_t next() const { return paused_ > 0 ? 0 : k_; }
+  // A step without a draft (paused, or nothing to propose).
+  void skipped();
+  // A checked draft of `drafted` tokens of which the first `accepted` were kept.
+  void record(int64_t drafted, int64_t accepted);
+
+ private:
+  int64_t max_, k_;
+  bool adaptive_;
+  int64_t misses_ = 0, paused_ = 0;
+};
+
+}  // namespace zaya
