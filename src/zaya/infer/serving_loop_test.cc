@@ -106,6 +106,51 @@ TEST(ServingLoop, RequestsJoiningTheBatchGiveWhatTheyGiveAlone) {
   EXPECT_GT(n.generated_tokens, 0);
 }
 
+// Speculative decoding in the server (--spec ngram): greedy requests, with a
+// stop string and n > 1 among them, give plain decoding's text and tokens; the
+// drafts are counted. Steps of at most 4 tokens keep every row on the decode
+// kernels in both runs.
+TEST(ServingLoop, SpeculativeDecodingGivesPlainGreedyText) {
+  const ZayaConfig c = text_config();
+  auto model = testing::random_model(c, 46);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  const std::string rep = "And God said, Let there be light. And God said, Let there be light. And God said, Let";
+  std::vector<TextRequest> reqs = {request(tok, rep, 1, 30), request(tok, "In the beginning God", 2, 24),
+                                   request(tok, rep + " there", 3, 26)};
+  for (TextRequest& r : reqs) r.generation.sampling.temperature = 0;
+  ServingOptions o;
+  o.max_batch = 3;
+  o.step_tokens = 4;
+  o.sample_vocab = 400;
+  o.spec.method = SpecMethod::kNgram;
+  o.spec.tokens = 3;
+  GeneratorOptions alone;
+  alone.sample_vocab = 400;
+  alone.step_tokens = 4;
+  const TextCompletion free_run = generate_text(*im, tok, {reqs[0]}, alone)[0];
+  reqs[0].stop_strings = {free_run.text.substr(free_run.text.size() / 2, 3)};  // ends inside the run
+  ServingLoop loop(*im, tok, o);
+  std::vector<std::shared_ptr<ServeChannel>> channels;
+  for (const TextRequest& r : reqs) channels.push_back(loop.submit({r}));
+  channels.push_back(loop.submit(repeat_with_seeds(reqs[2], 2)));
+  for (size_t i = 0; i < channels.size(); ++i) {
+    ASSERT_TRUE(channels[i]);
+    const Collected got = collect(*channels[i]);
+    const TextCompletion want = generate_text(*im, tok, {reqs[std::min<size_t>(i, 2)]}, alone)[0];
+    for (size_t k = 0; k < got.text.size(); ++k) {
+      EXPECT_EQ(got.text[k], want.text) << i << " " << k;
+      EXPECT_EQ(got.tokens[k], want.tokens) << i << " " << k;
+      EXPECT_EQ(got.finish[k], want.finish) << i << " " << k;
+    }
+  }
+  EXPECT_EQ(generate_text(*im, tok, {reqs[0]}, alone)[0].finish, FinishReason::kStop);
+  const ServingCounters n = loop.counters();
+  EXPECT_GT(n.spec_drafts, 0);
+  EXPECT_GT(n.spec_accepted_tokens, 0);
+  EXPECT_EQ(n.running, 0);
+}
+
 TEST(ServingLoop, SeveralChoicesSampleWithConsecutiveSeeds) {
   const ZayaConfig c = text_config();
   auto model = testing::random_model(c, 42);
