@@ -48,6 +48,15 @@ struct ServingLoop::Sequence {
         rng(sampling_rng(p.request.generation.sampling.seed)) {}
 };
 
+namespace {
+// The speculator's totals into the counters (the caller holds their mutex).
+void count_serving_drafts(ServingCounters& n, const Speculator& spec) {
+  n.spec_drafts = spec.total().drafts;
+  n.spec_drafted_tokens = spec.total().drafted;
+  n.spec_accepted_tokens = spec.total().accepted;
+}
+}  // namespace
+
 ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const ServingOptions& o)
     : model_(model), tok_(tok), options_(o) {
   const ZayaConfig& c = model.config();
@@ -168,6 +177,7 @@ void ServingLoop::finish(int32_t slot, FinishReason why) {
     counters_.kv_pages_used = 0;
     for (int64_t k = 0; k < engine_->kv_kinds(); ++k)
       counters_.kv_pages_used += engine_->pool_pages(k) - engine_->free_pages(k);
+    count_serving_drafts(counters_, *spec_);
   }
   s.p.channel->push(std::move(e));
   slots_[slot].reset();
@@ -342,9 +352,7 @@ void ServingLoop::run_steps() {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      counters_.spec_drafts = spec.total().drafts;
-      counters_.spec_drafted_tokens = spec.total().drafted;
-      counters_.spec_accepted_tokens = spec.total().accepted;
+      count_serving_drafts(counters_, spec);
     }
   }
   // Stopping: every sequence still running or queued ends cancelled.

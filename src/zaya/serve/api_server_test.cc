@@ -76,6 +76,43 @@ TEST(ApiServer, CompletionEqualsGenerateWholeAndStreamed) {
   EXPECT_EQ(text, want);
 }
 
+// --spec ngram: a greedy completion's text is the plain one; usage (whole and
+// the streamed usage chunk) and /metrics count the drafts.
+TEST(ApiServer, SpeculativeDecodingReportsItsDrafts) {
+  testing::ServedModel s([](ServerOptions& o, ZayaConfig&) { o.serving.spec.method = SpecMethod::kNgram; });
+  s.start();
+  auto cli = s.client();
+  const std::string prompt = "And God said, Let there be light. And God said, Let there be light. And God said,";
+  TextRequest r;
+  r.prompt = prompt;
+  r.generation.prompt = encode_prompt(s.tok, prompt, true);
+  r.generation.max_new_tokens = 24;
+  r.generation.sampling.temperature = 0;
+  r.generation.stop_ids = default_stop_ids(s.tok, s.im->config());
+  GeneratorOptions go;
+  go.sample_vocab = 400;
+  const std::string want = generate_text(*s.im, s.tok, {r}, go)[0].text;
+  const std::string body = R"({"prompt": ")" + prompt + R"(", "max_tokens": 24, "temperature": 0)";
+  auto res = cli.Post("/v1/completions", body + "}", "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  EXPECT_EQ(j["choices"][0]["text"], want);
+  ASSERT_TRUE(j["usage"].contains("speculative")) << j.dump();
+  const nlohmann::json& sp = j["usage"]["speculative"];
+  EXPECT_GT(sp["drafts"].get<int64_t>(), 0);
+  EXPECT_LE(sp["accepted_tokens"].get<int64_t>(), sp["draft_tokens"].get<int64_t>());
+  auto streamed = cli.Post("/v1/completions", body + R"(, "stream": true, "stream_options": {"include_usage": true}})",
+                           "application/json");
+  ASSERT_TRUE(streamed);
+  EXPECT_NE(streamed->body.find("\"speculative\""), std::string::npos);
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("zaya_spec_drafts_total " + std::to_string(2 * sp["drafts"].get<int64_t>())),
+            std::string::npos)
+      << metrics->body;
+}
+
 TEST(ApiServer, ChatCompletionAndModels) {
   Served s;
   auto cli = s.client();
