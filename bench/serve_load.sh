@@ -19,25 +19,10 @@ zaya=${ZAYA:-build/zaya}
 python=$(scripts/python-env.sh)
 dir=runs/bench/serve_load
 mkdir -p "$dir"
+# shellcheck source=bench/train_tiny.bash
+source bench/train_tiny.bash
 if [[ -z $model ]]; then
-  mkdir -p "$dir/data"
-  "$zaya" data tokenizer --corpus data/kjv/kjv.txt --vocab-size 1024 --out "$dir/data/tokenizer" >/dev/null
-  "$zaya" data shards --corpus data/kjv/kjv.txt --tokenizer "$dir/data/tokenizer.model" --out "$dir/data" >/dev/null
-  cat >"$dir/train.toml" <<TOML
-[model]
-preset = "tiny"
-[data]
-dir = "$dir/data"
-tokenizer = "$dir/data/tokenizer.model"
-[train]
-micro_batch = 8
-seq_len = 64
-steps = 30
-eval_every = 0
-out_dir = "$dir/run"
-TOML
-  rm -rf "$dir/run"
-  "$zaya" train --config "$dir/train.toml" --quiet >/dev/null
+  train_tiny "$dir" 30 64
   model=$dir/run/final
 fi
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags

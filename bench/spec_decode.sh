@@ -21,25 +21,10 @@ zaya=${ZAYA:-build/zaya}
 threads=${THREADS:-1}
 dir=runs/bench/spec_decode
 mkdir -p "$dir"
+# shellcheck source=bench/train_tiny.bash
+source bench/train_tiny.bash
 if [[ -z $model ]]; then
-  mkdir -p "$dir/data"
-  "$zaya" data tokenizer --corpus data/kjv/kjv.txt --vocab-size 1024 --out "$dir/data/tokenizer" >/dev/null
-  "$zaya" data shards --corpus data/kjv/kjv.txt --tokenizer "$dir/data/tokenizer.model" --out "$dir/data" >/dev/null
-  cat >"$dir/train.toml" <<TOML
-[model]
-preset = "tiny"
-[data]
-dir = "$dir/data"
-tokenizer = "$dir/data/tokenizer.model"
-[train]
-micro_batch = 8
-seq_len = 128
-steps = ${STEPS:-200}
-eval_every = 0
-out_dir = "$dir/run"
-TOML
-  rm -rf "$dir/run"
-  "$zaya" train --config "$dir/train.toml" --quiet >/dev/null
+  train_tiny "$dir" "${STEPS:-200}" 128
   model=$dir/run/final
 fi
 # Prompts: 8 passages of the corpus (lines 1000, 3000, ...), as JSON lines.

@@ -52,6 +52,14 @@ TEST(SpecDraft, AdaptiveLengthBacksOffAndProbes) {
   EXPECT_EQ(d.next(), 0);  // paused
   for (int i = 0; i < DraftLength::kPause; ++i) d.skipped();
   EXPECT_EQ(d.next(), 1);  // one probe token
+  d.record(1, 0);          // a failed probe: a pause twice as long
+  EXPECT_EQ(d.next(), 0);
+  for (int i = 0; i < 2 * DraftLength::kPause - 1; ++i) d.skipped();
+  EXPECT_EQ(d.next(), 0);
+  d.skipped();
+  EXPECT_EQ(d.next(), 1);
+  d.record(1, 1);  // accepted: drafting resumes, the pause is back to kPause
+  EXPECT_EQ(d.next(), 2);
   DraftLength fixed(5, false);
   fixed.record(5, 0);
   EXPECT_EQ(fixed.next(), 5);

@@ -30,22 +30,24 @@ DraftLength::DraftLength(int64_t max_tokens, bool adaptive)
 }
 
 void DraftLength::skipped() {
-  if (paused_ > 0 && --paused_ == 0) k_ = 1;  // probe with one token
+  if (paused_ > 0 && --paused_ == 0) {
+    k_ = 1;                    // probe with one token;
+    misses_ = kMaxMisses - 1;  // if it fails, pause again
+  }
 }
 
 void DraftLength::record(int64_t drafted, int64_t accepted) {
   if (!adaptive_ || drafted <= 0) return;
-  if (accepted == drafted) {
-    k_ = std::min(max_, std::max<int64_t>(1, 2 * drafted));
+  if (accepted > 0) {
+    k_ = std::min(max_, accepted == drafted ? std::max<int64_t>(1, 2 * drafted) : accepted + 1);
     misses_ = 0;
-  } else if (accepted > 0) {
-    k_ = std::min(max_, accepted + 1);
-    misses_ = 0;
+    pause_ = kPause;
   } else {
     k_ = 1;
     if (++misses_ >= kMaxMisses) {
       misses_ = 0;
-      paused_ = kPause;
+      paused_ = pause_;
+      pause_ = std::min(kMaxPause, 2 * pause_);
     }
   }
 }

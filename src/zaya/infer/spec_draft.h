@@ -13,8 +13,9 @@
 //   doubles the next one (up to the maximum); a partly accepted one proposes
 //   one more token than were accepted; after kMaxMisses drafts in a row with
 //   nothing accepted the sequence stops drafting for kPause steps, then probes
-//   with one token. So a sequence whose drafts keep failing decodes almost as
-//   plain decoding does (one probe token per kPause + 1 steps).
+//   with one token; each probe that fails doubles the pause (up to kMaxPause),
+//   an accepted token resets it. So a sequence whose drafts keep failing
+//   decodes almost as plain decoding does (one probe per up to kMaxPause steps).
 
 #include <cstdint>
 #include <span>
@@ -37,6 +38,7 @@ class DraftLength {
  public:
   static constexpr int64_t kMaxMisses = 3;
   static constexpr int64_t kPause = 8;
+  static constexpr int64_t kMaxPause = 128;
 
   // max_tokens: the most tokens one draft may hold (--spec-tokens); adaptive off: always max_tokens.
   explicit DraftLength(int64_t max_tokens = 4, bool adaptive = true);
@@ -50,7 +52,7 @@ class DraftLength {
  private:
   int64_t max_, k_;
   bool adaptive_;
-  int64_t misses_ = 0, paused_ = 0;
+  int64_t misses_ = 0, paused_ = 0, pause_ = kPause;
 };
 
 }  // namespace zaya
