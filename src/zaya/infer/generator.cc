@@ -9,6 +9,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/engine.h"
+#include "zaya/infer/token_logprobs.h"
 
 namespace zaya {
 
@@ -139,6 +140,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
         first_token = false;
       }
       results[r].tokens.push_back(next);
+      if (o.logprobs)
+        results[r].logprobs.push_back(token_logprobs(logits.data() + row * c.vocab_size, sample_vocab, next, 0).chosen);
       ++st.generated_tokens;
       const bool keep = !on_token || on_token(r, next);
       if (const std::optional<FinishReason> why = sched.accept(s, next, engine.length(s), engine.max_context(),
