@@ -31,7 +31,7 @@ PY
 rl_args=(--set model.init_from="\"$WORK/sft-run/final\"" --set data.tokenizer="\"$WORK/tok.model\""
   --set rl.prompts="\"$WORK/prompts-light.jsonl\"" --set rl.eval_prompts="\"$WORK/eval-light.jsonl\""
   --set rl.reward='"regex"' --set rl.pattern='"^\\s*(\\w+)"' --set rl.max_new_tokens=6 --set train.seq_len=64
-  --set rl.eval_every=0 --set optim.lr=1e-3 --set train.log_every=1)
+  --set rl.eval_every=0 --set rl.temperature=1.0 --set optim.lr=1e-3 --set train.log_every=1)
 "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" --set train.steps=12 --set train.out_dir="\"$WORK/rl\"" \
   >"$WORK/rl.log" 2>&1 || { cat "$WORK/rl.log"; fail "zaya rl"; }
 cat "$WORK/rl.log"
@@ -67,7 +67,7 @@ expect_error 1 "bad1.jsonl:2: \"prompt\" is 3; allowed: a string" -- \
 printf '{"prompt": "a", "answer": "b"}\n{"prompt": "c"}\n' >"$WORK/bad2.jsonl"
 expect_error 1 "bad2.jsonl:2: the record has no \"answer\" field" -- \
   "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" --set rl.prompts="\"$WORK/bad2.jsonl\""
-expect_error 2 "rl.reward = 'best' is invalid; allowed: one of: exact, boxed, regex, numeric, command" -- \
+expect_error 2 "rl.reward = 'best' is invalid; allowed: one of: exact, boxed, regex, command, numeric" -- \
   "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" --set rl.reward='"best"'
 # (the held-out prompts are scored first, greedily: one sample each)
 expect_error 1 "the reward command .* output line 1 \(the score of .*/eval-light\.jsonl:1\) is 'x'; allowed: a finite number" -- \

@@ -40,8 +40,8 @@ TEST(Grpo, WeightsAreTheNegatedLossGradientPerToken) {
   PolicyStats s;
   policy_token_weights(logp.data(), old.data(), ref.data(), adv.data(), targets.data(), 6, clip, beta, w.data(), s);
   EXPECT_EQ(w[3], 0.0f);  // no target
-  EXPECT_EQ(s.tokens, 5);
-  EXPECT_EQ(s.clipped, 2);  // token 1: ratio 1.49 > 1.2 with A > 0; token 2: ratio 0.61 < 0.8 with A < 0
+  EXPECT_EQ(s.tokens, 5.0);
+  EXPECT_EQ(s.clipped, 2.0);  // token 1: ratio 1.49 > 1.2 with A > 0; token 2: ratio 0.61 < 0.8 with A < 0
   for (int t : {0, 1, 2, 4, 5}) {
     const double h = 1e-5, x = logp[size_t(t)];
     const double g = (token_loss(x + h, old[size_t(t)], ref[size_t(t)], adv[size_t(t)], clip, beta) -
@@ -64,7 +64,7 @@ TEST(Grpo, OnPolicyRatioIsOneAndNothingIsClipped) {
   policy_token_weights(logp.data(), logp.data(), nullptr, adv.data(), targets.data(), 2, 0.2, 0.0, w.data(), s);
   EXPECT_EQ(w[0], 1.0f);
   EXPECT_EQ(w[1], -1.0f);
-  EXPECT_EQ(s.clipped, 0);
+  EXPECT_EQ(s.clipped, 0.0);
   EXPECT_EQ(s.ratio_min, 1.0);
   EXPECT_EQ(s.max_abs_shift, 0.0);
 }

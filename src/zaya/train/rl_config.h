@@ -13,12 +13,12 @@
 namespace zaya {
 
 // rl.reward: how a completion is scored (rl/reward.h).
-enum class RewardKind { kExact, kBoxed, kRegex, kNumeric, kCommand };
+enum class RewardKind { kExact, kBoxed, kRegex, kCommand, kNumeric };
 inline constexpr EnumName<RewardKind> kRewardKindNames[] = {{RewardKind::kExact, "exact"},
                                                             {RewardKind::kBoxed, "boxed"},
                                                             {RewardKind::kRegex, "regex"},
-                                                            {RewardKind::kNumeric, "numeric"},
-                                                            {RewardKind::kCommand, "command"}};
+                                                            {RewardKind::kCommand, "command"},
+                                                            {RewardKind::kNumeric, "numeric"}};
 
 struct RlConfig {
   bool enabled = false;      // the section is present
