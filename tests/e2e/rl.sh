@@ -73,4 +73,6 @@ expect_error 2 "rl.reward = 'best' is invalid; allowed: one of: exact, boxed, re
 expect_error 1 "the reward command .* output line 1 \(the score of .*/eval-light\.jsonl:1\) is 'x'; allowed: a finite number" -- \
   "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" --set rl.reward='"command"' \
   --set rl.command='"cat >/dev/null; echo x"' --set train.steps=1 --set train.out_dir="\"$WORK/rlbad\""
+expect_error 1 "rl-tiny.toml: has an \[rl\] section, which .zaya rl --config" -- \
+  "$ZAYA" train --config "$SRC/configs/rl-tiny.toml" --set data.dir='"x"'
 echo "ok: rl"
