@@ -224,6 +224,7 @@ std::string value_text(const FieldRow<Owner>& f, Owner& owner) {
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           return fmt::format("[{}]", fmt::join(*p, ", "));
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          if (p->empty()) return "";  // not written: a list read back must not be empty
           std::vector<std::string> quoted;
           for (const std::string& x : *p) quoted.push_back(toml_quoted(x));
           return fmt::format("[{}]", fmt::join(quoted, ", "));
