@@ -24,7 +24,7 @@ expect_verbs() {
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
   [[ $rc == 0 ]] || fail "expected exit 0, got $rc from: $* ; output: $out"
-  for v in info data train generate score bench eval report ckpt launch size plan profile help; do
+  for v in info data train rl generate score bench eval report ckpt launch size plan profile help; do
     grep -Eq "^  $v +[a-z]" <<<"$out" || fail "'$*' does not list the verb $v: $out"
   done
   echo "ok: $* lists the verbs"

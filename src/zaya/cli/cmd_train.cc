@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "zaya/cli/commands.h"
+#include "zaya/core/error.h"
 #include "zaya/core/exit_codes.h"
 #include "zaya/core/fault.h"
 #include "zaya/train/job_start.h"
@@ -62,8 +63,14 @@ void add_train_command(CLI::App& app) {
     options.stop_at = o->stop_at;
     options.heartbeat_dir = o->heartbeat_dir;
     options.init_weights = o->resume.empty();  // a resume loads the checkpoint's weights instead
-    std::unique_ptr<TrainJob> job =
-        start_train_job([&] { return load_train_config(o->config, o->overrides); }, options);
+    std::unique_ptr<TrainJob> job = start_train_job(
+        [&] {
+          TrainConfig c = load_train_config(o->config, o->overrides);
+          ZAYA_CHECK(!c.rl.enabled, "{}: has an [rl] section, which `zaya rl --config {}` runs (docs/rl.md)", c.source,
+                     c.source);
+          return c;
+        },
+        options);
     if (o->resume.empty() && !job->config().init_from.empty() && job->is_root())
       fmt::print("starting from the weights of {} (model.init_from; fresh optimizer state, step 0)\n",
                  job->config().init_from);

@@ -10,6 +10,7 @@ namespace zaya::cli {
 void add_info_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_rl_command(CLI::App& app);  // zaya rl (GRPO with verifiable rewards)
 void add_generate_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // zaya serve (OpenAI-compatible HTTP server)

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   zaya::cli::add_info_command(app);
   zaya::cli::add_data_command(app);
   zaya::cli::add_train_command(app);
+  zaya::cli::add_rl_command(app);
   zaya::cli::add_generate_command(app);
   zaya::cli::add_score_command(app);
   zaya::cli::add_serve_command(app);

@@ -9,6 +9,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/engine.h"
+#include "zaya/infer/token_logprobs.h"
 
 namespace zaya {
 
@@ -139,8 +140,9 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       const int32_t s = ch.slot;
       const size_t r = request_of[s];
       const int64_t n = ch.speculative ? ch.count : 1;
-      const std::vector<int32_t>& emit = spec.tokens(engine, ch, logits.data() + row * c.vocab_size, c.vocab_size,
-                                                     sample_vocab, requests[r].sampling, rngs[s]);
+      const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
+      const std::vector<int32_t>& emit =
+          spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
       row += n;
       if (!has_prompt) st.decode_tokens += int64_t(emit.size());
       // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
@@ -152,6 +154,9 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
           first_token = false;
         }
         results[r].tokens.push_back(next);
+        if (o.logprobs)
+          results[r].logprobs.push_back(
+              token_logprobs(chunk_logits + int64_t(i) * c.vocab_size, sample_vocab, next, 0).chosen);
         ++st.generated_tokens;
         const bool keep = !on_token || on_token(r, next);
         if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),

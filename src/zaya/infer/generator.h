@@ -37,6 +37,10 @@ const char* finish_reason_name(FinishReason r);
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids, prompt excluded
   FinishReason finish = FinishReason::kLength;
+  // With GeneratorOptions::logprobs: log p of each generated token under the
+  // model's own distribution (before temperature, top-k and top-p;
+  // token_logprobs.h), as the decoder computed it (RL rollouts, rl/).
+  std::vector<float> logprobs;
 };
 
 struct GeneratorOptions {
@@ -46,6 +50,7 @@ struct GeneratorOptions {
   int64_t sample_vocab = 0;      // ids >= this are never sampled; 0: the config's real vocabulary
   bool bf16_activations = true;  // see EngineOptions
   SpecOptions spec;              // speculative decoding (spec_decode.h); off by default
+  bool logprobs = false;         // fill GenerationResult::logprobs
 };
 
 struct GenerationStats {

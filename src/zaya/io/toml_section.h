@@ -101,18 +101,20 @@ class TomlSection {
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) bad(key, *n, expect);
     return v;
   }
-  // A non-empty list of distinct strings, each one of `allowed`.
+  // A non-empty list of distinct strings, each one of `allowed` (empty: any string).
   std::vector<std::string> get_string_list(const char* key, const std::vector<std::string>& def,
                                            const std::vector<std::string>& allowed) {
     const toml::node* n = node(key);
     if (n == nullptr) return def;
-    const std::string expect = fmt::format("a non-empty list of distinct names out of {}", fmt::join(allowed, ", "));
+    const std::string expect =
+        allowed.empty() ? std::string("a non-empty list of distinct non-empty strings")
+                        : fmt::format("a non-empty list of distinct names out of {}", fmt::join(allowed, ", "));
     if (!n->is_array() || n->as_array()->empty()) bad(key, *n, expect);
     std::vector<std::string> out;
     for (const toml::node& item : *n->as_array()) {
       if (!item.is_string()) bad(key, *n, expect);
       std::string v = *item.value<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end() ||
+      if ((allowed.empty() ? v.empty() : std::find(allowed.begin(), allowed.end(), v) == allowed.end()) ||
           std::find(out.begin(), out.end(), v) != out.end())
         bad(key, *n, expect);
       out.push_back(std::move(v));

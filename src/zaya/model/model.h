@@ -177,6 +177,12 @@ class ModelWorkspace {
   int64_t loss_chunk() const { return loss_chunk_; }
   // Per-token cross-entropy of the last forward [rows] (0 where there was no target).
   const float* token_loss() const { return loss_T_; }
+  // Per-token weights of the next model_backward's cross-entropy term: row t's
+  // gradient is xent_scale * w_T[t] * (softmax - onehot) (a policy-gradient
+  // loss, rl/grpo.h); w_T has rows() entries and must outlive that backward.
+  // Null (the default): every row weighs 1, the same bits as before. Not with
+  // a loss_chunk (its forward forms the head's gradient).
+  void set_token_weights(const float* w_T) { token_weights_ = w_T; }
   std::vector<RoutingStats>& routing() { return routing_; }
   // Seconds spent in expert-parallel all-to-all exchanges since the last reset_routing().
   double exchange_seconds() const { return moe_scratch_.experts.exchange_seconds; }
@@ -266,6 +272,7 @@ class ModelWorkspace {
   float head_grad_scale_ = 0;
   float* loss_T_ = nullptr;
   float* lse_T_ = nullptr;
+  const float* token_weights_ = nullptr;  // set_token_weights
   AttentionScratch attn_scratch_;
   MoeScratch moe_scratch_;
   float* dres_a_TD_ = nullptr;

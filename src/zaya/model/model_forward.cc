@@ -52,16 +52,16 @@ float* input_norm(const ModelWeights& w, int64_t n) {
 // xent_scale * their cross-entropy with respect to their logits (float32
 // dlogits overwrite the logits; under bf16 GEMMs they are written in bf16
 // directly), then dx_TD += dlogits head and dw_VD += dlogits^T x_TD (dw_VD
-// null: frozen).
+// null: frozen). weight_T: per-row weights of the loss (null: 1).
 void head_backward(const Precision& precision, float* dx_TD, float* dw_VD, float* logits_TV, const float* lse_T,
                    const int32_t* targets_T, const float* x_TD, const float* head_VD, int64_t rows, int64_t D,
-                   int64_t V, int64_t real_vocab, float xent_scale) {
+                   int64_t V, int64_t real_vocab, float xent_scale, const float* weight_T = nullptr) {
   if (const uint16_t* head_bf16 = precision.bf16_gemms() ? precision.bf16->copy_of(head_VD) : nullptr) {
     uint16_t* dlogits = bf16_dy_scratch(*precision.bf16, rows, V);
-    cross_entropy_backward_bf16(dlogits, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale);
+    cross_entropy_backward_bf16(dlogits, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale, weight_T);
     linear_backward_bf16_rounded(*precision.bf16, dx_TD, dw_VD, dlogits, x_TD, head_bf16, rows, D, V);
   } else {
-    cross_entropy_backward<float>(logits_TV, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale);
+    cross_entropy_backward<float>(logits_TV, logits_TV, lse_T, targets_T, rows, V, real_vocab, xent_scale, weight_T);
     linear_backward<float>(dx_TD, dw_VD, logits_TV, x_TD, head_VD, rows, D, V);
   }
 }
@@ -275,8 +275,9 @@ void model_backward(const ZayaModel& model, ModelWorkspace& ws, const ModelWeigh
     if (ws.loss_chunk_ == 0) {
       zero_fill(ws.dx_TD_, T * D);
       head_backward(precision, ws.dx_TD_, g.lm_head_VD, ws.logits_TV_, ws.lse_T_, ws.targets_T_.data(), ws.x_TD_[L2],
-                    w.lm_head_VD, T, D, V, c.real_vocab_size, xent_scale);
+                    w.lm_head_VD, T, D, V, c.real_vocab_size, xent_scale, ws.token_weights_);
     } else {
+      ZAYA_CHECK(ws.token_weights_ == nullptr, "internal error: per-token loss weights need train.loss_chunk = 0");
       ZAYA_CHECK(ws.head_grad_done_ && ws.head_grad_dw_ == g.lm_head_VD && ws.head_grad_scale_ == xent_scale,
                  "internal error: with a loss chunk, model_forward forms the head's gradient: it needs this "
                  "backward's HeadGradient (the same gradient arena and xent_scale)");

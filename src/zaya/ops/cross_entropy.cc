@@ -30,9 +30,10 @@ namespace {
 // dlogits = store(grad_scale * (softmax - onehot)): float32 as it is, or rounded to bf16 as it is written.
 template <typename T, typename Out, typename Store>
 void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
-                            int64_t vocab, int64_t real_vocab, T grad_scale, Store store) {
+                            int64_t vocab, int64_t real_vocab, T grad_scale, const T* row_scale, Store store) {
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
+    const T scale = row_scale != nullptr ? grad_scale * row_scale[t] : grad_scale;
     const T* z = logits + t * vocab;
     Out* dz = dlogits + t * vocab;
     const int32_t target = targets[t];
@@ -43,8 +44,8 @@ void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const
     const T lse = lse_T[t];
 #pragma omp simd
     for (int64_t v = 0; v < real_vocab; ++v) {
-      const T p = exp_of(z[v] - lse) * grad_scale;
-      dz[v] = store(v == target ? p - grad_scale : p);
+      const T p = exp_of(z[v] - lse) * scale;
+      dz[v] = store(v == target ? p - scale : p);
     }
     for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = Out(0);
   }
@@ -54,13 +55,15 @@ void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const
 
 template <typename T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
-                            int64_t vocab, int64_t real_vocab, T grad_scale) {
-  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale, [](T x) { return x; });
+                            int64_t vocab, int64_t real_vocab, T grad_scale, const T* row_scale_T) {
+  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale, row_scale_T,
+                         [](T x) { return x; });
 }
 
 void cross_entropy_backward_bf16(uint16_t* dlogits, const float* logits, const float* lse_T, const int32_t* targets,
-                                 int64_t tokens, int64_t vocab, int64_t real_vocab, float grad_scale) {
-  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale,
+                                 int64_t tokens, int64_t vocab, int64_t real_vocab, float grad_scale,
+                                 const float* row_scale_T) {
+  cross_entropy_gradient(dlogits, logits, lse_T, targets, tokens, vocab, real_vocab, grad_scale, row_scale_T,
                          [](float x) { return float_to_bf16(x); });
 }
 
@@ -84,9 +87,9 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
 template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, int64_t);
 template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t, int64_t);
 template void cross_entropy_backward<float>(float*, const float*, const float*, const int32_t*, int64_t, int64_t,
-                                            int64_t, float);
+                                            int64_t, float, const float*);
 template void cross_entropy_backward<double>(double*, const double*, const double*, const int32_t*, int64_t, int64_t,
-                                             int64_t, double);
+                                             int64_t, double, const double*);
 template void softmax_rows<float>(float*, const float*, int64_t, int64_t);
 template void softmax_rows<double>(double*, const double*, int64_t, int64_t);
 

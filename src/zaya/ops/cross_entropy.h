@@ -15,10 +15,12 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits_TV, const int32_
                            int64_t vocab, int64_t real_vocab);
 
 // dlogits_TV = grad_scale * (softmax - onehot), masked columns 0, rows without
-// target 0. dlogits may alias logits (in-place).
+// target 0. dlogits may alias logits (in-place). row_scale_T, when given,
+// multiplies row t's scale by row_scale_T[t] (a per-token weight of the loss,
+// e.g. a policy-gradient advantage: rl/); null gives the same bits as before.
 template <typename T>
 void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, const int32_t* targets_T, int64_t tokens,
-                            int64_t vocab, int64_t real_vocab, T grad_scale);
+                            int64_t vocab, int64_t real_vocab, T grad_scale, const T* row_scale_T = nullptr);
 
 // cross_entropy_backward<float> rounded to bf16 as it is written (the values
 // float_to_bf16 of its result would give): the operand of the LM head's bf16
@@ -26,7 +28,7 @@ void cross_entropy_backward(T* dlogits_TV, const T* logits_TV, const T* lse_T, c
 // dlogits array written and read again.
 void cross_entropy_backward_bf16(uint16_t* dlogits_TV, const float* logits_TV, const float* lse_T,
                                  const int32_t* targets_T, int64_t tokens, int64_t vocab, int64_t real_vocab,
-                                 float grad_scale);
+                                 float grad_scale, const float* row_scale_T = nullptr);
 
 // Row-wise softmax of x_TN into p_TN (may alias).
 template <typename T>

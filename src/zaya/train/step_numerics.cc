@@ -87,7 +87,13 @@ void StepNumerics::refresh_bf16_weights() {
   bf16_stale_ = false;
 }
 
-void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
+LossParts StepNumerics::forward_only(const int32_t* ids, const int32_t* targets, int64_t B, int64_t S) {
+  refresh_bf16_weights();
+  workspace_->set_lora_dropout(false);
+  return model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses);
+}
+
+void StepNumerics::compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh) {
   const RunConfig& run = config_.run;
   if (!grads_zeroed_) {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
@@ -132,12 +138,14 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r) {
     }
     r.loss += parts.xent_sum;
     r.router_loss += parts.router_loss;
+    if (weigh != nullptr) workspace_->set_token_weights((*weigh)(a, *workspace_));
     ZAYA_PROFILE_SCOPE("model.backward");
     // The last micro-batch's backward overlaps the gradient reduction, layer by layer.
     const bool overlap = sync_ && a == accum - 1;
     if (overlap) sync_->begin();
     model_backward(*model_, *workspace_, grads_, xent_scale, router_scale, config_.router_losses,
                    overlap ? &layer_done_ : nullptr, lora_ ? &lora_grads_ : nullptr);
+    workspace_->set_token_weights(nullptr);
   }
   if (sync_) sync_->finish();
   // LoRA: the adapters' gradients summed over every rank (they are replicated, like the dense weights; an

@@ -18,6 +18,7 @@
 // is read and written through train_state.h.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -93,7 +94,20 @@ class StepNumerics {
   // r.loss_tokens. The loss is a mean over the targets that count in the
   // global batch (all of them, or those a loss mask selects: with
   // data.loss_masked() they are counted and summed over the ranks first).
-  void compute_gradients(BatchSource& data, StepResult& r);
+  //
+  // weigh (RL, rl/grpo.h): called after each micro-batch's forward and before
+  // its backward with the micro-batch's index and the workspace (token_loss()
+  // holds that forward's per-token cross-entropy, logits() its logits); it
+  // returns the per-token weights of that backward's cross-entropy term
+  // (ModelWorkspace::set_token_weights; null: 1). Needs train.loss_chunk = 0.
+  using TokenWeigher = std::function<const float*(int64_t micro, const ModelWorkspace& ws)>;
+  void compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh = nullptr);
+  // A forward alone of one micro-batch (B x S, B <= train.micro_batch) in the
+  // step's workspace, the bf16 copy current, LoRA dropout off: the same
+  // kernels, and for the same batch the same bits, as compute_gradients'
+  // forward (with a LoRA dropout of 0). The workspace holds its results.
+  LossParts forward_only(const int32_t* ids, const int32_t* targets, int64_t B, int64_t S);
+  const ModelWorkspace& workspace() const { return *workspace_; }
   // Seconds of the last compute_gradients spent waiting for other ranks
   // (exposed gradient reduction, expert exchanges).
   double communication_wait_seconds() const;

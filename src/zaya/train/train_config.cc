@@ -24,7 +24,7 @@ namespace zaya {
 namespace {
 
 const std::vector<std::string> kSections = {"model",    "data",       "train", "optim", "schedule", "moe",
-                                            "parallel", "checkpoint", "ft",    "lora",  "phase"};
+                                            "parallel", "checkpoint", "ft",    "lora",  "phase",    "rl"};
 
 // Reads the rows of `section` (train_fields.cc) but `by_hand`; in a recipe a key the phases own is refused.
 void read_section(TomlSection& s, const char* section, bool recipe, TrainConfig& t, std::string_view by_hand = "") {
@@ -49,6 +49,18 @@ void parse_lora(const toml::table* table, const std::string& source, TrainConfig
              "dropout must be 0 with expert targets (mlp.experts.*): PEFT applies those with its ParamWrapper, which "
              "has no lora_dropout");
   s.finish(train_section_keys("lora"));
+}
+
+// [rl]: present means an RL run's settings (rl_config.h; `zaya rl`).
+void parse_rl(const toml::table* table, const std::string& source, TrainConfig& t) {
+  if (table == nullptr) return;
+  TomlSection s(table, "rl", source);
+  t.rl.enabled = true;
+  read_section(s, "rl", false, t);
+  if (t.rl.reward == RewardKind::kRegex) s.require("pattern", "rl.reward = \"regex\" needs its regular expression");
+  if (t.rl.reward == RewardKind::kCommand)
+    s.require("command", "rl.reward = \"command\" needs the reward program (run by /bin/sh -c)");
+  s.finish(train_section_keys("rl"));
 }
 
 const toml::table* table_of(const toml::table& root, const char* name, const std::string& source) {
@@ -103,11 +115,12 @@ TrainConfig build(const toml::table& root, const std::string& source) {
   TomlSection d(table_of(root, "data", source), "data", source);
   read_section(d, "data", recipe, t);
   d.finish(train_section_keys("data"));
-  ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.train.empty(),
+  // An RL run ([rl], `zaya rl`) reads prompts instead of token shards.
+  ZAYA_CHECK(recipe || root.contains("rl") || !t.data.dir.empty() || !t.data.train.empty(),
              "{}: data.dir is missing; set it to a directory made by `zaya data shards`, or set data.train and "
              "data.val to dataset prefixes (zaya shards or Megatron .bin/.idx pairs)",
              source);
-  ZAYA_CHECK(recipe || !t.data.dir.empty() || !t.data.val.empty(),
+  ZAYA_CHECK(recipe || root.contains("rl") || !t.data.dir.empty() || !t.data.val.empty(),
              "{}: data.val is missing; with data.train and no data.dir, set it to the validation dataset's prefix "
              "(PREFIX.bin + PREFIX.idx)",
              source);
@@ -172,6 +185,7 @@ TrainConfig build(const toml::table& root, const std::string& source) {
     sec.finish(train_section_keys(section));
   }
   parse_lora(table_of(root, "lora", source), source, t);
+  parse_rl(table_of(root, "rl", source), source, t);
   ZAYA_CHECK(c.experts % t.parallel.ep == 0,
              "{}: parallel.ep = {} is invalid; allowed: a divisor of the expert count ({})", source, t.parallel.ep,
              c.experts);
@@ -228,6 +242,7 @@ std::string train_config_to_toml(const TrainConfig& t) {
     if (!recipe || std::string_view(section) != "schedule") s += section_to_toml(t, section, recipe) + "\n";
   s += section_to_toml(t, "ft", recipe);
   if (t.lora.enabled) s.append("\n").append(section_to_toml(t, "lora", recipe));
+  if (t.rl.enabled) s.append("\n").append(section_to_toml(t, "rl", recipe));
   s += phases_to_toml(t.phases, t.model.has_sliding());
   return s;
 }

@@ -18,6 +18,7 @@
 #include "zaya/optim/optimizer.h"
 #include "zaya/optim/schedule.h"
 #include "zaya/train/recipe.h"
+#include "zaya/train/rl_config.h"
 
 namespace zaya {
 
@@ -133,6 +134,8 @@ struct TrainConfig {
   FaultToleranceConfig ft;
   // [lora] (model/lora.h, docs/training.md "LoRA"): lora.enabled when the section is present.
   LoraConfig lora;
+  // [rl] (rl_config.h, docs/rl.md): rl.enabled when the section is present; read by `zaya rl` only.
+  RlConfig rl;
   // [[phase]] tables (recipe.h, docs/context-extension.md); empty: one implicit
   // phase from [train], [schedule] and [data]. With phases, run.micro_batch and
   // run.seq_len are the first phase's after parsing, run.steps the sum of the

@@ -146,7 +146,7 @@ TEST(TrainConfig, SetMistakesBlameTheCommandLine) {
   e = usage_error_of(kMinimal, {"trian.steps=3"});
   EXPECT_EQ(e,
             "--set trian.steps=3: unknown section 'trian' (did you mean 'train'?); allowed: model, data, train, "
-            "optim, schedule, moe, parallel, checkpoint, ft, lora, phase")
+            "optim, schedule, moe, parallel, checkpoint, ft, lora, phase, rl")
       << e;
   // A bad value, and one of the wrong type.
   e = usage_error_of(kMinimal, {"train.micro_batch=0"});

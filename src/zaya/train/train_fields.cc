@@ -105,6 +105,27 @@ const std::vector<TrainField>& fields() {
       {"lora", "dropout", ZAYA_MEMBER(lora.dropout), 0.0, 0.99},
       {"lora", "targets", ZAYA_MEMBER(lora.targets), 0, 0, {}, kKept, nullptr, kResumeMatch},
       {"lora", "train_biases", ZAYA_MEMBER(lora.train_biases)},
+      // [rl] (rl_config.h, docs/rl.md): read and written when the section is present (rl.enabled).
+      {"rl", "prompts", ZAYA_MEMBER(rl.prompts), 0, 0, {}, kKept, "allowed: a JSONL file of prompts", kRequired},
+      {"rl", "eval_prompts", ZAYA_MEMBER(rl.eval_prompts), 0, 0, {}, kKept, nullptr, kWriteIfSet},
+      {"rl", "eval_every", ZAYA_MEMBER(rl.eval_every), 0, k2e40},
+      {"rl", "prompts_per_step", ZAYA_MEMBER(rl.prompts_per_step), 1, k2e16},
+      {"rl", "group_size", ZAYA_MEMBER(rl.group_size), 1, 4096},
+      {"rl", "max_new_tokens", ZAYA_MEMBER(rl.max_new_tokens), 1, k2e20},
+      {"rl", "temperature", ZAYA_MEMBER(rl.temperature), 0.0, 100.0, {}, kKept, nullptr, kLoOpen},
+      {"rl", "top_p", ZAYA_MEMBER(rl.top_p), 0.0, 1.0, {}, kKept, nullptr, kLoOpen},
+      {"rl", "top_k", ZAYA_MEMBER(rl.top_k), 0, k2e20},
+      {"rl", "stop", ZAYA_MEMBER(rl.stop)},
+      {"rl", "reward", ZAYA_MEMBER(rl.reward)},
+      {"rl", "answer_field", ZAYA_MEMBER(rl.answer_field)},
+      {"rl", "pattern", ZAYA_MEMBER(rl.pattern), 0, 0, {}, kKept, nullptr, kWriteIfSet},
+      {"rl", "tolerance", ZAYA_MEMBER(rl.tolerance), 0.0, 1e30},
+      {"rl", "command", ZAYA_MEMBER(rl.command), 0, 0, {}, kKept, nullptr, kWriteIfSet},
+      {"rl", "timeout", ZAYA_MEMBER(rl.timeout), 0.0, 1e7, {}, kKept, nullptr, kLoOpen},
+      {"rl", "clip", ZAYA_MEMBER(rl.clip), 0.0, 10.0},
+      {"rl", "kl_coef", ZAYA_MEMBER(rl.kl_coef), 0.0, 1e6},
+      {"rl", "std_normalize", ZAYA_MEMBER(rl.std_normalize)},
+      {"rl", "updates_per_rollout", ZAYA_MEMBER(rl.updates_per_rollout), 1, 4096},
   };
   return f;
 }
@@ -202,6 +223,11 @@ std::string value_text(const FieldRow<Owner>& f, Owner& owner) {
           return (f.flags & kWriteIfSet) && p->empty() ? "" : toml_quoted(*p);
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           return fmt::format("[{}]", fmt::join(*p, ", "));
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          if (p->empty()) return "";  // not written: a list read back must not be empty
+          std::vector<std::string> quoted;
+          for (const std::string& x : *p) quoted.push_back(toml_quoted(x));
+          return fmt::format("[{}]", fmt::join(quoted, ", "));
         } else if constexpr (std::is_same_v<T, std::vector<LoraTarget>>) {
           std::vector<std::string> names;
           for (LoraTarget t : *p) names.push_back(toml_quoted(std::string(lora_target_name(t))));
@@ -265,6 +291,8 @@ void read_fields(std::span<const FieldRow<Owner>> rows, const char* section, Tom
             *p = s.get_int_list(f.key, *p, lo, hi);
           else if constexpr (std::is_same_v<T, std::vector<LoraTarget>>)
             *p = get_lora_targets(s, f.key, *p);
+          else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+            *p = s.get_string_list(f.key, *p, f.allowed);
           else
             *p = get_enum<T>(s, f.key, *p, enum_names_of(p));
         },

@@ -31,8 +31,8 @@ class TomlSection;  // io/toml_section.h
 // The member a row sets. An option that is a set of names is an enum with a name table (core/enum_names.h), listed
 // here and in enum_names_of below.
 using TrainMember = std::variant<int64_t*, int*, uint64_t*, double*, float*, bool*, std::string*, std::vector<int64_t>*,
-                                 std::vector<LoraTarget>*, GemmPrecision*, DirectoryLayout*, OnSaveError*, Recompute*,
-                                 ScheduleKind*, NsDtype*, ValueDtype*>;
+                                 std::vector<LoraTarget>*, std::vector<std::string>*, GemmPrecision*, DirectoryLayout*,
+                                 OnSaveError*, Recompute*, ScheduleKind*, NsDtype*, ValueDtype*, RewardKind*>;
 
 // The name table of the enum a row's member holds.
 inline std::span<const EnumName<GemmPrecision>> enum_names_of(GemmPrecision*) { return kGemmPrecisionNames; }
@@ -42,6 +42,7 @@ inline std::span<const EnumName<Recompute>> enum_names_of(Recompute*) { return k
 inline std::span<const EnumName<ScheduleKind>> enum_names_of(ScheduleKind*) { return kScheduleKindNames; }
 inline std::span<const EnumName<NsDtype>> enum_names_of(NsDtype*) { return kNsDtypeNames; }
 inline std::span<const EnumName<ValueDtype>> enum_names_of(ValueDtype*) { return kValueDtypeNames; }
+inline std::span<const EnumName<RewardKind>> enum_names_of(RewardKind*) { return kRewardKindNames; }
 
 enum class RecipeRule {
   kKept,       // the same with and without [[phase]] tables

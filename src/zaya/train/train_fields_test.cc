@@ -1,5 +1,5 @@
 // The training config's key tables (train_fields.h): every row, changed alone, is written to a run's config.toml
-// and read back as the same value ([lora] and the [[phase]] tables too), and every section's keys are unique.
+// and read back as the same value ([lora], [rl] and the [[phase]] tables too), and every section's keys are unique.
 
 #include "zaya/train/train_fields.h"
 
@@ -32,6 +32,8 @@ void change(const FieldRow<Owner>& f, Owner& t) {
           *p = {3, 9};
         } else if constexpr (std::is_same_v<T, std::vector<LoraTarget>>) {
           *p = {LoraTarget::kO, LoraTarget::kRouterFc1};
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          *p = {"</answer>", "\n\n"};
         } else if constexpr (std::is_enum_v<T>) {  // the last name of its table, or the first
           const auto names = enum_names_of(p);
           *p = names.back().value == *p ? names.front().value : names.back().value;
@@ -54,6 +56,7 @@ TEST(TrainFields, EveryRowIsWrittenAndReadBack) {
     SCOPED_TRACE(std::string(f.section) + "." + f.key);
     TrainConfig base = base_train_config(), t = base_train_config();
     base.lora.enabled = t.lora.enabled = std::string_view(f.section) == "lora";  // [lora] is written when enabled
+    base.rl.enabled = t.rl.enabled = std::string_view(f.section) == "rl";        // [rl] too
     change(f, t);
     ASSERT_FALSE(same_value(f, t, base)) << "the change must change the value";
     TrainConfig back = parse_train_config(train_config_to_toml(t), "again.toml");

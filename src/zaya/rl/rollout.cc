@@ -1,0 +1,64 @@
+#include "zaya/rl/rollout.h"
+
+#include <algorithm>
+
+#include "zaya/core/timer.h"
+
+namespace zaya {
+
+std::string cut_at_stop(const std::string& text, const std::vector<std::string>& stops) {
+  size_t end = text.size();
+  for (const std::string& s : stops)
+    if (!s.empty()) end = std::min(end, text.find(s));
+  return text.substr(0, end);
+}
+
+std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tok,
+                                       const std::vector<const RlPrompt*>& prompts, int64_t group,
+                                       const RolloutSettings& s, uint64_t seed, RolloutStats* stats) {
+  std::vector<GenerationRequest> requests;
+  std::vector<RolloutSample> samples;
+  int64_t longest = 0;
+  for (const RlPrompt* p : prompts)
+    for (int64_t g = 0; g < group; ++g) {
+      GenerationRequest r;
+      r.prompt = p->ids;
+      r.max_new_tokens = s.max_new_tokens;
+      r.sampling = s.sampling;
+      r.sampling.seed = seed + uint64_t(requests.size());
+      r.stop_ids = s.stop_ids;
+      longest = std::max(longest, int64_t(p->ids.size()) + s.max_new_tokens);
+      requests.push_back(std::move(r));
+      samples.push_back({p, {}, {}, {}});
+    }
+  GeneratorOptions o;
+  o.max_batch = std::max<int64_t>(1, int64_t(requests.size()));
+  o.max_context = longest;
+  o.bf16_activations = s.bf16_activations;
+  o.logprobs = true;
+  // Stop strings: the decoded text so far, checked as each token arrives.
+  std::vector<std::vector<int32_t>> so_far(requests.size());
+  const TokenCallback on_token = [&](size_t r, int32_t id) {
+    if (s.stop_strings.empty()) return true;
+    so_far[r].push_back(id);
+    const std::string text = tok.decode(so_far[r]);
+    for (const std::string& stop : s.stop_strings)
+      if (!stop.empty() && text.find(stop) != std::string::npos) return false;
+    return true;
+  };
+  GenerationStats gs;
+  const double t0 = now_seconds();
+  std::vector<GenerationResult> results = generate(model, requests, o, on_token, {}, &gs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    samples[k].tokens = std::move(results[k].tokens);
+    samples[k].logprobs = std::move(results[k].logprobs);
+    samples[k].text = cut_at_stop(tok.decode(samples[k].tokens), s.stop_strings);
+  }
+  if (stats != nullptr) {
+    stats->generated_tokens = gs.generated_tokens;
+    stats->seconds = now_seconds() - t0;
+  }
+  return samples;
+}
+
+}  // namespace zaya

@@ -1,0 +1,50 @@
+#pragma once
+// The rollouts of an RL step (docs/rl.md): G samples of each prompt from the
+// cached decoder (infer/generator.h: continuous batching, the scheduler's
+// admission and finish rule), with stop ids, stop strings (checked on the
+// decoded text as each token arrives: the sample ends at the token that
+// completes one) and the decoder's own log-probability of every sampled
+// token (GeneratorOptions::logprobs).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zaya/data/tokenizer.h"
+#include "zaya/infer/generator.h"
+#include "zaya/infer/infer_model.h"
+#include "zaya/rl/prompt_set.h"
+
+namespace zaya {
+
+struct RolloutSettings {
+  SamplingOptions sampling;  // its seed is replaced per sample (below)
+  int64_t max_new_tokens = 32;
+  std::vector<int32_t> stop_ids;
+  std::vector<std::string> stop_strings;
+  bool bf16_activations = true;
+};
+
+struct RolloutSample {
+  const RlPrompt* prompt = nullptr;
+  std::vector<int32_t> tokens;  // generated ids (the stop id or the token completing a stop string included)
+  std::vector<float> logprobs;  // the decoder's log p of each
+  std::string text;             // decoded, cut before the first stop string
+};
+
+struct RolloutStats {
+  int64_t generated_tokens = 0;
+  double seconds = 0;
+};
+
+// `group` samples of each prompt, prompt-major; sample k of the call draws
+// from sampling seed `seed + k` (sampling_rng), so a step's samples are a
+// function of (seed, prompts) alone.
+std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tokenizer,
+                                       const std::vector<const RlPrompt*>& prompts, int64_t group,
+                                       const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr);
+
+// The text before the first of `stops` in `text` (the earliest start), or all of it.
+std::string cut_at_stop(const std::string& text, const std::vector<std::string>& stops);
+
+}  // namespace zaya
