@@ -15,6 +15,7 @@
 #include "zaya/core/error.h"
 #include "zaya/formats/hf_config.h"
 #include "zaya/formats/native_config.h"
+#include "zaya/formats/quantized_experts.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
@@ -60,6 +61,11 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
   bool native = false;
   read_model_directory_config(dir, &native);
   const SafetensorsDir st = SafetensorsDir::open(dir);
+  // Quantized routed experts (formats/quantized_experts.h) are read dequantized to float32 here.
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  const ExpertQuant quant = native ? parse_expert_quant(read_json_file(config_path), config_path) : ExpertQuant{};
+  std::set<std::string> quant_used;
+  std::vector<uint8_t> packed;
   // Every name the complete model has in this layout (other ranks' experts included).
   std::set<std::string> known;
   for (const ParamTable& table : {ParamTable(c, true), ParamTable(c, false)})
@@ -74,6 +80,16 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
       const NativeTensorRef r = native ? native_tensor_ref(e.role, e.half_layer, e.expert, c) : NativeTensorRef{e.name};
       std::vector<int64_t> shape = e.shape;
       if (r.expert >= 0) shape.insert(shape.begin(), c.experts);
+      if (quant.quantized() && (e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2)) {
+        const int64_t rows = e.shape[0], cols = e.shape[1], rb = weight_row_bytes(quant.weight_type(), cols);
+        packed.resize(size_t(rows * rb));
+        read_quantized_expert(st, quant, r.name, c.experts, r.expert, rows, cols, packed.data(), quant_used);
+        values.resize(size_t(e.numel));
+        for (int64_t i = 0; i < rows; ++i)
+          weight_row_f32(quant.weight_type(), packed.data(), cols, i, values.data() + i * cols);
+        to.f32(e, values.data());
+        continue;
+      }
       ZAYA_CHECK(st.has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json", dir,
                  r.name, fmt::join(shape, "x"));
       const int64_t first = r.expert >= 0 ? r.expert * e.numel : 0;  // this entry's first element in the tensor
@@ -107,7 +123,7 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
   to_buffers.f32 = [&](const ParamEntry& e, const float* v) { std::copy_n(v, e.numel, buffer_data + e.offset); };
   load_table(buffers, to_buffers);
   for (const std::string& name : st.names())
-    if (!known.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
+    if (!known.count(name) && !quant_used.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
       fail("{}: unexpected tensor '{}' (not part of the {} layout config.json describes; wrong config.json?)", dir,
            name, native ? "native" : "legacy");
 }
