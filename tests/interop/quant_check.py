@@ -16,7 +16,10 @@
   transformers' greedy tokens over the dequantized weights;
 - the per-expert 2-D tensor names load to the same logits;
 - damaged files are load errors naming the tensor: a scale byte 255, a
-  missing scale, a wrong shape, an unknown format.
+  missing scale, a wrong shape, an unknown format;
+- `zaya ckpt export --experts mxfp4` writes the bytes compressed-tensors'
+  own compressor writes for the same weights, its QuantizationConfig parses
+  the config, and its decompress of the file gives zaya's logits.
 
   python quant_check.py ZAYA WORK TOKENIZER
 """
@@ -172,6 +175,41 @@ def damage(src, dst, edit_tensors=None, edit_config=None):
             json.dump(cfg, f)
 
 
+def check_export(float_dir, seqs):
+    """zaya ckpt export --experts mxfp4: the layout compressed-tensors reads back; the library's decompress of it
+    is the model zaya computes, and its scale bytes are the library's own for the same float weights."""
+    d = os.path.join(WORK, "exported")
+    h.run([ZAYA, "ckpt", "export", "--in", float_dir, "--out", d, "--layout", "native", "--experts", "mxfp4"])
+    with open(os.path.join(d, "config.json")) as f:
+        qc = QuantizationConfig.model_validate(json.load(f)["quantization_config"])
+    scheme = qc.config_groups["group_0"]
+    written = load_file(os.path.join(d, "model.safetensors"))
+    source = load_file(os.path.join(float_dir, "model.safetensors"))
+    model = h.make_hf_model("8b", VOCAB, seed=5)
+    total_codes = 0
+    for name in [n for n in source if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
+        packed, scale = written[name + ".weight_packed"], written[name + ".weight_scale"]
+        deq = []
+        for e in range(packed.shape[0]):
+            deq.append(MXFP4PackedCompressor.decompress({"weight_packed": packed[e], "weight_scale": scale[e]},
+                                                        scheme)["weight"].float())
+            lib, _ = quantize_matrix(source[name][e].float(), "mxfp4")
+            if not torch.equal(lib["weight_scale"], scale[e]) or not torch.equal(lib["weight_packed"], packed[e]):
+                h.fail(f"export: {name}[{e}]: zaya's MXFP4 bytes differ from compressed-tensors' for the same weights "
+                       f"({int((lib['weight_packed'] != packed[e]).sum())} packed bytes)")
+            total_codes += packed[e].numel()
+        with torch.no_grad():
+            model.get_parameter(name).copy_(torch.stack(deq))
+    got = h.zaya_logits(ZAYA, d, seqs, WORK)
+    worst = worst_diff(model, got, seqs)
+    if not worst <= 1e-5:
+        h.fail(f"export: zaya's logits of its MXFP4 export differ from transformers' over compressed-tensors' "
+               f"decompress of it by {worst:.3g}")
+    print(f"ok: export: `zaya ckpt export --experts mxfp4` read back by compressed-tensors ({scheme.format or qc.format}):"
+          f" its decompress gives zaya's logits within {worst:.2g}; all {total_codes} packed bytes and every scale "
+          f"equal to the library's own compression of the same weights")
+
+
 def main():
     print(h.versions() + f", compressed-tensors {compressed_tensors.__version__}")
     float_dir = os.path.join(WORK, "float")
@@ -226,6 +264,7 @@ def main():
             damage(d, os.path.join(WORK, "bad-format"), edit_config=nvfp4)
             expect_error(os.path.join(WORK, "bad-format"), "quantization_config", "nvfp4-pack-quantized",
                          "supported: mxfp4-pack-quantized, float-quantized")
+    check_export(float_dir, seqs)
     print("quant_check: all checks passed")
 
 

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/formats/hf_config.h"
 #include "zaya/formats/native_config.h"
 #include "zaya/formats/quantized_experts.h"
@@ -150,7 +152,11 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
                          const HfSaveOptions& options) {
   ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
              options.dtype);
-  const nlohmann::json config_json = config_to_native_json(config, options.dtype == "bf16" ? "bfloat16" : "float32");
+  nlohmann::json config_json = config_to_native_json(config, options.dtype == "bf16" ? "bfloat16" : "float32");
+  ZAYA_CHECK(options.experts.empty() || options.experts == "mxfp4",
+             "quantized experts '{}' are invalid; allowed: mxfp4", options.experts);
+  if (!options.experts.empty()) config_json["quantization_config"] = mxfp4_quantization_config();
+  std::deque<std::vector<uint8_t>> packed;  // the quantized experts' bytes, alive until written (stable)
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   ZAYA_CHECK(!ec, "cannot create directory '{}': {}", dir, ec.message());
@@ -196,7 +202,23 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
     const Stack& s = stacks.at(name);
     ZAYA_CHECK(std::all_of(s.filled.begin(), s.filled.end(), [](bool f) { return f; }),
                "'{}': every expert is needed to write the native layout (gather them first)", name);
-    add(name, s.shape, s.values.data(), s.always_f32);
+    if (options.experts.empty() || s.shape.size() != 3) {
+      add(name, s.shape, s.values.data(), s.always_f32);
+      continue;
+    }
+    // compressed-tensors mxfp4-pack-quantized (core/mxfp4.h): per row the packed codes, then the E8M0 scales.
+    const int64_t E = s.shape[0], rows = s.shape[1], cols = s.shape[2];
+    ZAYA_CHECK(cols % kMxBlock == 0, "'{}': {} columns; MXFP4 experts need a multiple of 32", name, cols);
+    std::vector<uint8_t>& codes = packed.emplace_back(size_t(E * rows * cols / 2));
+    std::vector<uint8_t>& scales = packed.emplace_back(size_t(E * rows * cols / kMxBlock));
+    std::vector<uint8_t> row(size_t(mxfp4_row_bytes(cols)));
+    for (int64_t r = 0; r < E * rows; ++r) {
+      quantize_mxfp4_row(s.values.data() + r * cols, cols, row.data());
+      std::copy_n(row.data(), cols / 2, codes.begin() + r * (cols / 2));
+      std::copy_n(row.data() + cols / 2, cols / kMxBlock, scales.begin() + r * (cols / kMxBlock));
+    }
+    w.add_raw(name + ".weight_packed", SafetensorsDtype::kU8, {E, rows, cols / 2}, codes.data());
+    w.add_raw(name + ".weight_scale", SafetensorsDtype::kU8, {E, rows, cols / kMxBlock}, scales.data());
   }
   write_sharded(dir, w, options.max_shard_bytes);
   write_file_atomic((std::filesystem::path(dir) / "config.json").string(), config_json.dump(2) + "\n");

@@ -281,6 +281,23 @@ void read_quantized_expert(const SafetensorsDir& st, const ExpertQuant& q, const
   }
 }
 
+nlohmann::json mxfp4_quantization_config() {
+  const nlohmann::json weights = {
+      {"num_bits", 4},       {"type", "float"},  {"symmetric", true},           {"group_size", 32},
+      {"strategy", "group"}, {"dynamic", false}, {"scale_dtype", "torch.uint8"}};
+  return {{"quant_method", "compressed-tensors"},
+          {"format", "mxfp4-pack-quantized"},
+          {"quantization_status", "compressed"},
+          {"config_groups",
+           {{"group_0",
+             {{"targets", {"Linear"}},
+              {"weights", weights},
+              {"input_activations", nullptr},
+              {"output_activations", nullptr},
+              {"format", "mxfp4-pack-quantized"}}}}},
+          {"ignore", {"re:^(?!.*experts).*$"}}};
+}
+
 int64_t quantized_matrix_bytes(const ExpertQuant& q, int64_t rows, int64_t cols) {
   return q.quantized() ? rows * weight_row_bytes(q.weight_type(), cols) : rows * cols * 2;
 }

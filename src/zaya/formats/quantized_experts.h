@@ -57,6 +57,10 @@ ExpertQuant parse_expert_quant(const nlohmann::json& config, const std::string& 
 void read_quantized_expert(const SafetensorsDir& st, const ExpertQuant& q, const std::string& base, int64_t experts,
                            int64_t expert, int64_t rows, int64_t cols, uint8_t* dst, std::set<std::string>& used);
 
+// The quantization_config `zaya ckpt export --experts mxfp4` writes: compressed-tensors' own spelling of its
+// MXFP4A16 scheme (weights num_bits 4, float, group 32, uint8 scales) on every module whose name has "experts".
+nlohmann::json mxfp4_quantization_config();
+
 // Bytes of one expert's [rows, cols] matrix held as `q` says (bf16 when not quantized).
 int64_t quantized_matrix_bytes(const ExpertQuant& q, int64_t rows, int64_t cols);
 
