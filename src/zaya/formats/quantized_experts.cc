@@ -111,7 +111,7 @@ struct Suffixes {
   std::vector<std::string> weight, scale;
 };
 
-Suffixes suffixes(ExpertQuantFormat f) {
+Suffixes quant_suffixes(ExpertQuantFormat f) {
   switch (f) {
     case ExpertQuantFormat::kMxfp4: return {{".weight_packed", "_packed"}, {".weight_scale", "_scale"}};
     case ExpertQuantFormat::kFp8Channel: return {{".weight", ""}, {".weight_scale", "_scale"}};
@@ -125,13 +125,13 @@ const std::string* first_present(const SafetensorsDir& st, const std::vector<std
   return nullptr;
 }
 
-std::vector<std::string> with(const std::string& stem, const std::vector<std::string>& sfx) {
+std::vector<std::string> names_with(const std::string& stem, const std::vector<std::string>& sfx) {
   std::vector<std::string> v;
   for (const std::string& s : sfx) v.push_back(stem + s);
   return v;
 }
 
-std::string join(const std::vector<std::string>& v) {
+std::string join_names(const std::vector<std::string>& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "'" : ", '") + x + "'";
   return s;
@@ -140,36 +140,36 @@ std::string join(const std::vector<std::string>& v) {
 // A part whose weight tensor is `weight`, its scale one of `stem` + the scale suffixes.
 Part part_of(const SafetensorsDir& st, const std::string& weight, const std::string& stem, const Suffixes& sfx,
              int64_t expert, int64_t rows) {
-  const std::vector<std::string> scales = with(stem, sfx.scale);
+  const std::vector<std::string> scales = names_with(stem, sfx.scale);
   const std::string* scale = first_present(st, scales);
   ZAYA_CHECK(scale != nullptr, "{}: quantized tensor '{}' has no scale tensor; expected one of {}",
-             st.file_of(weight).path(), weight, join(scales));
+             st.file_of(weight).path(), weight, join_names(scales));
   return {weight, *scale, expert, rows};
 }
 
 std::vector<Part> locate(const SafetensorsDir& st, const ExpertQuant& q, const std::string& base, int64_t expert,
                          int64_t rows) {
-  const Suffixes sfx = suffixes(q.format);
-  std::vector<std::string> tried = with(base, sfx.weight);
+  const Suffixes sfx = quant_suffixes(q.format);
+  std::vector<std::string> tried = names_with(base, sfx.weight);
   if (const std::string* w = first_present(st, tried)) return {part_of(st, *w, base, sfx, expert, rows)};
   const size_t dot = base.rfind('.');
   const std::string prefix = base.substr(0, dot), leaf = base.substr(dot + 1);
   const std::string one = prefix + "." + std::to_string(expert) + "." + leaf;
-  const std::vector<std::string> per_expert = with(one, sfx.weight);
+  const std::vector<std::string> per_expert = names_with(one, sfx.weight);
   tried.insert(tried.end(), per_expert.begin(), per_expert.end());
   if (const std::string* w = first_present(st, per_expert)) return {part_of(st, *w, one, sfx, -1, rows)};
   if (leaf == "gate_up_proj" && rows % 2 == 0) {  // separate gate and up tensors: gate rows first
     std::vector<Part> parts;
     for (const char* half : {"gate_proj", "up_proj"}) {
       const std::string stem = prefix + "." + std::to_string(expert) + "." + half;
-      const std::vector<std::string> names = with(stem, sfx.weight);
+      const std::vector<std::string> names = names_with(stem, sfx.weight);
       tried.insert(tried.end(), names.begin(), names.end());
       if (const std::string* w = first_present(st, names)) parts.push_back(part_of(st, *w, stem, sfx, -1, rows / 2));
     }
     if (parts.size() == 2) return parts;
   }
   fail("{}: expert {} of '{}' ({}): no quantized weight tensor; expected one of {}", st.shards().front().path(), expert,
-       base, q.description(), join(tried));
+       base, q.description(), join_names(tried));
 }
 
 void check_shape(const SafetensorsDir& st, const std::string& name, SafetensorsDtype dtype, std::vector<int64_t> shape,

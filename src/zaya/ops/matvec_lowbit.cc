@@ -45,18 +45,18 @@ float fp8_group_scale(const uint8_t* row, int64_t in, int64_t g) {
   return s;
 }
 
-void store(float* dst, float s, bool accumulate) { *dst = accumulate ? *dst + s : s; }
+void store_lowbit(float* dst, float s, bool accumulate) { *dst = accumulate ? *dst + s : s; }
 
 #ifdef ZAYA_LOWBIT_X86
 
-bool cpu_has_avx512() {
+bool lowbit_cpu_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
   return has;
 }
 
-bool cpu_has_avx2() {
+bool lowbit_cpu_avx2() {
   static const bool has =
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   return has;
@@ -91,8 +91,8 @@ ZAYA_TARGET_LOWBIT512 inline void decode32_avx512(const uint8_t* row, int64_t in
 }
 
 template <bool kMx, int TT>
-ZAYA_TARGET_LOWBIT512 void rows_avx512(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
-                                       const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
+ZAYA_TARGET_LOWBIT512 void lowbit_rows_avx512(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
+                                              const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
   const float* e8m0 = e8m0_table();
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * row_bytes;
@@ -106,7 +106,8 @@ ZAYA_TARGET_LOWBIT512 void rows_avx512(const uint8_t* w, int64_t row_bytes, int6
         a1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + t * ldx + 32 * g + 16), a1[t]);
       }
     }
-    for (int t = 0; t < TT; ++t) store(y + t * ldy + r, _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t])), accumulate);
+    for (int t = 0; t < TT; ++t)
+      store_lowbit(y + t * ldy + r, _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t])), accumulate);
   }
 }
 
@@ -150,8 +151,8 @@ ZAYA_TARGET_LOWBIT2 inline float hsum256(__m256 v) {
 }
 
 template <bool kMx, int TT>
-ZAYA_TARGET_LOWBIT2 void rows_avx2(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
-                                   const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
+ZAYA_TARGET_LOWBIT2 void lowbit_rows_avx2(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
+                                          const float* x, int64_t ldx, float* y, int64_t ldy, bool accumulate) {
   const float* e8m0 = e8m0_table();
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * row_bytes;
@@ -168,14 +169,14 @@ ZAYA_TARGET_LOWBIT2 void rows_avx2(const uint8_t* w, int64_t row_bytes, int64_t 
         a1[t] = _mm256_fmadd_ps(wv[3], _mm256_loadu_ps(xt + 24), a1[t]);
       }
     }
-    for (int t = 0; t < TT; ++t) store(y + t * ldy + r, hsum256(_mm256_add_ps(a0[t], a1[t])), accumulate);
+    for (int t = 0; t < TT; ++t) store_lowbit(y + t * ldy + r, hsum256(_mm256_add_ps(a0[t], a1[t])), accumulate);
   }
 }
 
 #else
 
-bool cpu_has_avx512() { return false; }
-bool cpu_has_avx2() { return false; }
+bool lowbit_cpu_avx512() { return false; }
+bool lowbit_cpu_avx2() { return false; }
 
 #endif
 
@@ -185,8 +186,8 @@ void check_lowbit(WeightType type, int64_t in) {
 
 }  // namespace
 
-bool matvec_lowbit_has_avx512() { return cpu_has_avx512(); }
-bool matvec_lowbit_has_avx2() { return cpu_has_avx2(); }
+bool matvec_lowbit_has_avx512() { return lowbit_cpu_avx512(); }
+bool matvec_lowbit_has_avx2() { return lowbit_cpu_avx2(); }
 
 void matvec_lowbit_rows_portable(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t r1, const float* x,
                                  int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate) {
@@ -202,7 +203,7 @@ void matvec_lowbit_rows_portable(WeightType type, const uint8_t* w, int64_t in, 
     for (int64_t t = 0; t < tokens; ++t) {
       float s = 0;
       for (int64_t i = 0; i < in; ++i) s += row[size_t(i)] * x[t * ldx + i];
-      store(y + t * ldy + r, s, accumulate);
+      store_lowbit(y + t * ldy + r, s, accumulate);
     }
   }
 }
@@ -210,14 +211,14 @@ void matvec_lowbit_rows_portable(WeightType type, const uint8_t* w, int64_t in, 
 void matvec_lowbit_rows_avx512(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t r1, const float* x,
                                int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate) {
   check_lowbit(type, in);
-  ZAYA_ASSERT(cpu_has_avx512());
+  ZAYA_ASSERT(lowbit_cpu_avx512());
 #ifdef ZAYA_LOWBIT_X86
   const int64_t row_bytes = lowbit_row_bytes(type, in);
   const bool mx = type == WeightType::kMXFP4;
   for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
     constexpr int TT = decltype(tt)::value;
-    (mx ? rows_avx512<true, TT> : rows_avx512<false, TT>)(w, row_bytes, in, rb, re, x + t * ldx, ldx, y + t * ldy, ldy,
-                                                          accumulate);
+    (mx ? lowbit_rows_avx512<true, TT> : lowbit_rows_avx512<false, TT>)(w, row_bytes, in, rb, re, x + t * ldx, ldx,
+                                                                        y + t * ldy, ldy, accumulate);
   });
 #endif
 }
@@ -225,14 +226,14 @@ void matvec_lowbit_rows_avx512(WeightType type, const uint8_t* w, int64_t in, in
 void matvec_lowbit_rows_avx2(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t r1, const float* x,
                              int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate) {
   check_lowbit(type, in);
-  ZAYA_ASSERT(cpu_has_avx2());
+  ZAYA_ASSERT(lowbit_cpu_avx2());
 #ifdef ZAYA_LOWBIT_X86
   const int64_t row_bytes = lowbit_row_bytes(type, in);
   const bool mx = type == WeightType::kMXFP4;
   for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
     constexpr int TT = decltype(tt)::value;
-    (mx ? rows_avx2<true, TT> : rows_avx2<false, TT>)(w, row_bytes, in, rb, re, x + t * ldx, ldx, y + t * ldy, ldy,
-                                                      accumulate);
+    (mx ? lowbit_rows_avx2<true, TT> : lowbit_rows_avx2<false, TT>)(w, row_bytes, in, rb, re, x + t * ldx, ldx,
+                                                                    y + t * ldy, ldy, accumulate);
   });
 #endif
 }
@@ -240,14 +241,16 @@ void matvec_lowbit_rows_avx2(WeightType type, const uint8_t* w, int64_t in, int6
 void matvec_lowbit_rows(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t r1, const float* x,
                         int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate) {
   if (r0 >= r1 || tokens <= 0) return;
-  if (cpu_has_avx512())
+  if (lowbit_cpu_avx512())
     matvec_lowbit_rows_avx512(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
-  else if (cpu_has_avx2())
+  else if (lowbit_cpu_avx2())
     matvec_lowbit_rows_avx2(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
   else
     matvec_lowbit_rows_portable(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
 }
 
-const char* matvec_lowbit_kernel_name() { return cpu_has_avx512() ? "avx512" : cpu_has_avx2() ? "avx2" : "portable"; }
+const char* matvec_lowbit_kernel_name() {
+  return lowbit_cpu_avx512() ? "avx512" : lowbit_cpu_avx2() ? "avx2" : "portable";
+}
 
 }  // namespace zaya
