@@ -12,6 +12,7 @@
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/params.h"
 #include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya::cli {
@@ -36,7 +37,8 @@ void bench_infer(const BenchInferCliOptions& o) {
       "  bytes per decode step at batch 1: dense {:.2f} MB + one expert per layer {:.2f} MB + LM head {:.2f} MB"
       " (+ KV cache)\n",
       wb.dense / 1e6, wb.per_expert * model.config().num_blocks / 1e6, wb.lm_head / 1e6);
-  fmt::print("  decode kernels: f32/bf16 matvec {}, int8 matvec {}\n", matvec_kernel_name(), matvec_q8_kernel_name());
+  fmt::print("  decode kernels: f32/bf16 matvec {}, int8 matvec {}, mxfp4/fp8 matvec {}\n", matvec_kernel_name(),
+             matvec_q8_kernel_name(), matvec_lowbit_kernel_name());
   const InferBenchResult r = run_infer_bench(model, bo, working_set_bandwidth_gbps, true);
   if (!o.json_out.empty()) write_file_atomic(o.json_out, infer_bench_job_json(m, bo, r).dump(2) + "\n");
 }
@@ -49,7 +51,9 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_option("--preset", o->preset, "random weights of a preset: tiny, small");
   cmd->add_option("--model", o->model, "a model directory (weights memory-mapped) or training checkpoint");
   cmd->add_option("--dtype", o->dtype,
-                  "weights: bf16 (default), f32, int8 (attention, experts and LM head, Q8_0), or auto (as stored)");
+                  "weights: bf16 (default), f32, int8 (attention, experts and LM head, Q8_0), mxfp4 or fp8 (routed "
+                  "experts packed, the rest bf16), int8-mxfp4 or int8-fp8 (those experts beside int8's), or auto (as "
+                  "stored)");
   cmd->add_option("--prefill", o->bench.prefill_lengths, "prompt lengths to prefill (empty list: skip)")
       ->delimiter(',');
   cmd->add_option("--batch", o->bench.batches, "decode batch sizes")->delimiter(',');

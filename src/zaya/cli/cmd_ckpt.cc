@@ -131,7 +131,8 @@ void add_ckpt_command(CLI::App& app) {
   auto* ckpt = app.add_subcommand("ckpt", "inspect, verify, reshape, export and import checkpoints");
   ckpt->require_subcommand(1);
   struct Options {
-    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer, layout = "legacy", lora;
+    std::string dir, in, out, json_out, dtype = "f32", format = "auto", config, tokenizer, layout = "legacy", lora,
+                                        experts;
     bool tensors = false, weights_only = false, force = false;
     int dp = 1, ep = 1;
     double tolerance = 0;
@@ -172,6 +173,10 @@ void add_ckpt_command(CLI::App& app) {
       ->check(CLI::IsMember({"legacy", "native"}));
   ex->add_option("--tokenizer", o->tokenizer,
                  "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
+  ex->add_option("--experts", o->experts,
+                 "mxfp4: the routed experts in compressed-tensors' mxfp4-pack-quantized layout (--layout native; "
+                 "docs/formats.md, Quantized experts)")
+      ->check(CLI::IsMember({"mxfp4"}));
   ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
   ex->add_option("--lora", o->lora,
                  "merge this LoRA adapter (a PEFT directory: adapter_config.json + adapter_model.safetensors) into "
@@ -184,6 +189,7 @@ void add_ckpt_command(CLI::App& app) {
     eo.tokenizer = o->tokenizer;
     eo.layout = o->layout;
     eo.force = o->force;
+    eo.experts = o->experts;
     export_weights(o->in, o->out, eo);
   });
   auto* cmp = ckpt->add_subcommand(

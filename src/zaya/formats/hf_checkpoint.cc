@@ -20,6 +20,7 @@ void save_hf_tensors(const ZayaConfig& config, const std::vector<NamedTensor>& t
                      const HfSaveOptions& options) {
   ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
              options.dtype);
+  ZAYA_CHECK(options.experts.empty(), "quantized experts ({}) are written in the native layout only", options.experts);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   ZAYA_CHECK(!ec, "cannot create directory '{}': {}", dir, ec.message());

@@ -7,14 +7,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/formats/hf_config.h"
 #include "zaya/formats/native_config.h"
+#include "zaya/formats/quantized_experts.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
@@ -60,6 +63,11 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
   bool native = false;
   read_model_directory_config(dir, &native);
   const SafetensorsDir st = SafetensorsDir::open(dir);
+  // Quantized routed experts (formats/quantized_experts.h) are read dequantized to float32 here.
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  const ExpertQuant quant = native ? parse_expert_quant(read_json_file(config_path), config_path) : ExpertQuant{};
+  std::set<std::string> quant_used;
+  std::vector<uint8_t> packed;
   // Every name the complete model has in this layout (other ranks' experts included).
   std::set<std::string> known;
   for (const ParamTable& table : {ParamTable(c, true), ParamTable(c, false)})
@@ -74,6 +82,16 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
       const NativeTensorRef r = native ? native_tensor_ref(e.role, e.half_layer, e.expert, c) : NativeTensorRef{e.name};
       std::vector<int64_t> shape = e.shape;
       if (r.expert >= 0) shape.insert(shape.begin(), c.experts);
+      if (quant.quantized() && (e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2)) {
+        const int64_t rows = e.shape[0], cols = e.shape[1], rb = weight_row_bytes(quant.weight_type(), cols);
+        packed.resize(size_t(rows * rb));
+        read_quantized_expert(st, quant, r.name, c.experts, r.expert, rows, cols, packed.data(), quant_used);
+        values.resize(size_t(e.numel));
+        for (int64_t i = 0; i < rows; ++i)
+          weight_row_f32(quant.weight_type(), packed.data(), cols, i, values.data() + i * cols);
+        to.f32(e, values.data());
+        continue;
+      }
       ZAYA_CHECK(st.has(r.name), "{}: missing tensor '{}' (shape {}); the checkpoint does not match config.json", dir,
                  r.name, fmt::join(shape, "x"));
       const int64_t first = r.expert >= 0 ? r.expert * e.numel : 0;  // this entry's first element in the tensor
@@ -107,7 +125,7 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
   to_buffers.f32 = [&](const ParamEntry& e, const float* v) { std::copy_n(v, e.numel, buffer_data + e.offset); };
   load_table(buffers, to_buffers);
   for (const std::string& name : st.names())
-    if (!known.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
+    if (!known.count(name) && !quant_used.count(name) && !(c.tie_word_embeddings && name == "lm_head.weight"))
       fail("{}: unexpected tensor '{}' (not part of the {} layout config.json describes; wrong config.json?)", dir,
            name, native ? "native" : "legacy");
 }
@@ -134,7 +152,11 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
                          const HfSaveOptions& options) {
   ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
              options.dtype);
-  const nlohmann::json config_json = config_to_native_json(config, options.dtype == "bf16" ? "bfloat16" : "float32");
+  nlohmann::json config_json = config_to_native_json(config, options.dtype == "bf16" ? "bfloat16" : "float32");
+  ZAYA_CHECK(options.experts.empty() || options.experts == "mxfp4",
+             "quantized experts '{}' are invalid; allowed: mxfp4", options.experts);
+  if (!options.experts.empty()) config_json["quantization_config"] = mxfp4_quantization_config();
+  std::deque<std::vector<uint8_t>> packed;  // the quantized experts' bytes, alive until written (stable)
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   ZAYA_CHECK(!ec, "cannot create directory '{}': {}", dir, ec.message());
@@ -180,7 +202,23 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
     const Stack& s = stacks.at(name);
     ZAYA_CHECK(std::all_of(s.filled.begin(), s.filled.end(), [](bool f) { return f; }),
                "'{}': every expert is needed to write the native layout (gather them first)", name);
-    add(name, s.shape, s.values.data(), s.always_f32);
+    if (options.experts.empty() || s.shape.size() != 3) {
+      add(name, s.shape, s.values.data(), s.always_f32);
+      continue;
+    }
+    // compressed-tensors mxfp4-pack-quantized (core/mxfp4.h): per row the packed codes, then the E8M0 scales.
+    const int64_t E = s.shape[0], rows = s.shape[1], cols = s.shape[2];
+    ZAYA_CHECK(cols % kMxBlock == 0, "'{}': {} columns; MXFP4 experts need a multiple of 32", name, cols);
+    std::vector<uint8_t>& codes = packed.emplace_back(size_t(E * rows * cols / 2));
+    std::vector<uint8_t>& scales = packed.emplace_back(size_t(E * rows * cols / kMxBlock));
+    std::vector<uint8_t> row(size_t(mxfp4_row_bytes(cols)));
+    for (int64_t r = 0; r < E * rows; ++r) {
+      quantize_mxfp4_row(s.values.data() + r * cols, cols, row.data());
+      std::copy_n(row.data(), cols / 2, codes.begin() + r * (cols / 2));
+      std::copy_n(row.data() + cols / 2, cols / kMxBlock, scales.begin() + r * (cols / kMxBlock));
+    }
+    w.add_raw(name + ".weight_packed", SafetensorsDtype::kU8, {E, rows, cols / 2}, codes.data());
+    w.add_raw(name + ".weight_scale", SafetensorsDtype::kU8, {E, rows, cols / kMxBlock}, scales.data());
   }
   write_sharded(dir, w, options.max_shard_bytes);
   write_file_atomic((std::filesystem::path(dir) / "config.json").string(), config_json.dump(2) + "\n");

@@ -14,7 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// Keys of the upstream ZayaConfig and Hugging Face bookkeeping besides the fields of config_fields.cc.
+// Keys of the upstream ZayaConfig and Hugging Face bookkeeping besides the fields of config_fields.cc
+// (quantization_config: read by InferModel::load, formats/quantized_experts.h).
 const std::set<std::string> kNativeOtherKeys = {"model_type",
                                                 "architectures",
                                                 "hidden_act",
@@ -34,7 +35,8 @@ const std::set<std::string> kNativeOtherKeys = {"model_type",
                                                 "dtype",
                                                 "_name_or_path",
                                                 "auto_map",
-                                                "residual_in_fp32"};
+                                                "residual_in_fp32",
+                                                "quantization_config"};
 
 // One per-layer-type entry of rope_parameters: {"rope_type": "default", "rope_theta": ..., "partial_rotary_factor":
 // ...}; refuses RoPE scaling by name.

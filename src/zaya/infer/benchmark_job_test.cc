@@ -22,8 +22,8 @@ TEST(InferBenchJob, PresetOrDirectoryExactlyOne) {
   o.model = "dir";
   expect_error([&] { open_infer_bench_model(o); }, "give exactly one of --preset and --model");
   o.model.clear();
-  o.dtype = "fp8";
-  expect_error([&] { open_infer_bench_model(o); }, "--dtype 'fp8' is invalid; allowed: auto, bf16, f32");
+  o.dtype = "nf4";
+  expect_error([&] { open_infer_bench_model(o); }, "--dtype 'nf4' is invalid; allowed: auto, bf16, f32");
   o.dtype = "bf16";
   o.preset = "zaya1-base";
   expect_error([&] { open_infer_bench_model(o); }, "--preset zaya1-base: random weights of 8.8B parameters");

@@ -87,6 +87,7 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   b.set_dtype(dtype);
   b.label = dir;
   b.native = m->native_;
+  b.quant = parse_expert_quant(config_json, config_path);
   b.build();
   return m;
 }

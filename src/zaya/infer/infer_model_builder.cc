@@ -16,6 +16,8 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
+#include "zaya/core/fp8.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/formats/gguf_zaya.h"
@@ -45,8 +47,11 @@ void InferModel::Builder::check_present(const ParamEntry& e) {
 }
 
 void InferModel::Builder::set_dtype(WeightDtype dtype) {
-  int8 = dtype == WeightDtype::kInt8;
-  want = int8 ? WeightDtype::kBF16 : dtype;
+  int8 = dtype == WeightDtype::kInt8 || dtype == WeightDtype::kInt8Mxfp4 || dtype == WeightDtype::kInt8Fp8;
+  expert_lowbit = dtype == WeightDtype::kMxfp4 || dtype == WeightDtype::kInt8Mxfp4 ? WeightType::kMXFP4
+                  : dtype == WeightDtype::kFp8 || dtype == WeightDtype::kInt8Fp8   ? WeightType::kFP8
+                                                                                   : WeightType::kF32;
+  want = int8 || expert_lowbit != WeightType::kF32 ? WeightDtype::kBF16 : dtype;
 }
 
 bool InferModel::Builder::int8_matrix(const ParamEntry& e) const {
@@ -81,6 +86,8 @@ WeightMatrix InferModel::Builder::convert(const float* src, int64_t rows, int64_
 }
 
 WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
+  if (quant.quantized() && st != nullptr && (e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2))
+    return quantized_expert(e);
   check_present(e);
   const int64_t rows = e.shape[0], cols = e.shape[1];
   if (q8_file != nullptr && q8_file->is_q8_0(e.name)) {  // the file's blocks, each row regrouped (core/q8_0.h)
@@ -96,7 +103,9 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
     return {WeightType::kI8, dst, rows, cols};
   }
   // An int8 matrix is quantized from the stored values (no bf16 copy on the way).
-  const bool quantize = int8 && int8_matrix(e);
+  const bool lowbit = expert_lowbit != WeightType::kF32 &&
+                      (e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2) && e.shape[1] % 32 == 0;
+  const bool quantize = (int8 && int8_matrix(e)) || lowbit;
   const WeightDtype keep = want;
   if (quantize) want = WeightDtype::kAuto;
   WeightMatrix w;
@@ -113,7 +122,7 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
       --m.mapped_matrices_;
       m.mapped_bytes_ -= w.bytes();
     }
-    to_int8(w);
+    lowbit ? to_lowbit(w) : to_int8(w);
   }
   matrix_types.insert(w.type);
   return w;
@@ -168,6 +177,24 @@ WeightMatrix InferModel::Builder::file_mat(const ParamEntry& e) {
   std::vector<float> tmp(n);
   decode_f32(info.dtype, bytes, n, tmp.data());
   return convert(tmp.data(), rows, cols, to);
+}
+
+WeightMatrix InferModel::Builder::quantized_expert(const ParamEntry& e) {
+  ZAYA_CHECK(native, "{}: quantized experts ({}) are read from the native layout only; config.json is legacy", label,
+             quant.description());
+  const NativeTensorRef r = ref(e);
+  const int64_t rows = e.shape[0], cols = e.shape[1];
+  const WeightType type = quant.weight_type();
+  uint8_t* dst = alloc<uint8_t>(rows * weight_row_bytes(type, cols));
+  read_quantized_expert(*st, quant, r.name, m.config_.experts, r.expert, rows, cols, dst, used);
+  WeightMatrix w{type, dst, rows, cols};
+  if (want == WeightDtype::kF32) {  // the exact dequantized values
+    float* f = alloc<float>(rows * cols);
+    for (int64_t i = 0; i < rows; ++i) w.row_f32(i, f + i * cols);
+    w = {WeightType::kF32, f, rows, cols};
+  }
+  matrix_types.insert(w.type);
+  return w;
 }
 
 void InferModel::Builder::decode_f32(SafetensorsDtype dtype, const uint8_t* src, int64_t n, float* dst) {
@@ -242,10 +269,15 @@ void InferModel::Builder::build() {
   }
   std::set<WeightType> rest = matrix_types;
   rest.erase(WeightType::kI8);
+  rest.erase(WeightType::kMXFP4);
+  rest.erase(WeightType::kFP8);
   m.matrix_types_.floats = rest.size() > 1                 ? FloatMatrices::kMixed
                            : rest.count(WeightType::kBF16) ? FloatMatrices::kBF16
                                                            : FloatMatrices::kF32;
   m.matrix_types_.int8 = matrix_types.count(WeightType::kI8) != 0;
+  m.matrix_types_.experts = matrix_types.count(WeightType::kMXFP4) ? "mxfp4"
+                            : matrix_types.count(WeightType::kFP8) ? "fp8"
+                                                                   : "";
   m.matrix_dtype_ = m.matrix_types_.name();
   count_bytes();
 }
@@ -319,6 +351,32 @@ void InferModel::Builder::to_int8(WeightMatrix& w) {
     }
   }
   w = {WeightType::kI8, q, w.rows, w.cols};
+}
+
+void InferModel::Builder::to_lowbit(WeightMatrix& w) {
+  if (w.type == expert_lowbit || w.rows == 0) return;
+  const WeightType t = expert_lowbit;
+  const int64_t row_bytes = weight_row_bytes(t, w.cols);
+  uint8_t* q = alloc<uint8_t>(w.rows * row_bytes);
+#pragma omp parallel
+  {
+    std::vector<float> row(size_t(w.cols));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < w.rows; ++r) {
+      w.row_f32(r, row.data());
+      uint8_t* dst = q + r * row_bytes;
+      if (t == WeightType::kMXFP4) {
+        quantize_mxfp4_row(row.data(), w.cols, dst);
+        continue;
+      }
+      float amax = 0;
+      for (float v : row) amax = std::fmax(amax, std::fabs(v));
+      const float scale = amax > 0 ? amax / 448.0f : 1.0f;
+      for (int64_t i = 0; i < w.cols; ++i) dst[i] = float_to_e4m3(row[size_t(i)] / scale);
+      for (int64_t g = 0; g * kFp8ScaleGroup < w.cols; ++g) std::memcpy(dst + w.cols + 4 * g, &scale, 4);
+    }
+  }
+  w = {t, q, w.rows, w.cols};
 }
 
 void InferModel::Builder::count_bytes() {

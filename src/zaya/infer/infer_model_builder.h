@@ -8,6 +8,7 @@
 
 #include "zaya/core/enum_names.h"
 #include "zaya/formats/gguf_zaya.h"
+#include "zaya/formats/quantized_experts.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/io/safetensors_dtype.h"
@@ -17,11 +18,17 @@
 namespace zaya {
 
 // --dtype of the inference verbs, parsed once (infer_model.h).
-enum class WeightDtype { kAuto, kBF16, kF32, kInt8 };
+// mxfp4 / fp8: the routed experts quantized at load, the other matrices bf16; int8-mxfp4 / int8-fp8: the same
+// experts, the rest of the int8 set (attention projections, LM head) in Q8_0 (docs/inference.md).
+enum class WeightDtype { kAuto, kBF16, kF32, kInt8, kMxfp4, kFp8, kInt8Mxfp4, kInt8Fp8 };
 inline constexpr EnumName<WeightDtype> kWeightDtypeNames[] = {{WeightDtype::kAuto, "auto"},
                                                               {WeightDtype::kBF16, "bf16"},
                                                               {WeightDtype::kF32, "f32"},
-                                                              {WeightDtype::kInt8, "int8"}};
+                                                              {WeightDtype::kInt8, "int8"},
+                                                              {WeightDtype::kMxfp4, "mxfp4"},
+                                                              {WeightDtype::kFp8, "fp8"},
+                                                              {WeightDtype::kInt8Mxfp4, "int8-mxfp4"},
+                                                              {WeightDtype::kInt8Fp8, "int8-fp8"}};
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors
 // directory or a ZayaModel, converting where the requested dtype says so.
@@ -33,8 +40,11 @@ struct InferModel::Builder {
   const ZayaGgufFile* q8_file = nullptr;  // a Q8_0 GGUF whose Q8_0 tensors are taken as they are (zm holds the rest)
   WeightDtype want = WeightDtype::kAuto;  // auto, bf16, f32: the matrices that are not int8
   bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
+  // dtype mxfp4 / fp8: the routed experts quantized at load (kMXFP4 or kFP8, ops/matvec_lowbit.h); else kF32 (none).
+  WeightType expert_lowbit = WeightType::kF32;
   std::string label;
   bool native = false;  // tensors under native names (formats/native_config.h, tensor_table.h)
+  ExpertQuant quant;    // config.json's quantization_config: the routed experts' packed format (else none)
   std::set<std::string> used;
   std::set<WeightType> matrix_types;
 
@@ -67,6 +77,10 @@ struct InferModel::Builder {
 
   WeightMatrix file_mat(const ParamEntry& e);
 
+  // A routed expert's matrix from a quantized checkpoint (formats/quantized_experts.h), kept packed (kMXFP4 or
+  // kFP8), or dequantized to f32 under dtype f32.
+  WeightMatrix quantized_expert(const ParamEntry& e);
+
   // n elements of a float dtype (possibly unaligned) as float32.
   static void decode_f32(SafetensorsDtype dtype, const uint8_t* src, int64_t n, float* dst);
 
@@ -87,6 +101,9 @@ struct InferModel::Builder {
   // `zaya ckpt export --dtype q8_0` writes for the same values, each row
   // regrouped into the split layout as a Q8_0 file's are.
   void to_int8(WeightMatrix& w);
+  // A routed expert's matrix into expert_lowbit rows (core/mxfp4.h's quantizer; FP8: E4M3 with one scale per row,
+  // amax / 448, as compressed-tensors' float-quantized channel scheme).
+  void to_lowbit(WeightMatrix& w);
 
   void count_bytes();
 };

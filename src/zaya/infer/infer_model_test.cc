@@ -96,8 +96,8 @@ TEST(InferModel, DtypeOptions) {
   EXPECT_EQ(from_memory->matrix_dtype(), "bf16");
   EXPECT_EQ(from_memory->weight_bytes().total, as_stored->weight_bytes().total);
   EXPECT_EQ(InferModel::from_model(*model)->matrix_dtype(), "f32");
-  testing::expect_error([&] { InferModel::from_model(*model, "fp8"); },
-                        "dtype 'fp8' is invalid; allowed: auto, bf16, f32");
+  testing::expect_error([&] { InferModel::from_model(*model, "nf4"); },
+                        "dtype 'nf4' is invalid; allowed: auto, bf16, f32");
   InferLoadOptions bad;
   bad.dtype = "int4";
   testing::expect_error([&] { InferModel::load(dir.path(), bad); }, "--dtype 'int4' is invalid");

@@ -20,8 +20,10 @@ constexpr int64_t kMaxChunkRows = 512;
 constexpr int64_t kRowBucket = 32;
 
 // int8 (Q8_0) weights always take their matvec kernel (is_q8; there is no int8 GEMM here): prefill on them is slower.
+// So do MXFP4 and FP8 experts (ops/matvec_lowbit.h), prefill included.
 bool use_matvec(int64_t tokens, int64_t max_tokens, const WeightMatrix& w, bool bf16_activations) {
-  return tokens <= max_tokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
+  return tokens <= max_tokens || w.type == WeightType::kI8 || w.type == WeightType::kMXFP4 ||
+         w.type == WeightType::kFP8 || (w.type == WeightType::kBF16 && !bf16_activations);
 }
 
 // An int8 matrix with columns: the int8 kernel over quantized activations.

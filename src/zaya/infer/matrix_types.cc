@@ -12,7 +12,8 @@ constexpr EnumName<FloatMatrices> kFloatMatricesNames[] = {
 
 std::string MatrixTypes::name() const {
   const std::string f = enum_name<FloatMatrices>(kFloatMatricesNames, floats);
-  return int8 ? "int8+" + f : f;
+  const std::string base = int8 ? "int8+" + f : f;
+  return experts.empty() ? base : experts + "-experts+" + base;
 }
 
 bool kv_cache_bf16(const MatrixTypes& types, bool bf16_activations) {

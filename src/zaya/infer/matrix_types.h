@@ -15,6 +15,7 @@ enum class FloatMatrices { kF32, kBF16, kMixed };
 struct MatrixTypes {
   FloatMatrices floats = FloatMatrices::kF32;
   bool int8 = false;
+  std::string experts;  // "mxfp4" or "fp8": the routed experts kept packed (formats/quantized_experts.h); else empty
 
   std::string name() const;
 };

@@ -20,9 +20,12 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/fp8.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matvec_blocks.h"
+#include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
@@ -186,16 +189,23 @@ const char* matvec_kernel_name() {
 }
 
 const char* weight_type_name(WeightType t) {
+  if (t == WeightType::kMXFP4 || t == WeightType::kFP8) return t == WeightType::kMXFP4 ? "mxfp4" : "fp8";
   return t == WeightType::kI8 ? "int8" : t == WeightType::kBF16 ? "bf16" : "f32";
 }
 
 int64_t weight_row_bytes(WeightType t, int64_t cols) {
+  if (t == WeightType::kMXFP4 || t == WeightType::kFP8)
+    return t == WeightType::kMXFP4 ? mxfp4_row_bytes(cols) : fp8_row_bytes(cols);
   return t == WeightType::kI8 ? q8_0_row_bytes(cols) : t == WeightType::kBF16 ? 2 * cols : 4 * cols;
 }
 
 void weight_row_f32(WeightType t, const void* w, int64_t cols, int64_t row, float* dst) {
   const uint8_t* src = static_cast<const uint8_t*>(w) + row * weight_row_bytes(t, cols);
-  if (t == WeightType::kI8) {
+  if (t == WeightType::kMXFP4) {
+    dequantize_mxfp4_row(src, cols, dst);
+  } else if (t == WeightType::kFP8) {
+    dequantize_fp8_row(src, cols, dst);
+  } else if (t == WeightType::kI8) {
     dequantize_q8_0_split(src, cols, dst);
   } else if (t == WeightType::kBF16) {
     const uint16_t* p = reinterpret_cast<const uint16_t*>(src);
@@ -214,7 +224,9 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
         if (!accumulate) y[t * ldy + r] = 0;
     return;
   }
-  if (type == WeightType::kI8) {
+  if (type == WeightType::kMXFP4 || type == WeightType::kFP8) {  // weight-only low-bit (ops/matvec_lowbit.h)
+    matvec_lowbit_rows(type, static_cast<const uint8_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+  } else if (type == WeightType::kI8) {
     // The activations quantized per call (thread_local: reused, no allocation per step).
     thread_local Q8Activations xq;
     xq.quantize(x, ldx, tokens, in);

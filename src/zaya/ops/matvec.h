@@ -27,8 +27,11 @@ namespace zaya {
 // thread: a parallel region would cost more than it saves.
 constexpr int64_t kMatvecParallelMinMacs = int64_t(1) << 16;
 
-// kI8: int8 Q8_0 rows in the split layout (core/q8_0.h).
-enum class WeightType { kF32, kBF16, kI8 };
+// kI8: int8 Q8_0 rows in the split layout (core/q8_0.h). kMXFP4 and kFP8:
+// weight-only MXFP4 and FP8 E4M3 rows (core/mxfp4.h, core/fp8.h; products in
+// ops/matvec_lowbit.h on float32 activations), the quantized experts of
+// compressed-tensors checkpoints (docs/inference.md).
+enum class WeightType { kF32, kBF16, kI8, kMXFP4, kFP8 };
 
 // Rows [row_begin, row_end) of y_TO = x_TI W^T on the calling thread.
 // y has row stride ldy, x row stride ldx, W rows of `in` elements

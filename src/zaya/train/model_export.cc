@@ -209,6 +209,11 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   ZAYA_CHECK_USAGE(r.format == ExportFormat::kGguf || (o.dtype != "f16" && o.dtype != "q8_0"),
                    "--dtype {} is only for --format gguf (allowed: f32, bf16)", o.dtype);
   const DirectoryLayout layout = parse_directory_layout(o.layout, "--layout");
+  ZAYA_CHECK_USAGE(o.experts.empty() || (o.experts == "mxfp4" && r.format == ExportFormat::kSafetensors &&
+                                         layout == DirectoryLayout::kNative),
+                   "--experts '{}': allowed: mxfp4, with --layout native to a directory (compressed-tensors' "
+                   "mxfp4-pack-quantized experts)",
+                   o.experts);
   ZAYA_CHECK_USAGE(r.format == ExportFormat::kSafetensors || layout == DirectoryLayout::kLegacy,
                    "--layout native is for a Hugging Face directory; a GGUF file has its own tensor names "
                    "(docs/formats-gguf.md): drop --layout or choose an --out without .gguf");
@@ -290,6 +295,7 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   } else {
     HfSaveOptions save;
     save.dtype = o.dtype;
+    save.experts = o.experts;
     save_model_directory(config, tensors, staged.path(), layout, save);
     if (tok) write_file_atomic((fs::path(staged.path()) / "tokenizer.model").string(), tok->serialized());
   }

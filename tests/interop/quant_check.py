@@ -1,0 +1,271 @@
+"""zaya.cpp loads the quantized-expert checkpoints compressed-tensors writes
+(docs/formats.md, "Quantized experts"), against the library itself:
+
+- a random native ZAYA model made by transformers (hf_common.make_hf_model) has
+  every routed expert matrix quantized by compressed-tensors' own compressors
+  (MXFP4PackedCompressor with its MX scales, and FloatQuantizationCompressor
+  with FP8 E4M3 per-channel scales, FP8_DYNAMIC's weights) and written in the
+  released checkpoints' layout: stacked [E, rows, ...] tensors
+  `P.weight_packed` / `P.weight` and `P.weight_scale`, the rest float, config.json
+  with the library's quantization_config;
+- the reference is transformers' float32 forward over the library's own
+  dequantization (the compressors' decompress) of those tensors;
+- zaya score's logits equal it within float32 noise (1e-5 relative), and are
+  far from the unquantized model's (so a scale read wrong cannot pass);
+- zaya generate's greedy tokens (experts kept packed in memory) equal
+  transformers' greedy tokens over the dequantized weights;
+- the per-expert 2-D tensor names load to the same logits;
+- damaged files are load errors naming the tensor: a scale byte 255, a
+  missing scale, a wrong shape, an unknown format;
+- `zaya ckpt export --experts mxfp4` writes the bytes compressed-tensors'
+  own compressor writes for the same weights, its QuantizationConfig parses
+  the config, and its decompress of the file gives zaya's logits.
+
+  python quant_check.py ZAYA WORK TOKENIZER
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import sentencepiece as spm
+import torch
+from safetensors.torch import load_file, save_file
+
+import compressed_tensors
+from compressed_tensors.compressors import FloatQuantizationCompressor, MXFP4PackedCompressor
+from compressed_tensors.config import CompressionFormat
+from compressed_tensors.quantization import QuantizationConfig, preset_name_to_scheme
+from compressed_tensors.quantization.utils import calculate_qparams
+
+import hf_common as h
+
+ZAYA, WORK, TOKENIZER = sys.argv[1:4]
+sp = spm.SentencePieceProcessor(model_file=TOKENIZER)
+VOCAB = sp.get_piece_size()
+BOS = sp.bos_id()
+PROMPTS = ["And God said, Let there be light", "In the beginning"]
+TEXT = "In the beginning God created the heaven and the earth. And the earth was without form, and void"
+
+FORMATS = {
+    # name: (preset, compressor, format, group size of the scales (None: one per row))
+    "mxfp4": ("MXFP4A16", MXFP4PackedCompressor, CompressionFormat.mxfp4_pack_quantized.value, 32),
+    "fp8": ("FP8_DYNAMIC", FloatQuantizationCompressor, CompressionFormat.float_quantized.value, None),
+}
+
+
+def quantize_matrix(w, fmt):
+    """compressed-tensors' compression of one [rows, cols] matrix, and its own dequantization of the result."""
+    preset, comp, _, group = FORMATS[fmt]
+    scheme = preset_name_to_scheme(preset, ["Linear"])
+    rows, cols = w.shape
+    view = w.reshape(rows, cols // group, group) if group else w
+    scale, zp = calculate_qparams(view.amin(-1), view.amax(-1), scheme.weights)
+    if not group:
+        scale, zp = scale.reshape(rows, 1), zp.reshape(rows, 1)
+    packed = comp.compress({"weight": w, "weight_scale": scale, "weight_zero_point": zp}, scheme)
+    deq = comp.decompress(dict(packed), scheme)["weight"].float()
+    return {k: v for k, v in packed.items() if k.startswith("weight")}, deq
+
+
+def quantization_config(fmt):
+    preset, _, form, _ = FORMATS[fmt]
+    qc = QuantizationConfig(config_groups={"group_0": preset_name_to_scheme(preset, ["Linear"])}, format=form,
+                            quantization_status="compressed", ignore=["re:^(?!.*experts).*$"])
+    return json.loads(qc.model_dump_json())
+
+
+def write_quantized(model, src, dst, fmt, per_expert=False):
+    """dst: src's directory with the experts quantized; returns the model over the library's dequantization."""
+    shutil.copytree(src, dst)
+    tensors = load_file(os.path.join(src, "model.safetensors"))
+    for name in [n for n in tensors if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
+        stacked = tensors.pop(name)
+        parts, deq = {}, []
+        for e in range(stacked.shape[0]):
+            packed, d = quantize_matrix(stacked[e].float(), fmt)
+            deq.append(d)
+            for k, v in packed.items():
+                if per_expert:  # model.layers.N.mlp.experts.E.gate_up_proj.weight_packed
+                    prefix, leaf = name.rsplit(".", 1)
+                    tensors[f"{prefix}.{e}.{leaf}.{k}"] = v.contiguous()
+                else:
+                    parts.setdefault(k, []).append(v)
+        for k, vs in parts.items():
+            tensors[f"{name}.{k}"] = torch.stack(vs).contiguous()
+        with torch.no_grad():
+            model.get_parameter(name).copy_(torch.stack(deq))
+    save_file(tensors, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(dst, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = quantization_config(fmt)
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    return model
+
+
+def sequences():
+    return [[BOS] + sp.encode(p) for p in PROMPTS] + [[BOS] + sp.encode(TEXT)[:30]]
+
+
+def worst_diff(model, got, seqs):
+    return max(h.max_rel_diff(z, h.hf_logits(model, s)[:, :VOCAB]) for s, z in zip(seqs, got))
+
+
+def check_cached_loss(model, d, label, seqs):
+    """zaya score's cached path (the engine, experts packed in memory: ops/matvec_lowbit.h) against transformers."""
+    out = os.path.join(WORK, "losses.json")
+    h.run([ZAYA, "score", "--model", d, "--tokens", os.path.join(WORK, "tokens.json"), "--json", out])
+    got = [x["mean_loss"] for x in json.load(open(out))]
+    worst = 0.0
+    for s, g in zip(seqs, got):
+        logits = h.hf_logits(model, s)[:-1, :VOCAB].double()
+        want = float(torch.nn.functional.cross_entropy(logits, torch.tensor(s[1:])))
+        worst = max(worst, abs(g - want) / abs(want))
+    if not worst <= 1e-5:
+        h.fail(f"{label}: zaya's cached mean losses (packed experts) differ from transformers' by {worst:.3g} relative")
+    print(f"ok: {label}: zaya score's cached engine (experts packed) gives transformers' mean losses within "
+          f"{worst:.2g} relative")
+
+
+def check_greedy(model, d, label):
+    prompts = os.path.join(WORK, "prompts.jsonl")
+    with open(prompts, "w") as f:
+        for i, p in enumerate(PROMPTS):
+            f.write(json.dumps({"id": i, "prompt": p, "max_new_tokens": 24, "temperature": 0}) + "\n")
+    out = h.run([ZAYA, "generate", "--model", d, "--prompts", prompts, "--temperature", "0", "--max-new-tokens", "24",
+                 "--dtype", "auto"])
+    results = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    if len(results) != len(PROMPTS):
+        h.fail(f"{label}: zaya generate gave {len(results)} result lines: {out[-500:]}")
+    for p, r in zip(PROMPTS, results):
+        want = h.hf_greedy_uncached(model, [BOS] + sp.encode(p), 24, model.config.eos_token_id)
+        if r["tokens"] != want:
+            h.fail(f"{label}: zaya generate {r['tokens']} != transformers' greedy {want} for {p!r}")
+    print(f"ok: {label}: zaya generate's greedy tokens (experts packed) equal transformers' over the dequantized "
+          f"weights")
+
+
+def expect_error(d, label, *needles):
+    r = subprocess.run([ZAYA, "info", "--model", d], capture_output=True, text=True)
+    if r.returncode == 0 and "quantization_config" not in needles[0]:
+        r = subprocess.run([ZAYA, "score", "--model", d, "--tokens", os.path.join(WORK, "tokens.json"),
+                            "--dump-logits", os.path.join(WORK, "bad.json")], capture_output=True, text=True)
+    if r.returncode == 0:
+        h.fail(f"{label}: zaya loaded the damaged model")
+    for n in needles:
+        if n not in r.stderr:
+            h.fail(f"{label}: the error does not say {n!r}: {r.stderr[-600:]}")
+    print(f"ok: {label}: refused: {r.stderr.strip().splitlines()[-1][:200]}")
+
+
+def damage(src, dst, edit_tensors=None, edit_config=None):
+    shutil.copytree(src, dst)
+    path = os.path.join(dst, "model.safetensors")
+    if edit_tensors:
+        t = load_file(path)
+        edit_tensors(t)
+        save_file(t, path, metadata={"format": "pt"})
+    if edit_config:
+        with open(os.path.join(dst, "config.json")) as f:
+            cfg = json.load(f)
+        edit_config(cfg)
+        with open(os.path.join(dst, "config.json"), "w") as f:
+            json.dump(cfg, f)
+
+
+def check_export(float_dir, seqs):
+    """zaya ckpt export --experts mxfp4: the layout compressed-tensors reads back; the library's decompress of it
+    is the model zaya computes, and its scale bytes are the library's own for the same float weights."""
+    d = os.path.join(WORK, "exported")
+    h.run([ZAYA, "ckpt", "export", "--in", float_dir, "--out", d, "--layout", "native", "--experts", "mxfp4"])
+    with open(os.path.join(d, "config.json")) as f:
+        qc = QuantizationConfig.model_validate(json.load(f)["quantization_config"])
+    scheme = qc.config_groups["group_0"]
+    written = load_file(os.path.join(d, "model.safetensors"))
+    source = load_file(os.path.join(float_dir, "model.safetensors"))
+    model = h.make_hf_model("8b", VOCAB, seed=5)
+    total_codes = 0
+    for name in [n for n in source if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
+        packed, scale = written[name + ".weight_packed"], written[name + ".weight_scale"]
+        deq = []
+        for e in range(packed.shape[0]):
+            deq.append(MXFP4PackedCompressor.decompress({"weight_packed": packed[e], "weight_scale": scale[e]},
+                                                        scheme)["weight"].float())
+            lib, _ = quantize_matrix(source[name][e].float(), "mxfp4")
+            if not torch.equal(lib["weight_scale"], scale[e]) or not torch.equal(lib["weight_packed"], packed[e]):
+                h.fail(f"export: {name}[{e}]: zaya's MXFP4 bytes differ from compressed-tensors' for the same weights "
+                       f"({int((lib['weight_packed'] != packed[e]).sum())} packed bytes)")
+            total_codes += packed[e].numel()
+        with torch.no_grad():
+            model.get_parameter(name).copy_(torch.stack(deq))
+    got = h.zaya_logits(ZAYA, d, seqs, WORK)
+    worst = worst_diff(model, got, seqs)
+    if not worst <= 1e-5:
+        h.fail(f"export: zaya's logits of its MXFP4 export differ from transformers' over compressed-tensors' "
+               f"decompress of it by {worst:.3g}")
+    print(f"ok: export: `zaya ckpt export --experts mxfp4` read back by compressed-tensors ({scheme.format or qc.format}):"
+          f" its decompress gives zaya's logits within {worst:.2g}; all {total_codes} packed bytes and every scale "
+          f"equal to the library's own compression of the same weights")
+
+
+def main():
+    print(h.versions() + f", compressed-tensors {compressed_tensors.__version__}")
+    float_dir = os.path.join(WORK, "float")
+    base = h.make_hf_model("8b", VOCAB, seed=5)
+    base.save_pretrained(float_dir)
+    shutil.copy(TOKENIZER, os.path.join(float_dir, "tokenizer.model"))
+    seqs = sequences()
+    base_logits = {tuple(s): h.hf_logits(base, s)[:, :VOCAB] for s in seqs}
+    layer0 = "model.layers.0.mlp.experts.gate_up_proj"
+    for fmt in FORMATS:
+        d = os.path.join(WORK, fmt)
+        model = write_quantized(h.make_hf_model("8b", VOCAB, seed=5), float_dir, d, fmt)
+        info = h.run([ZAYA, "info", "--model", d])
+        want = {"mxfp4": "mxfp4 (compressed-tensors mxfp4-pack-quantized)", "fp8": "fp8 (compressed-tensors"}[fmt]
+        if want not in info:
+            h.fail(f"{fmt}: zaya info does not name the format: {info}")
+        print(f"ok: {fmt}: zaya info: {[l for l in info.splitlines() if 'experts:' in l][0].strip()}")
+        got = h.zaya_logits(ZAYA, d, seqs, WORK)
+        worst = worst_diff(model, got, seqs)
+        moved = max(h.max_rel_diff(z, base_logits[tuple(s)]) for s, z in zip(seqs, got))
+        if not worst <= 1e-5:
+            h.fail(f"{fmt}: zaya's logits differ from transformers' over the dequantized weights by {worst:.3g}")
+        if not moved > 100 * max(worst, 1e-7):
+            h.fail(f"{fmt}: quantization moved the logits by only {moved:.3g} (the test could not tell)")
+        print(f"ok: {fmt}: zaya score's logits within {worst:.2g} relative of transformers' forward over "
+              f"compressed-tensors' dequantization (the unquantized model's are {moved:.2g} away)")
+        check_cached_loss(model, d, fmt, seqs)
+        check_greedy(model, d, fmt)
+        if fmt == "mxfp4":
+            d2 = os.path.join(WORK, "mxfp4-per-expert")
+            write_quantized(h.make_hf_model("8b", VOCAB, seed=5), float_dir, d2, fmt, per_expert=True)
+            got2 = h.zaya_logits(ZAYA, d2, seqs, WORK)
+            if got2 != got:
+                h.fail("mxfp4: the per-expert 2-D tensor names give other logits than the stacked ones")
+            print("ok: mxfp4: per-expert 2-D tensors (experts.E.gate_up_proj.weight_packed) give the same logits")
+
+            def nan_scale(t):
+                t[layer0 + ".weight_scale"][1, 3, 1] = 255
+            damage(d, os.path.join(WORK, "bad-nan"), nan_scale)
+            expect_error(os.path.join(WORK, "bad-nan"), "scale byte 255", layer0 + ".weight_scale", "255", "[1, 3, 1]")
+            damage(d, os.path.join(WORK, "bad-missing"), lambda t: t.pop(layer0 + ".weight_scale"))
+            expect_error(os.path.join(WORK, "bad-missing"), "missing scale", layer0 + ".weight_packed", "no scale")
+
+            def short(t):
+                t[layer0 + ".weight_scale"] = t[layer0 + ".weight_scale"][:, :, :1].contiguous()
+            damage(d, os.path.join(WORK, "bad-shape"), short)
+            expect_error(os.path.join(WORK, "bad-shape"), "wrong shape", layer0 + ".weight_scale", "expected shape")
+
+            def nvfp4(c):
+                c["quantization_config"]["format"] = "nvfp4-pack-quantized"
+                c["quantization_config"]["config_groups"]["group_0"]["format"] = "nvfp4-pack-quantized"
+            damage(d, os.path.join(WORK, "bad-format"), edit_config=nvfp4)
+            expect_error(os.path.join(WORK, "bad-format"), "quantization_config", "nvfp4-pack-quantized",
+                         "supported: mxfp4-pack-quantized, float-quantized")
+    check_export(float_dir, seqs)
+    print("quant_check: all checks passed")
+
+
+main()
