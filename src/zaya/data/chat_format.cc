@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "zaya/core/error.h"
+#include "zaya/data/tokenizer_gguf.h"
+#include "zaya/io/gguf.h"
 #include "zaya/io/json_file.h"
 
 namespace zaya {
@@ -55,8 +57,15 @@ std::optional<ChatFormat> recognise_chat_template(const std::string& t) {
 }
 
 std::optional<std::string> model_chat_template(const std::string& model_path, std::string* where) {
-  const std::filesystem::path dir = model_dir_of(model_path);
   std::error_code ec;
+  if (std::filesystem::is_regular_file(model_path, ec) && is_gguf_file(model_path)) {
+    const GgufFile f = GgufFile::open(model_path);
+    if (f.metadata().has("tokenizer.chat_template")) {
+      if (where) *where = model_path + ": tokenizer.chat_template";
+      return f.metadata().get_string("tokenizer.chat_template");
+    }
+  }
+  const std::filesystem::path dir = model_dir_of(model_path);
   const std::filesystem::path config = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config, ec)) {
     const nlohmann::json j = read_json_file(config.string(), "tokenizer config");

@@ -9,8 +9,9 @@
 //           tool calls in <zyphra_tool_call> (ids 101-104), tool results as a
 //           user turn of <zyphra_tool_response> blocks.
 //
-// A model's format comes from its chat template (tokenizer_config.json's
-// "chat_template", or chat_template.jinja beside it), recognised by the
+// A model's format comes from its chat template (a GGUF file's
+// tokenizer.chat_template, tokenizer_config.json's "chat_template", or
+// chat_template.jinja beside the model), recognised by the
 // markers it writes; `--chat-format` overrides it, and a template zaya does
 // not know is an error that names the file and the flag. A model with no
 // template (zaya's own checkpoints) is gemma3.
@@ -49,10 +50,11 @@ const ChatFormatSpec& chat_format_spec(ChatFormat format);
 // The format a chat template's text is written for (by its markers), or none.
 std::optional<ChatFormat> recognise_chat_template(const std::string& chat_template);
 
-// The chat template of a model directory, FILE.gguf's directory, or a
-// checkpoint: DIR/tokenizer_config.json's "chat_template" (a string, or the
-// entry named "default" of a list), else DIR/chat_template.jinja; none when
-// neither exists. `where` is set to the file it came from.
+// The chat template of a model: FILE.gguf's "tokenizer.chat_template"
+// metadata; else, beside the model (a directory, a checkpoint, or the GGUF
+// file's directory), tokenizer_config.json's "chat_template" (a string, or the
+// entry named "default" of a list), else chat_template.jinja; none when there
+// is none. `where` is set to the file (and key) it came from.
 std::optional<std::string> model_chat_template(const std::string& model_path, std::string* where = nullptr);
 
 // The format to render `model_path`'s chats in: `override_name` when given

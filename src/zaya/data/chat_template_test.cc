@@ -15,6 +15,7 @@
 
 #include "zaya/data/chat_json.h"
 #include "zaya/data/test_util.h"
+#include "zaya/io/gguf_writer.h"
 #include "zaya/io/json_file.h"
 
 namespace zaya {
@@ -191,6 +192,15 @@ TEST(ChatFormat, RecognisesTemplatesAndRefusesUnknownOnes) {
     EXPECT_NE(std::string(e.what()).find("--chat-format (gemma3, zaya)"), std::string::npos) << e.what();
   }
   EXPECT_THROW(model_chat_format(model.string(), "llama"), Error);
+  // A GGUF file's own template comes first.
+  GgufWriter w;
+  w.set_string("general.architecture", "zaya");
+  w.set_string("tokenizer.chat_template", chat_file_text(dir + "gemma3.jinja"));
+  w.write((model / "m.gguf").string());
+  std::ofstream(model / "tokenizer_config.json")
+      << nlohmann::json{{"chat_template", chat_file_text(dir + "zaya.jinja")}}.dump();
+  EXPECT_EQ(model_chat_format((model / "m.gguf").string(), "", &source), ChatFormat::kGemma3);
+  EXPECT_NE(source.find("m.gguf: tokenizer.chat_template"), std::string::npos) << source;
   std::filesystem::remove_all(model);
 }
 
