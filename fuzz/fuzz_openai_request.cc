@@ -18,6 +18,8 @@ namespace {
 // Small limits, so the fuzzer meets them.
 zaya::ApiLimits limits() {
   zaya::ApiLimits l;
+  l.chat_format = zaya::ChatFormat::kZaya;  // the format with tools, tool results and reasoning: more to parse
+  l.max_tools = 4;
   l.max_n = 4;
   l.max_prompts = 3;
   l.max_stop = 5;
@@ -43,7 +45,8 @@ void check(const zaya::OpenAiRequest& r, zaya::ApiEndpoint endpoint, const zaya:
   } else {
     if (r.messages.empty() || r.top_logprobs > 20) __builtin_trap();
     for (const zaya::ChatMessage& m : r.messages)
-      if (m.role != "system" && m.role != "user" && m.role != "assistant") __builtin_trap();
+      if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") __builtin_trap();
+    if (int64_t(r.tools.size()) > l.max_tools) __builtin_trap();
   }
 }
 

@@ -495,6 +495,71 @@ def main():
     for server in (slow, busy, keyed, capped):
         server.stop()
 
+    # ---- X: tools, tool calls and reasoning (--chat-format zaya): every bad part a 400 naming it ----
+    tools_server = Server("--chat-format", "zaya", "--max-tools", "4")
+    user = [{"role": "user", "content": "x"}]
+
+    def fn(name, **rest):
+        return {"type": "function", "function": {"name": name, **rest}}
+
+    def expect_param(server, case, body, param, pattern=None):
+        _, _, answer = expect(server, case, post("/v1/chat/completions", body), {400}, pattern)
+        got = json.loads(answer)["error"]["param"]
+        if got != param:
+            fail(f"{case}: param {got!r}, want {param!r}")
+
+    tool_cases = [
+        ("X1 tools not a list", {"tools": {"f": 1}}, "tools"),
+        ("X1 five tools over --max-tools 4", {"tools": [fn(f"f{i}") for i in range(5)]}, "tools"),
+        ("X1 20k tools", {"tools": [fn("f")] * 20_000}, "tools"),
+        ("X2 a tool without function", {"tools": [{"type": "function"}]}, "tools[0]"),
+        ("X2 a tool of type retrieval", {"tools": [{"type": "retrieval", "function": {"name": "f"}}]}, "tools[0].type"),
+        ("X2 a name with a space", {"tools": [fn("get weather")]}, "tools[0].function.name"),
+        ("X2 a name with markup", {"tools": [fn("f><parameter=x")]}, "tools[0].function.name"),
+        ("X2 a 10 KB name", {"tools": [fn("f" * 10_000)]}, "tools[0].function.name"),
+        ("X2 a name twice", {"tools": [fn("f"), fn("f")]}, "tools[1].function.name"),
+        ("X3 parameters not a schema", {"tools": [fn("f", parameters=[1])]}, "tools[0].function.parameters"),
+        ("X3 parameters of type string", {"tools": [fn("f", parameters={"type": "string"})]},
+         "tools[0].function.parameters.type"),
+        ("X3 a property of an unknown type", {"tools": [fn("f", parameters={"properties": {"x": {"type": "date"}}})]},
+         "tools[0].function.parameters.properties.x.type"),
+        ("X3 a property that is not a schema", {"tools": [fn("f", parameters={"properties": {"x": 3}})]},
+         "tools[0].function.parameters.properties.x"),
+        ("X3 a property name with markup", {"tools": [fn("f", parameters={"properties": {"a</parameter>": {}}})]},
+         "tools[0].function.parameters.properties"),
+        ("X3 required names no property", {"tools": [fn("f", parameters={"properties": {}, "required": ["y"]})]},
+         "tools[0].function.parameters.required"),
+        ("X4 tool_choice of an unknown function", {"tools": [fn("f")], "tool_choice": {
+            "type": "function", "function": {"name": "g"}}}, "tool_choice.function.name"),
+        ("X4 tool_choice required without tools", {"tool_choice": "required"}, "tool_choice"),
+        ("X4 enable_thinking not a boolean", {"chat_template_kwargs": {"enable_thinking": "yes"}},
+         "chat_template_kwargs.enable_thinking"),
+    ]
+    for case, extra, param in tool_cases:
+        expect_param(tools_server, case, {"messages": user, **extra}, param)
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{not json"}}
+    history_cases = [
+        ("X5 arguments that are not JSON", [{"role": "assistant", "content": None, "tool_calls": [call]}],
+         "messages[1].tool_calls[0].function.arguments"),
+        ("X5 arguments nested 100k deep", [{"role": "assistant", "content": None, "tool_calls": [
+            {**call, "function": {"name": "f", "arguments": nested(100_000)}}]}],
+         "messages[1].tool_calls[0].function.arguments"),
+        ("X5 a tool result with no call before it", [{"role": "tool", "tool_call_id": "c", "content": "r"}],
+         "messages"),
+        ("X5 tool_calls on a user message", [{"role": "user", "content": "y", "tool_calls": [call]}],
+         "messages[1].tool_calls"),
+    ]
+    for case, more, param in history_cases:
+        expect_param(tools_server, case, {"messages": user + more}, param)
+    body = ('{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f",'
+            '"parameters":' + '{"a":' * deep + "1" + "}" * deep + "}}]}").encode()
+    expect(tools_server, "X6 a tool schema nested 100k deep", post("/v1/chat/completions", body), {400}, r"deep|nest")
+    expect_param(s, "X7 tools on a gemma3 model", {"messages": user, "tools": [fn("f")]}, "tools", r"--chat-format")
+    expect(tools_server, "X8 a good tool request", post("/v1/chat/completions", {
+        "messages": user, "tools": [fn("f", parameters={"type": "object", "properties": {"x": {"type": "integer"}}})],
+        "tool_choice": "required", "max_tokens": 4}), {200})
+    tools_server.stop()
+
     # ---- M2: SIGTERM drains, then cuts what the grace did not finish ----
     drain_check(grace=30, requests=2, max_tokens=300, want_exit=0)
     drain_check(grace=0, requests=8, max_tokens=1000, want_exit=3)

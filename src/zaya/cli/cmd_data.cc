@@ -75,6 +75,7 @@ struct SftFlags {
   std::string loss_on = "assistant";
   std::string pairs = "text";
   std::string format = "zaya";
+  std::string chat_format = "gemma3";
   bool quiet = false;
 };
 
@@ -151,6 +152,10 @@ void add_data_command(CLI::App& app) {
       ->check(CLI::IsMember({"text", "chat"}));
   sft->add_option("--format", fflags->format, "zaya (uint32 shards) or megatron (Megatron-LM indexed dataset)")
       ->check(CLI::IsMember({"zaya", "megatron"}));
+  sft->add_option("--chat-format", fflags->chat_format,
+                  "how conversations are rendered: gemma3 (ZAYA1-base) or zaya (ZAYA1-8B: reasoning_content, "
+                  "tool_calls, tool messages, tools); the server's --chat-format renders the same")
+      ->check(CLI::IsMember({"gemma3", "zaya"}));
   sft->add_flag("--skip-bad", fopt->corpus.skip_bad,
                 "skip and count bad records (invalid UTF-8 or JSON, a wrong schema, roles out of order, nothing to "
                 "learn) instead of failing on the first");
@@ -163,7 +168,8 @@ void add_data_command(CLI::App& app) {
     const double t0 = now_seconds();
     fopt->corpus.format = CorpusFormat::kJsonl;
     fopt->format = parse_dataset_format(fflags->format);
-    fopt->sft = SftOptions{parse_loss_on(fflags->loss_on), parse_pair_format(fflags->pairs)};
+    fopt->sft = SftOptions{parse_loss_on(fflags->loss_on), parse_pair_format(fflags->pairs),
+                           enum_parse<ChatFormat>(kChatFormatNames, fflags->chat_format, "--chat-format")};
     if (!fflags->quiet) set_progress(*fopt);
     const ShardBuildSummary s = build_token_shards(*fopt);
     fmt::print(

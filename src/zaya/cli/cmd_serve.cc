@@ -9,12 +9,15 @@
 #include <optional>
 
 #include "zaya/cli/commands.h"
+#include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
 #include "zaya/core/exit_codes.h"
+#include "zaya/data/chat_format.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/spec_decode.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/trained_context.h"
+#include "zaya/io/json_file.h"
 #include "zaya/serve/api_server.h"
 #include "zaya/serve/model_name.h"
 
@@ -23,6 +26,7 @@ namespace {
 
 struct ServeCliOptions {
   std::string model, tokenizer, dtype = "auto", lora;
+  std::string chat_format, thinking = "on";
   ServerOptions server;
   int threads = 0;
   int64_t prefix_cache_mb = 256;
@@ -57,6 +61,22 @@ void run_serve(ServeCliOptions o) {
   o.server.serving.bf16_activations = !o.exact;
   o.server.serving.prefix_cache_bytes = o.prefix_cache_mb << 20;
   o.server.serving.kv_cache_bytes = o.kv_cache_mb << 20;
+  std::string format_source;
+  o.server.api.chat_format = model_chat_format(o.model, o.chat_format, &format_source);
+  o.server.api.enable_thinking = o.thinking == "on";
+  fmt::print(stderr, "zaya serve: chat format {} (from {})\n",
+             enum_name<ChatFormat>(kChatFormatNames, o.server.api.chat_format), format_source);
+  if (const char* replies = std::getenv("ZAYA_SERVE_TEST_REPLIES"); replies && *replies) {
+    const nlohmann::json j = parse_json(replies, "$ZAYA_SERVE_TEST_REPLIES");
+    ZAYA_CHECK_USAGE(j.is_array() && !j.empty(), "$ZAYA_SERVE_TEST_REPLIES must be a JSON list of reply texts");
+    for (const nlohmann::json& r : j) {
+      ZAYA_CHECK_USAGE(r.is_string(), "$ZAYA_SERVE_TEST_REPLIES must be a JSON list of reply texts");
+      o.server.test_replies.push_back(r.get<std::string>());
+    }
+    fmt::print(stderr,
+               "note: $ZAYA_SERVE_TEST_REPLIES is set: chat answers are its texts, not the model's (a test "
+               "hook)\n");
+  }
   if (o.server.model_name.empty()) {
     o.server.model_name = default_model_name(o.model);
     fmt::print(stderr, "zaya serve: the model id is \"{}\" (from --model's path; --model-name sets another)\n",
@@ -170,6 +190,16 @@ void add_serve_command(CLI::App& app) {
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
   cmd->add_option("--lora", o->lora,
                   "apply this LoRA adapter (a PEFT directory) without merging it into the model's files");
+  cmd->add_option("--chat-format", o->chat_format,
+                  "chat format: gemma3 (ZAYA1-base) or zaya (ZAYA1-8B: thinking, tool calls); default: the one the "
+                  "model's tokenizer_config.json chat_template is written for, else gemma3")
+      ->check(CLI::IsMember({"gemma3", "zaya"}));
+  cmd->add_option("--thinking", o->thinking,
+                  "zaya format: whether a chat answer starts with reasoning when the request does not say "
+                  "(chat_template_kwargs.enable_thinking)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--max-tools", o->server.api.max_tools, "most tools one chat request may offer (400 beyond)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_flag("--exact", o->exact,
                 "f32 activations in bf16 prefill, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));

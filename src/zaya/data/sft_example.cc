@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "zaya/core/error.h"
+#include "zaya/data/chat_json.h"
 
 namespace zaya {
 namespace {
@@ -18,18 +19,32 @@ std::string string_field(const nlohmann::json& j, const char* key, const std::st
   return it->get<std::string>();
 }
 
-std::vector<ChatMessage> parse_messages(const nlohmann::json& j) {
+// One message; in the zaya format also an assistant's reasoning_content and
+// tool_calls (its content may then be null) and a tool message's tool_call_id.
+ChatMessage parse_message(const nlohmann::json& m, const std::string& where, ChatFormat format) {
+  ZAYA_CHECK(m.is_object(), "{} is a JSON {}, expected an object with \"role\" and \"content\"", where, m.type_name());
+  ChatMessage out;
+  out.role = string_field(m, "role", where);
+  if (format == ChatFormat::kZaya && out.role == "assistant") {
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null())
+      out.tool_calls = read_tool_calls(m["tool_calls"], where + ".tool_calls");
+    if (m.contains("reasoning_content") && !m["reasoning_content"].is_null())
+      out.reasoning = string_field(m, "reasoning_content", where);
+    if (!out.tool_calls.empty() && (!m.contains("content") || m["content"].is_null())) return out;
+  }
+  if (format == ChatFormat::kZaya && out.role == "tool" && m.contains("tool_call_id"))
+    out.tool_call_id = string_field(m, "tool_call_id", where);
+  out.content = string_field(m, "content", where);
+  return out;
+}
+
+std::vector<ChatMessage> parse_messages(const nlohmann::json& j, ChatFormat format) {
   const nlohmann::json& m = j["messages"];
   ZAYA_CHECK(m.is_array(), "\"messages\" is a JSON {}, expected an array of {{\"role\", \"content\"}} objects",
              m.type_name());
   std::vector<ChatMessage> out;
-  for (size_t i = 0; i < m.size(); ++i) {
-    const std::string where = fmt::format("messages[{}]", i);
-    ZAYA_CHECK(m[i].is_object(), "{} is a JSON {}, expected an object with \"role\" and \"content\"", where,
-               m[i].type_name());
-    out.push_back({string_field(m[i], "role", where), string_field(m[i], "content", where)});
-  }
-  check_chat(out);  // before the system prompt goes in front: the indices are the file's
+  for (size_t i = 0; i < m.size(); ++i) out.push_back(parse_message(m[i], fmt::format("messages[{}]", i), format));
+  check_chat(out, format);  // before the system prompt goes in front: the indices are the file's
   if (j.contains("system")) {
     const nlohmann::json& s = j["system"];
     ZAYA_CHECK(s.is_string(), "\"system\" is a JSON {}, expected a string", s.type_name());
@@ -64,7 +79,7 @@ PairFormat parse_pair_format(const std::string& name) {
   fail("pair format '{}' is not known; allowed: text, chat", name);
 }
 
-SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs) {
+SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs, ChatFormat format) {
   ZAYA_CHECK(j.is_object(),
              "the line is a JSON {}, expected an object with \"messages\" or \"prompt\" and "
              "\"completion\"",
@@ -74,8 +89,16 @@ SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs) {
   ZAYA_CHECK(conversation || pair, "the object has neither \"messages\" nor \"prompt\" and \"completion\"");
   ZAYA_CHECK(!(conversation && pair), "the object has both \"messages\" and \"prompt\"/\"completion\"; give one");
   SftExample e;
+  e.format = format;
+  if (j.contains("tools") && !j["tools"].is_null()) {
+    ZAYA_CHECK(format == ChatFormat::kZaya,
+               "\"tools\" is set, but the chat format {} has no tool calls (--chat-format "
+               "zaya has)",
+               enum_name<ChatFormat>(kChatFormatNames, format));
+    e.tools = read_chat_tools(j["tools"], 4096);
+  }
   if (conversation) {
-    e.messages = parse_messages(j);
+    e.messages = parse_messages(j, format);
     return e;
   }
   ZAYA_CHECK(!j.contains("system") || pairs == PairFormat::kChat,
@@ -88,7 +111,7 @@ SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs) {
     nlohmann::json chat = {
         {"messages", {{{"role", "user"}, {"content", e.prompt}}, {{"role", "assistant"}, {"content", e.completion}}}}};
     if (j.contains("system")) chat["system"] = j["system"];
-    e.messages = parse_messages(chat);
+    e.messages = parse_messages(chat, format);
   } else {
     e.text_pair = true;
   }
@@ -107,7 +130,10 @@ SftDocument encode_sft_example(const Tokenizer& tok, const SftExample& e, LossOn
     d.mask.assign(d.tokens.size(), 0);
     std::fill(d.mask.begin() + static_cast<std::ptrdiff_t>(1 + prompt.size()), d.mask.end(), uint8_t{1});
   } else {
-    ChatEncoding c = encode_chat(tok, e.messages, false);
+    ChatOptions chat;
+    chat.format = e.format;
+    chat.tools = e.tools;
+    ChatEncoding c = encode_chat(tok, e.messages, false, chat);
     d.tokens = std::move(c.ids);
     d.tokens.push_back(tok.eos_id());
     d.mask = std::move(c.by_model);

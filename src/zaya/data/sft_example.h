@@ -7,8 +7,9 @@
 //    "system": "..."}                              (optional; or a first message with role "system")
 //   {"prompt": "...", "completion": "..."}
 //
-// A conversation is rendered with ZAYA1's (Gemma 3's) chat template
-// (chat_template.h) and framed as [bos] chat [eos]. A prompt/completion pair
+// A conversation is rendered with the chat format chosen (chat_template.h:
+// gemma3, ZAYA1-base's, by default; zaya, ZAYA1-8B's, with reasoning and tool
+// calls) and framed as [bos] chat [eos]. A prompt/completion pair
 // is plain text, [bos] prompt completion [eos], the prompt and the completion
 // encoded on their own (as `zaya generate` encodes a prompt and continues it),
 // or, with PairFormat::kChat, the conversation [user: prompt, assistant:
@@ -42,17 +43,23 @@ PairFormat parse_pair_format(const std::string& name);
 struct SftOptions {
   LossOn loss_on = LossOn::kAssistant;
   PairFormat pairs = PairFormat::kText;
+  ChatFormat format = ChatFormat::kGemma3;  // --chat-format: how conversations are rendered
 };
 
 struct SftExample {
   std::vector<ChatMessage> messages;  // a conversation, or a pair in chat form
-  bool text_pair = false;             // a plain-text prompt/completion pair
+  std::vector<ChatTool> tools;        // zaya format: the example's "tools", listed in its system turn
+  ChatFormat format = ChatFormat::kGemma3;
+  bool text_pair = false;  // a plain-text prompt/completion pair
   std::string prompt, completion;
 };
 
 // The example of one JSONL object; fails naming the field ("messages[1].content
 // is a JSON number, expected a string"). The caller prefixes FILE: line N.
-SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs);
+// In the zaya format a message may also carry "reasoning_content", "tool_calls"
+// and "tool_call_id" (OpenAI's shapes), roles include "tool", and the object a
+// "tools" list (chat_json.h checks it), as the server takes them.
+SftExample parse_sft_example(const nlohmann::json& j, PairFormat pairs, ChatFormat format = ChatFormat::kGemma3);
 
 struct SftDocument {
   std::vector<int32_t> tokens;  // bos first, eos last

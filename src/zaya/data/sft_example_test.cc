@@ -86,6 +86,30 @@ TEST(SftExample, PromptCompletionPairs) {
   EXPECT_EQ(tok.decode(selected_ids(encode_sft_example(tok, chat, LossOn::kAssistant))), "God created<end_of_turn>");
 }
 
+// The zaya format: reasoning, a tool call and its result; the loss counts what
+// each assistant turn generates (after "<think>\n", to <|im_end|>), the same text
+// the server renders (chat_template.h).
+TEST(SftExample, ZayaFormatWithReasoningAndToolCalls) {
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  const nlohmann::json j = nlohmann::json::parse(R"({"tools": [{"type": "function", "function": {"name": "verse",
+      "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}],
+    "messages": [{"role": "user", "content": "In the beginning"},
+      {"role": "assistant", "content": null, "reasoning_content": "look it up",
+       "tool_calls": [{"id": "c", "type": "function", "function": {"name": "verse", "arguments": "{\"n\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "God created"},
+      {"role": "assistant", "content": "God created"}]})");
+  const SftExample e = parse_sft_example(j, PairFormat::kText, ChatFormat::kZaya);
+  ASSERT_EQ(e.tools.size(), 1u);
+  const SftDocument d = encode_sft_example(tok, e, LossOn::kAssistant);
+  EXPECT_EQ(tok.decode(selected_ids(d)),
+            "look it up\n</think>\n\n<zyphra_tool_call>\n<function=verse>\n<parameter=n>\n1\n</parameter>\n"
+            "</function>\n</zyphra_tool_call><|im_end|>\n</think>\n\nGod created<|im_end|>");
+  EXPECT_NE(tok.decode(d.tokens).find("<zyphra_tool_response>\nGod created\n</zyphra_tool_response>"),
+            std::string::npos);
+  // The gemma3 format refuses what it cannot render.
+  testing::expect_data_error([&] { parse_sft_example(j, PairFormat::kText); }, {"\"tools\" is set"});
+}
+
 TEST(SftExample, RefusesExamplesItCannotUse) {
   Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
   auto parse = [](const char* text) { return parse_sft_example(nlohmann::json::parse(text), PairFormat::kText); };

@@ -234,7 +234,8 @@ class ShardBuild {
       return;
     }
     try {
-      SftDocument doc = encode_sft_example(tok_, parse_sft_example(d.value, o_.sft->pairs), o_.sft->loss_on);
+      SftDocument doc =
+          encode_sft_example(tok_, parse_sft_example(d.value, o_.sft->pairs, o_.sft->format), o_.sft->loss_on);
       e.tokens = std::move(doc.tokens);
       e.mask = std::move(doc.mask);
     } catch (const Error& err) {

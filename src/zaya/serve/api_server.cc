@@ -311,8 +311,16 @@ struct ApiServer::Impl {
                    "server_error");
     }
     const bool chat = endpoint == ApiEndpoint::kChat;
-    g->head = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_id++), int64_t(std::time(nullptr)), o.model_name,
+    const int64_t number = next_id++;
+    g->head = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", number), int64_t(std::time(nullptr)), o.model_name,
                chat, r.top_logprobs >= 0};
+    if (chat) {  // each choice's answer read into reasoning, content and tool calls (chat_output.h)
+      const ChatOptions rendered = chat_options(r, o.api);
+      for (size_t i = 0; i < choices; ++i)
+        g->parsers.emplace_back(chat_output_options(rendered, fmt::format("call_{}_{}_", number, i)));
+      g->scripted_at.assign(choices, 0);
+      if (!o.test_replies.empty()) g->scripted = &o.test_replies[size_t(number) % o.test_replies.size()];
+    }
     g->stream = r.stream;
     g->include_usage = r.include_usage;
     g->arrival = arrival;

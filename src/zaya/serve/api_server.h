@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/infer_model.h"
@@ -50,6 +51,12 @@ struct ServerOptions {
   double shutdown_grace = 20;    // seconds requests in flight may finish after SIGTERM
   ApiLimits api;
   ServingOptions serving;
+  // A test hook (tests/e2e/serve_tools.py; set only from $ZAYA_SERVE_TEST_REPLIES, with a
+  // note at start-up): chat request N's answer text is test_replies[N % size] instead of
+  // the model's, handed out a few bytes per generated token and the rest at its end, so
+  // the reasoning and tool-call paths (chat_output.h) run on known text through the real
+  // server and clients. The model still runs (tokens, usage, logprobs are its own).
+  std::vector<std::string> test_replies;
   void validate() const;
 };
 

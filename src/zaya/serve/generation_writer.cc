@@ -9,13 +9,55 @@ namespace {
 
 // A whole response in the making gets a newline after this long without a write.
 constexpr double kHeartbeatSeconds = 0.5;
+// The test hook's pace: bytes of the scripted reply per generated token.
+constexpr size_t kScriptedBytesPerToken = 5;
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
 }  // namespace
 
-// Applies one event to the request; returns the logprobs entry of a token event (for a chunk).
-void GenerationWriter::apply(Generation& g, const ServeEvent& e, std::vector<TokenLogprob>* lp) {
+GenerationWriter::GenerationWriter(const Tokenizer& tok, ServerMetrics& metrics, const ServerOptions& o,
+                                   const std::atomic<bool>& cutting, std::atomic<int64_t>& cut)
+    : tok_(tok), metrics_(metrics), o_(o), cutting_(cutting), cut_(cut) {
+  const ChatFormatSpec& s = chat_format_spec(o.api.chat_format);
+  for (const char* m : {s.think_open, s.think_close, s.tool_call_open, s.tool_call_close})
+    if (*m)
+      if (const int32_t id = special_piece_id(tok, m); id >= 0 && tok.decode({id}).empty()) silent_markers_[id] = m;
+}
+
+// A chat event's text through its choice's parser: the new reasoning, content and calls.
+ChatDelta GenerationWriter::chat_text(Generation& g, const ServeEvent& e) {
+  const bool end = e.kind == ServeEvent::Kind::kFinish;
+  std::string piece = e.text;
+  if (g.scripted) {
+    // The test hook (ServerOptions::test_replies): the scripted reply instead of the model's text,
+    // a few bytes per generated token and the rest at the end.
+    size_t& at = g.scripted_at[e.choice];
+    const size_t n = end ? std::string::npos : kScriptedBytesPerToken;
+    piece = at < g.scripted->size() ? g.scripted->substr(at, n) : "";
+    at += piece.size();
+  } else if (!end) {
+    if (auto m = silent_markers_.find(e.token); m != silent_markers_.end()) piece += m->second;
+  }
+  ChatOutputParser& parser = g.parsers[e.choice];
+  ChatDelta d = parser.feed(piece);
+  if (end) {
+    ChatDelta rest = parser.finish();
+    d.reasoning += rest.reasoning;
+    d.content += rest.content;
+    d.tool_calls.insert(d.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    d.warnings.insert(d.warnings.end(), rest.warnings.begin(), rest.warnings.end());
+  }
+  for (const std::string& w : d.warnings) {
+    fmt::print(stderr, "zaya serve: warning: {} choice {}: {}\n", g.head.id, e.choice, w);
+    std::fflush(stderr);
+  }
+  return d;
+}
+
+// Applies one event to the request; returns the logprobs entry of a token event (for a chunk)
+// and, for chat, what the event added to the answer.
+void GenerationWriter::apply(Generation& g, const ServeEvent& e, std::vector<TokenLogprob>* lp, ChatDelta* delta) {
   ChoiceResult& c = g.choices[e.choice];
   if (e.kind == ServeEvent::Kind::kError) {
     g.failed = true;
@@ -23,7 +65,15 @@ void GenerationWriter::apply(Generation& g, const ServeEvent& e, std::vector<Tok
     if (++g.finished > g.choices.size()) g.finished = g.choices.size();
     return;
   }
-  c.text += e.text;
+  if (g.parsers.empty()) {
+    c.text += e.text;
+  } else {
+    ChatDelta d = chat_text(g, e);
+    c.text += d.content;
+    c.reasoning += d.reasoning;
+    c.tool_calls.insert(c.tool_calls.end(), d.tool_calls.begin(), d.tool_calls.end());
+    if (delta) *delta = std::move(d);
+  }
   if (e.kind == ServeEvent::Kind::kFinish) {
     c.finish = e.finish;
     c.tokens = e.tokens;
@@ -85,7 +135,7 @@ bool GenerationWriter::whole(Generation& g, httplib::DataSink& sink) {
   double last_write = now_seconds();
   while (g.finished < g.choices.size()) {
     if (next_events(g, events))
-      for (const ServeEvent& e : events) apply(g, e, nullptr);
+      for (const ServeEvent& e : events) apply(g, e, nullptr, nullptr);
     if (g.finished < g.choices.size() && now_seconds() - last_write >= kHeartbeatSeconds) {
       if (!write(sink, "\n")) return false;  // the client is gone: the releaser cancels
       last_write = now_seconds();
@@ -107,7 +157,8 @@ bool GenerationWriter::stream(Generation& g, httplib::DataSink& sink) {
     if (!next_events(g, events)) continue;
     for (const ServeEvent& e : events) {
       std::vector<TokenLogprob> lp;
-      apply(g, e, &lp);
+      ChatDelta delta;
+      apply(g, e, &lp, &delta);
       if (g.failed) {
         // An error event and no [DONE]: a stream that ends without it is one that failed.
         if (!send(failure(g))) return false;
@@ -115,8 +166,14 @@ bool GenerationWriter::stream(Generation& g, httplib::DataSink& sink) {
         return true;
       }
       const bool end = e.kind == ServeEvent::Kind::kFinish;
-      if (!end && e.text.empty() && lp.empty()) continue;
       const FinishReason* why = end ? &g.choices[e.choice].finish : nullptr;
+      if (!g.parsers.empty()) {
+        if (!end && delta.empty() && lp.empty()) continue;
+        const bool called = !g.choices[e.choice].tool_calls.empty();
+        if (!send(api_chat_chunk(g.head, e.choice, delta, lp, why, called))) return false;
+        continue;
+      }
+      if (!end && e.text.empty() && lp.empty()) continue;
       if (!send(api_chunk(g.head, e.choice, e.text, false, lp, why))) return false;
     }
   }

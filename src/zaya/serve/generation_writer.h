@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/serving_loop.h"
 #include "zaya/serve/api_server.h"
+#include "zaya/serve/chat_output.h"
 #include "zaya/serve/metrics.h"
 #include "zaya/serve/openai_response.h"
 
@@ -32,7 +34,10 @@ struct Generation {
   bool stream = false, include_usage = false;
   double arrival = 0, deadline = 0;
   std::vector<ChoiceResult> choices;
-  std::vector<double> last_token;  // per choice: when its last token came (0: none yet)
+  std::vector<ChatOutputParser> parsers;  // chat: one per choice (chat_output.h)
+  const std::string* scripted = nullptr;  // ServerOptions::test_replies' reply for this request (a test hook)
+  std::vector<size_t> scripted_at;        // how much of it each choice has had
+  std::vector<double> last_token;         // per choice: when its last token came (0: none yet)
   size_t finished = 0;
   bool first_token_seen = false, timed_out = false, failed = false;
   std::string error, error_code;
@@ -42,15 +47,15 @@ class GenerationWriter {
  public:
   // `cutting` is set once the shutdown's grace is over; each request it cuts adds one to `cut`.
   GenerationWriter(const Tokenizer& tok, ServerMetrics& metrics, const ServerOptions& o,
-                   const std::atomic<bool>& cutting, std::atomic<int64_t>& cut)
-      : tok_(tok), metrics_(metrics), o_(o), cutting_(cutting), cut_(cut) {}
+                   const std::atomic<bool>& cutting, std::atomic<int64_t>& cut);
 
   // Each writes the whole answer; false when the client went away (the caller cancels).
   bool whole(Generation& g, httplib::DataSink& sink);
   bool stream(Generation& g, httplib::DataSink& sink);
 
  private:
-  void apply(Generation& g, const ServeEvent& e, std::vector<TokenLogprob>* lp);
+  void apply(Generation& g, const ServeEvent& e, std::vector<TokenLogprob>* lp, ChatDelta* delta);
+  ChatDelta chat_text(Generation& g, const ServeEvent& e);
   void cut_short(Generation& g);
   ojson failure(const Generation& g) const;
   bool next_events(Generation& g, std::vector<ServeEvent>& events);
@@ -60,6 +65,9 @@ class GenerationWriter {
   const ServerOptions& o_;
   const std::atomic<bool>& cutting_;
   std::atomic<int64_t>& cut_;
+  // Marker ids of the chat format that decode to no text (control pieces): their marker text is given
+  // to the chat parser, which reads the markers (a tool call's tags) from the text.
+  std::unordered_map<int32_t, std::string> silent_markers_;
 };
 
 }  // namespace zaya

@@ -11,7 +11,8 @@
 namespace zaya {
 namespace {
 
-using json = nlohmann::json;
+// Ordered: a tool's schema is rendered with its keys in the client's order.
+using json = nlohmann::ordered_json;
 
 // A problem with one field: thrown inside the parser, caught at its top.
 struct FieldError {
@@ -62,20 +63,40 @@ std::string content_text(const json& v, const std::string& k) {
 // Set and not null.
 bool has(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
 
-// A tool-call history (an assistant's tool_calls or function_call, a "tool"
-// or "function" message) cannot be rendered by our chat template: say so,
-// rather than that the content is missing.
-void refuse_tool_history(const json& m, const std::string& at, const std::string& role) {
-  if (role == "tool" || role == "function")
-    bad(at + ".role",
-        fmt::format("'{}.role' is \"{}\": tool calls are not supported (no tool results in messages)", at, role));
-  for (const char* k : {"tool_calls", "function_call"})
-    if (has(m, k) && !(m[k].is_array() && m[k].empty()))
-      bad(fmt::format("{}.{}", at, k),
-          fmt::format("'{}.{}' is set: tool calls are not supported (no tool_calls in messages)", at, k));
+// A chat message's tool parts (zaya format): an assistant's tool_calls and
+// reasoning, a tool message's call id. Legacy function calling is refused.
+void tool_parts(const json& m, const std::string& at, ChatFormat format, ChatMessage& out) {
+  const bool calls = has(m, "tool_calls") && !(m["tool_calls"].is_array() && m["tool_calls"].empty());
+  if (format != ChatFormat::kZaya && (calls || out.role == "tool"))
+    bad(at + (calls ? ".tool_calls" : ".role"),
+        fmt::format("'{}' is {}, but this model's chat format {} has no tool {} (the zaya format, ZAYA1-8B's, has: "
+                    "--chat-format zaya)",
+                    at + (calls ? ".tool_calls" : ".role"), calls ? "set" : "\"tool\"",
+                    enum_name<ChatFormat>(kChatFormatNames, format), calls ? "calls" : "results"));
+  if (out.role == "function")
+    bad(at + ".role", fmt::format("'{}.role' is \"function\" (legacy function calling); use role \"tool\"", at));
+  if (has(m, "function_call"))
+    bad(at + ".function_call",
+        fmt::format("'{}.function_call' is legacy function calling; send \"tool_calls\" instead", at));
+  if (calls) {
+    if (out.role != "assistant")
+      bad(at + ".tool_calls",
+          fmt::format("'{}.tool_calls' is set on a {} message; only an assistant calls tools", at, out.role));
+    out.tool_calls = read_tool_calls(m["tool_calls"], at + ".tool_calls");
+  }
+  for (const char* k : {"reasoning_content", "reasoning"})
+    if (has(m, k) && out.role == "assistant") {
+      if (!m[k].is_string()) bad(fmt::format("{}.{}", at, k), fmt::format("'{}.{}' must be a string", at, k));
+      out.reasoning = m[k].get<std::string>();
+    }
+  if (has(m, "tool_call_id") && out.role == "tool") {
+    if (!m["tool_call_id"].is_string())
+      bad(at + ".tool_call_id", fmt::format("'{}.tool_call_id' must be a string", at));
+    out.tool_call_id = m["tool_call_id"].get<std::string>();
+  }
 }
 
-std::vector<ChatMessage> messages_field(const json& v) {
+std::vector<ChatMessage> messages_field(const json& v, ChatFormat format) {
   if (!v.is_array() || v.empty()) bad("messages", "'messages' must be a non-empty list of {\"role\", \"content\"}");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -83,23 +104,48 @@ std::vector<ChatMessage> messages_field(const json& v) {
     const json& m = v[i];
     if (!m.is_object()) bad(at, fmt::format("'{}' must be an object with \"role\" and \"content\"", at));
     if (!m.contains("role") || !m["role"].is_string())
-      bad(at + ".role", fmt::format("'{}.role' must be a string (system, developer, user or assistant)", at));
-    std::string role = m["role"].get<std::string>();
-    refuse_tool_history(m, at, role);
+      bad(at + ".role", fmt::format("'{}.role' must be a string (system, developer, user, assistant or tool)", at));
+    ChatMessage msg;
+    msg.role = m["role"].get<std::string>();
+    tool_parts(m, at, format, msg);
     // Checked here, not only by check_chat, so that the message shows a bounded role.
-    if (role != "system" && role != "developer" && role != "user" && role != "assistant")
-      bad(at + ".role",
-          fmt::format("'{}.role' = {} is invalid; allowed: system, developer, user, assistant", at, shown(m["role"])));
-    if (role == "developer") role = "system";  // OpenAI's newer name for the system message
-    if (!has(m, "content")) bad(at + ".content", fmt::format("'{}.content' is missing", at));
-    out.push_back({role, content_text(m["content"], at + ".content")});
+    if (msg.role != "system" && msg.role != "developer" && msg.role != "user" && msg.role != "assistant" &&
+        msg.role != "tool")
+      bad(at + ".role", fmt::format("'{}.role' = {} is invalid; allowed: system, developer, user, assistant, tool", at,
+                                    shown(m["role"])));
+    if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for the system message
+    // An assistant message that calls tools may have no content (null), as OpenAI's clients send it.
+    if (has(m, "content"))
+      msg.content = content_text(m["content"], at + ".content");
+    else if (msg.tool_calls.empty())
+      bad(at + ".content", fmt::format("'{}.content' is missing", at));
+    out.push_back(std::move(msg));
   }
   try {
-    check_chat(out);
+    check_chat(out, format);
   } catch (const Error& e) {
     bad("messages", e.what());
   }
   return out;
+}
+
+// tools, tool_choice, parallel_tool_calls and chat_template_kwargs.
+void tool_fields(const json& j, const ApiLimits& limits, OpenAiRequest& r) {
+  const bool offered = has(j, "tools") && !(j["tools"].is_array() && j["tools"].empty());
+  if (offered && limits.chat_format != ChatFormat::kZaya)
+    bad("tools", fmt::format("'tools' is set, but this model's chat format {} has no tool calls (the zaya format, "
+                             "ZAYA1-8B's, has: --chat-format zaya)",
+                             enum_name<ChatFormat>(kChatFormatNames, limits.chat_format)));
+  if (offered) r.tools = read_chat_tools(j["tools"], size_t(limits.max_tools));
+  if (has(j, "tool_choice")) r.tool_choice = read_tool_choice(j["tool_choice"], r.tools);
+  if (has(j, "parallel_tool_calls")) bool_field(j["parallel_tool_calls"], "parallel_tool_calls");
+  r.enable_thinking = limits.enable_thinking;
+  if (has(j, "chat_template_kwargs")) {
+    const json& k = j["chat_template_kwargs"];
+    if (!k.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    if (has(k, "enable_thinking"))
+      r.enable_thinking = bool_field(k["enable_thinking"], "chat_template_kwargs.enable_thinking");
+  }
 }
 
 std::vector<std::string> stop_field(const json& v, int64_t max_stop) {
@@ -174,7 +220,8 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
     r.prompts = prompt_field(j["prompt"], limits.max_prompts);
   } else {
     if (!has("messages")) bad("messages", "'messages' is required");
-    r.messages = messages_field(j["messages"]);
+    r.messages = messages_field(j["messages"], limits.chat_format);
+    tool_fields(j, limits, r);
   }
   if (has("max_completion_tokens"))
     r.max_tokens = int_field(j["max_completion_tokens"], "max_completion_tokens", 0, 1 << 24);
@@ -212,9 +259,8 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
     } else if (lp) {
       r.top_logprobs = 0;
     }
-    unsupported(j, "tools", json::array(), "no tool calls");
-    unsupported(j, "functions", json::array(), "no tool calls");
-    unsupported(j, "function_call", "none", "no tool calls");
+    unsupported(j, "functions", json::array(), "legacy function calling; send \"tools\"");
+    unsupported(j, "function_call", "none", "legacy function calling; send \"tool_choice\"");
     unsupported(j, "response_format", json{{"type", "text"}}, "plain text only");
   }
   unsupported(j, "presence_penalty", 0, "no penalties");
@@ -226,11 +272,14 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
 template <class Request, class Fields>
 Request parse_body(const std::string& body, Request r, const Fields& fields) {
   try {
-    const json j = parse_json(body, "the request body");
+    const json j = parse_json<json>(body, "the request body");
     if (!j.is_object()) bad("", "the request body must be a JSON object");
     fields(j, r);
   } catch (const FieldError& e) {
     r.error = e.message;
+    r.error_param = e.param;
+  } catch (const ChatFieldError& e) {
+    r.error = e.what();
     r.error_param = e.param;
   } catch (const Error& e) {
     r.error = e.what();

@@ -11,15 +11,19 @@
 // comes first in each choice's text, and with logprobs its tokens' log
 // probabilities, the first null; not with stream), messages (chat: {role,
 // content} with content a string or a list of {"type": "text", "text"} parts;
-// role "developer" is read as "system", as newer OpenAI SDKs send it),
+// role "developer" is read as "system", as newer OpenAI SDKs send it; in the
+// zaya format also an assistant's "tool_calls" and "reasoning_content" (or
+// "reasoning"), and role "tool" with "tool_call_id"), tools and tool_choice
+// (zaya format; chat_json.h checks them), chat_template_kwargs.enable_thinking,
+// parallel_tool_calls (a boolean),
 // max_tokens (or max_completion_tokens), stop (a string or up to
 // ApiLimits::max_stop strings: vLLM takes any number, lm-eval sends 5+),
 // temperature (0..2), top_p (0..1], top_k (>= 0, 0 = off), seed, n, stream,
 // stream_options.include_usage, logprobs (completions: 0..5 alternatives;
 // chat: a boolean, with top_logprobs 0..20). presence_penalty,
-// frequency_penalty, logit_bias, best_of, tools, functions, function_call and
-// a tool-call history (tool_calls, role "tool") are refused unless they ask
-// for nothing (0, {}, 1, [], "none").
+// frequency_penalty, logit_bias, best_of, functions, function_call and
+// response_format are refused unless they ask for nothing (0, {}, 1, [],
+// "none", text); so are tools and a tool-call history in the gemma3 format.
 //
 // A message never shows a client's value whole (json_preview), and the body's
 // nesting is capped while it is parsed (parse_json): a hostile value can
@@ -29,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "zaya/data/chat_json.h"
 #include "zaya/data/chat_template.h"
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/text_request.h"
@@ -39,10 +44,13 @@ namespace zaya {
 enum class ApiEndpoint { kCompletions, kChat };
 
 struct ApiLimits {
-  int64_t max_n = 16;                 // choices per prompt
-  int64_t max_prompts = 64;           // prompts in one completions request (a batch of lm-eval's)
-  int64_t max_stop = 32;              // stop strings
-  int64_t default_max_tokens = 1024;  // chat without max_tokens (completions default to 16, as OpenAI's)
+  int64_t max_n = 16;                            // choices per prompt
+  int64_t max_prompts = 64;                      // prompts in one completions request (a batch of lm-eval's)
+  int64_t max_stop = 32;                         // stop strings
+  int64_t default_max_tokens = 1024;             // chat without max_tokens (completions default to 16, as OpenAI's)
+  ChatFormat chat_format = ChatFormat::kGemma3;  // the model's (--chat-format, chat_format.h)
+  bool enable_thinking = true;                   // zaya: chat_template_kwargs.enable_thinking's default
+  int64_t max_tools = 128;                       // tools in one request (--max-tools)
 };
 
 // One completions prompt: text (encoded with BOS) or token ids (run as given).
@@ -58,6 +66,9 @@ struct OpenAiRequest {
   std::vector<ApiPrompt> prompts;     // completions: one or more
   bool echo = false;                  // completions: the prompt (and its logprobs) come first in each choice
   std::vector<ChatMessage> messages;  // chat
+  std::vector<ChatTool> tools;        // chat (zaya format): offered to the model
+  ToolChoice tool_choice;             // chat: auto unless given
+  bool enable_thinking = true;        // chat (zaya): chat_template_kwargs.enable_thinking, else the server's
   int64_t max_tokens = -1;            // -1: not given
   std::vector<std::string> stop;
   double temperature = 1.0;
@@ -103,6 +114,12 @@ DetokenizeRequest parse_detokenize_request(const std::string& body);
 // sampling; max_tokens capped at what the context leaves after the prompt.
 // Sets request.error / error_param (and returns none) when the prompt cannot
 // run under `context` tokens.
+// How a checked chat request is rendered: the server's format, the request's
+// thinking, its tools unless tool_choice is "none", and for "required" or a
+// named function the opening of a call after a closed think block (the call is
+// then prefilled, not left to the model: chat_template.h, forced_tool).
+ChatOptions chat_options(const OpenAiRequest& request, const ApiLimits& limits);
+
 std::vector<TextRequest> openai_text_requests(OpenAiRequest& request, const Tokenizer& tokenizer,
                                               const ZayaConfig& config, int64_t context, const ApiLimits& limits);
 

@@ -97,17 +97,20 @@ TEST(OpenAiRequest, BadFieldsAreNamed) {
        "messages[0].role is \"assistant\" where \"user\" is expected", true},
       {R"({"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2})", "top_logprobs",
        "'top_logprobs' needs \"logprobs\": true", true},
-      // A tool-call history is refused as such, not as a missing content (L10).
+      // A tool-call history in the gemma3 format is refused as such, not as a missing content (L10).
       {R"({"messages": [{"role": "user", "content": "a"},
                         {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function"}]},
                         {"role": "tool", "tool_call_id": "c", "content": "42"}]})",
-       "messages[1].tool_calls", "'messages[1].tool_calls' is set: tool calls are not supported", true},
+       "messages[1].tool_calls",
+       "'messages[1].tool_calls' is set, but this model's chat format gemma3 has no tool calls", true},
       {R"({"messages": [{"role": "user", "content": "a"}, {"role": "tool", "content": "42"}]})", "messages[1].role",
-       "'messages[1].role' is \"tool\": tool calls are not supported", true},
+       "'messages[1].role' is \"tool\", but this model's chat format gemma3 has no tool results", true},
       {R"({"messages": [{"role": "assistant", "content": null, "function_call": {"name": "f"}}]})",
-       "messages[0].function_call", "'messages[0].function_call' is set: tool calls are not supported", true},
+       "messages[0].function_call", "'messages[0].function_call' is legacy function calling", true},
       {R"({"messages": [{"role": "user", "content": "a"}], "functions": [{"name": "f"}]})", "functions",
-       "'functions' = [{\"name\":\"f\"}] is not supported; allowed: [] (no tool calls)", true},
+       "'functions' = [{\"name\":\"f\"}] is not supported; allowed: [] (legacy function calling", true},
+      {R"({"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "f"}}]})",
+       "tools", "'tools' is set, but this model's chat format gemma3 has no tool calls", true},
       {R"({"messages": [{"role": "user", "content": "a"}], "function_call": "auto"})", "function_call",
        "'function_call' = \"auto\" is not supported; allowed: \"none\"", true},
       {R"({"messages": [{"role": "user", "content": [{"type": 7}]}]})", "messages[0].content[0]",
@@ -117,6 +120,90 @@ TEST(OpenAiRequest, BadFieldsAreNamed) {
     const OpenAiRequest r = c.is_chat ? chat(c.body) : completions(c.body);
     EXPECT_EQ(r.error_param, c.param) << c.body;
     EXPECT_EQ(r.error.substr(0, c.message.size()), c.message) << c.body << " -> " << r.error;
+  }
+}
+
+OpenAiRequest zaya_chat(const std::string& body) {
+  ApiLimits l;
+  l.chat_format = ChatFormat::kZaya;
+  l.max_tools = 3;
+  return parse_openai_request(body, ApiEndpoint::kChat, l);
+}
+
+// The zaya format's tool parts: a tool loop's history, tools, tool_choice and thinking are read.
+TEST(OpenAiRequest, ReadsToolsAndAToolLoop) {
+  const OpenAiRequest r = zaya_chat(R"({"messages": [
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "reasoning_content": "call it",
+       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Bonn\", \"days\": 2}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    "chat_template_kwargs": {"enable_thinking": false}, "parallel_tool_calls": true})");
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].reasoning, "call it");
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments.dump(), R"({"city":"Bonn","days":2})");  // the client's order
+  EXPECT_EQ(r.messages[2].tool_call_id, "c1");
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kNamed);
+  EXPECT_FALSE(r.enable_thinking);
+  EXPECT_TRUE(
+      zaya_chat(R"({"messages": [{"role": "user", "content": "a"}]})").enable_thinking);  // the server's default
+  ApiLimits zaya;
+  zaya.chat_format = ChatFormat::kZaya;
+  const ChatOptions o = chat_options(r, zaya);
+  EXPECT_EQ(o.forced_tool, std::optional<std::string>("get_weather"));
+}
+
+// Bad tool definitions and tool parts are 400s naming the field (hostile-input standard).
+TEST(OpenAiRequest, BadToolsAreNamed) {
+  const std::string m = R"("messages": [{"role": "user", "content": "a"}])";
+  auto tool = [](const std::string& function) { return R"({"type": "function", "function": )" + function + "}"; };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("tools": {"a": 1})", "tools"},
+      {R"("tools": [1, 2, 3, 4])", "tools"},  // more than max_tools
+      {R"("tools": [{"type": "retrieval", "function": {"name": "f"}}])", "tools[0].type"},
+      {R"("tools": [)" + tool(R"({"name": "a b"})") + "]", "tools[0].function.name"},
+      {R"("tools": [)" + tool(R"({"name": "f<x>"})") + "]", "tools[0].function.name"},
+      {R"("tools": [)" + tool(R"({"name": "f"})") + "," + tool(R"({"name": "f"})") + "]", "tools[1].function.name"},
+      {R"("tools": [)" + tool(R"({"name": "f", "description": 3})") + "]", "tools[0].function.description"},
+      {R"("tools": [)" + tool(R"({"name": "f", "parameters": []})") + "]", "tools[0].function.parameters"},
+      {R"("tools": [)" + tool(R"({"name": "f", "parameters": {"type": "string"}})") + "]",
+       "tools[0].function.parameters.type"},
+      {R"("tools": [)" + tool(R"({"name": "f", "parameters": {"properties": {"x": {"type": "decimal"}}}})") + "]",
+       "tools[0].function.parameters.properties.x.type"},
+      {R"("tools": [)" + tool(R"({"name": "f", "parameters": {"properties": {"a>b": {}}}})") + "]",
+       "tools[0].function.parameters.properties"},
+      {R"("tools": [)" + tool(R"({"name": "f", "parameters": {"properties": {"x": {}}, "required": ["y"]}})") + "]",
+       "tools[0].function.parameters.required"},
+      {R"("tools": [)" + tool(R"({"name": "f"})") + R"(], "tool_choice": "always")", "tool_choice"},
+      {R"("tools": [)" + tool(R"({"name": "f"})") +
+           R"(], "tool_choice": {"type": "function", "function": {"name": "g"}})",
+       "tool_choice.function.name"},
+      {R"("tool_choice": "required")", "tool_choice"},
+      {R"("chat_template_kwargs": {"enable_thinking": "no"})", "chat_template_kwargs.enable_thinking"},
+  };
+  for (const auto& [extra, param] : cases) {
+    const OpenAiRequest r = zaya_chat("{" + m + ", " + extra + "}");
+    EXPECT_EQ(r.error_param, param) << extra << " -> " << r.error;
+    EXPECT_GE(r.error.size(), 20u) << extra;
+  }
+  const std::vector<std::pair<std::string, std::string>> history = {
+      {R"({"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"role": "assistant", "content": null, "tool_calls": [{"type": "x", "function": {"name": "f"}}]})",
+       "messages[1].tool_calls[0].type"},
+      {R"({"role": "assistant", "content": "a", "reasoning_content": 5})", "messages[1].reasoning_content"},
+      {R"({"role": "function", "content": "a"})", "messages[1].role"},
+  };
+  for (const auto& [message, param] : history) {
+    const OpenAiRequest r = zaya_chat(R"({"messages": [{"role": "user", "content": "a"}, )" + message + "]}");
+    EXPECT_EQ(r.error_param, param) << message << " -> " << r.error;
   }
 }
 

@@ -40,13 +40,41 @@ ojson completion_logprobs(const std::vector<TokenLogprob>& lps, int64_t offset) 
   return {{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", at}};
 }
 
+ojson tool_calls_json(const std::vector<ApiToolCall>& calls, bool streamed) {
+  ojson out = ojson::array();
+  for (const ApiToolCall& t : calls) {
+    ojson call = ojson::object();
+    if (streamed) call["index"] = t.index;
+    call["id"] = t.id;
+    call["type"] = "function";
+    call["function"] = {{"name", t.name}, {"arguments", t.arguments}};
+    out.push_back(call);
+  }
+  return out;
+}
+
+// The assistant message of a whole chat response: content (null when it only
+// calls tools, as OpenAI's), the reasoning under both names clients read, the calls.
+ojson chat_message(const ChoiceResult& c) {
+  ojson m = {{"role", "assistant"}, {"content", c.text.empty() && !c.tool_calls.empty() ? ojson() : ojson(c.text)}};
+  if (!c.reasoning.empty()) {
+    m["reasoning_content"] = c.reasoning;
+    m["reasoning"] = c.reasoning;
+  }
+  if (!c.tool_calls.empty()) m["tool_calls"] = tool_calls_json(c.tool_calls, false);
+  return m;
+}
+
 ojson head_json(const ResponseHead& h, const char* object) {
   return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
 }  // namespace
 
-const char* api_finish_reason(FinishReason r) { return r == FinishReason::kStop ? "stop" : "length"; }
+const char* api_finish_reason(FinishReason r, bool called) {
+  if (called) return "tool_calls";  // as vLLM's: whatever ended the answer after its calls
+  return r == FinishReason::kStop ? "stop" : "length";
+}
 
 ojson api_error(const std::string& message, const std::string& type, const std::string& param) {
   return {
@@ -63,13 +91,13 @@ ojson api_response(const ResponseHead& h, const std::vector<ChoiceResult>& choic
     completion += c.tokens;
     ojson choice = {{"index", i}};
     if (h.chat)
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = chat_message(c);
     else
       choice["text"] = c.text;
     choice["logprobs"] = !h.logprobs ? ojson()
                          : h.chat    ? chat_logprobs(c.logprobs)
                                      : completion_logprobs(c.logprobs, 0);
-    choice["finish_reason"] = api_finish_reason(c.finish);
+    choice["finish_reason"] = api_finish_reason(c.finish, !c.tool_calls.empty());
     list.push_back(choice);
   }
   j["choices"] = list;
@@ -96,6 +124,23 @@ ojson api_chunk(const ResponseHead& h, size_t index, const std::string& text, bo
   }
   choice["logprobs"] = !h.logprobs ? ojson() : h.chat ? chat_logprobs(logprobs) : completion_logprobs(logprobs, 0);
   choice["finish_reason"] = finish ? ojson(api_finish_reason(*finish)) : ojson();
+  j["choices"] = ojson::array({choice});
+  return j;
+}
+
+ojson api_chat_chunk(const ResponseHead& h, size_t index, const ChatDelta& d, const std::vector<TokenLogprob>& logprobs,
+                     const FinishReason* finish, bool called) {
+  ojson j = head_json(h, "chat.completion.chunk");
+  ojson delta = ojson::object();
+  if (!d.reasoning.empty()) {
+    delta["reasoning_content"] = d.reasoning;
+    delta["reasoning"] = d.reasoning;
+  }
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(d.tool_calls, true);
+  ojson choice = {{"index", index}, {"delta", delta}};
+  choice["logprobs"] = h.logprobs ? chat_logprobs(logprobs) : ojson();
+  choice["finish_reason"] = finish ? ojson(api_finish_reason(*finish, called)) : ojson();
   j["choices"] = ojson::array({choice});
   return j;
 }

@@ -13,6 +13,7 @@
 
 #include "zaya/infer/generator.h"
 #include "zaya/infer/spec_decode.h"
+#include "zaya/serve/chat_output.h"
 
 namespace zaya {
 
@@ -26,7 +27,9 @@ struct TokenLogprob {
 };
 
 struct ChoiceResult {
-  std::string text;  // with echo, the prompt first (prompt_echo.h)
+  std::string text;       // with echo, the prompt first (prompt_echo.h); chat: the content (chat_output.h)
+  std::string reasoning;  // chat: the think block's text
+  std::vector<ApiToolCall> tool_calls;  // chat: the calls read from the answer
   FinishReason finish = FinishReason::kLength;
   int64_t tokens = 0;
   std::vector<TokenLogprob> logprobs;  // with echo and logprobs, the prompt's tokens first
@@ -42,8 +45,9 @@ struct ResponseHead {
   bool logprobs = false;  // logprobs were asked for
 };
 
-// "stop" for stop ids and strings, "length" for the token limit and the context end.
-const char* api_finish_reason(FinishReason r);
+// "stop" for stop ids and strings, "length" for the token limit and the context end;
+// "tool_calls" for a chat answer that called tools (as vLLM's).
+const char* api_finish_reason(FinishReason r, bool called = false);
 
 // {"error": {"message", "type", "param", "code"}}; param null when "".
 ojson api_error(const std::string& message, const std::string& type, const std::string& param = "");
@@ -55,6 +59,12 @@ ojson api_response(const ResponseHead& head, const std::vector<ChoiceResult>& ch
 // the first chunk), the logprobs of the tokens it carries, and a finish reason on the last.
 ojson api_chunk(const ResponseHead& head, size_t index, const std::string& text, bool first,
                 const std::vector<TokenLogprob>& logprobs, const FinishReason* finish);
+// One streamed chat chunk of choice `index`: a ChatDelta's reasoning
+// ("reasoning_content" and "reasoning"), content and tool calls (each whole:
+// index, id, type, function name and arguments), the logprobs of its tokens,
+// and a finish reason on the last ("tool_calls" when `called`).
+ojson api_chat_chunk(const ResponseHead& head, size_t index, const ChatDelta& delta,
+                     const std::vector<TokenLogprob>& logprobs, const FinishReason* finish, bool called);
 // The final usage chunk (stream_options.include_usage): no choices.
 ojson api_usage_chunk(const ResponseHead& head, int64_t prompt_tokens, int64_t completion_tokens,
                       const SpecCounts& spec = {});

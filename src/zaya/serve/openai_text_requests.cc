@@ -9,6 +9,16 @@
 
 namespace zaya {
 
+ChatOptions chat_options(const OpenAiRequest& r, const ApiLimits& limits) {
+  ChatOptions o;
+  o.format = limits.chat_format;
+  o.enable_thinking = r.enable_thinking;
+  if (r.tool_choice.kind != ToolChoice::Kind::kNone) o.tools = r.tools;
+  if (r.tool_choice.kind == ToolChoice::Kind::kRequired) o.forced_tool = "";
+  if (r.tool_choice.kind == ToolChoice::Kind::kNamed) o.forced_tool = r.tool_choice.name;
+  return o;
+}
+
 std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer& tok, const ZayaConfig& c,
                                               int64_t context, const ApiLimits& limits) {
   TextRequest t;
@@ -28,10 +38,11 @@ std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer&
     std::string param = "prompt", at = prompts > 1 ? fmt::format("prompt[{}]", p) : "prompt";
     if (r.endpoint == ApiEndpoint::kChat) {
       param = at = "messages";
-      const ChatEncoding e = encode_chat(tok, r.messages, true);
-      t.prompt = render_chat(r.messages, true);
+      const ChatOptions chat = chat_options(r, limits);
+      const ChatEncoding e = encode_chat(tok, r.messages, true, chat);
+      t.prompt = render_chat(r.messages, true, chat);
       t.generation.prompt = e.ids;
-      const ChatStop stop = chat_stop(tok);
+      const ChatStop stop = chat_stop(tok, chat.format);
       for (int32_t id : stop.ids)
         if (std::find(t.generation.stop_ids.begin(), t.generation.stop_ids.end(), id) == t.generation.stop_ids.end())
           t.generation.stop_ids.push_back(id);
