@@ -42,9 +42,10 @@ raw = open(sys.argv[1] + "/adapter_model.safetensors", "rb").read()
 h = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
 E, r, D, F = 4, 4, 128, 128  # the tiny preset
 p = "base_model.model.model.layers.1.mlp.experts"
-assert h[p + ".base_layer.lora_A.weight"]["shape"] == [r * E, 2 * F], h[p + ".base_layer.lora_A.weight"]
-assert h[p + ".base_layer.lora_B.weight"]["shape"] == [D, r * E]
-assert h[p + ".lora_A.weight"]["shape"] == [r * E, D] and h[p + ".lora_B.weight"]["shape"] == [F, r * E]
+# PEFT 0.21: lora_A [r E, in], lora_B [out, r E] of gate_up_proj [E, 2F, D] (inner) and down_proj [E, D, F].
+assert h[p + ".base_layer.lora_A.weight"]["shape"] == [r * E, D], h[p + ".base_layer.lora_A.weight"]
+assert h[p + ".base_layer.lora_B.weight"]["shape"] == [2 * F, r * E]
+assert h[p + ".lora_A.weight"]["shape"] == [r * E, F] and h[p + ".lora_B.weight"]["shape"] == [D, r * E]
 assert h["base_model.model.model.layers.0.mlp.gate.router_mlp.out_proj.lora_B.weight"]["shape"] == [E + 1, r]
 PY
 first=$(losses "$WORK/moe/metrics.jsonl" | head -1) last=$(losses "$WORK/moe/metrics.jsonl" | tail -1)

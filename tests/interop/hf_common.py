@@ -6,10 +6,12 @@ or every even block "hybrid_sliding"), sliding_window, rope_parameters keyed
 by layer type, tied embeddings, eos lists. Everything runs on the CPU in
 float32 unless a test says otherwise.
 """
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import time
 
 import torch
 import transformers
@@ -202,6 +204,32 @@ def zaya_logits(zaya, model, seqs, workdir, extra=()):
     run([zaya, "score", "--model", model, "--tokens", tokens, "--dump-logits", dump, *extra])
     with open(dump) as f:
         return json.load(f)
+
+
+@contextlib.contextmanager
+def zaya_server(zaya, model, workdir, label, extra=()):
+    """`zaya serve` of `model` (float32, 2 slots) on a free port for the duration of the block: yields the port."""
+    log = open(os.path.join(workdir, "serve.log"), "w")
+    server = subprocess.Popen([zaya, "serve", "--model", model, *extra, "--port", "0", "--batch", "2", "--threads", "2",
+                               "--dtype", "f32", "--request-timeout", "60"], stdout=log, stderr=log)
+    try:
+        port = None
+        for _ in range(300):
+            with open(log.name) as f:
+                s = f.read()
+            if "on http://" in s:
+                port = int(s.split("http://127.0.0.1:")[1].split()[0].strip("/"))
+                break
+            if server.poll() is not None:
+                fail(f"{label}: zaya serve exited: {s}")
+            time.sleep(0.1)
+        if port is None:
+            fail(f"{label}: zaya serve did not start")
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
 
 
 def versions():

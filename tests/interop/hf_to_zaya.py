@@ -11,19 +11,17 @@ and ZAYA1-74B-preview (sliding-window layers), in float32 and bfloat16:
   same prompt as token ids equals it too;
 - zaya eval's perplexity of a text file equals transformers' loss on the same
   tokens;
-- (ZAYA_INTEROP_LIVE_SKIP=1 only, an open discrepancy) a layer whose
-  balancing biases let the skip slot win computes 0 there in both (the native
-  layout's semantics).
+- in the 74B-shaped models, layer 1's balancing biases let the skip slot win
+  for some tokens: both compute 0 there (the native layout's rule, zaya's
+  skip_output_zero), in the training forward (score --dump-logits, eval) and
+  the cached decoder (generate, serve) alike.
 
 usage: hf_to_zaya.py ZAYA WORKDIR TOKENIZER.model
 """
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 
 import sentencepiece as spm
@@ -80,29 +78,8 @@ def check_greedy(hf, model_dir, label, eos):
     return texts
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def check_serve(model_dir, label, texts):
-    log = open(os.path.join(WORK, "serve.log"), "w")
-    server = subprocess.Popen([ZAYA, "serve", "--model", model_dir, "--port", "0", "--batch", "2", "--threads", "2",
-                               "--dtype", "f32", "--request-timeout", "60"], stdout=log, stderr=log)
-    try:
-        port = None
-        for _ in range(300):
-            with open(log.name) as f:
-                s = f.read()
-            if "on http://" in s:
-                port = int(s.split("http://127.0.0.1:")[1].split()[0].strip("/"))
-                break
-            if server.poll() is not None:
-                h.fail(f"{label}: zaya serve exited: {s}")
-            time.sleep(0.1)
-        if port is None:
-            h.fail(f"{label}: zaya serve did not start")
+    with h.zaya_server(ZAYA, model_dir, WORK, label) as port:
         for p, want in zip(PROMPTS, texts):
             body = json.dumps({"model": "m", "prompt": [BOS] + sp.encode(p), "max_tokens": 40,
                                "temperature": 0}).encode()
@@ -113,10 +90,6 @@ def check_serve(model_dir, label, texts):
             if got != want:
                 h.fail(f"{label}: zaya serve's completion {got!r} != zaya generate's {want!r} (transformers' tokens)")
         print(f"ok: {label}: zaya serve's greedy completions of the prompts as token ids equal them")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 def check_eval(hf, model_dir, label):
@@ -165,11 +138,10 @@ def main():
             name = f"{shape}-{str(dtype).split('.')[1]}"
             label = f"transformers -> zaya, {name}"
             d = os.path.join(WORK, name)
-            # ZAYA_INTEROP_LIVE_SKIP=1: layer 1's biases let the skip slot win (18 of 31 tokens). zaya's logits
-            # then differ from transformers' (0.14 relative): an open discrepancy in zaya's native skip path,
-            # reported with this reproduction (docs/formats.md, "What loads where"); off in CTest until fixed.
-            live_skip = os.environ.get("ZAYA_INTEROP_LIVE_SKIP") == "1"
-            skip_layer = 1 if shape == "74b" and live_skip else None
+            # 74B-shaped: layer 1's biases let the skip slot win (18 of 31 tokens), where the native layout
+            # computes 0 (before skip_output_zero, zaya's training forward computed p_skip * x there: 0.14 relative
+            # off transformers' logits; docs/formats.md, "What loads where").
+            skip_layer = 1 if shape == "74b" else None
             hf = h.make_hf_model(shape, VOCAB, seed=7 if shape == "8b" else 11, dtype=dtype,
                                  skip_wins_in_layer=skip_layer)
             hf.save_pretrained(d, max_shard_size="100KB")

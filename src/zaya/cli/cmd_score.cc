@@ -9,6 +9,7 @@
 
 #include "zaya/ckpt/checkpoint_model.h"
 #include "zaya/cli/commands.h"
+#include "zaya/formats/lora_peft.h"
 #include "zaya/infer/full_sequence.h"
 #include "zaya/infer/sequence_scores.h"
 #include "zaya/infer/token_lists.h"
@@ -18,7 +19,7 @@ namespace zaya::cli {
 
 void add_score_command(CLI::App& app) {
   struct Options {
-    std::string model, tokens, dump_logits, json_out;
+    std::string model, tokens, dump_logits, json_out, lora;
     bool full_sequence = false;
   };
   auto o = std::make_shared<Options>();
@@ -27,16 +28,26 @@ void add_score_command(CLI::App& app) {
   cmd->add_option("--tokens", o->tokens, "JSON file: [[id, id, ...], ...]")->required()->check(CLI::ExistingFile);
   cmd->add_option("--dump-logits", o->dump_logits, "write the logits as JSON [seq][position][vocab] to this file");
   cmd->add_option("--json", o->json_out, "write the losses as JSON to this file");
+  cmd->add_option("--lora", o->lora, "LoRA adapter directory in the PEFT layout, applied unmerged (docs/formats.md)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--full-sequence", o->full_sequence, "reference path: the training forward pass (no cache)");
   cmd->callback([o] {
     const nlohmann::json lists = parse_token_lists(o->tokens);  // before the model: a bad file fails at once
-    auto im = InferModel::open(o->model);
+    InferLoadOptions lo;
+    lo.lora = o->lora;
+    auto im = InferModel::open(o->model, lo);
     const int64_t V = im->config().real_vocab_size;
     const std::vector<std::vector<int32_t>> seqs = token_lists(lists, o->tokens, V);
-    const std::vector<SequenceScore> scores =
-        o->full_sequence || !o->dump_logits.empty()
-            ? score_sequences(*load_reference_model(o->model), seqs, !o->dump_logits.empty())
-            : score_sequences_cached(*im, seqs, o->tokens);
+    std::vector<SequenceScore> scores;
+    if (o->full_sequence || !o->dump_logits.empty()) {
+      std::unique_ptr<ZayaModel> model = load_reference_model(o->model);
+      std::unique_ptr<LoraAdapters> adapters;
+      if (!o->lora.empty()) adapters = read_peft_adapter(o->lora, model->config());
+      model->set_lora(adapters.get());  // the training forward's unmerged branches
+      scores = score_sequences(*model, seqs, !o->dump_logits.empty());
+    } else {
+      scores = score_sequences_cached(*im, seqs, o->tokens);
+    }
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < scores.size(); ++i) {
       fmt::print("sequence {}: {} tokens scored, mean loss {:.6f} nats/token\n", i, scores[i].tokens,

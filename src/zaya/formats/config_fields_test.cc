@@ -46,6 +46,7 @@ const std::map<std::string, std::function<void(ZayaConfig&)>>& changes() {
       {"top_k", [](ZayaConfig& c) { c.top_k = 2; }},
       {"use_skip", [](ZayaConfig& c) { c.use_skip = false; }},
       {"use_eda", [](ZayaConfig& c) { c.use_eda = false; }},
+      {"skip_output_zero", [](ZayaConfig& c) { c.skip_output_zero = true; }},
       {"norm_eps", [](ZayaConfig& c) { c.norm_eps = 3e-6; }},
       {"router_norm_eps", [](ZayaConfig& c) { c.router_norm_eps = 2e-5; }},
       {"rope_precision", [](ZayaConfig& c) { c.rope_precision = RopePrecision::kF32; }},

@@ -130,6 +130,8 @@ json config_to_hf_json(const ZayaConfig& c, const std::string& dtype) {
   }
   j["eos_token_id"] = c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id);
   write_rope_precision(c, j);
+  // The native skip rule (spec §8.1) in a legacy file: our own key, only when set (Zyphra's code knows only p_skip x).
+  if (c.skip_output_zero) j["zaya_skip_output_zero"] = true;
   return j;
 }
 
@@ -183,6 +185,7 @@ ZayaConfig config_from_hf_json(const json& j, const std::string& source) {
     c.head_dim = c.hidden / heads;
   }
   c.rope_precision = read_rope_precision(j, source);
+  c.skip_output_zero = json_bool(j, source, "zaya_skip_output_zero", false);
   // eos_token_id may be a list (chat models add <end_of_turn>); the first is the document end.
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     json first = {{"eos_token_id", j["eos_token_id"][0]}};

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +21,21 @@ namespace {
 
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
+
+// adapter_config.json keys whose non-null value changes what the adapter computes, and what each is.
+constexpr std::pair<const char*, const char*> kPeftUnsupported[] = {
+    {"modules_to_save", "fully trained copies of modules"},
+    {"trainable_token_indices", "trained embedding rows"},
+    {"exclude_modules", "excluding modules from the targets"},
+    {"layer_replication", "replicated layers"},
+    {"alora_invocation_tokens", "activated LoRA (aLoRA)"},
+    {"use_bdlora", "block-diagonal LoRA"},
+    {"velora_config", "VeLoRA"},
+    {"monteclora_config", "MonteCLoRA"},
+    {"arrow_config", "Arrow routing"},
+    {"kasa_config", "KaSA"},
+    {"megatron_config", "Megatron-parallel LoRA layers"},
+};
 
 std::string adapter_file(const std::string& dir, const char* file) {
   return (std::filesystem::path(dir) / file).string();
@@ -42,10 +58,30 @@ std::string expert_pair_name(const ZayaConfig& c, int64_t block, LoraTarget t, b
          (lora_b ? ".lora_B.weight" : ".lora_A.weight");
 }
 
-// PEFT's shapes of an expert target's pair: lora_A [r E, out], lora_B [in, r E].
+// PEFT's shapes of an expert target's pair (peft 0.21: a [E, out, in] parameter of a module that is not
+// `is_transposed` has its in and out features swapped to the parameter's own): lora_A [r E, in], lora_B [out, r E].
 std::vector<int64_t> expert_pair_shape(const LoraAdapters::Entry& e, int64_t rank, bool lora_b) {
-  return lora_b ? std::vector<int64_t>{e.slot.in, rank * e.experts}
-                : std::vector<int64_t>{rank * e.experts, e.slot.out};
+  return lora_b ? std::vector<int64_t>{e.slot.out, rank * e.experts}
+                : std::vector<int64_t>{rank * e.experts, e.slot.in};
+}
+
+// PEFT's lora_A row e r + k is A_e[k, :]; its lora_B column k E + e is B_e[:, k]. zaya: A_e [r, in] at
+// a + e r in, B_e [out, r] at b + e out r.
+void stack_expert_pair(const LoraAdapters::Entry& e, int64_t r, const float* a, const float* b, float* pa, float* pb) {
+  const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
+  std::copy(a, a + E * r * in, pa);
+  for (int64_t x = 0; x < E; ++x)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < r; ++k) pb[(o * r + k) * E + x] = b[(x * out + o) * r + k];
+}
+
+void unstack_expert_pair(const LoraAdapters::Entry& e, int64_t r, const float* pa, const float* pb, float* a,
+                         float* b) {
+  const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
+  std::copy(pa, pa + E * r * in, a);
+  for (int64_t x = 0; x < E; ++x)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < r; ++k) b[(x * out + o) * r + k] = pb[(o * r + k) * E + x];
 }
 
 // The path of a target below "model.layers.N." (what PEFT's suffix match sees
@@ -105,13 +141,8 @@ void write_peft_adapter(const std::string& dir, const LoraAdapters& adapters, co
       w.add_f32(b_name, {e.slot.out, r}, b);
       continue;
     }
-    const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
-    std::vector<float> pa(size_t(r * E * out)), pb(size_t(in * r * E));
-    for (int64_t x = 0; x < E; ++x)
-      for (int64_t k = 0; k < r; ++k) {
-        for (int64_t i = 0; i < out; ++i) pa[size_t((x * r + k) * out + i)] = b[(x * out + i) * r + k];
-        for (int64_t o = 0; o < in; ++o) pb[size_t(o * r * E + k * E + x)] = a[(x * r + k) * in + o];
-      }
+    std::vector<float> pa(size_t(r * e.experts * e.slot.in)), pb(size_t(e.slot.out * r * e.experts));
+    stack_expert_pair(e, r, a, b, pa.data(), pb.data());
     stacked.push_back(std::move(pa));
     w.add_f32(a_name, expert_pair_shape(e, r, false), stacked.back().data());
     stacked.push_back(std::move(pb));
@@ -152,18 +183,24 @@ LoraConfig read_peft_adapter_config(const std::string& dir) {
   const nlohmann::json j =
       read_json_file(path, "LoRA adapter config", "a PEFT adapter directory holds adapter_config.json");
   ZAYA_CHECK(j.is_object(), "{}: expected a JSON object", path);
-  json_require(j, path, "peft_type", "LORA", "only LoRA adapters are supported");
-  json_require(j, path, "use_dora", false, "DoRA adapters are not supported");
-  json_require(j, path, "use_rslora", false, "rank-stabilised LoRA is not supported");
-  json_require(j, path, "fan_in_fan_out", false, "the weights must be stored as [out, in]");
-  json_require(j, path, "bias", "none", "adapters with trained biases are not supported");
-  json_require(j, path, "layers_to_transform", nullptr, "adapters must cover every layer");
+  json_require(j, path, "peft_type", "LORA", "\"LORA\" (only LoRA adapters are supported)");
+  json_require(j, path, "use_dora", false, "false (DoRA adapters are not supported)");
+  json_require(j, path, "use_rslora", false, "false (rank-stabilised LoRA, scaling alpha / sqrt(r), is not supported)");
+  json_require(j, path, "fan_in_fan_out", false, "false (the weights must be stored as [out, in])");
+  json_require(j, path, "bias", "none", "\"none\" (adapters with trained biases are not supported)");
+  json_require(j, path, "layers_to_transform", nullptr, "null (adapters must cover every layer)");
+  json_require(j, path, "lora_bias", false, "false (LoRA biases on lora_B are not supported)");
+  json_require(j, path, "use_qalora", false, "false (QA-LoRA is not supported)");
   for (const char* key : {"rank_pattern", "alpha_pattern"}) {
     if (j.contains(key) && !j.at(key).is_null() && !j.at(key).empty())
       json_field_error(path, key, j.at(key), "an empty object (one rank and alpha for every module)");
   }
-  if (j.contains("modules_to_save") && !j.at("modules_to_save").is_null() && !j.at("modules_to_save").empty())
-    json_field_error(path, "modules_to_save", j.at("modules_to_save"), "null (no fully trained modules)");
+  // PEFT options that change what the adapter computes and that zaya cannot apply: each must be null (or empty).
+  for (const auto& [key, what] : kPeftUnsupported) {
+    if (j.contains(key) && !j.at(key).is_null() && !(j.at(key).is_array() && j.at(key).empty()) &&
+        !(j.at(key).is_object() && j.at(key).empty()) && j.at(key) != false)
+      json_field_error(path, key, j.at(key), fmt::format("null ({} is not supported)", what));
+  }
   LoraConfig lora;
   lora.enabled = true;
   lora.rank = json_int(j, path, "r", 8);
@@ -245,12 +282,7 @@ std::unique_ptr<LoraAdapters> read_peft_adapter(const std::string& dir, const Za
     std::vector<float> pa(size_t(a_shape[0] * a_shape[1])), pb(size_t(b_shape[0] * b_shape[1]));
     st.read_f32(an, pa.data(), a_shape);
     st.read_f32(bn, pb.data(), b_shape);
-    const int64_t E = e.experts, in = e.slot.in, out = e.slot.out;
-    for (int64_t x = 0; x < E; ++x)
-      for (int64_t k = 0; k < r; ++k) {
-        for (int64_t i = 0; i < out; ++i) b[(x * out + i) * r + k] = pa[size_t((x * r + k) * out + i)];
-        for (int64_t o = 0; o < in; ++o) a[(x * r + k) * in + o] = pb[size_t(o * r * E + k * E + x)];
-      }
+    unstack_expert_pair(e, r, pa.data(), pb.data(), a, b);
   }
   std::string targets;
   for (LoraTarget t : lora.targets) targets += (targets.empty() ? "" : ", ") + std::string(lora_target_name(t));

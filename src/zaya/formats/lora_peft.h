@@ -17,10 +17,11 @@
 //
 // Expert targets (PEFT's ParamWrapper on the stacked parameter W [E, d1, d2]
 // of module model.layers.N.mlp.experts; d1 = out, d2 = in of one expert's
-// y = x W_e^T): one pair for all experts,
-//   lora_A.weight [r E, d1]: row e r + k     = B_e[:, k]   (PEFT views it as [E, r, d1])
-//   lora_B.weight [d2, r E]: column k E + e  = A_e[k, :]   (PEFT views it as [d2, r, E])
-// so PEFT's delta einsum("o r e, e r i -> e i o", lora_B, lora_A) * alpha / r
+// y = x W_e^T): one pair for all experts, as PEFT 0.21 lays it out (ZayaExperts
+// is not `is_transposed`, so PEFT takes the parameter's own [E, out, in] order):
+//   lora_A.weight [r E, d2]: row e r + k     = A_e[k, :]   (PEFT views it as [E, r, d2])
+//   lora_B.weight [d1, r E]: column k E + e  = B_e[:, k]   (PEFT views it as [d1, r, E])
+// so PEFT's delta einsum("o r e, e r i -> e o i", lora_B, lora_A) * alpha / r
 // is exactly (alpha / r) B_e A_e for every expert: the same W_e + delta_e as
 // merge_lora and the unmerged branch. PEFT wraps a second parameter of the
 // same module by nesting its ParamWrapper around the first: with both expert

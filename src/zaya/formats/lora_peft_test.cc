@@ -127,10 +127,62 @@ TEST_F(LoraPeft, ErrorsNameTheFileTensorAndWhatIsExpected) {
       << error_of(c);
 }
 
-// The expert pairs as PEFT's ParamWrapper reads them: lora_A [r E, d1],
-// lora_B [d2, r E] of a stacked parameter W [E, d1, d2], whose delta PEFT
-// forms as einsum("o r e, e r i -> e i o", lora_B.reshape(d2, r, E),
-// lora_A.reshape(E, r, d1)) * alpha / r. Computed here independently, by a
+// Every PEFT option that changes what an adapter computes and that zaya cannot apply is refused on reading, the
+// message naming the file, the key, the value and what is allowed; the options' defaults (as PEFT 0.21 writes
+// them) are accepted.
+TEST_F(LoraPeft, RefusesEveryPeftOptionItCannotApplyByName) {
+  const ZayaConfig c = testing::model_test_config();
+  LoraAdapters a(c, lora_config(0, all_lora_targets()));
+  randomize(a, 3);
+  write_peft_adapter(dir_, a, "base");
+  const nlohmann::json written = read_json_file(dir_ + "/adapter_config.json");
+  nlohmann::json defaults = written;  // PEFT 0.21.2's LoraConfig().to_dict() values of these keys
+  for (const char* key :
+       {"exclude_modules", "trainable_token_indices", "layer_replication", "alora_invocation_tokens", "use_bdlora",
+        "velora_config", "monteclora_config", "arrow_config", "kasa_config", "megatron_config", "modules_to_save"})
+    defaults[key] = nullptr;
+  defaults["lora_bias"] = false;
+  defaults["use_qalora"] = false;
+  defaults["loftq_config"] = nlohmann::json::object();
+  defaults["peft_version"] = "0.21.2";
+  write_file_atomic(dir_ + "/adapter_config.json", defaults.dump());
+  EXPECT_NO_THROW(read_peft_adapter(dir_, c));
+  const std::vector<std::pair<std::string, nlohmann::json>> refused = {
+      {"use_dora", true},
+      {"use_rslora", true},
+      {"modules_to_save", {"lm_head"}},
+      {"lora_dropout", 0.05},  // with expert targets (target_parameters)
+      {"lora_bias", true},
+      {"use_qalora", true},
+      {"exclude_modules", {"o_proj"}},
+      {"trainable_token_indices", {1, 2}},
+      {"layer_replication", {{0, 1}}},
+      {"alora_invocation_tokens", {5}},
+      {"layers_to_transform", {0}},
+      {"rank_pattern", {{"q_proj", 2}}},
+      {"alpha_pattern", {{"q_proj", 2}}},
+      {"fan_in_fan_out", true},
+      {"bias", "all"},
+      {"peft_type", "LOHA"},
+      {"use_bdlora", {{"r", 2}}},
+      {"arrow_config", {{"top_k", 2}}},
+  };
+  for (const auto& [key, value] : refused) {
+    nlohmann::json j = defaults;
+    j[key] = value;
+    write_file_atomic(dir_ + "/adapter_config.json", j.dump());
+    const std::string e = error_of(c);
+    EXPECT_NE(e.find("adapter_config.json: \"" + key + "\" = "), std::string::npos) << key << ": " << e;
+    EXPECT_NE(e.find("is invalid; expected "), std::string::npos) << key << ": " << e;
+  }
+}
+
+// The expert pairs as PEFT 0.21's ParamWrapper reads them: for a stacked
+// parameter W [E, d1, d2] (d1 out, d2 in; ZayaExperts is not `is_transposed`,
+// so PEFT swaps its in and out features to the parameter's own) lora_A is
+// [r E, d2] and lora_B [d1, r E], and PEFT forms the delta as
+// einsum("o r e, e r i -> e o i", lora_B.reshape(d1, r, E),
+// lora_A.reshape(E, r, d2)) * alpha / r. Computed here independently, by a
 // plain loop over the saved tensors, it must be exactly what merge_lora adds
 // to every expert's matrix (and the router's pairs are plain B A).
 TEST_F(LoraPeft, ExpertPairsGivePeftsDeltaExactly) {
@@ -171,18 +223,18 @@ TEST_F(LoraPeft, ExpertPairsGivePeftsDeltaExactly) {
     for (const Param& p : params) {
       const auto [a_shape, A] = tensor(p.prefix + ".lora_A.weight");
       const auto [b_shape, B] = tensor(p.prefix + ".lora_B.weight");
-      ASSERT_EQ(a_shape, (std::vector<int64_t>{r * E, p.d1})) << p.prefix;
-      ASSERT_EQ(b_shape, (std::vector<int64_t>{p.d2, r * E})) << p.prefix;
+      ASSERT_EQ(a_shape, (std::vector<int64_t>{r * E, p.d2})) << p.prefix;
+      ASSERT_EQ(b_shape, (std::vector<int64_t>{p.d1, r * E})) << p.prefix;
       double worst = 0, largest = 0;
       for (int64_t e = 0; e < E; ++e)
-        for (int64_t i = 0; i < p.d1; ++i)
-          for (int64_t o = 0; o < p.d2; ++o) {
-            // "o r e, e r i -> e i o": lora_B[o, rr E + e] * lora_A[e r + rr, i].
+        for (int64_t o = 0; o < p.d1; ++o)
+          for (int64_t i = 0; i < p.d2; ++i) {
+            // "o r e, e r i -> e o i": lora_B[o, rr E + e] * lora_A[e r + rr, i].
             double delta = 0;
             for (int64_t rr = 0; rr < r; ++rr)
-              delta += double(B[size_t(o * r * E + rr * E + e)]) * double(A[size_t((e * r + rr) * p.d1 + i)]);
+              delta += double(B[size_t(o * r * E + rr * E + e)]) * double(A[size_t((e * r + rr) * p.d2 + i)]);
             delta *= scale;
-            const int64_t at = (e * p.d1 + i) * p.d2 + o;
+            const int64_t at = (e * p.d1 + o) * p.d2 + i;
             worst = std::max(worst, std::fabs(double(p.after[at]) - double(p.before[at]) - delta));
             largest = std::max(largest, std::fabs(delta));
           }

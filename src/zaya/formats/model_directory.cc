@@ -254,6 +254,7 @@ std::string native_export_problem(const ZayaConfig& c, const ParamTable& buffers
                                   const std::string& source) {
   if (const std::string why = native_layout_problem(c); !why.empty())
     return fmt::format("{} has no native layout: {}", source, why);
+  if (c.skip_output_zero) return "";  // the native rule already: the layout computes the same whatever is chosen
   const std::vector<int> live = live_skip_half_layers(c, buffers, buffer_data);
   if (live.empty()) return "";
   return fmt::format(

@@ -103,6 +103,7 @@ json config_to_native_json(const ZayaConfig& c, const std::string& dtype) {
   j["layer_types"] = layer_types;
   j["eos_token_id"] = c.eos_token_ids.size() > 1 ? json(c.eos_token_ids) : json(c.eos_token_id);
   if (c.router_norm_eps != c.norm_eps) j["zaya_router_norm_eps"] = c.router_norm_eps;
+  if (!c.skip_output_zero) j["zaya_skip_output_zero"] = false;
   write_rope_precision(c, j);
   return j;
 }
@@ -170,6 +171,12 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
       const json* sliding = nullptr;
       std::string full_name, sliding_name;
       for (auto it = rp.begin(); it != rp.end(); ++it) {
+        // Zyphra/ZAYA1-8B's released file has a stray "rope_type": "default" beside the layer types.
+        if (it.key() == "rope_type") {
+          if (it.value() != "default")
+            json_field_error(source, "rope_parameters.rope_type", it.value(), "\"default\" (no RoPE scaling)");
+          continue;
+        }
         const std::string type = canonical_layer_type(it.key());
         if (type.empty())
           fail(
@@ -200,6 +207,10 @@ ZayaConfig native_config_from_json(const json& j, const std::string& source) {
     }
   }
   c.rope_precision = read_rope_precision(j, source);
+  // The native layout's skip rule (spec §8.1): a token routed to the skip slot gets 0, as upstream transformers
+  // computes; zaya_skip_output_zero = false (ours) keeps the legacy rule (p_skip * x) of a zaya-trained model
+  // exported with a skip slot that is never chosen (native_export_problem), where the two rules agree.
+  c.skip_output_zero = json_bool(j, source, "zaya_skip_output_zero", true);
   if (j.contains("eos_token_id") && j["eos_token_id"].is_array() && !j["eos_token_id"].empty()) {
     const json first = {{"eos_token_id", j["eos_token_id"][0]}};
     c.eos_token_id = json_int(first, source, "eos_token_id", 1);

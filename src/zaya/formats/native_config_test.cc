@@ -100,6 +100,74 @@ TEST(ModelConfigJson, KeysOfTheHubConfigs) {
   testing::expect_error([&] { native_config_from_json(n, "8b.json"); }, "unknown layer type \"global\"");
 }
 
+// Zyphra/ZAYA1-8B's released config.json (the native layout; its values, layer list written out by the loop):
+// rms_norm_eps 1e-5 and no router epsilon of its own, so transformers' router norm uses 1e-5, and the native skip
+// rule. The zaya1-8b preset is exactly what it reads as, and its native export carries none of zaya's own keys.
+TEST(ModelConfigJson, TheZaya18bPresetIsTheReleasedNativeConfig) {
+  json hub = {{"architectures", {"ZayaForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 2},
+              {"cca_time0", 2},
+              {"cca_time1", 2},
+              {"dtype", "bfloat16"},
+              {"eos_token_id", 106},
+              {"head_dim", 128},
+              {"hidden_act", "silu"},
+              {"hidden_size", 2048},
+              {"initializer_range", 0.02},
+              {"lm_head_bias", false},
+              {"max_position_embeddings", 131072},
+              {"model_type", "zaya"},
+              {"moe_intermediate_size", 2048},
+              {"num_attention_heads", 8},
+              {"num_experts", 16},
+              {"num_experts_per_tok", 1},
+              {"num_hidden_layers", 40},
+              {"num_key_value_heads", 2},
+              {"output_router_logits", false},
+              {"pad_token_id", 0},
+              {"partial_rotary_factor", 0.5},
+              {"rms_norm_eps", 1e-5},
+              {"rope_parameters",
+               {{"hybrid", {{"partial_rotary_factor", 0.5}, {"rope_theta", 5000000}, {"rope_type", "default"}}},
+                {"hybrid_sliding", {{"partial_rotary_factor", 0.5}, {"rope_theta", 10000.0}, {"rope_type", "default"}}},
+                {"rope_type", "default"}}},
+              {"router_hidden_size", 256},
+              {"sliding_window", nullptr},
+              {"tie_word_embeddings", true},
+              {"use_cache", true},
+              {"vocab_size", 262272}};
+  hub["layer_types"] = json::array();
+  for (int i = 0; i < 40; ++i) hub["layer_types"].push_back("hybrid");
+  ZayaConfig released = native_config_from_json(hub, "ZAYA1-8B/config.json");
+  EXPECT_EQ(released.real_vocab_size, 262272);  // the file does not say: all rows; its tokenizer has 262144
+  released.real_vocab_size = 262144;
+  const ZayaConfig preset = preset_config("zaya1-8b");
+  expect_same(released, preset, "ZAYA1-8B/config.json against preset zaya1-8b");
+  EXPECT_EQ(released.router_norm_eps, 1e-5);
+  EXPECT_EQ(preset.router_norm_eps, 1e-5);
+  EXPECT_TRUE(released.skip_output_zero);
+  EXPECT_TRUE(preset.skip_output_zero);
+  const json native = config_to_native_json(preset, "bfloat16");
+  EXPECT_FALSE(native.contains("zaya_router_norm_eps"));
+  EXPECT_FALSE(native.contains("zaya_skip_output_zero"));
+  // The legacy layout records the native rule in zaya's own key; the legacy router epsilon is the default 1e-6.
+  const json legacy = config_to_hf_json(preset, "bfloat16");
+  EXPECT_EQ(legacy.value("zaya_skip_output_zero", false), true);
+  EXPECT_EQ(legacy.value("zaya_router_norm_eps", 0.0), 1e-5);
+  expect_same(config_from_hf_json(legacy, "legacy"), preset, "zaya1-8b legacy");
+  // A legacy-rule model exported natively keeps its rule in zaya's key; a native file without the key has the
+  // native rule.
+  ZayaConfig tiny = preset_config("tiny");
+  EXPECT_FALSE(tiny.skip_output_zero);
+  json t = config_to_native_json(tiny, "float32");
+  EXPECT_EQ(t.value("zaya_skip_output_zero", true), false);
+  EXPECT_FALSE(native_config_from_json(t, "t.json").skip_output_zero);
+  t.erase("zaya_skip_output_zero");
+  EXPECT_TRUE(native_config_from_json(t, "t.json").skip_output_zero);
+}
+
 TEST(ModelConfigJson, NativeSlidingLayers) {
   json j = config_to_native_json(preset_config("tiny"), "float32");
   j["layer_types"] = {"hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"};

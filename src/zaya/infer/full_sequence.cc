@@ -15,6 +15,7 @@ std::vector<int32_t> generate_full_sequence(const ZayaModel& model, const std::v
   ZAYA_CHECK(int64_t(prompt.size()) < max_len || o.max_new_tokens == 0,
              "the prompt ({} tokens) leaves no room under max_position_embeddings ({})", prompt.size(), c.max_position);
   ModelWorkspace ws(c, 1, max_len, false);
+  if (model.lora() != nullptr) ws.enable_lora(c, model.lora()->config());
   std::vector<int32_t> ids = prompt, out;
   std::vector<std::pair<float, int32_t>> scratch;
   Rng rng = sampling_rng(o.sampling.seed);
@@ -39,6 +40,7 @@ std::vector<SequenceScore> score_sequences(const ZayaModel& model, const std::ve
   ZAYA_CHECK(longest <= c.max_position, "a sequence of {} tokens exceeds max_position_embeddings ({})", longest,
              c.max_position);
   ModelWorkspace ws(c, 1, longest, false);
+  if (model.lora() != nullptr) ws.enable_lora(c, model.lora()->config());  // dropout stays off: evaluation
   std::vector<SequenceScore> scores;
   std::vector<int32_t> targets;
   for (size_t i = 0; i < seqs.size(); ++i) {

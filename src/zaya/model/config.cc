@@ -165,10 +165,15 @@ ZayaConfig preset_config(const std::string& name) {
     return c;
   }
   if (name == "zaya1-8b") {
-    // ZAYA1-8B (spec §12): ZAYA1-base's shapes, RoPE base 5e6, 131072 positions, eos <end_of_turn> (106).
+    // ZAYA1-8B (spec §12): ZAYA1-base's shapes, RoPE base 5e6, 131072 positions, eos <end_of_turn> (106). Released
+    // in the native layout (Zyphra/ZAYA1-8B's config.json: rms_norm_eps 1e-5 and no router epsilon of its own), so
+    // its router norm uses 1e-5 and the skip slot outputs 0, as transformers computes it (spec §8.1, §8.2): the
+    // preset is what native_config_from_json reads from the released config.json.
     c.rope_theta = 5e6;
     c.max_position = 131072;
     c.eos_token_id = 106;
+    c.router_norm_eps = c.norm_eps;
+    c.skip_output_zero = true;
     return c;
   }
   if (name == "zaya1-74b") {
@@ -190,6 +195,8 @@ ZayaConfig preset_config(const std::string& name) {
     c.sliding_window = 4097;
     c.sliding_blocks = sliding_block_pattern("even", c.num_blocks, "preset zaya1-74b");
     c.sliding_rope_theta = 1e4;
+    c.router_norm_eps = c.norm_eps;  // native, as ZAYA1-8B
+    c.skip_output_zero = true;
     return c;
   }
   fail("unknown model preset '{}'; allowed: tiny, small, zaya1-base, zaya1-8b, zaya1-74b", name);

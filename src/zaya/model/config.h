@@ -42,6 +42,10 @@ struct ZayaConfig {
   int64_t top_k = 1;            // moe_router_topk
   bool use_skip = true;         // zaya_use_mod
   bool use_eda = true;          // zaya_use_eda
+  // What a token routed to the skip slot gets (spec §8.1): false, the legacy layout's rule (Zyphra's zaya branch,
+  // ZAYA1-base), p_skip * x; true, the native layout's (upstream transformers' ZAYA, ZAYA1-8B and later), 0. The
+  // native config.json reader sets it; the two agree whenever the skip slot is never chosen.
+  bool skip_output_zero = false;
   // Residual merges and LM head (spec §5, §11).
   bool scale_residual_merge = true;  // false: no ResidualScaling tensors, every merge is a plain sum h + res
   bool tie_word_embeddings = true;   // false: an own lm_head.weight [V, D] instead of the embedding

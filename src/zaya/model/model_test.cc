@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,9 +68,12 @@ TEST(Model, InitialLossIsNearLogVocab) {
 // compared with central differences (float32, so a loose tolerance; the exact
 // check is the PyTorch golden test).
 // `seed`: the initialisation; one whose routing does not flip within the step is needed (argmax choices).
-void check_directional_derivatives(const ZayaConfig& c, uint64_t seed = 3) {
+// `skip_bias`: when set, every router's skip-slot balancing bias, so that the skip slot wins for some tokens.
+void check_directional_derivatives(const ZayaConfig& c, uint64_t seed = 3, std::optional<float> skip_bias = {}) {
   ZayaModel model(c);
   model.init(seed);
+  if (skip_bias)
+    for (float* b : bind_balancing_biases(c, model.buffers(), model.buffer_data())) b[c.skip_slot()] = *skip_bias;
   // Make every parameter matter: perturb ones/zeros away from their init.
   float* p = model.param_data();
   const int64_t n = model.params().total_floats();
@@ -85,8 +89,14 @@ void check_directional_derivatives(const ZayaConfig& c, uint64_t seed = 3) {
   Arena grad(n);
   grad.zero();
   ModelWeights g = bind_weights(c, model.params(), grad.data());
+  ws.reset_routing();
   LossParts l0 = model_forward(model, ws, ids.data(), targets.data(), B, S, opts);
-  std::vector<int32_t> choice0 = ws.routing().empty() ? std::vector<int32_t>() : std::vector<int32_t>();
+  if (skip_bias) {
+    double skips = 0;
+    for (const RoutingStats& r : ws.routing()) skips += r.choices_N.back();
+    EXPECT_GT(skips, 0) << "the skip slot is never chosen: its rule would go untested";
+    EXPECT_LT(skips, double(B * S * c.num_blocks)) << "the skip slot always wins: the experts would go untested";
+  }
   model_backward(model, ws, g, 1.0f / float(l0.xent_tokens), 1.0f, opts);
   auto loss = [&] {
     LossParts l = model_forward(model, ws, ids.data(), targets.data(), B, S, opts);
@@ -116,6 +126,38 @@ void check_directional_derivatives(const ZayaConfig& c, uint64_t seed = 3) {
 }
 
 TEST(Model, DirectionalDerivativesMatchFiniteDifferences) { check_directional_derivatives(test_config()); }
+
+// The skip slot live in every layer (its bias lets it win for some tokens), under both rules (spec §8.1): the
+// legacy p_skip * x, whose gradient reaches x and the gate, and the native 0, which sends none back.
+TEST(Model, DirectionalDerivativesMatchFiniteDifferencesWithALiveSkipSlotUnderBothRules) {
+  ZayaConfig c = test_config();
+  for (const bool zero : {false, true}) {
+    SCOPED_TRACE(zero ? "skip_output_zero" : "p_skip * x");
+    c.skip_output_zero = zero;
+    check_directional_derivatives(c, 3, 0.0f);
+  }
+}
+
+// The two skip rules give the same loss while the skip slot is never chosen, and differ once it is.
+TEST(Model, SkipRulesAgreeUntilTheSkipSlotIsChosen) {
+  const int64_t B = 2, S = 9;
+  std::vector<int32_t> ids(B * S), targets(B * S);
+  for (int64_t i = 0; i < B * S; ++i) {
+    ids[i] = int32_t((i * 11 + 3) % 90);
+    targets[i] = int32_t((i * 5 + 1) % 90);
+  }
+  auto loss = [&](bool zero, float skip_bias) {
+    ZayaConfig c = test_config();
+    c.skip_output_zero = zero;
+    ZayaModel model(c);
+    model.init(3);
+    for (float* b : bind_balancing_biases(c, model.buffers(), model.buffer_data())) b[c.skip_slot()] = skip_bias;
+    ModelWorkspace ws(c, B, S, false);
+    return model_forward(model, ws, ids.data(), targets.data(), B, S, {}).xent_mean();
+  };
+  EXPECT_EQ(loss(false, -1.0f), loss(true, -1.0f));
+  EXPECT_NE(loss(false, 0.35f), loss(true, 0.35f));
+}
 
 // Convolution kernels of 3 and 4 taps (cca_time0 / cca_time1, the
 // zaya1-legacy reference's other sizes): the whole model's gradients, through

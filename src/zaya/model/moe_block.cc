@@ -28,6 +28,10 @@ RouterShape router_shape(const ZayaConfig& c, int64_t tokens) {
   return {tokens, c.hidden, c.router_hidden, c.router_slots(), c.top_k, c.skip_slot(), c.router_norm_eps};
 }
 
+// The slot whose tokens get gate * x from the combine: the skip slot under the legacy rule, none (-1: those tokens
+// get 0) under the native one (model.skip_output_zero, spec §8.1).
+int64_t skip_input_slot(const ZayaConfig& c) { return c.skip_output_zero ? -1 : c.skip_slot(); }
+
 RouterLossOptions router_loss(const MoeLossOptions& loss, float grad_scale) {
   return {loss.switch_aux_coeff, loss.z_loss_coeff, grad_scale};
 }
@@ -141,7 +145,7 @@ double moe_block_forward(const ZayaConfig& c, const Precision& precision, const 
   // ---- experts: permute, one GEMM pair per expert (here or on their ep rank), combine (spec §4) ----
   build_expert_plan(a.plan, ra.choice_TJ, T, J);
   experts_forward(c, precision, w, a.plan, x_TD, a.experts, s.experts, ep, lora);
-  combine_forward<float>(out_TD, a.experts.y_MD, x_TD, ra.gate_TJ, ra.choice_TJ, a.plan, T, J, D, c.skip_slot());
+  combine_forward<float>(out_TD, a.experts.y_MD, x_TD, ra.gate_TJ, ra.choice_TJ, a.plan, T, J, D, skip_input_slot(c));
   return extra;
 }
 
@@ -154,7 +158,7 @@ void moe_block_backward(const ZayaConfig& c, const Precision& precision, const M
   // ---- experts ----
   zero_fill(s.dgate_TJ, T * J);
   combine_backward<float>(s.dy_MD, s.dgate_TJ, dx_TD, dout_TD, a.experts.y_MD, x_TD, a.router.gate_TJ,
-                          a.router.choice_TJ, a.plan, T, J, D, c.skip_slot());
+                          a.router.choice_TJ, a.plan, T, J, D, skip_input_slot(c));
   experts_backward(c, precision, w, g, a.experts, s.experts, ep, s.dy_MD, s.dxp_MD, lora);
   scatter_add_rows<float>(dx_TD, s.dxp_MD, a.plan, T, J, D);
 

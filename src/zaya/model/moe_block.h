@@ -5,7 +5,8 @@
 //   averaging, EDA), rn = RMSNorm(r), two GELU layers, logits over E experts +
 //   skip slot, p = softmax, slot = argmax(p + balancing_bias), gate = p[slot].
 // Experts: tokens permuted by expert, one SwiGLU GEMM pair per expert,
-//   out[t] = gate * expert(x[t]), or gate * x[t] for the skip slot.
+//   out[t] = gate * expert(x[t]); for the skip slot gate * x[t] (legacy rule) or 0
+//   (skip_output_zero: the native layout's rule, spec §8.1).
 
 #include <cstdint>
 #include <vector>

@@ -234,16 +234,18 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
     model = load_model_directory(r.source.dir, &native_source);
     recorded_tokenizer = (fs::path(r.source.dir) / "tokenizer.model").string();
     const std::vector<int> live = live_skip_half_layers(model->config(), model->buffers(), model->buffer_data());
-    if (native_source && layout == DirectoryLayout::kLegacy && model->config().use_skip)
+    if (native_source && layout == DirectoryLayout::kLegacy && model->config().use_skip &&
+        model->config().skip_output_zero)
       r.notes.push_back(
           live.empty()
-              ? fmt::format("{} is in the native layout, whose skip expert outputs 0 (the legacy layout of the "
-                            "export: p_skip * x); its balancing biases keep the skip slot from ever being chosen in "
-                            "every layer, so the export computes the same (docs/spec.md §8.1)",
+              ? fmt::format("{} is in the native layout, whose skip expert outputs 0 (Zyphra's legacy code: "
+                            "p_skip * x); its balancing biases keep the skip slot from ever being chosen in every "
+                            "layer, so the legacy export computes the same everywhere (docs/spec.md §8.1)",
                             r.source.dir)
               : fmt::format("{} is in the native layout, whose skip expert outputs 0; in half-layer(s) {} the skip "
-                            "slot can be chosen, and there the export (legacy layout) computes p_skip * x instead "
-                            "(docs/spec.md §8.1)",
+                            "slot can be chosen: the export's config.json keeps the rule (zaya_skip_output_zero), "
+                            "which zaya reads and Zyphra's legacy code does not (it computes p_skip * x there; "
+                            "docs/spec.md §8.1)",
                             r.source.dir, fmt::join(live, ", ")));
   }
   const ZayaConfig& config = model->config();
