@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -56,24 +55,14 @@ constexpr std::chrono::microseconds kCallerSpin(20);
 // half-way through a publication is never used.
 class WorkPool {
  public:
-  ~WorkPool() {
-    {
-      std::lock_guard<std::mutex> lock(busy_);
-      stop_.store(true, std::memory_order_seq_cst);
-      seq_.fetch_add(1, std::memory_order_seq_cst);
-      futex_wake(seq_, int(helpers_.size()));
-    }
-    for (std::thread& t : helpers_) t.join();
-  }
-
   // False when another thread's loop holds the pool.
   bool try_run(int64_t n, int threads, PoolChunkFn fn, void* ctx) {
     std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
-    while (int(helpers_.size()) < threads - 1) {
-      const int id = int(helpers_.size()) + 1;
-      helpers_.emplace_back([this, id] { helper(id); });
-      helper_count_.store(int(helpers_.size()), std::memory_order_relaxed);
+    for (int have = helper_count_.load(std::memory_order_relaxed); have < threads - 1; ++have) {
+      const int id = have + 1;
+      std::thread([this, id] { helper(id); }).detach();
+      helper_count_.store(id, std::memory_order_relaxed);
     }
     const uint64_t g = ++generation_;
     claim_.store((g << 32) | kIndexMask, std::memory_order_relaxed);
@@ -140,7 +129,6 @@ class WorkPool {
         }
       }
       seen = seq_.load(std::memory_order_acquire);
-      if (stop_.load(std::memory_order_acquire)) return;
       work(id);
     }
   }
@@ -153,7 +141,6 @@ class WorkPool {
   // The caller spins as long as the helpers, at most kCallerSpin.
   const std::chrono::microseconds caller_spin_ = std::min(spin_time_, kCallerSpin);
   std::mutex busy_;  // one loop at a time
-  std::vector<std::thread> helpers_;
   std::atomic<int> helper_count_{0};
   uint64_t generation_ = 0;  // the last loop published (under busy_)
   std::atomic<uint64_t> claim_{kIndexMask};
@@ -165,14 +152,15 @@ class WorkPool {
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<uint32_t> seq_{0};  // bumped per loop: what sleeping helpers wait on
   std::atomic<int> sleepers_{0};
-  std::atomic<bool> stop_{false};
 };
 
 thread_local bool WorkPool::on_helper_ = false;
 
+// Never destroyed: the helpers sleep until the process ends (joining them
+// from a static destructor at exit hung in tests).
 WorkPool& the_pool() {
-  static WorkPool pool;
-  return pool;
+  static WorkPool* pool = new WorkPool;
+  return *pool;
 }
 
 }  // namespace
