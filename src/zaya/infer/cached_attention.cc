@@ -1,7 +1,5 @@
 #include "zaya/infer/cached_attention.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/exp_f32.h"
+#include "zaya/core/work_pool.h"
 #include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/row_max.h"
@@ -353,16 +352,17 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
     }
   }
   const int64_t n = int64_t(tasks.size());
-  const Task* all = tasks.data();  // the calling thread's vector, shared with the team
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1)
-  for (int64_t i = 0; i < n; ++i) {
-    const Task& t = all[i];
-    float* mine = scratch + int64_t(omp_get_thread_num()) * per_thread;
+  // The calling thread's vector, shared with the helpers (as void: a lambda
+  // must not capture a type of the anonymous namespace, for unity builds).
+  const void* all = tasks.data();
+  pool_for(n, threads, [&](int64_t i, int worker) {
+    const Task& t = static_cast<const Task*>(all)[i];
+    float* mine = scratch + int64_t(worker) * per_thread;
     if (t.row0 < 0)
       rows_task(chunks[t.chunk], s, t.head, mine);
     else
       block_task(chunks[t.chunk], s, t.head, t.row0, mine);
-  }
+  });
 }
 
 }  // namespace zaya

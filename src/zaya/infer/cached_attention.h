@@ -20,7 +20,7 @@
 // over several spans are first gathered into one contiguous block per head, so
 // the sgemm sees the same operands (and gives the same bits) as over one
 // contiguous cache.
-// Tasks (chunk x KV head, or chunk x head x query block) run over OpenMP threads.
+// Tasks (chunk x KV head, or chunk x head x query block) run over core/work_pool.h's workers.
 
 #include <cstdint>
 #include <span>
@@ -67,7 +67,7 @@ inline int64_t cached_attention_first_key(int64_t p, int64_t window) {
 // gathered keys and values of one query block.
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim);
 
-// Runs on at most `threads` OpenMP threads; `scratch` holds threads * per_thread floats.
+// Runs on at most `threads` workers of core/work_pool.h; `scratch` holds threads * per_thread floats.
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& shape, float* scratch,
                       int64_t per_thread, int threads);
 

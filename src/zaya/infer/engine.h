@@ -248,6 +248,7 @@ class InferenceEngine {
   std::vector<size_t> attn_first_span_;
   std::vector<int32_t> choice_TJ_;
   ExpertPlan plan_;
+  std::vector<LinearRunner::Product> expert_products_;  // moe_layer's products, reused
   StepStats stats_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/profiler.h"
+#include "zaya/core/work_pool.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
 #include "zaya/model/lora_branch.h"
@@ -147,12 +148,11 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
     }
   }
   if (T <= linear_.matvec_max_tokens()) {
-    // Decode: the groups' small products in one parallel region, if worth one.
-#pragma omp parallel for schedule(static) if (T * C * d2 >= kDecodeParallelMinMacs)
-    for (int64_t g = 0; g < G; ++g) {
+    // Decode: the groups' small products in one parallel loop, if worth one.
+    pool_for(G, T * C * d2 >= kDecodeParallelMinMacs ? omp_get_max_threads() : 1, [&](int64_t g, int) {
       const WeightMatrix wg = w.conv_b.row_slice(g * d, (g + 1) * d);
       matvec_rows(wg.type, wg.data, d2, 0, d, buf_.xg_T2d + g * T * d2, d2, T, buf_.c_TC + g * d, C, false);
-    }
+    });
   } else {
     for (int64_t g = 0; g < G; ++g)
       linear_.run(buf_.c_TC + g * d, C, buf_.xg_T2d + g * T * d2, d2, T, w.conv_b.row_slice(g * d, (g + 1) * d));
@@ -301,19 +301,33 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   }
   for (int64_t i = 0; i < T * J; ++i)
     if (choice_TJ_[i] == c.skip_slot()) ++stats_.skip_choices;
+  // Every used expert's product in one parallel loop (LinearRunner::run_products), then its LoRA branch.
+  std::vector<LinearRunner::Product>& expert_products = expert_products_;
+  expert_products.clear();
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
     if (n == 0) continue;
     ++stats_.expert_loads;
-    linear_.run(buf_.h_M2F + r0 * 2 * F, 2 * F, buf_.xp_MD + r0 * D, D, n, w.fc1[e]);
-    lora.add_expert(LoraTarget::kExpertGateUp, e, r0, n, buf_.h_M2F + r0 * 2 * F, buf_.xp_MD + r0 * D);
+    expert_products.push_back({&w.fc1[e], buf_.xp_MD + r0 * D, D, n, buf_.h_M2F + r0 * 2 * F, 2 * F});
   }
-  swiglu_forward<float>(buf_.act_MF, buf_.h_M2F, plan_.rows, F);
+  linear_.run_products(expert_products);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
-    if (n == 0) continue;
-    linear_.run(buf_.y_MD + r0 * D, D, buf_.act_MF + r0 * F, F, n, w.fc2[e]);
-    lora.add_expert(LoraTarget::kExpertDown, e, r0, n, buf_.y_MD + r0 * D, buf_.act_MF + r0 * F);
+    if (n > 0) lora.add_expert(LoraTarget::kExpertGateUp, e, r0, n, buf_.h_M2F + r0 * 2 * F, buf_.xp_MD + r0 * D);
+  }
+  {
+    SerialIf serial(small);
+    swiglu_forward<float>(buf_.act_MF, buf_.h_M2F, plan_.rows, F);
+  }
+  expert_products.clear();
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
+    if (n > 0) expert_products.push_back({&w.fc2[e], buf_.act_MF + r0 * F, F, n, buf_.y_MD + r0 * D, D});
+  }
+  linear_.run_products(expert_products);
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
+    if (n > 0) lora.add_expert(LoraTarget::kExpertDown, e, r0, n, buf_.y_MD + r0 * D, buf_.act_MF + r0 * F);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).

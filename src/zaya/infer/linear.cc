@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/work_pool.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
 
@@ -104,52 +105,55 @@ void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64
 
 void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens,
                              std::span<const Part> parts) {
-  if (tokens <= 0) return;
-  bool all_matvec = true;
-  int64_t rows = 0;
-  for (const Part& p : parts) {
-    all_matvec = all_matvec && use_matvec(tokens, matvec_max_tokens_, *p.w, bf16_activations_);
-    rows += p.w->rows;
+  products_.clear();
+  for (const Part& p : parts) products_.push_back({p.w, x, ldx, tokens, y + p.col, ldy});
+  run_products(products_);
+}
+
+void LinearRunner::run_products(std::span<const Product> products) {
+  bool all_matvec = true, shared_q8 = true;
+  const Product* q8 = nullptr;  // the first int8 product: the others must share its input
+  int64_t macs = 0;
+  for (const Product& p : products) {
+    if (p.tokens <= 0) continue;
+    all_matvec = all_matvec && use_matvec(p.tokens, matvec_max_tokens_, *p.w, bf16_activations_);
+    macs += p.tokens * p.w->rows * p.w->cols;
+    if (!is_q8(*p.w)) continue;
+    if (q8 == nullptr)
+      q8 = &p;
+    else
+      shared_q8 = shared_q8 && p.x == q8->x && p.ldx == q8->ldx && p.tokens == q8->tokens && p.w->cols == q8->w->cols;
   }
-  int64_t cols = 0;
-  for (const Part& p : parts) cols = std::max(cols, p.w->cols);
-  // The int8 parts read the input quantized once (the parts share it, so their widths are equal).
-  for (const Part& p : parts)
-    if (is_q8(*p.w)) {
-      xq_.quantize(x, ldx, tokens, p.w->cols);
-      break;
-    }
-  if (!all_matvec || omp_get_max_threads() <= 1 || omp_in_parallel() || tokens * rows * cols < kDecodeParallelMinMacs) {
-    for (const Part& p : parts) {
-      if (is_q8(*p.w)) {
-        ZAYA_ASSERT(p.w->cols == xq_.in());
-        run_q8(y + p.col, ldy, *p.w, false);
-      } else {
-        run(y + p.col, ldy, x, ldx, tokens, *p.w);
-      }
+  // The int8 products read their input quantized once.
+  if (q8 != nullptr && shared_q8) xq_.quantize(q8->x, q8->ldx, q8->tokens, q8->w->cols);
+  const int threads = omp_get_max_threads();
+  if (!all_matvec || !shared_q8 || threads <= 1 || macs < kDecodeParallelMinMacs) {
+    for (const Product& p : products) {
+      if (p.tokens <= 0) continue;
+      if (is_q8(*p.w) && shared_q8)
+        run_q8(p.y, p.ldy, *p.w, false);
+      else
+        run(p.y, p.ldy, p.x, p.ldx, p.tokens, *p.w);
     }
     return;
   }
-  // One parallel region: the concatenated rows split in multiples of 8.
-#pragma omp parallel
-  {
-    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t blocks = (rows + 7) / 8;
-    const int64_t g0 = std::min(rows, blocks * id / nt * 8), g1 = std::min(rows, blocks * (id + 1) / nt * 8);
-    int64_t base = 0;
-    for (const Part& p : parts) {
-      const int64_t r0 = std::max(g0, base) - base, r1 = std::min(g1, base + p.w->rows) - base;
-      if (r0 < r1) {
-        if (is_q8(*p.w)) {
-          ZAYA_ASSERT(p.w->cols == xq_.in());
-          matvec_q8_rows(static_cast<const uint8_t*>(p.w->data), r0, r1, xq_, y + p.col, ldy, false);
-        } else {
-          matvec_rows(p.w->type, p.w->data, p.w->cols, r0, r1, x, ldx, tokens, y + p.col, ldy, false);
-        }
-      }
-      base += p.w->rows;
-    }
+  pieces_.clear();
+  for (size_t k = 0; k < products.size(); ++k) {
+    const Product& p = products[k];
+    if (p.tokens <= 0) continue;
+    const int64_t rows = p.w->rows, piece = matvec_piece_rows(rows, threads);
+    for (int64_t r0 = 0; r0 < rows; r0 += piece) pieces_.push_back({int64_t(k), r0, std::min(rows, r0 + piece)});
   }
+  const Piece* pieces = pieces_.data();
+  const Q8Activations& xq = xq_;
+  pool_for(int64_t(pieces_.size()), threads, [&](int64_t i, int) {
+    const Piece& c = pieces[i];
+    const Product& p = products[size_t(c.product)];
+    if (is_q8(*p.w))
+      matvec_q8_rows(static_cast<const uint8_t*>(p.w->data), c.r0, c.r1, xq, p.y, p.ldy, false);
+    else
+      matvec_rows(p.w->type, p.w->data, p.w->cols, c.r0, c.r1, p.x, p.ldx, p.tokens, p.y, p.ldy, false);
+  });
 }
 
 }  // namespace zaya

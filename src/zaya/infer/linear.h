@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "zaya/core/arena.h"
 #include "zaya/infer/infer_model.h"
@@ -46,12 +47,27 @@ class LinearRunner {
            bool accumulate = false);
 
   // Several matrices over the same input, each writing the columns
-  // [col, col + rows) of y: one parallel region for all of them in decode.
+  // [col, col + rows) of y: one parallel loop for all of them in decode.
   struct Part {
     const WeightMatrix* w;
     int64_t col;
   };
   void run_parts(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, std::span<const Part> parts);
+
+  // Independent products y[T, O] (row stride ldy) = x[T, I] (row stride ldx) W^T
+  // (the experts of a decode step, the parts above): in decode, all their rows
+  // cut in pieces of matvec_piece_rows (ops/matvec.h) and shared in one loop of
+  // core/work_pool.h, so the step waits once for all of them; else (prefill,
+  // int8 matrices over different inputs) one product after the other.
+  struct Product {
+    const WeightMatrix* w;
+    const float* x;
+    int64_t ldx;
+    int64_t tokens;
+    float* y;
+    int64_t ldy;
+  };
+  void run_products(std::span<const Product> products);
 
   bool bf16_activations() const { return bf16_activations_; }
   // Products of up to this many rows take the matvec kernel (kMatvecMaxTokens; the
@@ -72,6 +88,11 @@ class LinearRunner {
   AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output
   Bf16GemmCache gemms_;      // the bf16 GEMMs' primitives
   Q8Activations xq_;         // the input of int8 products, quantized
+  struct Piece {
+    int64_t product, r0, r1;
+  };
+  std::vector<Piece> pieces_;      // run_products' rows, reused
+  std::vector<Product> products_;  // run_parts' products, reused
 };
 
 }  // namespace zaya

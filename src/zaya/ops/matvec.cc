@@ -23,6 +23,7 @@
 #include "zaya/core/fp8.h"
 #include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/core/work_pool.h"
 #include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matvec_blocks.h"
 #include "zaya/ops/matvec_lowbit.h"
@@ -238,6 +239,11 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
   }
 }
 
+int64_t matvec_piece_rows(int64_t out, int threads) {
+  const int64_t share = (out + std::max(threads, 1) - 1) / std::max(threads, 1);
+  return std::max<int64_t>(8, (share + 7) / 8 * 8);
+}
+
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
             float* y, int64_t ldy, bool accumulate) {
   if (type == WeightType::kI8 && in > 0 && tokens > 0) {  // quantized once, read by every thread
@@ -247,18 +253,14 @@ void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float
     return;
   }
   const int threads = omp_get_max_threads();
-  if (threads <= 1 || out * in * tokens < kMatvecParallelMinMacs || omp_in_parallel()) {
+  if (threads <= 1 || out * in * tokens < kMatvecParallelMinMacs) {
     matvec_rows(type, w, in, 0, out, x, ldx, tokens, y, ldy, accumulate);
     return;
   }
-#pragma omp parallel
-  {
-    // Row ranges in multiples of 8 (the kernel's tile), one per thread.
-    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t blocks = (out + 7) / 8;
-    const int64_t r0 = std::min(out, blocks * id / nt * 8), r1 = std::min(out, blocks * (id + 1) / nt * 8);
-    matvec_rows(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
-  }
+  const int64_t piece = matvec_piece_rows(out, threads);
+  pool_for((out + piece - 1) / piece, threads, [&](int64_t i, int) {
+    matvec_rows(type, w, in, i * piece, std::min(out, (i + 1) * piece), x, ldx, tokens, y, ldy, accumulate);
+  });
 }
 
 void matvec_reference(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx,

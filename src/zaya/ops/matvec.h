@@ -39,8 +39,16 @@ enum class WeightType { kF32, kBF16, kI8, kMXFP4, kFP8 };
 void matvec_rows(WeightType type, const void* w, int64_t in, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate);
 
-// All `out` rows, split over the OpenMP threads when the product is large
-// enough to pay for a parallel region.
+// Rows per piece of a parallel matvec: an even share of `out` between
+// `threads`, rounded up to the kernel's 8-row tile. Each thread streams one
+// contiguous piece, as a static split would, but a piece is claimed by
+// whichever worker comes first (core/work_pool.h): a helper the machine has not
+// run yet leaves its piece to the others instead of holding the step up.
+int64_t matvec_piece_rows(int64_t out, int threads);
+
+// All `out` rows, split in pieces over omp_get_max_threads() workers of
+// core/work_pool.h when the product is large enough to pay for it. Every row's
+// sum has one order whoever computes it: results do not depend on the threads.
 void matvec(WeightType type, const void* w, int64_t in, int64_t out, const float* x, int64_t ldx, int64_t tokens,
             float* y, int64_t ldy, bool accumulate);
 

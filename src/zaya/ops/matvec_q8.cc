@@ -11,6 +11,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/q8_0.h"
+#include "zaya/core/work_pool.h"
 #include "zaya/ops/matvec.h"
 #include "zaya/ops/matvec_blocks.h"
 
@@ -372,18 +373,14 @@ void matvec_q8_rows_portable(const uint8_t* w, int64_t r0, int64_t r1, const Q8A
 
 void matvec_q8(const uint8_t* w, int64_t out, const Q8Activations& xq, float* y, int64_t ldy, bool accumulate) {
   const int threads = omp_get_max_threads();
-  if (threads <= 1 || out * xq.in() * xq.tokens() < kMatvecParallelMinMacs || omp_in_parallel()) {
+  if (threads <= 1 || out * xq.in() * xq.tokens() < kMatvecParallelMinMacs) {
     matvec_q8_rows(w, 0, out, xq, y, ldy, accumulate);
     return;
   }
-#pragma omp parallel
-  {
-    // Row ranges in multiples of 8 (the kernel's tile), one per thread.
-    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t blocks = (out + 7) / 8;
-    const int64_t r0 = std::min(out, blocks * id / nt * 8), r1 = std::min(out, blocks * (id + 1) / nt * 8);
-    matvec_q8_rows(w, r0, r1, xq, y, ldy, accumulate);
-  }
+  const int64_t piece = matvec_piece_rows(out, threads);
+  pool_for((out + piece - 1) / piece, threads, [&](int64_t i, int) {
+    matvec_q8_rows(w, i * piece, std::min(out, (i + 1) * piece), xq, y, ldy, accumulate);
+  });
 }
 
 void matvec_q8_reference(const uint8_t* w, int64_t out, const Q8Activations& xq, float* y, int64_t ldy,
