@@ -46,30 +46,9 @@ PY
 
 echo "== perplexity on held-out text, tiny model trained $steps steps"
 data=$dir/data
-mkdir -p "$data"
-total=$(wc -c <data/kjv/kjv.txt)
-head -c $((total - 200000)) data/kjv/kjv.txt >"$data/train.txt"
-tail -c 200000 data/kjv/kjv.txt | sed -n '/^$/,$p' >"$data/heldout.txt"
-"$zaya" data tokenizer --corpus "$data/train.txt" --vocab-size 1024 --out "$data/tokenizer" >/dev/null
-"$zaya" data shards --corpus "$data/train.txt" --tokenizer "$data/tokenizer.model" --out "$data" >/dev/null
-cat >"$dir/train.toml" <<TOML
-[model]
-preset = "tiny"
-[data]
-dir = "$data"
-tokenizer = "$data/tokenizer.model"
-[train]
-micro_batch = 8
-seq_len = 128
-steps = $steps
-eval_every = 0
-log_every = 50
-out_dir = "$dir/run"
-[schedule]
-warmup_steps = 20
-TOML
-rm -rf "$dir/run"
-"$zaya" train --config "$dir/train.toml" --quiet >/dev/null
+# shellcheck source=bench/train_tiny.bash
+source bench/train_tiny.bash
+train_tiny "$dir" "$steps" 128 200000
 for dt in f32 bf16 int8; do
   "$zaya" eval --model "$dir/run/final" --text "$data/heldout.txt" --context 256 --dtype "$dt" --json "$dir/ppl_$dt.json" >/dev/null
 done
