@@ -31,7 +31,7 @@ std::vector<float> decode_each(InferenceEngine& e, int32_t slot, const std::vect
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 // One engine speculates and keeps `keep` of the chunk; the other decodes only the kept tokens.
