@@ -13,6 +13,7 @@
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
 #include "zaya/model/lora_branch.h"
+#include "zaya/model/moe_block.h"
 #include "zaya/ops/activations.h"
 #include "zaya/ops/adapted_linear.h"
 #include "zaya/ops/cca_conv.h"
@@ -332,7 +333,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
   combine_forward<float>(buf_.h_TD, buf_.y_MD, buf_.x_TD, buf_.gate_TJ, choice_TJ_.data(), plan_, T, J, D,
-                         model_.skip_outputs_zero() ? -1 : c.skip_slot());
+                         skip_input_slot(c));
 }
 
 }  // namespace zaya

@@ -183,9 +183,6 @@ class InferModel {
   const std::string& tokenizer_hint() const { return tokenizer_hint_; }
   // "native" for the 40-layer layout of ZAYA1-8B and later (formats/native_config.h), else "legacy".
   const char* layout() const { return native_ ? "native" : "legacy"; }
-  // The config's skip rule (model.skip_output_zero, spec §8.1): a token routed to the skip expert gets 0 (native
-  // layout) instead of p_skip * x (legacy).
-  bool skip_outputs_zero() const { return config().skip_output_zero; }
   // Matrices used straight from the file mapping, and their bytes.
   int64_t mapped_matrices() const { return mapped_matrices_; }
   int64_t mapped_bytes() const { return mapped_bytes_; }

@@ -28,10 +28,6 @@ RouterShape router_shape(const ZayaConfig& c, int64_t tokens) {
   return {tokens, c.hidden, c.router_hidden, c.router_slots(), c.top_k, c.skip_slot(), c.router_norm_eps};
 }
 
-// The slot whose tokens get gate * x from the combine: the skip slot under the legacy rule, none (-1: those tokens
-// get 0) under the native one (model.skip_output_zero, spec §8.1).
-int64_t skip_input_slot(const ZayaConfig& c) { return c.skip_output_zero ? -1 : c.skip_slot(); }
-
 RouterLossOptions router_loss(const MoeLossOptions& loss, float grad_scale) {
   return {loss.switch_aux_coeff, loss.z_loss_coeff, grad_scale};
 }
@@ -70,6 +66,8 @@ class LoraRouterProducts final : public RouterProducts<float>, public RouterBran
 };
 
 }  // namespace
+
+int64_t skip_input_slot(const ZayaConfig& c) { return c.skip_output_zero ? -1 : c.skip_slot(); }
 
 void carve_moe_acts(MoeActs& a, const ZayaConfig& c, int64_t B, int64_t S, int64_t ep_ranks, bool keep_bf16,
                     Arena& arena) {

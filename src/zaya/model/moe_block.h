@@ -56,6 +56,11 @@ struct MoeLossOptions {
   float z_loss_coeff = 0.0f;
 };
 
+// The slot whose tokens get gate * x from the combine: the skip slot under the legacy rule, none (-1: those tokens
+// get 0) under the native one (model.skip_output_zero, spec §8.1). The training block and the cached decoder both
+// combine with it.
+int64_t skip_input_slot(const ZayaConfig& c);
+
 // Lay the buffers out in `arena` (or count them, on Arena::measuring());
 // ep_ranks sizes the rows an expert-parallel rank may receive.
 // keep_bf16: the experts' GEMM inputs kept as bf16 (model/moe_experts.h).
