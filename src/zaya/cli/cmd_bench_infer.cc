@@ -28,7 +28,7 @@ void bench_infer(const BenchInferCliOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const InferBenchModel m = open_infer_bench_model(o);
   const InferModel& model = *m.model;
-  const InferBenchOptions bo = infer_bench_options(o);
+  const InferBenchOptions bo = infer_bench_options(o, m);
   const WeightBytes& wb = model.weight_bytes();
   const ParamCounts pc = count_parameters(model.config());
   fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", m.name,
@@ -39,6 +39,9 @@ void bench_infer(const BenchInferCliOptions& o) {
       wb.dense / 1e6, wb.per_expert * model.config().num_blocks / 1e6, wb.lm_head / 1e6);
   fmt::print("  decode kernels: f32/bf16 matvec {}, int8 matvec {}, mxfp4/fp8 matvec {}\n", matvec_kernel_name(),
              matvec_q8_kernel_name(), matvec_lowbit_kernel_name());
+  if (!m.loras.empty())
+    fmt::print("  LoRA: {} random adapters of rank {} on every target; decode sequence s runs adapter s % {}\n",
+               m.loras.size(), o.lora_rank, m.loras.size());
   const InferBenchResult r = run_infer_bench(model, bo, working_set_bandwidth_gbps, true);
   if (!o.json_out.empty()) write_file_atomic(o.json_out, infer_bench_job_json(m, bo, r).dump(2) + "\n");
 }
@@ -74,6 +77,11 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_flag("--no-decode", o->no_decode, "skip the decode measurements");
   cmd->add_flag("--no-working-set", o->no_working_set, "skip the working-set STREAM runs");
   cmd->add_option("--seed", o->bench.seed, "seed of the random weights and tokens");
+  cmd->add_option("--lora-adapters", o->lora_adapters,
+                  "decode with this many random LoRA adapters (every target), sequence s on adapter s % N, unmerged "
+                  "in one batch (0: none)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--lora-rank", o->lora_rank, "rank of those adapters")->check(CLI::Range(1, 4096));
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->add_option("--json", o->json_out, "write the results as JSON");
   cmd->callback([o] { bench_infer(*o); });

@@ -25,7 +25,8 @@ namespace zaya::cli {
 namespace {
 
 struct ServeCliOptions {
-  std::string model, tokenizer, dtype = "auto", lora;
+  std::string model, tokenizer, dtype = "auto";
+  std::vector<std::string> lora;  // DIR (the model's own adapter) or NAME=DIR, repeatable
   std::string chat_format, thinking = "on";
   ServerOptions server;
   int threads = 0;
@@ -37,8 +38,30 @@ struct ServeCliOptions {
   bool api_key_given = false;  // --api-key was on the command line (an empty value is refused, not "no key")
 };
 
+// --lora DIR (one adapter for every request, as zaya generate --lora) or
+// --lora NAME=DIR, repeatable (adapters a request picks by "model"); not both.
+std::string split_lora_flags(const std::vector<std::string>& flags, ServerOptions& server) {
+  std::string whole;
+  for (const std::string& f : flags) {
+    const size_t eq = f.find('=');
+    std::error_code ec;
+    if (eq == std::string::npos || eq == 0 || std::filesystem::is_directory(f, ec)) {
+      ZAYA_CHECK_USAGE(whole.empty(), "--lora DIR is given twice ({} and {}); several adapters are --lora NAME=DIR",
+                       whole, f);
+      whole = f;
+    } else {
+      server.loras.emplace_back(f.substr(0, eq), f.substr(eq + 1));
+    }
+  }
+  ZAYA_CHECK_USAGE(whole.empty() || server.loras.empty(),
+                   "--lora {} (an adapter for every request) and --lora NAME=DIR (adapters chosen by \"model\") "
+                   "cannot be mixed; name it too: --lora NAME={}",
+                   whole, whole);
+  return whole;
+}
+
 void run_serve(ServeCliOptions o) {
-  o.server.validate();
+  const std::string whole_lora = split_lora_flags(o.lora, o.server);
   o.server.serving.spec.method = parse_spec_method(o.spec);
   o.server.serving.spec.adaptive = !o.spec_fixed;
   o.server.serving.spec.validate();
@@ -51,10 +74,11 @@ void run_serve(ServeCliOptions o) {
       ZAYA_CHECK_USAGE(*key != '\0', "ZAYA_API_KEY is set but empty; set a key, or unset it to serve without one");
       o.server.api_key = key;
     }
+  o.server.validate();  // after the key: --lora-admin needs one
   if (o.threads > 0) omp_set_num_threads(o.threads);
   InferLoadOptions lo;
   lo.dtype = o.dtype;
-  lo.lora = o.lora;
+  lo.lora = whole_lora;
   auto model = InferModel::open(o.model, lo);
   Tokenizer tok = load_model_tokenizer(o.model, o.tokenizer, model->tokenizer_hint());
   o.server.serving.sample_vocab = check_tokenizer(tok, model->config(), o.model);
@@ -105,6 +129,15 @@ void run_serve(ServeCliOptions o) {
                server.context(), n.kv_pages, o.server.serving.prefix_block, n.kv_page_bytes,
                double(n.kv_pages) * double(n.kv_page_bytes) / (1 << 20),
                o.server.api_key.empty() ? "no API key" : "API key required");
+    if (!o.server.loras.empty() || o.server.lora_admin) {
+      std::string names;
+      for (const auto& [name, dir] : o.server.loras) names += (names.empty() ? "" : ", ") + name;
+      fmt::print(stderr,
+                 "zaya serve: LoRA adapters: {} (a request picks one by \"model\"; \"{}\" is the base; other names "
+                 "get 404){}\n",
+                 names.empty() ? "none yet" : names, o.server.model_name,
+                 o.server.lora_admin ? "; /v1/load_lora_adapter and /v1/unload_lora_adapter are on" : "");
+    }
     // Positions past the training length were never trained (red-team M6): say so, as zaya eval does.
     if (const std::optional<TrainedContext> trained = trained_context(o.model);
         trained && server.context() > trained->seq_len)
@@ -189,7 +222,16 @@ void add_serve_command(CLI::App& app) {
       "--dtype", o->dtype,
       "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
   cmd->add_option("--lora", o->lora,
-                  "apply this LoRA adapter (a PEFT directory) without merging it into the model's files");
+                  "LoRA adapters (PEFT directories), applied unmerged: NAME=DIR (repeatable) serves DIR as model "
+                  "NAME beside the base (a request picks it by \"model\"; mixed in one batch); a lone DIR applies "
+                  "to every request");
+  cmd->add_option("--max-loras", o->server.max_loras, "most LoRA adapters loaded at once")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--lora-admin", o->server.lora_admin,
+                "POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's) load and unload adapters at run "
+                "time; needs --api-key");
+  cmd->add_flag("--lora-admin-without-key", o->server.lora_admin_without_key,
+                "--lora-admin without an API key (anyone who reaches the port loads files: trusted networks only)");
   cmd->add_option("--chat-format", o->chat_format,
                   "chat format: gemma3 (ZAYA1-base) or zaya (ZAYA1-8B: thinking, tool calls); default: the one the "
                   "model's tokenizer_config.json chat_template is written for, else gemma3")
@@ -205,6 +247,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));
   cmd->callback([o, api_key] {
     o->api_key_given = api_key->count() > 0;
+    if (o->server.lora_admin_without_key) o->server.lora_admin = true;
     run_serve(*o);
   });
 }

@@ -46,6 +46,7 @@ void BatchScheduler::start(int32_t slot, const GenerationRequest& request, std::
   Slot s;
   s.prompt = request.prompt;
   s.stop_ids = request.stop_ids;
+  s.lora = request.lora.get();
   s.max_new_tokens = request.max_new_tokens;
   s.pages = std::move(pages);
   occupy(slot, std::move(s));
@@ -86,11 +87,11 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
     s.draft = 0;
     if (k > 0) {
       s.verify[0] = s.last;
-      chunks_.push_back({i, s.verify.data(), 1 + k, LogitsWanted::kAll, true});
+      chunks_.push_back({i, s.verify.data(), 1 + k, LogitsWanted::kAll, true, s.lora});
       spare -= k;
       budget -= k;
     } else {
-      chunks_.push_back({i, &s.last, 1, LogitsWanted::kLast});
+      chunks_.push_back({i, &s.last, 1, LogitsWanted::kLast, false, s.lora});
     }
   }
   const int64_t B = snapshot_block_;
@@ -108,7 +109,7 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
     const LogitsWanted logits = s.prompt_logits == LogitsWanted::kAll ? LogitsWanted::kAll
                                 : last                                ? LogitsWanted::kLast
                                                                       : LogitsWanted::kNone;
-    chunks_.push_back({i, s.prompt.data() + s.fed, n, logits});
+    chunks_.push_back({i, s.prompt.data() + s.fed, n, logits, false, s.lora});
     budget -= n;
     planned_prompt_tokens_ += n;
   }

@@ -116,6 +116,7 @@ class BatchScheduler {
     bool running = false;
     std::span<const int32_t> prompt;  // fed first, in chunks (outlives the run)
     std::span<const int32_t> stop_ids;
+    const LoraAdapters* lora = nullptr;  // every chunk's adapter (the request's; it outlives the run)
     int64_t max_new_tokens = 0;
     bool decodes = true;                               // false: teacher-forced, the prompt only
     LogitsWanted prompt_logits = LogitsWanted::kLast;  // kLast: at the prompt's last token; kAll: every one

@@ -103,7 +103,10 @@ DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, in
   double total = 0, weight_bytes = 0, kv_bytes = 0, loads = 0;
   const int64_t embed_row_bytes = model.weights().embed.row_bytes();
   for (int64_t i = 0; i < warm + steps; ++i) {
-    for (int32_t s = 0; s < B; ++s) chunks[s] = {s, ids.data() + i * B + s, 1, LogitsWanted::kLast};
+    for (int32_t s = 0; s < B; ++s)
+      chunks[s] = {s,     ids.data() + i * B + s,
+                   1,     LogitsWanted::kLast,
+                   false, o.loras.empty() ? nullptr : o.loras[size_t(s) % o.loras.size()]};
     const double t0 = now_seconds();
     engine.step(chunks);
     engine.logits(0, B, logits.data());

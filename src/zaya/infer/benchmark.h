@@ -41,6 +41,9 @@ struct InferBenchOptions {
   // 1 + spec_tokens tokens per sequence, then keep_draft of the first token: the
   // cost of checking K drafted tokens, docs/inference.md "Speculative decoding").
   int64_t spec_tokens = 0;
+  // LoRA adapters applied unmerged at the decode points: sequence s decodes
+  // with loras[s % size] (StepChunk::lora, infer/step_lora.h). Empty: none.
+  std::vector<const LoraAdapters*> loras;
 };
 
 struct PrefillPoint {

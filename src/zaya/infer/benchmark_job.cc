@@ -1,6 +1,7 @@
 #include "zaya/infer/benchmark_job.h"
 
 #include "zaya/core/error.h"
+#include "zaya/core/rng.h"
 #include "zaya/ops/matvec.h"
 #include "zaya/ops/matvec_q8.h"
 
@@ -26,11 +27,27 @@ InferBenchModel open_infer_bench_model(const InferBenchJobOptions& o) {
     m.model = InferModel::open(o.model, lo);
     m.name = o.model;
   }
+  ZAYA_CHECK_USAGE(o.lora_adapters >= 0 && o.lora_rank >= 1, "--lora-adapters {} / --lora-rank {} are invalid",
+                   o.lora_adapters, o.lora_rank);
+  for (int64_t i = 0; i < o.lora_adapters; ++i) {
+    LoraConfig l;
+    l.enabled = true;
+    l.rank = o.lora_rank;
+    l.alpha = 2.0 * double(o.lora_rank);
+    l.targets = all_lora_targets();
+    auto a = std::make_unique<LoraAdapters>(m.model->config(), l);
+    // Every float drawn (PEFT's initialisation zeroes one matrix of each pair): timing does not care, but a
+    // trained adapter has both.
+    for (int64_t k = 0; k < a->total_floats(); ++k)
+      a->data()[k] = 0.01f * normal01(o.bench.seed + uint64_t(i), 17, uint64_t(k));
+    m.loras.push_back(std::move(a));
+  }
   return m;
 }
 
-InferBenchOptions infer_bench_options(const InferBenchJobOptions& o) {
+InferBenchOptions infer_bench_options(const InferBenchJobOptions& o, const InferBenchModel& m) {
   InferBenchOptions b = o.bench;
+  for (const std::unique_ptr<LoraAdapters>& a : m.loras) b.loras.push_back(a.get());
   b.bf16_activations = !o.exact;
   b.working_set_roofline = !o.no_working_set;
   if (o.no_prefill) b.prefill_lengths.clear();
@@ -42,6 +59,8 @@ nlohmann::json infer_bench_job_json(const InferBenchModel& m, const InferBenchOp
                                     const InferBenchResult& result) {
   nlohmann::json j = infer_bench_json(*m.model, options, result);
   j["model"] = m.name;
+  j["lora_adapters"] = m.loras.size();
+  if (!m.loras.empty()) j["lora_rank"] = m.loras[0]->config().rank;
   j["matvec_kernel"] = matvec_kernel_name();  // what decode ran on this CPU
   j["int8_matvec_kernel"] = matvec_q8_kernel_name();
   return j;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "zaya/infer/benchmark.h"
 #include "zaya/infer/infer_model.h"
@@ -21,12 +22,17 @@ struct InferBenchJobOptions {
   bool exact = false;           // f32 activations in prefill (default: bf16 GEMMs)
   bool no_working_set = false;  // skip the working-set rooflines
   bool no_prefill = false, no_decode = false;
+  // Random LoRA adapters (every target, this rank) for the decode points:
+  // sequence s decodes with adapter s % lora_adapters (InferBenchOptions::loras).
+  int64_t lora_adapters = 0;
+  int64_t lora_rank = 16;
 };
 
 struct InferBenchModel {
   std::unique_ptr<ZayaModel> random;  // the preset's weights (from_model's views point into them)
   std::unique_ptr<InferModel> model;
-  std::string name;  // "preset NAME" or the directory
+  std::string name;                                  // "preset NAME" or the directory
+  std::vector<std::unique_ptr<LoraAdapters>> loras;  // lora_adapters of them
 };
 
 // Checks the choice of model and dtype, then builds or opens the model (a
@@ -34,7 +40,8 @@ struct InferBenchModel {
 // the disk). zaya1-base's random weights would need 35 GB: refused.
 InferBenchModel open_infer_bench_model(const InferBenchJobOptions& options);
 
-InferBenchOptions infer_bench_options(const InferBenchJobOptions& options);
+// The options with the switches applied and the model's adapters bound.
+InferBenchOptions infer_bench_options(const InferBenchJobOptions& options, const InferBenchModel& model);
 
 // infer_bench_json with the model's name.
 nlohmann::json infer_bench_job_json(const InferBenchModel& model, const InferBenchOptions& options,

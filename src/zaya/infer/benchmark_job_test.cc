@@ -63,13 +63,19 @@ TEST(InferBenchJob, OpensADirectory) {
   InferBenchJobOptions o;
   o.model = dir.path();
   o.dtype = "auto";
+  o.lora_adapters = 2;
+  o.lora_rank = 4;
   const InferBenchModel m = open_infer_bench_model(o);
+  ASSERT_EQ(m.loras.size(), 2u);  // the adapters of --lora-adapters, bound for the decode points
+  EXPECT_EQ(m.loras[1]->config().rank, 4);
+  EXPECT_EQ(infer_bench_options(o, m).loras, (std::vector<const LoraAdapters*>{m.loras[0].get(), m.loras[1].get()}));
   EXPECT_EQ(m.random, nullptr);
   EXPECT_EQ(m.name, dir.path());
   EXPECT_EQ(m.model->config().hidden, 64);
   InferBenchResult r;
   r.dram_gbps = 12.5;
-  const nlohmann::json j = infer_bench_job_json(m, infer_bench_options(o), r);
+  const nlohmann::json j = infer_bench_job_json(m, infer_bench_options(o, m), r);
+  EXPECT_EQ(j["lora_adapters"], 2);
   EXPECT_EQ(j["model"], dir.path());
   EXPECT_EQ(j["bench"], "infer");
   EXPECT_EQ(j["dram_gbps"], 12.5);
@@ -80,14 +86,16 @@ TEST(InferBenchJob, OpensADirectory) {
 TEST(InferBenchJob, SwitchesOnTheBenchmarkOptions) {
   InferBenchJobOptions o;
   o.bench.decode_steps = 3;
-  InferBenchOptions b = infer_bench_options(o);
+  const InferBenchModel none;
+  InferBenchOptions b = infer_bench_options(o, none);
+  EXPECT_TRUE(b.loras.empty());
   EXPECT_TRUE(b.bf16_activations);
   EXPECT_TRUE(b.working_set_roofline);
   EXPECT_EQ(b.prefill_lengths, o.bench.prefill_lengths);
   EXPECT_EQ(b.batches, o.bench.batches);
   EXPECT_EQ(b.decode_steps, 3);
   o.exact = o.no_working_set = o.no_prefill = o.no_decode = true;
-  b = infer_bench_options(o);
+  b = infer_bench_options(o, none);
   EXPECT_FALSE(b.bf16_activations);
   EXPECT_FALSE(b.working_set_roofline);
   EXPECT_TRUE(b.prefill_lengths.empty());

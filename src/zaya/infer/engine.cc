@@ -111,8 +111,6 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
     buf_.act_MF = a.carve(TJ * F);
     buf_.y_MD = a.carve(TJ * D);
     buf_.hid_TD = a.carve(T * D);
-    // A LoRA adapter's x A^T: [T, rank] of a token product, [T top_k, rank] of the experts' rows.
-    if (const LoraAdapters* lora = model_.lora()) buf_.lora_h_Tr = a.carve(TJ * lora->config().rank);
   };
   Arena measure = Arena::measuring();
   carve(measure);
@@ -274,6 +272,10 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     for (int64_t i = 0; i < ch.count; ++i)
       ZAYA_CHECK(ch.tokens[i] >= 0 && ch.tokens[i] < V,
                  "token id {} (chunk {}, position {}) is outside the vocabulary 0..{}", ch.tokens[i], ci, i, V - 1);
+    if (ch.lora != nullptr) {
+      const std::string why = lora_mismatch(c, *ch.lora);
+      ZAYA_CHECK(why.empty(), "chunk {}: its LoRA adapter does not fit the model: {}", ci, why);
+    }
     T += ch.count;
   }
   ZAYA_CHECK(T <= options_.max_step_tokens, "a step of {} tokens exceeds the step capacity {}", T,
@@ -321,6 +323,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     }
     r += ch.count;
   }
+  lora_.plan(chunks, model_.lora(), std::span<const int32_t>(rows_.row_chunk.data(), size_t(T)));
   stats_ = {};
   stats_.tokens = T;
 

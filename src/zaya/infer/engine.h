@@ -54,6 +54,7 @@
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/kv_page_pool.h"
 #include "zaya/infer/linear.h"
+#include "zaya/infer/step_lora.h"
 #include "zaya/ops/moe_dispatch.h"
 #include "zaya/ops/rope.h"
 
@@ -87,6 +88,11 @@ struct StepChunk {
   // kernels (matvec, per-row attention), so each row's logits have the bits
   // a one-token step would give it.
   bool speculative = false;
+  // The LoRA adapter of the chunk's sequence, applied unmerged to its rows
+  // only (step_lora.h); null: the model's own (InferModel::lora(), often none).
+  // A sequence keeps one adapter from its first chunk to its last: its cache
+  // holds what that adapter computed.
+  const LoraAdapters* lora = nullptr;
 };
 
 // Counters of the last step, for the roofline.
@@ -223,7 +229,6 @@ class InferenceEngine {
     float *r_a_TR = nullptr, *r_b_TR = nullptr, *rn_TR = nullptr, *u_TR = nullptr, *g_TR = nullptr;
     float *logits_TN = nullptr, *probs_TN = nullptr, *gate_TJ = nullptr;
     float *xp_MD = nullptr, *h_M2F = nullptr, *act_MF = nullptr, *y_MD = nullptr, *hid_TD = nullptr;
-    float* lora_h_Tr = nullptr;  // a LoRA adapter's x A^T [T top_k, rank] (only with an adapter)
   };
   // Where each row of the step comes from and goes to.
   struct StepRows {
@@ -249,6 +254,7 @@ class InferenceEngine {
   std::vector<int32_t> choice_TJ_;
   ExpertPlan plan_;
   std::vector<LinearRunner::Product> expert_products_;  // moe_layer's products, reused
+  StepLora lora_;                                       // the step's rows grouped by adapter
   StepStats stats_;
 };
 

@@ -12,10 +12,8 @@
 #include "zaya/core/work_pool.h"
 #include "zaya/infer/engine.h"
 #include "zaya/model/conv_taps.h"
-#include "zaya/model/lora_branch.h"
 #include "zaya/model/moe_block.h"
 #include "zaya/ops/activations.h"
-#include "zaya/ops/adapted_linear.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
 #include "zaya/ops/qk_norm.h"
@@ -33,43 +31,12 @@ void add_bias(float* y, int64_t ldy, int64_t rows, int64_t n, const float* b) {
     for (int64_t i = 0; i < n; ++i) y[t * ldy + i] += b[i];
 }
 
-// Block b's LoRA adapters of a decode step (InferModel::lora(), unmerged),
-// bound by model/lora_branch.h as a training block binds its own: each product
-// adds its branch with ops/adapted_linear.h's lora_branch_forward, the one
-// helper training's blocks use (no dropout). Without an adapter every branch
-// is empty and the helper adds nothing.
-class DecodeLora {
- public:
-  DecodeLora(const ZayaConfig& config, const LoraAdapters* adapters, int64_t block, float* h_Tr)
-      : config_(adapters != nullptr ? adapters->model_config() : config) {
-    if (adapters != nullptr) {
-      block_ = decode_block_lora(*adapters, block, h_Tr);
-      lora_ = &block_;
-    }
-  }
-  DecodeLora(const DecodeLora&) = delete;
-  DecodeLora& operator=(const DecodeLora&) = delete;
-  // y (rows out_stride apart) += the branch of target t over `tokens` rows of x.
-  void add(LoraTarget t, float* y, int64_t out_stride, const float* x, int64_t tokens) const {
-    lora_branch_forward(y, x, lora_branch(config_, lora_, t, tokens, out_stride, LoraPass::kForward));
-  }
-  // Expert e's branch of expert target t over its `rows` rows from row0 of the expert-major layout.
-  void add_expert(LoraTarget t, int64_t e, int64_t row0, int64_t rows, float* y, const float* x) const {
-    lora_branch_forward(y, x, lora_expert_branch(config_, lora_, t, e, row0, rows, LoraPass::kForward));
-  }
-
- private:
-  const ZayaConfig& config_;
-  BlockLora block_;
-  const BlockLora* lora_ = nullptr;
-};
-
 // The router's products through the runner, on the layer's bf16 or f32
-// matrices, each with its LoRA branch when the adapter targets it.
+// matrices, each with the LoRA branches of the rows whose adapter targets it.
 class RunnerRouterProducts final : public RouterProducts<float> {
  public:
-  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const DecodeLora& lora)
-      : runner_(runner), w_(w), lora_(lora) {}
+  RunnerRouterProducts(LinearRunner& runner, const InferMoe& w, const StepLora& lora, int64_t block)
+      : runner_(runner), w_(w), lora_(lora), block_(block) {}
   void apply(RouterMatrix m, float* y_TO, const float* x_TI, int64_t tokens, int64_t in, int64_t out) override {
     const WeightMatrix& w_OI = m == RouterMatrix::kDown   ? w_.down
                                : m == RouterMatrix::kMlp0 ? w_.mlp0
@@ -80,13 +47,14 @@ class RunnerRouterProducts final : public RouterProducts<float> {
                          : m == RouterMatrix::kMlp0 ? LoraTarget::kRouterFc1
                          : m == RouterMatrix::kMlp2 ? LoraTarget::kRouterFc2
                                                     : LoraTarget::kRouterOut;
-    lora_.add(t, y_TO, out, x_TI, tokens);
+    if (lora_.any()) lora_.add(block_, t, y_TO, out, x_TI, in);
   }
 
  private:
   LinearRunner& runner_;
   const InferMoe& w_;
-  const DecodeLora& lora_;
+  const StepLora& lora_;
+  const int64_t block_;
 };
 
 }  // namespace
@@ -100,9 +68,9 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // Fused projection: q | k | v_cur | v_prev.
   const LinearRunner::Part parts[4] = {{&w.q, 0}, {&w.k, Q}, {&w.v_cur, Q + K}, {&w.v_prev, Q + K + half}};
   linear_.run_parts(buf_.qkv_TP, pw_, buf_.x_TD, D, T, parts);
-  const DecodeLora lora(c, model_.lora(), b, buf_.lora_h_Tr);
-  for (LoraTarget t : {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kVCurrent, LoraTarget::kVDelayed})
-    lora.add(t, buf_.qkv_TP, pw_, buf_.x_TD, T);
+  // Each row's adapter branches (step_lora.h), unmerged, after the base product of every row.
+  if (lora_.any())
+    for (LoraTarget t : kLoraQkvTargets) lora_.add(b, t, buf_.qkv_TP, pw_, buf_.x_TD, D);
 
   // conv A (depthwise, k0 taps) over [state (H rows), chunk rows], H = k0 + k1 - 2:
   // a_ext row k of chunk ci = bA + sum_j wA_j * raw(k + j), k = 0..S+k1-2; the
@@ -194,7 +162,7 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   attend(b, chunks);
   if (sliding) append_to_cache(b, chunks);
   linear_.run(buf_.h_TD, D, buf_.o_TQ, Q, T, w.o);
-  lora.add(LoraTarget::kO, buf_.h_TD, D, buf_.o_TQ, T);
+  if (lora_.any()) lora_.add(b, LoraTarget::kO, buf_.h_TD, D, buf_.o_TQ, Q);
 }
 
 void InferenceEngine::append_to_cache(int64_t b, std::span<const StepChunk> chunks) {
@@ -279,8 +247,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                                 .norm_R = w.eda_norm_R,
                                 .mlp0_b_R = w.mlp0_b_R,
                                 .mlp2_b_R = w.mlp2_b_R};
-  const DecodeLora lora(c, model_.lora(), b, buf_.lora_h_Tr);
-  RunnerRouterProducts products(linear_, w, lora);
+  RunnerRouterProducts products(linear_, w, lora_, b);
   RouterActs<float> ra{.r_TR = r_out,
                        .rstd_T = buf_.rstd_T,
                        .rn_TR = buf_.rn_TR,
@@ -314,7 +281,9 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   linear_.run_products(expert_products);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
-    if (n > 0) lora.add_expert(LoraTarget::kExpertGateUp, e, r0, n, buf_.h_M2F + r0 * 2 * F, buf_.xp_MD + r0 * D);
+    if (n > 0 && lora_.any())
+      lora_.add_expert(b, LoraTarget::kExpertGateUp, e, r0, n, plan_.row_token.data(), buf_.h_M2F, 2 * F, buf_.xp_MD,
+                       D);
   }
   {
     SerialIf serial(small);
@@ -328,7 +297,8 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   linear_.run_products(expert_products);
   for (int64_t e = 0; e < c.experts; ++e) {
     const int64_t r0 = plan_.offsets[e], n = plan_.count(e);
-    if (n > 0) lora.add_expert(LoraTarget::kExpertDown, e, r0, n, buf_.y_MD + r0 * D, buf_.act_MF + r0 * F);
+    if (n > 0 && lora_.any())
+      lora_.add_expert(b, LoraTarget::kExpertDown, e, r0, n, plan_.row_token.data(), buf_.y_MD, D, buf_.act_MF, F);
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).

@@ -20,6 +20,7 @@ using testing::logits_error;
 using testing::random_tokens;
 using testing::reference_logits;
 using testing::step_logits;
+using testing::trained_adapter;
 
 // Prefill `prefill` tokens of `ids` in one step, then decode the rest one token
 // per step; returns the logits of every position [S, V].
@@ -265,24 +266,6 @@ TEST(Engine, OtherConvolutionKernelSizesMatchTheTrainingForward) {
 // then decode; beside int8 base matrices (which it cannot be merged into) it
 // stays as close to that as int8 alone stays to f32. For the attention
 // targets, and for every target (router matrices and experts too).
-std::unique_ptr<LoraAdapters> trained_adapter(const ZayaConfig& c, uint64_t seed,
-                                              const std::vector<LoraTarget>& targets) {
-  LoraConfig l;
-  l.enabled = true;
-  l.rank = 4;
-  l.alpha = 8;
-  l.targets = targets;
-  auto a = std::make_unique<LoraAdapters>(c, l);
-  a->init(seed);
-  for (const LoraAdapters::Entry& e : a->entries()) {  // both matrices != 0: a trained adapter
-    const bool expert = lora_is_expert(e.target);
-    float* p = a->data() + (expert ? e.a_offset : e.b_offset);
-    const int64_t n = expert ? e.a_floats(l.rank) : e.b_floats(l.rank);
-    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
-  }
-  return a;
-}
-
 TEST(Engine, UnmergedLoraAdapterMatchesTheTrainingForward) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 14);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct GenerationRequest {
   int64_t max_new_tokens = 128;
   SamplingOptions sampling;
   std::vector<int32_t> stop_ids;  // generation ends after emitting one of these (it is kept in the output)
+  // The LoRA adapter this sequence decodes with, unmerged (StepChunk::lora; a
+  // server's --lora NAME=DIR); null: the model's own (InferModel::lora()).
+  std::shared_ptr<const LoraAdapters> lora;
 };
 
 enum class FinishReason { kStop, kLength, kContext, kCancelled };

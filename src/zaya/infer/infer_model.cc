@@ -1,5 +1,7 @@
 #include "zaya/infer/infer_model.h"
 
+#include <fmt/format.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -160,19 +162,31 @@ std::unique_ptr<InferModel> InferModel::open(const std::string& path, const Infe
   return m;
 }
 
+std::string lora_mismatch(const ZayaConfig& model, const LoraAdapters& adapters) {
+  const ZayaConfig& a = adapters.model_config();
+  bool same = true;  // every shape an adapter's targets depend on (model/lora.h lora_slot)
+  for (LoraTarget t : all_lora_targets()) {
+    const LoraSlot x = lora_slot(a, t), y = lora_slot(model, t);
+    same = same && x.in == y.in && x.out == y.out && x.row_offset == y.row_offset;
+  }
+  if (same && a.num_blocks == model.num_blocks && a.experts == model.experts) return "";
+  return fmt::format(
+      "it was made for another model (hidden {}, {} blocks, {} experts of width {}) than this one "
+      "(hidden {}, {} blocks, {} experts of width {})",
+      a.hidden, a.num_blocks, a.experts, a.expert_ffn, model.hidden, model.num_blocks, model.experts, model.expert_ffn);
+}
+
+std::unique_ptr<LoraAdapters> load_lora_adapter(const std::string& dir, const ZayaConfig& model) {
+  std::unique_ptr<LoraAdapters> a = read_peft_adapter(dir, model);
+  const std::string why = lora_mismatch(model, *a);
+  ZAYA_CHECK(why.empty(), "LoRA adapter {}: {}", dir, why);
+  return a;
+}
+
 void InferModel::set_lora(std::unique_ptr<LoraAdapters> adapters) {
   if (adapters != nullptr) {
-    const ZayaConfig& a = adapters->model_config();
-    bool same = true;  // every shape an adapter's targets depend on (model/lora.h lora_slot)
-    for (LoraTarget t : all_lora_targets()) {
-      const LoraSlot x = lora_slot(a, t), y = lora_slot(config_, t);
-      same = same && x.in == y.in && x.out == y.out && x.row_offset == y.row_offset;
-    }
-    ZAYA_CHECK(same && a.num_blocks == config_.num_blocks && a.experts == config_.experts,
-               "LoRA adapter: it was made for another model (hidden {}, {} blocks, {} experts of width {}) than {} "
-               "(hidden {}, {} blocks, {} experts of width {})",
-               a.hidden, a.num_blocks, a.experts, a.expert_ffn, source_, config_.hidden, config_.num_blocks,
-               config_.experts, config_.expert_ffn);
+    const std::string why = lora_mismatch(config_, *adapters);
+    ZAYA_CHECK(why.empty(), "LoRA adapter: {} ({})", why, source_);
   }
   lora_ = std::move(adapters);
 }

@@ -204,6 +204,13 @@ class InferModel {
   std::unique_ptr<LoraAdapters> lora_;      // applied unmerged by the engine (null: none)
 };
 
+// Why `adapters` cannot apply to a model of config `model` (its targets'
+// shapes, blocks or experts differ), or "" when they can.
+std::string lora_mismatch(const ZayaConfig& model, const LoraAdapters& adapters);
+// A PEFT adapter directory (formats/lora_peft.h) read for a model of config
+// `model`; fails naming the directory when it does not fit (lora_mismatch).
+std::unique_ptr<LoraAdapters> load_lora_adapter(const std::string& dir, const ZayaConfig& model);
+
 // Validates a dtype option: "auto", "bf16", "f32" or "int8" (the message names `flag`).
 void check_weight_dtype_option(const std::string& dtype, const std::string& flag);
 

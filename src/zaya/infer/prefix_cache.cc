@@ -29,10 +29,10 @@ std::vector<int64_t> PrefixCache::pages() const {
   return out;
 }
 
-int64_t PrefixCache::start(const std::vector<int32_t>& prompt, int32_t slot) {
+int64_t PrefixCache::start(const std::vector<int32_t>& prompt, int32_t slot, uint64_t adapter) {
   Entry* best = nullptr;
   for (Entry& e : entries_)
-    if (e.tokens.size() < prompt.size() && starts_with(prompt, e.tokens) &&
+    if (e.adapter == adapter && e.tokens.size() < prompt.size() && starts_with(prompt, e.tokens) &&
         (!best || e.tokens.size() > best->tokens.size()))
       best = &e;
   if (!best) return 0;
@@ -41,16 +41,17 @@ int64_t PrefixCache::start(const std::vector<int32_t>& prompt, int32_t slot) {
   return best->state.length;
 }
 
-bool PrefixCache::insert(const std::vector<int32_t>& prompt, int32_t slot) {
+bool PrefixCache::insert(const std::vector<int32_t>& prompt, int32_t slot, uint64_t adapter) {
   const int64_t length = engine_.length(slot);
   if (length <= 0 || length % block() != 0 || length > int64_t(prompt.size())) return false;
   for (Entry& e : entries_)
-    if (int64_t(e.tokens.size()) == length && starts_with(prompt, e.tokens)) {
+    if (e.adapter == adapter && int64_t(e.tokens.size()) == length && starts_with(prompt, e.tokens)) {
       e.used = ++clock_;
       return false;
     }
   Entry e;
   e.tokens.assign(prompt.begin(), prompt.begin() + length);
+  e.adapter = adapter;
   e.state = engine_.share(slot);
   e.used = ++clock_;
   for (size_t k = 0; k < refs_.size(); ++k)

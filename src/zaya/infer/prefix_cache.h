@@ -39,13 +39,15 @@ class PrefixCache {
   std::vector<int64_t> pages() const;
 
   // Starts `slot` from the longest snapshot that is a prefix of `prompt` and
-  // shorter than it (marked as just used); returns the tokens it covers (0:
-  // none, the slot is left as it was).
-  int64_t start(const std::vector<int32_t>& prompt, int32_t slot);
-  // Snapshots `slot`, which holds prompt[0, engine.length(slot)), unless that
-  // prefix is held already or its length is not a positive multiple of the page.
-  // Returns whether it took one.
-  bool insert(const std::vector<int32_t>& prompt, int32_t slot);
+  // shorter than it (marked as just used), taken under the same LoRA adapter
+  // (`adapter`: LoraAdapters::serial(), 0 for none: a state computed with one
+  // adapter is never another's); returns the tokens it covers (0: none, the
+  // slot is left as it was).
+  int64_t start(const std::vector<int32_t>& prompt, int32_t slot, uint64_t adapter = 0);
+  // Snapshots `slot`, which holds prompt[0, engine.length(slot)) computed under
+  // `adapter`, unless that prefix is held already or its length is not a
+  // positive multiple of the page. Returns whether it took one.
+  bool insert(const std::vector<int32_t>& prompt, int32_t slot, uint64_t adapter = 0);
   // Evicts snapshots until `need[k]` pages of each kind are free, or none is
   // left to evict; returns whether the pages are free.
   bool make_room(const std::vector<int64_t>& need);
@@ -55,6 +57,7 @@ class PrefixCache {
  private:
   struct Entry {
     std::vector<int32_t> tokens;
+    uint64_t adapter = 0;  // the LoRA adapter it was computed under (0: none)
     InferenceEngine::Snapshot state;
     uint64_t used = 0;
   };

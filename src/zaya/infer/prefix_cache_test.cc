@@ -98,5 +98,28 @@ TEST(PrefixCache, LongestPrefixSharedPagesAndLeastRecentlyUsedEviction) {
   for (int32_t page = 0; page < 6; ++page) EXPECT_EQ(engine.page_refs(0, page), 0);
 }
 
+// A state computed under one LoRA adapter is never another's (nor the base's):
+// the snapshot is found only under the adapter it was taken with.
+TEST(PrefixCache, SnapshotsAreKeptApartByAdapter) {
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 54);
+  auto im = InferModel::from_model(*model);
+  EngineOptions o;
+  o.max_sequences = 2;
+  o.max_context = 16;
+  o.page_tokens = 4;
+  InferenceEngine engine(*im, o);
+  const std::vector<int32_t> a = random_tokens(12, c.real_vocab_size, 55);
+  StepChunk ch{0, a.data(), 8, LogitsWanted::kLast};
+  engine.step({&ch, 1});
+  PrefixCache cache(engine);
+  EXPECT_TRUE(cache.insert(a, 0, 7));
+  EXPECT_TRUE(cache.insert(a, 0, 0));  // the same tokens under the base: a snapshot of its own
+  EXPECT_FALSE(cache.insert(a, 0, 7));
+  EXPECT_EQ(cache.start(a, 1, 8), 0);
+  EXPECT_EQ(cache.start(a, 1, 7), 8);
+  EXPECT_EQ(cache.start(a, 1, 0), 8);
+}
+
 }  // namespace
 }  // namespace zaya

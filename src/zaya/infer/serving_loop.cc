@@ -265,7 +265,8 @@ void ServingLoop::run_steps() {
     for (int32_t s : admitted) {
       engine.reset(s);
       spec.start(s, slots_[s]->p.request.generation.prompt);
-      const int64_t hit = caching ? cache.start(slots_[s]->p.request.generation.prompt, s) : 0;
+      const GenerationRequest& g = slots_[s]->p.request.generation;
+      const int64_t hit = caching ? cache.start(g.prompt, s, g.lora ? g.lora->serial() : 0) : 0;
       if (hit == 0) continue;
       sched.resume_at(s, hit);
       std::lock_guard<std::mutex> lock(mu_);
@@ -301,7 +302,10 @@ void ServingLoop::run_steps() {
     const int64_t rows = engine.logit_rows();
     if (rows > 0) engine.logits(0, rows, logits.data());
     // A prompt chunk that ends at a block boundary (before the prompt's last token): snapshot the state.
-    for (int32_t s : sched.advance()) cache.insert(slots_[s]->p.request.generation.prompt, s);
+    for (int32_t s : sched.advance()) {
+      const GenerationRequest& g = slots_[s]->p.request.generation;
+      cache.insert(g.prompt, s, g.lora ? g.lora->serial() : 0);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       counters_.prefix_evictions = cache.evictions();

@@ -16,6 +16,7 @@
 #include "zaya/core/rng.h"
 #include "zaya/core/test_util.h"
 #include "zaya/infer/engine.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/model.h"
 #include "zaya/model/params.h"
 
@@ -90,6 +91,26 @@ inline std::vector<float> step_logits(InferenceEngine& engine) {
   std::vector<float> out(engine.logit_rows() * engine.config().vocab_size);
   engine.logits(0, engine.logit_rows(), out.data());
   return out;
+}
+
+// A LoRA adapter of `rank` on `targets` as training leaves one: both of each
+// target's matrices non-zero (PEFT's initialisation zeroes one of them).
+inline std::unique_ptr<LoraAdapters> trained_adapter(const ZayaConfig& c, uint64_t seed,
+                                                     const std::vector<LoraTarget>& targets, int64_t rank = 4) {
+  LoraConfig l;
+  l.enabled = true;
+  l.rank = rank;
+  l.alpha = 2.0 * double(rank);
+  l.targets = targets;
+  auto a = std::make_unique<LoraAdapters>(c, l);
+  a->init(seed);
+  for (const LoraAdapters::Entry& e : a->entries()) {
+    const bool expert = lora_is_expert(e.target);
+    float* p = a->data() + (expert ? e.a_offset : e.b_offset);
+    const int64_t n = expert ? e.a_floats(l.rank) : e.b_floats(l.rank);
+    for (int64_t i = 0; i < n; ++i) p[i] = 0.2f * normal01(seed, 7 + uint64_t(e.b_offset), uint64_t(i));
+  }
+  return a;
 }
 
 }  // namespace zaya::testing

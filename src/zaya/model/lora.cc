@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "zaya/core/error.h"
@@ -188,9 +189,17 @@ ParamTable lora_adapter_table(const ZayaConfig& model, const LoraConfig& lora) {
   return adapter_table(model, lora, adapter_entries(model, lora, total));
 }
 
+namespace {
+uint64_t next_adapter_serial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+}  // namespace
+
 LoraAdapters::LoraAdapters(const ZayaConfig& model, const LoraConfig& lora)
     : model_(model),
       lora_(lora),
+      serial_(next_adapter_serial()),
       entries_(adapter_entries(model, lora, total_)),
       table_(adapter_table(model, lora, entries_)) {
   arena_.reset(size_t(std::max<int64_t>(total_, 1)));

@@ -163,6 +163,9 @@ class LoraAdapters {
 
   const ZayaConfig& model_config() const { return model_; }
   const LoraConfig& config() const { return lora_; }
+  // A number no other LoraAdapters of this process has (from 1): what a cache
+  // of states computed under an adapter keys them by (infer/prefix_cache.h).
+  uint64_t serial() const { return serial_; }
   const std::vector<Entry>& entries() const { return entries_; }
   int64_t total_floats() const { return total_; }
   float* data() { return arena_.data(); }
@@ -178,6 +181,7 @@ class LoraAdapters {
  private:
   ZayaConfig model_;
   LoraConfig lora_;
+  uint64_t serial_ = 0;
   int64_t total_ = 0;  // set while entries_ is laid out (declared before it)
   std::vector<Entry> entries_;
   Arena arena_;

@@ -38,15 +38,6 @@ LoraBranch<float> lora_branch(const ZayaConfig& c, const BlockLora* lora, LoraTa
               out_stride);
 }
 
-BlockLora decode_block_lora(const LoraAdapters& adapters, int64_t block, float* h) {
-  BlockLora b;
-  b.weights = &adapters.views()[size_t(block)];
-  b.h.fill(h);
-  b.rank = adapters.config().rank;
-  b.scale = adapters.config().scale();
-  return b;  // dropout 0: no mask, no scratch
-}
-
 LoraBranch<float> lora_expert_branch(const ZayaConfig& c, const BlockLora* lora, LoraTarget t, int64_t expert,
                                      int64_t row0, int64_t rows, LoraPass pass) {
   ZAYA_ASSERT(lora_is_expert(t));

@@ -24,13 +24,6 @@ enum class LoraPass : uint8_t { kForward, kBackward };
 LoraBranch<float> lora_branch(const ZayaConfig& config, const BlockLora* lora, LoraTarget t, int64_t tokens,
                               int64_t out_stride, LoraPass pass);
 
-// The adapters of block `block` for the cached decoder's unmerged forward
-// (infer/engine_layers.cc), bound as a training pass binds them so that the
-// decoder goes through the same helpers (lora_branch, lora_expert_branch,
-// then lora_branch_forward): forward only, no dropout, and every target's
-// x A^T in `h` (scratch of [rows, rank]: nothing keeps it for a backward).
-BlockLora decode_block_lora(const LoraAdapters& adapters, int64_t block, float* h);
-
 // Expert target t of global expert `expert` over its `rows` rows starting at
 // row0 of the expert-major layout (its slice of lora->h); y rows are the
 // target's own width apart.

@@ -13,9 +13,11 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/timer.h"
+#include "zaya/io/json_file.h"
 #include "zaya/serve/generation_writer.h"
 #include "zaya/serve/http_checks.h"
 #include "zaya/serve/http_connection.h"
+#include "zaya/serve/lora_registry.h"
 #include "zaya/serve/metrics.h"
 #include "zaya/serve/openai_response.h"
 #include "zaya/serve/prompt_echo.h"
@@ -37,9 +39,16 @@ void on_stop_signal(int) { g_stop_signals.fetch_add(1); }
 
 // The routes, for the pre-routing check (405 and 404) and the metrics' endpoint label.
 const std::vector<HttpRoute>& api_routes() {
-  static const std::vector<HttpRoute> routes = {
-      {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"GET", "/v1/models"}, {"POST", "/tokenize"},
-      {"POST", "/detokenize"},     {"GET", "/tokenizer_info"},       {"GET", "/health"},    {"GET", "/metrics"}};
+  static const std::vector<HttpRoute> routes = {{"POST", "/v1/completions"},
+                                                {"POST", "/v1/chat/completions"},
+                                                {"GET", "/v1/models"},
+                                                {"POST", "/tokenize"},
+                                                {"POST", "/detokenize"},
+                                                {"GET", "/tokenizer_info"},
+                                                {"GET", "/health"},
+                                                {"GET", "/metrics"},
+                                                {"POST", "/v1/load_lora_adapter"},
+                                                {"POST", "/v1/unload_lora_adapter"}};
   return routes;
 }
 
@@ -74,6 +83,13 @@ void ServerOptions::validate() const {
   ZAYA_CHECK_USAGE(io_timeout > 0, "--io-timeout {} is invalid; allowed: > 0 seconds", io_timeout);
   ZAYA_CHECK_USAGE(read_deadline > 0, "--read-deadline {} is invalid; allowed: > 0 seconds", read_deadline);
   ZAYA_CHECK_USAGE(shutdown_grace >= 0, "--shutdown-grace {} is invalid; allowed: >= 0 seconds", shutdown_grace);
+  ZAYA_CHECK_USAGE(max_loras >= 1, "--max-loras {} is invalid; allowed: >= 1", max_loras);
+  ZAYA_CHECK_USAGE(int64_t(loras.size()) <= max_loras, "{} --lora adapters are more than --max-loras {}", loras.size(),
+                   max_loras);
+  // The admin endpoints load files named by the client: never on an open server unless asked for by name.
+  ZAYA_CHECK_USAGE(!lora_admin || !api_key.empty() || lora_admin_without_key,
+                   "--lora-admin needs --api-key (the endpoints load files a client names); "
+                   "--lora-admin-without-key runs them open, for a trusted network only");
 }
 
 struct ApiServer::Impl {
@@ -91,6 +107,7 @@ struct ApiServer::Impl {
   std::atomic<int64_t> next_id{0};
   std::mutex echo_mu;
   SpecialTokenEncoder special_tokens{tok};
+  LoraRegistry loras{model, o.model_name, o.max_loras, !o.loras.empty() || o.lora_admin};
   GenerationWriter writer{tok, metrics, o, cutting, cut};
   int port = -1;
   int64_t started = 0;
@@ -102,6 +119,10 @@ struct ApiServer::Impl {
         loop(m, t, opt.serving),
         http(opt.read_deadline, opt.io_timeout),
         started(int64_t(std::time(nullptr))) {
+    for (const auto& [name, dir] : o.loras) {
+      const LoraRegistry::Outcome r = loras.load(name, dir);
+      ZAYA_CHECK_USAGE(r.status == 200, "--lora {}={}: {}", name, dir, r.message);
+    }
     routes();
   }
 
@@ -207,7 +228,7 @@ struct ApiServer::Impl {
     });
     http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req)) return unauthorized(res, "/v1/models");
-      send_json(res, 200, api_models(o.model_name, started));
+      send_json(res, 200, loras.models(started));
       metrics.request("/v1/models", 200);
     });
     for (const auto& [path, endpoint] : {std::pair{"/v1/completions", ApiEndpoint::kCompletions},
@@ -216,6 +237,9 @@ struct ApiServer::Impl {
         generate(req, res, endpoint, p);
       });
     post_route("/tokenize", [this](const httplib::Request& req, httplib::Response& res) { tokenize(req, res); });
+    for (const bool load : {true, false})
+      post_route(load ? "/v1/load_lora_adapter" : "/v1/unload_lora_adapter",
+                 [this, load](const httplib::Request& req, httplib::Response& res) { lora_admin(req, res, load); });
     post_route("/detokenize", [this](const httplib::Request& req, httplib::Response& res) { detokenize(req, res); });
     http.Get("/tokenizer_info", [this](const httplib::Request& req, httplib::Response& res) {
       if (!authorized(req)) return unauthorized(res, "/tokenizer_info");
@@ -261,6 +285,40 @@ struct ApiServer::Impl {
     metrics.request(path, 401);
   }
 
+  // vLLM's runtime adapter endpoints (lora_registry.h): {"lora_name", "lora_path"} to load, {"lora_name"} to unload.
+  void lora_admin(const httplib::Request& req, httplib::Response& res, bool load) {
+    const std::string path = load ? "/v1/load_lora_adapter" : "/v1/unload_lora_adapter";
+    if (!o.lora_admin)
+      return error(res, path, 403,
+                   "loading and unloading LoRA adapters at run time is off: start zaya serve with --lora-admin (and "
+                   "--api-key)",
+                   "invalid_request_error");
+    if (!authorized(req)) return unauthorized(res, path);
+    nlohmann::json j;
+    try {
+      j = parse_json(req.body, "the request body");  // nesting capped (io/json_file.h)
+    } catch (const Error& e) {
+      return error(res, path, 400, e.what(), "invalid_request_error");
+    }
+    if (!j.is_object())
+      return error(res, path, 400, "the request body must be a JSON object: {\"lora_name\": ..., \"lora_path\": ...}",
+                   "invalid_request_error");
+    std::string field[2];
+    const char* names[2] = {"lora_name", "lora_path"};
+    for (int i = 0; i < (load ? 2 : 1); ++i) {
+      if (!j.contains(names[i]) || !j[names[i]].is_string())
+        return error(res, path, 400, fmt::format("'{}' is required, a string", names[i]), "invalid_request_error",
+                     names[i]);
+      field[i] = j[names[i]].get<std::string>();
+    }
+    const LoraRegistry::Outcome r = load ? loras.load(field[0], field[1]) : loras.unload(field[0]);
+    if (r.status != 200) return error(res, path, r.status, r.message, "invalid_request_error", r.param);
+    fmt::print(stderr, "zaya serve: LoRA adapter \"{}\" {}\n", field[0],
+               load ? "loaded from " + field[1] : std::string("unloaded"));
+    send_json(res, 200, {{"status", "ok"}, {"lora_name", field[0]}, {"loaded", load}});
+    metrics.request(path, 200);
+  }
+
   // The tokenizer endpoints (tokenizer_api.h).
   void tokenize(const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req)) return unauthorized(res, "/tokenize");
@@ -286,6 +344,21 @@ struct ApiServer::Impl {
     std::vector<TextRequest> texts;
     if (r.error.empty()) texts = openai_text_requests(r, tok, model.config(), loop.context(), o.api);
     if (!r.error.empty()) return error(res, path, 400, r.error, "invalid_request_error", r.error_param);
+    // The adapter "model" names (lora_registry.h), OpenAI's 404 for a model it does not serve.
+    const LoraRegistry::Pick pick = loras.pick(r.model);
+    if (!pick.error.empty()) {
+      ojson e = api_error(pick.error, "invalid_request_error", "model");
+      e["error"]["code"] = "model_not_found";
+      send_json(res, 404, e);
+      return metrics.request(path, 404);
+    }
+    if (pick.lora && r.echo)
+      return error(res, path, 400,
+                   fmt::format("'echo' scores the prompt with the base model only; ask \"{}\" for it, or leave it out "
+                               "with the adapter \"{}\"",
+                               o.model_name, pick.name),
+                   "invalid_request_error", "echo");
+    for (TextRequest& t : texts) t.generation.lora = pick.lora;
     if (int64_t(texts.size()) > o.serving.max_batch + o.serving.max_waiting)
       return error(res, path, 400,
                    fmt::format("'n' = {} for {} prompt(s) asks for {} sequences, more than this server can ever hold "
@@ -312,8 +385,8 @@ struct ApiServer::Impl {
     }
     const bool chat = endpoint == ApiEndpoint::kChat;
     const int64_t number = next_id++;
-    g->head = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", number), int64_t(std::time(nullptr)), o.model_name,
-               chat, r.top_logprobs >= 0};
+    g->head = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", number), int64_t(std::time(nullptr)), pick.name, chat,
+               r.top_logprobs >= 0};
     if (chat) {  // each choice's answer read into reasoning, content and tool calls (chat_output.h)
       const ChatOptions rendered = chat_options(r, o.api);
       for (size_t i = 0; i < choices; ++i)

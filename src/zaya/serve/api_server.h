@@ -7,6 +7,7 @@
 //   POST /v1/completions, /v1/chat/completions   (openai_request.h; "stream": true as server-sent events)
 //   GET  /v1/models, /health, /metrics           (metrics.h: Prometheus text)
 //   POST /tokenize, /detokenize, GET /tokenizer_info   (tokenizer_api.h: vLLM's, for lm-evaluation-harness)
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter (vLLM's; lora_registry.h; only with --lora-admin)
 //
 // Limits: requests generating at once (429 beyond), the sequences the queue
 // holds (503 beyond; 400 for a request that could never fit), the body size
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "zaya/data/tokenizer.h"
@@ -57,6 +59,11 @@ struct ServerOptions {
   // the reasoning and tool-call paths (chat_output.h) run on known text through the real
   // server and clients. The model still runs (tokens, usage, logprobs are its own).
   std::vector<std::string> test_replies;
+  // LoRA adapters served by name (--lora NAME=DIR; lora_registry.h): a request picks one by "model".
+  std::vector<std::pair<std::string, std::string>> loras;
+  int64_t max_loras = 16;               // adapters held at once (--max-loras)
+  bool lora_admin = false;              // POST /v1/load_lora_adapter, /v1/unload_lora_adapter (--lora-admin)
+  bool lora_admin_without_key = false;  // ... even with no API key (--lora-admin-without-key)
   void validate() const;
 };
 
