@@ -561,7 +561,7 @@ def main():
         "tool_choice": "required", "max_tokens": 4}), {200})
     tools_server.stop()
 
-    # ---- L: LoRA adapters (--lora NAME=DIR, vLLM's admin endpoints): 400/401/403/404 naming the field ----
+    # ---- A: LoRA adapters (--lora NAME=DIR, vLLM's admin endpoints): 400/401/403/404 naming the field ----
     lora_cases(s)
 
     # ---- M2: SIGTERM drains, then cuts what the grace did not finish ----
@@ -595,61 +595,61 @@ def lora_cases(s):
         return d
 
     # Off unless asked for: 403 naming the flag.
-    expect(s, "L1 the admin endpoint without --lora-admin", load("x", ADAPTER), {403}, r"--lora-admin")
+    expect(s, "A1 the admin endpoint without --lora-admin", load("x", ADAPTER), {403}, r"--lora-admin")
     # --lora-admin on a server with no API key is refused at start.
     r = subprocess.run([ZAYA, "serve", "--model", MODEL, "--port", "0", "--lora-admin"], capture_output=True,
                        text=True, timeout=120, env={k: v for k, v in os.environ.items() if k != "ZAYA_API_KEY"})
     if r.returncode != 2 or "--api-key" not in r.stderr:
-        fail(f"L2 --lora-admin without a key: exit {r.returncode}, {r.stderr[-300:]!r}")
-    ok("L2 --lora-admin without an API key is refused at start (exit 2, naming --api-key)")
+        fail(f"A2 --lora-admin without a key: exit {r.returncode}, {r.stderr[-300:]!r}")
+    ok("A2 --lora-admin without an API key is refused at start (exit 2, naming --api-key)")
     r = subprocess.run([ZAYA, "serve", "--model", MODEL, "--port", "0", "--lora", "a=" + ADAPTER, "--lora",
                         "a=" + ADAPTER], capture_output=True, text=True, timeout=120)
     if r.returncode != 2 or "loaded already" not in r.stderr:
-        fail(f"L2 a duplicate --lora name: exit {r.returncode}, {r.stderr[-300:]!r}")
-    ok("L2 a duplicate --lora NAME is refused at start")
+        fail(f"A2 a duplicate --lora name: exit {r.returncode}, {r.stderr[-300:]!r}")
+    ok("A2 a duplicate --lora NAME is refused at start")
 
     L = Server("--lora", "ad=" + ADAPTER, "--lora-admin-without-key", "--max-loras", "2")
     if completion(L) != reference:
-        fail("L3 the base model on an adapter server gives another greedy text")
-    expect_field(L, "L3 an unknown model", post("/v1/completions", {**GREEDY, "model": "nope"}), 404, "model",
+        fail("A3 the base model on an adapter server gives another greedy text")
+    expect_field(L, "A3 an unknown model", post("/v1/completions", {**GREEDY, "model": "nope"}), 404, "model",
                  r'"ad"')
-    expect_field(L, "L3 an unknown model in chat", post("/v1/chat/completions", {
+    expect_field(L, "A3 an unknown model in chat", post("/v1/chat/completions", {
         "model": "nope", "messages": [{"role": "user", "content": "x"}], "max_tokens": 2}), 404, "model")
-    expect_field(L, "L3 echo on an adapter", post("/v1/completions", {**GREEDY, "model": "ad", "echo": True}), 400,
+    expect_field(L, "A3 echo on an adapter", post("/v1/completions", {**GREEDY, "model": "ad", "echo": True}), 400,
                  "echo")
-    expect_field(L, "L4 a path that does not exist", load("b", os.path.join(WORK, "nowhere")), 400, "lora_path",
+    expect_field(L, "A4 a path that does not exist", load("b", os.path.join(WORK, "nowhere")), 400, "lora_path",
                  r"not a directory")
-    expect_field(L, "L4 a directory that is no adapter", load("b", WORK), 400, "lora_path", r"adapter")
-    expect_field(L, "L4 a duplicate name", load("ad", ADAPTER), 400, "lora_name", r"loaded already")
-    expect_field(L, "L4 the base model's name", load(RUN_NAME, ADAPTER), 400, "lora_name", r"base model")
-    expect_field(L, "L4 a name with a space", load("a b", ADAPTER), 400, "lora_name")
-    expect_field(L, "L4 a 10 KB name", load("n" * 10_000, ADAPTER), 400, "lora_name")
-    expect_field(L, "L4 a rank its tensors do not have", load("b", broken_copy("rank", r=8)), 400, "lora_path",
+    expect_field(L, "A4 a directory that is no adapter", load("b", WORK), 400, "lora_path", r"adapter")
+    expect_field(L, "A4 a duplicate name", load("ad", ADAPTER), 400, "lora_name", r"loaded already")
+    expect_field(L, "A4 the base model's name", load(RUN_NAME, ADAPTER), 400, "lora_name", r"base model")
+    expect_field(L, "A4 a name with a space", load("a b", ADAPTER), 400, "lora_name")
+    expect_field(L, "A4 a 10 KB name", load("n" * 10_000, ADAPTER), 400, "lora_name")
+    expect_field(L, "A4 a rank its tensors do not have", load("b", broken_copy("rank", r=8)), 400, "lora_path",
                  r"shape|rank|\[")
-    expect_field(L, "L4 a target the model does not have", load("b", broken_copy("target", target_modules=[
+    expect_field(L, "A4 a target the model does not have", load("b", broken_copy("target", target_modules=[
         "q_proj", "gate_proj"])), 400, "lora_path", r"not supported")
-    expect_field(L, "L4 lora_path missing", post("/v1/load_lora_adapter", {"lora_name": "b"}), 400, "lora_path")
-    expect_field(L, "L4 lora_name not a string", post("/v1/load_lora_adapter", {"lora_name": 3, "lora_path": "x"}),
+    expect_field(L, "A4 lora_path missing", post("/v1/load_lora_adapter", {"lora_name": "b"}), 400, "lora_path")
+    expect_field(L, "A4 lora_name not a string", post("/v1/load_lora_adapter", {"lora_name": 3, "lora_path": "x"}),
                  400, "lora_name")
-    expect(L, "L4 a body that is no object", post("/v1/load_lora_adapter", b"[1]"), {400}, r"object")
-    expect_field(L, "L5 unloading an adapter not loaded", post("/v1/unload_lora_adapter", {"lora_name": "zz"}), 404,
+    expect(L, "A4 a body that is no object", post("/v1/load_lora_adapter", b"[1]"), {400}, r"object")
+    expect_field(L, "A5 unloading an adapter not loaded", post("/v1/unload_lora_adapter", {"lora_name": "zz"}), 404,
                  "lora_name", r'"ad"')
-    expect(L, "L6 a good load", load("b", ADAPTER), {200})
-    expect_field(L, "L6 past --max-loras 2", load("c", ADAPTER), 400, "lora_name", r"--max-loras")
-    expect(L, "L6 a request for it", post("/v1/completions", {**GREEDY, "model": "b"}), {200})
-    expect(L, "L6 its unload", post("/v1/unload_lora_adapter", {"lora_name": "b"}), {200})
-    expect_field(L, "L6 a request for it after", post("/v1/completions", {**GREEDY, "model": "b"}), 404, "model")
+    expect(L, "A6 a good load", load("b", ADAPTER), {200})
+    expect_field(L, "A6 past --max-loras 2", load("c", ADAPTER), 400, "lora_name", r"--max-loras")
+    expect(L, "A6 a request for it", post("/v1/completions", {**GREEDY, "model": "b"}), {200})
+    expect(L, "A6 its unload", post("/v1/unload_lora_adapter", {"lora_name": "b"}), {200})
+    expect_field(L, "A6 a request for it after", post("/v1/completions", {**GREEDY, "model": "b"}), 404, "model")
     L.stop()
 
     # With --api-key: the admin endpoints need it (401), as /v1/* does.
     K = Server("--lora-admin", env={**os.environ, "ZAYA_API_KEY": "k3y"})
     status, _, body = raw(K.port, load("b", ADAPTER))
     if status != 401:
-        fail(f"L7 a load without the API key: HTTP {status} {body[:200]!r}")
+        fail(f"A7 a load without the API key: HTTP {status} {body[:200]!r}")
     status, _, body = raw(K.port, load("b", ADAPTER).replace(b"\r\n\r\n", b"\r\nAuthorization: Bearer k3y\r\n\r\n", 1))
     if status != 200:
-        fail(f"L7 a load with the API key: HTTP {status} {body[:200]!r}")
-    ok("L7 with --api-key, loading needs the key (401 without, 200 with)")
+        fail(f"A7 a load with the API key: HTTP {status} {body[:200]!r}")
+    ok("A7 with --api-key, loading needs the key (401 without, 200 with)")
     K.stop()
 
 

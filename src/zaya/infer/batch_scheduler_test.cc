@@ -325,5 +325,28 @@ TEST(BatchScheduler, CallerReasonsAndTheRuleBeforeAStep) {
   EXPECT_EQ(sched.accept(1, 7, 4, 100), FinishReason::kStop);
 }
 
+// Every chunk of a sequence, prompt and decode, carries its request's LoRA
+// adapter (StepChunk::lora), so sequences on different adapters share steps.
+TEST(BatchScheduler, ChunksCarryTheirSequencesAdapter) {
+  SchedulerOptions o;
+  o.slots = 2;
+  o.step_tokens = 8;
+  BatchScheduler sched(o);
+  ZayaConfig c = preset_config("tiny");
+  c.num_blocks = 1;
+  GenerationRequest adapted = request(3, 2), base = request(2, 2);
+  adapted.lora = std::make_shared<const LoraAdapters>(c, LoraConfig{});
+  sched.start(0, adapted, {});
+  sched.start(1, base, {});
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<StepChunk>& chunks = sched.plan();
+    ASSERT_EQ(chunks.size(), 2u) << "step " << step;
+    for (const StepChunk& ch : chunks)
+      EXPECT_EQ(ch.lora, ch.slot == 0 ? adapted.lora.get() : nullptr) << "step " << step << " slot " << ch.slot;
+    sched.advance();
+    for (int32_t slot = 0; slot < 2; ++slot) sched.accept(slot, 5, 4 + step, 16);
+  }
+}
+
 }  // namespace
 }  // namespace zaya

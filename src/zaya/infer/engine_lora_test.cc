@@ -19,7 +19,7 @@ using testing::logits_error;
 using testing::random_tokens;
 using testing::trained_adapter;
 
-struct Seq {
+struct AdaptedSeq {
   const LoraAdapters* lora = nullptr;
   int64_t prompt = 0;  // tokens of the first chunk; then one token per step
 };
@@ -27,8 +27,8 @@ struct Seq {
 // Logits [steps, V] of each sequence: its prompt as one chunk (logits at its
 // last token), then one token per step (teacher-forced from `ids`); every
 // sequence in one step when `together`, else each alone in slot 0.
-std::vector<std::vector<float>> run(InferenceEngine& engine, const std::vector<Seq>& seqs,
-                                    const std::vector<int32_t>& ids, int64_t decode_steps, bool together) {
+std::vector<std::vector<float>> run_adapted(InferenceEngine& engine, const std::vector<AdaptedSeq>& seqs,
+                                            const std::vector<int32_t>& ids, int64_t decode_steps, bool together) {
   const int64_t V = engine.config().vocab_size;
   std::vector<std::vector<float>> out(seqs.size());
   const auto step = [&](const std::vector<size_t>& which, bool first) {
@@ -62,7 +62,7 @@ std::vector<std::vector<float>> run(InferenceEngine& engine, const std::vector<S
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
@@ -84,31 +84,32 @@ TEST(EngineLora, MixedAdaptersInOneBatchGiveEachSequenceItsAloneBits) {
   InferenceEngine engine(*im, o);
   const int64_t V = c.vocab_size;
   // Prompts of 14 rows in all: the mixed prefill takes the decode kernels too.
-  const std::vector<Seq> small = {{a.get(), 3}, {b.get(), 4}, {nullptr, 2}, {d.get(), 3}, {b.get(), 2}};
-  const std::vector<std::vector<float>> mixed = run(engine, small, ids, 8, true);
-  const std::vector<std::vector<float>> alone = run(engine, small, ids, 8, false);
-  std::vector<Seq> base = small;
-  for (Seq& s : base) s.lora = nullptr;
-  const std::vector<std::vector<float>> base_alone = run(engine, base, ids, 8, false);
+  const std::vector<AdaptedSeq> small = {{a.get(), 3}, {b.get(), 4}, {nullptr, 2}, {d.get(), 3}, {b.get(), 2}};
+  const std::vector<std::vector<float>> mixed = run_adapted(engine, small, ids, 8, true);
+  const std::vector<std::vector<float>> alone = run_adapted(engine, small, ids, 8, false);
+  std::vector<AdaptedSeq> base = small;
+  for (AdaptedSeq& s : base) s.lora = nullptr;
+  const std::vector<std::vector<float>> base_alone = run_adapted(engine, base, ids, 8, false);
   for (size_t i = 0; i < small.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "sequence " << i);
     ASSERT_EQ(mixed[i].size(), size_t(9 * V));
-    EXPECT_TRUE(same_bits(mixed[i], alone[i]))
+    EXPECT_TRUE(bits_equal(mixed[i], alone[i]))
         << "differs by " << logits_error(mixed[i].data(), alone[i].data(), 9, V, c.real_vocab_size);
-    if (small[i].lora != nullptr)  // the adapter matters: the test would be vacuous otherwise
+    if (small[i].lora != nullptr) {  // the adapter matters: the test would be vacuous otherwise
       EXPECT_GT(logits_error(alone[i].data(), base_alone[i].data(), 9, V, c.real_vocab_size), 1e-3);
+    }
   }
   // A chunk's adapter is the model's own adapter (`--lora DIR`) bit for bit.
   auto with_b = InferModel::from_model(*model);
   with_b->set_lora(trained_adapter(c, 4, all_lora_targets()));
   InferenceEngine engine_b(*with_b, o);
-  const std::vector<std::vector<float>> model_b = run(engine_b, {{nullptr, 4}}, ids, 8, false);
-  EXPECT_TRUE(same_bits(model_b[0], alone[1]));
+  const std::vector<std::vector<float>> model_b = run_adapted(engine_b, {{nullptr, 4}}, ids, 8, false);
+  EXPECT_TRUE(bits_equal(model_b[0], alone[1]));
 
   // A long mixed prefill (49 rows: GEMMs) stays within float rounding of each sequence alone.
-  const std::vector<Seq> large = {{a.get(), 20}, {nullptr, 9}, {d.get(), 13}, {b.get(), 7}};
-  const std::vector<std::vector<float>> mixed_large = run(engine, large, ids, 4, true);
-  const std::vector<std::vector<float>> alone_large = run(engine, large, ids, 4, false);
+  const std::vector<AdaptedSeq> large = {{a.get(), 20}, {nullptr, 9}, {d.get(), 13}, {b.get(), 7}};
+  const std::vector<std::vector<float>> mixed_large = run_adapted(engine, large, ids, 4, true);
+  const std::vector<std::vector<float>> alone_large = run_adapted(engine, large, ids, 4, false);
   for (size_t i = 0; i < large.size(); ++i)
     EXPECT_LT(logits_error(mixed_large[i].data(), alone_large[i].data(), 5, V, c.real_vocab_size), 2e-5)
         << "sequence " << i;
