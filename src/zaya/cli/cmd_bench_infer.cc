@@ -28,7 +28,8 @@ void bench_infer(const BenchInferCliOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const InferBenchModel m = open_infer_bench_model(o);
   const InferModel& model = *m.model;
-  const InferBenchOptions bo = infer_bench_options(o);
+  InferBenchOptions bo = infer_bench_options(o);
+  bo.draft_model = m.draft.get();
   const WeightBytes& wb = model.weight_bytes();
   const ParamCounts pc = count_parameters(model.config());
   fmt::print("zaya bench infer: {} ({:.1f}M parameters, {:.1f}M active), {} weights, {} threads\n", m.name,
@@ -39,6 +40,9 @@ void bench_infer(const BenchInferCliOptions& o) {
       wb.dense / 1e6, wb.per_expert * model.config().num_blocks / 1e6, wb.lm_head / 1e6);
   fmt::print("  decode kernels: f32/bf16 matvec {}, int8 matvec {}, mxfp4/fp8 matvec {}\n", matvec_kernel_name(),
              matvec_q8_kernel_name(), matvec_lowbit_kernel_name());
+  if (m.draft)
+    fmt::print("  draft model {} ({:.1f}M parameters, {} weights)\n", o.spec_model,
+               count_parameters(m.draft->config()).total / 1e6, m.draft->matrix_dtype());
   const InferBenchResult r = run_infer_bench(model, bo, working_set_bandwidth_gbps, true);
   if (!o.json_out.empty()) write_file_atomic(o.json_out, infer_bench_job_json(m, bo, r).dump(2) + "\n");
 }
@@ -61,6 +65,8 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_option("--spec-tokens", o->bench.spec_tokens,
                   "also time speculative verification steps checking K drafted tokens per sequence (0: off)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--spec-model", o->spec_model,
+                  "with --spec-tokens K: also time this draft model drafting K tokens per sequence (random ids)");
   cmd->add_option("--decode-steps", o->bench.decode_steps, "timed decode steps per point")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--warmup", o->bench.warmup_steps, "untimed decode steps first")->check(CLI::Range(0, 1 << 20));

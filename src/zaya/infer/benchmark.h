@@ -41,6 +41,9 @@ struct InferBenchOptions {
   // 1 + spec_tokens tokens per sequence, then keep_draft of the first token: the
   // cost of checking K drafted tokens, docs/inference.md "Speculative decoding").
   int64_t spec_tokens = 0;
+  // With spec_tokens: each decode point also times a draft model drafting K
+  // tokens per sequence (ModelDrafter, spec_model.h); not owned.
+  const InferModel* draft_model = nullptr;
 };
 
 struct PrefillPoint {
@@ -64,6 +67,9 @@ struct DecodePoint {
   double ws_roofline_ms = 0;
   double ws_ratio = 0;
   double verify_ms_per_step = 0;  // with spec_tokens: one verification step (K + 1 tokens per sequence)
+  // With draft_model: drafting K tokens per sequence (after a fully accepted draft: the catch-up of K + 1 tokens,
+  // then K - 1 one-token steps); -1 when the context does not fit the draft model's positions.
+  double draft_ms_per_step = 0;
 };
 
 struct InferBenchResult {

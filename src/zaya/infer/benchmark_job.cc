@@ -26,6 +26,18 @@ InferBenchModel open_infer_bench_model(const InferBenchJobOptions& o) {
     m.model = InferModel::open(o.model, lo);
     m.name = o.model;
   }
+  if (!o.spec_model.empty()) {
+    ZAYA_CHECK_USAGE(o.bench.spec_tokens > 0, "--spec-model {}: give --spec-tokens K, the draft tokens to time",
+                     o.spec_model);
+    InferLoadOptions lo;
+    lo.dtype = o.dtype;
+    lo.prefetch = true;
+    try {
+      m.draft = InferModel::open(o.spec_model, lo);
+    } catch (const Error& e) {
+      fail("--spec-model {}: {}", o.spec_model, e.what());
+    }
+  }
   return m;
 }
 
@@ -42,6 +54,7 @@ nlohmann::json infer_bench_job_json(const InferBenchModel& m, const InferBenchOp
                                     const InferBenchResult& result) {
   nlohmann::json j = infer_bench_json(*m.model, options, result);
   j["model"] = m.name;
+  if (m.draft) j["draft_model"] = m.draft->source();
   j["matvec_kernel"] = matvec_kernel_name();  // what decode ran on this CPU
   j["int8_matvec_kernel"] = matvec_q8_kernel_name();
   return j;
