@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
 # Speculative decoding side by side with plain decoding, in one run (issue #41):
-# zaya generate, greedy, the same requests with and without `--spec ngram`, at
-# batch 1 and 4, ROUNDS alternating rounds; reports decode tokens/s of each
-# and their ratio (median round), the acceptance rate and tokens per draft
-# step, and checks that the texts are identical (greedy: token for token).
-# Three runs: "repetitive" (passages of the bundled corpus quoted twice, then
-# their start again: the text a continuation copies) and "ordinary" (a
-# passage's start only), greedy, whose texts must be identical; and
-# "sampled" (the ordinary prompts at temperature 1, top-k 0, top-p 1: the
-# acceptance is poor there, and the adaptive K must keep the speed of plain
-# decoding, >= 0.95x; the texts differ, their distribution does not).
+# zaya generate on the same requests without speculation, with `--spec ngram`
+# and (with a draft model) with `--spec-model DRAFT`, at batch 1 and 4, ROUNDS
+# rounds in which the three alternate (interleaved A/B: the ratios hold on a
+# loaded machine where the absolute rates do not); reports decode tokens/s of
+# plain decoding and each method's ratio to it (median over rounds), the
+# acceptance rate and tokens per draft step, and checks that greedy texts are
+# identical (token for token).
+# Three prompt sets: "repetitive" (passages of the bundled corpus quoted twice,
+# then their start again: the text a continuation copies) and "ordinary" (a
+# passage's start only), greedy; and "sampled" (the ordinary prompts at
+# temperature 1, top-k 0, top-p 1: n-gram acceptance is poor there, and the
+# adaptive K must keep the speed of plain decoding, >= 0.95x; the texts differ,
+# their distribution does not).
 #   bench/spec_decode.sh [MODEL] [ROUNDS]
-# Without MODEL a `tiny` model is trained here on data/kjv (STEPS, default 200).
-# ZAYA: the binary (build/zaya); SPEC_ARGS: more flags for the speculative runs
-# (e.g. "--spec-tokens 8"); THREADS (1).
+# Without MODEL, the `small` preset (the target, TARGET_STEPS, default 300) and
+# the `tiny` preset (its draft, DRAFT_STEPS, default 600) are trained here on
+# data/kjv with one tokenizer. DRAFT: a draft model for MODEL (none: plain and
+# n-gram only). ZAYA: the binary (build/zaya); SPEC_ARGS: more flags for the
+# speculative runs (e.g. "--spec-tokens 8"); THREADS (1); TOKENS (96 per request).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-} rounds=${2:-3}
 zaya=${ZAYA:-build/zaya}
 threads=${THREADS:-1}
+tokens=${TOKENS:-96}
+draft=${DRAFT:-}
 dir=runs/bench/spec_decode
 mkdir -p "$dir"
 # shellcheck source=bench/train_tiny.bash
 source bench/train_tiny.bash
 if [[ -z $model ]]; then
-  train_tiny "$dir" "${STEPS:-200}" 128
-  model=$dir/run/final
+  train_preset "$dir/target" small "${TARGET_STEPS:-300}" 128
+  train_preset "$dir/draft" tiny "${DRAFT_STEPS:-600}" 128 0 "$dir/target/data"
+  model=$dir/target/run/final draft=$dir/draft/run/final
 fi
+methods=(plain ngram)
+[[ -n $draft ]] && methods+=(model)
 # Prompts: 8 passages of the corpus (lines 1000, 3000, ...), as JSON lines.
 python3 - "$dir" <<'PY'
 import json, sys
@@ -43,40 +53,49 @@ for name, rows in (("repetitive", rep), ("ordinary", plain)):
         for r in rows:
             f.write(json.dumps(r) + "\n")
 PY
-run() {  # run NAME BATCH OUT [flags...]
-  local name=$1 batch=$2 out=$3 prompts=$1 sampling=(--temperature 0)
-  shift 3
+run() {  # run PROMPTS BATCH METHOD OUT
+  local name=$1 batch=$2 method=$3 out=$4 prompts=$1 sampling=(--temperature 0) spec=()
   [[ $name == sampled ]] && prompts=ordinary sampling=(--temperature 1 --top-k 0 --top-p 1 --seed 5)
-  "$zaya" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens 96 "${sampling[@]}" \
-    --batch "$batch" --threads "$threads" --json "$out.json" "$@" >"$out.txt"
+  # shellcheck disable=SC2206
+  case $method in
+    ngram) spec=(--spec ngram ${SPEC_ARGS:-}) ;;
+    model) spec=(--spec-model "$draft" ${SPEC_ARGS:-}) ;;
+  esac
+  "$zaya" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens "$tokens" "${sampling[@]}" \
+    --batch "$batch" --threads "$threads" --json "$out.json" "${spec[@]}" >"$out.txt"
 }
-echo "== $model, $rounds rounds, threads $threads"
+echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $tokens tokens per request"
 for name in repetitive ordinary sampled; do
   for batch in 1 4; do
     for r in $(seq "$rounds"); do
-      run "$name" "$batch" "$dir/plain_${name}_b${batch}_r$r"
-      # shellcheck disable=SC2086
-      run "$name" "$batch" "$dir/spec_${name}_b${batch}_r$r" --spec ngram ${SPEC_ARGS:-}
-      [[ $name == sampled ]] || cmp -s "$dir/plain_${name}_b${batch}_r$r.txt" "$dir/spec_${name}_b${batch}_r$r.txt" ||
-        { echo "FAIL: $name batch $batch round $r: speculative text differs from plain"; exit 1; }
+      for m in "${methods[@]}"; do
+        run "$name" "$batch" "$m" "$dir/${m}_${name}_b${batch}_r$r"
+        [[ $name == sampled || $m == plain ]] ||
+          cmp -s "$dir/plain_${name}_b${batch}_r$r.txt" "$dir/${m}_${name}_b${batch}_r$r.txt" ||
+          { echo "FAIL: $name batch $batch round $r: --spec $m text differs from plain"; exit 1; }
+      done
     done
   done
 done
-python3 - "$dir" "$rounds" <<'PY'
+python3 - "$dir" "$rounds" "${methods[@]}" <<'PY'
 import json, statistics, sys
-d, rounds = sys.argv[1], int(sys.argv[2])
-print(f"{'prompts':<11} {'batch':>5} {'plain tok/s':>12} {'spec tok/s':>11} {'ratio':>6} {'accept':>7} {'tok/draft':>9}")
+d, rounds, methods = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
+def rate(j):
+    return j["decode_tokens"] / j["decode_seconds"]
+head = f"{'prompts':<11} {'batch':>5} {'plain tok/s':>12}"
+for m in methods:
+    head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9}"
+print(head)
 for name in ("repetitive", "ordinary", "sampled"):
     for batch in (1, 4):
-        p, s, ratios = [], [], []
-        for r in range(1, rounds + 1):
-            a = json.load(open(f"{d}/plain_{name}_b{batch}_r{r}.json"))
-            b = json.load(open(f"{d}/spec_{name}_b{batch}_r{r}.json"))
-            p.append(a["decode_tokens"] / a["decode_seconds"])
-            s.append(b["decode_tokens"] / b["decode_seconds"])
-            ratios.append(s[-1] / p[-1])
-        sp = b["spec"]
-        print(f"{name:<11} {batch:>5} {statistics.median(p):>12.1f} {statistics.median(s):>11.1f} "
-              f"{statistics.median(ratios):>6.2f} {100 * sp['acceptance_rate']:>6.1f}% {sp['mean_accepted_length']:>9.2f}")
+        load = lambda m, r: json.load(open(f"{d}/{m}_{name}_b{batch}_r{r}.json"))
+        plain = [rate(load("plain", r)) for r in range(1, rounds + 1)]
+        row = f"{name:<11} {batch:>5} {statistics.median(plain):>12.1f}"
+        for m in methods:
+            ratios = [rate(load(m, r)) / plain[r - 1] for r in range(1, rounds + 1)]
+            sp = load(m, rounds)["spec"]
+            row += f" | {statistics.median(ratios):>10.2f}x {100 * sp['acceptance_rate']:>6.1f}% " \
+                   f"{sp['mean_accepted_length']:>9.2f}"
+        print(row)
 PY
 echo "greedy texts identical in every run"

@@ -5,25 +5,39 @@
 # HELDOUT_BYTES > 0 the corpus's last HELDOUT_BYTES bytes are kept out of
 # training and written (from their first blank line) to DIR/data/heldout.txt,
 # and the schedule warms up over 20 steps (the perplexity tables' recipe).
+# train_preset DIR PRESET STEPS SEQ_LEN [HELDOUT_BYTES] [DATA_DIR] does the
+# same for any preset; with DATA_DIR it trains on that directory's tokenizer
+# and shards (a draft model and its target share one tokenizer) instead of
+# making its own.
 train_tiny() {
-  local dir=$1 steps=$2 seq_len=$3 heldout=${4:-0} corpus=data/kjv/kjv.txt schedule=""
-  mkdir -p "$dir/data"
+  train_preset "$1" tiny "$2" "$3" "${4:-0}"
+}
+
+train_preset() {
+  local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} corpus=data/kjv/kjv.txt schedule=""
   if ((heldout > 0)); then
-    local total
-    total=$(wc -c <"$corpus")
-    head -c $((total - heldout)) "$corpus" >"$dir/data/train.txt"
-    tail -c "$heldout" "$corpus" | sed -n '/^$/,$p' >"$dir/data/heldout.txt"
-    corpus=$dir/data/train.txt
     schedule=$'[schedule]\nwarmup_steps = 20'
   fi
-  "$zaya" data tokenizer --corpus "$corpus" --vocab-size 1024 --out "$dir/data/tokenizer" >/dev/null
-  "$zaya" data shards --corpus "$corpus" --tokenizer "$dir/data/tokenizer.model" --out "$dir/data" >/dev/null
+  if [[ -z $data ]]; then
+    data=$dir/data
+    mkdir -p "$data"
+    if ((heldout > 0)); then
+      local total
+      total=$(wc -c <"$corpus")
+      head -c $((total - heldout)) "$corpus" >"$data/train.txt"
+      tail -c "$heldout" "$corpus" | sed -n '/^$/,$p' >"$data/heldout.txt"
+      corpus=$data/train.txt
+    fi
+    "$zaya" data tokenizer --corpus "$corpus" --vocab-size 1024 --out "$data/tokenizer" >/dev/null
+    "$zaya" data shards --corpus "$corpus" --tokenizer "$data/tokenizer.model" --out "$data" >/dev/null
+  fi
+  mkdir -p "$dir"
   cat >"$dir/train.toml" <<TOML
 [model]
-preset = "tiny"
+preset = "$preset"
 [data]
-dir = "$dir/data"
-tokenizer = "$dir/data/tokenizer.model"
+dir = "$data"
+tokenizer = "$data/tokenizer.model"
 [train]
 micro_batch = 8
 seq_len = $seq_len

@@ -105,6 +105,30 @@ expect_error 2 "--spec lookahead is invalid; allowed: none, ngram" -- "$ZAYA" ge
 expect_error 2 "cannot be combined" -- "$ZAYA" generate --model "$M" --prompt "And" --spec ngram --full-sequence
 echo "ok: --spec ngram == greedy ($(jq -r '"\(.spec.accepted_tokens) of \(.spec.drafted_tokens)"' "$WORK/spec.json") draft tokens accepted)"
 
+# --spec-model: a draft model with its own cache (the model itself here: the same tokenizer) keeps the greedy
+# text; a missing draft or one with another tokenizer fails naming both models.
+"$ZAYA" generate --model "$M" -f "$WORK/rep.txt" --temperature 0 --max-new-tokens 40 --spec-model "$M" --spec-tokens 3 \
+  --json "$WORK/specm.json" >"$WORK/specm.txt"
+cmp -s "$WORK/plain_free.txt" "$WORK/specm.txt" ||
+  fail "--spec-model differs from greedy: $(cat "$WORK/specm.txt") vs $(cat "$WORK/plain_free.txt")"
+[[ $(jq -r .spec.method "$WORK/specm.json") == model && $(jq .spec.accepted_tokens "$WORK/specm.json") -gt 0 ]] ||
+  fail "--spec-model --json has no accepted drafts: $(cat "$WORK/specm.json")"
+expect_error 1 "--spec-model $WORK/nope: no such file or directory" -- "$ZAYA" generate --model "$M" --prompt "And" \
+  --spec-model "$WORK/nope"
+mkdir -p "$WORK/other_tok"
+head -c 20000 "$SRC/data/kjv/kjv.txt" >"$WORK/other_tok/c.txt"
+"$ZAYA" data tokenizer --corpus "$WORK/other_tok/c.txt" --vocab-size 400 --out "$WORK/other_tok/tok" >/dev/null
+cp -r "$M" "$WORK/draft_other" && cp "$WORK/other_tok/tok.model" "$WORK/draft_other/tokenizer.model"
+expect_error 1 "--spec-model $WORK/draft_other: its tokenizer .* has 400 pieces, the target $M.s .* has 512" -- \
+  "$ZAYA" generate --model "$M" --prompt "And" --spec-model "$WORK/draft_other"
+expect_error 2 "--spec model needs the draft model: --spec-model DIR" -- "$ZAYA" generate --model "$M" --prompt "And" \
+  --spec model
+"$ZAYA" bench infer --model "$M" --spec-model "$M" --spec-tokens 2 --no-prefill --batch 1 --context 16 --decode-steps 2 \
+  --warmup 1 --no-working-set --json "$WORK/bench_draft.json" >/dev/null
+[[ $(jq '.decode[0].draft_ms_per_step > 0' "$WORK/bench_draft.json") == true ]] ||
+  fail "bench infer --spec-model timed no draft: $(cat "$WORK/bench_draft.json")"
+echo "ok: --spec-model == greedy ($(jq -r '"\(.spec.accepted_tokens) of \(.spec.drafted_tokens)"' "$WORK/specm.json") draft tokens accepted)"
+
 # score: cached == full-sequence.
 echo '[[2, 100, 200, 300, 1], [2, 7, 8]]' >"$WORK/ids.json"
 "$ZAYA" score --model "$M" --tokens "$WORK/ids.json" >"$WORK/s1.txt"

@@ -42,6 +42,9 @@ void bench_infer(const BenchInferCliOptions& o) {
   if (!m.loras.empty())
     fmt::print("  LoRA: {} random adapters of rank {} on every target; decode sequence s runs adapter s % {}\n",
                m.loras.size(), o.lora_rank, m.loras.size());
+  if (m.draft)
+    fmt::print("  draft model {} ({:.1f}M parameters, {} weights)\n", o.spec_model,
+               count_parameters(m.draft->config()).total / 1e6, m.draft->matrix_dtype());
   const InferBenchResult r = run_infer_bench(model, bo, working_set_bandwidth_gbps, true);
   if (!o.json_out.empty()) write_file_atomic(o.json_out, infer_bench_job_json(m, bo, r).dump(2) + "\n");
 }
@@ -64,6 +67,8 @@ void add_bench_infer_command(CLI::App& bench) {
   cmd->add_option("--spec-tokens", o->bench.spec_tokens,
                   "also time speculative verification steps checking K drafted tokens per sequence (0: off)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--spec-model", o->spec_model,
+                  "with --spec-tokens K: also time this draft model drafting K tokens per sequence (random ids)");
   cmd->add_option("--decode-steps", o->bench.decode_steps, "timed decode steps per point")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--warmup", o->bench.warmup_steps, "untimed decode steps first")->check(CLI::Range(0, 1 << 20));

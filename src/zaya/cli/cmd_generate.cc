@@ -21,6 +21,7 @@
 #include "zaya/infer/prompt_input.h"
 #include "zaya/infer/prompts_file.h"
 #include "zaya/infer/spec_decode.h"
+#include "zaya/infer/spec_model.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/text_request.h"
 #include "zaya/io/atomic_file.h"
@@ -30,6 +31,7 @@ namespace {
 
 struct GenerateCliOptions {
   std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora, spec = "none";
+  std::string spec_model;  // --spec-model: the draft model (infer/spec_model.h)
   int64_t spec_tokens = 4, spec_ngram = 3;
   bool spec_fixed = false;
   std::vector<std::string> stop_texts;
@@ -149,10 +151,11 @@ void run_generate(const GenerateCliOptions& o) {
   go.spec.tokens = o.spec_tokens;
   go.spec.adaptive = !o.spec_fixed;
   go.spec.ngram.max_ngram = o.spec_ngram;
-  go.spec.validate();
+  const std::unique_ptr<InferModel> draft =
+      open_spec_model_flag(go.spec, o.spec_model, lo, *model, o.model, tok, sample_vocab);
   ZAYA_CHECK_USAGE(go.spec.method == SpecMethod::kNone || !o.full_sequence,
                    "--spec {} and --full-sequence cannot be combined (the reference path has no cache to roll back)",
-                   o.spec);
+                   spec_method_name(go.spec.method));
 
   GenerationStats st;
   if (jsonl)
@@ -187,6 +190,7 @@ void run_generate(const GenerateCliOptions& o) {
                         {"threads", omp_get_max_threads()},
                         {"spec",
                          {{"method", spec_method_name(go.spec.method)},
+                          {"draft_model", o.spec_model},
                           {"tokens", go.spec.tokens},
                           {"adaptive", go.spec.adaptive},
                           {"drafts", st.spec.drafts},
@@ -243,8 +247,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--full-sequence", o->full_sequence, "reference path: re-run the whole prefix per token (slow)");
   cmd->add_flag("--stats", o->stats, "print prefill/decode timings to stderr");
   cmd->add_option("--spec", o->spec,
-                  "speculative decoding: none, or ngram (draft by looking the last tokens up in the context; "
+                  "speculative decoding: none, ngram (draft by looking the last tokens up in the context) or model "
+                  "(a draft model, --spec-model; "
                   "the output is unchanged: greedy token for token, sampled in distribution)");
+  cmd->add_option("--spec-model", o->spec_model,
+                  "speculative decoding with this draft model (a smaller ZAYA model directory, checkpoint or .gguf "
+                  "file with the same tokenizer; it has its own cache)");
   cmd->add_option("--spec-tokens", o->spec_tokens, "most draft tokens checked per step (K)")->check(CLI::Range(1, 64));
   cmd->add_option("--spec-ngram", o->spec_ngram, "longest n-gram looked up for a draft")->check(CLI::Range(1, 64));
   cmd->add_flag("--spec-fixed", o->spec_fixed, "always draft K tokens when a draft exists (no adaptive back-off)");

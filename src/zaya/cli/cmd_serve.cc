@@ -15,6 +15,7 @@
 #include "zaya/data/chat_format.h"
 #include "zaya/infer/infer_model.h"
 #include "zaya/infer/spec_decode.h"
+#include "zaya/infer/spec_model.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/trained_context.h"
 #include "zaya/io/json_file.h"
@@ -33,6 +34,7 @@ struct ServeCliOptions {
   int64_t prefix_cache_mb = 256;
   int64_t kv_cache_mb = 0;
   std::string spec = "none";  // speculative decoding (infer/spec_decode.h)
+  std::string spec_model;     // --spec-model: the draft model (infer/spec_model.h)
   bool spec_fixed = false;
   bool exact = false;
   bool api_key_given = false;  // --api-key was on the command line (an empty value is refused, not "no key")
@@ -64,7 +66,7 @@ void run_serve(ServeCliOptions o) {
   const std::string whole_lora = split_lora_flags(o.lora, o.server);
   o.server.serving.spec.method = parse_spec_method(o.spec);
   o.server.serving.spec.adaptive = !o.spec_fixed;
-  o.server.serving.spec.validate();
+  if (o.spec_model.empty()) o.server.serving.spec.validate();  // with a draft model: once it is open
   check_weight_dtype_option(o.dtype, "--dtype");
   // An empty key would silently serve without one (`--api-key "$UNSET"`): refuse it.
   ZAYA_CHECK_USAGE(!o.api_key_given || !o.server.api_key.empty(),
@@ -82,6 +84,8 @@ void run_serve(ServeCliOptions o) {
   auto model = InferModel::open(o.model, lo);
   Tokenizer tok = load_model_tokenizer(o.model, o.tokenizer, model->tokenizer_hint());
   o.server.serving.sample_vocab = check_tokenizer(tok, model->config(), o.model);
+  const std::unique_ptr<InferModel> draft = open_spec_model_flag(o.server.serving.spec, o.spec_model, lo, *model,
+                                                                 o.model, tok, o.server.serving.sample_vocab);
   o.server.serving.bf16_activations = !o.exact;
   o.server.serving.prefix_cache_bytes = o.prefix_cache_mb << 20;
   o.server.serving.kv_cache_bytes = o.kv_cache_mb << 20;
@@ -195,8 +199,11 @@ void add_serve_command(CLI::App& app) {
                   "tokens per KV page (prefix snapshots are taken at multiples of it)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--spec", o->spec,
-                  "speculative decoding: none, or ngram (drafts looked up in each sequence's context; greedy text "
-                  "unchanged, samples in distribution)");
+                  "speculative decoding: none, ngram (drafts looked up in each sequence's context) or model (a draft "
+                  "model, --spec-model; greedy text unchanged, samples in distribution)");
+  cmd->add_option("--spec-model", o->spec_model,
+                  "speculative decoding with this draft model (a smaller ZAYA model directory, checkpoint or .gguf "
+                  "file with the same tokenizer; it has its own cache)");
   cmd->add_option("--spec-tokens", o->server.serving.spec.tokens, "most draft tokens checked per step (K)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--spec-ngram", o->server.serving.spec.ngram.max_ngram, "longest n-gram looked up for a draft")

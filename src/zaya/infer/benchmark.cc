@@ -10,6 +10,7 @@
 #include "zaya/core/rng.h"
 #include "zaya/core/timer.h"
 #include "zaya/infer/engine.h"
+#include "zaya/infer/spec_model.h"
 
 namespace zaya {
 namespace {
@@ -81,6 +82,49 @@ double bench_verify(const InferModel& model, const InferBenchOptions& o, int64_t
   return 1e3 * total / double(steps);
 }
 
+// Mean ms of a draft model drafting K tokens for each of B sequences of
+// context L (random ids): each round follows a fully accepted draft (the
+// context grows by the K drafted tokens and the target's next one), so the
+// catch-up feeds K + 1 tokens, the most it does; greedy drafts (no draws).
+// -1 when the contexts outgrow the draft model's positions.
+double bench_draft(const InferModel& model, const InferBenchOptions& o, int64_t B, int64_t L) {
+  const InferModel& draft = *o.draft_model;
+  const int64_t steps = std::max<int64_t>(1, o.decode_steps), warm = std::max<int64_t>(0, o.warmup_steps);
+  const int64_t K = o.spec_tokens, start = std::max<int64_t>(1, L);
+  const int64_t context = start + (warm + steps) * (K + 1) + K;
+  if (context > std::min(model.config().max_position, draft.config().max_position)) return -1;
+  const int64_t vocab = std::min(model.config().real_vocab_size, draft.config().real_vocab_size);
+  EngineOptions eo;  // the target's geometry (the drafter's slots, context and step budget)
+  eo.max_sequences = B;
+  eo.max_context = context;
+  eo.max_step_tokens = B * (K + 1);
+  eo.bf16_activations = o.bf16_activations;
+  InferenceEngine target(model, eo);
+  ModelDrafter drafter(draft, target, vocab);
+  std::vector<std::vector<int32_t>> ctx(B), tokens(B);
+  std::vector<std::vector<float>> q(B);
+  std::vector<Rng> rngs(B);
+  std::vector<DraftJob> jobs(B);
+  const SamplingOptions greedy{.temperature = 0};
+  for (int32_t s = 0; s < B; ++s) ctx[s] = random_ids(start, vocab, o.seed + uint64_t(s), 4);
+  auto round = [&] {
+    for (int32_t s = 0; s < B; ++s) jobs[s] = {s, ctx[s], K, &greedy, &rngs[s], &tokens[s], &q[s]};
+    drafter.draft(jobs);
+  };
+  round();  // the prompts' prefill, untimed
+  double total = 0;
+  for (int64_t i = 0; i < warm + steps; ++i) {
+    for (int32_t s = 0; s < B; ++s) {
+      ctx[s].insert(ctx[s].end(), tokens[s].begin(), tokens[s].end());
+      ctx[s].push_back(int32_t((ctx[s].back() + 1) % vocab));
+    }
+    const double t0 = now_seconds();
+    round();
+    if (i >= warm) total += now_seconds() - t0;
+  }
+  return 1e3 * total / double(steps);
+}
+
 DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, int64_t B, int64_t L, double dram_gbps,
                          const BandwidthProbe& bandwidth) {
   const ZayaConfig& c = model.config();
@@ -134,6 +178,7 @@ DecodePoint bench_decode(const InferModel& model, const InferBenchOptions& o, in
     p.ws_ratio = p.ms_per_step / p.ws_roofline_ms;
   }
   if (o.spec_tokens > 0) p.verify_ms_per_step = bench_verify(model, o, B, L);
+  if (o.spec_tokens > 0 && o.draft_model != nullptr) p.draft_ms_per_step = bench_draft(model, o, B, L);
   return p;
 }
 
@@ -185,6 +230,15 @@ InferBenchResult run_infer_bench(const InferModel& model, const InferBenchOption
               "speculation pays when a draft yields more than {:.2f} tokens)\n",
               p.batch, p.context, o.spec_tokens, p.verify_ms_per_step, p.verify_ms_per_step / p.ms_per_step,
               p.verify_ms_per_step / p.ms_per_step);
+        if (o.spec_tokens > 0 && o.draft_model != nullptr && p.draft_ms_per_step < 0)
+          fmt::print("  {:>5} {:>7} draft model: the context outgrows its {} positions\n", p.batch, p.context,
+                     o.draft_model->config().max_position);
+        else if (o.spec_tokens > 0 && o.draft_model != nullptr)
+          fmt::print(
+              "  {:>5} {:>7} draft model, {} tokens per sequence: {:.3f} ms ({:.2f} x a decode step); with the "
+              "verification, speculation pays when a draft yields more than {:.2f} tokens\n",
+              p.batch, p.context, o.spec_tokens, p.draft_ms_per_step, p.draft_ms_per_step / p.ms_per_step,
+              (p.verify_ms_per_step + p.draft_ms_per_step) / p.ms_per_step);
         std::fflush(stdout);
       }
     }
@@ -222,7 +276,8 @@ nlohmann::json infer_bench_json(const InferModel& model, const InferBenchOptions
                            {"working_set_roofline_ms", p.ws_roofline_ms},
                            {"ratio_to_working_set_roofline", p.ws_ratio},
                            {"spec_tokens", o.spec_tokens},
-                           {"verify_ms_per_step", p.verify_ms_per_step}});
+                           {"verify_ms_per_step", p.verify_ms_per_step},
+                           {"draft_ms_per_step", p.draft_ms_per_step}});
   return j;
 }
 

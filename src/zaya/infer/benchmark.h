@@ -44,6 +44,9 @@ struct InferBenchOptions {
   // LoRA adapters applied unmerged at the decode points: sequence s decodes
   // with loras[s % size] (StepChunk::lora, infer/step_lora.h). Empty: none.
   std::vector<const LoraAdapters*> loras;
+  // With spec_tokens: each decode point also times a draft model drafting K
+  // tokens per sequence (ModelDrafter, spec_model.h); not owned.
+  const InferModel* draft_model = nullptr;
 };
 
 struct PrefillPoint {
@@ -67,6 +70,9 @@ struct DecodePoint {
   double ws_roofline_ms = 0;
   double ws_ratio = 0;
   double verify_ms_per_step = 0;  // with spec_tokens: one verification step (K + 1 tokens per sequence)
+  // With draft_model: drafting K tokens per sequence (after a fully accepted draft: the catch-up of K + 1 tokens,
+  // then K - 1 one-token steps); -1 when the context does not fit the draft model's positions.
+  double draft_ms_per_step = 0;
 };
 
 struct InferBenchResult {

@@ -42,12 +42,25 @@ InferBenchModel open_infer_bench_model(const InferBenchJobOptions& o) {
       a->data()[k] = 0.01f * normal01(o.bench.seed + uint64_t(i), 17, uint64_t(k));
     m.loras.push_back(std::move(a));
   }
+  if (!o.spec_model.empty()) {
+    ZAYA_CHECK_USAGE(o.bench.spec_tokens > 0, "--spec-model {}: give --spec-tokens K, the draft tokens to time",
+                     o.spec_model);
+    InferLoadOptions lo;
+    lo.dtype = o.dtype;
+    lo.prefetch = true;
+    try {
+      m.draft = InferModel::open(o.spec_model, lo);
+    } catch (const Error& e) {
+      fail("--spec-model {}: {}", o.spec_model, e.what());
+    }
+  }
   return m;
 }
 
 InferBenchOptions infer_bench_options(const InferBenchJobOptions& o, const InferBenchModel& m) {
   InferBenchOptions b = o.bench;
   for (const std::unique_ptr<LoraAdapters>& a : m.loras) b.loras.push_back(a.get());
+  b.draft_model = m.draft.get();
   b.bf16_activations = !o.exact;
   b.working_set_roofline = !o.no_working_set;
   if (o.no_prefill) b.prefill_lengths.clear();
@@ -61,6 +74,7 @@ nlohmann::json infer_bench_job_json(const InferBenchModel& m, const InferBenchOp
   j["model"] = m.name;
   j["lora_adapters"] = m.loras.size();
   if (!m.loras.empty()) j["lora_rank"] = m.loras[0]->config().rank;
+  if (m.draft) j["draft_model"] = m.draft->source();
   j["matvec_kernel"] = matvec_kernel_name();  // what decode ran on this CPU
   j["int8_matvec_kernel"] = matvec_q8_kernel_name();
   return j;

@@ -16,6 +16,7 @@ namespace zaya {
 namespace {
 
 using testing::random_tokens;
+using testing::same_bits;
 using testing::step_logits;
 
 // Feeds tokens one per step (plain decode) into `slot`; returns each step's logits.
@@ -28,10 +29,6 @@ std::vector<float> decode_each(InferenceEngine& e, int32_t slot, const std::vect
     out.insert(out.end(), l.begin(), l.end());
   }
   return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 // One engine speculates and keeps `keep` of the chunk; the other decodes only the kept tokens.

@@ -85,7 +85,7 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   BatchScheduler sched(so);
   std::vector<size_t> request_of(eo.max_sequences);  // the request each running slot holds
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
-  Speculator spec(o.spec, eo.max_sequences);
+  Speculator spec(o.spec, engine, sample_vocab);
   // Logit rows: one per sequence, or with drafts as many as a step has tokens.
   std::vector<float> logits((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) *
                             c.vocab_size);
@@ -110,18 +110,16 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
-      spec.start(s, requests[r].prompt);
+      spec.start(s, requests[r].prompt, requests[r].sampling);
     }
     for (int32_t s = 0; s < sched.slots(); ++s)
       if (sched.running(s))
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, false)) finish(s, *why);
-    if (spec.enabled())
-      for (int32_t s = 0; s < sched.slots(); ++s)
-        if (sched.decoding(s)) spec.propose(sched, s, engine.draft_room(s));
+    const double t0 = now_seconds();  // drafting (a draft model's steps) is part of the step it serves
+    if (spec.enabled()) spec.propose(sched, engine);
     const std::vector<StepChunk>& chunks = sched.plan();
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
-    const double t0 = now_seconds();
     engine.step(chunks);
     const int64_t rows = engine.logit_rows();
     if (rows > 0) engine.logits(0, rows, logits.data());

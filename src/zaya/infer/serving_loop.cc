@@ -92,7 +92,7 @@ ServingLoop::ServingLoop(const InferModel& model, const Tokenizer& tok, const Se
   so.snapshot_block = o.prefix_cache_bytes > 0 ? engine_->page_tokens() : 0;
   for (int64_t k = 0; k < engine_->kv_kinds(); ++k) so.pool_pages.push_back(engine_->pool_pages(k));
   sched_ = std::make_unique<BatchScheduler>(so);
-  spec_ = std::make_unique<Speculator>(o.spec, engine_->max_sequences());
+  spec_ = std::make_unique<Speculator>(o.spec, *engine_, sample_vocab_);
   for (int64_t k = 0; k < engine_->kv_kinds(); ++k) {
     counters_.kv_pages += engine_->pool_pages(k);
     counters_.kv_page_bytes += engine_->page_bytes(k);
@@ -264,7 +264,7 @@ void ServingLoop::run_steps() {
     // A new sequence starts empty, or from the longest snapshot its prompt begins with.
     for (int32_t s : admitted) {
       engine.reset(s);
-      spec.start(s, slots_[s]->p.request.generation.prompt);
+      spec.start(s, slots_[s]->p.request.generation.prompt, slots_[s]->p.request.generation.sampling);
       const GenerationRequest& g = slots_[s]->p.request.generation;
       const int64_t hit = caching ? cache.start(g.prompt, s, g.lora ? g.lora->serial() : 0) : 0;
       if (hit == 0) continue;
@@ -289,9 +289,7 @@ void ServingLoop::run_steps() {
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, slots_[s]->p.channel->cancelled()))
           finish(s, *why);
     // Drafts, then the scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
-    if (spec.enabled())
-      for (int32_t s = 0; s < int32_t(slots_.size()); ++s)
-        if (slots_[s] && sched.decoding(s)) spec.propose(sched, s, engine.draft_room(s));
+    if (spec.enabled()) spec.propose(sched, engine);
     const std::vector<StepChunk>& chunks = sched.plan();
     const int64_t prompt_tokens = sched.planned_prompt_tokens();
     if (chunks.empty()) continue;

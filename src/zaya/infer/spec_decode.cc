@@ -3,6 +3,7 @@
 #include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
 #include "zaya/infer/batch_scheduler.h"
+#include "zaya/infer/spec_model.h"
 #include "zaya/infer/spec_verify.h"
 
 namespace zaya {
@@ -11,10 +12,15 @@ void SpecOptions::validate() const {
   ZAYA_CHECK_USAGE(tokens >= 1 && tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", tokens);
   ZAYA_CHECK_USAGE(ngram.min_ngram >= 1 && ngram.max_ngram >= ngram.min_ngram && ngram.max_ngram <= 64,
                    "n-gram sizes {}..{} are invalid; allowed: 1 <= min <= max <= 64", ngram.min_ngram, ngram.max_ngram);
+  ZAYA_CHECK_USAGE(method != SpecMethod::kModel || draft_model != nullptr,
+                   "--spec model needs the draft model: --spec-model DIR");
 }
 
 namespace {
-constexpr EnumName<SpecMethod> kSpecMethodNames[] = {{SpecMethod::kNone, "none"}, {SpecMethod::kNgram, "ngram"}};
+constexpr EnumName<SpecMethod> kSpecMethodNames[] = {
+    {SpecMethod::kNone, "none"}, {SpecMethod::kNgram, "ngram"}, {SpecMethod::kModel, "model"}};
+// The draft model's draws: a stream of the sequence's seed apart from its sampling stream (sampling_rng).
+constexpr uint64_t kDraftStream = 0x5bec;
 }  // namespace
 
 SpecMethod parse_spec_method(const std::string& name) {
@@ -25,28 +31,48 @@ SpecMethod parse_spec_method(const std::string& name) {
 
 const char* spec_method_name(SpecMethod m) { return enum_name<SpecMethod>(kSpecMethodNames, m); }
 
-Speculator::Speculator(const SpecOptions& o, int64_t slots) : options_(o), slots_(size_t(slots)) {
+Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int64_t sample_vocab)
+    : options_(o), slots_(size_t(target.max_sequences())) {
   o.validate();
+  if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
+  if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);
   for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive);
 }
 
-void Speculator::start(int32_t slot, std::span<const int32_t> prompt) {
+Speculator::~Speculator() = default;
+
+void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling) {
   Slot& s = slots_[size_t(slot)];
   s.context.assign(prompt.begin(), prompt.end());
   s.length = DraftLength(options_.tokens, options_.adaptive);
   s.counts = {};
+  s.sampling = sampling;
+  s.draft_rng = Rng{sampling.seed, kDraftStream, 0};
+  if (drafter_) drafter_->start(slot);
 }
 
-void Speculator::propose(BatchScheduler& sched, int32_t slot, int64_t room) {
-  Slot& s = slots_[size_t(slot)];
-  const int64_t k = std::min(s.length.next(), room);
-  draft_.clear();
-  if (k > 0) ngram_draft(s.context, k, options_.ngram, draft_);
-  if (draft_.empty()) {
-    s.length.skipped();
-    return;
+void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
+  jobs_.clear();
+  for (int32_t slot = 0; slot < int32_t(slots_.size()); ++slot) {
+    if (!sched.decoding(slot)) continue;
+    Slot& s = slots_[size_t(slot)];
+    s.draft.clear();
+    const int64_t k = std::min(s.length.next(), target.draft_room(slot));
+    if (k <= 0) {
+      s.length.skipped();
+      continue;
+    }
+    jobs_.push_back({slot, s.context, k, &s.sampling, &s.draft_rng, &s.draft, &s.q});
   }
-  sched.propose(slot, draft_);
+  if (jobs_.empty()) return;
+  drafter_->draft(jobs_);
+  for (const DraftJob& j : jobs_) {
+    Slot& s = slots_[size_t(j.slot)];
+    if (s.draft.empty())
+      s.length.skipped();
+    else
+      sched.propose(j.slot, s.draft);
+  }
 }
 
 const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const StepChunk& ch, const float* rows,
@@ -59,7 +85,8 @@ const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const St
     out_.push_back(sample_token(rows, real_vocab, sampling, rng, scratch_));
   } else {
     const std::span<const int32_t> draft(ch.tokens + 1, size_t(ch.count - 1));
-    const DraftVerdict v = verify_draft(rows, V, real_vocab, draft, nullptr, sampling, rng, scratch_);
+    const DraftVerdict v =
+        verify_draft(rows, V, real_vocab, draft, s.q.empty() ? nullptr : s.q.data(), sampling, rng, scratch_);
     engine.keep_draft(ch.slot, engine.length(ch.slot) - ch.count + 1 + v.accepted);
     out_.assign(draft.begin(), draft.begin() + v.accepted);
     out_.push_back(v.next);

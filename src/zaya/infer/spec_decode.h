@@ -2,7 +2,9 @@
 // Speculative decoding in a decode loop (docs/inference.md, "Speculative
 // decoding"): the per-sequence part that zaya generate's loop (generator.cc)
 // and zaya serve's (serving_loop.cc) share. It keeps each running sequence's
-// tokens (prompt and emitted) and its adaptive draft length, proposes a draft
+// tokens (prompt and emitted) and its adaptive draft length, has its Drafter
+// (spec_draft.h: n-gram lookup; spec_model.h: a draft model) draft for every
+// decoding sequence at once, proposes the drafts
 // to the batch scheduler before the step (BatchScheduler::propose: the plan
 // then carries a speculative chunk [last token, draft] with logits at every
 // position), and after the step checks it (spec_verify.h), settles the
@@ -12,6 +14,7 @@
 // accepted run ends the sequence there, as in plain decoding.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,16 +28,20 @@ namespace zaya {
 
 class BatchScheduler;
 
-enum class SpecMethod { kNone, kNgram };
+class InferModel;
+
+enum class SpecMethod { kNone, kNgram, kModel };
 
 struct SpecOptions {
   SpecMethod method = SpecMethod::kNone;
   int64_t tokens = 4;    // K: the most draft tokens one step checks (--spec-tokens)
   bool adaptive = true;  // DraftLength's back-off (spec_draft.h); false: always K when a draft exists
   NgramDraftOptions ngram;
+  // kModel: the draft model (--spec-model; spec_model.h: open_draft_model checks it), not owned: it outlives the loop.
+  const InferModel* draft_model = nullptr;
   void validate() const;
 };
-// "none" | "ngram" (--spec); fails naming the allowed values.
+// "none" | "ngram" | "model" (--spec); fails naming the allowed values.
 SpecMethod parse_spec_method(const std::string& name);
 const char* spec_method_name(SpecMethod method);
 
@@ -54,14 +61,19 @@ struct SpecCounts {
 
 class Speculator {
  public:
-  Speculator(const SpecOptions& options, int64_t slots);
+  // For the slots of `target` (a draft model runs beside it, spec_model.h);
+  // ids >= sample_vocab are never drafted.
+  Speculator(const SpecOptions& options, const InferenceEngine& target, int64_t sample_vocab);
+  ~Speculator();
   bool enabled() const { return options_.method != SpecMethod::kNone; }
 
-  // A sequence starts in the slot with this prompt (the tokens drafts look up).
-  void start(int32_t slot, std::span<const int32_t> prompt);
-  // Before plan(), for a decoding sequence: proposes its draft. `room`: draft
-  // tokens its cache can still take (the context left after the pending token).
-  void propose(BatchScheduler& scheduler, int32_t slot, int64_t room);
+  // A sequence starts in the slot with this prompt (the tokens drafts continue)
+  // and its sampling (a draft model drafts as the sequence samples).
+  void start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling);
+  // Before plan(): drafts for every decoding sequence of the scheduler (each up
+  // to its adaptive K, and to the draft tokens its target cache can still take,
+  // InferenceEngine::draft_room) and proposes them.
+  void propose(BatchScheduler& scheduler, const InferenceEngine& target);
   // After the step, for one of its chunks with logits (rows: its logit rows,
   // stride V): the tokens to emit, in order (one for a plain chunk), with the
   // engine settled on the kept prefix. Every emitted token is recorded for
@@ -77,11 +89,17 @@ class Speculator {
     std::vector<int32_t> context;  // prompt + emitted tokens
     DraftLength length;
     SpecCounts counts;
+    SamplingOptions sampling;
+    Rng draft_rng;               // the draft model's draws (its own stream)
+    std::vector<int32_t> draft;  // the draft proposed at this step
+    std::vector<float> q;        // and its distributions (empty: point masses)
   };
   SpecOptions options_;
+  std::unique_ptr<Drafter> drafter_;
   std::vector<Slot> slots_;
   SpecCounts total_;
-  std::vector<int32_t> draft_, out_;
+  std::vector<DraftJob> jobs_;
+  std::vector<int32_t> out_;
   std::vector<std::pair<float, int32_t>> scratch_;
 };
 

@@ -20,7 +20,10 @@
 namespace zaya {
 namespace {
 
+using testing::chi_square;
+using testing::chi_square_999;
 using testing::random_tokens;
+using testing::repetitive_requests;
 
 TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
   std::vector<int32_t> out;
@@ -65,39 +68,6 @@ TEST(SpecDraft, AdaptiveLengthBacksOffAndProbes) {
   EXPECT_EQ(fixed.next(), 5);
   testing::expect_error([] { DraftLength(0); }, "--spec-tokens 0");
   testing::expect_error([] { parse_spec_method("lookahead"); }, "allowed: none, ngram");
-}
-
-// Pearson's chi-square of counts against probabilities; cells with expectation < 5 pooled.
-double chi_square(const std::map<int32_t, int64_t>& counts, const std::vector<std::pair<float, int32_t>>& p, int64_t n,
-                  int64_t& dof) {
-  double chi = 0, pooled_e = 0, pooled_o = 0;
-  int64_t cells = 0, seen = 0;
-  for (const auto& [prob, id] : p) {
-    const double e = double(prob) * double(n);
-    const auto it = counts.find(id);
-    const double o = it == counts.end() ? 0 : double(it->second);
-    seen += int64_t(o);
-    if (e < 5) {
-      pooled_e += e;
-      pooled_o += o;
-      continue;
-    }
-    chi += (o - e) * (o - e) / e;
-    ++cells;
-  }
-  EXPECT_EQ(seen, n) << "a token outside the distribution was drawn";
-  if (pooled_e > 0) {
-    chi += (pooled_o - pooled_e) * (pooled_o - pooled_e) / std::max(pooled_e, 1e-9);
-    ++cells;
-  }
-  dof = cells - 1;
-  return chi;
-}
-
-// The 0.999 quantile of chi-square with k degrees of freedom (Wilson-Hilferty).
-double chi_square_999(int64_t k) {
-  const double z = 3.0902, a = 2.0 / (9.0 * double(k));
-  return double(k) * std::pow(1 - a + z * std::sqrt(a), 3);
 }
 
 // Three rows over 7 ids (one padding id beyond real_vocab 6); drafts of two
@@ -165,77 +135,14 @@ TEST(SpecVerify, SpeculativeSamplingOnAModelFollowsItsDistribution) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 47);
   auto im = InferModel::from_model(*model);
-  const std::vector<int32_t> prompt = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
-  SamplingOptions so{.temperature = 1.5, .top_k = 0, .top_p = 1.0};
-  const int64_t vocab = 3, N = 2000;
-  std::vector<GenerationRequest> reqs(N);
-  for (int64_t i = 0; i < N; ++i) {
-    reqs[i].prompt = prompt;
-    reqs[i].max_new_tokens = 3;
-    reqs[i].sampling = so;
-    reqs[i].sampling.seed = uint64_t(i);
-  }
   GeneratorOptions go;
   go.max_batch = 16;
-  go.sample_vocab = vocab;
   go.spec.method = SpecMethod::kNgram;
   go.spec.tokens = 2;
   go.spec.adaptive = false;
-  GenerationStats st;
-  const auto out = generate(*im, reqs, go, {}, {}, &st);
-  EXPECT_GT(st.spec.drafts, N / 2);
-  // The model's distribution over the 27 sequences, from plain one-token steps.
-  EngineOptions eo;
-  eo.max_context = 16;
-  InferenceEngine e(*im, eo);
-  auto dist = [&](const std::vector<int32_t>& ids) {
-    e.reset(0);
-    StepChunk ch{0, ids.data(), int64_t(ids.size()), LogitsWanted::kLast};
-    e.step({&ch, 1});
-    std::vector<float> l = testing::step_logits(e);
-    std::vector<std::pair<float, int32_t>> p;
-    sampling_distribution(l.data(), vocab, so, p);
-    std::vector<double> q(vocab, 0);
-    for (const auto& [pr, id] : p) q[id] = pr;
-    return q;
-  };
-  std::vector<std::pair<float, int32_t>> expect;
-  const std::vector<double> p1 = dist(prompt);
-  for (int32_t a = 0; a < vocab; ++a) {
-    std::vector<int32_t> pa = prompt;
-    pa.push_back(a);
-    const std::vector<double> p2 = dist(pa);
-    for (int32_t b = 0; b < vocab; ++b) {
-      std::vector<int32_t> pb = pa;
-      pb.push_back(b);
-      const std::vector<double> p3 = dist(pb);
-      for (int32_t d = 0; d < vocab; ++d) expect.push_back({float(p1[a] * p2[b] * p3[d]), a * 9 + b * 3 + d});
-    }
-  }
-  std::map<int32_t, int64_t> counts;
-  for (const GenerationResult& r : out) {
-    ASSERT_EQ(r.tokens.size(), 3u);
-    ++counts[r.tokens[0] * 9 + r.tokens[1] * 3 + r.tokens[2]];
-  }
-  int64_t dof = 0;
-  const double chi = chi_square(counts, expect, N, dof);
-  EXPECT_LT(chi, chi_square_999(dof)) << "dof " << dof;
-}
-
-// Prompts that repeat themselves (so n-gram drafts exist) or not, several lengths and limits.
-std::vector<GenerationRequest> repetitive_requests(const ZayaConfig& c, int64_t n, uint64_t seed) {
-  std::vector<GenerationRequest> reqs;
-  for (int64_t i = 0; i < n; ++i) {
-    const std::vector<int32_t> motif = random_tokens(2 + i % 4, c.real_vocab_size, seed + uint64_t(i));
-    GenerationRequest r;
-    for (int rep = 0; rep < 3; ++rep) r.prompt.insert(r.prompt.end(), motif.begin(), motif.end());
-
-    r.prompt.resize(std::min<size_t>(r.prompt.size(), 15));
-    r.max_new_tokens = 18 + 5 * (i % 3);
-    r.sampling.temperature = 0;
-    reqs.push_back(r);
-  }
-  return reqs;
+  const GenerationStats st = testing::expect_three_tokens_follow_the_model(
+      *im, go, {0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {.temperature = 1.5, .top_k = 0, .top_p = 1.0}, 3, 2000);
+  EXPECT_GT(st.spec.drafts, 1000);
 }
 
 // Greedy speculative generation is plain greedy generation. Each step of both
@@ -270,21 +177,10 @@ TEST(SpecDecode, GreedyEqualsPlainGreedyTokenForToken) {
       // A stop id met late in one request's plain output: it must end inside a run there too.
       reqs[0].stop_ids = {ref[0].tokens[12]};
       const auto ref_stop = generate(*im, reqs, plain);
-      for (int64_t k : {1, 3, 6})
-        for (bool adaptive : {true, false}) {
-          GeneratorOptions o = plain;
-          o.spec.method = SpecMethod::kNgram;
-          o.spec.tokens = k;
-          o.spec.adaptive = adaptive;
-          GenerationStats st;
-          const auto got = generate(*im, reqs, o, {}, {}, &st);
-          for (size_t i = 0; i < reqs.size(); ++i) {
-            EXPECT_EQ(got[i].tokens, ref_stop[i].tokens)
-                << dtype << " batch " << batch << " K " << k << " adaptive " << adaptive << " request " << i;
-            EXPECT_EQ(got[i].finish, ref_stop[i].finish);
-          }
-          seen.add(st.spec);
-        }
+      SpecOptions ngram;
+      ngram.method = SpecMethod::kNgram;
+      testing::expect_speculative_greedy_equals(*im, reqs, plain, ngram, ref_stop, seen,
+                                                std::string(dtype) + " batch " + std::to_string(batch));
     }
   }
   // Both ways out of a draft happened: tokens kept and tokens rejected.

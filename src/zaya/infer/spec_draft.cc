@@ -24,6 +24,13 @@ void ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const Ngr
   }
 }
 
+void NgramDrafter::draft(std::span<const DraftJob> jobs) {
+  for (const DraftJob& j : jobs) {
+    ngram_draft(j.context, j.max_tokens, options_, *j.tokens);
+    j.q->clear();
+  }
+}
+
 DraftLength::DraftLength(int64_t max_tokens, bool adaptive)
     : max_(max_tokens), k_(adaptive ? std::min<int64_t>(max_tokens, 2) : max_tokens), adaptive_(adaptive) {
   ZAYA_CHECK_USAGE(max_tokens >= 1 && max_tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", max_tokens);

@@ -16,10 +16,16 @@
 //   with one token; each probe that fails doubles the pause (up to kMaxPause),
 //   an accepted token resets it. So a sequence whose drafts keep failing
 //   decodes almost as plain decoding does (one probe per up to kMaxPause steps).
+// - Drafter: the drafting step of a Speculator (spec_decode.h), one interface
+//   for both methods: NgramDrafter (prompt lookup, above) and ModelDrafter (a
+//   smaller ZAYA model with its own cache, spec_model.h).
 
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "zaya/core/rng.h"
+#include "zaya/infer/sampling.h"
 
 namespace zaya {
 
@@ -53,6 +59,41 @@ class DraftLength {
   int64_t max_, k_;
   bool adaptive_;
   int64_t misses_ = 0, paused_ = 0, pause_ = kPause;
+};
+
+// One sequence's draft at a step (Drafter::draft).
+struct DraftJob {
+  int32_t slot = 0;
+  // Prompt and emitted tokens; the last one is the target's next input (the
+  // draft continues after it).
+  std::span<const int32_t> context;
+  int64_t max_tokens = 0;                     // draft at most this many (>= 1)
+  const SamplingOptions* sampling = nullptr;  // the sequence's: a model drafts as it would sample
+  Rng* rng = nullptr;                         // the sequence's draft stream (apart from the target's)
+  std::vector<int32_t>* tokens = nullptr;     // out: the draft (empty: none)
+  // out: one row per draft token, the distribution it was drawn from (row
+  // stride: the target's vocabulary, as verify_draft reads it); empty: point
+  // masses (an n-gram draft).
+  std::vector<float>* q = nullptr;
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // A new sequence starts in the slot.
+  virtual void start(int32_t slot) = 0;
+  // The drafts of every job (distinct slots) at once: a model batches its steps over them.
+  virtual void draft(std::span<const DraftJob> jobs) = 0;
+};
+
+class NgramDrafter final : public Drafter {
+ public:
+  explicit NgramDrafter(const NgramDraftOptions& options) : options_(options) {}
+  void start(int32_t) override {}
+  void draft(std::span<const DraftJob> jobs) override;
+
+ private:
+  NgramDraftOptions options_;
 };
 
 }  // namespace zaya

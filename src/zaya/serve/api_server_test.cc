@@ -113,6 +113,56 @@ TEST(ApiServer, SpeculativeDecodingReportsItsDrafts) {
       << metrics->body;
 }
 
+// --spec-model: a draft model with its own cache drafts for n = 2 greedy
+// choices beside a sampled request (a mixed batch); the greedy text is the
+// plain one in both choices, and usage counts the drafts.
+TEST(ApiServer, DraftModelSpeculationKeepsTheGreedyText) {
+  ZayaConfig dc = testing::small_test_config();
+  dc.vocab_size = 448;
+  dc.real_vocab_size = 400;
+  dc.hidden = 32;
+  dc.num_blocks = 2;
+  dc.q_heads = 2;
+  auto draft_weights = testing::random_model(dc, 53);
+  auto draft = InferModel::from_model(*draft_weights);
+  testing::ServedModel s([&](ServerOptions& o, ZayaConfig&) {
+    o.serving.max_batch = 3;
+    o.serving.spec.method = SpecMethod::kModel;
+    o.serving.spec.draft_model = draft.get();
+  });
+  s.start();
+  auto cli = s.client();
+  const std::string prompt = "And God said, Let there be light";
+  TextRequest r;
+  r.prompt = prompt;
+  r.generation.prompt = encode_prompt(s.tok, prompt, true);
+  r.generation.max_new_tokens = 20;
+  r.generation.sampling.temperature = 0;
+  r.generation.stop_ids = default_stop_ids(s.tok, s.im->config());
+  GeneratorOptions go;
+  go.sample_vocab = 400;
+  const std::string want = generate_text(*s.im, s.tok, {r}, go)[0].text;
+  std::thread sampled([&] {
+    auto c2 = s.client();
+    auto res = c2.Post("/v1/completions", R"({"prompt": "In the", "max_tokens": 30, "temperature": 1, "seed": 3})",
+                       "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+  });
+  auto res =
+      cli.Post("/v1/completions", R"({"prompt": ")" + prompt + R"(", "max_tokens": 20, "temperature": 0, "n": 2})",
+               "application/json");
+  sampled.join();
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json j = body_json(res);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][0]["text"], want);
+  EXPECT_EQ(j["choices"][1]["text"], want);
+  ASSERT_TRUE(j["usage"].contains("speculative")) << j.dump();
+  EXPECT_GT(j["usage"]["speculative"]["drafts"].get<int64_t>(), 0);
+}
+
 TEST(ApiServer, ChatCompletionAndModels) {
   Served s;
   auto cli = s.client();
