@@ -55,7 +55,7 @@ for r in steps:
     assert r["recompute_mismatches"] == 0 and r["ratio_min"] == 1.0 and r["ratio_max"] == 1.0, r
     assert r["decoder_logp_max_abs_diff"] < 1e-3 and r["completion_tokens"] > 0, r
     # The decoder's routing record against the trainer's routers (routing replay off): reported, and rare.
-    assert r["routing_choices"] > 0 and r["routed_flip_rate"] == r["router_flip_rate"] < 0.05, r
+    assert r["routing_choices"] > 0 and r["routed_flip_rate"] == r["flip_rate"] < 0.05, r
     for k in ("reward_std", "response_length", "kl_ref", "clip_fraction", "entropy", "rollout_tokens_per_s",
               "update_tokens_per_s"):
         assert k in r, k
@@ -82,11 +82,11 @@ for r in steps:
     if name == "replay":
         assert r["routing_replay"] and r["routing_choices"] > 0, r
         assert r["routed_flip_rate"] == 0 and r["update_routed_flip_rate"] == 0, r
-        assert 0 <= r["router_flip_rate"] < 0.05, r
+        assert 0 <= r["flip_rate"] < 0.05, r
     else:
         assert r["rollout_logp_mismatches"] == 0 and r["decoder_logp_max_abs_diff"] == 0, r
         assert r["decoder_ratio_min"] == 1 and r["decoder_ratio_max"] == 1 and r["routing_choices"] == 0, r
-print(name, "ok:", [(r["router_flip_rate"], r["rollout_logp_mismatches"], r["decoder_logp_max_abs_diff"]) for r in steps])
+print(name, "ok:", [(r["flip_rate"], r["rollout_logp_mismatches"], r["decoder_logp_max_abs_diff"]) for r in steps])
 PY
 done
 

@@ -367,7 +367,7 @@ RlStepRecord RlRun::step(int64_t step) {
       {"decoder_ratio_max", dec_rmax},
       {"rollout_logp_mismatches", dec_differ},
       {"routing_replay", rl_.routing_replay},
-      {"router_flip_rate", flips.rate()},
+      {"flip_rate", flips.rate()},
       {"routed_flip_rate", flips.used_rate()},
       {"update_routed_flip_rate", update_flips.used_rate()},
       {"routing_choices", int64_t(flips.compared)},
