@@ -6,7 +6,8 @@
 # mean training reward (sampled at temperature 1) and keeps the held-out
 # greedy reward. Also: the parity
 # metrics (the trainer's log-probabilities equal the old policy's bit for bit
-# on-policy; the decoder's within 1e-3), and bad prompts, configs and reward
+# on-policy; the decoder's within 1e-3; with rl.sample_with_trainer the
+# rollout's equal the trainer's bit for bit), routing replay's flip rates, and bad prompts, configs and reward
 # programs named by file, line and field.
 source "$(dirname "$0")/common.bash" "$@"
 
@@ -53,10 +54,42 @@ for r in steps:
     # On-policy: the loss's log-probabilities are the old policy's, bit for bit; the decoder's are close.
     assert r["recompute_mismatches"] == 0 and r["ratio_min"] == 1.0 and r["ratio_max"] == 1.0, r
     assert r["decoder_logp_max_abs_diff"] < 1e-3 and r["completion_tokens"] > 0, r
+    # The decoder's routing record against the trainer's routers (routing replay off): reported, and rare.
+    assert r["routing_choices"] > 0 and r["routed_flip_rate"] == r["flip_rate"] < 0.05, r
     for k in ("reward_std", "response_length", "kl_ref", "clip_fraction", "entropy", "rollout_tokens_per_s",
               "update_tokens_per_s"):
         assert k in r, k
 PY
+# Routing replay (docs/rl.md): the flip rates are reported; with replay no choice is routed otherwise than the
+# rollout's. Sampling with the trainer: the rollout's log-probabilities are the trainer's bit for bit, f32 and bf16.
+for name in replay trainer trainer-bf16; do
+  case $name in
+    replay) extra=(--set rl.routing_replay=true) ;;
+    trainer) extra=(--set rl.sample_with_trainer=true) ;;
+    trainer-bf16) extra=(--set rl.sample_with_trainer=true --set train.precision='"bf16"') ;;
+  esac
+  "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" "${extra[@]}" --set train.steps=3 \
+    --set rl.eval_prompts='""' --set train.out_dir="\"$WORK/rl-$name\"" >"$WORK/rl-$name.log" 2>&1 ||
+    { cat "$WORK/rl-$name.log"; fail "zaya rl ($name)"; }
+  grep "flips" "$WORK/rl-$name.log" | head -3
+  python3 - "$WORK/rl-$name/metrics.jsonl" "$name" <<'PY' || fail "routing replay or trainer sampling metrics ($name)"
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1])]
+name = sys.argv[2]
+assert len(steps) == 3, len(steps)
+for r in steps:
+    assert r["recompute_mismatches"] == 0 and r["completion_tokens"] > 0, r
+    if name == "replay":
+        assert r["routing_replay"] and r["routing_choices"] > 0, r
+        assert r["routed_flip_rate"] == 0 and r["update_routed_flip_rate"] == 0, r
+        assert 0 <= r["flip_rate"] < 0.05, r
+    else:
+        assert r["rollout_logp_mismatches"] == 0 and r["decoder_logp_max_abs_diff"] == 0, r
+        assert r["decoder_ratio_min"] == 1 and r["decoder_ratio_max"] == 1 and r["routing_choices"] == 0, r
+print(name, "ok:", [(r["flip_rate"], r["rollout_logp_mismatches"], r["decoder_logp_max_abs_diff"]) for r in steps])
+PY
+done
+
 [[ -f $WORK/rl/final/model.safetensors && -f $WORK/rl/config.toml ]] || fail "no final weights or config.toml"
 grep -q '^\[rl\]' "$WORK/rl/config.toml" || fail "config.toml lacks [rl]"
 

@@ -116,7 +116,7 @@ InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& o
   carve(measure);
   ws_.reset(measure.used());
   carve(ws_);
-  choice_TJ_.assign(TJ, kNoExpert);
+  choice_TJ_.assign(B * TJ, kNoExpert);  // every block's choices of the step (step_choices)
   plan_.reserve(c.experts, T, c.top_k);
   rows_.row_pos.resize(T);
   rows_.row_chunk.resize(T);

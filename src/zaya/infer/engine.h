@@ -187,6 +187,11 @@ class InferenceEngine {
   void logits(int64_t r0, int64_t r1, float* out_TV);
 
   const StepStats& last_stats() const { return stats_; }
+  // The slots the router of MoE block b chose for each row of the last step, [rows, top_k] in step order (a slot,
+  // or kNoExpert after the skip slot; ops/routing.h): RL routing replay records them (docs/rl.md).
+  const int32_t* step_choices(int64_t block) const {
+    return choice_TJ_.data() + block * options_.max_step_tokens * config_.top_k;
+  }
 
   // Benchmarks: make `slot` hold `length` tokens of synthetic state (cache
   // filled with deterministic pseudo-random values), without a prefill.
@@ -251,7 +256,7 @@ class InferenceEngine {
   std::vector<CachedAttentionChunk> attn_work_;
   std::vector<CachedKeySpan> attn_spans_;
   std::vector<size_t> attn_first_span_;
-  std::vector<int32_t> choice_TJ_;
+  std::vector<int32_t> choice_TJ_;  // [blocks, max_step_tokens, top_k]
   ExpertPlan plan_;
   std::vector<LinearRunner::Product> expert_products_;  // moe_layer's products, reused
   StepLora lora_;                                       // the step's rows grouped by adapter

@@ -239,6 +239,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   const ZayaConfig& c = config_;
   const InferMoe& w = model_.weights().moe[b];
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, J = c.top_k;
+  int32_t* choice_TJ = choice_TJ_.data() + b * options_.max_step_tokens * J;  // kept: step_choices(b)
   // Router (spec §4); u and g serve both MLP layers.
   const bool small = T * D <= kSerialElements;
   // The matrices go through the runner; the op reads only the vectors.
@@ -258,17 +259,17 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
                        .logits_TN = buf_.logits_TN,
                        .probs_TN = buf_.probs_TN,
                        .gate_TJ = buf_.gate_TJ,
-                       .choice_TJ = choice_TJ_.data()};
+                       .choice_TJ = choice_TJ};
   router_forward<float>(rw, products, RouterShape{T, D, R, N, J, c.skip_slot(), c.router_norm_eps}, buf_.x_TD, r_prev,
                         w.balancing_bias_N, ra, {}, small);
   {
     SerialIf serial(small);
     // Experts: tokens grouped by expert, one product pair per expert used.
-    build_expert_plan(plan_, choice_TJ_.data(), T, J);
+    build_expert_plan(plan_, choice_TJ, T, J);
     gather_rows<float>(buf_.xp_MD, buf_.x_TD, plan_, D);
   }
   for (int64_t i = 0; i < T * J; ++i)
-    if (choice_TJ_[i] == c.skip_slot()) ++stats_.skip_choices;
+    if (choice_TJ[i] == c.skip_slot()) ++stats_.skip_choices;
   // Every used expert's product in one parallel loop (LinearRunner::run_products), then its LoRA branch.
   std::vector<LinearRunner::Product>& expert_products = expert_products_;
   expert_products.clear();
@@ -302,8 +303,7 @@ void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float
   }
   SerialIf serial(small);
   // Legacy: a skip token's output is p_skip * x; native checkpoints give it 0 (spec §8.1).
-  combine_forward<float>(buf_.h_TD, buf_.y_MD, buf_.x_TD, buf_.gate_TJ, choice_TJ_.data(), plan_, T, J, D,
-                         skip_input_slot(c));
+  combine_forward<float>(buf_.h_TD, buf_.y_MD, buf_.x_TD, buf_.gate_TJ, choice_TJ, plan_, T, J, D, skip_input_slot(c));
 }
 
 }  // namespace zaya

@@ -43,6 +43,26 @@ std::string generation_request_error(const GenerationRequest& r, const ZayaConfi
   return "";
 }
 
+namespace {
+
+// Appends each chunk's rows of the last step's expert choices to its request's record (GenerationResult::routing).
+void record_routing(const InferenceEngine& engine, const std::vector<StepChunk>& chunks,
+                    const std::vector<size_t>& request_of, std::vector<GenerationResult>& results) {
+  const ZayaConfig& c = engine.config();
+  const int64_t J = c.top_k;
+  int64_t row = 0;
+  for (const StepChunk& ch : chunks) {
+    std::vector<int32_t>& out = results[request_of[size_t(ch.slot)]].routing;
+    for (int64_t i = 0; i < ch.count; ++i, ++row)
+      for (int64_t b = 0; b < c.num_blocks; ++b) {
+        const int32_t* choice = engine.step_choices(b) + row * J;
+        out.insert(out.end(), choice, choice + J);
+      }
+  }
+}
+
+}  // namespace
+
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
                                        const GeneratorOptions& o, const TokenCallback& on_token,
                                        const FinishCallback& on_finish, GenerationStats* stats) {
@@ -50,6 +70,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   const int64_t sample_vocab = o.sample_vocab > 0 ? std::min(o.sample_vocab, c.real_vocab_size) : c.real_vocab_size;
   ZAYA_CHECK(o.max_batch >= 1, "batch size {} is invalid; allowed: >= 1", o.max_batch);
   ZAYA_CHECK(o.step_tokens >= 1, "tokens per step {} is invalid; allowed: >= 1", o.step_tokens);
+  ZAYA_CHECK(!o.routing || o.spec.method == SpecMethod::kNone,
+             "internal error: routing records are not kept with speculative decoding");
   int64_t context = 1;
   for (size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& r = requests[i];
@@ -121,6 +143,7 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
     engine.step(chunks);
+    if (o.routing) record_routing(engine, chunks, request_of, results);
     const int64_t rows = engine.logit_rows();
     if (rows > 0) engine.logits(0, rows, logits.data());
     const double dt = now_seconds() - t0;

@@ -45,6 +45,11 @@ struct GenerationResult {
   // model's own distribution (before temperature, top-k and top-p;
   // token_logprobs.h), as the decoder computed it (RL rollouts, rl/).
   std::vector<float> logprobs;
+  // With GeneratorOptions::routing: the experts the decoder's routers chose for
+  // each token it fed (the prompt, then every generated token but one that
+  // ended the sequence), [fed tokens, MoE blocks, top_k] (ops/routing.h; RL
+  // routing replay, docs/rl.md).
+  std::vector<int32_t> routing;
 };
 
 struct GeneratorOptions {
@@ -55,6 +60,7 @@ struct GeneratorOptions {
   bool bf16_activations = true;  // see EngineOptions
   SpecOptions spec;              // speculative decoding (spec_decode.h); off by default
   bool logprobs = false;         // fill GenerationResult::logprobs
+  bool routing = false;          // fill GenerationResult::routing (not with speculative decoding)
 };
 
 struct GenerationStats {

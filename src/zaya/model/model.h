@@ -183,6 +183,12 @@ class ModelWorkspace {
   // Null (the default): every row weighs 1, the same bits as before. Not with
   // a loss_chunk (its forward forms the head's gradient).
   void set_token_weights(const float* w_T) { token_weights_ = w_T; }
+  // Routing replay (RL, docs/rl.md "Routing replay"): the expert choices a decoder made for the rows of the next
+  // passes, [MoE layers, rows(), top_k] (MoE layer l is block l's), kNotRecorded on every entry of a row without a
+  // record (ops/routing.h). Each MoE layer's forward (and a recomputed one) compares its router's choices with them,
+  // counting into routing()[l].replay_*; with force it routes by them, gates from its own router (RoutingReplay).
+  // The array must outlive the passes' backward. Null (the default): none. Needs whole sequences (no cp).
+  void set_routing_record(const int32_t* choices_LTJ, bool force);
   std::vector<RoutingStats>& routing() { return routing_; }
   // Seconds spent in expert-parallel all-to-all exchanges since the last reset_routing().
   double exchange_seconds() const { return moe_scratch_.experts.exchange_seconds; }
@@ -272,7 +278,9 @@ class ModelWorkspace {
   float head_grad_scale_ = 0;
   float* loss_T_ = nullptr;
   float* lse_T_ = nullptr;
-  const float* token_weights_ = nullptr;  // set_token_weights
+  const float* token_weights_ = nullptr;     // set_token_weights
+  const int32_t* routing_record_ = nullptr;  // set_routing_record
+  bool routing_force_ = false;
   AttentionScratch attn_scratch_;
   MoeScratch moe_scratch_;
   float* dres_a_TD_ = nullptr;

@@ -191,8 +191,12 @@ double ModelWorkspace::block_forward(const ZayaModel& model, const Precision& pr
   }
   // EDA: the previous MoE layer's router state (spec §4).
   const float* r_prev = (c.use_eda && l > 0) ? moe_router_state(l - 1) : nullptr;
+  const RoutingReplay replay{
+      .recorded_TJ = routing_record_ != nullptr ? routing_record_ + l * shape_.tokens() * c.top_k : nullptr,
+      .force = routing_force_};
   return moe_block_forward(c, precision, w.moe[l], model.balancing_biases()[l], moe_acts(l), moe_scratch_, shape_,
-                           x_TD_[n], r_prev, out_TD_[n], loss, stats, ep_, lora);
+                           x_TD_[n], r_prev, out_TD_[n], loss, stats, ep_, lora,
+                           routing_record_ != nullptr ? &replay : nullptr);
 }
 
 void ModelWorkspace::lm_head_forward(const ZayaModel& model, const Precision& precision, bool has_targets,

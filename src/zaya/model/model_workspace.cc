@@ -179,6 +179,13 @@ void ModelWorkspace::set_lora_dropout(bool on, uint64_t seed, uint64_t pass) {
   lora_pass_ = pass;
 }
 
+void ModelWorkspace::set_routing_record(const int32_t* choices_LTJ, bool force) {
+  ZAYA_CHECK(choices_LTJ == nullptr || cp_size() == 1,
+             "internal error: routing replay needs whole sequences on each rank (context parallelism {})", cp_size());
+  routing_record_ = choices_LTJ;
+  routing_force_ = force;
+}
+
 void ModelWorkspace::reset_routing() {
   for (auto& r : routing_) r.reset(int64_t(r.choices_N.size()));
   moe_scratch_.experts.exchange_seconds = 0;

@@ -112,15 +112,20 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t B, int64_t S,
 double moe_block_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w, const float* bias_N,
                          MoeActs& a, MoeScratch& s, const BatchShape& b, const float* x_TD, const float* r_prev_TR,
                          float* out_TD, const MoeLossOptions& loss, RoutingStats& stats, Comm* ep,
-                         const BlockLora* lora) {
+                         const BlockLora* lora, const RoutingReplay* replay) {
   const int64_t T = b.tokens(), D = c.hidden, N = c.router_slots(), J = c.top_k;
   // ---- router (spec §4) ----
   ZAYA_PROFILE_SCOPE("moe.fwd");
   const RouterWeights<float> rw = router_params<const float>(w);
   LoraRouterProducts products(c, precision, w, lora);
   RouterActs<float>& ra = a.router;
-  const RouterLosses losses =
-      router_forward<float>(rw, products, router_shape(c, T), x_TD, r_prev_TR, bias_N, ra, router_loss(loss, 1.0f));
+  RoutingReplay counts;
+  if (replay != nullptr) counts = {replay->recorded_TJ, replay->force};
+  const RouterLosses losses = router_forward<float>(rw, products, router_shape(c, T), x_TD, r_prev_TR, bias_N, ra,
+                                                    router_loss(loss, 1.0f), false, replay ? &counts : nullptr);
+  stats.replay_compared += double(counts.compared);
+  stats.replay_flips += double(counts.flips);
+  stats.replay_used_flips += double(counts.used_flips);
 
   // Routing statistics and optional balancing losses.
   for (int64_t i = 0; i < T * J; ++i)

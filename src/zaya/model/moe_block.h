@@ -45,9 +45,13 @@ struct RoutingStats {
   double entropy_sum = 0;         // sum over tokens of -sum_e p log p
   double tokens = 0;
   double aux_loss = 0, z_loss = 0;
+  // Routing replay (ops/routing.h RoutingReplay, docs/rl.md): token rows with a record, those whose router chose
+  // other slots than the record, and those whose routing used other slots than the record.
+  double replay_compared = 0, replay_flips = 0, replay_used_flips = 0;
   void reset(int64_t slots) {
     choices_N.assign(slots, 0.0);
     entropy_sum = tokens = aux_loss = z_loss = 0;
+    replay_compared = replay_flips = replay_used_flips = 0;
   }
 };
 
@@ -73,11 +77,13 @@ void carve_moe_scratch(MoeScratch& s, const ZayaConfig& c, int64_t batch, int64_
 // (null for the first). ep: expert-parallel group (null: one rank holds every expert). Adds this layer's routing counts
 // into stats; returns aux + z loss of the layer (0 if disabled). lora: the block's adapters (model/lora.h): its router
 // targets add their branches to the router's products, its expert targets to each expert's fc1 / fc2
-// (model/moe_experts.h); null: none.
+// (model/moe_experts.h); null: none. replay: recorded choices checked against the router's and, with force,
+// routed by (ops/routing.h; its counts are added into stats); the backward then follows the forced choices.
 double moe_block_forward(const ZayaConfig& c, const Precision& precision, const MoeWeights& w,
                          const float* balancing_bias_N, MoeActs& a, MoeScratch& s, const BatchShape& shape,
                          const float* x_TD, const float* r_prev_TR, float* out_TD, const MoeLossOptions& loss,
-                         RoutingStats& stats, Comm* ep, const BlockLora* lora = nullptr);
+                         RoutingStats& stats, Comm* ep, const BlockLora* lora = nullptr,
+                         const RoutingReplay* replay = nullptr);
 
 // Adds into dx_TD and g. Consumes s.eda_carry_TR (gradient of r from the next MoE
 // layer; zero it before the last layer) and leaves there the gradient for the previous one.

@@ -54,7 +54,7 @@ void RouterArrayProducts<T>::apply(RouterMatrix m, T* y_TO, const T* x_TI, int64
 template <typename T>
 RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& products, const RouterShape& s, const T* x_TD,
                             const T* r_prev_TR, const float* bias_N, RouterActs<T>& a, const RouterLossOptions& loss,
-                            bool serial) {
+                            bool serial, RoutingReplay* replay) {
   const int64_t Tn = s.tokens, D = s.hidden, R = s.width, N = s.slots, J = s.top_k;
   products.apply(RouterMatrix::kDown, a.r_TR, x_TD, Tn, D, R);
   add_bias(a.r_TR, w.down_b_R, Tn, R, serial);
@@ -86,6 +86,7 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
   SerialIf guard(serial);
   softmax_rows<T>(a.probs_TN, a.logits_TN, Tn, N);
   router_select<T>(a.choice_TJ, a.gate_TJ, a.probs_TN, bias_N, Tn, N, J, s.skip_slot);
+  if (replay != nullptr) replay_routing<T>(*replay, a.choice_TJ, a.gate_TJ, a.probs_TN, Tn, N, J);
   RouterLosses out;
   if (loss.switch_aux_coeff > 0)
     out.switch_aux = switch_aux_loss<T>(nullptr, a.probs_TN, a.choice_TJ, Tn, N, J, T(loss.switch_aux_coeff), T(1));
@@ -157,10 +158,10 @@ template class RouterArrayProducts<float>;
 template class RouterArrayProducts<double>;
 template RouterLosses router_forward<float>(const RouterWeights<float>&, RouterProducts<float>&, const RouterShape&,
                                             const float*, const float*, const float*, RouterActs<float>&,
-                                            const RouterLossOptions&, bool);
+                                            const RouterLossOptions&, bool, RoutingReplay*);
 template RouterLosses router_forward<double>(const RouterWeights<double>&, RouterProducts<double>&, const RouterShape&,
                                              const double*, const double*, const float*, RouterActs<double>&,
-                                             const RouterLossOptions&, bool);
+                                             const RouterLossOptions&, bool, RoutingReplay*);
 template void router_backward<float>(const Precision&, const RouterWeights<float>&, const RouterGrads<float>&,
                                      const RouterShape&, const RouterActs<float>&, RouterScratch<float>&, const float*,
                                      const float*, const float*, const float*, float*, float*, const RouterLossOptions&,

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "zaya/ops/precision.h"
+#include "zaya/ops/routing.h"
 
 namespace zaya {
 
@@ -137,11 +138,14 @@ class RouterBranches {
 // null (first MoE layer, or EDA off); EDA runs when it and w.states_scale_R
 // are both given. The products go through `products`; w's matrices are not
 // read. serial: run the element-wise steps on the calling thread (small
-// inference steps, see ops/serial_if.h). Returns the enabled losses' values.
+// inference steps, see ops/serial_if.h). replay: the recorded choices
+// checked against the selection and, with replay->force, routed by
+// (ops/routing.h, replay_routing) before the losses; null: none. Returns the
+// enabled losses' values.
 template <typename T>
 RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& products, const RouterShape& shape,
                             const T* x_TD, const T* r_prev_TR, const float* balancing_bias_N, RouterActs<T>& a,
-                            const RouterLossOptions& loss = {}, bool serial = false);
+                            const RouterLossOptions& loss = {}, bool serial = false, RoutingReplay* replay = nullptr);
 
 // Given dgate_TJ (the gates' gradient) and dr_next_TR (the gradient of a.r_TR
 // through the next MoE layer's EDA; null: none), adds into dx_TD and into

@@ -166,7 +166,7 @@ std::vector<std::vector<T>> cast_all(Params& p) {
 
 template <typename T>
 OpOut<T> run_op(const Case& k, Params& p, const Vec& x, const Vec* r_prev, const std::vector<float>& bias,
-                const RouterLossOptions& loss = {}, bool serial = false) {
+                const RouterLossOptions& loss = {}, bool serial = false, RoutingReplay* replay = nullptr) {
   const std::vector<std::vector<T>> w = cast_all<T>(p);
   const RouterWeights<T> rw = view<T>(w.data());
   RouterArrayProducts<T> products(Precision{}, rw);
@@ -175,7 +175,7 @@ OpOut<T> run_op(const Case& k, Params& p, const Vec& x, const Vec* r_prev, const
   OpOut<T> o = alloc_run<T>(k);
   RouterActs<T> a = o.acts();
   o.losses = router_forward<T>(rw, products, k.shape(), xt.data(), r_prev != nullptr ? rp.data() : nullptr, bias.data(),
-                               a, loss, serial);
+                               a, loss, serial, replay);
   return o;
 }
 
@@ -337,9 +337,37 @@ struct Scratch {
   }
 };
 
+// The backward of `o` for the loss value() = <gate, pgate> + <r, pr> (r goes on to the next layer) +
+// grad_scale * (aux + z), its x and weight gradients checked against finite differences of value(); dr_prev starts
+// at 7 (it is written, not added into).
+struct RouterGradients {
+  std::vector<Vec> g;
+  Vec dx, dr_prev;
+};
+
+template <typename Value>
+RouterGradients check_router_gradients(const Case& k, Params& p, Vec& x, const Vec* rp, const Vec& pgate, const Vec& pr,
+                                       OpOut<double>& o, const RouterLossOptions& loss, Value value) {
+  const char* names[9] = {"down", "down bias", "EDA scale", "norm", "mlp0", "mlp0 bias", "mlp2", "mlp2 bias", "mlp4"};
+  const std::vector<Vec> w = cast_all<double>(p);
+  RouterGradients out;
+  for (Vec* v : p.all()) out.g.emplace_back(v->size(), 0.0);
+  out.dx.assign(k.T * k.D, 0.0);
+  out.dr_prev.assign(k.T * k.R, 7.0);
+  Scratch scratch(k);
+  RouterScratch<double> sv = scratch.view();
+  router_backward<double>(Precision{}, view<double>(w.data()), grad_view(out.g), k.shape(), o.acts(), sv, x.data(),
+                          rp != nullptr ? rp->data() : nullptr, pgate.data(), pr.data(), out.dx.data(),
+                          out.dr_prev.data(), loss);
+  testing::expect_gradient("x", x, out.dx, value);
+  std::vector<Vec*> params = p.all();
+  for (int i = 0; i < 9; ++i)
+    if (!params[i]->empty()) testing::expect_gradient(names[i], *params[i], out.g[i], value);
+  return out;
+}
+
 TEST(Router, GradientsMatchFiniteDifferences) {
   const RouterLossOptions loss{0.3, 0.02, 0.5};
-  const char* names[9] = {"down", "down bias", "EDA scale", "norm", "mlp0", "mlp0 bias", "mlp2", "mlp2 bias", "mlp4"};
   for (const Case& k : cases()) {
     SCOPED_TRACE(::testing::Message() << "eda " << k.eda << " skip " << k.skip << " K " << k.K);
     Params p = random_params(k, 10);
@@ -354,25 +382,18 @@ TEST(Router, GradientsMatchFiniteDifferences) {
       return dot(o.gate, pgate) + dot(o.r, pr) + loss.grad_scale * (o.losses.switch_aux + o.losses.z);
     };
     OpOut<double> o = run_op<double>(k, p, x, rp, bias, loss);
-    const std::vector<Vec> w = cast_all<double>(p);
-    std::vector<Vec> g;
-    for (Vec* v : p.all()) g.emplace_back(v->size(), 0.0);
-    Vec dx(k.T * k.D, 0.0), dr_prev(k.T * k.R, 7.0);  // dr_prev is written, not added into
-    Scratch scratch(k);
-    RouterScratch<double> sv = scratch.view();
-    router_backward<double>(Precision{}, view<double>(w.data()), grad_view(g), k.shape(), o.acts(), sv, x.data(),
-                            rp != nullptr ? rp->data() : nullptr, pgate.data(), pr.data(), dx.data(), dr_prev.data(),
-                            loss);
-    testing::expect_gradient("x", x, dx, value);
-    std::vector<Vec*> params = p.all();
-    for (int i = 0; i < 9; ++i)
-      if (!params[i]->empty()) testing::expect_gradient(names[i], *params[i], g[i], value);
+    const RouterGradients grads = check_router_gradients(k, p, x, rp, pgate, pr, o, loss, value);
+    const Vec &dx = grads.dx, &dr_prev = grads.dr_prev;
+    const std::vector<Vec>& g = grads.g;
     if (k.eda) {
       testing::expect_gradient("r_prev", r_prev, dr_prev, value);
     } else {
       EXPECT_EQ(dr_prev, Vec(k.T * k.R, 0.0)) << "without EDA nothing flows to a previous layer";
     }
     // Training passes one buffer as dr_next and dr_prev: the same result.
+    const std::vector<Vec> w = cast_all<double>(p);
+    Scratch scratch(k);
+    RouterScratch<double> sv = scratch.view();
     Vec carry = pr, dx2(k.T * k.D, 0.0);
     std::vector<Vec> g2;
     for (Vec* v : p.all()) g2.emplace_back(v->size(), 0.0);
@@ -382,6 +403,59 @@ TEST(Router, GradientsMatchFiniteDifferences) {
     EXPECT_EQ(carry, dr_prev);
     EXPECT_EQ(dx2, dx);
     EXPECT_EQ(g2, g);
+  }
+}
+
+// Routing replay (ops/routing.h): forcing the router's own choices changes no
+// bit; forcing others routes by them with the gate p[forced slot], whose
+// gradient (and the losses', which see the forced choices) reaches every
+// router weight: finite differences of the replayed loss.
+TEST(Router, ReplayedRoutingGradientsMatchFiniteDifferences) {
+  const RouterLossOptions loss{0.3, 0.02, 0.5};
+  for (const Case& k : cases()) {
+    SCOPED_TRACE(::testing::Message() << "eda " << k.eda << " skip " << k.skip << " K " << k.K);
+    Params p = random_params(k, 10);
+    Vec x = random_vector(k.T * k.D, 20), r_prev = random_vector(k.T * k.R, 30);
+    Vec* rp = k.eda ? &r_prev : nullptr;
+    const std::vector<float> bias = zero_bias(k);
+    const OpOut<double> own = run_op<double>(k, p, x, rp, bias, loss);
+    // The router's own choices: the same bits, no flip.
+    RoutingReplay same{own.choice.data(), true};
+    const OpOut<double> again = run_op<double>(k, p, x, rp, bias, loss, false, &same);
+    EXPECT_EQ(again.choice, own.choice);
+    EXPECT_EQ(again.gate, own.gate);
+    EXPECT_EQ(again.probs, own.probs);
+    EXPECT_EQ(again.losses.switch_aux, own.losses.switch_aux);
+    EXPECT_EQ(same.compared, k.T);
+    EXPECT_EQ(same.flips, 0);
+    // Another record: each choice moved to the next slot, token 0 not recorded (its own choice stands).
+    std::vector<int32_t> record = own.choice;
+    for (int32_t& c : record)
+      if (c >= 0) c = int32_t((c + 1) % k.N);
+    std::fill(record.begin(), record.begin() + k.K, kNotRecorded);
+    RoutingReplay counted{record.data(), false};
+    const OpOut<double> unforced = run_op<double>(k, p, x, rp, bias, loss, false, &counted);
+    EXPECT_EQ(unforced.choice, own.choice);
+    EXPECT_EQ(counted.compared, k.T - 1);
+    EXPECT_EQ(counted.flips, k.T - 1);
+    EXPECT_EQ(counted.used_flips, k.T - 1);
+    RoutingReplay forced{record.data(), true};
+    OpOut<double> o = run_op<double>(k, p, x, rp, bias, loss, false, &forced);
+    EXPECT_EQ(forced.flips, k.T - 1);
+    EXPECT_EQ(forced.used_flips, 0);
+    for (int64_t i = 0; i < k.T * k.K; ++i) {
+      const int32_t want = i < k.K ? own.choice[i] : record[i];
+      EXPECT_EQ(o.choice[i], want) << i;
+      EXPECT_EQ(o.gate[i], want == kNoExpert ? 0.0 : o.probs[(i / k.K) * k.N + want]) << i;
+    }
+    ASSERT_GT(reference(k, p, x, rp, bias, 0, 0).margin, 1e-3) << "perturbations must not cross a tie at token 0";
+    const Vec pgate = random_vector(k.T * k.K, 40), pr = random_vector(k.T * k.R, 50);
+    auto value = [&] {
+      RoutingReplay f{record.data(), true};
+      const OpOut<double> v = run_op<double>(k, p, x, rp, bias, loss, false, &f);
+      return dot(v.gate, pgate) + dot(v.r, pr) + loss.grad_scale * (v.losses.switch_aux + v.losses.z);
+    };
+    check_router_gradients(k, p, x, rp, pgate, pr, o, loss, value);
   }
 }
 

@@ -45,6 +45,38 @@ void router_select(int32_t* choice_TJ, T* gate_TJ, const T* probs, const float* 
   }
 }
 
+namespace {
+
+// Whether two rows of top_k choices hold the same slots (in any order).
+bool same_choices(const int32_t* a, const int32_t* b, int64_t top_k) {
+  for (int64_t i = 0; i < top_k; ++i)
+    if (std::count(a, a + top_k, a[i]) != std::count(b, b + top_k, a[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+void replay_routing(RoutingReplay& r, int32_t* choice_TJ, T* gate_TJ, const T* probs, int64_t tokens, int64_t slots,
+                    int64_t top_k) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t* rec = r.recorded_TJ + t * top_k;
+    if (rec[0] == kNotRecorded) continue;
+    int32_t* choice = choice_TJ + t * top_k;
+    const bool same = same_choices(choice, rec, top_k);
+    ++r.compared;
+    r.flips += same ? 0 : 1;
+    if (r.force && !same)
+      for (int64_t k = 0; k < top_k; ++k) {
+        ZAYA_CHECK(rec[k] == kNoExpert || (rec[k] >= 0 && rec[k] < slots),
+                   "routing record: choice {} of token {} is not a slot of {} (nor {})", rec[k], t, slots, kNoExpert);
+        choice[k] = rec[k];
+        gate_TJ[t * top_k + k] = rec[k] == kNoExpert ? T(0) : probs[t * slots + rec[k]];
+      }
+    r.used_flips += same_choices(choice, rec, top_k) ? 0 : 1;
+  }
+}
+
 template <typename T>
 void softmax_rows_backward(T* dx, const T* dp, const T* p, int64_t rows, int64_t n) {
 #pragma omp parallel for schedule(static) if (rows * n > 8192)
@@ -105,6 +137,8 @@ T router_z_loss(T* dlogits, const T* logits, const T* probs, int64_t tokens, int
 
 template void router_select<float>(int32_t*, float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t);
 template void router_select<double>(int32_t*, double*, const double*, const float*, int64_t, int64_t, int64_t, int64_t);
+template void replay_routing<float>(RoutingReplay&, int32_t*, float*, const float*, int64_t, int64_t, int64_t);
+template void replay_routing<double>(RoutingReplay&, int32_t*, double*, const double*, int64_t, int64_t, int64_t);
 template void softmax_rows_backward<float>(float*, const float*, const float*, int64_t, int64_t);
 template void softmax_rows_backward<double>(double*, const double*, const double*, int64_t, int64_t);
 template float switch_aux_loss<float>(float*, const float*, const int32_t*, int64_t, int64_t, int64_t, float, float);

@@ -19,6 +19,12 @@ class RolloutBatches : public BatchSource {
  public:
   // `micro` rows of `seq` positions per micro-batch, `accum` micro-batches.
   RolloutBatches(int64_t micro, int64_t seq, int64_t accum);
+  // Keep the samples' routing records (RolloutSample::routing) as the
+  // trainer's layout: per micro-batch [layers, micro x seq, top_k], the record
+  // of input position t at row position t, kNotRecorded on the padding
+  // (ModelWorkspace::set_routing_record); a sample without a record
+  // (rl.sample_with_trainer) leaves its row kNotRecorded.
+  void keep_routing(int64_t layers, int64_t top_k);
   // Fails (internal error) when a sample does not fit a row or there are more samples than rows.
   void fill(const std::vector<RolloutSample>& samples, const std::vector<float>& advantages);
   void reset() { cursor_ = 0; }
@@ -38,11 +44,18 @@ class RolloutBatches : public BatchSource {
   const float* advantages() const { return adv_.data(); }
   const float* decoder_logprobs() const { return decoder_.data(); }
   int64_t real_tokens() const { return real_tokens_; }  // input positions holding a sample's token
+  // Micro-batch a's routing records (keep_routing), or null when they are not kept.
+  const int32_t* routing(int64_t a) const {
+    return routing_.empty() ? nullptr : routing_.data() + a * layers_ * micro_ * seq_ * top_k_;
+  }
 
  private:
+  void place_routing(size_t j, const RolloutSample& s, int64_t inputs);
   int64_t micro_, seq_, accum_, cursor_ = 0, real_tokens_ = 0;
   std::vector<int32_t> ids_, targets_;
   std::vector<float> adv_, decoder_;
+  int64_t layers_ = 0, top_k_ = 0;
+  std::vector<int32_t> routing_;  // [accum, layers, micro x seq, top_k]
 };
 
 }  // namespace zaya

@@ -20,6 +20,7 @@
 #include "zaya/rl/grpo.h"
 #include "zaya/rl/reward.h"
 #include "zaya/rl/rl_batch.h"
+#include "zaya/rl/trainer_sampler.h"
 #include "zaya/train/final_weights.h"
 #include "zaya/train/job_start.h"
 #include "zaya/train/step_numerics.h"
@@ -50,6 +51,23 @@ void target_logprobs(const ModelWorkspace& ws, const int32_t* targets, int64_t r
   for (int64_t t = 0; t < rows; ++t) out[t] = targets[t] >= 0 ? -loss[t] : 0.0f;
 }
 
+// Routing replay's counts over the MoE layers since the workspace's last reset_routing() (docs/rl.md).
+struct RoutingFlips {
+  double compared = 0, flips = 0, used = 0;
+  double rate() const { return compared > 0 ? flips / compared : 0.0; }
+  double used_rate() const { return compared > 0 ? used / compared : 0.0; }
+};
+
+RoutingFlips routing_flips(ModelWorkspace& ws) {
+  RoutingFlips f;
+  for (const RoutingStats& s : ws.routing()) {
+    f.compared += s.replay_compared;
+    f.flips += s.replay_flips;
+    f.used += s.replay_used_flips;
+  }
+  return f;
+}
+
 }  // namespace
 
 // The job's state (named outside the anonymous namespace: its member lambdas go into std::function).
@@ -67,6 +85,7 @@ class RlRun {
   double evaluate(int64_t step);
   std::vector<const RlPrompt*> next_prompts();
   RlStepRecord step(int64_t step);
+  std::vector<RolloutSample> rollout(const std::vector<const RlPrompt*>& prompts, uint64_t seed, RolloutStats& rs);
   void reference_logprobs();
   void save_outputs(RlSummary& s);
 
@@ -121,6 +140,7 @@ RlRun::RlRun(TrainConfig config, const RlJobOptions& options)
   if (!config_.init_from.empty()) load_init_weights(config_, numerics_->model());
   const RunConfig& run = config_.run;
   batches_ = std::make_unique<RolloutBatches>(run.micro_batch, run.seq_len, run.grad_accum);
+  batches_->keep_routing(config_.model.num_blocks, config_.model.top_k);  // routing replay and the flip rate
   const size_t positions = size_t(batches_->positions());
   old_.assign(positions, 0.0f);
   weights_.assign(positions, 0.0f);
@@ -227,30 +247,52 @@ void RlRun::reference_logprobs() {
   model.set_lora(adapters);
 }
 
+std::vector<RolloutSample> RlRun::rollout(const std::vector<const RlPrompt*>& prompts, uint64_t seed,
+                                          RolloutStats& rs) {
+  if (!rl_.sample_with_trainer)
+    return run_rollout(*decoder_of(*numerics_, config_), tok_, prompts, rl_.group_size, sampling_, seed, &rs);
+  // The trainer's own forward of the step's rows (docs/rl.md "Parity"): its bf16 copy current, dropout off.
+  const RunConfig& run = config_.run;
+  const RowsForward forward = [&](int64_t, const int32_t* ids) -> const float* {
+    numerics_->forward_only(ids, nullptr, run.micro_batch, run.seq_len);
+    return numerics_->workspace().logits();
+  };
+  const TrainerRows rows{run.micro_batch, run.seq_len, run.grad_accum, config_.model.vocab_size,
+                         config_.model.real_vocab_size};
+  return sample_with_trainer(forward, rows, tok_, prompts, rl_.group_size, sampling_, seed, &rs);
+}
+
 RlStepRecord RlRun::step(int64_t step) {
   const RunConfig& run = config_.run;
   const int64_t B = run.micro_batch, S = run.seq_len, G = rl_.group_size;
   const double t0 = now_seconds();
   const std::vector<const RlPrompt*> prompts = next_prompts();
   RolloutStats rs;
-  const std::unique_ptr<InferModel> im = decoder_of(*numerics_, config_);
   const uint64_t seed = config_.run.seed * 0x9E3779B97F4A7C15ull + uint64_t(step) * uint64_t(prompts.size() * G);
-  const std::vector<RolloutSample> samples = run_rollout(*im, tok_, prompts, G, sampling_, seed, &rs);
+  const std::vector<RolloutSample> samples = rollout(prompts, seed, rs);
   const double t1 = now_seconds();
   const std::vector<double> rewards = rewards_of(rl_, samples, G);
   const double t2 = now_seconds();
   batches_->fill(samples, group_advantages(rewards, G, rl_.std_normalize));
-  // The old policy: the trainer's forward of the same micro-batches as the update's.
+  // The old policy: the trainer's forward of the same micro-batches as the update's (routed by the decoder's
+  // experts with rl.routing_replay), counting where its routers differ from the decoder's (docs/rl.md).
+  ModelWorkspace& tws = numerics_->workspace();
+  tws.reset_routing();
   for (int64_t a = 0; a < batches_->accum(); ++a) {
     const int64_t at = a * B * S;
+    tws.set_routing_record(batches_->routing(a), rl_.routing_replay);
     numerics_->forward_only(batches_->ids() + at, batches_->targets() + at, B, S);
     target_logprobs(numerics_->workspace(), batches_->targets() + at, B * S, old_.data() + at);
   }
+  const RoutingFlips flips = routing_flips(tws);
+  tws.set_routing_record(nullptr, false);
   if (ref_ws_) reference_logprobs();
   // The decoder against the trainer on the sampled tokens (the loss uses the trainer's: docs/rl.md "Parity").
   double dec_max = 0, dec_kl = 0, dec_rmin = 1e300, dec_rmax = -1e300, targets = 0;
+  int64_t dec_differ = 0;  // sampled tokens whose rollout log-probability differs in any bit from the trainer's
   for (int64_t t = 0; t < batches_->positions(); ++t) {
     if (batches_->targets()[t] < 0) continue;
+    dec_differ += std::memcmp(&old_[size_t(t)], batches_->decoder_logprobs() + t, sizeof(float)) != 0 ? 1 : 0;
     const double d = double(old_[size_t(t)]) - double(batches_->decoder_logprobs()[t]);
     dec_max = std::max(dec_max, std::fabs(d));
     dec_kl += std::exp(d) - d - 1.0;
@@ -280,11 +322,17 @@ RlStepRecord RlRun::step(int64_t step) {
     all.add(s);
     return weights_.data() + at;
   };
+  const StepNumerics::MicroBatchHook replay = [&](int64_t a, ModelWorkspace& w) {
+    w.set_routing_record(batches_->routing(a), rl_.routing_replay);
+  };
   StepResult r;
+  RoutingFlips update_flips;
   for (update = 0; update < rl_.updates_per_rollout; ++update) {
     batches_->reset();
     r = StepResult{};
-    numerics_->compute_gradients(*batches_, r, &weigh);
+    numerics_->compute_gradients(*batches_, r, &weigh, &replay);
+    if (update == 0) update_flips = routing_flips(tws);
+    tws.set_routing_record(nullptr, false);
     numerics_->reduce_totals(r);
     const double lr_scale = lr_multiplier(config_.schedule, optimizer_steps_++);
     r.lr = config_.optim.lr * lr_scale;
@@ -317,6 +365,12 @@ RlStepRecord RlRun::step(int64_t step) {
       {"decoder_kl", targets > 0 ? dec_kl / targets : 0.0},
       {"decoder_ratio_min", dec_rmin},
       {"decoder_ratio_max", dec_rmax},
+      {"rollout_logp_mismatches", dec_differ},
+      {"routing_replay", rl_.routing_replay},
+      {"flip_rate", flips.rate()},
+      {"routed_flip_rate", flips.used_rate()},
+      {"update_routed_flip_rate", update_flips.used_rate()},
+      {"routing_choices", int64_t(flips.compared)},
       {"rollout_tokens_per_s", rs.seconds > 0 ? double(rs.generated_tokens) / rs.seconds : 0.0},
       {"update_tokens_per_s", t4 > t3 ? double(batches_->real_tokens() * rl_.updates_per_rollout) / (t4 - t3) : 0.0},
       {"rollout_seconds", t1 - t0},
@@ -327,10 +381,11 @@ RlStepRecord RlRun::step(int64_t step) {
   if (!options_.quiet && (step == 1 || step % run.log_every == 0 || step == run.steps))
     fmt::print(
         "step {:>5}/{} | reward {:.3f} ± {:.3f} | len {:.1f} | kl {:.2e} | clip {:.3f} | entropy {:.3f} | "
-        "decoder |dlogp| {:.1e} | rollout {:.0f} tok/s | update {:.0f} tok/s\n",
+        "decoder |dlogp| {:.1e} | flips {:.1e}{} | rollout {:.0f} tok/s | update {:.0f} tok/s\n",
         step, run.steps, mean, std::sqrt(var), len, ref_ws_ ? first.kl_sum / n : 0.0,
-        all.clipped / std::max(all.tokens, 1.0), first.entropy_sum / n, dec_max,
-        out.j["rollout_tokens_per_s"].get<double>(), out.j["update_tokens_per_s"].get<double>());
+        all.clipped / std::max(all.tokens, 1.0), first.entropy_sum / n, dec_max, flips.rate(),
+        rl_.routing_replay ? " (replayed)" : "", out.j["rollout_tokens_per_s"].get<double>(),
+        out.j["update_tokens_per_s"].get<double>());
   return out;
 }
 

@@ -13,6 +13,14 @@ std::string cut_at_stop(const std::string& text, const std::vector<std::string>&
   return text.substr(0, end);
 }
 
+bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, const std::vector<std::string>& stops) {
+  if (stops.empty()) return false;
+  const std::string text = tok.decode(tokens);
+  for (const std::string& stop : stops)
+    if (!stop.empty() && text.find(stop) != std::string::npos) return true;
+  return false;
+}
+
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tok,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
                                        const RolloutSettings& s, uint64_t seed, RolloutStats* stats) {
@@ -29,22 +37,20 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
       r.stop_ids = s.stop_ids;
       longest = std::max(longest, int64_t(p->ids.size()) + s.max_new_tokens);
       requests.push_back(std::move(r));
-      samples.push_back({p, {}, {}, {}});
+      samples.push_back({p, {}, {}, {}, {}});
     }
   GeneratorOptions o;
   o.max_batch = std::max<int64_t>(1, int64_t(requests.size()));
   o.max_context = longest;
   o.bf16_activations = s.bf16_activations;
   o.logprobs = true;
+  o.routing = true;
   // Stop strings: the decoded text so far, checked as each token arrives.
   std::vector<std::vector<int32_t>> so_far(requests.size());
   const TokenCallback on_token = [&](size_t r, int32_t id) {
     if (s.stop_strings.empty()) return true;
     so_far[r].push_back(id);
-    const std::string text = tok.decode(so_far[r]);
-    for (const std::string& stop : s.stop_strings)
-      if (!stop.empty() && text.find(stop) != std::string::npos) return false;
-    return true;
+    return !completes_stop(tok, so_far[r], s.stop_strings);
   };
   GenerationStats gs;
   const double t0 = now_seconds();
@@ -52,6 +58,7 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   for (size_t k = 0; k < results.size(); ++k) {
     samples[k].tokens = std::move(results[k].tokens);
     samples[k].logprobs = std::move(results[k].logprobs);
+    samples[k].routing = std::move(results[k].routing);
     samples[k].text = cut_at_stop(tok.decode(samples[k].tokens), s.stop_strings);
   }
   if (stats != nullptr) {

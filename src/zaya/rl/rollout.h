@@ -4,7 +4,8 @@
 // admission and finish rule), with stop ids, stop strings (checked on the
 // decoded text as each token arrives: the sample ends at the token that
 // completes one) and the decoder's own log-probability of every sampled
-// token (GeneratorOptions::logprobs).
+// token (GeneratorOptions::logprobs), and the experts it routed each fed
+// token to (GeneratorOptions::routing).
 
 #include <cstdint>
 #include <string>
@@ -29,7 +30,10 @@ struct RolloutSample {
   const RlPrompt* prompt = nullptr;
   std::vector<int32_t> tokens;  // generated ids (the stop id or the token completing a stop string included)
   std::vector<float> logprobs;  // the decoder's log p of each
-  std::string text;             // decoded, cut before the first stop string
+  // The decoder's expert choices for each token it fed, the prompt's then the completion's but the last,
+  // [fed tokens, MoE blocks, top_k] (GenerationResult::routing): the record routing replay uses (docs/rl.md).
+  std::vector<int32_t> routing;
+  std::string text;  // decoded, cut before the first stop string
 };
 
 struct RolloutStats {
@@ -43,6 +47,10 @@ struct RolloutStats {
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tokenizer,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
                                        const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr);
+
+// Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
+bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
+                    const std::vector<std::string>& stops);
 
 // The text before the first of `stops` in `text` (the earliest start), or all of it.
 std::string cut_at_stop(const std::string& text, const std::vector<std::string>& stops);

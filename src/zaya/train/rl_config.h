@@ -42,6 +42,8 @@ struct RlConfig {
   double kl_coef = 0.0;                 // KL penalty to the frozen reference (with LoRA: the base)
   bool std_normalize = true;            // divide the group-centred rewards by the group's std (GRPO); false: Dr. GRPO
   int64_t updates_per_rollout = 1;      // optimizer steps on each rollout (1: on-policy)
+  bool routing_replay = false;          // the trainer routes by the decoder's recorded experts (docs/rl.md)
+  bool sample_with_trainer = false;     // sample from the trainer's forward: rollout log-probs bitwise the trainer's
 };
 
 }  // namespace zaya

@@ -93,7 +93,8 @@ LossParts StepNumerics::forward_only(const int32_t* ids, const int32_t* targets,
   return model_forward(*model_, *workspace_, ids, targets, B, S, config_.router_losses);
 }
 
-void StepNumerics::compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh) {
+void StepNumerics::compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh,
+                                     const MicroBatchHook* before_forward) {
   const RunConfig& run = config_.run;
   if (!grads_zeroed_) {
     ZAYA_PROFILE_SCOPE("train.zero_grads");
@@ -128,6 +129,7 @@ void StepNumerics::compute_gradients(BatchSource& data, StepResult& r, const Tok
           uint64_t(mesh_.data_rank());
       workspace_->set_lora_dropout(true, config_.run.seed, pass);
     }
+    if (before_forward != nullptr) (*before_forward)(a, *workspace_);
     LossParts parts;
     {
       ZAYA_PROFILE_SCOPE("model.forward");

@@ -100,14 +100,20 @@ class StepNumerics {
   // holds that forward's per-token cross-entropy, logits() its logits); it
   // returns the per-token weights of that backward's cross-entropy term
   // (ModelWorkspace::set_token_weights; null: 1). Needs train.loss_chunk = 0.
+  // before_forward (RL routing replay, docs/rl.md): called before each
+  // micro-batch's forward with its index and the workspace (to set what that
+  // forward and its backward read, ModelWorkspace::set_routing_record).
   using TokenWeigher = std::function<const float*(int64_t micro, const ModelWorkspace& ws)>;
-  void compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh = nullptr);
+  using MicroBatchHook = std::function<void(int64_t micro, ModelWorkspace& ws)>;
+  void compute_gradients(BatchSource& data, StepResult& r, const TokenWeigher* weigh = nullptr,
+                         const MicroBatchHook* before_forward = nullptr);
   // A forward alone of one micro-batch (B x S, B <= train.micro_batch) in the
   // step's workspace, the bf16 copy current, LoRA dropout off: the same
   // kernels, and for the same batch the same bits, as compute_gradients'
   // forward (with a LoRA dropout of 0). The workspace holds its results.
   LossParts forward_only(const int32_t* ids, const int32_t* targets, int64_t B, int64_t S);
   const ModelWorkspace& workspace() const { return *workspace_; }
+  ModelWorkspace& workspace() { return *workspace_; }
   // Seconds of the last compute_gradients spent waiting for other ranks
   // (exposed gradient reduction, expert exchanges).
   double communication_wait_seconds() const;

@@ -126,6 +126,8 @@ const std::vector<TrainField>& fields() {
       {"rl", "kl_coef", ZAYA_MEMBER(rl.kl_coef), 0.0, 1e6},
       {"rl", "std_normalize", ZAYA_MEMBER(rl.std_normalize)},
       {"rl", "updates_per_rollout", ZAYA_MEMBER(rl.updates_per_rollout), 1, 4096},
+      {"rl", "routing_replay", ZAYA_MEMBER(rl.routing_replay)},
+      {"rl", "sample_with_trainer", ZAYA_MEMBER(rl.sample_with_trainer)},
   };
   return f;
 }
