@@ -94,9 +94,8 @@ def write_quantized(model, src, dst, fmt, per_expert=False):
                     parts.setdefault(k, []).append(v)
         for k, vs in parts.items():
             tensors[f"{name}.{k}"] = torch.stack(vs).contiguous()
-        deq_by_name[name] = torch.stack(deq)
         with torch.no_grad():
-            model.get_parameter(name).copy_(deq_by_name[name])
+            model.get_parameter(name).copy_(torch.stack(deq))
     save_file(tensors, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(dst, "config.json")) as f:
         cfg = json.load(f)
