@@ -187,6 +187,7 @@ def check_export(float_dir, seqs):
     source = load_file(os.path.join(float_dir, "model.safetensors"))
     model = h.make_hf_model("8b", VOCAB, seed=5)
     total_codes = 0
+    deq_by_name = {}
     for name in [n for n in source if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
         packed, scale = written[name + ".weight_packed"], written[name + ".weight_scale"]
         deq = []
@@ -198,8 +199,9 @@ def check_export(float_dir, seqs):
                 h.fail(f"export: {name}[{e}]: zaya's MXFP4 bytes differ from compressed-tensors' for the same weights "
                        f"({int((lib['weight_packed'] != packed[e]).sum())} packed bytes)")
             total_codes += packed[e].numel()
+        deq_by_name[name] = torch.stack(deq)
         with torch.no_grad():
-            model.get_parameter(name).copy_(torch.stack(deq))
+            model.get_parameter(name).copy_(deq_by_name[name])
     got = h.zaya_logits(ZAYA, d, seqs, WORK)
     worst = worst_diff(model, got, seqs)
     if not worst <= 1e-5:
@@ -208,6 +210,49 @@ def check_export(float_dir, seqs):
     print(f"ok: export: `zaya ckpt export --experts mxfp4` read back by compressed-tensors ({scheme.format or qc.format}):"
           f" its decompress gives zaya's logits within {worst:.2g}; all {total_codes} packed bytes and every scale "
           f"equal to the library's own compression of the same weights")
+    check_gguf(d, float_dir, deq_by_name, model, seqs)
+
+
+def check_gguf(mxfp4_dir, float_dir, deq_by_name, model, seqs):
+    """zaya ckpt export --format gguf --experts mxfp4: the stacked expert tensors as ggml's MXFP4 (type 39, what
+    gguf-py and llama.cpp name it; general.file_type 38, MOSTLY_MXFP4_MOE), which gguf-py's own dequantize reads as
+    exactly the values compressed-tensors' decompress gives of the safetensors export, from the MXFP4 directory and
+    from the float one; zaya loads the file back to transformers' logits over those values."""
+    import numpy as np
+    from gguf import GGMLQuantizationType as T, GGUFReader, quants
+    for src, label in ((mxfp4_dir, "the MXFP4 directory"), (float_dir, "the float directory")):
+        g = os.path.join(WORK, f"experts-{os.path.basename(src)}.gguf")
+        h.run([ZAYA, "ckpt", "export", "--in", src, "--out", g, "--experts", "mxfp4"])
+        r = GGUFReader(g)
+        tensors = {t.name: t for t in r.tensors}
+        ftype = r.fields["general.file_type"]
+        if ftype.parts[ftype.data[0]][0] != 38:
+            h.fail(f"gguf: {g}: general.file_type is {ftype.parts[ftype.data[0]][0]}, not 38 (MOSTLY_MXFP4_MOE)")
+        checked = 0
+        for name, want in deq_by_name.items():
+            layer = int(name.split(".")[2])
+            rows = want.shape[1] // 2
+            parts = ({"gate": want[:, :rows], "up": want[:, rows:]} if name.endswith("gate_up_proj")
+                     else {"down": want})
+            for part, w in parts.items():
+                t = tensors[f"blk.{layer}.ffn_{part}_exps.weight"]
+                if t.tensor_type != T.MXFP4:
+                    h.fail(f"gguf: {t.name} is {t.tensor_type.name}, not MXFP4")
+                got = quants.dequantize(t.data, t.tensor_type).reshape(w.shape)
+                if not np.array_equal(got, w.numpy()):
+                    h.fail(f"gguf ({label}): gguf-py's dequantize of {t.name} differs from compressed-tensors' "
+                           f"decompress in {int((got != w.numpy()).sum())} of {got.size} values")
+                checked += got.size
+        others = {t.tensor_type.name for n, t in tensors.items() if "_exps" not in n}
+        if others != {"F32"}:
+            h.fail(f"gguf: the non-expert tensors are {others}, not F32 (--dtype f32)")
+        got = h.zaya_logits(ZAYA, g, seqs, WORK)
+        worst = worst_diff(model, got, seqs)
+        if not worst <= 1e-5:
+            h.fail(f"gguf ({label}): zaya's logits of its MXFP4 GGUF differ from transformers' by {worst:.3g}")
+        print(f"ok: gguf ({label}): `ckpt export --experts mxfp4` to GGUF: {checked} expert weights as MXFP4 that "
+              f"gguf-py's dequantize reads exactly as compressed-tensors' decompress of the safetensors export; "
+              f"zaya loads the file back within {worst:.2g} of transformers")
 
 
 def main():

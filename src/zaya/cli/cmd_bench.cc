@@ -34,9 +34,11 @@ void print_bench_train(const BenchTrainResult& res) {
       res.setup.loss_chunk > 0 ? fmt::format("logits {} rows at a time", res.setup.loss_chunk) : "all logits at once",
       res.workspace_bytes / 1e6, res.activation_bytes / 1e6, res.peak_rss_bytes / 1e6);
   fmt::print(
-      "  parameters (rank 0){}: float32 {:.1f} MB, bf16 {:.1f} MB, base gradients {:.1f} MB; start-up {:.1f} s, "
+      "  parameters (rank 0){}: float32 {:.1f} MB, bf16 {:.1f} MB{}, base gradients {:.1f} MB; start-up {:.1f} s, "
       "first step {:.2f} s\n",
       res.setup.lora ? ", LoRA" : "", res.setup.f32_param_bytes / 1e6, res.setup.bf16_param_bytes / 1e6,
+      res.setup.quant_param_bytes > 0 ? fmt::format(", quantized experts {:.1f} MB", res.setup.quant_param_bytes / 1e6)
+                                      : "",
       res.setup.base_gradient_bytes / 1e6, res.setup.startup_seconds, res.first_step_seconds);
   if (res.ranks.size() > 1) {
     fmt::print(

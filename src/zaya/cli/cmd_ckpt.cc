@@ -174,8 +174,8 @@ void add_ckpt_command(CLI::App& app) {
   ex->add_option("--tokenizer", o->tokenizer,
                  "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
   ex->add_option("--experts", o->experts,
-                 "mxfp4: the routed experts in compressed-tensors' mxfp4-pack-quantized layout (--layout native; "
-                 "docs/formats.md, Quantized experts)")
+                 "mxfp4: the routed experts in compressed-tensors' mxfp4-pack-quantized layout (--layout native), "
+                 "or in a GGUF file as ggml's MXFP4 (docs/formats.md, Quantized experts)")
       ->check(CLI::IsMember({"mxfp4"}));
   ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
   ex->add_option("--lora", o->lora,

@@ -28,6 +28,14 @@ uint8_t float_to_e4m3(float f) {
   return uint8_t(sign | std::min<uint32_t>(code, 0x7e));
 }
 
+void quantize_fp8_channel_row(const float* x, int64_t n, uint8_t* dst) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float scale = amax > 0 ? amax / 448.0f : 1.0f;
+  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_e4m3(x[i] / scale);
+  for (int64_t g = 0; g * kFp8ScaleGroup < n; ++g) std::memcpy(dst + n + 4 * g, &scale, 4);
+}
+
 void dequantize_fp8_row(const uint8_t* src, int64_t n, float* dst) {
   const uint8_t* scales = src + n;
   for (int64_t g = 0; g * kFp8ScaleGroup < n; ++g) {

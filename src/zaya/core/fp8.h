@@ -28,6 +28,9 @@ float e4m3_to_float(uint8_t code);
 uint8_t float_to_e4m3(float f);
 inline bool e4m3_is_nan(uint8_t code) { return (code & 0x7f) == 0x7f; }
 
+// n floats into a row in the layout above with one scale for the whole row (compressed-tensors' `float-quantized`
+// channel strategy): scale = amax / 448 (1 for an all-zero row), each value the nearest E4M3 code of x / scale.
+void quantize_fp8_channel_row(const float* x, int64_t n, uint8_t* dst);
 // A row of n values in the layout above into n floats.
 void dequantize_fp8_row(const uint8_t* src, int64_t n, float* dst);
 

@@ -65,4 +65,26 @@ void dequantize_mxfp4_row(const uint8_t* src, int64_t n, float* dst) {
   }
 }
 
+void mxfp4_row_to_ggml(const uint8_t* row, int64_t n, uint8_t* blocks) {
+  const uint8_t* scales = row + n / 2;
+  for (int64_t b = 0; b < n / kMxBlock; ++b) {
+    const uint8_t* q = row + b * kMxBlock / 2;  // element 2i low, 2i + 1 high
+    uint8_t* out = blocks + b * kGgmlMxfp4BlockBytes;
+    out[0] = scales[b];
+    auto code = [q](int64_t i) { return uint8_t((q[i / 2] >> (4 * (i % 2))) & 15); };
+    for (int64_t j = 0; j < kMxBlock / 2; ++j) out[1 + j] = uint8_t(code(j) | (code(j + kMxBlock / 2) << 4));
+  }
+}
+
+void mxfp4_row_from_ggml(const uint8_t* blocks, int64_t n, uint8_t* row) {
+  uint8_t* scales = row + n / 2;
+  for (int64_t b = 0; b < n / kMxBlock; ++b) {
+    const uint8_t* in = blocks + b * kGgmlMxfp4BlockBytes;
+    uint8_t* q = row + b * kMxBlock / 2;
+    scales[b] = in[0];
+    auto code = [in](int64_t i) { return uint8_t(i < kMxBlock / 2 ? in[1 + i] & 15 : in[1 + i - kMxBlock / 2] >> 4); };
+    for (int64_t i = 0; i < kMxBlock / 2; ++i) q[i] = uint8_t(code(2 * i) | (code(2 * i + 1) << 4));
+  }
+}
+
 }  // namespace zaya

@@ -36,4 +36,15 @@ void quantize_mxfp4_row(const float* x, int64_t n, uint8_t* dst);
 // A row of n values in the layout above into n floats.
 void dequantize_mxfp4_row(const uint8_t* src, int64_t n, float* dst);
 
+// ggml's MXFP4 (GGML_TYPE_MXFP4 = 39, block_mxfp4 of ggml-common.h; gguf-py's
+// quants.MXFP4): blocks of 32 values in 17 bytes, the E8M0 scale byte first,
+// then 16 bytes whose byte j holds element j in its low nibble and element
+// j + 16 in its high nibble (not compressed-tensors' even/odd pairs); the
+// same E2M1 codes and the same value e2m1 * 2^(u - 127).
+inline constexpr int64_t kGgmlMxfp4BlockBytes = 17;
+// A row of n values in the layout above (n a multiple of 32) as n / 32 ggml
+// blocks, and back: the same codes and scales, bit for bit.
+void mxfp4_row_to_ggml(const uint8_t* row, int64_t n, uint8_t* blocks);
+void mxfp4_row_from_ggml(const uint8_t* blocks, int64_t n, uint8_t* row);
+
 }  // namespace zaya

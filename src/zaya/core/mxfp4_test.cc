@@ -80,5 +80,28 @@ TEST(Fp8, RowScalesPer128Columns) {
   EXPECT_EQ(x[159], 3.0f);
 }
 
+// ggml's block_mxfp4: scale byte first, then byte j = element j (low nibble) | element j + 16 (high nibble).
+TEST(Mxfp4, GgmlBlocksRegroupTheSameCodes) {
+  const int64_t n = 64;
+  std::vector<uint8_t> row(size_t(mxfp4_row_bytes(n)));
+  for (int64_t i = 0; i < n / 2; ++i) row[size_t(i)] = uint8_t((i * 7 + 3) & 0xff);  // codes: any nibbles
+  row[size_t(n / 2)] = 120;
+  row[size_t(n / 2 + 1)] = 131;
+  std::vector<uint8_t> blocks(size_t(n / kMxBlock * kGgmlMxfp4BlockBytes));
+  mxfp4_row_to_ggml(row.data(), n, blocks.data());
+  auto code = [&](int64_t i) { return (row[size_t(i / 2)] >> (4 * (i % 2))) & 15; };  // compressed-tensors pairs
+  for (int64_t b = 0; b < 2; ++b) {
+    const uint8_t* blk = blocks.data() + b * kGgmlMxfp4BlockBytes;
+    EXPECT_EQ(blk[0], b == 0 ? 120 : 131);
+    for (int64_t j = 0; j < 16; ++j) {
+      EXPECT_EQ(blk[1 + j] & 15, code(b * 32 + j)) << b << " " << j;
+      EXPECT_EQ(blk[1 + j] >> 4, code(b * 32 + j + 16)) << b << " " << j;
+    }
+  }
+  std::vector<uint8_t> back(row.size());
+  mxfp4_row_from_ggml(blocks.data(), n, back.data());
+  EXPECT_EQ(back, row);
+}
+
 }  // namespace mxfp4_test
 }  // namespace zaya

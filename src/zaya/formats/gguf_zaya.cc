@@ -32,6 +32,11 @@ std::vector<ZayaGgufFile::LegacyTensor> legacy_tensors_of(const ZayaConfig& conf
 void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& tensors, const std::string& path,
                      const GgufSaveOptions& options) {
   const GgmlType dtype = zaya_gguf_dtype(options.dtype);
+  ZAYA_CHECK(options.experts.empty() || options.experts == "mxfp4", "GGUF experts '{}' are invalid; allowed: mxfp4",
+             options.experts);
+  ZAYA_CHECK(options.experts.empty() || (config.hidden % 32 == 0 && config.expert_ffn % 32 == 0),
+             "{}: MXFP4 experts need hidden and expert_ffn multiples of 32 (this model: {}, {})", path, config.hidden,
+             config.expert_ffn);
   std::unordered_map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : tensors) {
     if (config.tie_word_embeddings && t.name == "lm_head.weight") continue;  // tied (spec §6.1)
@@ -61,7 +66,8 @@ void write_zaya_gguf(const ZayaConfig& config, const std::vector<NamedTensor>& t
       keep_f32 = keep_f32 || src.always_f32;
       pieces.emplace_back(src.data + s.first, static_cast<size_t>(s.count));
     }
-    w.add_f32_pieces(t.name, t.shape, std::move(pieces), keep_f32 ? GgmlType::kF32 : zaya_gguf_tensor_type(t, dtype));
+    w.add_f32_pieces(t.name, t.shape, std::move(pieces),
+                     keep_f32 ? GgmlType::kF32 : zaya_gguf_tensor_type(t, dtype, options.experts == "mxfp4"));
   }
   w.write(path);
 }

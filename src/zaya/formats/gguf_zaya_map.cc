@@ -31,7 +31,8 @@ constexpr const char* kRopeFreqBaseSwa = "zaya.rope.freq_base_swa";
 constexpr const char* kRopeFreqBaseSwa64 = "zaya.rope.freq_base_swa_f64";
 
 // llama_ftype values for general.file_type.
-constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyQ8_0 = 7, kFileTypeMostlyBF16 = 32;
+constexpr uint32_t kFileTypeAllF32 = 0, kFileTypeMostlyF16 = 1, kFileTypeMostlyQ8_0 = 7, kFileTypeMostlyBF16 = 32,
+                   kFileTypeMostlyMxfp4Moe = 38;  // llama.cpp LLAMA_FTYPE_MOSTLY_MXFP4_MOE
 
 // Upper bounds checked before a value enters the config, so that no size
 // product in ParamTable (or ZayaConfig::validate) can overflow int64 on a
@@ -183,8 +184,9 @@ GgmlType zaya_gguf_dtype(const std::string& dtype) {
   fail("GGUF export dtype '{}' is invalid; allowed: f32, bf16, f16, q8_0", dtype);
 }
 
-GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype) {
+GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype, bool experts_mxfp4) {
   if (t.keep_f32) return GgmlType::kF32;
+  if (experts_mxfp4 && t.expert) return GgmlType::kMXFP4;
   if (dtype == GgmlType::kQ8_0) return t.int8 ? GgmlType::kQ8_0 : t.decoder_f32 ? GgmlType::kF32 : GgmlType::kBF16;
   return dtype;
 }
@@ -225,9 +227,9 @@ std::vector<ZayaGgufTensor> zaya_gguf_tensor_map(const ZayaConfig& c) {
   auto experts = [&](int n) {
     const bool fc1_int8 = zaya_int8_matrix(TensorRole::kExpertFc1, D, tied);
     const bool fc2_int8 = zaya_int8_matrix(TensorRole::kExpertFc2, F, tied);
-    ZayaGgufTensor gate{gguf_tensor_name(TensorRole::kExpertFc1, n, 0), {E, F, D}, {}, false, fc1_int8, false};
-    ZayaGgufTensor up{gguf_tensor_name(TensorRole::kExpertFc1, n, 1), {E, F, D}, {}, false, fc1_int8, false};
-    ZayaGgufTensor down{gguf_tensor_name(TensorRole::kExpertFc2, n), {E, D, F}, {}, false, fc2_int8, false};
+    ZayaGgufTensor gate{gguf_tensor_name(TensorRole::kExpertFc1, n, 0), {E, F, D}, {}, false, fc1_int8, false, true};
+    ZayaGgufTensor up{gguf_tensor_name(TensorRole::kExpertFc1, n, 1), {E, F, D}, {}, false, fc1_int8, false, true};
+    ZayaGgufTensor down{gguf_tensor_name(TensorRole::kExpertFc2, n), {E, D, F}, {}, false, fc2_int8, false, true};
     for (const ParamEntry& e : params.entries()) {
       if (e.half_layer != n) continue;
       if (e.role == TensorRole::kExpertFc1) {
@@ -285,7 +287,8 @@ void write_zaya_gguf_metadata(const ZayaConfig& c, const GgufSaveOptions& option
   const GgmlType dtype = zaya_gguf_dtype(options.dtype);
   w.set_string("general.architecture", kZayaGgufArchitecture);
   w.set_string("general.name", options.name);
-  w.set_u32("general.file_type", dtype == GgmlType::kF32    ? kFileTypeAllF32
+  w.set_u32("general.file_type", options.experts == "mxfp4" ? kFileTypeMostlyMxfp4Moe
+                                 : dtype == GgmlType::kF32  ? kFileTypeAllF32
                                  : dtype == GgmlType::kF16  ? kFileTypeMostlyF16
                                  : dtype == GgmlType::kQ8_0 ? kFileTypeMostlyQ8_0
                                                             : kFileTypeMostlyBF16);
@@ -336,14 +339,22 @@ void check_zaya_gguf_tensors(std::string_view label, const std::vector<ZayaGgufT
     const GgufTensorInfo& info = *it->second;
     ZAYA_CHECK(gguf_same_shape(info.shape, t.shape), "{}: tensor '{}' has shape {}, the config gives {}", label, t.name,
                format_shape(info.shape), format_shape(t.shape));
-    if (info.type == GgmlType::kQ8_0)
+    if (info.type == GgmlType::kMXFP4)
+      ZAYA_CHECK(t.expert,
+                 "{}: tensor '{}' has ggml type MXFP4, but it is not a stacked expert tensor (ffn_*_exps; "
+                 "docs/formats-gguf.md); expected F32, F16, BF16 or F64",
+                 label, t.name);
+    else if (info.type == GgmlType::kQ8_0)
       ZAYA_CHECK(t.int8,
                  "{}: tensor '{}' has ggml type Q8_0, but it is not one of the int8 matrices (attention "
                  "projections, experts, LM head; docs/formats-gguf.md); expected F32, F16, BF16 or F64",
                  label, t.name);
     else
       ZAYA_CHECK(ggml_type_is_float(info.type), "{}: tensor '{}' has ggml type {}; expected F32, F16, BF16 or F64{}",
-                 label, t.name, ggml_type_name(info.type), t.int8 ? " (or Q8_0)" : "");
+                 label, t.name, ggml_type_name(info.type),
+                 t.int8 && t.expert ? " (or Q8_0, MXFP4)"
+                 : t.int8           ? " (or Q8_0)"
+                                    : "");
   }
   for (const GgufTensorInfo& t : tensors)
     ZAYA_CHECK(expected.count(t.name) != 0, "{}: unexpected tensor '{}' (not part of the ZAYA mapping for this config)",

@@ -37,6 +37,7 @@ struct ZayaGgufTensor {
   // Taps the decoder reads as f32 vectors whatever the dtype (the depthwise
   // conv [C, 1, k0]): F32 in a q8_0 export, so that it holds what `--dtype int8` runs.
   bool decoder_f32 = false;
+  bool expert = false;  // a stacked expert tensor (ffn_{gate,up,down}_exps): MXFP4 in an `--experts mxfp4` export
 };
 
 // The int8 set, shared by `--dtype int8` (infer/infer_model.h) and the Q8_0
@@ -57,6 +58,9 @@ struct GgufSaveOptions {
   // the int8 set (zaya_int8_matrix) as Q8_0, the other 2+-D tensors BF16.
   std::string dtype = "f32";
   std::string name = "zaya";  // general.name
+  // "mxfp4": the stacked expert tensors as ggml's MXFP4 (core/mxfp4.h; llama.cpp's type 39, as gpt-oss GGUFs hold
+  // their experts), the other tensors as `dtype` says; empty: none.
+  std::string experts;
   uint32_t alignment = kGgufDefaultAlignment;
   // Written after the config's keys, e.g. the tokenizer's (data/tokenizer_gguf.h).
   std::vector<GgufKeyValue> extra_metadata;
@@ -64,8 +68,9 @@ struct GgufSaveOptions {
 
 // The ggml type of options.dtype (throws for anything but f32, bf16, f16, q8_0).
 GgmlType zaya_gguf_dtype(const std::string& dtype);
-// The type tensor `t` is written as under `dtype` (keep_f32 tensors: F32).
-GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype);
+// The type tensor `t` is written as under `dtype` (keep_f32 tensors: F32), an expert tensor under
+// experts_mxfp4 as MXFP4.
+GgmlType zaya_gguf_tensor_type(const ZayaGgufTensor& t, GgmlType dtype, bool experts_mxfp4 = false);
 
 // All metadata of a ZAYA GGUF file: general.* (architecture, name, file
 // type), the config as zaya.* keys, the tokenizer's special ids, then

@@ -33,8 +33,9 @@ ZayaConfig read_model_directory_config(const std::string& dir, bool* native) {
   return is_native ? native_config_from_json(j, path) : config_from_hf_json(j, path);
 }
 
-std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native) {
-  auto model = std::make_unique<ZayaModel>(read_model_directory_config(dir, native));
+std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native, WeightType expert_type) {
+  auto model = std::make_unique<ZayaModel>(read_model_directory_config(dir, native), ExpertRange{}, ParamStorage::kF32,
+                                           expert_type);
   load_model_directory_weights(*model, dir);
   return model;
 }
@@ -56,6 +57,8 @@ void release_mapped_pages(const uint8_t* begin, size_t n) {
 struct ParamSink {
   std::function<void(const ParamEntry&, const float*)> f32;
   std::function<void(const ParamEntry&, const uint16_t*)> bf16;
+  // When set: a quantized expert's packed rows (the checkpoint's type), taken as stored when it returns true.
+  std::function<bool(const ParamEntry&, WeightType, const uint8_t*)> packed;
 };
 
 void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable& params, const ParamSink& sink,
@@ -86,6 +89,7 @@ void load_tensors(const std::string& dir, const ZayaConfig& c, const ParamTable&
         const int64_t rows = e.shape[0], cols = e.shape[1], rb = weight_row_bytes(quant.weight_type(), cols);
         packed.resize(size_t(rows * rb));
         read_quantized_expert(st, quant, r.name, c.experts, r.expert, rows, cols, packed.data(), quant_used);
+        if (to.packed && to.packed(e, quant.weight_type(), packed.data())) continue;
         values.resize(size_t(e.numel));
         for (int64_t i = 0; i < rows; ++i)
           weight_row_f32(quant.weight_type(), packed.data(), cols, i, values.data() + i * cols);
@@ -138,6 +142,13 @@ void load_model_directory_weights(ZayaModel& model, const std::string& dir) {
   // A frozen bf16 base takes BF16 tensors as stored (no float32 of them ever exists).
   if (model.storage() == ParamStorage::kFrozenBf16)
     sink.bf16 = [&](const ParamEntry& e, const uint16_t* bits) { model.set_param_bf16(e, bits); };
+  // A quantized LoRA base (model/model.h) takes experts of its own type as stored (no float32 of them exists).
+  if (model.expert_type() != WeightType::kF32)
+    sink.packed = [&](const ParamEntry& e, WeightType type, const uint8_t* rows) {
+      if (!model.holds_packed(e, type)) return false;
+      model.set_param_packed(e, rows);
+      return true;
+    };
   load_tensors(dir, model.config(), model.params(), sink, model.buffers(), model.buffer_data());
 }
 

@@ -23,7 +23,11 @@ ZayaConfig read_model_directory_config(const std::string& dir, bool* native = nu
 // whole model (load_model_directory_weights: every tensor present with its
 // shape, nothing else). The model computes with legacy semantics, which differ
 // from the native ones only where the skip expert is chosen (spec §8.1).
-std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native = nullptr);
+// expert_type: the routed experts held as packed rows of that type (a
+// quantized LoRA base, model/model.h): a checkpoint's own packed experts of
+// that type as stored, any other quantized at load.
+std::unique_ptr<ZayaModel> load_model_directory(const std::string& dir, bool* native = nullptr,
+                                                WeightType expert_type = WeightType::kF32);
 
 // Loads the weights of `dir` (either layout) into `model`, whose config must
 // be the directory's and which may hold only some experts (expert

@@ -16,8 +16,6 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
-#include "zaya/core/fp8.h"
-#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/formats/gguf_zaya.h"
@@ -29,6 +27,7 @@
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
 #include "zaya/model/params.h"
+#include "zaya/ops/quant_linear.h"
 
 namespace zaya {
 
@@ -364,16 +363,7 @@ void InferModel::Builder::to_lowbit(WeightMatrix& w) {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < w.rows; ++r) {
       w.row_f32(r, row.data());
-      uint8_t* dst = q + r * row_bytes;
-      if (t == WeightType::kMXFP4) {
-        quantize_mxfp4_row(row.data(), w.cols, dst);
-        continue;
-      }
-      float amax = 0;
-      for (float v : row) amax = std::fmax(amax, std::fabs(v));
-      const float scale = amax > 0 ? amax / 448.0f : 1.0f;
-      for (int64_t i = 0; i < w.cols; ++i) dst[i] = float_to_e4m3(row[size_t(i)] / scale);
-      for (int64_t g = 0; g * kFp8ScaleGroup < w.cols; ++g) std::memcpy(dst + w.cols + 4 * g, &scale, 4);
+      quantize_weight_row(t, row.data(), w.cols, q + r * row_bytes);  // as a quantized LoRA base holds them
     }
   }
   w = {t, q, w.rows, w.cols};

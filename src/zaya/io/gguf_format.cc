@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 
 namespace zaya {
@@ -77,6 +78,7 @@ std::optional<GgmlType> ggml_type_from_raw(uint32_t raw) {
     case 27: return GgmlType::kI64;
     case 28: return GgmlType::kF64;
     case 30: return GgmlType::kBF16;
+    case 39: return GgmlType::kMXFP4;
     default: return std::nullopt;
   }
 }
@@ -92,6 +94,7 @@ std::string_view ggml_type_name(GgmlType type) {
     case GgmlType::kI64: return "I64";
     case GgmlType::kF64: return "F64";
     case GgmlType::kBF16: return "BF16";
+    case GgmlType::kMXFP4: return "MXFP4";
   }
   return "unknown";
 }
@@ -110,6 +113,7 @@ std::string ggml_raw_type_name(uint32_t raw) {
 size_t ggml_type_size(GgmlType type) {
   switch (type) {
     case GgmlType::kQ8_0: return size_t(kQ8BlockBytes);
+    case GgmlType::kMXFP4: return size_t(kGgmlMxfp4BlockBytes);
     case GgmlType::kI8: return 1;
     case GgmlType::kF16:
     case GgmlType::kBF16:
@@ -122,7 +126,9 @@ size_t ggml_type_size(GgmlType type) {
   return 0;
 }
 
-int64_t ggml_block_size(GgmlType type) { return type == GgmlType::kQ8_0 ? kQ8Block : 1; }
+int64_t ggml_block_size(GgmlType type) {
+  return type == GgmlType::kQ8_0 ? kQ8Block : type == GgmlType::kMXFP4 ? kMxBlock : 1;
+}
 
 uint64_t ggml_nbytes(GgmlType type, uint64_t numel) {
   return numel / uint64_t(ggml_block_size(type)) * ggml_type_size(type);

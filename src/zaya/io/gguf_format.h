@@ -86,6 +86,7 @@ enum class GgmlType : uint32_t {
   kI64 = 27,
   kF64 = 28,
   kBF16 = 30,
+  kMXFP4 = 39,  // blocks of 32 in 17 bytes (core/mxfp4.h, ggml's block_mxfp4)
 };
 
 // Nullopt for a quantised or unknown type.

@@ -9,6 +9,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/io/utf8.h"
 
@@ -338,6 +339,17 @@ void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType
     const auto blocks = static_cast<int64_t>(count / uint64_t(kQ8Block));
 #pragma omp parallel for schedule(static) if (blocks >= 2048)
     for (int64_t b = 0; b < blocks; ++b) dequantize_q8_0(src.data() + b * kQ8BlockBytes, kQ8Block, dst + b * kQ8Block);
+    return;
+  }
+  if (type == GgmlType::kMXFP4) {  // whole blocks, as Q8_0; the exact values e2m1 * 2^(u - 127)
+    ZAYA_ASSERT(count % uint64_t(kMxBlock) == 0 && ggml_nbytes(type, count) <= src.size());
+    const auto blocks = static_cast<int64_t>(count / uint64_t(kMxBlock));
+#pragma omp parallel for schedule(static) if (blocks >= 2048)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t row[mxfp4_row_bytes(kMxBlock)];
+      mxfp4_row_from_ggml(src.data() + b * kGgmlMxfp4BlockBytes, kMxBlock, row);
+      dequantize_mxfp4_row(row, kMxBlock, dst + b * kMxBlock);
+    }
     return;
   }
   const size_t size = ggml_type_size(type);

@@ -8,6 +8,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/io/utf8.h"
@@ -65,6 +66,13 @@ void encode_floats(GgmlType type, const float* src, size_t n, uint8_t* dst) {
       }
       return;
     case GgmlType::kQ8_0: quantize_q8_0(src, int64_t(n), dst); return;
+    case GgmlType::kMXFP4:  // each block as zaya's MXFP4 quantization gives it (core/mxfp4.h), in ggml's layout
+      for (size_t b = 0; b < n / size_t(kMxBlock); ++b) {
+        uint8_t row[mxfp4_row_bytes(kMxBlock)];
+        quantize_mxfp4_row(src + b * size_t(kMxBlock), kMxBlock, row);
+        mxfp4_row_to_ggml(row, kMxBlock, dst + b * size_t(kGgmlMxfp4BlockBytes));
+      }
+      return;
     default: fail("internal error: cannot encode floats as {}", ggml_type_name(type));
   }
 }
@@ -132,8 +140,8 @@ void GgufWriter::add_f32(std::string name, std::vector<int64_t> shape, const flo
 
 void GgufWriter::add_f32_pieces(std::string name, std::vector<int64_t> shape,
                                 std::vector<std::span<const float>> pieces, GgmlType type) {
-  ZAYA_CHECK(ggml_type_is_float(type) || type == GgmlType::kQ8_0, "GGUF tensor '{}': floats cannot be stored as {}",
-             name, ggml_type_name(type));
+  ZAYA_CHECK(ggml_type_is_float(type) || type == GgmlType::kQ8_0 || type == GgmlType::kMXFP4,
+             "GGUF tensor '{}': floats cannot be stored as {}", name, ggml_type_name(type));
   Tensor& t = add(std::move(name), std::move(shape), type);
   uint64_t total = 0;
   for (const auto& p : pieces) {

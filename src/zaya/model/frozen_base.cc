@@ -26,7 +26,9 @@ bool bf16_only_role(TensorRole role) {
   }
 }
 
-FrozenF32Space::FrozenF32Space(const ParamTable& table) {
+bool quantized_base_role(TensorRole role) { return role == TensorRole::kExpertFc1 || role == TensorRole::kExpertFc2; }
+
+FrozenF32Space::FrozenF32Space(const ParamTable& table, bool bf16_only, bool quantized_experts) {
   const int64_t page = int64_t(sysconf(_SC_PAGESIZE));
   bytes_ = std::max<int64_t>((table.total_floats() * int64_t(sizeof(float)) + page - 1) / page * page, page);
   // Reserved, not committed: no memory until a page is made accessible and touched.
@@ -37,7 +39,8 @@ FrozenF32Space::FrozenF32Space(const ParamTable& table) {
   auto* base = static_cast<char*>(p);
   int64_t open_end = 0;  // end of the last page range made accessible (ranges come in offset order)
   for (const ParamEntry& e : table.entries()) {
-    if (bf16_only_role(e.role) || e.numel == 0) continue;
+    if ((bf16_only && bf16_only_role(e.role)) || (quantized_experts && quantized_base_role(e.role)) || e.numel == 0)
+      continue;
     int64_t begin = e.offset * int64_t(sizeof(float)) / page * page;
     const int64_t end = ((e.offset + e.numel) * int64_t(sizeof(float)) + page - 1) / page * page;
     begin = std::max(begin, open_end);

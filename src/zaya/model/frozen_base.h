@@ -1,5 +1,6 @@
 #pragma once
-// A frozen base kept in bf16 (LoRA with bf16 GEMMs, docs/training.md "LoRA"):
+// A frozen base kept in bf16 (LoRA with bf16 GEMMs, docs/training.md "LoRA"),
+// and the routed experts of a quantized base (QLoRA) kept only as packed rows:
 // the large matrices exist only as bf16 (no float32 copy), the small tensors
 // stay float32 beside their bf16 copy.
 //
@@ -25,12 +26,18 @@ namespace zaya {
 
 // True for the tensors a frozen bf16 base holds only as bf16.
 bool bf16_only_role(TensorRole role);
+// True for the tensors a quantized base (QLoRA, docs/training.md "LoRA over a
+// quantized base") holds only as packed rows (ops/quant_linear.h): the routed
+// experts' fc1 and fc2.
+bool quantized_base_role(TensorRole role);
 
 // Address space for the float32 arena of `table`, backed only where the
-// tensors that are not bf16-only live (zeros there until written).
+// tensors that are held in float32 live (zeros there until written): every
+// tensor but the bf16-only ones (bf16_only) and the quantized experts
+// (quantized_experts).
 class FrozenF32Space {
  public:
-  explicit FrozenF32Space(const ParamTable& table);
+  FrozenF32Space(const ParamTable& table, bool bf16_only, bool quantized_experts);
   ~FrozenF32Space();
   FrozenF32Space(const FrozenF32Space&) = delete;
   FrozenF32Space& operator=(const FrozenF32Space&) = delete;

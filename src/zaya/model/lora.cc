@@ -11,6 +11,15 @@
 
 namespace zaya {
 
+WeightType lora_base_expert_type(LoraBaseDtype dtype) {
+  switch (dtype) {
+    case LoraBaseDtype::kMxfp4: return WeightType::kMXFP4;
+    case LoraBaseDtype::kFp8: return WeightType::kFP8;
+    case LoraBaseDtype::kInt8: return WeightType::kI8;
+    default: return WeightType::kF32;
+  }
+}
+
 namespace {
 
 // The targets are the rows of the tensor table's LoRA column

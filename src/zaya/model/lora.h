@@ -36,11 +36,13 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/core/enum_names.h"
 #include "zaya/model/config.h"
 #include "zaya/model/params.h"
 #include "zaya/model/tensor_table.h"
 #include "zaya/model/weights.h"
 #include "zaya/ops/lora_linear.h"
+#include "zaya/ops/matvec.h"
 
 namespace zaya {
 
@@ -94,13 +96,27 @@ std::string lora_target_names();
 // The target called `name`; throws naming `where` and the allowed names.
 LoraTarget parse_lora_target(const std::string& name, const std::string& where);
 
+// How the frozen base holds the routed experts during LoRA (docs/training.md "LoRA over a quantized base",
+// [lora] base_dtype): kFloat as train.precision holds the base (float32, or bf16 for a frozen bf16 base); kMxfp4,
+// kFp8, kInt8 as packed rows only (QLoRA: model/model.h, ops/quant_linear.h), read from a quantized checkpoint as
+// stored or quantized at load.
+enum class LoraBaseDtype : uint8_t { kFloat, kMxfp4, kFp8, kInt8 };
+inline constexpr EnumName<LoraBaseDtype> kLoraBaseDtypeNames[] = {{LoraBaseDtype::kFloat, "float"},
+                                                                  {LoraBaseDtype::kMxfp4, "mxfp4"},
+                                                                  {LoraBaseDtype::kFp8, "fp8"},
+                                                                  {LoraBaseDtype::kInt8, "int8"}};
+// The experts' WeightType (kF32 for kFloat).
+WeightType lora_base_expert_type(LoraBaseDtype dtype);
+
 struct LoraConfig {
   bool enabled = false;  // a [lora] section was given
   int64_t rank = 8;      // r
   double alpha = 16;     // lora_alpha: the branch is scaled by alpha / rank
   double dropout = 0;    // lora_dropout: on the adapter's input only (0 with expert targets)
   std::vector<LoraTarget> targets = default_lora_targets();
-  bool train_biases = false;  // whether the balancing controller still updates the biases
+  bool train_biases = false;                         // whether the balancing controller still updates the biases
+  LoraBaseDtype base_dtype = LoraBaseDtype::kFloat;  // how the frozen base holds the routed experts
+  bool quantized_base() const { return base_dtype != LoraBaseDtype::kFloat; }
   double scale() const { return alpha / double(rank); }
   bool targets_has(LoraTarget t) const;
   bool has_expert_targets() const;

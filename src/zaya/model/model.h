@@ -28,6 +28,7 @@
 #include "zaya/ops/attention.h"
 #include "zaya/ops/bf16_linear.h"
 #include "zaya/ops/cca_conv.h"
+#include "zaya/ops/quant_linear.h"
 #include "zaya/ops/rope.h"
 
 namespace zaya {
@@ -40,17 +41,30 @@ namespace zaya {
 // set_param_bf16(), one tensor at a time.
 enum class ParamStorage : uint8_t { kF32, kFrozenBf16 };
 
+// How a frozen LoRA base holds the routed experts' fc1 and fc2 (docs/training.md "LoRA over a quantized base",
+// [lora] base_dtype): as the storage says (kF32, the default), or only as packed rows of kMXFP4, kFP8 or kI8
+// (ops/quant_linear.h), under either storage; their float32 views then have no memory.
+
 class ZayaModel {
  public:
   // experts: the experts this rank holds (expert parallelism); default all.
-  explicit ZayaModel(const ZayaConfig& config, ExpertRange experts = {}, ParamStorage storage = ParamStorage::kF32);
+  explicit ZayaModel(const ZayaConfig& config, ExpertRange experts = {}, ParamStorage storage = ParamStorage::kF32,
+                     WeightType expert_type = WeightType::kF32);
   ZayaModel(const ZayaModel&) = delete;
   ZayaModel& operator=(const ZayaModel&) = delete;
 
   // Random initialisation (spec §10, docs/model.md) and initial buffers
   // (kFrozenBf16: tensor by tensor, the bf16-only ones rounded to bf16).
   void init(uint64_t seed);
-  ParamStorage storage() const { return frozen_ ? ParamStorage::kFrozenBf16 : ParamStorage::kF32; }
+  ParamStorage storage() const { return bf16_frozen_ ? ParamStorage::kFrozenBf16 : ParamStorage::kF32; }
+  // The routed experts' packed type (kF32: not quantized).
+  WeightType expert_type() const { return quant_.type; }
+  // The quantized experts for ops/quant_linear.h (null when not quantized).
+  const QuantWeights* quant_weights() const { return quant_.type != WeightType::kF32 ? &quant_ : nullptr; }
+  // Whether parameter e is held as packed rows of `type`: set_param_packed then takes its rows as they are.
+  bool holds_packed(const ParamEntry& e, WeightType type) const;
+  // Writes a quantized parameter's rows (e.shape[0] rows of weight_row_bytes(expert_type(), e.shape[1]) bytes).
+  void set_param_packed(const ParamEntry& e, const uint8_t* rows);
   // Writes parameter `e` (an entry of params()) from numel float32 values
   // (rounded to bf16 where only bf16 is held), or from numel bf16 values (raw
   // bits; widened exactly where float32 is held). Under kFrozenBf16 the bf16
@@ -61,9 +75,12 @@ class ZayaModel {
   // Parameter `e` as numel float32 values (widened from bf16 where only bf16 is held).
   void read_param(const ParamEntry& e, float* out) const;
   // Bytes of parameter memory: the float32 arena (kFrozenBf16: its backed
-  // pages, the float32-held tensors only) and the bf16 arena (0 without one).
+  // pages, the float32-held tensors only) and the bf16 arena (0 without one;
+  // without the quantized experts' ranges, which are never written).
   int64_t f32_param_bytes() const;
   int64_t bf16_param_bytes() const;
+  // Bytes of the quantized experts' rows (0 when not quantized).
+  int64_t quant_param_bytes() const { return quant_bytes_; }
 
   const ZayaConfig& config() const { return config_; }
   const ParamTable& params() const { return params_; }
@@ -104,7 +121,14 @@ class ZayaModel {
   ParamTable params_;
   ParamTable buffers_;
   Arena param_arena_;
-  std::unique_ptr<FrozenF32Space> frozen_;  // kFrozenBf16: the float32 arena's address space
+  std::unique_ptr<FrozenF32Space> frozen_;  // kFrozenBf16 or quantized experts: the float32 arena's address space
+  bool bf16_frozen_ = false;                // kFrozenBf16
+  QuantWeights quant_;                      // the quantized experts (type kF32: none)
+  AlignedPtr<uint8_t> quant_arena_;
+  int64_t quant_bytes_ = 0;
+  // Whether parameter e has no float32 memory (bf16-only or quantized).
+  bool f32_absent(const ParamEntry& e) const;
+  bool quantized(const ParamEntry& e) const;
   Arena buffer_arena_;
   ModelWeights weights_;
   std::vector<float*> biases_;
@@ -203,7 +227,8 @@ class ModelWorkspace {
   void reserve_bf16_gemms();
   // The precision of a pass of `model` in this workspace: bf16 GEMMs with
   // this workspace's Bf16Context over the model's bf16 copy when it has one
-  // (ZayaModel::enable_bf16_gemms), else float32.
+  // (ZayaModel::enable_bf16_gemms), else float32; a quantized base's experts
+  // over their packed rows (ZayaModel::quant_weights) in either.
   Precision precision_for(const ZayaModel& model);
   // Buffers for running a model with LoRA adapters of this rank and these
   // targets (kept adapter inputs, scratch); needed before a forward of such a model.
@@ -249,7 +274,8 @@ class ModelWorkspace {
   int64_t bf16_a_ = 0, bf16_b_ = 0, bf16_width_ = 0;  // reserve_bf16_gemms' sizes
   AttentionShape bf16_attention_;                     // and the bf16 attention core's and conv B's scratch
   CcaConvShape bf16_conv_;
-  Bf16Context bf16_;  // the scratch and GEMM primitives of bf16 passes in this workspace
+  Bf16Context bf16_;    // the scratch and GEMM primitives of bf16 passes in this workspace
+  QuantContext quant_;  // the dequantized tiles of a quantized base's experts (ops/quant_linear.h)
   Comm* ep_ = nullptr;
   Comm* cp_comm_ = nullptr;
   ContextParallel cp_;

@@ -138,7 +138,8 @@ void ModelWorkspace::reserve_bf16_gemms() {
 
 Precision ModelWorkspace::precision_for(const ZayaModel& model) {
   bf16_.set_weights(model.bf16_weights());
-  return model.bf16_weights() != nullptr ? Precision{&bf16_} : Precision{};
+  quant_.set_weights(model.quant_weights());
+  return {model.bf16_weights() != nullptr ? &bf16_ : nullptr, model.quant_weights() != nullptr ? &quant_ : nullptr};
 }
 
 void ModelWorkspace::enable_lora(const ZayaConfig& c, const LoraConfig& lora) {

@@ -7,6 +7,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/library_call.h"
 #include "zaya/ops/bf16_linear.h"
+#include "zaya/ops/quant_linear.h"
 
 namespace zaya {
 
@@ -65,12 +66,17 @@ template <typename T>
 void linear_forward(const Precision& precision, T* y_TO, const T* x_TI, const T* w_OI, int64_t tokens, int64_t in,
                     int64_t out, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
+    if (const uint8_t* wq = precision.quant != nullptr ? precision.quant->rows_of(w_OI, in) : nullptr) {
+      quant_linear_forward(*precision.quant, precision.quant->weights()->type, y_TO, x_TI, wq, tokens, in, out,
+                           accumulate);
+      return;
+    }
     if (const uint16_t* wb = precision.bf16_gemms() ? precision.bf16->copy_of(w_OI) : nullptr) {
       linear_forward_bf16(*precision.bf16, y_TO, x_TI, wb, tokens, in, out, accumulate);
       return;
     }
   } else {
-    ZAYA_ASSERT(!precision.bf16_gemms());
+    ZAYA_ASSERT(!precision.bf16_gemms() && precision.quant == nullptr);
   }
   linear_forward<T>(y_TO, x_TI, w_OI, tokens, in, out, accumulate);
 }
@@ -79,12 +85,17 @@ template <typename T>
 void linear_backward(const Precision& precision, T* dx_TI, T* dw_OI, const T* dy_TO, const T* x_TI, const T* w_OI,
                      int64_t tokens, int64_t in, int64_t out) {
   if constexpr (std::is_same_v<T, float>) {
+    if (const uint8_t* wq = precision.quant != nullptr ? precision.quant->rows_of(w_OI, in) : nullptr) {
+      ZAYA_CHECK(dw_OI == nullptr, "internal error: a weight gradient asked of a frozen quantized matrix");
+      quant_linear_backward(*precision.quant, precision.quant->weights()->type, dx_TI, dy_TO, wq, tokens, in, out);
+      return;
+    }
     if (const uint16_t* wb = precision.bf16_gemms() ? precision.bf16->copy_of(w_OI) : nullptr) {
       linear_backward_bf16(*precision.bf16, dx_TI, dw_OI, dy_TO, x_TI, wb, tokens, in, out);
       return;
     }
   } else {
-    ZAYA_ASSERT(!precision.bf16_gemms());
+    ZAYA_ASSERT(!precision.bf16_gemms() && precision.quant == nullptr);
   }
   linear_backward<T>(dx_TI, dw_OI, dy_TO, x_TI, w_OI, tokens, in, out);
 }

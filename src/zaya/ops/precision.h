@@ -84,8 +84,13 @@ class Bf16Context {
   const Bf16Weights* weights_;
 };
 
+class QuantContext;  // ops/quant_linear.h
+
 struct Precision {
   Bf16Context* bf16 = nullptr;  // null: float32 GEMMs
+  // Frozen matrices held quantized (a QLoRA base, ops/quant_linear.h): a linear layer whose weight is one of them
+  // runs over its dequantized tiles, ahead of the bf16 rule. Null: none.
+  QuantContext* quant = nullptr;
   bool bf16_gemms() const { return bf16 != nullptr; }
 };
 

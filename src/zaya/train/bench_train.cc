@@ -90,6 +90,7 @@ BenchTrainResult bench_train(const BenchTrainOptions& o, const std::function<voi
   s.lora = numerics.lora() != nullptr;
   s.f32_param_bytes = double(numerics.model().f32_param_bytes());
   s.bf16_param_bytes = double(numerics.model().bf16_param_bytes());
+  s.quant_param_bytes = double(numerics.model().quant_param_bytes());
   s.base_gradient_bytes = double(numerics.base_gradient_bytes());
   s.startup_seconds = now_seconds() - start;
   if (started) started(s);
@@ -197,6 +198,7 @@ nlohmann::json bench_train_json(const BenchTrainResult& res) {
           {"lora", s.lora},
           {"f32_param_bytes", s.f32_param_bytes},
           {"bf16_param_bytes", s.bf16_param_bytes},
+          {"quant_param_bytes", s.quant_param_bytes},
           {"base_gradient_bytes", s.base_gradient_bytes},
           {"startup_seconds", s.startup_seconds},
           {"first_step_seconds", res.first_step_seconds},

@@ -47,7 +47,8 @@ struct BenchTrainSetup {
   // frozen bf16 base: the small tensors only), their bf16 copy, the base's
   // gradient arena (0 in a LoRA run), in bytes.
   double f32_param_bytes = 0, bf16_param_bytes = 0, base_gradient_bytes = 0;
-  double startup_seconds = 0;  // rank 0: start_train_job (config, model, init_from, workspace)
+  double quant_param_bytes = 0;  // a quantized LoRA base's experts (ZayaModel::quant_param_bytes)
+  double startup_seconds = 0;    // rank 0: start_train_job (config, model, init_from, workspace)
 };
 
 struct BenchTrainResult {

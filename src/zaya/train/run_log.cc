@@ -124,8 +124,12 @@ void RunLog::banner(const ParamCounts& counts, int threads, double peak_gflops, 
   if (trainable > 0) {
     const LoraConfig& l = config_.lora;
     const double all = double(counts.total + trainable);
-    fmt::print("  LoRA rank {} (alpha {:g}) on {} target(s): trainable {:L} of {} ({:.1f}%); the base is frozen\n",
-               l.rank, l.alpha, l.targets.size(), trainable, format_count(all), 100.0 * double(trainable) / all);
+    fmt::print("  LoRA rank {} (alpha {:g}) on {} target(s): trainable {:L} of {} ({:.1f}%); the base is frozen{}\n",
+               l.rank, l.alpha, l.targets.size(), trainable, format_count(all), 100.0 * double(trainable) / all,
+               l.quantized_base()
+                   ? fmt::format(", its routed experts held as {}",
+                                 enum_name(std::span<const EnumName<LoraBaseDtype>>(kLoraBaseDtypeNames), l.base_dtype))
+                   : "");
   }
   if (unigram_entropy > 0) fmt::print("  unigram entropy of the training data: {:.3f} nats/token\n", unigram_entropy);
   std::fflush(stdout);

@@ -19,9 +19,12 @@ StepNumerics::StepNumerics(const TrainConfig& config, ProcessMesh& mesh) : confi
   // LoRA with bf16 GEMMs: the frozen base is held in bf16 only (model/frozen_base.h). Its weights come from
   // model.init_from when set (train_job.cc loads them: no random initialisation first), else from the seed.
   const bool frozen_bf16 = config.lora.enabled && bf16_;
+  // QLoRA ([lora] base_dtype): the routed experts held only as packed rows (model/model.h), under either storage.
+  const WeightType expert_type = config.lora.enabled ? lora_base_expert_type(config.lora.base_dtype) : WeightType::kF32;
+  const bool frozen = frozen_bf16 || expert_type != WeightType::kF32;
   model_ = std::make_unique<ZayaModel>(mc, ExpertRange{mesh.ep_rank() * local_experts, local_experts},
-                                       frozen_bf16 ? ParamStorage::kFrozenBf16 : ParamStorage::kF32);
-  if (!frozen_bf16 || config.init_from.empty()) model_->init(config.run.seed);
+                                       frozen_bf16 ? ParamStorage::kFrozenBf16 : ParamStorage::kF32, expert_type);
+  if (!frozen || config.init_from.empty()) model_->init(config.run.seed);
   if (config.lora.enabled) {
     // LoRA: the adapters are the only trained parameters. Every rank holds all
     // of them, expert adapters included (they are small): under expert

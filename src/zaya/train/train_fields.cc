@@ -105,6 +105,8 @@ const std::vector<TrainField>& fields() {
       {"lora", "dropout", ZAYA_MEMBER(lora.dropout), 0.0, 0.99},
       {"lora", "targets", ZAYA_MEMBER(lora.targets), 0, 0, {}, kKept, nullptr, kResumeMatch},
       {"lora", "train_biases", ZAYA_MEMBER(lora.train_biases)},
+      // QLoRA (docs/training.md "LoRA over a quantized base"): the base's experts as packed rows.
+      {"lora", "base_dtype", ZAYA_MEMBER(lora.base_dtype), 0, 0, {}, kKept, nullptr, kResumeMatch},
       // [rl] (rl_config.h, docs/rl.md): read and written when the section is present (rl.enabled).
       {"rl", "prompts", ZAYA_MEMBER(rl.prompts), 0, 0, {}, kKept, "allowed: a JSONL file of prompts", kRequired},
       {"rl", "eval_prompts", ZAYA_MEMBER(rl.eval_prompts), 0, 0, {}, kKept, nullptr, kWriteIfSet},

@@ -30,12 +30,14 @@ class TomlSection;  // io/toml_section.h
 
 // The member a row sets. An option that is a set of names is an enum with a name table (core/enum_names.h), listed
 // here and in enum_names_of below.
-using TrainMember = std::variant<int64_t*, int*, uint64_t*, double*, float*, bool*, std::string*, std::vector<int64_t>*,
-                                 std::vector<LoraTarget>*, std::vector<std::string>*, GemmPrecision*, DirectoryLayout*,
-                                 OnSaveError*, Recompute*, ScheduleKind*, NsDtype*, ValueDtype*, RewardKind*>;
+using TrainMember =
+    std::variant<int64_t*, int*, uint64_t*, double*, float*, bool*, std::string*, std::vector<int64_t>*,
+                 std::vector<LoraTarget>*, std::vector<std::string>*, GemmPrecision*, DirectoryLayout*, OnSaveError*,
+                 Recompute*, ScheduleKind*, NsDtype*, ValueDtype*, RewardKind*, LoraBaseDtype*>;
 
 // The name table of the enum a row's member holds.
 inline std::span<const EnumName<GemmPrecision>> enum_names_of(GemmPrecision*) { return kGemmPrecisionNames; }
+inline std::span<const EnumName<LoraBaseDtype>> enum_names_of(LoraBaseDtype*) { return kLoraBaseDtypeNames; }
 inline std::span<const EnumName<DirectoryLayout>> enum_names_of(DirectoryLayout*) { return kDirectoryLayoutNames; }
 inline std::span<const EnumName<OnSaveError>> enum_names_of(OnSaveError*) { return kOnSaveErrorNames; }
 inline std::span<const EnumName<Recompute>> enum_names_of(Recompute*) { return kRecomputeNames; }
