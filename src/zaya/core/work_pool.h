@@ -15,14 +15,26 @@
 // bitwise identical at any thread count.
 //
 // The loop runs serially on the calling thread (worker 0) when threads <= 1,
-// n <= 1, inside an OpenMP region, on a helper (no nesting), or while another
-// thread's loop holds the pool. f must not throw. Helpers spin briefly after a
-// loop (the next one of a decode step comes within microseconds), then sleep;
-// OMP_WAIT_POLICY=ACTIVE makes them spin longer. With OMP_WAIT_POLICY=PASSIVE
-// the loop is an OpenMP region instead (index i on thread i mod threads, the
-// threads sleeping between regions): on the shared 2-core machine that policy
-// measured faster with libgomp's team than with these helpers
-// (docs/performance.md, "Decoding").
+// n <= 1, inside an OpenMP region, inside another pool_for (on a helper, or
+// on the caller within its own loop: no nesting), or while another thread's
+// loop holds the pool. If f throws, indices not started yet are skipped and
+// the first exception is rethrown on the caller once every started index has
+// finished. Nothing is allocated per loop; the words the workers write (the
+// claim, the done count, the wake word) sit on cache lines of their own.
+//
+// Waiting (docs/performance.md, "The work pool's waiting"): after a loop a
+// helper spins on the wake word, then sleeps on a futex; the caller, its own
+// indices done, spins on the done count, then sleeps. By default the spin
+// lasts 1,000 us (libgomp's team spins about as long), but only 50 us
+// (helpers) and 20 us (the caller) while the machine is oversubscribed (the
+// kernel's runnable threads, /proc/loadavg sampled every 50 ms, above the
+// CPUs this process may use plus 1.5), and 20 us when the threads outnumber
+// those CPUs. ZAYA_POOL_SPIN_US=N fixes it at N microseconds (0: sleep at
+// once); OMP_WAIT_POLICY=ACTIVE at 1 s. With OMP_WAIT_POLICY=PASSIVE (and
+// ZAYA_POOL_SPIN_US unset) the loop is an OpenMP region instead (index i on
+// thread i mod threads, the threads sleeping between regions): on the shared
+// 2-core machine that policy measured faster with libgomp's team than with
+// sleeping helpers.
 
 #include <cstdint>
 #include <type_traits>
@@ -44,5 +56,16 @@ void pool_for(int64_t n, int threads, F&& f) {
 
 // Helper threads started so far (tests).
 int pool_helpers();
+
+// The waiting policy (above) for `threads` workers on `cpus` CPUs, from the
+// values of ZAYA_POOL_SPIN_US and OMP_WAIT_POLICY (null: unset). Throws
+// zaya::Error naming the variable for a ZAYA_POOL_SPIN_US that is not a whole
+// number in [0, 1000000].
+struct PoolWaitSettings {
+  int64_t spin_us = 0;          // how long a waiting worker spins before it sleeps
+  bool adaptive = false;        // spin 50 us (helpers) / 20 us (the caller) while oversubscribed
+  bool openmp_regions = false;  // OMP_WAIT_POLICY=PASSIVE: loops are OpenMP regions
+};
+PoolWaitSettings pool_wait_settings_from(const char* spin_us, const char* omp_wait_policy, int threads, int cpus);
 
 }  // namespace zaya
