@@ -41,11 +41,13 @@ struct ServingLoop::Sequence {
   Pending p;
   CompletionText text;
   Rng rng;
+  std::unique_ptr<TokenConstraint> constraint;  // response_format (token_constraint.h); null: none
 
   explicit Sequence(Pending pending, const Tokenizer& tok)
       : p(std::move(pending)),
         text(tok, p.request.generation.stop_ids, p.request.stop_strings),
-        rng(sampling_rng(p.request.generation.sampling.seed)) {}
+        rng(sampling_rng(p.request.generation.sampling.seed)),
+        constraint(p.request.constraint ? p.request.constraint() : nullptr) {}
 };
 
 namespace {
@@ -226,6 +228,7 @@ void ServingLoop::run_steps() {
   const int64_t kinds = engine.kv_kinds();
   std::vector<int32_t> admitted;
   std::vector<float> logits(engine.max_step_tokens() * c.vocab_size);
+  std::vector<float> masked;  // a constrained sequence's row
   Speculator& spec = *spec_;
 
   while (true) {
@@ -290,7 +293,8 @@ void ServingLoop::run_steps() {
     // Drafts, then the scheduler's plan, as generate()'s; prompt chunks end at snapshot blocks when caching.
     if (spec.enabled())
       for (int32_t s = 0; s < int32_t(slots_.size()); ++s)
-        if (slots_[s] && sched.decoding(s)) spec.propose(sched, s, engine.draft_room(s));
+        if (slots_[s] && sched.decoding(s) && !slots_[s]->constraint)  // constrained: no drafts
+          spec.propose(sched, s, engine.draft_room(s));
     const std::vector<StepChunk>& chunks = sched.plan();
     const int64_t prompt_tokens = sched.planned_prompt_tokens();
     if (chunks.empty()) continue;
@@ -319,8 +323,15 @@ void ServingLoop::run_steps() {
       const GenerationRequest& req = q.p.request.generation;
       const float* rows0 = logits.data() + row * c.vocab_size;
       row += ch.speculative ? ch.count : 1;
-      const std::vector<int32_t>& emit =
-          spec.tokens(engine, ch, rows0, c.vocab_size, sample_vocab_, req.sampling, q.rng);
+      if (q.constraint) {  // the ids it rules out get -inf before sampling; none left: the sequence ends
+        masked.assign(rows0, rows0 + c.vocab_size);
+        if (!q.constraint->mask(masked.data(), c.vocab_size)) {
+          finish(s, q.constraint->complete() ? FinishReason::kStop : FinishReason::kLength);
+          continue;
+        }
+      }
+      const std::vector<int32_t>& emit = spec.tokens(engine, ch, q.constraint ? masked.data() : rows0, c.vocab_size,
+                                                     sample_vocab_, req.sampling, q.rng);
       const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
       for (size_t i = 0; i < emit.size(); ++i) {
         const int32_t next = emit[i];
@@ -329,6 +340,7 @@ void ServingLoop::run_steps() {
         e.choice = q.p.choice;
         e.token = next;
         e.text = q.text.push(next);
+        if (q.constraint) q.constraint->accept(next);
         // The text is the loop's: a stop string it completed ends the sequence as a stop.
         const std::optional<FinishReason> why =
             sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
