@@ -252,7 +252,9 @@ struct Stepper {
       }
     }
     if (c == '\\') f.sub = kBackslash;
-    ++f.count;
+    // Characters are counted while a bound needs them (an unbounded string's state then repeats: token_constraint's
+    // cache).
+    if (n.max_length != std::numeric_limits<int64_t>::max() || f.count < n.min_length) ++f.count;
     emit(std::move(t));
   }
 
@@ -405,6 +407,14 @@ bool json_complete(const JsonGrammar& g, const JsonState& state) {
     }
   }
   return false;
+}
+
+int64_t json_string_room(const JsonGrammar& g, const JsonState& state) {
+  if (state.threads.size() != 1 || state.threads[0].stack.empty()) return -1;
+  const JsonFrame& f = state.threads[0].stack.back();
+  if (f.phase != kString || f.sub != kPlain || f.utf8_left != 0) return -1;
+  const int64_t max = g.nodes[size_t(f.node)].max_length;
+  return max == std::numeric_limits<int64_t>::max() ? max : max - f.count;
 }
 
 std::string json_state_key(const JsonState& state) {

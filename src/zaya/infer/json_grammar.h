@@ -90,6 +90,11 @@ JsonState json_start(const JsonGrammar& grammar);
 JsonState json_step(const JsonGrammar& grammar, const JsonState& state, unsigned char c);
 // Whether the text so far is a whole value of the grammar.
 bool json_complete(const JsonGrammar& grammar, const JsonState& state);
+// When the state is inside a string's characters (one thread, no escape or
+// UTF-8 character half written): how many more characters it may take
+// (INT64_MAX: unbounded); -1 otherwise. Plain content then keeps the state but
+// for the count (token_constraint.cc's fast path).
+int64_t json_string_room(const JsonGrammar& grammar, const JsonState& state);
 // A string that identifies the state (equal states, equal keys), for caches.
 std::string json_state_key(const JsonState& state);
 // Whether `text` is accepted as a whole value.

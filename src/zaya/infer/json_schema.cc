@@ -77,6 +77,14 @@ struct Compiler {
     return v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
   }
 
+  // A pair of count bounds (minItems/maxItems, minLength/maxLength): those given, the lower not above the upper.
+  static void bounds(const json& s, const std::string& path, const char* lo_key, const char* hi_key, int64_t& lo,
+                     int64_t& hi) {
+    if (s.contains(lo_key)) lo = count_field(s, lo_key, path);
+    if (s.contains(hi_key)) hi = count_field(s, hi_key, path);
+    if (lo > hi) refuse(path + "." + lo_key, fmt::format("'{}' {} is above '{}' {}", lo_key, lo, hi_key, hi));
+  }
+
   uint32_t starts(int32_t id, std::set<int32_t>& seen) const {
     if (!seen.insert(id).second) return 0;
     const JsonNode& n = g.nodes[size_t(id)];
@@ -198,7 +206,9 @@ struct Compiler {
       const std::string quoted = json(name).dump();
       p.key = quoted.substr(1, quoted.size() - 2);
       p.required = required.count(name) > 0;
-      p.node = compile(*schema, path + ".properties." + name, depth + 1);
+      // (a long name is cut in paths: a message never shows a client's value whole)
+      const std::string shown = name.size() > 64 ? name.substr(0, 64) + "..." : name;
+      p.node = compile(*schema, path + ".properties." + shown, depth + 1);
       out.push_back(std::move(p));
     }
     g.nodes[size_t(id)].properties = std::move(out);
@@ -208,10 +218,7 @@ struct Compiler {
   int32_t array(const json& s, const std::string& path, int depth) {
     JsonNode n;
     n.kind = Kind::kArray;
-    if (s.contains("minItems")) n.min_items = count_field(s, "minItems", path);
-    if (s.contains("maxItems")) n.max_items = count_field(s, "maxItems", path);
-    if (n.min_items > n.max_items)
-      refuse(path + ".minItems", fmt::format("'minItems' {} is above 'maxItems' {}", n.min_items, n.max_items));
+    bounds(s, path, "minItems", "maxItems", n.min_items, n.max_items);
     const int32_t id = add(n, path);
     const int32_t items =
         s.contains("items") ? compile(s["items"], path + ".items", depth + 1) : JsonGrammar::kAnyValue;
@@ -222,10 +229,7 @@ struct Compiler {
   int32_t string(const json& s, const std::string& path) {
     JsonNode n;
     n.kind = Kind::kString;
-    if (s.contains("minLength")) n.min_length = count_field(s, "minLength", path);
-    if (s.contains("maxLength")) n.max_length = count_field(s, "maxLength", path);
-    if (n.min_length > n.max_length)
-      refuse(path + ".minLength", fmt::format("'minLength' {} is above 'maxLength' {}", n.min_length, n.max_length));
+    bounds(s, path, "minLength", "maxLength", n.min_length, n.max_length);
     return add(n, path);
   }
 

@@ -189,14 +189,14 @@ TEST(ServingLoop, ConstrainedSequencesWriteTheirSchemaBesideFreeOnes) {
     if (got.finish[k] == FinishReason::kStop) {
       ++stopped;
       EXPECT_TRUE(json_accepts(*grammar, got.text[k])) << got.text[k];
-      EXPECT_NO_THROW((void)nlohmann::json::parse(got.text[k])) << got.text[k];
+      EXPECT_TRUE(nlohmann::json::accept(got.text[k])) << got.text[k];  // nlohmann's parser agrees
     } else {
       JsonState st = json_start(*grammar);
       for (unsigned char ch : got.text[k]) st = json_step(*grammar, st, ch);
       EXPECT_FALSE(st.threads.empty()) << got.text[k];
     }
   }
-  RecordProperty("stopped", int(stopped));
+  EXPECT_GE(stopped, 1);  // (seed 5: all three end inside the limit) the whole-value checks ran
   GeneratorOptions alone;
   alone.sample_vocab = 400;
   alone.step_tokens = 8;

@@ -50,21 +50,55 @@ TokenTexts::TokenTexts(std::vector<std::string> texts) : texts_(std::move(texts)
   index();
 }
 
-void TokenTexts::index() {
-  for (int32_t id = 0; id < int32_t(texts_.size()); ++id)
-    if (!texts_[size_t(id)].empty()) sorted_.push_back(id);
-  std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
-    return texts_[size_t(a)] < texts_[size_t(b)] || (texts_[size_t(a)] == texts_[size_t(b)] && a < b);
-  });
-  shared_.assign(sorted_.size(), 0);
-  for (size_t i = 0; i < sorted_.size(); ++i) {
-    const std::string& t = texts_[size_t(sorted_[i])];
-    longest_ = std::max(longest_, t.size());
-    if (i == 0) continue;
-    const std::string& p = texts_[size_t(sorted_[i - 1])];
-    const auto [a, b] = std::mismatch(t.begin(), t.end(), p.begin(), p.end());
-    shared_[i] = int32_t(a - t.begin());
+namespace {
+
+// The characters of `text` if it may stand inside a JSON string as it is (the
+// automaton's rule, json_grammar.cc: whole well-formed UTF-8 characters, no
+// '"', '\\' or byte below 0x20); -1 otherwise.
+int32_t plain_string_chars(const std::string& text) {
+  static const JsonGrammar g;
+  JsonState s = json_step(g, json_start(g), '{');
+  s = json_step(g, s, '"');  // inside a key of any object: a string of any content
+  const std::string before = json_state_key(s);
+  int32_t chars = 0;
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') return -1;
+    s = json_step(g, s, c);
+    if (s.threads.empty()) return -1;
+    chars += (c & 0xC0) != 0x80;
   }
+  return json_state_key(s) == before ? chars : -1;  // (a character cut short leaves a continuation due)
+}
+
+TokenTexts::Order sorted_ids(const std::vector<std::string>& texts, const std::vector<int32_t>& ids) {
+  TokenTexts::Order o;
+  o.ids = ids;
+  std::sort(o.ids.begin(), o.ids.end(), [&](int32_t a, int32_t b) {
+    return texts[size_t(a)] < texts[size_t(b)] || (texts[size_t(a)] == texts[size_t(b)] && a < b);
+  });
+  o.shared.assign(o.ids.size(), 0);
+  for (size_t i = 1; i < o.ids.size(); ++i) {
+    const std::string &t = texts[size_t(o.ids[i])], &p = texts[size_t(o.ids[i - 1])];
+    o.shared[i] = int32_t(std::mismatch(t.begin(), t.end(), p.begin(), p.end()).first - t.begin());
+  }
+  return o;
+}
+
+}  // namespace
+
+void TokenTexts::index() {
+  std::vector<int32_t> all, special;
+  plain_.assign(texts_.size(), -1);
+  for (int32_t id = 0; id < int32_t(texts_.size()); ++id) {
+    const std::string& t = texts_[size_t(id)];
+    if (t.empty()) continue;
+    longest_ = std::max(longest_, t.size());
+    all.push_back(id);
+    plain_[size_t(id)] = plain_string_chars(t);
+    if (plain_[size_t(id)] < 0) special.push_back(id);
+  }
+  all_ = sorted_ids(texts_, all);
+  special_ = sorted_ids(texts_, special);
 }
 
 namespace {
@@ -122,21 +156,41 @@ class JsonConstraint final : public TokenConstraint {
     return cache_->masks[key] = compute();
   }
 
-  // Every id whose text continues the state, by a walk of the ids in byte order.
+  // Every id whose text continues the state.
   std::vector<uint64_t> compute() const {
     const TokenTexts& t = *texts_;
     std::vector<uint64_t> bits(size_t(t.size() + 63) / 64, 0);
+    // Inside a string, between characters: plain content by its length, the rest by the walk.
+    if (const int64_t room = json_string_room(*g_, state_); room >= 0) {
+      for (int32_t id = 0; id < int32_t(t.size()); ++id)
+        if (t.plain_chars(id) >= 0 && t.plain_chars(id) <= room && usable(id))
+          bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+      walk(t.special(), bits);
+    } else {
+      walk(t.all(), bits);
+    }
+    if (json_complete(*g_, state_))
+      for (int32_t s : stops_)
+        if (s >= 0 && s < t.size()) bits[size_t(s) / 64] |= uint64_t(1) << (s % 64);
+    return bits;
+  }
+
+  bool usable(int32_t id) const { return !(first_ && texts_->changes_at_start(id)) && !is_stop(id); }
+
+  // Sets the bit of every id of `order` whose text continues the state: a walk in byte order.
+  void walk(const TokenTexts::Order& order, std::vector<uint64_t>& bits) const {
+    const TokenTexts& t = *texts_;
     std::vector<JsonState> at(t.longest() + 1);  // at[k]: the state after the last walked text's first k bytes
     at[0] = state_;
     size_t valid = 0;     // at[0..valid] hold the last walked text's prefixes
     size_t dead_len = 0;  // > 0: the prefix of this length of the last walked text dies
-    const std::vector<int32_t>& sorted = t.sorted();
+    const std::vector<int32_t>& sorted = order.ids;
     for (size_t i = 0; i < sorted.size(); ++i) {
       const int32_t id = sorted[i];
-      const size_t shared = size_t(t.shared()[i]);
+      const size_t shared = size_t(order.shared[i]);
       valid = std::min(valid, shared);
       if (shared < dead_len) dead_len = 0;
-      if (dead_len > 0 || (first_ && t.changes_at_start(id)) || is_stop(id)) continue;
+      if (dead_len > 0 || !usable(id)) continue;
       const std::string& text = t.text(id);
       bool alive = true;
       for (size_t d = valid; d < text.size(); ++d) {
@@ -151,10 +205,6 @@ class JsonConstraint final : public TokenConstraint {
       }
       if (alive) bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
     }
-    if (json_complete(*g_, state_))
-      for (int32_t s : stops_)
-        if (s >= 0 && s < t.size()) bits[size_t(s) / 64] |= uint64_t(1) << (s % 64);
-    return bits;
   }
 
   std::shared_ptr<const JsonGrammar> g_;

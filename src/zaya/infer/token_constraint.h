@@ -12,7 +12,10 @@
 // complete. It tests every token's text against the automaton by walking the
 // vocabulary in byte order (tokens sharing a prefix share its steps, and a dead
 // prefix skips every token under it) and caches the mask of each automaton
-// state, so a state met again costs one lookup.
+// state, so a state met again costs one lookup. Inside a string, where most of
+// a vocabulary is allowed, the tokens of plain content are allowed by their
+// character count alone and only the others (quotes, backslashes, broken
+// UTF-8) are walked.
 
 #include <cstdint>
 #include <functional>
@@ -53,16 +56,24 @@ class TokenTexts {
   int64_t size() const { return int64_t(texts_.size()); }
   const std::string& text(int32_t id) const { return texts_[size_t(id)]; }
   bool changes_at_start(int32_t id) const { return at_start_[size_t(id)]; }
-  // The ids with text in byte order, and each one's common prefix with the one before.
-  const std::vector<int32_t>& sorted() const { return sorted_; }
-  const std::vector<int32_t>& shared() const { return shared_; }
+  // Ids in byte order, and each one's common prefix with the one before.
+  struct Order {
+    std::vector<int32_t> ids, shared;
+  };
+  // Every id with text; those whose text is not plain string content.
+  const Order& all() const { return all_; }
+  const Order& special() const { return special_; }
+  // The characters of an id whose text may stand inside a JSON string as it
+  // is (whole UTF-8 characters, no '"', '\\' or control byte); -1 otherwise.
+  int32_t plain_chars(int32_t id) const { return plain_[size_t(id)]; }
   size_t longest() const { return longest_; }
 
  private:
   void index();
   std::vector<std::string> texts_;
   std::vector<bool> at_start_;
-  std::vector<int32_t> sorted_, shared_;
+  std::vector<int32_t> plain_;
+  Order all_, special_;
   size_t longest_ = 0;
 };
 

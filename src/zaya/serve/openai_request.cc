@@ -237,7 +237,8 @@ void response_format_field(const json& f, OpenAiRequest& r) {
     bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
   if (has(js, "strict")) bool_field(js["strict"], "response_format.json_schema.strict");
   if (!js.contains("schema"))
-    bad("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+    bad("response_format.json_schema.schema",
+        "'response_format.json_schema.schema' is required: the JSON schema the answer follows");
   JsonSchemaGrammar g = compile_json_schema(js["schema"], "response_format.json_schema.schema");
   if (!g.error.empty()) bad(g.error_path, fmt::format("'{}': {}", g.error_path, g.error));
   r.response_grammar = std::make_shared<const JsonGrammar>(std::move(g.grammar));
