@@ -559,7 +559,66 @@ def main():
     expect(tools_server, "X8 a good tool request", post("/v1/chat/completions", {
         "messages": user, "tools": [fn("f", parameters={"type": "object", "properties": {"x": {"type": "integer"}}})],
         "tool_choice": "required", "max_tokens": 4}), {200})
+    # A tool list beside response_format: refused (one or the other).
+    expect_param(tools_server, "J7 response_format beside tools", {
+        "messages": user, "tools": [fn("f")], "response_format": {"type": "json_object"}}, "response_format")
     tools_server.stop()
+
+    # ---- J: response_format (constrained decoding): every bad part a 400 naming it ----
+    def schema(sch):
+        return {"type": "json_schema", "json_schema": {"name": "x", "schema": sch}}
+
+    deep_schema = {"type": "string"}
+    for _ in range(40):
+        deep_schema = {"type": "array", "items": deep_schema}
+    json_cases = [
+        ("J1 response_format not an object", "json", "response_format"),
+        ("J1 response_format without type", {}, "response_format.type"),
+        ("J1 an unknown response_format type", {"type": "xml"}, "response_format.type"),
+        ("J2 json_schema without json_schema", {"type": "json_schema"}, "response_format.json_schema"),
+        ("J2 json_schema not an object", {"type": "json_schema", "json_schema": [1]}, "response_format.json_schema"),
+        ("J2 json_schema without schema", {"type": "json_schema", "json_schema": {"name": "x"}},
+         "response_format.json_schema.schema"),
+        ("J2 strict not a boolean", {"type": "json_schema", "json_schema": {"name": "x", "schema": {},
+                                                                            "strict": "yes"}},
+         "response_format.json_schema.strict"),
+        ("J3 a schema that is a list", schema([1]), "response_format.json_schema.schema"),
+        ("J3 an unknown type name", schema({"type": "object", "properties": {"x": {"type": "date"}}}),
+         "response_format.json_schema.schema.properties.x.type"),
+        ("J3 a type that is a number", schema({"type": 7}), "response_format.json_schema.schema.type"),
+        ("J4 pattern (unsupported)", schema({"type": "string", "pattern": "a+"}),
+         "response_format.json_schema.schema.pattern"),
+        ("J4 minimum (unsupported)", schema({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}),
+         "response_format.json_schema.schema.properties.n.minimum"),
+        ("J4 additionalProperties as a schema", schema({"type": "object", "additionalProperties": {"type": "string"}}),
+         "response_format.json_schema.schema.additionalProperties"),
+        ("J4 required names no property", schema({"type": "object", "properties": {}, "required": ["y"]}),
+         "response_format.json_schema.schema.required[0]"),
+        ("J4 maxItems negative", schema({"type": "array", "maxItems": -1}),
+         "response_format.json_schema.schema.maxItems"),
+        ("J4 a $ref that does not resolve", schema({"$ref": "#/$defs/nope"}), "response_format.json_schema.schema.$ref"),
+        ("J5 a schema 41 levels deep", schema(deep_schema), "response_format.json_schema.schema" + ".items" * 33),
+        ("J5 an enum of 10k values", schema({"enum": list(range(10_000))}), "response_format.json_schema.schema.enum"),
+        ("J5 100 properties", schema({"type": "object", "properties": {f"p{i}": {} for i in range(100)}}),
+         "response_format.json_schema.schema.properties"),
+        ("J5 5000 alternatives", schema({"anyOf": [{"type": "string"}] * 5000}),
+         "response_format.json_schema.schema.anyOf["),  # (a prefix: the alternative where the node limit is met)
+    ]
+    for case, fmt, param in json_cases:
+        _, _, answer = expect(s, case, post("/v1/chat/completions", {"messages": user, "response_format": fmt}), {400})
+        got = json.loads(answer)["error"]["param"]
+        if got != param and not (param.endswith("[") and got.startswith(param)):
+            fail(f"{case}: param {got!r}, want {param!r}")
+    _, _, answer = expect(s, "J6 completions with a bad schema", post("/v1/completions", {
+        "prompt": "x", "response_format": schema({"type": "object", "properties": {"x": {"type": "nope"}}})}), {400})
+    if json.loads(answer)["error"]["param"] != "response_format.json_schema.schema.properties.x.type":
+        fail(f"J6: param {json.loads(answer)['error']['param']!r}")
+    _, _, answer = expect(s, "J8 a good json_schema request", post("/v1/chat/completions", {
+        "messages": user, "response_format": schema({"type": "object", "properties": {"a": {"enum": [1, 2]}},
+                                                     "required": ["a"]}), "max_tokens": 40}), {200})
+    text = json.loads(answer)["choices"][0]["message"]["content"]
+    if json.loads(answer)["choices"][0]["finish_reason"] == "stop" and json.loads(text)["a"] not in (1, 2):
+        fail(f"J8: the answer {text!r} does not validate")
 
     # ---- A: LoRA adapters (--lora NAME=DIR, vLLM's admin endpoints): 400/401/403/404 naming the field ----
     lora_cases(s)

@@ -133,7 +133,7 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
       const double p = weight(logits[v]);
       if (p > 0) last = v;
       u -= p;
-      if (u <= 0) return int32_t(v);
+      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
     }
     return int32_t(last);
   }

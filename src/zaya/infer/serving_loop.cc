@@ -41,11 +41,13 @@ struct ServingLoop::Sequence {
   Pending p;
   CompletionText text;
   Rng rng;
+  std::unique_ptr<TokenConstraint> constraint;  // response_format (token_constraint.h); null: none
 
   explicit Sequence(Pending pending, const Tokenizer& tok)
       : p(std::move(pending)),
         text(tok, p.request.generation.stop_ids, p.request.stop_strings),
-        rng(sampling_rng(p.request.generation.sampling.seed)) {}
+        rng(sampling_rng(p.request.generation.sampling.seed)),
+        constraint(p.request.constraint ? p.request.constraint() : nullptr) {}
 };
 
 namespace {
@@ -226,6 +228,7 @@ void ServingLoop::run_steps() {
   const int64_t kinds = engine.kv_kinds();
   std::vector<int32_t> admitted;
   std::vector<float> logits(engine.max_step_tokens() * c.vocab_size);
+  std::vector<float> masked;  // a constrained sequence's row
   Speculator& spec = *spec_;
 
   while (true) {
@@ -264,7 +267,8 @@ void ServingLoop::run_steps() {
     // A new sequence starts empty, or from the longest snapshot its prompt begins with.
     for (int32_t s : admitted) {
       engine.reset(s);
-      spec.start(s, slots_[s]->p.request.generation.prompt, slots_[s]->p.request.generation.sampling);
+      spec.start(s, slots_[s]->p.request.generation.prompt, slots_[s]->p.request.generation.sampling,
+                 !slots_[s]->constraint);  // constrained: no drafts
       const GenerationRequest& g = slots_[s]->p.request.generation;
       const int64_t hit = caching ? cache.start(g.prompt, s, g.lora ? g.lora->serial() : 0) : 0;
       if (hit == 0) continue;
@@ -321,8 +325,15 @@ void ServingLoop::run_steps() {
       const GenerationRequest& req = q.p.request.generation;
       const float* rows0 = logits.data() + row * c.vocab_size;
       row += ch.speculative ? ch.count : 1;
-      const std::vector<int32_t>& emit =
-          spec.tokens(engine, ch, rows0, c.vocab_size, sample_vocab_, req.sampling, q.rng);
+      if (q.constraint) {  // the ids it rules out get -inf before sampling; none left: the sequence ends
+        masked.assign(rows0, rows0 + c.vocab_size);
+        if (!q.constraint->mask(masked.data(), c.vocab_size)) {
+          finish(s, q.constraint->complete() ? FinishReason::kStop : FinishReason::kLength);
+          continue;
+        }
+      }
+      const std::vector<int32_t>& emit = spec.tokens(engine, ch, q.constraint ? masked.data() : rows0, c.vocab_size,
+                                                     sample_vocab_, req.sampling, q.rng);
       const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
       for (size_t i = 0; i < emit.size(); ++i) {
         const int32_t next = emit[i];
@@ -331,6 +342,7 @@ void ServingLoop::run_steps() {
         e.choice = q.p.choice;
         e.token = next;
         e.text = q.text.push(next);
+        if (q.constraint) q.constraint->accept(next);
         // The text is the loop's: a stop string it completed ends the sequence as a stop.
         const std::optional<FinishReason> why =
             sched.accept(s, next, length0 + int64_t(i), engine.max_context(),

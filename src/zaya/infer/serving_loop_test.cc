@@ -9,6 +9,7 @@
 
 #include "zaya/data/test_util.h"
 #include "zaya/infer/generate_job.h"
+#include "zaya/infer/json_schema.h"
 #include "zaya/infer/test_util.h"
 
 namespace zaya {
@@ -149,6 +150,57 @@ TEST(ServingLoop, SpeculativeDecodingGivesPlainGreedyText) {
   EXPECT_GT(n.spec_drafts, 0);
   EXPECT_GT(n.spec_accepted_tokens, 0);
   EXPECT_EQ(n.running, 0);
+}
+
+// response_format's constraint in the loop (token_constraint.h): constrained
+// sequences, with speculative decoding on, write JSON of the schema (whole
+// when they stop, a prefix the automaton continues when cut), and an
+// unconstrained request batched beside them gives its text alone.
+TEST(ServingLoop, ConstrainedSequencesWriteTheirSchemaBesideFreeOnes) {
+  ZayaConfig c = text_config();
+  c.max_position = 512;
+  auto model = testing::random_model(c, 47);
+  auto im = InferModel::from_model(*model);
+  Tokenizer tok = Tokenizer::load(testing::small_tokenizer_path());
+  const JsonSchemaGrammar schema = compile_json_schema(
+      nlohmann::ordered_json::parse(R"({"type":"object","properties":{"a":{"enum":["x","yy"]},"b":{"type":"integer"},
+          "c":{"type":"array","items":{"type":"boolean"},"maxItems":2}},"required":["a","b","c"]})"),
+      "schema");
+  ASSERT_EQ(schema.error, "");
+  auto grammar = std::make_shared<const JsonGrammar>(schema.grammar);
+  TextRequest json_req = request(tok, "In the beginning", 5, 400);
+  json_req.generation.stop_ids = {tok.eos_id()};
+  json_req.constraint = json_constraint(grammar, std::make_shared<const TokenTexts>(tok), json_req.generation.stop_ids);
+  TextRequest free_req = request(tok, "And God said, Let there be light. And God said, Let", 6, 30);
+  free_req.generation.sampling.temperature = 0;
+  ServingOptions o;
+  o.max_batch = 4;
+  o.step_tokens = 8;
+  o.sample_vocab = 400;
+  o.spec.method = SpecMethod::kNgram;
+  o.spec.tokens = 3;
+  ServingLoop loop(*im, tok, o);
+  auto constrained = loop.submit(repeat_with_seeds(json_req, 3));
+  auto plain = loop.submit({free_req});
+  ASSERT_TRUE(constrained && plain);
+  const Collected got = collect(*constrained);
+  int64_t stopped = 0;
+  for (size_t k = 0; k < got.text.size(); ++k) {
+    if (got.finish[k] == FinishReason::kStop) {
+      ++stopped;
+      EXPECT_TRUE(json_accepts(*grammar, got.text[k])) << got.text[k];
+      EXPECT_TRUE(nlohmann::json::accept(got.text[k])) << got.text[k];  // nlohmann's parser agrees
+    } else {
+      JsonState st = json_start(*grammar);
+      for (unsigned char ch : got.text[k]) st = json_step(*grammar, st, ch);
+      EXPECT_FALSE(st.threads.empty()) << got.text[k];
+    }
+  }
+  EXPECT_GE(stopped, 1);  // (seed 5: all three end inside the limit) the whole-value checks ran
+  GeneratorOptions alone;
+  alone.sample_vocab = 400;
+  alone.step_tokens = 8;
+  EXPECT_EQ(collect(*plain).tokens[0], generate_text(*im, tok, {free_req}, alone)[0].tokens);
 }
 
 TEST(ServingLoop, SeveralChoicesSampleWithConsecutiveSeeds) {

@@ -41,8 +41,10 @@ Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int6
 
 Speculator::~Speculator() = default;
 
-void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling) {
+void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling,
+                       bool drafts) {
   Slot& s = slots_[size_t(slot)];
+  s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());
   s.length = DraftLength(options_.tokens, options_.adaptive);
   s.counts = {};
@@ -57,6 +59,7 @@ void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
     if (!sched.decoding(slot)) continue;
     Slot& s = slots_[size_t(slot)];
     s.draft.clear();
+    if (!s.drafts) continue;
     const int64_t k = std::min(s.length.next(), target.draft_room(slot));
     if (k <= 0) {
       s.length.skipped();

@@ -68,8 +68,10 @@ class Speculator {
   bool enabled() const { return options_.method != SpecMethod::kNone; }
 
   // A sequence starts in the slot with this prompt (the tokens drafts continue)
-  // and its sampling (a draft model drafts as the sequence samples).
-  void start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling);
+  // and its sampling (a draft model drafts as the sequence samples); with
+  // drafts false it decodes one token a step (a constrained sequence:
+  // token_constraint.h masks each row before it is sampled).
+  void start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling, bool drafts = true);
   // Before plan(): drafts for every decoding sequence of the scheduler (each up
   // to its adaptive K, and to the draft tokens its target cache can still take,
   // InferenceEngine::draft_room) and proposes them.
@@ -93,6 +95,7 @@ class Speculator {
     Rng draft_rng;               // the draft model's draws (its own stream)
     std::vector<int32_t> draft;  // the draft proposed at this step
     std::vector<float> q;        // and its distributions (empty: point masses)
+    bool drafts = true;          // false: never proposes (start)
   };
   SpecOptions options_;
   std::unique_ptr<Drafter> drafter_;

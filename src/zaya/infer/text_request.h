@@ -10,6 +10,7 @@
 
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/generator.h"
+#include "zaya/infer/token_constraint.h"
 #include "zaya/model/config.h"
 
 namespace zaya {
@@ -18,6 +19,7 @@ struct TextRequest {
   std::string prompt;                     // the text to continue
   GenerationRequest generation;           // prompt ids (encode_prompt), token limit, sampling, stop ids
   std::vector<std::string> stop_strings;  // the completion ends before the first one met (stop_strings.h)
+  TokenConstraintFactory constraint;      // set: what each step may sample (token_constraint.h; the server's only)
 };
 
 // The ids that end a request when none are given: the tokenizer's EOS, and

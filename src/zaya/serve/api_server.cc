@@ -108,6 +108,8 @@ struct ApiServer::Impl {
   std::mutex echo_mu;
   SpecialTokenEncoder special_tokens{tok};
   LoraRegistry loras{model, o.model_name, o.max_loras, !o.loras.empty() || o.lora_admin};
+  std::once_flag token_texts_once;  // response_format: the vocabulary's texts, made at its first use
+  std::shared_ptr<const TokenTexts> token_texts;
   GenerationWriter writer{tok, metrics, o, cutting, cut};
   int port = -1;
   int64_t started = 0;
@@ -337,12 +339,25 @@ struct ApiServer::Impl {
     metrics.request("/detokenize", 200);
   }
 
+  // response_format: each text's sequences held to the grammar (token_constraint.h), one mask cache per request.
+  void constrain(std::vector<TextRequest>& texts, const std::shared_ptr<const JsonGrammar>& grammar) {
+    std::call_once(token_texts_once, [&] { token_texts = std::make_shared<const TokenTexts>(tok); });
+    TokenConstraintFactory made;
+    const std::vector<int32_t>* made_for = nullptr;
+    for (TextRequest& t : texts) {
+      if (!made_for || *made_for != t.generation.stop_ids)
+        made = json_constraint(grammar, token_texts, t.generation.stop_ids), made_for = &t.generation.stop_ids;
+      t.constraint = made;
+    }
+  }
+
   void generate(const httplib::Request& req, httplib::Response& res, ApiEndpoint endpoint, const std::string& path) {
     const double arrival = now_seconds();
     if (!authorized(req)) return unauthorized(res, path);
     OpenAiRequest r = parse_openai_request(req.body, endpoint, o.api);
     std::vector<TextRequest> texts;
     if (r.error.empty()) texts = openai_text_requests(r, tok, model.config(), loop.context(), o.api);
+    if (r.error.empty() && r.response_grammar) constrain(texts, r.response_grammar);
     if (!r.error.empty()) return error(res, path, 400, r.error, "invalid_request_error", r.error_param);
     // The adapter "model" names (lora_registry.h), OpenAI's 404 for a model it does not serve.
     const LoraRegistry::Pick pick = loras.pick(r.model);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zaya/core/error.h"
+#include "zaya/infer/json_schema.h"
 #include "zaya/io/json_file.h"
 
 namespace zaya {
@@ -209,6 +210,40 @@ std::vector<ApiPrompt> prompt_field(const json& v, int64_t max_prompts) {
   return out;
 }
 
+// response_format (docs/serve.md): {"type": "text"} asks for nothing; "json_object" for any JSON object;
+// "json_schema" for a value of json_schema.schema (json_schema.h: what is supported, its limits).
+void response_format_field(const json& f, OpenAiRequest& r) {
+  constexpr const char* kForms = "text, json_object, json_schema";
+  if (!f.is_object())
+    bad("response_format",
+        fmt::format("'response_format' must be an object {{\"type\": ...}} ({}); got {}", kForms, shown(f)));
+  if (!has(f, "type") || !f["type"].is_string())
+    bad("response_format.type", fmt::format("'response_format.type' must be one of {}; got {}", kForms,
+                                            has(f, "type") ? shown(f["type"]) : "nothing"));
+  const std::string type = f["type"].get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object") {
+    r.response_grammar = std::make_shared<const JsonGrammar>();
+    return;
+  }
+  if (type != "json_schema")
+    bad("response_format.type",
+        fmt::format("'response_format.type' = {} is not supported; allowed: {}", shown(f["type"]), kForms));
+  if (!has(f, "json_schema") || !f["json_schema"].is_object())
+    bad("response_format.json_schema",
+        "'response_format.json_schema' must be an object {\"name\": ..., \"schema\": {...}, \"strict\": ...}");
+  const json& js = f["json_schema"];
+  if (has(js, "name") && !js["name"].is_string())
+    bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
+  if (has(js, "strict")) bool_field(js["strict"], "response_format.json_schema.strict");
+  if (!js.contains("schema"))
+    bad("response_format.json_schema.schema",
+        "'response_format.json_schema.schema' is required: the JSON schema the answer follows");
+  JsonSchemaGrammar g = compile_json_schema(js["schema"], "response_format.json_schema.schema");
+  if (!g.error.empty()) bad(g.error_path, fmt::format("'{}': {}", g.error_path, g.error));
+  r.response_grammar = std::make_shared<const JsonGrammar>(std::move(g.grammar));
+}
+
 void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, OpenAiRequest& r) {
   const auto has = [&](const char* k) { return zaya::has(j, k); };
   if (has("model")) {
@@ -261,8 +296,11 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
     }
     unsupported(j, "functions", json::array(), "legacy function calling; send \"tools\"");
     unsupported(j, "function_call", "none", "legacy function calling; send \"tool_choice\"");
-    unsupported(j, "response_format", json{{"type", "text"}}, "plain text only");
   }
+  if (has("response_format")) response_format_field(j["response_format"], r);
+  if (r.response_grammar && !r.tools.empty() && r.tool_choice.kind != ToolChoice::Kind::kNone)
+    bad("response_format", "'response_format' with 'tools' is not supported; send one of them (or tool_choice none)");
+  if (r.response_grammar) r.enable_thinking = false;  // the answer is the value alone (docs/serve.md)
   unsupported(j, "presence_penalty", 0, "no penalties");
   unsupported(j, "frequency_penalty", 0, "no penalties");
   unsupported(j, "logit_bias", json::object(), "no biases");

@@ -21,21 +21,25 @@
 // temperature (0..2), top_p (0..1], top_k (>= 0, 0 = off), seed, n, stream,
 // stream_options.include_usage, logprobs (completions: 0..5 alternatives;
 // chat: a boolean, with top_logprobs 0..20). presence_penalty,
-// frequency_penalty, logit_bias, best_of, functions, function_call and
-// response_format are refused unless they ask for nothing (0, {}, 1, [],
-// "none", text); so are tools and a tool-call history in the gemma3 format.
+// frequency_penalty, logit_bias, best_of, functions and function_call are
+// refused unless they ask for nothing (0, {}, 1, [], "none"); so are tools and
+// a tool-call history in the gemma3 format. response_format (both endpoints):
+// text, json_object or json_schema (json_schema.h), not beside tools; it turns
+// thinking off (the answer is the JSON value alone).
 //
 // A message never shows a client's value whole (json_preview), and the body's
 // nesting is capped while it is parsed (parse_json): a hostile value can
 // neither flood a message nor overflow the stack.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "zaya/data/chat_json.h"
 #include "zaya/data/chat_template.h"
 #include "zaya/data/tokenizer.h"
+#include "zaya/infer/json_grammar.h"
 #include "zaya/infer/text_request.h"
 #include "zaya/model/config.h"
 
@@ -79,6 +83,9 @@ struct OpenAiRequest {
   bool stream = false;
   bool include_usage = false;
   int64_t top_logprobs = -1;  // -1: no logprobs; else alternatives per token
+  // response_format json_object / json_schema: the grammar the completion is
+  // held to (token_constraint.h); null: plain text.
+  std::shared_ptr<const JsonGrammar> response_grammar;
   // Set when the body cannot run: the message, and the field it is about ("" for the body).
   std::string error, error_param;
 };

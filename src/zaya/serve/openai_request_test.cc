@@ -207,6 +207,45 @@ TEST(OpenAiRequest, BadToolsAreNamed) {
   }
 }
 
+// response_format: text asks for nothing, json_object and json_schema set the
+// grammar (and turn thinking off); bad ones are named down to the schema keyword.
+TEST(OpenAiRequest, ReadsResponseFormat) {
+  const std::string user = R"({"messages": [{"role": "user", "content": "a"}], )";
+  EXPECT_EQ(chat(user + R"("response_format": {"type": "text"}})").response_grammar, nullptr);
+  const OpenAiRequest object = zaya_chat(user + R"("response_format": {"type": "json_object"}})");
+  ASSERT_NE(object.response_grammar, nullptr) << object.error;
+  EXPECT_FALSE(object.enable_thinking);
+  EXPECT_TRUE(json_accepts(*object.response_grammar, R"({"a": [1]})"));
+  EXPECT_FALSE(json_accepts(*object.response_grammar, "[1]"));
+  const OpenAiRequest schema = completions(
+      R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": true,
+          "schema": {"type": "object", "properties": {"c": {"enum": ["r", "g"]}}, "required": ["c"]}}}})");
+  ASSERT_NE(schema.response_grammar, nullptr) << schema.error;
+  EXPECT_TRUE(json_accepts(*schema.response_grammar, R"({"c":"g"})"));
+  EXPECT_FALSE(json_accepts(*schema.response_grammar, R"({"c":"b"})"));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"("json")", "response_format"},
+      {R"({"type": "xml"})", "response_format.type"},
+      {R"({"type": "json_schema"})", "response_format.json_schema"},
+      {R"({"type": "json_schema", "json_schema": {"name": 1, "schema": {}}})", "response_format.json_schema.name"},
+      {R"({"type": "json_schema", "json_schema": {"schema": {}, "strict": 1}})", "response_format.json_schema.strict"},
+      {R"({"type": "json_schema", "json_schema": {"name": "n"}})", "response_format.json_schema.schema"},
+      {R"({"type": "json_schema", "json_schema": {"schema": {"properties": {"x": {"type": "date"}}}}})",
+       "response_format.json_schema.schema.properties.x.type"},
+      {R"({"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a"}}})",
+       "response_format.json_schema.schema.pattern"},
+  };
+  for (const auto& [format, param] : bad) {
+    const OpenAiRequest r = chat(user + R"("response_format": )" + format + "}");
+    EXPECT_EQ(r.error_param, param) << format << " -> " << r.error;
+    EXPECT_EQ(r.response_grammar, nullptr);
+  }
+  const OpenAiRequest tools = zaya_chat(
+      user +
+      R"("tools": [{"type": "function", "function": {"name": "f"}}], "response_format": {"type": "json_object"}})");
+  EXPECT_EQ(tools.error_param, "response_format") << tools.error;
+}
+
 // The red-team's five crashing bodies (H1): a value nested 100k deep in a
 // checked field. Each is refused while parsing, naming the limit.
 TEST(OpenAiRequest, DeeplyNestedFieldsAreRefusedNotCrashing) {
