@@ -8,6 +8,7 @@
 #include "zaya/core/work_pool.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_mxfp4_q8.h"
 
 namespace zaya {
@@ -100,7 +101,8 @@ void LinearRunner::gemm_lowbit_rows(float* y, int64_t ldy, const float* x, int64
   for (int64_t r0 = 0; r0 < O; r0 += tile) {
     const int64_t n = std::min(tile, O - r0);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < n; ++r) w.row_f32(r0 + r, wt + r * I);
+    for (int64_t r = 0; r < n; r += 16)
+      lowbit_rows_f32(w.type, static_cast<const uint8_t*>(w.data), I, r0 + r, r0 + std::min(n, r + 16), wt + r * I);
     gemm<float>(false, true, tokens, n, I, 1.0f, x, ldx, wt, I, accumulate ? 1.0f : 0.0f, y + r0, ldy);
   }
 }
