@@ -5,64 +5,99 @@
 #     contexts CONTEXTS (default 128,1024), with bf16, int8 (attention, experts
 #     and LM head Q8_0), mxfp4 and fp8 (the routed experts only, packed in
 #     memory; the rest bf16) and int8-mxfp4 (int8's Q8_0 attention and LM head
-#     beside MXFP4 experts) weights on PRESET's random weights (default small),
+#     beside MXFP4 experts) weights; the MXFP4 ones twice, with int8-quantized
+#     activations (ops/matvec_mxfp4_q8.h, the default) and with float32 ones
+#     (ZAYA_MXFP4_ACTIVATIONS=float, ops/matvec_lowbit.h: the `-fa` columns).
 #     RUNS rounds (default 3) interleaved so that a change of load hits every
-#     dtype alike, the best round of each reported;
-#  2. perplexity of held-out text (the last 200 KB of the KJV corpus) with each
-#     dtype, on a tiny model trained here for STEPS steps on the rest.
-#   [THREADS=1] [RUNS=3] [CONTEXTS=128,1024] bench/quant_decode.sh [PRESET] [STEPS] [DIR]
+#     configuration alike, the best round of each reported;
+#  2. (presets only, STEPS > 0) perplexity of held-out text (the last 200 KB of
+#     the KJV corpus) with each configuration, on a tiny model trained here for
+#     STEPS steps on the rest.
+# SHAPE: a preset's random weights (small, tiny), or 8b: ZAYA1-8B's layer widths
+# (bench/vs_torch_common.bash's make_model: hidden 2048, 16 experts of width
+# 2048, LAYERS blocks, default 2, vocabulary 32768, written by transformers;
+# MODEL=DIR reuses a directory written before).
+#   [THREADS=1] [RUNS=3] [CONTEXTS=128,1024] bench/quant_decode.sh [SHAPE] [STEPS] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset=${1:-small} steps=${2:-200} dir=${3:-runs/bench/quant}
+shape=${1:-small} steps=${2:-200} dir=${3:-runs/bench/quant_$shape}
 zaya=${ZAYA:-build/zaya}
 runs=${RUNS:-3}
-dtypes=(bf16 int8 mxfp4 int8-mxfp4 fp8)
+# label:dtype:ZAYA_MXFP4_ACTIVATIONS
+configs=(bf16:bf16: int8:int8: mxfp4:mxfp4:int8 mxfp4-fa:mxfp4:float int8-mxfp4:int8-mxfp4:int8
+  int8-mxfp4-fa:int8-mxfp4:float fp8:fp8:)
 mkdir -p "$dir"
-echo "== decode, $preset preset, $runs interleaved rounds of ${dtypes[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+if [[ $shape == 8b ]]; then
+  if [[ -z ${MODEL:-} ]]; then
+    # shellcheck source=bench/vs_torch_common.bash
+    source bench/vs_torch_common.bash
+    make_model 8b "$dir"
+  fi
+  source_args=(--model "$MODEL")
+  steps=0
+else
+  source_args=(--preset "$shape")
+fi
+labels=()
+for c in "${configs[@]}"; do labels+=("${c%%:*}"); done
+echo "== decode, $shape, $runs interleaved rounds of ${labels[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 for r in $(seq 1 "$runs"); do
-  for dt in "${dtypes[@]}"; do
-    "$zaya" bench infer --preset "$preset" --dtype "$dt" --threads "${THREADS:-1}" --no-prefill --no-working-set \
-      --batch 1,8 --context "${CONTEXTS:-128,1024}" --decode-steps 32 --warmup 4 --json "$dir/decode_${dt}_$r.json" >/dev/null
+  for c in "${configs[@]}"; do
+    IFS=: read -r label dt act <<<"$c"
+    ZAYA_MXFP4_ACTIVATIONS=${act:-int8} "$zaya" bench infer "${source_args[@]}" --dtype "$dt" \
+      --threads "${THREADS:-1}" --no-prefill --no-working-set --batch 1,8 --context "${CONTEXTS:-128,1024}" \
+      --decode-steps 32 --warmup 4 --json "$dir/decode_${label}_$r.json" >/dev/null
   done
 done
 echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$dir" "$runs" "${dtypes[@]}" <<'PY'
+python3 - "$dir" "$runs" "${labels[@]}" <<'PY'
 import json, sys
-d, runs, dts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-res = {dt: [json.load(open(f"{d}/decode_{dt}_{r}.json")) for r in range(1, runs + 1)] for dt in dts}
-def best(dt, i):
-    return max(res[dt], key=lambda x: x["decode"][i]["tokens_per_second"])["decode"][i]
-print(f"{'batch':>5} {'ctx':>5} " + " ".join(f"{dt:>10} {'x roof':>6}" for dt in dts) +
-      f" {'i8mx/int8':>10} {'i8mx/bf16':>10}   (best of {runs}; i8mx = int8-mxfp4)")
+d, runs, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+res = {k: [json.load(open(f"{d}/decode_{k}_{r}.json")) for r in range(1, runs + 1)] for k in labels}
+def best(k, i):
+    return max(res[k], key=lambda x: x["decode"][i]["tokens_per_second"])["decode"][i]
+ratios = [("mxfp4", "int8"), ("mxfp4", "bf16"), ("int8-mxfp4", "int8"), ("int8-mxfp4", "bf16"),
+          ("mxfp4", "mxfp4-fa"), ("int8-mxfp4", "int8-mxfp4-fa")]
+print(f"tokens/s and x roofline (best of {runs}); -fa: MXFP4 with float32 activations")
+print(f"{'batch':>5} {'ctx':>5} " + " ".join(f"{k:>13} {'x roof':>6}" for k in labels))
 for i, p in enumerate(res["bf16"][0]["decode"]):
-    b = {dt: best(dt, i) for dt in dts}
-    row = " ".join(f"{b[dt]['tokens_per_second']:>10.1f} {b[dt]['ratio_to_roofline']:>6.2f}" for dt in dts)
-    mx = b["int8-mxfp4"]["tokens_per_second"]
-    print(f"{p['batch']:>5} {p['context']:>5} {row} {mx / b['int8']['tokens_per_second']:>9.2f}x"
-          f" {mx / b['bf16']['tokens_per_second']:>9.2f}x")
-for dt in dts:
-    w = res[dt][0]["weight_bytes"]
-    print(f"{dt:>5} weights {res[dt][0]['weights_dtype']}: dense {w['dense'] / 1e6:.2f} MB, per expert "
+    b = {k: best(k, i) for k in labels}
+    print(f"{p['batch']:>5} {p['context']:>5} " +
+          " ".join(f"{b[k]['tokens_per_second']:>13.1f} {b[k]['ratio_to_roofline']:>6.2f}" for k in labels))
+print("ratios of tokens/s: " + ", ".join(f"{a}/{b}" for a, b in ratios))
+for i, p in enumerate(res["bf16"][0]["decode"]):
+    b = {k: best(k, i)["tokens_per_second"] for k in labels}
+    print(f"{p['batch']:>5} {p['context']:>5} " + " ".join(f"{b[x] / b[y]:>6.2f}x" for x, y in ratios))
+print("the same ratios of bytes read per step (what a bandwidth-bound decode can reach at most)")
+for i, p in enumerate(res["bf16"][0]["decode"]):
+    by = {k: res[k][0]["decode"][i]["bytes_per_step"] for k in labels}
+    print(f"{p['batch']:>5} {p['context']:>5} " + " ".join(f"{by[y] / by[x]:>6.2f}x" for x, y in ratios))
+for k in labels:
+    w = res[k][0]["weight_bytes"]
+    print(f"{k:>13} weights {res[k][0]['weights_dtype']}: dense {w['dense'] / 1e6:.2f} MB, per expert "
           f"{w['per_expert'] / 1e6:.3f} MB, LM head {w['lm_head'] / 1e6:.2f} MB")
 PY
+((steps > 0)) || exit 0
 
 echo "== perplexity on held-out text, tiny model trained $steps steps"
 data=$dir/data
 # shellcheck source=bench/train_tiny.bash
 source bench/train_tiny.bash
 train_tiny "$dir" "$steps" 128 200000
-for dt in "${dtypes[@]}"; do
-  "$zaya" eval --model "$dir/run/final" --text "$data/heldout.txt" --context 256 --dtype "$dt" --json "$dir/ppl_$dt.json" >/dev/null
+for c in "${configs[@]}"; do
+  IFS=: read -r label dt act <<<"$c"
+  ZAYA_MXFP4_ACTIVATIONS=${act:-int8} "$zaya" eval --model "$dir/run/final" --text "$data/heldout.txt" \
+    --context 256 --dtype "$dt" --json "$dir/ppl_$label.json" >/dev/null
 done
-python3 - "$dir" "${dtypes[@]}" <<'PY'
+python3 - "$dir" "${labels[@]}" <<'PY'
 import json, sys
-d, dts = sys.argv[1], sys.argv[2:]
-ppl = {dt: json.load(open(f"{d}/ppl_{dt}.json"))["perplexity"][0]["perplexity"] for dt in dts}
-for dt, p in ppl.items():
-    print(f"{dt:>5}: perplexity {p:.4f} ({100 * (p / ppl['bf16'] - 1):+.2f}% vs bf16)")
-ok_mx = abs(ppl["mxfp4"] / ppl["bf16"] - 1) <= 0.02
+d, labels = sys.argv[1], sys.argv[2:]
+ppl = {k: json.load(open(f"{d}/ppl_{k}.json"))["perplexity"][0]["perplexity"] for k in labels}
+for k, p in ppl.items():
+    print(f"{k:>13}: perplexity {p:.4f} ({100 * (p / ppl['bf16'] - 1):+.2f}% vs bf16)")
+ok_mx = all(abs(ppl[k] / ppl["bf16"] - 1) <= 0.02 for k in labels if "mxfp4" in k)
 ok_fp8 = abs(ppl["fp8"] / ppl["bf16"] - 1) <= 0.005
-print("mxfp4 within 2% of bf16:", "yes" if ok_mx else "NO")
+print("mxfp4 (every activation path) within 2% of bf16:", "yes" if ok_mx else "NO")
 print("fp8 within 0.5% of bf16:", "yes" if ok_fp8 else "NO")
 sys.exit(0 if ok_mx and ok_fp8 else 1)
 PY

@@ -114,19 +114,24 @@ def worst_diff(model, got, seqs):
 
 
 def check_cached_loss(model, d, label, seqs):
-    """zaya score's cached path (the engine, experts packed in memory: ops/matvec_lowbit.h) against transformers."""
+    """zaya score's cached path (the engine, experts packed in memory) against transformers: with float32
+    activations (ops/matvec_lowbit.h, ZAYA_MXFP4_ACTIVATIONS=float) within float noise; MXFP4 also with its default
+    int8-quantized activations (ops/matvec_mxfp4_q8.h), within 1e-3 relative (the activations' int8 rounding)."""
     out = os.path.join(WORK, "losses.json")
-    h.run([ZAYA, "score", "--model", d, "--tokens", os.path.join(WORK, "tokens.json"), "--json", out])
-    got = [x["mean_loss"] for x in json.load(open(out))]
-    worst = 0.0
-    for s, g in zip(seqs, got):
-        logits = h.hf_logits(model, s)[:-1, :VOCAB].double()
-        want = float(torch.nn.functional.cross_entropy(logits, torch.tensor(s[1:])))
-        worst = max(worst, abs(g - want) / abs(want))
-    if not worst <= 1e-5:
-        h.fail(f"{label}: zaya's cached mean losses (packed experts) differ from transformers' by {worst:.3g} relative")
-    print(f"ok: {label}: zaya score's cached engine (experts packed) gives transformers' mean losses within "
-          f"{worst:.2g} relative")
+    for act, bound in [("float", 1e-5)] + ([("int8", 1e-3)] if label == "mxfp4" else []):
+        h.run([ZAYA, "score", "--model", d, "--tokens", os.path.join(WORK, "tokens.json"), "--json", out],
+              env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS=act))
+        got = [x["mean_loss"] for x in json.load(open(out))]
+        worst = 0.0
+        for s, g in zip(seqs, got):
+            logits = h.hf_logits(model, s)[:-1, :VOCAB].double()
+            want = float(torch.nn.functional.cross_entropy(logits, torch.tensor(s[1:])))
+            worst = max(worst, abs(g - want) / abs(want))
+        if not worst <= bound:
+            h.fail(f"{label}: zaya's cached mean losses (packed experts, {act} activations) differ from "
+                   f"transformers' by {worst:.3g} relative")
+        print(f"ok: {label}: zaya score's cached engine (experts packed, {act} activations) gives transformers' "
+              f"mean losses within {worst:.2g} relative")
 
 
 def check_greedy(model, d, label):
@@ -135,7 +140,7 @@ def check_greedy(model, d, label):
         for i, p in enumerate(PROMPTS):
             f.write(json.dumps({"id": i, "prompt": p, "max_new_tokens": 24, "temperature": 0}) + "\n")
     out = h.run([ZAYA, "generate", "--model", d, "--prompts", prompts, "--temperature", "0", "--max-new-tokens", "24",
-                 "--dtype", "auto"])
+                 "--dtype", "auto"], env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS="float"))  # the float product
     results = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     if len(results) != len(PROMPTS):
         h.fail(f"{label}: zaya generate gave {len(results)} result lines: {out[-500:]}")

@@ -8,6 +8,8 @@
 #include "zaya/core/work_pool.h"
 #include "zaya/ops/matmul.h"
 #include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/matvec_lowbit.h"
+#include "zaya/ops/matvec_mxfp4_q8.h"
 
 namespace zaya {
 namespace {
@@ -20,15 +22,30 @@ constexpr int64_t kMaxChunkRows = 512;
 // most kMaxChunkRows / kRowBucket oneDNN primitives.
 constexpr int64_t kRowBucket = 32;
 
-// int8 (Q8_0) weights always take their matvec kernel (is_q8; there is no int8 GEMM here): prefill on them is slower.
-// So do MXFP4 and FP8 experts (ops/matvec_lowbit.h), prefill included.
+// int8 (Q8_0) weights always take their matvec kernel (there is no int8 GEMM here): prefill on them is slower.
+// MXFP4 and FP8 ones (ops/matvec_lowbit.h) take a GEMM over dequantized tiles beyond max_tokens.
 bool use_matvec(int64_t tokens, int64_t max_tokens, const WeightMatrix& w, bool bf16_activations) {
-  return tokens <= max_tokens || w.type == WeightType::kI8 || w.type == WeightType::kMXFP4 ||
-         w.type == WeightType::kFP8 || (w.type == WeightType::kBF16 && !bf16_activations);
+  return tokens <= max_tokens || w.type == WeightType::kI8 || (w.type == WeightType::kBF16 && !bf16_activations);
 }
 
-// An int8 matrix with columns: the int8 kernel over quantized activations.
-bool is_q8(const WeightMatrix& w) { return w.type == WeightType::kI8 && w.cols > 0; }
+// Products over int8-quantized activations (in their matvec kernel): int8 matrices with columns, and MXFP4 ones
+// unless ZAYA_MXFP4_ACTIVATIONS=float (ops/matvec_mxfp4_q8.h).
+bool is_q8(const WeightMatrix& w) {
+  return (w.type == WeightType::kI8 && w.cols > 0) || (w.type == WeightType::kMXFP4 && mxfp4_int8_activations());
+}
+
+// Rows [r0, r1) of an int8-input product on the calling thread.
+void q8_rows(const WeightMatrix& w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
+             bool accumulate) {
+  const uint8_t* wq = static_cast<const uint8_t*>(w.data);
+  if (w.type == WeightType::kMXFP4)
+    matvec_mxfp4_q8_rows(wq, r0, r1, xq, y, ldy, accumulate);
+  else
+    matvec_q8_rows(wq, r0, r1, xq, y, ldy, accumulate);
+}
+
+// Dequantized rows per tile of gemm_lowbit_rows: 4 MB of f32, at least 16 rows.
+constexpr int64_t kLowbitTileFloats = int64_t(1) << 20;
 
 }  // namespace
 
@@ -75,21 +92,44 @@ void LinearRunner::gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t
   }
 }
 
-void LinearRunner::run_q8(float* y, int64_t ldy, const WeightMatrix& w, bool accumulate) {
-  const uint8_t* wq = static_cast<const uint8_t*>(w.data);
-  if (xq_.tokens() * w.rows * w.cols < kDecodeParallelMinMacs)
-    matvec_q8_rows(wq, 0, w.rows, xq_, y, ldy, accumulate);
-  else
-    matvec_q8(wq, w.rows, xq_, y, ldy, accumulate);
+void LinearRunner::gemm_lowbit_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens,
+                                    const WeightMatrix& w, bool accumulate) {
+  const int64_t I = w.cols, O = w.rows;
+  const int64_t tile = std::min(O, std::max<int64_t>(16, kLowbitTileFloats / std::max<int64_t>(I, 1)));
+  if (int64_t(wtile_.size()) < tile * I) wtile_.resize(size_t(tile * I));
+  float* wt = wtile_.data();
+  for (int64_t r0 = 0; r0 < O; r0 += tile) {
+    const int64_t n = std::min(tile, O - r0);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < n; r += 16)
+      lowbit_rows_f32(w.type, static_cast<const uint8_t*>(w.data), I, r0 + r, r0 + std::min(n, r + 16), wt + r * I);
+    gemm<float>(false, true, tokens, n, I, 1.0f, x, ldx, wt, I, accumulate ? 1.0f : 0.0f, y + r0, ldy);
+  }
 }
+
+namespace {
+
+// An int8-input product over its quantized input, split over the work pool when large enough.
+void run_q8(const Q8Activations& xq, float* y, int64_t ldy, const WeightMatrix& w, bool accumulate) {
+  const uint8_t* wq = static_cast<const uint8_t*>(w.data);
+  if (xq.tokens() * w.rows * w.cols < kDecodeParallelMinMacs)
+    q8_rows(w, 0, w.rows, xq, y, ldy, accumulate);
+  else if (w.type == WeightType::kMXFP4)
+    matvec_mxfp4_q8(wq, w.rows, xq, y, ldy, accumulate);
+  else
+    matvec_q8(wq, w.rows, xq, y, ldy, accumulate);
+}
+
+}  // namespace
 
 void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
                        bool accumulate) {
   if (tokens <= 0) return;
-  if (is_q8(w)) {
+  const bool matvec_path = use_matvec(tokens, matvec_max_tokens_, w, bf16_activations_);
+  if (is_q8(w) && matvec_path) {
     xq_.quantize(x, ldx, tokens, w.cols);
-    run_q8(y, ldy, w, accumulate);
-  } else if (use_matvec(tokens, matvec_max_tokens_, w, bf16_activations_)) {
+    run_q8(xq_, y, ldy, w, accumulate);
+  } else if (matvec_path) {
     if (tokens * w.rows * w.cols < kDecodeParallelMinMacs) {
       matvec_rows(w.type, w.data, w.cols, 0, w.rows, x, ldx, tokens, y, ldy, accumulate);
       return;
@@ -98,6 +138,8 @@ void LinearRunner::run(float* y, int64_t ldy, const float* x, int64_t ldx, int64
   } else if (w.type == WeightType::kF32) {
     gemm<float>(false, true, tokens, w.rows, w.cols, 1.0f, x, ldx, static_cast<const float*>(w.data), w.cols,
                 accumulate ? 1.0f : 0.0f, y, ldy);
+  } else if (w.type == WeightType::kMXFP4 || w.type == WeightType::kFP8) {
+    gemm_lowbit_rows(y, ldy, x, ldx, tokens, w, accumulate);
   } else {
     gemm_bf16_rows(y, ldy, x, ldx, tokens, w, accumulate);
   }
@@ -111,27 +153,36 @@ void LinearRunner::run_parts(float* y, int64_t ldy, const float* x, int64_t ldx,
 }
 
 void LinearRunner::run_products(std::span<const Product> products) {
-  bool all_matvec = true, shared_q8 = true;
-  const Product* q8 = nullptr;  // the first int8 product: the others must share its input
+  bool all_matvec = true;
   int64_t macs = 0;
-  for (const Product& p : products) {
+  // Each int8-input product's activations, quantized once per distinct input (run_parts' parts share one; the
+  // experts of a step each have theirs).
+  xq_of_.assign(products.size(), -1);
+  size_t used = 0;
+  for (size_t k = 0; k < products.size(); ++k) {
+    const Product& p = products[k];
     if (p.tokens <= 0) continue;
-    all_matvec = all_matvec && use_matvec(p.tokens, matvec_max_tokens_, *p.w, bf16_activations_);
+    const bool matvec_path = use_matvec(p.tokens, matvec_max_tokens_, *p.w, bf16_activations_);
+    all_matvec = all_matvec && matvec_path;
     macs += p.tokens * p.w->rows * p.w->cols;
-    if (!is_q8(*p.w)) continue;
-    if (q8 == nullptr)
-      q8 = &p;
-    else
-      shared_q8 = shared_q8 && p.x == q8->x && p.ldx == q8->ldx && p.tokens == q8->tokens && p.w->cols == q8->w->cols;
+    if (!matvec_path || !is_q8(*p.w)) continue;
+    for (size_t j = 0; j < k && xq_of_[k] < 0; ++j) {
+      const Product& q = products[j];
+      if (xq_of_[j] >= 0 && q.x == p.x && q.ldx == p.ldx && q.tokens == p.tokens && q.w->cols == p.w->cols)
+        xq_of_[k] = xq_of_[j];
+    }
+    if (xq_of_[k] >= 0) continue;
+    if (xqs_.size() <= used) xqs_.emplace_back();
+    xqs_[used].quantize(p.x, p.ldx, p.tokens, p.w->cols);
+    xq_of_[k] = int(used++);
   }
-  // The int8 products read their input quantized once.
-  if (q8 != nullptr && shared_q8) xq_.quantize(q8->x, q8->ldx, q8->tokens, q8->w->cols);
   const int threads = omp_get_max_threads();
-  if (!all_matvec || !shared_q8 || threads <= 1 || macs < kDecodeParallelMinMacs) {
-    for (const Product& p : products) {
+  if (!all_matvec || threads <= 1 || macs < kDecodeParallelMinMacs) {
+    for (size_t k = 0; k < products.size(); ++k) {
+      const Product& p = products[k];
       if (p.tokens <= 0) continue;
-      if (is_q8(*p.w) && shared_q8)
-        run_q8(p.y, p.ldy, *p.w, false);
+      if (xq_of_[k] >= 0)
+        run_q8(xqs_[size_t(xq_of_[k])], p.y, p.ldy, *p.w, false);
       else
         run(p.y, p.ldy, p.x, p.ldx, p.tokens, *p.w);
     }
@@ -145,12 +196,13 @@ void LinearRunner::run_products(std::span<const Product> products) {
     for (int64_t r0 = 0; r0 < rows; r0 += piece) pieces_.push_back({int64_t(k), r0, std::min(rows, r0 + piece)});
   }
   const Piece* pieces = pieces_.data();
-  const Q8Activations& xq = xq_;
+  const int* xq_of = xq_of_.data();
+  const Q8Activations* xqs = xqs_.data();
   pool_for(int64_t(pieces_.size()), threads, [&](int64_t i, int) {
     const Piece& c = pieces[i];
     const Product& p = products[size_t(c.product)];
-    if (is_q8(*p.w))
-      matvec_q8_rows(static_cast<const uint8_t*>(p.w->data), c.r0, c.r1, xq, p.y, p.ldy, false);
+    if (xq_of[c.product] >= 0)
+      q8_rows(*p.w, c.r0, c.r1, xqs[xq_of[c.product]], p.y, p.ldy, false);
     else
       matvec_rows(p.w->type, p.w->data, p.w->cols, c.r0, c.r1, p.x, p.ldx, p.tokens, p.y, p.ldy, false);
   });

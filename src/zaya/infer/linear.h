@@ -10,7 +10,13 @@
 //    activations, exact, several times slower): the setting the decode-vs-
 //    full-sequence tests use. int8 weights (Q8_0 blocks) always take the
 //    int8 matvec kernel (ops/matvec_q8.h), on activations quantized once per
-//    input: once for all the parts of run_parts.
+//    input: once for all the parts of run_parts. MXFP4 and FP8 weights
+//    (quantized experts) take their matvec kernels up to kMatvecMaxTokens
+//    rows (MXFP4: ops/matvec_mxfp4_q8.h over int8-quantized activations, or
+//    ops/matvec_lowbit.h's float32 ones, mxfp4_int8_activations(); FP8:
+//    ops/matvec_lowbit.h) and beyond that an f32 GEMM over tiles of rows
+//    dequantized exactly (gemm_lowbit_rows): prefill reads each weight once
+//    per tile instead of once per token.
 //
 // The runner owns the scratch of the bf16 GEMM path (activations rounded to
 // bf16, padded to a row bucket so that oneDNN builds few primitives).
@@ -78,16 +84,20 @@ class LinearRunner {
  private:
   void gemm_bf16_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
                       bool accumulate);
-  // The int8 product over xq_, quantized from the input by the caller.
-  void run_q8(float* y, int64_t ldy, const WeightMatrix& w, bool accumulate);
+  // An MXFP4 or FP8 matrix's rows dequantized to f32, a tile at a time, each tile one sgemm.
+  void gemm_lowbit_rows(float* y, int64_t ldy, const float* x, int64_t ldx, int64_t tokens, const WeightMatrix& w,
+                        bool accumulate);
   int64_t max_in_, max_out_;
   bool bf16_activations_;
   int64_t matvec_max_tokens_ = kMatvecMaxTokens;
-  int64_t chunk_rows_ = 0;   // rows per bf16 GEMM call
-  AlignedPtr<uint16_t> xb_;  // [chunk_rows, max_in] activations in bf16
-  AlignedPtr<float> cbuf_;   // [chunk_rows, max_out] GEMM output
-  Bf16GemmCache gemms_;      // the bf16 GEMMs' primitives
-  Q8Activations xq_;         // the input of int8 products, quantized
+  int64_t chunk_rows_ = 0;          // rows per bf16 GEMM call
+  AlignedPtr<uint16_t> xb_;         // [chunk_rows, max_in] activations in bf16
+  AlignedPtr<float> cbuf_;          // [chunk_rows, max_out] GEMM output
+  Bf16GemmCache gemms_;             // the bf16 GEMMs' primitives
+  Q8Activations xq_;                // the input of run's int8-input products, quantized
+  std::vector<Q8Activations> xqs_;  // run_products' distinct int8 inputs, quantized
+  std::vector<int> xq_of_;          // per product: its entry of xqs_, or -1 (float input)
+  std::vector<float> wtile_;        // gemm_lowbit_rows' dequantized rows
   struct Piece {
     int64_t product, r0, r1;
   };

@@ -173,6 +173,22 @@ ZAYA_TARGET_LOWBIT2 void lowbit_rows_avx2(const uint8_t* w, int64_t row_bytes, i
   }
 }
 
+template <bool kMx>
+ZAYA_TARGET_LOWBIT512 void lowbit_f32_avx512(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
+                                             float* dst) {
+  const float* e8m0 = e8m0_table();
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w + r * row_bytes;
+    float* d = dst + (r - r0) * in;
+    for (int64_t g = 0; g < in / 32; ++g) {
+      __m512 w0, w1;
+      decode32_avx512<kMx>(row, in, g, e8m0, w0, w1);
+      _mm512_storeu_ps(d + 32 * g, w0);
+      _mm512_storeu_ps(d + 32 * g + 16, w1);
+    }
+  }
+}
+
 #else
 
 bool lowbit_cpu_avx512() { return false; }
@@ -247,6 +263,23 @@ void matvec_lowbit_rows(WeightType type, const uint8_t* w, int64_t in, int64_t r
     matvec_lowbit_rows_avx2(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
   else
     matvec_lowbit_rows_portable(type, w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+}
+
+void lowbit_rows_f32(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t r1, float* dst) {
+  check_lowbit(type, in);
+  const int64_t row_bytes = lowbit_row_bytes(type, in);
+#ifdef ZAYA_LOWBIT_X86
+  if (lowbit_cpu_avx512()) {
+    (type == WeightType::kMXFP4 ? lowbit_f32_avx512<true> : lowbit_f32_avx512<false>)(w, row_bytes, in, r0, r1, dst);
+    return;
+  }
+#endif
+  for (int64_t r = r0; r < r1; ++r) {
+    if (type == WeightType::kMXFP4)
+      dequantize_mxfp4_row(w + r * row_bytes, in, dst + (r - r0) * in);
+    else
+      dequantize_fp8_row(w + r * row_bytes, in, dst + (r - r0) * in);
+  }
 }
 
 const char* matvec_lowbit_kernel_name() {

@@ -35,6 +35,9 @@ void matvec_lowbit_rows_avx2(WeightType type, const uint8_t* w, int64_t in, int6
                              const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate);
 void matvec_lowbit_rows_portable(WeightType type, const uint8_t* w, int64_t in, int64_t row_begin, int64_t row_end,
                                  const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy, bool accumulate);
+// Rows [row_begin, row_end) dequantized to float32 (exact: the decode of the kernels above), row r at
+// dst + (r - row_begin) * in: the tiles of LinearRunner's prefill GEMM. Equal bit for bit to weight_row_f32.
+void lowbit_rows_f32(WeightType type, const uint8_t* w, int64_t in, int64_t row_begin, int64_t row_end, float* dst);
 // "avx512", "avx2" or "portable": the kernel matvec_lowbit_rows runs on this CPU.
 const char* matvec_lowbit_kernel_name();
 

@@ -100,5 +100,18 @@ TEST(MatvecLowbit, OneHotActivationsGiveTheDequantizedWeightsExactly) {
   }
 }
 
+// The prefill tiles' dequantization equals weight_row_f32 bit for bit (every code, subnormals included).
+TEST(MatvecLowbit, RowsToFloatEqualTheDequantizedRows) {
+  std::mt19937 g(13);
+  const int64_t in = 160, rows = 11;
+  for (WeightType type : {WeightType::kMXFP4, WeightType::kFP8}) {
+    const std::vector<uint8_t> w = random_lowbit_rows(type, rows, in, g);
+    std::vector<float> want(size_t((rows - 3) * in)), got(size_t((rows - 3) * in));
+    for (int64_t r = 3; r < rows; ++r) weight_row_f32(type, w.data(), in, r, want.data() + (r - 3) * in);
+    lowbit_rows_f32(type, w.data(), in, 3, rows, got.data());
+    EXPECT_EQ(got, want) << weight_type_name(type);
+  }
+}
+
 }  // namespace matvec_lowbit_test
 }  // namespace zaya
