@@ -44,9 +44,10 @@ void RolloutBatches::fill(const std::vector<RolloutSample>& samples, const std::
   cursor_ = 0;
 }
 
-void RolloutBatches::next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int rank, int ranks,
+void RolloutBatches::next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int /*rank*/, int /*ranks*/,
                           int32_t* doc_pos) {
-  ZAYA_CHECK(batch == micro_ && seq == seq_ && rank == 0 && ranks == 1 && doc_pos == nullptr && cursor_ < accum_,
+  // The rows are this rank's already (its share of the step's samples: rl_dist.h).
+  ZAYA_CHECK(batch == micro_ && seq == seq_ && doc_pos == nullptr && cursor_ < accum_,
              "internal error: RolloutBatches asked for another shape or past its micro-batches");
   const size_t at = size_t(cursor_ * micro_ * seq_), n = size_t(micro_ * seq_);
   std::copy_n(ids_.data() + at, n, ids);
