@@ -126,7 +126,8 @@ TEST(ReportTrain, AnRlRunPlotsRewardKlFlipRateAndLength) {
   const auto figures = by_file(sec);
   for (const char* f : {"rl_reward.svg", "rl_kl.svg", "rl_flip_rate.svg", "rl_length.svg"})
     ASSERT_TRUE(figures.count(f)) << f;
-  auto series = parse_xml(figures.at("rl_reward.svg")->svg)->find("path", "series");
+  auto reward_svg = parse_xml(figures.at("rl_reward.svg")->svg);  // the series point into it
+  auto series = reward_svg->find("path", "series");
   ASSERT_EQ(series.size(), 2u);  // the training run has no RL records
   EXPECT_EQ(series[0]->attr("data-name"), "rl training (sampled)");
   EXPECT_EQ(series[1]->attr("data-name"), "rl held-out (greedy)");
