@@ -64,6 +64,11 @@ RunMetrics read_run_metrics(const json& lines, const std::string& path) {
       run.ranks = std::max(run.ranks, int64_t(s.size()));
       continue;
     }
+    if (j.contains("eval_reward") && j["eval_reward"].is_number()) {
+      run.eval_steps.push_back(step);
+      run.eval_reward.push_back(j["eval_reward"].get<double>());
+      continue;
+    }
     if (j.contains("val_loss") && j["val_loss"].is_number()) {
       run.val_steps.push_back(step);
       run.val_loss.push_back(j["val_loss"].get<double>());
@@ -74,6 +79,10 @@ RunMetrics read_run_metrics(const json& lines, const std::string& path) {
     run.loss.push_back(j["loss"].get<double>());
     run.lr.push_back(number_or_nan(j, "lr"));
     run.grad_norm.push_back(number_or_nan(j, "grad_norm"));
+    run.reward.push_back(number_or_nan(j, "reward_mean"));
+    run.kl.push_back(number_or_nan(j, "kl_ref"));
+    run.flip_rate.push_back(number_or_nan(j, "flip_rate"));
+    run.length.push_back(number_or_nan(j, "response_length"));
     if (!j.contains("routing") || !j["routing"].is_array() || j["routing"].empty()) continue;
     RoutingRecord rec{step, {}};
     for (const json& l : j["routing"]) {

@@ -4,7 +4,9 @@
 // learning rate, gradient norm, per-layer routing), the validation records,
 // and the straggler records distributed runs interleave
 // ({"step", "rank_step_seconds": [...], "slowest_rank"}). Phase records and
-// anything unknown are passed over.
+// anything unknown are passed over. A `zaya rl` run's step records (docs/rl.md
+// "Metrics") also carry its reward, KL, response length and router-flip rate,
+// and its evaluations ({"step", "eval_reward"}) the held-out reward.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -35,6 +37,10 @@ struct RunMetrics {
   // Straggler records: the step and the slowest and fastest rank's seconds.
   std::vector<double> rank_steps, slowest_seconds, fastest_seconds;
   int64_t ranks = 0;  // the most ranks a straggler record lists
+  // `zaya rl`: per step record (NaN where a record lacks it): reward_mean, kl_ref, flip_rate, response_length;
+  // the held-out evaluations.
+  std::vector<double> reward, kl, flip_rate, length;
+  std::vector<double> eval_steps, eval_reward;
 };
 
 // How a run is named in legends: the name of the directory that holds its

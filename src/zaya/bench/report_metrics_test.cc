@@ -27,6 +27,26 @@ TEST(ReportMetrics, RunsAreNamedByTheirDirectory) {
   EXPECT_EQ(run_path_label("metrics.jsonl"), run_label("metrics.jsonl"));
 }
 
+TEST(ReportMetrics, AnRlRunsRewardKlFlipRateAndLengthAreRead) {
+  const nlohmann::json lines = nlohmann::json::parse(R"([
+    {"step":0,"eval_reward":0.25,"eval_prompts":40},
+    {"step":1,"reward_mean":0.5,"reward_std":0.1,"response_length":4.5,"loss":-0.01,"kl_ref":0.0,"grad_norm":1.0},
+    {"step":2,"reward_mean":0.75,"response_length":4.0,"loss":0.02,"kl_ref":0.003,"flip_rate":0.125},
+    {"step":2,"eval_reward":0.875,"eval_prompts":40}
+  ])");
+  const RunMetrics r = read_run_metrics(lines, "runs/rl/metrics.jsonl");
+  EXPECT_EQ(r.steps, (std::vector<double>{1, 2}));
+  EXPECT_EQ(r.reward, (std::vector<double>{0.5, 0.75}));
+  EXPECT_EQ(r.kl, (std::vector<double>{0.0, 0.003}));
+  EXPECT_EQ(r.length, (std::vector<double>{4.5, 4.0}));
+  ASSERT_EQ(r.flip_rate.size(), 2u);
+  EXPECT_TRUE(std::isnan(r.flip_rate[0]));
+  EXPECT_EQ(r.flip_rate[1], 0.125);
+  EXPECT_EQ(r.eval_steps, (std::vector<double>{0, 2}));
+  EXPECT_EQ(r.eval_reward, (std::vector<double>{0.25, 0.875}));
+  EXPECT_TRUE(r.val_steps.empty());
+}
+
 TEST(ReportMetrics, RecordsOfEachKindAreReadApart) {
   const nlohmann::json lines = nlohmann::json::parse(R"([
     {"step":1,"phase":1,"name":"short","steps":10},

@@ -2,7 +2,8 @@
 // throughput, and per run of zaya train (its metrics.jsonl, report_metrics.h)
 // the loss curves (validation dashed in the run's colour), the learning rate,
 // the gradient norm, the slowest and fastest rank's step time of a
-// distributed run, and heat maps of the routing per MoE layer over the steps.
+// distributed run, and heat maps of the routing per MoE layer over the steps;
+// for `zaya rl` runs, their reward, KL, flip rate and length (report_rl.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "zaya/bench/report_json.h"
 #include "zaya/bench/report_metrics.h"
 #include "zaya/bench/report_plot.h"
+#include "zaya/bench/report_rl.h"
 #include "zaya/report/svg_heatmap.h"
 
 namespace zaya {
@@ -206,6 +208,7 @@ ReportSection train_report_section(const std::vector<const ReportInput*>& inputs
   if (!rank_time.empty())
     sec.figures.push_back(line_figure("train_rank_step_time.svg", "step time of the slowest and fastest rank", "step",
                                       "step time (s)", AxisScale::kLinear, AxisScale::kLinear, rank_time));
+  add_rl_figures(runs, sec);
   std::set<std::string> stems;  // labels of one slug ("a-b", "a_b") get files of their own
   for (const RunMetrics& r : runs) {
     if (r.routing.empty() || r.routing.front().layers.empty()) continue;

@@ -107,6 +107,37 @@ TEST(ReportTrain, RunsOfOneNameAreToldApart) {
   EXPECT_EQ(sec.figures.size(), 3u);  // loss, lr, gradient norm; no routing, no ranks
 }
 
+TEST(ReportTrain, AnRlRunPlotsRewardKlFlipRateAndLength) {
+  ReportInput rl;
+  rl.path = "runs/rl/metrics.jsonl";
+  rl.kind = "metrics";
+  rl.doc = nlohmann::json::array();
+  rl.doc.push_back({{"step", 0}, {"eval_reward", 0.2}});
+  for (int s = 1; s <= 6; ++s)
+    rl.doc.push_back({{"step", s},
+                      {"reward_mean", 0.1 * s},
+                      {"loss", 0.01},
+                      {"kl_ref", 0.001 * s},
+                      {"response_length", 5.0},
+                      {"flip_rate", 0.05}});
+  rl.doc.push_back({{"step", 6}, {"eval_reward", 0.9}});
+  const ReportInput plain = metrics_input("runs/lm/metrics.jsonl", 5, 0, false);
+  const ReportSection sec = train_report_section({&plain, &rl});
+  const auto figures = by_file(sec);
+  for (const char* f : {"rl_reward.svg", "rl_kl.svg", "rl_flip_rate.svg", "rl_length.svg"})
+    ASSERT_TRUE(figures.count(f)) << f;
+  auto reward_svg = parse_xml(figures.at("rl_reward.svg")->svg);  // the series point into it
+  auto series = reward_svg->find("path", "series");
+  ASSERT_EQ(series.size(), 2u);  // the training run has no RL records
+  EXPECT_EQ(series[0]->attr("data-name"), "rl training (sampled)");
+  EXPECT_EQ(series[1]->attr("data-name"), "rl held-out (greedy)");
+  EXPECT_EQ(series[1]->attr("stroke-dasharray"), "6 3");
+  // Without flip_rate in the records: no flip-rate figure; a language-model run alone: no RL figure.
+  for (nlohmann::json& r : rl.doc) r.erase("flip_rate");
+  EXPECT_FALSE(by_file(train_report_section({&rl})).count("rl_flip_rate.svg"));
+  EXPECT_FALSE(by_file(train_report_section({&plain})).count("rl_reward.svg"));
+}
+
 TEST(ReportTrain, RoutingHeatMapsPerLayerOverTheSteps) {
   const ReportInput a = metrics_input("runs/a/metrics.jsonl", 120, 0);
   const ReportSection sec = train_report_section({&a});

@@ -33,7 +33,7 @@ void add_launch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch",
       "run training under a supervisor that restarts it from the last checkpoint on failure, hang or "
-      "preemption: zaya launch -n 4 -- train --config my.toml");
+      "preemption: zaya launch -n 4 -- train --config my.toml (or -- rl --config rl.toml)");
   cmd->add_option("-n,--ranks", o->ranks, "MPI ranks (1: no mpirun)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mpirun", o->mpirun, "the MPI launcher");
   cmd->add_option("--mpirun-arg", o->mpirun_args, "an argument for the launcher (repeatable), e.g. --oversubscribe");
@@ -52,12 +52,12 @@ void add_launch_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 1e7));
   cmd->add_option("--inject", o->inject, "fault injection for the first attempt only (testing)");
   // The job follows `--`: main() splits the command line there (job_args()).
-  cmd->footer("The job follows --: zaya launch [options] -- train --config FILE [train options]");
+  cmd->footer("The job follows --: zaya launch [options] -- train --config FILE [train options] (or rl ...)");
   cmd->callback([o] {
     SupervisorOptions opts = *o;
     opts.train_args = launch_job_args();
-    ZAYA_CHECK_USAGE(!opts.train_args.empty() && opts.train_args[0] == "train",
-                     "zaya launch: the command after -- must be `train ...`, got '{}'",
+    ZAYA_CHECK_USAGE(!opts.train_args.empty() && (opts.train_args[0] == "train" || opts.train_args[0] == "rl"),
+                     "zaya launch: the command after -- must be `train ...` or `rl ...`, got '{}'",
                      opts.train_args.empty() ? "" : opts.train_args[0]);
     // The run's directories, from the same config and --set overrides the job will use.
     std::string config;
@@ -66,7 +66,7 @@ void add_launch_command(CLI::App& app) {
       if (opts.train_args[i] == "--config") config = opts.train_args[i + 1];
       if (opts.train_args[i] == "--set") overrides.push_back(opts.train_args[i + 1]);
     }
-    ZAYA_CHECK_USAGE(!config.empty(), "zaya launch: the train command needs --config FILE");
+    ZAYA_CHECK_USAGE(!config.empty(), "zaya launch: the {} command needs --config FILE", opts.train_args[0]);
     const TrainConfig tc = load_train_config(config, overrides);
     opts.out_dir = tc.run.out_dir;
     opts.checkpoint_dir = tc.checkpoint_dir();

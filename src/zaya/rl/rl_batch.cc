@@ -64,9 +64,10 @@ void RolloutBatches::place_routing(size_t j, const RolloutSample& s, int64_t inp
     for (int64_t l = 0; l < L; ++l) std::copy_n(s.routing.data() + (t * L + l) * J, J, micro + (l * rows + at + t) * J);
 }
 
-void RolloutBatches::next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int rank, int ranks,
+void RolloutBatches::next(int32_t* ids, int32_t* targets, int64_t batch, int64_t seq, int /*rank*/, int /*ranks*/,
                           int32_t* doc_pos) {
-  ZAYA_CHECK(batch == micro_ && seq == seq_ && rank == 0 && ranks == 1 && doc_pos == nullptr && cursor_ < accum_,
+  // The rows are this rank's already (its share of the step's samples: rl_dist.h).
+  ZAYA_CHECK(batch == micro_ && seq == seq_ && doc_pos == nullptr && cursor_ < accum_,
              "internal error: RolloutBatches asked for another shape or past its micro-batches");
   const size_t at = size_t(cursor_ * micro_ * seq_), n = size_t(micro_ * seq_);
   std::copy_n(ids_.data() + at, n, ids);

@@ -5,7 +5,8 @@
 // tokens count in the loss; per position, the sample's advantage and the
 // decoder's log-probability of the target (NaN where none). Rows past the
 // samples are padding. As a BatchSource it hands out its micro-batches in
-// order from reset().
+// order from reset(); on several data-parallel ranks each rank's batches hold
+// its own samples (rl_dist.h), whatever rank the trainer asks for.
 
 #include <cstdint>
 #include <vector>

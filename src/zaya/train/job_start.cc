@@ -46,13 +46,12 @@ std::unique_ptr<TrainJob> start_train_job(const std::function<TrainConfig()>& lo
   return job;
 }
 
-ResumeReport resume_train_job(TrainJob& job, const std::string& what) {
-  Comm& world = job.mesh().world();
-  const TrainConfig& config = job.config();
+ResumeReport resume_from_checkpoints(Comm& world, const std::string& checkpoint_dir, const std::string& what,
+                                     const std::function<int64_t(const CheckpointReader&)>& load) {
   std::vector<std::string> candidates;
   if (what == "latest") {
-    candidates = list_checkpoints(config.checkpoint_dir());
-    ZAYA_CHECK(!candidates.empty(), "--resume: no checkpoint in {}", config.checkpoint_dir());
+    candidates = list_checkpoints(checkpoint_dir);
+    ZAYA_CHECK(!candidates.empty(), "--resume: no checkpoint in {}", checkpoint_dir);
     std::reverse(candidates.begin(), candidates.end());
   } else {
     candidates = {what};
@@ -60,11 +59,12 @@ ResumeReport resume_train_job(TrainJob& job, const std::string& what) {
   ResumeReport report;
   for (const std::string& dir : candidates) {
     try {
-      run_collectively(world, "loading checkpoint " + dir, [&] { job.resume_from(CheckpointReader::open(dir)); });
+      int64_t step = 0;
+      run_collectively(world, "loading checkpoint " + dir, [&] { step = load(CheckpointReader::open(dir)); });
       run_collectively(world, "setting newer checkpoints aside", [&] {
-        if (job.is_root())
-          report.moved = set_aside_checkpoints_after(config.checkpoint_dir(), job.step(),
-                                                     report.damaged.empty() ? "superseded" : "damaged");
+        if (world.rank() == 0)
+          report.moved =
+              set_aside_checkpoints_after(checkpoint_dir, step, report.damaged.empty() ? "superseded" : "damaged");
       });
       report.dir = dir;
       return report;
@@ -75,9 +75,16 @@ ResumeReport resume_train_job(TrainJob& job, const std::string& what) {
   }
   std::string failures;
   for (const std::string& d : report.damaged) failures += fmt::format("\n  {}", d);
-  throw CollectiveError(
-      fmt::format("--resume: no checkpoint in {} could be loaded:{}", config.checkpoint_dir(), failures), false,
-      world.rank() == 0);
+  throw CollectiveError(fmt::format("--resume: no checkpoint in {} could be loaded:{}", checkpoint_dir, failures),
+                        false, world.rank() == 0);
+}
+
+ResumeReport resume_train_job(TrainJob& job, const std::string& what) {
+  return resume_from_checkpoints(job.mesh().world(), job.config().checkpoint_dir(), what,
+                                 [&](const CheckpointReader& ck) {
+                                   job.resume_from(ck);
+                                   return job.step();
+                                 });
 }
 
 }  // namespace zaya

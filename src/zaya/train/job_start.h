@@ -42,5 +42,9 @@ struct ResumeReport {
 // user chose not to resume from) are renamed, not deleted, so the run can
 // write those steps.
 ResumeReport resume_train_job(TrainJob& job, const std::string& what);
+// The same walk for another job (`zaya rl`): `load` reads one checkpoint into
+// it (collectively) and returns the step it continues from.
+ResumeReport resume_from_checkpoints(Comm& world, const std::string& checkpoint_dir, const std::string& what,
+                                     const std::function<int64_t(const CheckpointReader&)>& load);
 
 }  // namespace zaya

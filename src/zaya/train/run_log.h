@@ -66,12 +66,13 @@ class RunLog {
   // line), written atomically; a failure is a warning.
   void write_plot(double unigram_entropy);
   void print_saved(const std::string& weights_dir) const;
+  // A record of metrics.jsonl as it is (one JSON object with "step": `zaya rl`'s own records).
+  void record(const std::string& line);
   // Metric records that could not be written (a full disk).
   int64_t dropped_records() const { return metrics_.dropped(); }
 
  private:
   std::string path(const char* name) const;
-  void record(const std::string& line);
   // A warning on stderr, once per kind of failure (a full disk would repeat it every step).
   void warn_once(const std::string& what, const std::string& why);
 

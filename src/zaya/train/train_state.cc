@@ -10,21 +10,26 @@
 namespace zaya {
 namespace {
 
-std::vector<StateTensor> rank_tensors(TrainStateParts p, bool root, bool with_optimizer, StateUse use) {
-  const ZayaModel& model = p.numerics.model();
-  if (p.numerics.lora() != nullptr)
-    return lora_state_tensors(model.config(), p.numerics.lora()->table(), model.buffers(), root, with_optimizer, use);
-  return state_tensors(model.config(), model.params(), model.buffers(), p.numerics.optimizer().owned(),
-                       p.config.optim.use_muon, root, with_optimizer, use);
+std::vector<StateTensor> rank_tensors(const TrainConfig& config, const StepNumerics& numerics, bool root,
+                                      bool with_optimizer, StateUse use) {
+  const ZayaModel& model = numerics.model();
+  if (numerics.lora() != nullptr)
+    return lora_state_tensors(model.config(), numerics.lora()->table(), model.buffers(), root, with_optimizer, use);
+  return state_tensors(model.config(), model.params(), model.buffers(), numerics.optimizer().owned(),
+                       config.optim.use_muon, root, with_optimizer, use);
 }
 
 }  // namespace
 
-std::vector<SnapshotTensor> state_snapshot(TrainStateParts p, bool root) {
+std::vector<SnapshotTensor> numerics_snapshot(const TrainConfig& config, StepNumerics& numerics, bool root) {
   std::vector<SnapshotTensor> out;
-  for (const StateTensor& t : rank_tensors(p, root, true, StateUse::kWrite))
-    out.push_back({t.name, t.dtype, t.shape, p.numerics.state_data(t)});
+  for (const StateTensor& t : rank_tensors(config, numerics, root, true, StateUse::kWrite))
+    out.push_back({t.name, t.dtype, t.shape, numerics.state_data(t)});
   return out;
+}
+
+std::vector<SnapshotTensor> state_snapshot(TrainStateParts p, bool root) {
+  return numerics_snapshot(p.config, p.numerics, root);
 }
 
 CheckpointMeta state_header(TrainStateParts p, int64_t step) {
@@ -39,9 +44,9 @@ CheckpointMeta state_header(TrainStateParts p, int64_t step) {
   return header;
 }
 
-StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note) {
+bool read_numerics_state(const TrainConfig& config, StepNumerics& numerics, const CheckpointReader& ck, bool note) {
   const CheckpointMeta& meta = ck.meta();
-  const ZayaConfig& current = p.numerics.model().config();
+  const ZayaConfig& current = numerics.model().config();
   // The model must be the same; everything else may change (layout, optimizer settings, out_dir...).
   const TrainConfig saved = parse_train_config(meta.config_toml, ck.dir() + "/metadata.json (config)");
   // The RoPE bases, their precision and the longest position shape no
@@ -63,26 +68,30 @@ StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note)
              ck.dir(), saved.model_preset, saved.model.hidden, saved.model.num_blocks, saved.model.experts,
              saved.model.vocab_size);
   // The adapters' shapes must be the same: the [lora] rows marked kResumeMatch (train_fields.cc).
-  const LoraConfig &was = saved.lora, &is = p.config.lora;
-  const std::vector<std::string> lora_diff = was.enabled && is.enabled
-                                                 ? field_differences(train_fields(), "lora", saved, p.config)
-                                                 : std::vector<std::string>{};
+  const LoraConfig &was = saved.lora, &is = config.lora;
+  const std::vector<std::string> lora_diff =
+      was.enabled && is.enabled ? field_differences(train_fields(), "lora", saved, config) : std::vector<std::string>{};
   ZAYA_CHECK(was.enabled == is.enabled && lora_diff.empty(),
              "{}: the checkpoint's LoRA adapters ({}) differ from this config's [lora] ({}); resume with the [lora] "
              "section it was trained with{}",
              ck.dir(), was.enabled ? fmt::format("rank {}, {} targets", was.rank, was.targets.size()) : "none",
              is.enabled ? fmt::format("rank {}, {} targets", is.rank, is.targets.size()) : "none",
              lora_diff.empty() ? "" : fmt::format(" ({})", fmt::join(lora_diff, "; ")));
-  const nlohmann::json& st = meta.state;
-  StateOnDisk s;
-  s.with_optimizer = st.value("optimizer_state", false);
-  s.step = st.value("step", meta.step);
+  const bool with_optimizer = meta.state.value("optimizer_state", false);
   // Without optimizer state the moments start at zero.
-  Optimizer& opt = p.numerics.optimizer();
+  Optimizer& opt = numerics.optimizer();
   opt.first_moment().zero();
   opt.second_moment().zero();
-  for (const StateTensor& t : rank_tensors(p, false, s.with_optimizer, StateUse::kRead))
-    ck.read(t.name, p.numerics.state_data(t), t.dtype, t.shape);
+  for (const StateTensor& t : rank_tensors(config, numerics, false, with_optimizer, StateUse::kRead))
+    ck.read(t.name, numerics.state_data(t), t.dtype, t.shape);
+  return with_optimizer;
+}
+
+StateOnDisk read_state(TrainStateParts p, const CheckpointReader& ck, bool note) {
+  StateOnDisk s;
+  s.with_optimizer = read_numerics_state(p.config, p.numerics, ck, note);
+  const nlohmann::json& st = ck.meta().state;
+  s.step = st.value("step", ck.meta().step);
   s.phase = p.phases.checkpoint_phase(st, s.step, ck.dir());
   return s;
 }

@@ -36,6 +36,13 @@ std::vector<SnapshotTensor> state_snapshot(TrainStateParts parts, bool root);
 // The checkpoint's metadata (state, configs, tokenizer) at `step`.
 CheckpointMeta state_header(TrainStateParts parts, int64_t step);
 
+// The numerics' part alone (StepNumerics: parameters, buffers, optimizer and
+// controller moments), for a job without a step guard or data phases (`zaya
+// rl`, rl/rl_checkpoint.h): this rank's tensors to write, and the read-back
+// with read_state's checks (returns whether the checkpoint held optimizer state).
+std::vector<SnapshotTensor> numerics_snapshot(const TrainConfig& config, StepNumerics& numerics, bool root);
+bool read_numerics_state(const TrainConfig& config, StepNumerics& numerics, const CheckpointReader& ck, bool note);
+
 // What a checkpoint says about the run it continues.
 struct StateOnDisk {
   bool with_optimizer = false;  // false: weights only (an imported model): optimizer, guard and data start afresh
