@@ -112,3 +112,18 @@ start_serve() {
   URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/serve.log" | head -1)
   [[ -n $URL ]] || fail "zaya serve did not say its port: $(cat "$WORK/serve.log")"
 }
+
+# The small RL set-up of the resume and multi-rank tests: a 512-piece
+# tokenizer, tools/rl_task.py's two-word prompts, and $WORK/len_reward.py, a
+# reward program that varies with the completion's length (from a fresh model
+# every group then has advantages, so every step updates the weights).
+prepare_rl_task() {
+  "$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size 512 --max-sentences 5000 \
+    --out "$WORK/tok" >/dev/null
+  python3 "$SRC/tools/rl_task.py" make "$WORK" --words 2 --vocab 8 --sft 10 --prompts 20 --eval 6
+  cat >"$WORK/len_reward.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    print(len(json.loads(line)["completion"]) % 7 / 6)
+PY
+}

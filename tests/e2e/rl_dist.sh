@@ -9,13 +9,7 @@
 source "$(dirname "$0")/common.bash" "$@"
 command -v mpirun >/dev/null || { echo "skip: no mpirun"; exit 77; }
 
-"$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size 512 --max-sentences 5000 --out "$WORK/tok" >/dev/null
-python3 "$SRC/tools/rl_task.py" make "$WORK" --words 2 --vocab 8 --sft 10 --prompts 20 --eval 6
-cat >"$WORK/len_reward.py" <<'PY'
-import json, sys
-for line in sys.stdin:
-    print(len(json.loads(line)["completion"]) % 7 / 6)
-PY
+prepare_rl_task
 base=(--config "$SRC/configs/rl-tiny.toml" --quiet --set model.init_from='""' --set data.tokenizer="\"$WORK/tok.model\""
   --set rl.prompts="\"$WORK/prompts.jsonl\"" --set rl.eval_prompts="\"$WORK/eval.jsonl\"" --set rl.eval_every=2
   --set rl.prompts_per_step=4 --set rl.group_size=4 --set rl.max_new_tokens=6 --set train.seq_len=64

@@ -8,15 +8,7 @@
 # resume exactly. Full-parameter (with a KL penalty) and LoRA.
 source "$(dirname "$0")/common.bash" "$@"
 
-"$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size 512 --max-sentences 5000 --out "$WORK/tok" >/dev/null
-python3 "$SRC/tools/rl_task.py" make "$WORK" --words 2 --vocab 8 --sft 10 --prompts 20 --eval 6
-# From a fresh model (no warm start): a reward that varies with the completion's length gives every group
-# advantages, so every step updates the weights.
-cat >"$WORK/len_reward.py" <<'PY'
-import json, sys
-for line in sys.stdin:
-    print(len(json.loads(line)["completion"]) % 7 / 6)
-PY
+prepare_rl_task
 base=(--config "$SRC/configs/rl-tiny.toml" --quiet --set model.init_from='""' --set data.tokenizer="\"$WORK/tok.model\""
   --set rl.prompts="\"$WORK/prompts.jsonl\"" --set rl.eval_prompts="\"$WORK/eval.jsonl\"" --set rl.eval_every=3
   --set rl.prompts_per_step=3 --set rl.group_size=4 --set rl.max_new_tokens=6 --set train.seq_len=64

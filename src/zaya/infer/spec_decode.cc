@@ -41,8 +41,7 @@ Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int6
 
 Speculator::~Speculator() = default;
 
-void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling,
-                       bool drafts) {
+void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const SamplingOptions& sampling, bool drafts) {
   Slot& s = slots_[size_t(slot)];
   s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());

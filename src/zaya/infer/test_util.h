@@ -18,9 +18,9 @@
 #include "zaya/core/rng.h"
 #include "zaya/core/test_util.h"
 #include "zaya/infer/engine.h"
-#include "zaya/model/lora.h"
 #include "zaya/infer/generator.h"
 #include "zaya/infer/sampling.h"
+#include "zaya/model/lora.h"
 #include "zaya/model/model.h"
 #include "zaya/model/params.h"
 
