@@ -625,7 +625,7 @@ def main():
 
     # ---- M2: SIGTERM drains, then cuts what the grace did not finish ----
     drain_check(grace=30, requests=2, max_tokens=300, want_exit=0)
-    drain_check(grace=0, requests=8, max_tokens=1000, want_exit=3)
+    drain_check(grace=0, requests=12, max_tokens=1000, want_exit=3)
 
     s.stop()
     print("serve_hostile: every finding replayed; the server answered each and kept serving")
