@@ -130,7 +130,10 @@ struct Compiler {
       refuse(path + ".$ref", fmt::format("'$ref' = {} does not resolve; allowed: \"#\", \"#/$defs/NAME\" or "
                                          "\"#/definitions/NAME\" naming a schema of this document",
                                          json_preview(r)));
-    // A placeholder any-of of one alternative, filled once the target is compiled.
+    // The $ref's node, made before its target is compiled so that a recursive
+    // $ref inside the target resolves to it: an any-of whose one alternative is
+    // the target's compiled node (set just below; the recursive $defs case of
+    // infer/json_grammar_test.cc).
     JsonNode hold;
     hold.kind = Kind::kAnyOf;
     const int32_t id = add(hold, path);
