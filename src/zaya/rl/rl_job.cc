@@ -17,6 +17,7 @@
 #include "zaya/formats/lora_peft.h"
 #include "zaya/io/heartbeat.h"
 #include "zaya/optim/schedule.h"
+#include "zaya/rl/expert_gather.h"
 #include "zaya/rl/grpo.h"
 #include "zaya/rl/prompt_order.h"
 #include "zaya/rl/reward.h"
@@ -41,10 +42,15 @@ void check_rl_config(const TrainConfig& c, int ranks) {
   ZAYA_CHECK(!c.data.tokenizer.empty(),
              "{}: data.tokenizer is missing; `zaya rl` encodes the prompts and decodes the samples with it", src);
   ZAYA_CHECK(c.phases.empty(), "{}: [[phase]] tables are not allowed with [rl]; allowed: one [train] section", src);
-  ZAYA_CHECK(c.parallel.ep == 1 && c.parallel.cp == 1,
-             "{}: parallel.ep = {}, parallel.cp = {}: `zaya rl` splits its rollouts over data-parallel ranks only; "
-             "allowed: 1 and 1",
-             src, c.parallel.ep, c.parallel.cp);
+  ZAYA_CHECK(c.parallel.cp == 1,
+             "{}: parallel.cp = {}: `zaya rl` samples whole sequences on each rank (context parallelism would split "
+             "them); allowed: 1",
+             src, c.parallel.cp);
+  ZAYA_CHECK(c.parallel.ep == 1 || !c.lora.enabled || !c.lora.quantized_base(),
+             "{}: lora.base_dtype = \"{}\" with parallel.ep = {}: the rollout decoder gathers every rank's experts "
+             "(docs/rl.md \"Several ranks\"), which are then packed rows; allowed: parallel.ep = 1, or lora.base_dtype "
+             "= \"float\"",
+             src, enum_name<LoraBaseDtype>(kLoraBaseDtypeNames, c.lora.base_dtype), c.parallel.ep);
   ZAYA_CHECK(c.rl.prompts_per_step % ranks == 0,
              "{}: rl.prompts_per_step = {} on {} ranks: each rank samples whole groups of an equal share of the "
              "step's prompts; allowed: a multiple of {}",
@@ -103,6 +109,7 @@ class RlRun {
   RlStepRecord step(int64_t step);
   std::vector<RolloutSample> rollout(const std::vector<const RlPrompt*>& prompts, uint64_t seed, RolloutStats& rs);
   void reference_logprobs();
+  const ZayaModel& decoder_weights();
   void save_outputs(RlSummary& s);
   void save_checkpoint(bool async);
   [[noreturn]] void save_at_stop_request();
@@ -120,6 +127,7 @@ class RlRun {
   Heartbeat heartbeat_;
   std::unique_ptr<StepNumerics> numerics_;
   std::unique_ptr<ZayaModel> ref_model_;  // full-parameter KL reference (LoRA: the base itself)
+  std::unique_ptr<ZayaModel> full_;       // expert parallelism: every expert, for the decoder (expert_gather.h)
   std::unique_ptr<ModelWorkspace> ref_ws_;
   std::unique_ptr<RolloutBatches> batches_;
   RolloutSettings sampling_;
@@ -178,11 +186,12 @@ RlRun::RlRun(TrainConfig config, const RlJobOptions& options, std::shared_ptr<Pr
   logp_.assign(size_t(run.micro_batch * run.seq_len), 0.0f);
   if (rl_.kl_coef > 0) {
     ref_.assign(positions, 0.0f);
-    ref_ws_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, false);
+    ref_ws_ = std::make_unique<ModelWorkspace>(config_.model, run.micro_batch, run.seq_len, false,
+                                               mesh_->ep_size() > 1 ? &mesh_->ep() : nullptr);
     if (numerics_->lora() == nullptr) {
-      // A frozen copy of the starting weights.
-      ref_model_ = std::make_unique<ZayaModel>(config_.model);
+      // A frozen copy of the starting weights (this rank's experts).
       ZayaModel& m = numerics_->model();
+      ref_model_ = std::make_unique<ZayaModel>(config_.model, m.params().experts());
       std::memcpy(ref_model_->param_data(), m.param_data(), sizeof(float) * size_t(m.params().total_floats()));
       std::memcpy(ref_model_->buffer_data(), m.buffer_data(), sizeof(float) * size_t(m.buffers().total_floats()));
       if (numerics_->bf16_gemms()) ref_model_->enable_bf16_gemms();
@@ -235,9 +244,8 @@ void RlRun::save_at_stop_request() {
 
 namespace {
 
-// The decoder over the current weights (views of the float32 arena; LoRA: a copy of the adapters).
-std::unique_ptr<InferModel> decoder_of(StepNumerics& n, const TrainConfig& c) {
-  const ZayaModel& m = n.model();
+// The decoder over the current weights `m` (views of its float32 arena; LoRA: a copy of the adapters).
+std::unique_ptr<InferModel> decoder_of(const ZayaModel& m, StepNumerics& n, const TrainConfig& c) {
   std::unique_ptr<InferModel> im = InferModel::from_model(m, m.storage() == ParamStorage::kF32 ? "f32" : "auto");
   if (const LoraAdapters* a = n.lora()) {
     auto copy = std::make_unique<LoraAdapters>(c.model, c.lora);
@@ -259,6 +267,16 @@ std::vector<double> rewards_of(const RlConfig& rl, const std::vector<RolloutSamp
 
 }  // namespace
 
+// The weights the decoder reads: the trainer's, or under expert parallelism their copy with every expert
+// (expert_gather.h), gathered at every call (the weights, or a LoRA run's balancing biases, change per step).
+// Collective over the ep group.
+const ZayaModel& RlRun::decoder_weights() {
+  if (mesh_->ep_size() == 1) return numerics_->model();
+  if (!full_) full_ = full_model_like(numerics_->model());
+  gather_experts(numerics_->model(), mesh_->ep(), *full_);
+  return *full_;
+}
+
 double RlRun::evaluate(int64_t step) {
   // Each rank decodes its contiguous share of the held-out prompts.
   const size_t n = eval_.size(), W = size_t(mesh_->world_size()), rank = size_t(mesh_->rank());
@@ -266,7 +284,7 @@ double RlRun::evaluate(int64_t step) {
   for (size_t i = n * rank / W; i < n * (rank + 1) / W; ++i) ps.push_back(&eval_[i]);
   RolloutSettings greedy = sampling_;
   greedy.sampling.temperature = 0;
-  const std::unique_ptr<InferModel> im = decoder_of(*numerics_, config_);
+  const std::unique_ptr<InferModel> im = decoder_of(decoder_weights(), *numerics_, config_);
   std::vector<double> sum = {0.0};
   run_collectively(mesh_->world(), "scoring the held-out prompts", [&] {
     for (double x : rewards_of(rl_, run_rollout(*im, tok_, ps, 1, greedy, 0), 1)) sum[0] += x;
@@ -297,7 +315,8 @@ void RlRun::reference_logprobs() {
 std::vector<RolloutSample> RlRun::rollout(const std::vector<const RlPrompt*>& prompts, uint64_t seed,
                                           RolloutStats& rs) {
   if (!rl_.sample_with_trainer)
-    return run_rollout(*decoder_of(*numerics_, config_), tok_, prompts, rl_.group_size, sampling_, seed, &rs);
+    return run_rollout(*decoder_of(decoder_weights(), *numerics_, config_), tok_, prompts, rl_.group_size, sampling_,
+                       seed, &rs);
   // The trainer's own forward of the step's rows (docs/rl.md "Parity"): its bf16 copy current, dropout off.
   const RunConfig& run = config_.run;
   const RowsForward forward = [&](int64_t, const int32_t* ids) -> const float* {
@@ -306,7 +325,13 @@ std::vector<RolloutSample> RlRun::rollout(const std::vector<const RlPrompt*>& pr
   };
   const TrainerRows rows{run.micro_batch, run.seq_len, run.grad_accum, config_.model.vocab_size,
                          config_.model.real_vocab_size};
-  return sample_with_trainer(forward, rows, tok_, prompts, rl_.group_size, sampling_, seed, &rs);
+  // Under expert parallelism the forward is collective: the ep group runs each one together (trainer_sampler.h).
+  MicroBatchAgreement agree;
+  if (mesh_->ep_size() > 1)
+    agree = [this](std::vector<uint8_t>& busy) {
+      mesh_->ep().all_reduce(busy.data(), busy.data(), busy.size(), DType::kU8, ReduceOp::kMax);
+    };
+  return sample_with_trainer(forward, rows, tok_, prompts, rl_.group_size, sampling_, seed, &rs, agree);
 }
 
 RlStepRecord RlRun::step(int64_t step) {
@@ -512,7 +537,10 @@ RlSummary RlRun::run() {
     fmt::print("zaya rl: {} prompts ({}), {} per step x {} samples, {} steps, {} held-out prompts; {} GEMMs{}{}\n",
                prompts_.size(), rl_.prompts, rl_.prompts_per_step, rl_.group_size, steps, eval_.size(),
                numerics_->bf16_gemms() ? "bf16" : "f32", numerics_->lora() ? ", LoRA" : "",
-               mesh_->world_size() > 1 ? fmt::format("; {} data-parallel ranks", mesh_->world_size()) : "");
+               mesh_->world_size() == 1 ? ""
+               : mesh_->ep_size() == 1
+                   ? fmt::format("; {} data-parallel ranks", mesh_->world_size())
+                   : fmt::format("; {} ranks: dp {} x ep {}", mesh_->world_size(), mesh_->dp_size(), mesh_->ep_size()));
   checkpoints_.check_directory(resumed_);
   if (config_.checkpoint.every > 0 || config_.checkpoint.final || last < steps) checkpoints_.open();
   log_.open(resumed_, step_);  // resumed: keeps the records up to the checkpoint's step
@@ -557,10 +585,12 @@ RlSummary RlRun::run() {
 }
 
 RlSummary run_rl(TrainConfig config, const RlJobOptions& options) {
-  // Every rank of an mpirun: one data-parallel mesh (train/job_start.h's start-up checks).
+  // Every rank of an mpirun: the dp x ep mesh (train/job_start.h's start-up checks).
   std::unique_ptr<Comm> world = make_world_comm();
   check_same_on_all_ranks(*world, train_config_to_toml(config), "the RL configuration");
-  auto mesh = std::make_shared<ProcessMesh>(std::move(world), 1, 1);
+  run_collectively(*world, "building the process mesh",
+                   [&] { check_world_fits(world->size(), config.parallel.ep, 1, config.source); });
+  auto mesh = std::make_shared<ProcessMesh>(std::move(world), config.parallel.ep, 1);
   if (mesh->world_size() > 1)
     for (Comm* c : {&mesh->world(), &mesh->ep(), &mesh->dp(), &mesh->cp()})
       c->set_timeout(config.parallel.comm_timeout);

@@ -12,7 +12,7 @@ namespace zaya {
 std::vector<RolloutSample> sample_with_trainer(const RowsForward& forward, const TrainerRows& shape,
                                                const Tokenizer& tok, const std::vector<const RlPrompt*>& prompts,
                                                int64_t group, const RolloutSettings& s, uint64_t seed,
-                                               RolloutStats* stats) {
+                                               RolloutStats* stats, const MicroBatchAgreement& agree) {
   const int64_t B = shape.micro, S = shape.seq, V = shape.vocab;
   const size_t n = prompts.size() * size_t(group);
   ZAYA_CHECK(int64_t(n) <= B * shape.accum, "internal error: {} samples for {} rows", n, B * shape.accum);
@@ -35,12 +35,19 @@ std::vector<RolloutSample> sample_with_trainer(const RowsForward& forward, const
   std::vector<std::pair<float, int32_t>> scratch;
   int64_t generated = 0;
   const double t0 = now_seconds();
-  while (std::find(active.begin(), active.end(), true) != active.end()) {
+  std::vector<uint8_t> busy(size_t(shape.accum));
+  for (;;) {
+    // The micro-batches with a sample still growing (over the ranks that run each forward together).
     for (int64_t a = 0; a < shape.accum; ++a) {
-      const size_t j0 = size_t(a * B), j1 = std::min(n, size_t((a + 1) * B));
-      if (j0 >= n ||
-          std::find(active.begin() + int64_t(j0), active.begin() + int64_t(j1), true) == active.begin() + int64_t(j1))
-        continue;
+      const size_t j0 = std::min(n, size_t(a * B)), j1 = std::min(n, size_t((a + 1) * B));
+      busy[size_t(a)] =
+          std::find(active.begin() + int64_t(j0), active.begin() + int64_t(j1), true) != active.begin() + int64_t(j1);
+    }
+    if (agree) agree(busy);
+    if (std::none_of(busy.begin(), busy.end(), [](uint8_t b) { return b != 0; })) break;
+    for (int64_t a = 0; a < shape.accum; ++a) {
+      if (busy[size_t(a)] == 0) continue;
+      const size_t j0 = std::min(n, size_t(a * B)), j1 = std::min(n, size_t((a + 1) * B));
       const float* logits = forward(a, ids.data() + a * B * S);
       for (size_t j = j0; j < j1; ++j) {
         if (!active[j]) continue;

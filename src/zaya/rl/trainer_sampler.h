@@ -13,6 +13,16 @@
 // sampled token the same bits: the rollout's log-probabilities are the
 // trainer's (tested, rl/trainer_sampler_test.cc). It costs one forward of
 // the step's rows per generated token (no KV cache).
+//
+// Under expert parallelism the trainer's forward is collective over the ep
+// group (model/moe_experts.h), so its ranks must run the same forwards in the
+// same order although their samples end at different tokens: each round, the
+// micro-batches with a sample still growing on any rank of the group
+// (MicroBatchAgreement, an OR over the group) are run by every rank of it, a
+// rank whose own rows are done running them too and ignoring the logits; the
+// sampling stops on all of them together, when no rank has a sample growing.
+// A row's logits do not depend on the other rows of the forward (above), so
+// the extra forwards change no sample.
 
 #include <cstdint>
 #include <functional>
@@ -30,10 +40,14 @@ struct TrainerRows {
   int64_t vocab = 0, real_vocab = 0;      // logit columns, and the ids that may be sampled
 };
 
+// busy[a] != 0: micro-batch a has a sample still growing on this rank; the agreement ORs busy over the ranks
+// that run each forward together (in place; the same accum entries on each). Empty: this rank alone.
+using MicroBatchAgreement = std::function<void(std::vector<uint8_t>& busy)>;
+
 // As run_rollout (the same samples' order, seeds, stop rules and fields; no routing record), from `forward`.
 std::vector<RolloutSample> sample_with_trainer(const RowsForward& forward, const TrainerRows& rows,
                                                const Tokenizer& tokenizer, const std::vector<const RlPrompt*>& prompts,
                                                int64_t group, const RolloutSettings& settings, uint64_t seed,
-                                               RolloutStats* stats = nullptr);
+                                               RolloutStats* stats = nullptr, const MicroBatchAgreement& agree = {});
 
 }  // namespace zaya
