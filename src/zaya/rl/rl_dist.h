@@ -1,9 +1,12 @@
 #pragma once
-// `zaya rl` on several data-parallel ranks (docs/rl.md "Several ranks"): every
-// rank takes the step's same P prompts from the prompt order and samples its
-// contiguous share of them, P / ranks prompts with all G samples each, from the
-// sampling seeds the one-rank run gives those samples; a group never spans two
-// ranks, so advantages need no communication. The gradients are reduced as in
+// `zaya rl` on several ranks (docs/rl.md "Several ranks"): every rank (a
+// data rank: dp x ep of them, cp is 1) takes the step's same P prompts from the
+// prompt order and samples its contiguous share of them, P / ranks prompts with
+// all G samples each, from the sampling seeds the one-rank run gives those
+// samples, whatever parallel.ep is (expert parallelism changes where the
+// experts live, rl/expert_gather.h and rl/trainer_sampler.h, not which rank
+// samples what); a group never spans two ranks, so advantages need no
+// communication. The gradients are reduced as in
 // `zaya train` (StepNumerics, ZeRO-1), the loss a token-level mean over the
 // completion tokens of the whole global batch. The step's statistics are
 // reduced here.

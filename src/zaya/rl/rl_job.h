@@ -1,6 +1,6 @@
 #pragma once
-// `zaya rl`: GRPO with verifiable rewards, on one process or data-parallel
-// ranks (rl_dist.h; docs/rl.md). Each
+// `zaya rl`: GRPO with verifiable rewards, on one process or dp x ep ranks
+// (rl_dist.h, expert_gather.h; docs/rl.md). Each
 // step: P prompts (rl.prompts_per_step, in a seeded order, epoch after
 // epoch), G samples of each from the cached decoder over the current weights
 // (rollout.h), rewards (reward.h), group-normalised advantages, the old

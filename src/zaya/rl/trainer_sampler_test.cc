@@ -3,11 +3,14 @@
 // one the trainer's forward of the finished rows gives it (the old policy of
 // the loss), in float32 and with bf16 GEMMs, over several micro-batches with
 // padding rows; the samples stop at their token limit, a stop id, or a stop
-// string.
+// string. Under expert parallelism (a MicroBatchAgreement) the forwards a
+// rank runs for the other ranks of its group, after its own samples ended,
+// change none of its samples.
 #include "zaya/rl/trainer_sampler.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -25,7 +28,8 @@ struct Parity {
   std::vector<RolloutSample> samples;
 };
 
-Parity trainer_sampled_parity(bool bf16, const RolloutSettings& settings) {
+Parity trainer_sampled_parity(bool bf16, const RolloutSettings& settings, const MicroBatchAgreement& agree = {},
+                              int64_t* forwards = nullptr) {
   const ZayaConfig c = testing::small_test_config();
   const std::unique_ptr<ZayaModel> model = testing::random_model(c, 4);
   if (bf16) model->enable_bf16_gemms();
@@ -39,13 +43,14 @@ Parity trainer_sampled_parity(bool bf16, const RolloutSettings& settings) {
   std::vector<const RlPrompt*> ps;
   for (const RlPrompt& p : prompts) ps.push_back(&p);
   const RowsForward forward = [&](int64_t, const int32_t* ids) {
+    if (forwards != nullptr) ++*forwards;
     model_forward(*model, ws, ids, nullptr, kSamplerMicro, kSamplerSeq, {});
     return static_cast<const float*>(ws.logits());
   };
   Parity out;
   out.samples =
       sample_with_trainer(forward, {kSamplerMicro, kSamplerSeq, kSamplerAccum, c.vocab_size, c.real_vocab_size}, tok,
-                          ps, kSamplerGroup, settings, 11);
+                          ps, kSamplerGroup, settings, 11, nullptr, agree);
   RolloutBatches rows(kSamplerMicro, kSamplerSeq, kSamplerAccum);
   rows.fill(out.samples, std::vector<float>(out.samples.size(), 1.0f));
   // The old policy: the trainer's forward of the finished rows, with their targets.
@@ -97,6 +102,32 @@ TEST(TrainerSampler, StopsAtStopIdsAndStrings) {
   EXPECT_EQ(text.samples[1].tokens.size(), 1u);
   EXPECT_EQ(text.samples[1].text, "");
   EXPECT_EQ(text.differ, 0);
+}
+
+TEST(TrainerSampler, ForwardsRunForTheGroupChangeNoSample) {
+  RolloutSettings s;
+  s.sampling = {1.0, 0, 1.0, 0};
+  s.max_new_tokens = 9;
+  int64_t alone = 0;
+  const Parity free = trainer_sampled_parity(false, s, {}, &alone);
+  s.stop_ids = {free.samples[0].tokens[2]};  // this rank's samples end at different tokens
+  const Parity own = trainer_sampled_parity(false, s, {}, &alone);
+  // Another rank of the ep group has a sample growing in every micro-batch for 12 rounds (longer than any here).
+  int64_t rounds = 0, forwards = 0;
+  const MicroBatchAgreement peer = [&](std::vector<uint8_t>& busy) {
+    ASSERT_EQ(busy.size(), size_t(kSamplerAccum));
+    if (rounds++ < 12) std::fill(busy.begin(), busy.end(), uint8_t(1));
+  };
+  const Parity grouped = trainer_sampled_parity(false, s, peer, &forwards);
+  EXPECT_EQ(forwards, 12 * kSamplerAccum) << "every micro-batch each round, until the peer is done";
+  EXPECT_EQ(rounds, 13) << "the sampling ends when no rank of the group has a sample growing";
+  ASSERT_EQ(grouped.samples.size(), own.samples.size());
+  EXPECT_LE(own.samples[0].tokens.size(), 3u);
+  for (size_t j = 0; j < own.samples.size(); ++j) {
+    EXPECT_EQ(grouped.samples[j].tokens, own.samples[j].tokens) << "sample " << j;
+    EXPECT_EQ(grouped.samples[j].logprobs, own.samples[j].logprobs) << "sample " << j;
+  }
+  EXPECT_EQ(grouped.differ, 0);
 }
 
 }  // namespace
