@@ -121,6 +121,10 @@ prepare_rl_task() {
   "$ZAYA" data tokenizer --corpus "$SRC/data/kjv/kjv.txt" --vocab-size 512 --max-sentences 5000 \
     --out "$WORK/tok" >/dev/null
   python3 "$SRC/tools/rl_task.py" make "$WORK" --words 2 --vocab 8 --sft 10 --prompts 20 --eval 6
+  # configs/rl-tiny.toml over the task, from a fresh model, scored by len_reward.py (below).
+  RL_TASK=(--config "$SRC/configs/rl-tiny.toml" --quiet --set model.init_from='""'
+    --set data.tokenizer="\"$WORK/tok.model\"" --set rl.prompts="\"$WORK/prompts.jsonl\""
+    --set rl.command="\"python3 $WORK/len_reward.py\"")
   cat >"$WORK/len_reward.py" <<'PY'
 import json, sys
 for line in sys.stdin:

@@ -28,11 +28,9 @@ source "$(dirname "$0")/common.bash" "$@"
 command -v mpirun >/dev/null || { echo "skip: no mpirun"; exit 77; }
 
 prepare_rl_task
-base=(--config "$SRC/configs/rl-tiny.toml" --quiet --set model.init_from='""' --set data.tokenizer="\"$WORK/tok.model\""
-  --set rl.prompts="\"$WORK/prompts.jsonl\"" --set rl.eval_prompts='""' --set rl.prompts_per_step=4
-  --set rl.group_size=4 --set rl.max_new_tokens=6 --set train.seq_len=64 --set train.micro_batch=8
-  --set train.steps=4 --set rl.command="\"python3 $WORK/len_reward.py\"" --set optim.lr=1e-3 --set rl.kl_coef=0.05
-  --set rl.updates_per_rollout=1 --set checkpoint.every=2 --set train.threads=1)
+base=("${RL_TASK[@]}" --set rl.eval_prompts='""' --set rl.prompts_per_step=4 --set rl.group_size=4
+  --set rl.max_new_tokens=6 --set train.seq_len=64 --set train.micro_batch=8 --set train.steps=4 --set optim.lr=1e-3
+  --set rl.kl_coef=0.05 --set rl.updates_per_rollout=1 --set checkpoint.every=2 --set train.threads=1)
 ep=(--set parallel.ep=2)
 trainer=(--set rl.sample_with_trainer=true)
 # bf16 GEMMs: the decoder's routers and the trainer's then choose differently now and then (flip_rate > 0).
