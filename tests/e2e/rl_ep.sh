@@ -21,6 +21,8 @@
 #   routing replay: the trainer (its experts on two ranks) replays every
 #   choice of the decoder's routing record (no routed flip), and the greedy
 #   held-out scores equal dp 4's;
+# - LoRA (the cached decoder over the gathered base and the adapters): the
+#   same samples and numbers as dp 4;
 # - stop at step 2 and resume under dp 2 x ep 2: the final weights and the
 #   metrics bit for bit;
 # - configs the mesh cannot run are refused, naming the field.
@@ -37,13 +39,16 @@ trainer=(--set rl.sample_with_trainer=true)
 replay=(--set rl.routing_replay=true --set train.precision='"bf16"' --set rl.eval_prompts="\"$WORK/eval.jsonl\""
   --set rl.eval_every=2)
 "$ZAYA" rl "${base[@]}" "${trainer[@]}" --set train.out_dir="\"$WORK/one\"" --set train.steps=1 >/dev/null
-for name in dp4 ep ep-bf16 dp4-replay ep-replay; do
+lora=(--set lora.rank=4 --set lora.dropout=0 --set optim.lr=1e-2)
+for name in dp4 ep ep-bf16 dp4-replay ep-replay dp4-lora ep-lora; do
   case $name in
     dp4) extra=("${trainer[@]}") ;;
     ep) extra=("${ep[@]}" "${trainer[@]}") ;;
     ep-bf16) extra=("${ep[@]}" "${trainer[@]}" --set train.precision='"bf16"') ;;
     dp4-replay) extra=("${replay[@]}") ;;
     ep-replay) extra=("${ep[@]}" "${replay[@]}") ;;
+    dp4-lora) extra=("${lora[@]}") ;;
+    ep-lora) extra=("${ep[@]}" "${lora[@]}") ;;
   esac
   "${MPIRUN[@]}" -np 4 "$ZAYA" rl "${base[@]}" "${extra[@]}" --set train.out_dir="\"$WORK/$name\"" >/dev/null
 done
@@ -51,7 +56,8 @@ python3 - "$WORK" <<'PY' || fail "dp 2 x ep 2 differs from dp 4 or one rank, or 
 import json, sys
 def load(name):
     return [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/metrics.jsonl")]
-for ref_name, ep_name in (("one", "ep"), ("dp4", "ep"), ("ep-bf16", "ep-bf16"), ("dp4-replay", "ep-replay")):
+pairs = (("one", "ep"), ("dp4", "ep"), ("ep-bf16", "ep-bf16"), ("dp4-replay", "ep-replay"), ("dp4-lora", "ep-lora"))
+for ref_name, ep_name in pairs:
     ref, ep = load(ref_name), load(ep_name)
     assert len(ep) == (7 if ep_name == "ep-replay" else 4) and len(ref) <= len(ep), (ep_name, len(ref), len(ep))
     for a, b in zip(ref, ep):
@@ -65,9 +71,11 @@ for ref_name, ep_name in (("one", "ep"), ("dp4", "ep"), ("ep-bf16", "ep-bf16"), 
         for k in ("loss", "grad_norm", "entropy", "kl_ref"):
             assert abs(a[k] - b[k]) <= 1e-6 * max(1.0, abs(a[k])), (ref_name, a["step"], k, a[k], b[k])
         assert b["recompute_mismatches"] == 0 and b["completion_tokens"] > 0, b
-        if ep_name != "ep-replay":  # sampled with the trainer: its log-probabilities, bit for bit
+        if ep_name in ("ep", "ep-bf16"):  # sampled with the trainer: its log-probabilities, bit for bit
             assert b["rollout_logp_mismatches"] == 0 and b["decoder_logp_max_abs_diff"] == 0, b
             assert b["decoder_ratio_min"] == 1 and b["decoder_ratio_max"] == 1, b
+        elif ep_name == "ep-lora":  # the gathered decoder over the base, with a copy of the adapters
+            assert b["decoder_logp_max_abs_diff"] < 1e-3, b
         else:  # the gathered decoder's routing record, replayed by the expert-parallel trainer
             assert b["routing_replay"] and b["routing_choices"] == a["routing_choices"] > 0, (a, b)
             assert b["routed_flip_rate"] == 0 and b["update_routed_flip_rate"] == 0, b
