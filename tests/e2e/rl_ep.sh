@@ -110,4 +110,7 @@ expect_error 1 "parallel.cp = 2: .*allowed: 1" -- \
   "$ZAYA" rl "${base[@]}" --set parallel.cp=2 --set train.out_dir="\"$WORK/bad\""
 expect_error 1 "rl.prompts_per_step = 2 on 4 ranks.*allowed: a multiple of 4" -- \
   "${MPIRUN[@]}" -np 4 "$ZAYA" rl "${base[@]}" "${ep[@]}" --set rl.prompts_per_step=2 --set train.out_dir="\"$WORK/bad\""
+expect_error 1 "lora.base_dtype = \"int8\" with parallel.ep = 2: .*allowed: parallel.ep = 1, or lora.base_dtype = \"float\"" \
+  -- "${MPIRUN[@]}" -np 2 "$ZAYA" rl "${base[@]}" "${ep[@]}" --set rl.prompts_per_step=2 --set lora.rank=4 \
+  --set lora.base_dtype='"int8"' --set train.out_dir="\"$WORK/bad\""
 echo "ok: rl under dp 2 x ep 2"

@@ -48,8 +48,8 @@ void check_rl_config(const TrainConfig& c, int ranks) {
              src, c.parallel.cp);
   ZAYA_CHECK(c.parallel.ep == 1 || !c.lora.enabled || !c.lora.quantized_base(),
              "{}: lora.base_dtype = \"{}\" with parallel.ep = {}: the rollout decoder gathers every rank's experts "
-             "(docs/rl.md \"Several ranks\"), which are then packed rows; allowed: parallel.ep = 1, or lora.base_dtype "
-             "= \"float\"",
+             "(docs/rl.md \"Several ranks\") as float values, not as packed rows; allowed: parallel.ep = 1, or "
+             "lora.base_dtype = \"float\"",
              src, enum_name<LoraBaseDtype>(kLoraBaseDtypeNames, c.lora.base_dtype), c.parallel.ep);
   ZAYA_CHECK(c.rl.prompts_per_step % ranks == 0,
              "{}: rl.prompts_per_step = {} on {} ranks: each rank samples whole groups of an equal share of the "
