@@ -53,11 +53,14 @@ for r in steps:
 PY
 # Routing replay (docs/rl.md): the flip rates are reported; with replay no choice is routed otherwise than the
 # rollout's. Sampling with the trainer: the rollout's log-probabilities are the trainer's bit for bit, f32 and bf16.
-for name in replay trainer trainer-bf16; do
+for name in replay trainer trainer-bf16 lora-bf16 qlora; do
   case $name in
     replay) extra=(--set rl.routing_replay=true) ;;
     trainer) extra=(--set rl.sample_with_trainer=true) ;;
     trainer-bf16) extra=(--set rl.sample_with_trainer=true --set train.precision='"bf16"') ;;
+    # LoRA over a frozen base held only as bf16, and over MXFP4 experts: the cached decoder reads those as held.
+    lora-bf16) extra=(--set lora.rank=4 --set lora.dropout=0 --set train.precision='"bf16"') ;;
+    qlora) extra=(--set lora.rank=4 --set lora.dropout=0 --set lora.base_dtype='"mxfp4"') ;;
   esac
   "$ZAYA" rl --config "$SRC/configs/rl-tiny.toml" "${rl_args[@]}" "${extra[@]}" --threads 1 --set train.steps=3 \
     --set rl.eval_prompts='""' --set train.out_dir="\"$WORK/rl-$name\"" >"$WORK/rl-$name.log" 2>&1 ||
@@ -70,7 +73,10 @@ name = sys.argv[2]
 assert len(steps) == 3, len(steps)
 for r in steps:
     assert r["recompute_mismatches"] == 0 and r["completion_tokens"] > 0, r
-    if name == "replay":
+    if name in ("lora-bf16", "qlora"):
+        # The decoder's log-probs against the trainer's: bf16 matrices (and a bf16 cache), or the same MXFP4 rows.
+        assert r["decoder_logp_max_abs_diff"] < (0.1 if name == "lora-bf16" else 1e-3), r
+    elif name == "replay":
         assert r["routing_replay"] and r["routing_choices"] > 0, r
         assert r["routed_flip_rate"] == 0 and r["update_routed_flip_rate"] == 0, r
         assert 0 <= r["flip_rate"] < 0.05, r

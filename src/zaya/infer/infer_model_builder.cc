@@ -26,6 +26,7 @@
 #include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_header.h"
 #include "zaya/model/config_toml.h"
+#include "zaya/model/frozen_base.h"
 #include "zaya/model/params.h"
 #include "zaya/ops/quant_linear.h"
 
@@ -109,9 +110,7 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
   if (quantize) want = WeightDtype::kAuto;
   WeightMatrix w;
   if (zm != nullptr) {
-    const float* p = model_ptr(e.name);
-    w = want == WeightDtype::kBF16 ? convert(p, rows, cols, WeightType::kBF16)
-                                   : WeightMatrix{WeightType::kF32, p, rows, cols};
+    w = model_mat(e);
   } else {
     w = file_mat(e);
   }
@@ -125,6 +124,24 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
   }
   matrix_types.insert(w.type);
   return w;
+}
+
+WeightMatrix InferModel::Builder::model_mat(const ParamEntry& e) {
+  const int64_t rows = e.shape[0], cols = e.shape[1];
+  const float* p = model_ptr(e.name);
+  WeightMatrix held{WeightType::kF32, p, rows, cols};
+  const QuantWeights* q = zm->quant_weights();
+  if (q != nullptr && zm->holds_packed(e, q->type))
+    held = {q->type, q->rows_of(p, cols), rows, cols};
+  else if (zm->storage() == ParamStorage::kFrozenBf16 && bf16_only_role(e.role))
+    held = {WeightType::kBF16, zm->bf16_weights()->copy_of(p), rows, cols};
+  ZAYA_ASSERT(held.data != nullptr);
+  if (held.type == WeightType::kF32)
+    return want == WeightDtype::kBF16 ? convert(p, rows, cols, WeightType::kBF16) : held;
+  if (want != WeightDtype::kF32) return held;  // bf16 or packed rows, read in place
+  float* f = alloc<float>(rows * cols);        // dtype f32: their exact values widened
+  for (int64_t i = 0; i < rows; ++i) held.row_f32(i, f + i * cols);
+  return {WeightType::kF32, f, rows, cols};
 }
 
 WeightMatrix InferModel::Builder::file_mat(const ParamEntry& e) {

@@ -75,6 +75,11 @@ struct InferModel::Builder {
 
   WeightMatrix mat(const ParamEntry& e);
 
+  // A matrix of the in-memory model (zm), in place where it can be: its float32 view (a bf16 copy under dtype
+  // bf16), or, where a frozen LoRA base holds it only as bf16 or as packed rows (model/frozen_base.h: the float32
+  // view has no memory), those bf16 values or rows (widened exactly to float32 under dtype f32).
+  WeightMatrix model_mat(const ParamEntry& e);
+
   WeightMatrix file_mat(const ParamEntry& e);
 
   // A routed expert's matrix from a quantized checkpoint (formats/quantized_experts.h), kept packed (kMXFP4 or

@@ -103,6 +103,71 @@ TEST(InferModel, DtypeOptions) {
   testing::expect_error([&] { InferModel::load(dir.path(), bad); }, "--dtype 'int4' is invalid");
 }
 
+// A ZayaModel of `storage` and expert type holding `source`'s values (rounded where it holds bf16 or packed
+// rows), and a plain float32 model holding exactly the values it holds.
+struct HeldAndWidened {
+  std::unique_ptr<ZayaModel> held, widened;
+};
+HeldAndWidened held_and_widened(const ZayaModel& source, ParamStorage storage, WeightType experts) {
+  const ZayaConfig& c = source.config();
+  HeldAndWidened r{std::make_unique<ZayaModel>(c, ExpertRange{}, storage, experts), std::make_unique<ZayaModel>(c)};
+  std::vector<float> v;
+  for (const ParamEntry& e : source.params().entries()) {
+    v.assign(source.param_data() + e.offset, source.param_data() + e.offset + e.numel);
+    r.held->set_param(e, v.data());
+    r.held->read_param(e, v.data());
+    r.widened->set_param(e, v.data());
+  }
+  const size_t buffer_bytes = sizeof(float) * size_t(source.buffers().total_floats());
+  std::memcpy(r.held->buffer_data(), source.buffer_data(), buffer_bytes);
+  std::memcpy(r.widened->buffer_data(), source.buffer_data(), buffer_bytes);
+  return r;
+}
+
+// [S, V] logits of one prefill of `ids` by the cached decoder.
+std::vector<float> prefill_logits(const InferModel& im, const std::vector<int32_t>& ids) {
+  EngineOptions o;
+  o.max_context = 64;
+  InferenceEngine engine(im, o);
+  StepChunk all{0, ids.data(), int64_t(ids.size()), LogitsWanted::kAll};
+  engine.step({&all, 1});
+  return testing::step_logits(engine);
+}
+
+// The decoder over a frozen LoRA base (`zaya rl` with LoRA builds one every
+// rollout): the matrices such a base holds only as bf16 or as packed expert
+// rows (model/frozen_base.h) have float32 views without memory, so the
+// builder reads the bf16 values or rows themselves, in place, and widens them
+// exactly under dtype f32: the logits are those of a float32 model holding
+// the same values, bit for bit.
+TEST(InferModel, FrozenLoraBaseIsReadAsHeld) {
+  ZayaConfig c = testing::small_test_config();
+  c.expert_ffn = 64;  // MXFP4 rows are groups of 32
+  auto source = testing::random_model(c, 43);
+  const std::vector<int32_t> ids = testing::random_tokens(12, c.real_vocab_size, 3);
+  struct Case {
+    ParamStorage storage;
+    WeightType experts;
+    const char* held_dtype;  // matrix_dtype() of the decoder read as held
+  };
+  for (const Case& k : {Case{ParamStorage::kFrozenBf16, WeightType::kF32, "mixed"},
+                        Case{ParamStorage::kF32, WeightType::kMXFP4, "mxfp4-experts+f32"},
+                        Case{ParamStorage::kFrozenBf16, WeightType::kFP8, "fp8-experts+mixed"}}) {
+    SCOPED_TRACE(std::string(k.held_dtype));
+    const HeldAndWidened m = held_and_widened(*source, k.storage, k.experts);
+    const std::vector<float> want = prefill_logits(*InferModel::from_model(*m.widened, "f32"), ids);
+    EXPECT_TRUE(testing::same_bits(prefill_logits(*InferModel::from_model(*m.held, "f32"), ids), want));
+    const auto as_held = InferModel::from_model(*m.held, "auto");
+    EXPECT_EQ(as_held->matrix_dtype(), k.held_dtype);
+    const std::vector<float> got = prefill_logits(*as_held, ids);
+    // bf16 matrices: the same values, another kernel's summation order; packed experts: int8-rounded activations
+    // (measured on this model: 3.1e-5 for the bf16 base; the bounds leave room for other compilers).
+    const double bound = k.experts == WeightType::kF32 ? 1e-4 : 3e-2;
+    EXPECT_LT(testing::logits_error(got.data(), want.data(), int64_t(ids.size()), c.vocab_size, c.real_vocab_size),
+              bound);
+  }
+}
+
 TEST(InferModel, BadCheckpointsNameTheProblem) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 42);
