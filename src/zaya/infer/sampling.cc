@@ -124,16 +124,32 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
   const TemperatureWeight weight{mx, inv_t};
   if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
-    // The whole distribution: one scan, no sort.
+    // The whole distribution: one scan, no sort. The weights are computed a
+    // block at a time in vector lanes (exp_f32 gives the same bits there) and
+    // summed in id order in double, as a scalar loop would.
+    constexpr int64_t kBlock = 256;
+    float w[kBlock];
+    auto block_weights = [&](int64_t v0, int64_t n) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[v0 + i]);
+    };
     double total = 0;
-    for (int64_t v = 0; v < real_vocab; ++v) total += weight(logits[v]);
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kBlock) {
+      const int64_t n = std::min(kBlock, real_vocab - v0);
+      block_weights(v0, n);
+      for (int64_t i = 0; i < n; ++i) total += w[i];
+    }
     double u = rng.next_double() * total;
     int64_t last = 0;
-    for (int64_t v = 0; v < real_vocab; ++v) {
-      const double p = weight(logits[v]);
-      if (p > 0) last = v;
-      u -= p;
-      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kBlock) {
+      const int64_t n = std::min(kBlock, real_vocab - v0);
+      block_weights(v0, n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double p = w[i];
+        if (p > 0) last = v0 + i;
+        u -= p;
+        if (u <= 0 && p > 0) return int32_t(v0 + i);  // (a masked id, weight 0, is never drawn: token_constraint.h)
+      }
     }
     return int32_t(last);
   }
