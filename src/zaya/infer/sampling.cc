@@ -114,6 +114,13 @@ float inverse_temperature(const SamplingOptions& o, float max_logit) {
   return o.temperature == 0 || !std::isfinite(inv_t) || !std::isfinite(max_logit) ? 0.0f : inv_t;
 }
 
+// w[0, n) = weight(logits[0, n)) in vector lanes (exp_f32 gives the same bits there as one at a time).
+constexpr int64_t kWeightBlock = 256;
+void block_weights(const TemperatureWeight& weight, const float* logits, int64_t n, float* w) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[i]);
+}
+
 }  // namespace
 
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
@@ -127,23 +134,18 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
     // The whole distribution: one scan, no sort. The weights are computed a
     // block at a time in vector lanes (exp_f32 gives the same bits there) and
     // summed in id order in double, as a scalar loop would.
-    constexpr int64_t kBlock = 256;
-    float w[kBlock];
-    auto block_weights = [&](int64_t v0, int64_t n) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[v0 + i]);
-    };
+    float w[kWeightBlock];
     double total = 0;
-    for (int64_t v0 = 0; v0 < real_vocab; v0 += kBlock) {
-      const int64_t n = std::min(kBlock, real_vocab - v0);
-      block_weights(v0, n);
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
+      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
+      block_weights(weight, logits + v0, n, w);
       for (int64_t i = 0; i < n; ++i) total += w[i];
     }
     double u = rng.next_double() * total;
     int64_t last = 0;
-    for (int64_t v0 = 0; v0 < real_vocab; v0 += kBlock) {
-      const int64_t n = std::min(kBlock, real_vocab - v0);
-      block_weights(v0, n);
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
+      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
+      block_weights(weight, logits + v0, n, w);
       for (int64_t i = 0; i < n; ++i) {
         const double p = w[i];
         if (p > 0) last = v0 + i;
