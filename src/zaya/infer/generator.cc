@@ -9,7 +9,7 @@
 #include "zaya/core/timer.h"
 #include "zaya/infer/batch_scheduler.h"
 #include "zaya/infer/engine.h"
-#include "zaya/infer/token_logprobs.h"
+#include "zaya/ops/cross_entropy.h"
 
 namespace zaya {
 
@@ -177,7 +177,7 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
         results[r].tokens.push_back(next);
         if (o.logprobs)
           results[r].logprobs.push_back(
-              token_logprobs(chunk_logits + int64_t(i) * c.vocab_size, sample_vocab, next, 0).chosen);
+              -cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
         ++st.generated_tokens;
         const bool keep = !on_token || on_token(r, next);
         if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),

@@ -42,8 +42,9 @@ struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids, prompt excluded
   FinishReason finish = FinishReason::kLength;
   // With GeneratorOptions::logprobs: log p of each generated token under the
-  // model's own distribution (before temperature, top-k and top-p;
-  // token_logprobs.h), as the decoder computed it (RL rollouts, rl/).
+  // model's own distribution (before temperature, top-k and top-p), the
+  // trainer's log-softmax (ops/cross_entropy.h cross_entropy_row) on the
+  // decoder's logits (RL rollouts, rl/).
   std::vector<float> logprobs;
   // With GeneratorOptions::routing: the experts the decoder's routers chose for
   // each token it fed (the prompt, then every generated token but one that

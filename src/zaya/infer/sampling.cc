@@ -114,6 +114,13 @@ float inverse_temperature(const SamplingOptions& o, float max_logit) {
   return o.temperature == 0 || !std::isfinite(inv_t) || !std::isfinite(max_logit) ? 0.0f : inv_t;
 }
 
+// w[0, n) = weight(logits[0, n)) in vector lanes (exp_f32 gives the same bits there as one at a time).
+constexpr int64_t kWeightBlock = 256;
+void block_weights(const TemperatureWeight& weight, const float* logits, int64_t n, float* w) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[i]);
+}
+
 }  // namespace
 
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
@@ -124,16 +131,27 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
   const TemperatureWeight weight{mx, inv_t};
   if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
-    // The whole distribution: one scan, no sort.
+    // The whole distribution: one scan, no sort. The weights are computed a
+    // block at a time in vector lanes (exp_f32 gives the same bits there) and
+    // summed in id order in double, as a scalar loop would.
+    float w[kWeightBlock];
     double total = 0;
-    for (int64_t v = 0; v < real_vocab; ++v) total += weight(logits[v]);
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
+      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
+      block_weights(weight, logits + v0, n, w);
+      for (int64_t i = 0; i < n; ++i) total += w[i];
+    }
     double u = rng.next_double() * total;
     int64_t last = 0;
-    for (int64_t v = 0; v < real_vocab; ++v) {
-      const double p = weight(logits[v]);
-      if (p > 0) last = v;
-      u -= p;
-      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
+    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
+      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
+      block_weights(weight, logits + v0, n, w);
+      for (int64_t i = 0; i < n; ++i) {
+        const double p = w[i];
+        if (p > 0) last = v0 + i;
+        u -= p;
+        if (u <= 0 && p > 0) return int32_t(v0 + i);  // (a masked id, weight 0, is never drawn: token_constraint.h)
+      }
     }
     return int32_t(last);
   }

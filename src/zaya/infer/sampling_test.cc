@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
+#include "zaya/core/exp_f32.h"
 #include "zaya/core/test_util.h"
 
 namespace zaya {
@@ -181,6 +183,42 @@ TEST(Sampling, ModerateTemperatureFollowsTheDoublePrecisionSoftmax) {
       for (int64_t v = 0; v < vocab; ++v)
         EXPECT_NEAR(got[v], want[v], tol) << "id " << v << " T " << t << " top_k " << o.top_k << " top_p " << o.top_p;
     }
+}
+
+// The draw the whole-distribution path made one scalar weight at a time
+// before its weights went to vector lanes: the same token for every draw.
+int32_t scalar_full_draw(const float* logits, int64_t n, double temperature, Rng& rng) {
+  float mx = logits[0];
+  for (int64_t v = 1; v < n; ++v) mx = std::max(mx, logits[v]);
+  const float inv_t = float(1.0 / temperature);
+  auto weight = [&](float l) { return exp_f32((l - mx) * inv_t); };
+  double total = 0;
+  for (int64_t v = 0; v < n; ++v) total += weight(logits[v]);
+  double u = rng.next_double() * total;
+  int64_t last = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    const double p = weight(logits[v]);
+    if (p > 0) last = v;
+    u -= p;
+    if (u <= 0 && p > 0) return int32_t(v);
+  }
+  return int32_t(last);
+}
+
+TEST(Sampling, WholeDistributionDrawsAsTheScalarLoop) {
+  for (int64_t n : {1, 7, 255, 256, 1000, 1027}) {
+    std::vector<float> logits(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) logits[size_t(v)] = float(std::sin(double(v) * 0.37) * 6.0 + double(v % 5));
+    if (n > 300) logits[300] = -std::numeric_limits<float>::infinity();  // a masked id
+    for (double t : {0.3, 1.0, 2.5}) {
+      SamplingOptions o{.temperature = t, .top_k = 0, .top_p = 1.0, .seed = 7};
+      Rng a = sampling_rng(uint64_t(n)), b = sampling_rng(uint64_t(n));
+      std::vector<std::pair<float, int32_t>> scratch;
+      for (int i = 0; i < 200; ++i)
+        ASSERT_EQ(sample_token(logits.data(), n, o, a, scratch), scalar_full_draw(logits.data(), n, t, b))
+            << "vocabulary " << n << ", temperature " << t << ", draw " << i;
+    }
+  }
 }
 
 TEST(Sampling, RejectsBadOptions) {

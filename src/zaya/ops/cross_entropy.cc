@@ -10,19 +10,22 @@
 namespace zaya {
 
 template <typename T>
+T cross_entropy_row(const T* z, int32_t target, int64_t real_vocab, T* lse_out) {
+  const T mx = row_max(z, real_vocab);
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t v = 0; v < real_vocab; ++v) sum += exp_of(z[v] - mx);
+  const T lse = mx + std::log(sum);
+  if (lse_out != nullptr) *lse_out = lse;
+  return target >= 0 ? lse - z[target] : T(0);
+}
+
+template <typename T>
 void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens, int64_t vocab,
                            int64_t real_vocab) {
 #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
-    const T* z = logits + t * vocab;
-    const T mx = row_max(z, real_vocab);
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t v = 0; v < real_vocab; ++v) sum += exp_of(z[v] - mx);
-    T lse = mx + std::log(sum);
-    lse_T[t] = lse;
-    loss_T[t] = targets[t] >= 0 ? lse - z[targets[t]] : T(0);
-  }
+  for (int64_t t = 0; t < tokens; ++t)
+    loss_T[t] = cross_entropy_row(logits + t * vocab, targets[t], real_vocab, &lse_T[t]);
 }
 
 namespace {
@@ -84,6 +87,8 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
   }
 }
 
+template float cross_entropy_row<float>(const float*, int32_t, int64_t, float*);
+template double cross_entropy_row<double>(const double*, int32_t, int64_t, double*);
 template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, int64_t);
 template void cross_entropy_forward<double>(double*, double*, const double*, const int32_t*, int64_t, int64_t, int64_t);
 template void cross_entropy_backward<float>(float*, const float*, const float*, const int32_t*, int64_t, int64_t,

@@ -14,6 +14,14 @@ template <typename T>
 void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits_TV, const int32_t* targets_T, int64_t tokens,
                            int64_t vocab, int64_t real_vocab);
 
+// One row of cross_entropy_forward: its loss at `target` (lse - logits[target])
+// and its log-sum-exp, the same arithmetic bit for bit (the forward runs it per
+// row), without the forward's parallel region. The cached decoder's
+// log-probability of a sampled token is -loss (infer/generator.h: the trainer's
+// log-softmax on the decoder's logits, rl/).
+template <typename T>
+T cross_entropy_row(const T* logits_V, int32_t target, int64_t real_vocab, T* lse = nullptr);
+
 // dlogits_TV = grad_scale * (softmax - onehot), masked columns 0, rows without
 // target 0. dlogits may alias logits (in-place). row_scale_T, when given,
 // multiplies row t's scale by row_scale_T[t] (a per-token weight of the loss,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "zaya/core/bf16.h"
@@ -58,6 +59,21 @@ TEST(CrossEntropy, Bf16BackwardIsTheFloatBackwardRounded) {
   std::vector<uint16_t> db(p.T * p.V, 0xffff);  // stale contents are overwritten, padding included
   cross_entropy_backward_bf16(db.data(), zf.data(), lse.data(), p.targets.data(), p.T, p.V, p.real_V, 0.25f);
   for (int64_t i = 0; i < p.T * p.V; ++i) ASSERT_EQ(db[i], float_to_bf16(dz[i])) << i;
+}
+
+TEST(CrossEntropy, RowIsTheForwardsRowBitForBit) {
+  const int64_t T = 5, V = 1031, real = 1000;  // padding columns beyond `real` are left out of both
+  std::vector<float> z(size_t(T * V));
+  for (size_t i = 0; i < z.size(); ++i) z[i] = float(std::sin(double(i) * 0.61) * 9.0);
+  const std::vector<int32_t> targets = {0, 999, -1, 17, 512};
+  std::vector<float> loss(T), lse(T);
+  cross_entropy_forward<float>(loss.data(), lse.data(), z.data(), targets.data(), T, V, real);
+  for (int64_t t = 0; t < T; ++t) {
+    float row_lse = 0;
+    const float row = cross_entropy_row<float>(z.data() + t * V, targets[size_t(t)], real, &row_lse);
+    EXPECT_EQ(std::memcmp(&row, &loss[size_t(t)], sizeof(float)), 0) << t;
+    EXPECT_EQ(std::memcmp(&row_lse, &lse[size_t(t)], sizeof(float)), 0) << t;
+  }
 }
 
 }  // namespace

@@ -443,8 +443,11 @@ RlStepRecord RlRun::step(int64_t step) {
                               flips.flips,
                               flips.used,
                               update_flips.compared,
-                              update_flips.used};
-  std::vector<double> mins = {all.ratio_min, dec_rmin}, maxs = {all.ratio_max, dec_max, dec_rmax, rs.seconds};
+                              update_flips.used,
+                              double(rs.prompt_tokens),
+                              double(rs.decode_tokens)};
+  std::vector<double> mins = {all.ratio_min, dec_rmin},
+                      maxs = {all.ratio_max, dec_max, dec_rmax, rs.seconds, rs.decode_seconds};
   reduce_over_ranks(mesh_->world(), sums, ReduceOp::kSum);
   reduce_over_ranks(mesh_->world(), mins, ReduceOp::kMin);
   reduce_over_ranks(mesh_->world(), maxs, ReduceOp::kMax);
@@ -458,6 +461,7 @@ RlStepRecord RlRun::step(int64_t step) {
   update_flips.compared = sums[19], update_flips.used = sums[20];
   all.ratio_min = mins[0], dec_rmin = mins[1];
   all.ratio_max = maxs[0], dec_max = maxs[1], dec_rmax = maxs[2], rs.seconds = maxs[3];
+  rs.prompt_tokens = int64_t(sums[21]), rs.decode_tokens = int64_t(sums[22]), rs.decode_seconds = maxs[4];
   const double n = std::max(first.tokens, 1.0);
   RlStepRecord out;
   out.reward_mean = mean;
@@ -486,6 +490,8 @@ RlStepRecord RlRun::step(int64_t step) {
            {"update_routed_flip_rate", update_flips.used_rate()},
            {"routing_choices", int64_t(flips.compared)},
            {"rollout_tokens_per_s", rs.seconds > 0 ? double(rs.generated_tokens) / rs.seconds : 0.0},
+           {"rollout_prompt_tokens", rs.prompt_tokens},
+           {"rollout_decode_tokens_per_s", rs.decode_seconds > 0 ? double(rs.decode_tokens) / rs.decode_seconds : 0.0},
            {"update_tokens_per_s", t4 > t3 ? update_tokens * double(rl_.updates_per_rollout) / (t4 - t3) : 0.0},
            {"rollout_seconds", t1 - t0},
            {"reward_seconds", t2 - t1},

@@ -64,6 +64,9 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   if (stats != nullptr) {
     stats->generated_tokens = gs.generated_tokens;
     stats->seconds = now_seconds() - t0;
+    stats->prompt_tokens = gs.prompt_tokens;
+    stats->decode_tokens = gs.decode_tokens;
+    stats->decode_seconds = gs.decode_seconds;
   }
   return samples;
 }

@@ -39,6 +39,11 @@ struct RolloutSample {
 struct RolloutStats {
   int64_t generated_tokens = 0;
   double seconds = 0;
+  // The cached decoder's split (GenerationStats; 0 with rl.sample_with_trainer): the prompt tokens it prefilled,
+  // and the tokens and seconds of its decode-only steps (no prompt tokens in them: what `zaya bench infer` times).
+  int64_t prompt_tokens = 0;
+  int64_t decode_tokens = 0;
+  double decode_seconds = 0;
 };
 
 // `group` samples of each prompt, prompt-major; sample k of the call draws

@@ -55,10 +55,8 @@ std::vector<RolloutSample> sample_with_trainer(const RowsForward& forward, const
         // The row of the last token held predicts the next one.
         const float* z = logits + ((int64_t(j) - a * B) * S + length[j] - 1) * V;
         const int32_t next = sample_token(z, shape.real_vocab, s.sampling, rngs[j], scratch);
-        float loss = 0, lse = 0;
-        cross_entropy_forward<float>(&loss, &lse, z, &next, 1, V, shape.real_vocab);
         out.tokens.push_back(next);
-        out.logprobs.push_back(-loss);
+        out.logprobs.push_back(-cross_entropy_row(z, next, shape.real_vocab));
         ++generated;
         if (length[j] < S) ids[j * size_t(S) + size_t(length[j])] = next;
         ++length[j];
