@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "zaya/bench/stream.h"
 #include "zaya/cli/commands.h"
 #include "zaya/infer/benchmark_job.h"
+#include "zaya/infer/infer_model.h"
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/params.h"
 #include "zaya/ops/matvec.h"
@@ -38,6 +40,10 @@ void bench_infer(const BenchInferCliOptions& o) {
       "  bytes per decode step at batch 1: dense {:.2f} MB + one expert per layer {:.2f} MB + LM head {:.2f} MB"
       " (+ KV cache)\n",
       wb.dense / 1e6, wb.per_expert * model.config().num_blocks / 1e6, wb.lm_head / 1e6);
+  const double L = double(std::max<int64_t>(model.config().num_blocks, 1));
+  fmt::print("  bytes per layer: attention {:.3f} MB, router {:.3f} MB, experts {:.3f} MB ({:.3f} MB each)\n",
+             wb.attention / L / 1e6, wb.router / L / 1e6, wb.per_expert * model.config().experts / 1e6,
+             wb.per_expert / 1e6);
   fmt::print(
       "  decode kernels: f32/bf16 matvec {}, int8 matvec {}, mxfp4/fp8 matvec {}, mxfp4 x int8 {} (mxfp4 "
       "activations: {})\n",
@@ -60,10 +66,7 @@ void add_bench_infer_command(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("infer", "prefill tokens/s and decode ms/token with the bandwidth roofline");
   cmd->add_option("--preset", o->preset, "random weights of a preset: tiny, small");
   cmd->add_option("--model", o->model, "a model directory (weights memory-mapped) or training checkpoint");
-  cmd->add_option("--dtype", o->dtype,
-                  "weights: bf16 (default), f32, int8 (attention, experts and LM head, Q8_0), mxfp4 or fp8 (routed "
-                  "experts packed, the rest bf16), int8-mxfp4 or int8-fp8 (those experts beside int8's), or auto (as "
-                  "stored)");
+  cmd->add_option("--dtype", o->dtype, std::string(kWeightDtypeHelp) + " (default bf16)");
   cmd->add_option("--prefill", o->bench.prefill_lengths, "prompt lengths to prefill (empty list: skip)")
       ->delimiter(',');
   cmd->add_option("--batch", o->bench.batches, "decode batch sizes")->delimiter(',');

@@ -12,6 +12,7 @@
 #include "zaya/cli/commands.h"
 #include "zaya/core/error.h"
 #include "zaya/infer/evaluation.h"
+#include "zaya/infer/infer_model.h"
 #include "zaya/infer/text.h"
 #include "zaya/infer/trained_context.h"
 #include "zaya/io/atomic_file.h"
@@ -181,9 +182,7 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 50));
   cmd->add_option("--max-items", o->max_items, "use at most this many multiple-choice items (0: all)")
       ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option(
-      "--dtype", o->dtype,
-      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
+  cmd->add_option("--dtype", o->dtype, kWeightDtypeHelp);
   cmd->add_flag("--exact", o->exact,
                 "f32 activations with bf16 weights, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: all)")->check(CLI::Range(0, 4096));

@@ -17,6 +17,7 @@
 #include "zaya/data/tokenizer.h"
 #include "zaya/infer/full_sequence.h"
 #include "zaya/infer/generate_job.h"
+#include "zaya/infer/infer_model.h"
 #include "zaya/infer/prompt_batch.h"
 #include "zaya/infer/prompt_input.h"
 #include "zaya/infer/prompts_file.h"
@@ -232,9 +233,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "sequences decoded together")->check(CLI::Range(1, 4096));
   cmd->add_option("--stop-id", o->stop_ids, "stop after this token id (repeatable; default: EOS)");
   cmd->add_option("--stop", o->stop_texts, "stop when the text contains this string (repeatable; not printed)");
-  cmd->add_option(
-      "--dtype", o->dtype,
-      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
+  cmd->add_option("--dtype", o->dtype, kWeightDtypeHelp);
   cmd->add_flag("--exact", o->exact,
                 "f32 activations in bf16 prefill, f32 KV cache (slower; default: bf16 GEMMs and cache)");
   cmd->add_option("--step-tokens", o->step_tokens, "tokens per forward step (prefill chunk)")

@@ -225,9 +225,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-grace", o->server.shutdown_grace,
                   "seconds requests in flight may finish after SIGTERM/SIGINT (new ones get 503); those still "
                   "running then get an error and the exit code is 3");
-  cmd->add_option(
-      "--dtype", o->dtype,
-      "weights: auto (as stored, memory-mapped), bf16, f32, or int8 (attention, experts and LM head in Q8_0 blocks)");
+  cmd->add_option("--dtype", o->dtype, kWeightDtypeHelp);
   cmd->add_option("--lora", o->lora,
                   "LoRA adapters (PEFT directories), applied unmerged: NAME=DIR (repeatable) serves DIR as model "
                   "NAME beside the base (a request picks it by \"model\"; mixed in one batch); a lone DIR applies "

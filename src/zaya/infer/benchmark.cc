@@ -258,6 +258,8 @@ nlohmann::json infer_bench_json(const InferModel& model, const InferBenchOptions
        {{"dense", wb.dense}, {"per_expert", wb.per_expert}, {"lm_head", wb.lm_head}, {"total", wb.total}}},
       {"prefill", nlohmann::json::array()},
       {"decode", nlohmann::json::array()}};
+  j["weight_bytes"]["attention"] = wb.attention;  // of dense: the blocks' attention, and their routers
+  j["weight_bytes"]["router"] = wb.router;
   for (const PrefillPoint& p : r.prefill)
     j["prefill"].push_back({{"tokens", p.tokens}, {"seconds", p.seconds}, {"tokens_per_second", p.tokens_per_second}});
   for (const DecodePoint& p : r.decode)

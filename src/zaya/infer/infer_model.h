@@ -97,6 +97,13 @@ struct InferWeights {
   std::vector<InferMoe> moe;         // one per block
 };
 
+// The --dtype help of the inference verbs (generate, serve, eval, score, bench infer): InferLoadOptions::dtype.
+inline constexpr const char* kWeightDtypeHelp =
+    "weights: auto (as stored, memory-mapped), bf16, f32, int8 (attention, experts and LM head in Q8_0 blocks), "
+    "mxfp4 or fp8 (routed experts packed, the rest bf16), int8-mxfp4 or int8-fp8 (those experts beside int8's), "
+    "mxfp4-all (llama.cpp-style 4-bit: attention, router down, experts and LM head MXFP4) or mxfp4-all-q8head (its "
+    "LM head Q8_0); docs/inference.md";
+
 struct InferLoadOptions {
   // "auto": matrices as stored (BF16 and F32 used in place; a Q8_0 GGUF's
   // Q8_0 tensors as int8); "bf16" or "f32": converted; "int8": the int8 set
@@ -106,7 +113,10 @@ struct InferLoadOptions {
   // quantized from the stored values, or taken as they are from a Q8_0 GGUF),
   // and bf16 for the other matrices (router, grouped conv, an untied
   // embedding); vectors (norms, temperatures, residual scales, biases) stay
-  // f32, as in the community's quantized ZAYA1 checkpoints.
+  // f32, as in the community's quantized ZAYA1 checkpoints. "mxfp4", "fp8",
+  // "int8-mxfp4", "int8-fp8": the routed experts packed (beside int8's set);
+  // "mxfp4-all" (and "mxfp4-all-q8head", its LM head Q8_0): llama.cpp-style
+  // 4-bit, every streamed matrix MXFP4 (infer_model_builder.h, docs/inference.md).
   std::string dtype = "auto";
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
@@ -121,6 +131,8 @@ struct InferLoadOptions {
 // roofline of `zaya bench infer` needs them.
 struct WeightBytes {
   int64_t dense = 0;       // attention, routers, conv, norms: read every step
+  int64_t attention = 0;   // of dense: every block's attention (projections, conv, its vectors)
+  int64_t router = 0;      // of dense: every block's router and MoE vectors
   int64_t per_expert = 0;  // fc1 + fc2 of one expert of one layer
   int64_t lm_head = 0;     // the LM head (the tied embedding, or lm_head.weight)
   int64_t total = 0;       // every weight held

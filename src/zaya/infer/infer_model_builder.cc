@@ -16,6 +16,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/data/tokenizer_gguf.h"
 #include "zaya/formats/gguf_zaya.h"
@@ -47,15 +48,26 @@ void InferModel::Builder::check_present(const ParamEntry& e) {
 }
 
 void InferModel::Builder::set_dtype(WeightDtype dtype) {
-  int8 = dtype == WeightDtype::kInt8 || dtype == WeightDtype::kInt8Mxfp4 || dtype == WeightDtype::kInt8Fp8;
-  expert_lowbit = dtype == WeightDtype::kMxfp4 || dtype == WeightDtype::kInt8Mxfp4 ? WeightType::kMXFP4
-                  : dtype == WeightDtype::kFp8 || dtype == WeightDtype::kInt8Fp8   ? WeightType::kFP8
-                                                                                   : WeightType::kF32;
+  all_mxfp4 = dtype == WeightDtype::kMxfp4All || dtype == WeightDtype::kMxfp4AllQ8Head;
+  head_q8 = dtype == WeightDtype::kMxfp4AllQ8Head;
+  // mxfp4-all-q8head: the int8 rule meets only the head (mat() gives every other int8-set matrix to MXFP4 first).
+  int8 = dtype == WeightDtype::kInt8 || dtype == WeightDtype::kInt8Mxfp4 || dtype == WeightDtype::kInt8Fp8 || head_q8;
+  expert_lowbit = dtype == WeightDtype::kMxfp4 || dtype == WeightDtype::kInt8Mxfp4 || all_mxfp4 ? WeightType::kMXFP4
+                  : dtype == WeightDtype::kFp8 || dtype == WeightDtype::kInt8Fp8                ? WeightType::kFP8
+                                                                                                : WeightType::kF32;
   want = int8 || expert_lowbit != WeightType::kF32 ? WeightDtype::kBF16 : dtype;
 }
 
 bool InferModel::Builder::int8_matrix(const ParamEntry& e) const {
   return e.shape.size() == 2 && zaya_int8_matrix(e.role, e.shape[1], m.config_.tie_word_embeddings);
+}
+
+bool InferModel::Builder::mxfp4_all_matrix(const ParamEntry& e) const {
+  return int8_matrix(e) || (e.role == TensorRole::kRouterDown && e.shape.size() == 2 && e.shape[1] % kMxBlock == 0);
+}
+
+bool InferModel::Builder::head_matrix(const ParamEntry& e) const {
+  return e.role == TensorRole::kLmHead || (e.role == TensorRole::kEmbedding && m.config_.tie_word_embeddings);
 }
 
 const float* InferModel::Builder::model_ptr(const std::string& name) const {
@@ -103,8 +115,9 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
     return {WeightType::kI8, dst, rows, cols};
   }
   // An int8 matrix is quantized from the stored values (no bf16 copy on the way).
-  const bool lowbit = expert_lowbit != WeightType::kF32 &&
-                      (e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2) && e.shape[1] % 32 == 0;
+  const bool expert = e.role == TensorRole::kExpertFc1 || e.role == TensorRole::kExpertFc2;
+  const bool lowbit = expert_lowbit != WeightType::kF32 && e.shape[1] % 32 == 0 &&
+                      (expert || (all_mxfp4 && mxfp4_all_matrix(e) && !(head_q8 && head_matrix(e))));
   const bool quantize = (int8 && int8_matrix(e)) || lowbit;
   const WeightDtype keep = want;
   if (quantize) want = WeightDtype::kAuto;
@@ -295,6 +308,11 @@ void InferModel::Builder::build() {
                             : matrix_types.count(WeightType::kFP8) ? "fp8"
                                                                    : "";
   m.matrix_dtype_ = m.matrix_types_.name();
+  if (all_mxfp4 && matrix_types.count(WeightType::kMXFP4)) {  // not only the experts: "mxfp4-all+bf16"
+    MatrixTypes rest_types = m.matrix_types_;
+    rest_types.experts.clear();
+    m.matrix_dtype_ = "mxfp4-all+" + rest_types.name();
+  }
   count_bytes();
 }
 
@@ -393,13 +411,14 @@ void InferModel::Builder::count_bytes() {
   WeightBytes& b = m.bytes_;
   b = {};
   for (const InferAttention& a : w.attn) {
-    b.dense += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
-    b.dense += 4 * (5 * D + (c.conv_kernel0 + 1) * C + C + c.kv_heads);  // norm, merge, conv A, conv B bias, temp
+    b.attention += a.q.bytes() + a.k.bytes() + a.v_cur.bytes() + a.v_prev.bytes() + a.conv_b.bytes() + a.o.bytes();
+    b.attention += 4 * (5 * D + (c.conv_kernel0 + 1) * C + C + c.kv_heads);  // norm, merge, conv A, conv B bias, temp
   }
   for (const InferMoe& mo : w.moe) {
-    b.dense += mo.down.bytes() + mo.mlp0.bytes() + mo.mlp2.bytes() + mo.mlp4.bytes();
-    b.dense += 4 * (5 * D + 6 * R + N);
+    b.router += mo.down.bytes() + mo.mlp0.bytes() + mo.mlp2.bytes() + mo.mlp4.bytes();
+    b.router += 4 * (5 * D + 6 * R + N);
   }
+  b.dense = b.attention + b.router;
   b.dense += 4 * 5 * D;
   if (!w.moe.empty()) b.per_expert = w.moe[0].fc1[0].bytes() + w.moe[0].fc2[0].bytes();
   b.lm_head = w.lm_head.bytes();

@@ -20,7 +20,9 @@ namespace zaya {
 // --dtype of the inference verbs, parsed once (infer_model.h).
 // mxfp4 / fp8: the routed experts quantized at load, the other matrices bf16; int8-mxfp4 / int8-fp8: the same
 // experts, the rest of the int8 set (attention projections, LM head) in Q8_0 (docs/inference.md).
-enum class WeightDtype { kAuto, kBF16, kF32, kInt8, kMxfp4, kFp8, kInt8Mxfp4, kInt8Fp8 };
+// mxfp4-all: llama.cpp-style 4-bit, every matrix a decode step reads in full in MXFP4 (mxfp4_all_matrix);
+// mxfp4-all-q8head: the same with the LM head in Q8_0, as llama.cpp keeps its output matrix at higher precision.
+enum class WeightDtype { kAuto, kBF16, kF32, kInt8, kMxfp4, kFp8, kInt8Mxfp4, kInt8Fp8, kMxfp4All, kMxfp4AllQ8Head };
 inline constexpr EnumName<WeightDtype> kWeightDtypeNames[] = {{WeightDtype::kAuto, "auto"},
                                                               {WeightDtype::kBF16, "bf16"},
                                                               {WeightDtype::kF32, "f32"},
@@ -28,7 +30,9 @@ inline constexpr EnumName<WeightDtype> kWeightDtypeNames[] = {{WeightDtype::kAut
                                                               {WeightDtype::kMxfp4, "mxfp4"},
                                                               {WeightDtype::kFp8, "fp8"},
                                                               {WeightDtype::kInt8Mxfp4, "int8-mxfp4"},
-                                                              {WeightDtype::kInt8Fp8, "int8-fp8"}};
+                                                              {WeightDtype::kInt8Fp8, "int8-fp8"},
+                                                              {WeightDtype::kMxfp4All, "mxfp4-all"},
+                                                              {WeightDtype::kMxfp4AllQ8Head, "mxfp4-all-q8head"}};
 
 // Binds every tensor of the layout (spec §6.1), from either a safetensors
 // directory or a ZayaModel, converting where the requested dtype says so.
@@ -42,6 +46,8 @@ struct InferModel::Builder {
   bool int8 = false;                      // the int8 set (zaya_int8_matrix) in Q8_0 blocks
   // dtype mxfp4 / fp8: the routed experts quantized at load (kMXFP4 or kFP8, ops/matvec_lowbit.h); else kF32 (none).
   WeightType expert_lowbit = WeightType::kF32;
+  bool all_mxfp4 = false;  // dtype mxfp4-all(-q8head): every mxfp4_all_matrix in MXFP4 too
+  bool head_q8 = false;    // dtype mxfp4-all-q8head: the LM head (the embedding when tied) in Q8_0 instead
   std::string label;
   bool native = false;  // tensors under native names (formats/native_config.h, tensor_table.h)
   ExpertQuant quant;    // config.json's quantization_config: the routed experts' packed format (else none)
@@ -64,6 +70,13 @@ struct InferModel::Builder {
   void set_dtype(WeightDtype dtype);
 
   bool int8_matrix(const ParamEntry& e) const;
+  // dtype mxfp4-all: the matrices kept MXFP4 (rows a whole number of 32-blocks): the int8 set (attention
+  // projections, experts, LM head) and the router's down projection, the only router matrix as wide as the
+  // model; the router's R x R MLP, the grouped conv and an untied embedding (rows gathered, never streamed)
+  // stay bf16, as llama.cpp keeps its small and routing tensors at higher precision.
+  bool mxfp4_all_matrix(const ParamEntry& e) const;
+  // The LM head, or the embedding when it is the tied head.
+  bool head_matrix(const ParamEntry& e) const;
 
   // Float pointer of a tensor held by the in-memory model.
   const float* model_ptr(const std::string& name) const;
