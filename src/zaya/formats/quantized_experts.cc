@@ -298,6 +298,22 @@ nlohmann::json mxfp4_quantization_config() {
           {"ignore", {"re:^(?!.*experts).*$"}}};
 }
 
+nlohmann::json fp8_quantization_config() {
+  const nlohmann::json weights = {{"num_bits", 8},         {"type", "float"},       {"symmetric", true},
+                                  {"group_size", nullptr}, {"strategy", "channel"}, {"dynamic", false}};
+  return {{"quant_method", "compressed-tensors"},
+          {"format", "float-quantized"},
+          {"quantization_status", "compressed"},
+          {"config_groups",
+           {{"group_0",
+             {{"targets", {"Linear"}},
+              {"weights", weights},
+              {"input_activations", nullptr},
+              {"output_activations", nullptr},
+              {"format", "float-quantized"}}}}},
+          {"ignore", {"re:^(?!.*experts).*$"}}};
+}
+
 int64_t quantized_matrix_bytes(const ExpertQuant& q, int64_t rows, int64_t cols) {
   return q.quantized() ? rows * weight_row_bytes(q.weight_type(), cols) : rows * cols * 2;
 }
