@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "zaya/core/bf16.h"
@@ -58,6 +59,16 @@ bool fp8b_cpu_avx2() {
   return has;
 }
 
+// bf16 bits of the 7 E4M3 subnormals m x 2^-9 at [m] (and 0 at [0]), 32 words: vpermw's table.
+const uint16_t* fp8b_subnormal_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(32, 0);
+    for (int m = 1; m < 8; ++m) t[size_t(m)] = float_to_bf16(std::ldexp(float(m), -9));
+    return t;
+  }();
+  return table.data();
+}
+
 // Tokens [0, tokens) of x as bf16 bits (vcvtneps2bf16: nearest even, subnormal inputs to zero), row t at
 // out + t * in.
 ZAYA_TARGET_FP8B512 void fp8b_round_bf16_512(const float* x, int64_t ldx, int64_t tokens, int64_t in, uint16_t* out) {
@@ -82,23 +93,31 @@ ZAYA_TARGET_FP8B512 inline __m512i fp8b_decode32(const uint8_t* p, __m512i subno
 template <int TT>
 ZAYA_TARGET_FP8B512 void fp8b_rows_512(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0, int64_t r1,
                                        const uint16_t* xb, float* y, int64_t ldy, bool accumulate) {
-  alignas(64) uint16_t sub[32] = {};
-  for (int m = 1; m < 8; ++m) sub[m] = float_to_bf16(std::ldexp(float(m), -9));
-  const __m512i subnormals = _mm512_load_si512(sub);
+  const __m512i subnormals = _mm512_loadu_si512(fp8b_subnormal_table());
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* row = w + r * row_bytes;
     __m512 acc[TT];
     for (int t = 0; t < TT; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t g0 = 0; g0 < in; g0 += kFp8ScaleGroup) {
       const int64_t g1 = std::min(in, g0 + kFp8ScaleGroup);
-      __m512 d[TT];
-      for (int t = 0; t < TT; ++t) d[t] = _mm512_setzero_ps();
-      for (int64_t c = g0; c < g1; c += 32) {
-        const __m512bh wb = (__m512bh)fp8b_decode32(row + c, subnormals);
-        for (int t = 0; t < TT; ++t) d[t] = _mm512_dpbf16_ps(d[t], wb, (__m512bh)_mm512_loadu_si512(xb + t * in + c));
+      // Two sums per token (even and odd 32-column chunks): half the chain of dependent vdpbf16ps.
+      __m512 d0[TT], d1[TT];
+      for (int t = 0; t < TT; ++t) d0[t] = d1[t] = _mm512_setzero_ps();
+      int64_t c = g0;
+      for (; c + 64 <= g1; c += 64) {
+        const __m512bh w0 = (__m512bh)fp8b_decode32(row + c, subnormals);
+        const __m512bh w1 = (__m512bh)fp8b_decode32(row + c + 32, subnormals);
+        for (int t = 0; t < TT; ++t) {
+          d0[t] = _mm512_dpbf16_ps(d0[t], w0, (__m512bh)_mm512_loadu_si512(xb + t * in + c));
+          d1[t] = _mm512_dpbf16_ps(d1[t], w1, (__m512bh)_mm512_loadu_si512(xb + t * in + c + 32));
+        }
+      }
+      if (c < g1) {  // a last group of 32 or 96 columns
+        const __m512bh w0 = (__m512bh)fp8b_decode32(row + c, subnormals);
+        for (int t = 0; t < TT; ++t) d0[t] = _mm512_dpbf16_ps(d0[t], w0, (__m512bh)_mm512_loadu_si512(xb + t * in + c));
       }
       const __m512 s = _mm512_set1_ps(fp8b_scale(row, in, g0 / kFp8ScaleGroup));
-      for (int t = 0; t < TT; ++t) acc[t] = _mm512_fmadd_ps(d[t], s, acc[t]);
+      for (int t = 0; t < TT; ++t) acc[t] = _mm512_fmadd_ps(_mm512_add_ps(d0[t], d1[t]), s, acc[t]);
     }
     for (int t = 0; t < TT; ++t) fp8b_store(y + t * ldy + r, _mm512_reduce_add_ps(acc[t]), accumulate);
   }
@@ -141,6 +160,27 @@ ZAYA_TARGET_FP8B2 void fp8b_rows_avx2(const uint8_t* w, int64_t row_bytes, int64
     }
     for (int t = 0; t < TT; ++t) fp8b_store(y + t * ldy + r, fp8b_hsum256(acc[t]), accumulate);
   }
+}
+
+// The activations rounded once per call (bf16 bits for vdpbf16ps, bf16-valued floats for AVX2), then the blocks of
+// ops/matvec_blocks.h.
+template <bool kAvx512>
+void fp8b_run(const uint8_t* w, int64_t in, int64_t r0, int64_t r1, const float* x, int64_t ldx, int64_t tokens,
+              float* y, int64_t ldy, bool accumulate) {
+  thread_local std::vector<std::conditional_t<kAvx512, uint16_t, float>> xa;
+  xa.resize(size_t(tokens * in));
+  if constexpr (kAvx512)
+    fp8b_round_bf16_512(x, ldx, tokens, in, xa.data());
+  else
+    fp8b_round_f32(x, ldx, tokens, in, xa.data());
+  const int64_t row_bytes = fp8_row_bytes(in);
+  for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
+    constexpr int TT = decltype(tt)::value;
+    if constexpr (kAvx512)
+      fp8b_rows_512<TT>(w, row_bytes, in, rb, re, xa.data() + t * in, y + t * ldy, ldy, accumulate);
+    else
+      fp8b_rows_avx2<TT>(w, row_bytes, in, rb, re, xa.data() + t * in, y + t * ldy, ldy, accumulate);
+  });
 }
 
 #else
@@ -187,13 +227,7 @@ void matvec_fp8_bf16_rows_avx512bf16(const uint8_t* w, int64_t in, int64_t r0, i
   fp8b_check(in);
   ZAYA_ASSERT(fp8b_cpu_avx512bf16());
 #ifdef ZAYA_FP8B_X86
-  thread_local std::vector<uint16_t> xb;
-  xb.resize(size_t(tokens * in));
-  fp8b_round_bf16_512(x, ldx, tokens, in, xb.data());
-  const int64_t row_bytes = fp8_row_bytes(in);
-  for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
-    fp8b_rows_512<decltype(tt)::value>(w, row_bytes, in, rb, re, xb.data() + t * in, y + t * ldy, ldy, accumulate);
-  });
+  fp8b_run<true>(w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
 #endif
 }
 
@@ -202,13 +236,7 @@ void matvec_fp8_bf16_rows_avx2(const uint8_t* w, int64_t in, int64_t r0, int64_t
   fp8b_check(in);
   ZAYA_ASSERT(fp8b_cpu_avx2());
 #ifdef ZAYA_FP8B_X86
-  thread_local std::vector<float> xr;
-  xr.resize(size_t(tokens * in));
-  fp8b_round_f32(x, ldx, tokens, in, xr.data());
-  const int64_t row_bytes = fp8_row_bytes(in);
-  for_matvec_blocks(r0, r1, tokens, [&](auto tt, int64_t rb, int64_t re, int64_t t) {
-    fp8b_rows_avx2<decltype(tt)::value>(w, row_bytes, in, rb, re, xr.data() + t * in, y + t * ldy, ldy, accumulate);
-  });
+  fp8b_run<false>(w, in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
 #endif
 }
 

@@ -15,8 +15,9 @@
 //   * AVX-512 with AVX512_BF16: 32 E4M3 bytes at a time decoded into bf16 by
 //     bit operations (the 7 magnitude bits under bf16's exponent, +120 to the
 //     exponent; the 7 subnormal codes through a masked vpermw), one vdpbf16ps
-//     per 32 columns and token (pairs of products into 16 float lanes), each
-//     group's sum times its scale by an FMA into the row's accumulator;
+//     per 32 columns and token (pairs of products into 16 float lanes; two
+//     sums per token, even and odd 32-column chunks, added at the group's
+//     end), each group's sum times its scale by an FMA into the row's sum;
 //   * AVX2 with FMA and F16C: the weights decoded exactly to float32 (E4M3
 //     bits under an IEEE half, vcvtph2ps: 2^-8 times the value, the 256 folded
 //     into the scale), FMAs with the bf16-rounded activations in 8 lanes;
