@@ -9,9 +9,9 @@
 #     router down, experts and LM head MXFP4) and mxfp4-all-q8head (its LM head
 #     Q8_0) weights; mxfp4 and int8-mxfp4 twice, with int8-quantized
 #     activations (ops/matvec_mxfp4_q8.h, the default) and with float32 ones
-#     (ZAYA_MXFP4_ACTIVATIONS=float, ops/matvec_lowbit.h: the `-fa` columns).
-#     CONFIGS (labels, space-separated) picks a subset, e.g.
-#     CONFIGS="bf16 int8 int8-mxfp4 mxfp4-all mxfp4-all-q8head".
+#     (ZAYA_MXFP4_ACTIVATIONS=float, ops/matvec_lowbit.h: the `-fa` columns);
+#     the FP8 ones twice too, with bf16-rounded activations (ops/matvec_fp8_bf16.h,
+#     the default) and with float32 ones (ZAYA_FP8_ACTIVATIONS=float: fp8-fa).
 #     RUNS rounds (default 3) interleaved so that a change of load hits every
 #     configuration alike, the best round of each reported;
 #  2. (presets only, STEPS > 0) perplexity of held-out text (the last 200 KB of
@@ -21,20 +21,25 @@
 # (bench/vs_torch_common.bash's make_model: hidden 2048, 16 experts of width
 # 2048, LAYERS blocks, default 2, vocabulary 32768, written by transformers;
 # MODEL=DIR reuses a directory written before).
+# CONFIGS=LABELS (space- or comma-separated) keeps only those configurations, e.g. CONFIGS=fp8,fp8-fa (the FP8
+# kernels old vs new) or CONFIGS="bf16 int8 int8-mxfp4 mxfp4-all mxfp4-all-q8head"; rows follow the first kept.
 #   [THREADS=1] [RUNS=3] [CONTEXTS=128,1024] [CONFIGS=...] bench/quant_decode.sh [SHAPE] [STEPS] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:-small} steps=${2:-200} dir=${3:-runs/bench/quant_$shape}
 zaya=${ZAYA:-build/zaya}
 runs=${RUNS:-3}
-# label:dtype:ZAYA_MXFP4_ACTIVATIONS
-all_configs=(bf16:bf16: int8:int8: mxfp4:mxfp4:int8 mxfp4-fa:mxfp4:float int8-mxfp4:int8-mxfp4:int8
-  int8-mxfp4-fa:int8-mxfp4:float fp8:fp8: mxfp4-all:mxfp4-all:int8 mxfp4-all-q8head:mxfp4-all-q8head:int8)
-configs=()
-for c in "${all_configs[@]}"; do
-  if [[ -z ${CONFIGS:-} || " $CONFIGS " == *" ${c%%:*} "* ]]; then configs+=("$c"); fi
-done
-[[ " ${configs[*]} " == *" bf16:"* ]] || { echo "CONFIGS must include bf16 (the ratios' reference)" >&2; exit 2; }
+# label:dtype:activations (float: ZAYA_MXFP4_ACTIVATIONS and ZAYA_FP8_ACTIVATIONS float; else their defaults)
+configs=(bf16:bf16: int8:int8: mxfp4:mxfp4:int8 mxfp4-fa:mxfp4:float int8-mxfp4:int8-mxfp4:int8
+  int8-mxfp4-fa:int8-mxfp4:float fp8:fp8: fp8-fa:fp8:float mxfp4-all:mxfp4-all:int8
+  mxfp4-all-q8head:mxfp4-all-q8head:int8)
+if [[ -n ${CONFIGS:-} ]]; then
+  wanted=" ${CONFIGS//,/ } "
+  kept=()
+  for c in "${configs[@]}"; do [[ $wanted == *" ${c%%:*} "* ]] && kept+=("$c"); done
+  ((${#kept[@]} > 0)) || { echo "CONFIGS='$CONFIGS' names no configuration" >&2; exit 2; }
+  configs=("${kept[@]}")
+fi
 mkdir -p "$dir"
 if [[ $shape == 8b ]]; then
   if [[ -z ${MODEL:-} ]]; then
@@ -53,7 +58,9 @@ echo "== decode, $shape, $runs interleaved rounds of ${labels[*]} (load: $(cut -
 for r in $(seq 1 "$runs"); do
   for c in "${configs[@]}"; do
     IFS=: read -r label dt act <<<"$c"
-    ZAYA_MXFP4_ACTIVATIONS=${act:-int8} "$zaya" bench infer "${source_args[@]}" --dtype "$dt" \
+    fp8_act=bf16
+    [[ $act == float ]] && fp8_act=float
+    ZAYA_MXFP4_ACTIVATIONS=${act:-int8} ZAYA_FP8_ACTIVATIONS=$fp8_act "$zaya" bench infer "${source_args[@]}" --dtype "$dt" \
       --threads "${THREADS:-1}" --no-prefill --no-working-set --batch 1,8 --context "${CONTEXTS:-128,1024}" \
       --decode-steps 32 --warmup 4 --json "$dir/decode_${label}_$r.json" >/dev/null
   done
@@ -66,22 +73,22 @@ res = {k: [json.load(open(f"{d}/decode_{k}_{r}.json")) for r in range(1, runs + 
 def best(k, i):
     return max(res[k], key=lambda x: x["decode"][i]["tokens_per_second"])["decode"][i]
 ratios = [("mxfp4", "int8"), ("mxfp4", "bf16"), ("int8-mxfp4", "int8"), ("int8-mxfp4", "bf16"),
-          ("mxfp4", "mxfp4-fa"), ("int8-mxfp4", "int8-mxfp4-fa"), ("mxfp4-all", "int8"), ("mxfp4-all", "bf16"),
-          ("mxfp4-all-q8head", "int8"), ("mxfp4-all-q8head", "bf16")]
+          ("mxfp4", "mxfp4-fa"), ("int8-mxfp4", "int8-mxfp4-fa"), ("fp8", "fp8-fa"), ("mxfp4-all", "int8"),
+          ("mxfp4-all", "bf16"), ("mxfp4-all-q8head", "int8"), ("mxfp4-all-q8head", "bf16")]
 ratios = [(a, b) for a, b in ratios if a in labels and b in labels]
 W = max(13, *(len(k) for k in labels))
-print(f"tokens/s and x roofline (best of {runs}); -fa: MXFP4 with float32 activations")
+print(f"tokens/s and x roofline (best of {runs}); -fa: MXFP4 / FP8 with float32 activations")
 print(f"{'batch':>5} {'ctx':>5} " + " ".join(f"{k:>{W}} {'x roof':>6}" for k in labels))
-for i, p in enumerate(res["bf16"][0]["decode"]):
+for i, p in enumerate(res[labels[0]][0]["decode"]):
     b = {k: best(k, i) for k in labels}
     print(f"{p['batch']:>5} {p['context']:>5} " +
           " ".join(f"{b[k]['tokens_per_second']:>{W}.1f} {b[k]['ratio_to_roofline']:>6.2f}" for k in labels))
 print("ratios of tokens/s: " + ", ".join(f"{a}/{b}" for a, b in ratios))
-for i, p in enumerate(res["bf16"][0]["decode"]):
+for i, p in enumerate(res[labels[0]][0]["decode"]):
     b = {k: best(k, i)["tokens_per_second"] for k in labels}
     print(f"{p['batch']:>5} {p['context']:>5} " + " ".join(f"{b[x] / b[y]:>6.2f}x" for x, y in ratios))
 print("the same ratios of bytes read per step (what a bandwidth-bound decode can reach at most)")
-for i, p in enumerate(res["bf16"][0]["decode"]):
+for i, p in enumerate(res[labels[0]][0]["decode"]):
     by = {k: res[k][0]["decode"][i]["bytes_per_step"] for k in labels}
     print(f"{p['batch']:>5} {p['context']:>5} " + " ".join(f"{by[y] / by[x]:>6.2f}x" for x, y in ratios))
 for k in labels:
@@ -90,8 +97,8 @@ for k in labels:
           f"{w.get('attention', 0) / 1e6:.2f}, router {w.get('router', 0) / 1e6:.2f}), per expert "
           f"{w['per_expert'] / 1e6:.3f} MB, LM head {w['lm_head'] / 1e6:.2f} MB")
 # Issue 40's batch-1 targets for 4-bit weights: >= 1.5x int8 and >= 2.5x bf16 tokens/s.
-for k in [x for x in ("mxfp4-all", "mxfp4-all-q8head", "int8-mxfp4") if x in labels and "int8" in labels]:
-    for i, p in enumerate(res["bf16"][0]["decode"]):
+for k in [x for x in ("mxfp4-all", "mxfp4-all-q8head", "int8-mxfp4") if x in labels and {"int8", "bf16"} <= set(labels)]:
+    for i, p in enumerate(res[labels[0]][0]["decode"]):
         if p["batch"] != 1:
             continue
         t = {x: best(x, i)["tokens_per_second"] for x in (k, "int8", "bf16")}
@@ -100,6 +107,7 @@ for k in [x for x in ("mxfp4-all", "mxfp4-all-q8head", "int8-mxfp4") if x in lab
               f"{b:.2f}x bf16 (>= 2.5: {'yes' if b >= 2.5 else 'NO'})")
 PY
 ((steps > 0)) || exit 0
+[[ " ${labels[*]} " == *" bf16 "* ]] || exit 0  # perplexities are read against bf16's
 
 echo "== perplexity on held-out text, tiny model trained $steps steps"
 data=$dir/data
@@ -108,7 +116,9 @@ source bench/train_tiny.bash
 train_tiny "$dir" "$steps" 128 200000
 for c in "${configs[@]}"; do
   IFS=: read -r label dt act <<<"$c"
-  ZAYA_MXFP4_ACTIVATIONS=${act:-int8} "$zaya" eval --model "$dir/run/final" --text "$data/heldout.txt" \
+  fp8_act=bf16
+  [[ $act == float ]] && fp8_act=float
+  ZAYA_MXFP4_ACTIVATIONS=${act:-int8} ZAYA_FP8_ACTIVATIONS=$fp8_act "$zaya" eval --model "$dir/run/final" --text "$data/heldout.txt" \
     --context 256 --dtype "$dt" --json "$dir/ppl_$label.json" >/dev/null
 done
 python3 - "$dir" "${labels[@]}" <<'PY'
@@ -119,9 +129,8 @@ W = max(13, *(len(k) for k in labels))
 for k, p in ppl.items():
     print(f"{k:>{W}}: perplexity {p:.4f} ({100 * (p / ppl['bf16'] - 1):+.2f}% vs bf16)")
 ok_mx = all(abs(ppl[k] / ppl["bf16"] - 1) <= 0.02 for k in labels if "mxfp4" in k)
-ok_fp8 = "fp8" not in ppl or abs(ppl["fp8"] / ppl["bf16"] - 1) <= 0.005
+ok_fp8 = all(abs(ppl[k] / ppl["bf16"] - 1) <= 0.005 for k in labels if k.startswith("fp8"))
 print("mxfp4 (every activation path, mxfp4-all too) within 2% of bf16:", "yes" if ok_mx else "NO")
-if "fp8" in ppl:
-    print("fp8 within 0.5% of bf16:", "yes" if ok_fp8 else "NO")
+print("fp8 (both activation paths) within 0.5% of bf16:", "yes" if ok_fp8 else "NO")
 sys.exit(0 if ok_mx and ok_fp8 else 1)
 PY

@@ -19,7 +19,10 @@
   missing scale, a wrong shape, an unknown format;
 - `zaya ckpt export --experts mxfp4` writes the bytes compressed-tensors'
   own compressor writes for the same weights, its QuantizationConfig parses
-  the config, and its decompress of the file gives zaya's logits.
+  the config, and its decompress of the file gives zaya's logits;
+- `zaya ckpt export --experts fp8` likewise (float-quantized channel FP8): the
+  library's decompress equals zaya's dequantization bit for bit, and the
+  export of the loaded export is byte for byte the same.
 
   python quant_check.py ZAYA WORK TOKENIZER
 """
@@ -115,12 +118,15 @@ def worst_diff(model, got, seqs):
 
 def check_cached_loss(model, d, label, seqs):
     """zaya score's cached path (the engine, experts packed in memory) against transformers: with float32
-    activations (ops/matvec_lowbit.h, ZAYA_MXFP4_ACTIVATIONS=float) within float noise; MXFP4 also with its default
-    int8-quantized activations (ops/matvec_mxfp4_q8.h), within 1e-3 relative (the activations' int8 rounding)."""
+    activations (ops/matvec_lowbit.h, ZAYA_MXFP4_ACTIVATIONS=float, ZAYA_FP8_ACTIVATIONS=float) within float noise;
+    MXFP4 also with its default int8-quantized activations (ops/matvec_mxfp4_q8.h), FP8 with its default bf16-rounded
+    ones (ops/matvec_fp8_bf16.h), within 1e-3 relative (the activations' rounding)."""
     out = os.path.join(WORK, "losses.json")
-    for act, bound in [("float", 1e-5)] + ([("int8", 1e-3)] if label == "mxfp4" else []):
+    default = {"mxfp4": "int8", "fp8": "bf16"}[label]
+    for act, bound in [("float", 1e-5), (default, 1e-3)]:
         h.run([ZAYA, "score", "--model", d, "--tokens", os.path.join(WORK, "tokens.json"), "--json", out],
-              env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS=act))
+              env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS="float" if act == "float" else "int8",
+                       ZAYA_FP8_ACTIVATIONS="float" if act == "float" else "bf16"))
         got = [x["mean_loss"] for x in json.load(open(out))]
         worst = 0.0
         for s, g in zip(seqs, got):
@@ -140,7 +146,7 @@ def check_greedy(model, d, label):
         for i, p in enumerate(PROMPTS):
             f.write(json.dumps({"id": i, "prompt": p, "max_new_tokens": 24, "temperature": 0}) + "\n")
     out = h.run([ZAYA, "generate", "--model", d, "--prompts", prompts, "--temperature", "0", "--max-new-tokens", "24",
-                 "--dtype", "auto"], env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS="float"))  # the float product
+                 "--dtype", "auto"], env=dict(os.environ, ZAYA_MXFP4_ACTIVATIONS="float", ZAYA_FP8_ACTIVATIONS="float"))
     results = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     if len(results) != len(PROMPTS):
         h.fail(f"{label}: zaya generate gave {len(results)} result lines: {out[-500:]}")
@@ -216,6 +222,67 @@ def check_export(float_dir, seqs):
           f" its decompress gives zaya's logits within {worst:.2g}; all {total_codes} packed bytes and every scale "
           f"equal to the library's own compression of the same weights")
     check_gguf(d, float_dir, deq_by_name, model, seqs)
+    check_export_fp8(float_dir, seqs)
+
+
+def check_export_fp8(float_dir, seqs):
+    """zaya ckpt export --experts fp8: compressed-tensors' float-quantized channel layout (weight float8_e4m3fn
+    [E, N, K], weight_scale [E, N, 1]); the library parses the config and its decompress equals zaya's own
+    dequantization of the export (zaya's f32 export of it) bit for bit, and the codes and scales are the library's
+    own compression of the same weights; zaya's logits of the export equal transformers' over that decompress; and
+    zaya -> export -> zaya load -> export gives the same bytes."""
+    d = os.path.join(WORK, "exported-fp8")
+    h.run([ZAYA, "ckpt", "export", "--in", float_dir, "--out", d, "--layout", "native", "--experts", "fp8"])
+    with open(os.path.join(d, "config.json")) as f:
+        qc = QuantizationConfig.model_validate(json.load(f)["quantization_config"])
+    scheme = qc.config_groups["group_0"]
+    wq = scheme.weights
+    if (qc.format, wq.num_bits, wq.type, wq.strategy, scheme.input_activations) != (
+            "float-quantized", 8, "float", "channel", None):
+        h.fail(f"export fp8: the library reads the config as {qc.format}, {wq}, inputs {scheme.input_activations}")
+    f32 = os.path.join(WORK, "exported-fp8-f32")
+    h.run([ZAYA, "ckpt", "export", "--in", d, "--out", f32, "--layout", "native"])  # zaya's dequantization
+    zaya_deq = load_file(os.path.join(f32, "model.safetensors"))
+    written = load_file(os.path.join(d, "model.safetensors"))
+    source = load_file(os.path.join(float_dir, "model.safetensors"))
+    model = h.make_hf_model("8b", VOCAB, seed=5)
+    checked = 0
+    for name in [n for n in source if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
+        w, scale = written[name + ".weight"], written[name + ".weight_scale"]
+        if w.dtype != torch.float8_e4m3fn or tuple(scale.shape) != (w.shape[0], w.shape[1], 1):
+            h.fail(f"export fp8: {name}: weight {w.dtype} {tuple(w.shape)}, scale {tuple(scale.shape)}")
+        deq = []
+        for e in range(w.shape[0]):
+            deq.append(FloatQuantizationCompressor.decompress({"weight": w[e], "weight_scale": scale[e]},
+                                                              scheme)["weight"].float())
+            lib, _ = quantize_matrix(source[name][e].float(), "fp8")
+            if not torch.equal(lib["weight_scale"].float(), scale[e].float()) or not torch.equal(
+                    lib["weight"].view(torch.uint8), w[e].view(torch.uint8)):
+                h.fail(f"export fp8: {name}[{e}]: zaya's FP8 codes or scales differ from compressed-tensors' for the "
+                       f"same weights ({int((lib['weight'].view(torch.uint8) != w[e].view(torch.uint8)).sum())} "
+                       f"codes)")
+        deq = torch.stack(deq)
+        if not torch.equal(deq, zaya_deq[name].float()):
+            h.fail(f"export fp8: {name}: compressed-tensors' decompress differs from zaya's dequantization in "
+                   f"{int((deq != zaya_deq[name].float()).sum())} of {deq.numel()} values")
+        checked += deq.numel()
+        with torch.no_grad():
+            model.get_parameter(name).copy_(deq)
+    got = h.zaya_logits(ZAYA, d, seqs, WORK)
+    worst = worst_diff(model, got, seqs)
+    if not worst <= 1e-5:
+        h.fail(f"export fp8: zaya's logits of its FP8 export differ from transformers' over compressed-tensors' "
+               f"decompress of it by {worst:.3g}")
+    again = os.path.join(WORK, "exported-fp8-again")
+    h.run([ZAYA, "ckpt", "export", "--in", d, "--out", again, "--layout", "native", "--experts", "fp8"])
+    second = load_file(os.path.join(again, "model.safetensors"))
+    if sorted(second) != sorted(written) or any(
+            not torch.equal(second[k].view(torch.uint8), written[k].view(torch.uint8)) for k in written):
+        h.fail("export fp8: zaya's export of its own FP8 export (loaded) differs from it")
+    print(f"ok: export: `zaya ckpt export --experts fp8` read back by compressed-tensors ({qc.format}, channel): its "
+          f"decompress equals zaya's dequantization in all {checked} expert weights, every code and scale is the "
+          f"library's own compression of the same weights, zaya's logits within {worst:.2g} of transformers', and "
+          f"export -> load -> export is byte for byte the same")
 
 
 def check_gguf(mxfp4_dir, float_dir, deq_by_name, model, seqs):

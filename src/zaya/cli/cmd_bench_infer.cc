@@ -14,6 +14,7 @@
 #include "zaya/io/atomic_file.h"
 #include "zaya/model/params.h"
 #include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_fp8_bf16.h"
 #include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_mxfp4_q8.h"
 #include "zaya/ops/matvec_q8.h"
@@ -46,9 +47,10 @@ void bench_infer(const BenchInferCliOptions& o) {
              wb.per_expert / 1e6);
   fmt::print(
       "  decode kernels: f32/bf16 matvec {}, int8 matvec {}, mxfp4/fp8 matvec {}, mxfp4 x int8 {} (mxfp4 "
-      "activations: {})\n",
+      "activations: {}), fp8 x bf16 {} (fp8 activations: {})\n",
       matvec_kernel_name(), matvec_q8_kernel_name(), matvec_lowbit_kernel_name(), matvec_mxfp4_q8_kernel_name(),
-      mxfp4_int8_activations() ? "int8" : "float");
+      mxfp4_int8_activations() ? "int8" : "float", matvec_fp8_bf16_kernel_name(),
+      fp8_bf16_activations() ? "bf16" : "float");
   if (!m.loras.empty())
     fmt::print("  LoRA: {} random adapters of rank {} on every target; decode sequence s runs adapter s % {}\n",
                m.loras.size(), o.lora_rank, m.loras.size());

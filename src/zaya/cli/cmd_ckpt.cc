@@ -175,8 +175,9 @@ void add_ckpt_command(CLI::App& app) {
                  "SentencePiece model to include (default: the one the checkpoint records, or DIR/tokenizer.model)");
   ex->add_option("--experts", o->experts,
                  "mxfp4: the routed experts in compressed-tensors' mxfp4-pack-quantized layout (--layout native), "
-                 "or in a GGUF file as ggml's MXFP4 (docs/formats.md, Quantized experts)")
-      ->check(CLI::IsMember({"mxfp4"}));
+                 "or in a GGUF file as ggml's MXFP4; fp8: in compressed-tensors' float-quantized layout (E4M3, one "
+                 "scale per output row; --layout native) (docs/formats.md, Quantized experts)")
+      ->check(CLI::IsMember({"mxfp4", "fp8"}));
   ex->add_flag("--force", o->force, "replace an existing --out (in one step)");
   ex->add_option("--lora", o->lora,
                  "merge this LoRA adapter (a PEFT directory: adapter_config.json + adapter_model.safetensors) into "

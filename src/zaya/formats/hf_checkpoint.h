@@ -15,8 +15,9 @@ namespace zaya {
 struct HfSaveOptions {
   std::string dtype = "f32";  // f32 or bf16 (balancing biases always F32)
   uint64_t max_shard_bytes = uint64_t(5) << 30;
-  // "mxfp4": the native layout's routed experts in compressed-tensors' mxfp4-pack-quantized layout
-  // (formats/quantized_experts.h, `zaya ckpt export --experts mxfp4`); empty: as dtype says.
+  // "mxfp4" / "fp8": the native layout's routed experts in compressed-tensors' mxfp4-pack-quantized or
+  // float-quantized (channel FP8 E4M3) layout (formats/quantized_experts.h, `zaya ckpt export --experts`); empty:
+  // as dtype says.
   std::string experts;
 };
 

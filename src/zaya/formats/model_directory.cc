@@ -14,6 +14,7 @@
 #include <set>
 
 #include "zaya/core/error.h"
+#include "zaya/core/fp8.h"
 #include "zaya/core/mxfp4.h"
 #include "zaya/formats/hf_config.h"
 #include "zaya/formats/native_config.h"
@@ -164,9 +165,11 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
   ZAYA_CHECK(options.dtype == "f32" || options.dtype == "bf16", "save dtype '{}' is invalid; allowed: f32, bf16",
              options.dtype);
   nlohmann::json config_json = config_to_native_json(config, options.dtype == "bf16" ? "bfloat16" : "float32");
-  ZAYA_CHECK(options.experts.empty() || options.experts == "mxfp4",
-             "quantized experts '{}' are invalid; allowed: mxfp4", options.experts);
-  if (!options.experts.empty()) config_json["quantization_config"] = mxfp4_quantization_config();
+  ZAYA_CHECK(options.experts.empty() || options.experts == "mxfp4" || options.experts == "fp8",
+             "quantized experts '{}' are invalid; allowed: mxfp4, fp8", options.experts);
+  if (!options.experts.empty())
+    config_json["quantization_config"] =
+        options.experts == "mxfp4" ? mxfp4_quantization_config() : fp8_quantization_config();
   std::deque<std::vector<uint8_t>> packed;  // the quantized experts' bytes, alive until written (stable)
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -217,8 +220,21 @@ void save_native_tensors(const ZayaConfig& config, const std::vector<NamedTensor
       add(name, s.shape, s.values.data(), s.always_f32);
       continue;
     }
-    // compressed-tensors mxfp4-pack-quantized (core/mxfp4.h): per row the packed codes, then the E8M0 scales.
     const int64_t E = s.shape[0], rows = s.shape[1], cols = s.shape[2];
+    if (options.experts == "fp8") {  // compressed-tensors float-quantized, channel (core/fp8.h): E4M3, one scale a row
+      std::vector<uint8_t>& codes = packed.emplace_back(size_t(E * rows * cols));
+      std::vector<uint8_t>& scales = packed.emplace_back(size_t(E * rows * 4));
+      std::vector<uint8_t> row(size_t(fp8_row_bytes(cols)));
+      for (int64_t r = 0; r < E * rows; ++r) {
+        quantize_fp8_channel_row(s.values.data() + r * cols, cols, row.data());
+        std::copy_n(row.data(), cols, codes.begin() + r * cols);
+        std::copy_n(row.data() + cols, 4, scales.begin() + r * 4);  // the row's scale (every group holds it)
+      }
+      w.add_raw(name + ".weight", SafetensorsDtype::kF8E4M3, {E, rows, cols}, codes.data());
+      w.add_raw(name + ".weight_scale", SafetensorsDtype::kF32, {E, rows, 1}, scales.data());
+      continue;
+    }
+    // compressed-tensors mxfp4-pack-quantized (core/mxfp4.h): per row the packed codes, then the E8M0 scales.
     ZAYA_CHECK(cols % kMxBlock == 0, "'{}': {} columns; MXFP4 experts need a multiple of 32", name, cols);
     std::vector<uint8_t>& codes = packed.emplace_back(size_t(E * rows * cols / 2));
     std::vector<uint8_t>& scales = packed.emplace_back(size_t(E * rows * cols / kMxBlock));

@@ -14,6 +14,8 @@
 #include "zaya/formats/hf_config.h"
 #include "zaya/formats/layout_counts.h"
 #include "zaya/formats/native_config.h"
+#include "zaya/formats/quantized_experts.h"
+#include "zaya/io/json_file.h"
 #include "zaya/io/safetensors_dir.h"
 
 namespace zaya {
@@ -144,6 +146,45 @@ TEST(ModelDirectory, WeightsRoundTripLegacyNativeLegacyBitExactly) {
 // Convolution kernels of 3 and 4 taps (cca_time0 / cca_time1): the conv
 // tensors [C, 1, 3] and [C, d, 4] travel legacy -> native -> legacy bit for bit,
 // and both layouts' config.json carry the sizes.
+// `ckpt export --experts fp8` (save_native_tensors with experts "fp8"): the routed experts as compressed-tensors'
+// float-quantized channel FP8 (weight F8_E4M3 [E, rows, cols], weight_scale F32 [E, rows, 1], no float tensor),
+// the config's quantization_config read back as that format; loaded (dequantized) and exported again, every tensor's
+// bytes are the first export's: zaya -> export -> zaya load is exact in the quantized values.
+TEST(ModelDirectory, Fp8ExpertsExportLoadsAndReexportsBitExactly) {
+  const ZayaConfig c = native_config_from_json(small_74b_native_config(), "74b");
+  Arenas original(c);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : original.p) v = dist(rng);
+  for (float& v : original.b) v = dist(rng);
+  HfSaveOptions fp8;
+  fp8.experts = "fp8";
+  testing::TempDir first, second;
+  save_native_tensors(c, original.tensors(), first.path(), fp8);
+  const SafetensorsDir st = SafetensorsDir::open(first.path());
+  const std::string up = "model.layers.1.mlp.experts.gate_up_proj";
+  EXPECT_FALSE(st.has(up));
+  EXPECT_EQ(st.info(up + ".weight").dtype, SafetensorsDtype::kF8E4M3);
+  EXPECT_EQ(st.info(up + ".weight").shape, (std::vector<int64_t>{3, 128, 64}));
+  EXPECT_EQ(st.info(up + ".weight_scale").dtype, SafetensorsDtype::kF32);
+  EXPECT_EQ(st.info(up + ".weight_scale").shape, (std::vector<int64_t>{3, 128, 1}));
+  const std::string config_path = first.path() + "/config.json";
+  EXPECT_EQ(parse_expert_quant(read_json_file(config_path), config_path).format, ExpertQuantFormat::kFp8Channel);
+  Arenas loaded(c);
+  loaded.load(first.path(), c);
+  EXPECT_FALSE(loaded.same_bits(original));  // the experts moved to FP8 values
+  save_native_tensors(c, loaded.tensors(), second.path(), fp8);
+  const SafetensorsDir st2 = SafetensorsDir::open(second.path());
+  ASSERT_EQ(st2.names(), st.names());
+  int quantized = 0;
+  for (const std::string& name : st.names()) {
+    const auto a = st.bytes(name), b = st2.bytes(name);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << name;
+    quantized += st.info(name).dtype == SafetensorsDtype::kF8E4M3;
+  }
+  EXPECT_EQ(quantized, 2 * c.num_blocks);
+}
+
 TEST(ModelDirectory, OtherConvolutionKernelSizesRoundTripInBothLayouts) {
   ZayaConfig c = native_config_from_json(small_74b_native_config(), "74b");
   c.conv_kernel0 = 3;

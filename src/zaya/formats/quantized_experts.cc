@@ -281,12 +281,13 @@ void read_quantized_expert(const SafetensorsDir& st, const ExpertQuant& q, const
   }
 }
 
-nlohmann::json mxfp4_quantization_config() {
-  const nlohmann::json weights = {
-      {"num_bits", 4},       {"type", "float"},  {"symmetric", true},           {"group_size", 32},
-      {"strategy", "group"}, {"dynamic", false}, {"scale_dtype", "torch.uint8"}};
+namespace {
+
+// compressed-tensors' quantization_config of one weight-only scheme (`format`, `weights`) on every module whose name
+// has "experts", as its QuantizationConfig writes it.
+nlohmann::json ct_experts_config(const char* format, const nlohmann::json& weights) {
   return {{"quant_method", "compressed-tensors"},
-          {"format", "mxfp4-pack-quantized"},
+          {"format", format},
           {"quantization_status", "compressed"},
           {"config_groups",
            {{"group_0",
@@ -294,8 +295,29 @@ nlohmann::json mxfp4_quantization_config() {
               {"weights", weights},
               {"input_activations", nullptr},
               {"output_activations", nullptr},
-              {"format", "mxfp4-pack-quantized"}}}}},
+              {"format", format}}}}},
           {"ignore", {"re:^(?!.*experts).*$"}}};
+}
+
+}  // namespace
+
+nlohmann::json mxfp4_quantization_config() {
+  return ct_experts_config("mxfp4-pack-quantized", {{"num_bits", 4},
+                                                    {"type", "float"},
+                                                    {"symmetric", true},
+                                                    {"group_size", 32},
+                                                    {"strategy", "group"},
+                                                    {"dynamic", false},
+                                                    {"scale_dtype", "torch.uint8"}});
+}
+
+nlohmann::json fp8_quantization_config() {
+  return ct_experts_config("float-quantized", {{"num_bits", 8},
+                                               {"type", "float"},
+                                               {"symmetric", true},
+                                               {"group_size", nullptr},
+                                               {"strategy", "channel"},
+                                               {"dynamic", false}});
 }
 
 int64_t quantized_matrix_bytes(const ExpertQuant& q, int64_t rows, int64_t cols) {

@@ -60,6 +60,9 @@ void read_quantized_expert(const SafetensorsDir& st, const ExpertQuant& q, const
 // The quantization_config `zaya ckpt export --experts mxfp4` writes: compressed-tensors' own spelling of its
 // MXFP4A16 scheme (weights num_bits 4, float, group 32, uint8 scales) on every module whose name has "experts".
 nlohmann::json mxfp4_quantization_config();
+// The one `--experts fp8` writes: compressed-tensors' float-quantized channel FP8 weights (FP8_DYNAMIC's weights,
+// weight-only: no input_activations) on the same modules.
+nlohmann::json fp8_quantization_config();
 
 // Bytes of one expert's [rows, cols] matrix held as `q` says (bf16 when not quantized).
 int64_t quantized_matrix_bytes(const ExpertQuant& q, int64_t rows, int64_t cols);

@@ -1,8 +1,12 @@
 #include "zaya/infer/benchmark_job.h"
 
+#include <fmt/format.h>
+
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
 #include "zaya/ops/matvec.h"
+#include "zaya/ops/matvec_fp8_bf16.h"
+#include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_q8.h"
 
 namespace zaya {
@@ -77,6 +81,8 @@ nlohmann::json infer_bench_job_json(const InferBenchModel& m, const InferBenchOp
   if (m.draft) j["draft_model"] = m.draft->source();
   j["matvec_kernel"] = matvec_kernel_name();  // what decode ran on this CPU
   j["int8_matvec_kernel"] = matvec_q8_kernel_name();
+  j["fp8_matvec_kernel"] = fp8_bf16_activations() ? fmt::format("{} (bf16 activations)", matvec_fp8_bf16_kernel_name())
+                                                  : fmt::format("{} (float activations)", matvec_lowbit_kernel_name());
   return j;
 }
 

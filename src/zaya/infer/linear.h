@@ -14,7 +14,8 @@
 //    (quantized experts) take their matvec kernels up to kMatvecMaxTokens
 //    rows (MXFP4: ops/matvec_mxfp4_q8.h over int8-quantized activations, or
 //    ops/matvec_lowbit.h's float32 ones, mxfp4_int8_activations(); FP8:
-//    ops/matvec_lowbit.h) and beyond that an f32 GEMM over tiles of rows
+//    ops/matvec_fp8_bf16.h over bf16-rounded activations, or
+//    ops/matvec_lowbit.h's float32 ones, fp8_bf16_activations()) and beyond that an f32 GEMM over tiles of rows
 //    dequantized exactly (gemm_lowbit_rows): prefill reads each weight once
 //    per tile instead of once per token.
 //

@@ -56,7 +56,7 @@ std::span<const uint8_t> GgufFile::range_bytes(const std::string& name, uint64_t
 
 void GgufFile::read_f32_range(const std::string& name, uint64_t first, uint64_t count, float* dst) const {
   const GgufTensorInfo& t = tensor(name);
-  gguf_convert_to_f32(path(), name, t.type, range_bytes(name, first, count), dst, count);
+  gguf_convert_to_f32(path(), name, t.type, range_bytes(name, first, count), dst, count, first);
 }
 
 }  // namespace zaya

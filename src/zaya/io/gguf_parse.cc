@@ -333,7 +333,7 @@ GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> fi
 }
 
 void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType type, std::span<const uint8_t> src,
-                         float* dst, uint64_t count) {
+                         float* dst, uint64_t count, uint64_t first) {
   if (type == GgmlType::kQ8_0) {  // whole blocks (callers start and end ranges on block boundaries)
     ZAYA_ASSERT(count % uint64_t(kQ8Block) == 0 && ggml_nbytes(type, count) <= src.size());
     const auto blocks = static_cast<int64_t>(count / uint64_t(kQ8Block));
@@ -344,6 +344,12 @@ void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType
   if (type == GgmlType::kMXFP4) {  // whole blocks, as Q8_0; the exact values e2m1 * 2^(u - 127)
     ZAYA_ASSERT(count % uint64_t(kMxBlock) == 0 && ggml_nbytes(type, count) <= src.size());
     const auto blocks = static_cast<int64_t>(count / uint64_t(kMxBlock));
+    for (int64_t b = 0; b < blocks; ++b)  // the E8M0 byte 255 is NaN in the MX spec: refused, never read as a number
+      if (src[size_t(b) * size_t(kGgmlMxfp4BlockBytes)] == kE8M0Nan)
+        fail(
+            "{}: tensor '{}': MXFP4 block {} (elements [{}, +32)) has scale byte 255 (NaN in the MX spec); a "
+            "valid E8M0 scale is 0-254",
+            label, printable(name), first / uint64_t(kMxBlock) + uint64_t(b), first + uint64_t(b) * uint64_t(kMxBlock));
 #pragma omp parallel for schedule(static) if (blocks >= 2048)
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t row[mxfp4_row_bytes(kMxBlock)];

@@ -49,10 +49,13 @@ struct GgufLayout {
 GgufLayout parse_gguf_layout(std::string_view label, std::span<const uint8_t> file);
 
 // Converts `count` elements of a float tensor (F32, F16, BF16 or F64) encoded
-// little-endian in `src` (count * element size bytes) to float. Throws
-// zaya::Error naming `label` and `name` for any other type.
+// little-endian in `src` (count * element size bytes) to float; Q8_0 and
+// MXFP4 tensors too, in whole blocks. Throws zaya::Error naming `label` and
+// `name` for any other type, and for an MXFP4 block whose scale byte is 255
+// (NaN in the MX spec), naming the block: `first` is the element of the tensor
+// that src starts at (ranged reads), for that message.
 void gguf_convert_to_f32(std::string_view label, std::string_view name, GgmlType type, std::span<const uint8_t> src,
-                         float* dst, uint64_t count);
+                         float* dst, uint64_t count, uint64_t first = 0);
 
 // Shapes compare equal when they match after dropping leading 1s: ggml writers
 // drop trailing size-1 ggml dims, so [1, F, D] is stored as [F, D].

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "zaya/core/bf16.h"
+#include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/core/test_util.h"
 #include "zaya/io/gguf_writer.h"
@@ -303,6 +304,44 @@ TEST(Gguf, Q8_0TensorsRoundTrip) {
         bad.add_f32("odd", {2, 48}, x.data(), GgmlType::kQ8_0);
       },
       {"'odd'", "cannot be stored as Q8_0", "multiple of 32"});
+}
+
+// MXFP4 (ggml type 39, 17-byte blocks, the E8M0 scale byte first): a block whose scale byte is 255 (NaN in the MX
+// spec) is a load error naming the file, the tensor and the block, on whole and ranged reads; ranges without it
+// and a tensor without it read the exact values e2m1 x 2^(u - 127).
+TEST(Gguf, Mxfp4ScaleByte255IsALoadErrorNamingTheTensorAndBlock) {
+  testing::TempDir dir;
+  std::vector<uint8_t> good(4 * 17), bad;
+  for (size_t b = 0; b < 4; ++b) {
+    good[b * 17] = uint8_t(126 + b);                                                  // 2^(b - 1)
+    for (size_t j = 1; j < 17; ++j) good[b * 17 + j] = uint8_t(0x21 + 16 * (j % 7));  // codes 1 and 2-8
+  }
+  bad = good;
+  bad[3 * 17] = 255;  // block 3: row 1, elements [32, 64) of it
+  GgufWriter w;
+  w.add_raw("good", {2, 64}, GgmlType::kMXFP4, good.data());
+  w.add_raw("blk.0.ffn_up_exps.weight", {2, 64}, GgmlType::kMXFP4, bad.data());
+  const std::string path = dir.file("mx.gguf");
+  w.write(path);
+  const GgufFile f = GgufFile::open(path);
+  std::vector<float> back(128);
+  f.read_f32("good", back.data(), {2, 64});
+  for (size_t b = 0; b < 4; ++b)
+    for (size_t j = 0; j < 16; ++j) {
+      const uint8_t byte = good[b * 17 + 1 + j];
+      const float s = std::ldexp(1.0f, int(b) - 1);
+      EXPECT_EQ(back[b * 32 + j], kE2M1Values[byte & 15] * s) << "block " << b << " element " << j;
+      EXPECT_EQ(back[b * 32 + j + 16], kE2M1Values[byte >> 4] * s) << "block " << b << " element " << j + 16;
+    }
+  expect_failure(
+      [&] {
+        f.read_f32("blk.0.ffn_up_exps.weight", back.data(), {2, 64});
+      },
+      {"mx.gguf", "tensor 'blk.0.ffn_up_exps.weight'", "MXFP4 block 3", "elements [96, +32)", "scale byte 255", "NaN"});
+  expect_failure([&] { f.read_f32_range("blk.0.ffn_up_exps.weight", 64, 64, back.data()); },
+                 {"tensor 'blk.0.ffn_up_exps.weight'", "MXFP4 block 3", "elements [96, +32)"});
+  f.read_f32_range("blk.0.ffn_up_exps.weight", 0, 96, back.data());  // blocks 0-2: fine
+  EXPECT_EQ(back[64], kE2M1Values[good[2 * 17 + 1] & 15] * 2.0f);
 }
 
 TEST(GgufWriter, RejectsInvalidInput) {

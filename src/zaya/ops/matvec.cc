@@ -26,6 +26,7 @@
 #include "zaya/core/work_pool.h"
 #include "zaya/ops/dot_widened.h"
 #include "zaya/ops/matvec_blocks.h"
+#include "zaya/ops/matvec_fp8_bf16.h"
 #include "zaya/ops/matvec_lowbit.h"
 #include "zaya/ops/matvec_q8.h"
 
@@ -225,7 +226,9 @@ void matvec_rows(WeightType type, const void* w, int64_t in, int64_t r0, int64_t
         if (!accumulate) y[t * ldy + r] = 0;
     return;
   }
-  if (type == WeightType::kMXFP4 || type == WeightType::kFP8) {  // weight-only low-bit (ops/matvec_lowbit.h)
+  if (type == WeightType::kFP8 && fp8_bf16_activations()) {  // bf16 activations (ops/matvec_fp8_bf16.h)
+    matvec_fp8_bf16_rows(static_cast<const uint8_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
+  } else if (type == WeightType::kMXFP4 || type == WeightType::kFP8) {  // float32 activations (ops/matvec_lowbit.h)
     matvec_lowbit_rows(type, static_cast<const uint8_t*>(w), in, r0, r1, x, ldx, tokens, y, ldy, accumulate);
   } else if (type == WeightType::kI8) {
     // The activations quantized per call (thread_local: reused, no allocation per step).

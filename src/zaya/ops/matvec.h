@@ -29,7 +29,8 @@ constexpr int64_t kMatvecParallelMinMacs = int64_t(1) << 16;
 
 // kI8: int8 Q8_0 rows in the split layout (core/q8_0.h). kMXFP4 and kFP8:
 // weight-only MXFP4 and FP8 E4M3 rows (core/mxfp4.h, core/fp8.h; products in
-// ops/matvec_lowbit.h on float32 activations), the quantized experts of
+// ops/matvec_lowbit.h on float32 activations, FP8 ones on bf16 activations in
+// ops/matvec_fp8_bf16.h unless ZAYA_FP8_ACTIVATIONS=float), the quantized experts of
 // compressed-tensors checkpoints (docs/inference.md).
 enum class WeightType { kF32, kBF16, kI8, kMXFP4, kFP8 };
 

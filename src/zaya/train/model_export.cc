@@ -209,11 +209,14 @@ ExportReport export_model(const std::string& in, const std::string& out, const E
   ZAYA_CHECK_USAGE(r.format == ExportFormat::kGguf || (o.dtype != "f16" && o.dtype != "q8_0"),
                    "--dtype {} is only for --format gguf (allowed: f32, bf16)", o.dtype);
   const DirectoryLayout layout = parse_directory_layout(o.layout, "--layout");
-  ZAYA_CHECK_USAGE(o.experts.empty() || (o.experts == "mxfp4" &&
-                                         (r.format == ExportFormat::kGguf || layout == DirectoryLayout::kNative)),
-                   "--experts '{}': allowed: mxfp4, with --layout native to a directory (compressed-tensors' "
-                   "mxfp4-pack-quantized experts) or to a GGUF file (ggml's MXFP4 expert tensors)",
-                   o.experts);
+  ZAYA_CHECK_USAGE(
+      o.experts.empty() ||
+          (o.experts == "mxfp4" && (r.format == ExportFormat::kGguf || layout == DirectoryLayout::kNative)) ||
+          (o.experts == "fp8" && r.format == ExportFormat::kSafetensors && layout == DirectoryLayout::kNative),
+      "--experts '{}': allowed: mxfp4, with --layout native to a directory (compressed-tensors' "
+      "mxfp4-pack-quantized experts) or to a GGUF file (ggml's MXFP4 expert tensors); fp8, with --layout "
+      "native to a directory (compressed-tensors' float-quantized channel FP8 experts)",
+      o.experts);
   ZAYA_CHECK_USAGE(r.format == ExportFormat::kSafetensors || layout == DirectoryLayout::kLegacy,
                    "--layout native is for a Hugging Face directory; a GGUF file has its own tensor names "
                    "(docs/formats-gguf.md): drop --layout or choose an --out without .gguf");

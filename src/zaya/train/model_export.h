@@ -59,7 +59,7 @@ struct ExportOptions {
   std::string layout = "legacy";  // safetensors: legacy (80 half-layers) or native (40 layers); GGUF: legacy only
   bool force = false;             // replace an existing output (atomically)
   std::string lora;               // a PEFT LoRA adapter directory merged into the weights written (--lora)
-  std::string experts;            // "mxfp4": native safetensors with compressed-tensors MXFP4 experts (--experts)
+  std::string experts;            // "mxfp4" / "fp8": compressed-tensors MXFP4 / channel FP8 experts (--experts)
 };
 
 struct ExportReport {
