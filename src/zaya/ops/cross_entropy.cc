@@ -5,6 +5,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/exp_f32.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/row_max.h"
 
 namespace zaya {
@@ -12,8 +13,7 @@ namespace zaya {
 template <typename T>
 void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens, int64_t vocab,
                            int64_t real_vocab) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * vocab, [&](int64_t t) {
     const T* z = logits + t * vocab;
     const T mx = row_max(z, real_vocab);
     T sum = 0;
@@ -22,7 +22,7 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* 
     T lse = mx + std::log(sum);
     lse_T[t] = lse;
     loss_T[t] = targets[t] >= 0 ? lse - z[targets[t]] : T(0);
-  }
+  });
 }
 
 namespace {
@@ -31,15 +31,14 @@ namespace {
 template <typename T, typename Out, typename Store>
 void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
                             int64_t vocab, int64_t real_vocab, T grad_scale, const T* row_scale, Store store) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * vocab, [&](int64_t t) {
     const T scale = row_scale != nullptr ? grad_scale * row_scale[t] : grad_scale;
     const T* z = logits + t * vocab;
     Out* dz = dlogits + t * vocab;
     const int32_t target = targets[t];
     if (target < 0) {
       std::fill(dz, dz + vocab, Out(0));
-      continue;
+      return;
     }
     const T lse = lse_T[t];
 #pragma omp simd
@@ -48,7 +47,7 @@ void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const
       dz[v] = store(v == target ? p - scale : p);
     }
     for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = Out(0);
-  }
+  });
 }
 
 }  // namespace
@@ -69,8 +68,7 @@ void cross_entropy_backward_bf16(uint16_t* dlogits, const float* logits, const f
 
 template <typename T>
 void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n > 8192)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, 3 * rows * n, [&](int64_t r) {
     const T* xr = x + r * n;
     T* pr = p + r * n;
     const T mx = row_max(xr, n);
@@ -81,7 +79,7 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
     }
     T inv = T(1) / sum;
     for (int64_t i = 0; i < n; ++i) pr[i] *= inv;
-  }
+  });
 }
 
 template void cross_entropy_forward<float>(float*, float*, const float*, const int32_t*, int64_t, int64_t, int64_t);
