@@ -336,6 +336,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     int64_t k = 0;
     for (const StepChunk& ch : chunks)
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
+    SerialIf serial(T * D <= kSerialElements);  // as the norms below
     parallel_for(T, 2 * T * D, [&](int64_t t) {
       w.embed.row_f32(int64_t(ids[t]), buf_.h_TD + t * D);  // an int8 (tied, Q8_0) row is dequantized
     });
