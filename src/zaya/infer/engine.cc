@@ -10,6 +10,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/profiler.h"
 #include "zaya/model/conv_taps.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/residual_scale.h"
 #include "zaya/ops/rmsnorm.h"
 #include "zaya/ops/routing.h"
@@ -335,10 +336,10 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     int64_t k = 0;
     for (const StepChunk& ch : chunks)
       for (int64_t i = 0; i < ch.count; ++i) ids[k++] = ch.tokens[i];
-#pragma omp parallel for schedule(static) if (T * D > 65536)
-    for (int64_t t = 0; t < T; ++t) {
+    SerialIf serial(T * D <= kSerialElements);  // as the norms below
+    parallel_for(T, 2 * T * D, [&](int64_t t) {
       w.embed.row_f32(int64_t(ids[t]), buf_.h_TD + t * D);  // an int8 (tied, Q8_0) row is dequantized
-    }
+    });
   }
 
   float* res_cur = buf_.res_a_TD;

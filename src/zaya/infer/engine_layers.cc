@@ -16,6 +16,7 @@
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cca_conv.h"
 #include "zaya/ops/cca_mix.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/qk_norm.h"
 #include "zaya/ops/rope.h"
 #include "zaya/ops/router.h"
@@ -79,19 +80,23 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   const float* wA = w.conv_a_w_C2;
   const float* bA = w.conv_a_b_C;
   const int64_t arows = T + nc * (k1 - 1);
-#pragma omp parallel for schedule(static) if (arows * C > 65536)
-  for (int64_t ar = 0; ar < arows; ++ar) {
-    const int64_t ci = rows_.a_chunk[ar];
-    const int64_t r0 = rows_.chunk_row0[ci], k = ar - r0 - ci * (k1 - 1);
-    const float* st = state_.conv(b, chunks[ci].slot);
-    auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : buf_.qkv_TP + (r0 + j - H) * pw_; };
-    if (k0 == 2) {
-      cca_conv_a_row(buf_.a_ext + ar * C, raw(k), raw(k + 1), wA, bA, C);
-    } else {
-      const float* rows[kCcaConvMaxTaps];
-      for (int64_t j = 0; j < k0; ++j) rows[j] = raw(k + j);
-      cca_conv_a_row_taps(buf_.a_ext + ar * C, rows, wA, bA, C, k0);
-    }
+  {
+    // A small step's loops stay on this thread (kSerialElements): a region here
+    // would wake libgomp's team, which then spins on the CPUs the pool's helpers need.
+    SerialIf serial(T * D <= kSerialElements);
+    parallel_for(arows, arows * C * (k0 + 1), [&](int64_t ar) {
+      const int64_t ci = rows_.a_chunk[ar];
+      const int64_t r0 = rows_.chunk_row0[ci], k = ar - r0 - ci * (k1 - 1);
+      const float* st = state_.conv(b, chunks[ci].slot);
+      auto raw = [&](int64_t j) -> const float* { return j < H ? st + j * C : buf_.qkv_TP + (r0 + j - H) * pw_; };
+      if (k0 == 2) {
+        cca_conv_a_row(buf_.a_ext + ar * C, raw(k), raw(k + 1), wA, bA, C);
+      } else {
+        const float* rows[kCcaConvMaxTaps];
+        for (int64_t j = 0; j < k0; ++j) rows[j] = raw(k + j);
+        cca_conv_a_row_taps(buf_.a_ext + ar * C, rows, wA, bA, C, k0);
+      }
+    });
   }
   // New conv state: the raw vectors of the last H positions of [state, chunk]
   // (row i from row S + i: ascending i never reads a row already replaced).
@@ -108,13 +113,15 @@ void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const Step
   // conv B (grouped, k1 taps): group g of row t reads a_ext rows t + ci (k1 - 1) + m,
   // m = 0..k1-1 (oldest first); inputs gathered as xg[g][t] = [a_0 g, .., a_{k1-1} g].
   const int64_t d2 = k1 * d;
-#pragma omp parallel for schedule(static) if (T * C > 65536)
-  for (int64_t t = 0; t < T; ++t) {
-    const float* a0 = buf_.a_ext + (t + rows_.row_chunk[t] * (k1 - 1)) * C;
-    for (int64_t g = 0; g < G; ++g) {
-      float* dst = buf_.xg_T2d + (g * T + t) * d2;
-      for (int64_t m = 0; m < k1; ++m) std::memcpy(dst + m * d, a0 + m * C + g * d, sizeof(float) * d);
-    }
+  {
+    SerialIf serial(T * D <= kSerialElements);
+    parallel_for(T, 2 * T * C, [&](int64_t t) {
+      const float* a0 = buf_.a_ext + (t + rows_.row_chunk[t] * (k1 - 1)) * C;
+      for (int64_t g = 0; g < G; ++g) {
+        float* dst = buf_.xg_T2d + (g * T + t) * d2;
+        for (int64_t m = 0; m < k1; ++m) std::memcpy(dst + m * d, a0 + m * C + g * d, sizeof(float) * d);
+      }
+    });
   }
   if (T <= linear_.matvec_max_tokens()) {
     // Decode: the groups' small products in one parallel loop, if worth one.

@@ -11,6 +11,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/exp_f32.h"
 #include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/row_max.h"
 
 namespace zaya {
@@ -41,45 +42,39 @@ BatchedMatrix dense(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) 
 // [.., H * d] wide): out[((b * H + h) * rows + r) * d + c] = bf16(x[(b * seq + r0 + r) * H * d + h * d + c]).
 void gather_heads(uint16_t* out, const float* x, int64_t B, int64_t seq, int64_t r0, int64_t rows, int64_t H,
                   int64_t d) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = x + (b * seq + r0 + r) * H * d;
-      for (int64_t h = 0; h < H; ++h) {
-        uint16_t* dst = out + ((b * H + h) * rows + r) * d;
+  parallel_for_2d(B, rows, B * rows * H * d, [&](int64_t b, int64_t r) {
+    const float* src = x + (b * seq + r0 + r) * H * d;
+    for (int64_t h = 0; h < H; ++h) {
+      uint16_t* dst = out + ((b * H + h) * rows + r) * d;
 #pragma omp simd
-        for (int64_t c = 0; c < d; ++c) dst[c] = float_to_bf16(src[h * d + c]);
-      }
+      for (int64_t c = 0; c < d; ++c) dst[c] = float_to_bf16(src[h * d + c]);
     }
-  }
+  });
 }
 
 // The inverse of gather_heads for float32 blocks, writing or adding.
 void scatter_heads(float* x, const float* blk, int64_t B, int64_t seq, int64_t r0, int64_t rows, int64_t H, int64_t d,
                    bool add) {
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dst = x + (b * seq + r0 + r) * H * d;
-      for (int64_t h = 0; h < H; ++h) {
-        const float* src = blk + ((b * H + h) * rows + r) * d;
-        if (add) {
+  parallel_for_2d(B, rows, B * rows * H * d, [&](int64_t b, int64_t r) {
+    float* dst = x + (b * seq + r0 + r) * H * d;
+    for (int64_t h = 0; h < H; ++h) {
+      const float* src = blk + ((b * H + h) * rows + r) * d;
+      if (add) {
 #pragma omp simd
-          for (int64_t c = 0; c < d; ++c) dst[h * d + c] += src[c];
-        } else {
-          std::memcpy(dst + h * d, src, sizeof(float) * size_t(d));
-        }
+        for (int64_t c = 0; c < d; ++c) dst[h * d + c] += src[c];
+      } else {
+        std::memcpy(dst + h * d, src, sizeof(float) * size_t(d));
       }
     }
-  }
+  });
 }
 
 // The block's keys lo .. lo + N - 1 of every (sequence, KV head), dense.
 void copy_slices(uint16_t* blk, const uint16_t* full, int64_t heads_total, int64_t Sk, int64_t lo, int64_t N,
                  int64_t d) {
-#pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < heads_total; ++bh)
+  parallel_for(heads_total, heads_total * N * d, [&](int64_t bh) {
     std::memcpy(blk + bh * N * d, full + (bh * Sk + lo) * d, sizeof(uint16_t) * size_t(N * d));
+  });
 }
 
 // The batched layouts of one block: B sequences, Hk KV heads, G query heads
@@ -172,8 +167,7 @@ void attention_forward_bf16(Bf16Context& ctx, float* o_TQ, float* lse_BHS, const
     uint16_t* p_blk = s.p_blk.get(B * Hq * R * N);
     float* o_blk = s.out_blk.get(B * Hq * R * d);
     // Softmax per query row, float32; P in bf16 with zeros outside the row's keys.
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < B * Hq * R; ++row) {
+    parallel_for(B * Hq * R, B * Hq * R * N, [&](int64_t row) {
       const int64_t r = row % R, bh = row / R, i = i0 + r;
       const int64_t c0 = sh.first_key(0, i) - blk.lo, c1 = sh.pos(i) + 1 - blk.lo;
       float* x = s_blk + row * N;
@@ -193,7 +187,7 @@ void attention_forward_bf16(Bf16Context& ctx, float* o_TQ, float* lse_BHS, const
       for (int64_t c = c0; c < c1; ++c) p[c] = float_to_bf16(x[c] * inv);
       std::fill(p + c1, p + N, uint16_t(0));
       lse_BHS[bh * S + i] = mx + std::log(sum);
-    }
+    });
     matmul_bf16_batched(ctx.gemms, bs.L.scores, p_blk, bs.L.keys_d, bs.v_blk, bs.L.rows_d, o_blk);
     scatter_heads(o_TQ, o_blk, B, S, i0, R, Hq, d, false);
     i0 += R;
@@ -225,8 +219,7 @@ void attention_backward_bf16(Bf16Context& ctx, float* dq_TQ, float* dk_TK, float
     gather_heads(do_blk, do_TQ, B, S, i0, R, Hq, d);
     matmul_bf16_batched(ctx.gemms, L.rows_d, do_blk, L.keys_t, bs.v_blk, L.scores, dp_blk);
     // P from the saved log-sum-exp; dS = P (dP - D) / sqrt(d), D = dO . O (float32).
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < B * Hq * R; ++row) {
+    parallel_for(B * Hq * R, B * Hq * R * N, [&](int64_t row) {
       const int64_t r = row % R, bh = row / R, b = bh / Hq, h = bh % Hq, i = i0 + r;
       const int64_t c0 = sh.first_key(0, i) - blk.lo, c1 = sh.pos(i) + 1 - blk.lo;
       const float* o_row = o_TQ + (b * S + i) * QW + h * d;
@@ -249,7 +242,7 @@ void attention_backward_bf16(Bf16Context& ctx, float* dq_TQ, float* dk_TK, float
       }
       std::fill(p + c1, p + N, uint16_t(0));
       std::fill(ds + c1, ds + N, uint16_t(0));
-    }
+    });
     // dQ = dS K; dK = dS^T Q and dV = P^T dO over the G x R rows of each KV head.
     matmul_bf16_batched(ctx.gemms, L.scores, ds_blk, L.keys_d, bs.k_blk, L.rows_d, dq_blk);
     matmul_bf16_batched(ctx.gemms, L.rows_t, ds_blk, L.stacked_d, bs.q_blk, L.keys_out, dk_blk);

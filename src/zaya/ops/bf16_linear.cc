@@ -10,6 +10,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 namespace {
@@ -19,8 +20,7 @@ int64_t padded_rows(int64_t n) { return (n + kBf16RowBucket - 1) / kBf16RowBucke
 // dst[padded_rows(rows), cols] = bf16(src rows), zero rows after `rows`.
 void to_bf16_rows(uint16_t* dst, const float* src, int64_t rows, int64_t cols) {
   const int64_t padded = padded_rows(rows);
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-  for (int64_t r = 0; r < padded; ++r) {
+  parallel_for(padded, padded * cols, [&](int64_t r) {
     uint16_t* d = dst + r * cols;
     if (r < rows) {
       const float* s = src + r * cols;
@@ -29,7 +29,7 @@ void to_bf16_rows(uint16_t* dst, const float* src, int64_t rows, int64_t cols) {
     } else {
       std::memset(d, 0, sizeof(uint16_t) * cols);
     }
-  }
+  });
 }
 
 // The largest bucket multiple 32 x 2^k <= n (n >= kBf16RowBucket): row counts

@@ -1,7 +1,5 @@
 #include "zaya/ops/cca_conv.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -10,6 +8,7 @@
 #include "zaya/core/zero_fill.h"
 #include "zaya/ops/cca_conv_bf16.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/reduce.h"
 
 namespace zaya {
@@ -26,15 +25,14 @@ void pack_taps(T* w_tap, const T* wB, int64_t C, int64_t d, int64_t k1) {
       for (int64_t m = 0; m < k1; ++m) w_tap[m * C * d + o * d + i] = wB[(o * d + i) * k1 + m];
 }
 
-// Runs body(c0, c1) on per-thread channel ranges (bit-reproducible sums per channel).
+// Runs body(c0, c1) on per-thread channel ranges (bit-reproducible sums per
+// channel; `work` floats in all, ops/parallel_for.h).
 template <typename Body>
-void for_channel_ranges(int64_t C, Body body) {
-#pragma omp parallel
-  {
-    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+void for_channel_ranges(int64_t C, int64_t work, Body body) {
+  parallel_region(work, [&](int id, int nt) {
     int64_t c0 = C * id / nt, c1 = C * (id + 1) / nt;
     if (c0 < c1) body(c0, c1);
-  }
+  });
 }
 
 // Row t' - H + j (tap j of convA output t', 0 = oldest) of sequence b, in the
@@ -110,17 +108,14 @@ template <typename T>
 void conv_b_forward_f32(T* c_BSC, const T* a_BUC, const T* w_tap, const T* bA, const T* bB, const CcaConvShape& sh) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t g = 0; g < G; ++g) {
-      const T* a0 = a_BUC + (b * P) * C + g * d;  // a[t + m] for t = 0..S-1 starts at a0 + m * C
-      T* c = c_BSC + (b * S) * C + g * d;
-      for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
-      for (int64_t m = 0; m < k1; ++m)
-        gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
-      if (sh.doc_pos != nullptr) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
-    }
-  }
+  parallel_for_2d(B, G, B * S * C * d * k1, [&](int64_t b, int64_t g) {
+    const T* a0 = a_BUC + (b * P) * C + g * d;  // a[t + m] for t = 0..S-1 starts at a0 + m * C
+    T* c = c_BSC + (b * S) * C + g * d;
+    for (int64_t t = 0; t < S; ++t) std::copy(bB + g * d, bB + (g + 1) * d, c + t * C);
+    for (int64_t m = 0; m < k1; ++m)
+      gemm<T>(false, true, S, d, d, T(1), a0 + m * C, C, w_tap + m * C * d + g * d * d, d, T(1), c, C);
+    if (sh.doc_pos != nullptr) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
+  });
 }
 
 // convB's backward in float32 (or double): da[t+m] += dc[t] W_m; dW_m += dc^T a[m..m+S-1].
@@ -130,8 +125,7 @@ void conv_b_backward_f32(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T*
                          const CcaConvShape& sh) {
   const int64_t B = sh.batch, S = sh.seq, C = sh.channels, d = sh.head_dim, P = sh.a_rows(), G = sh.groups();
   const int64_t k1 = sh.taps_b;
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < G; ++g) {
+  parallel_for(G, B * S * C * d * k1, [&](int64_t g) {
     for (int64_t b = 0; b < B; ++b) {
       const T* dc = dc_BSC + (b * S) * C + g * d;
       const T* a0 = a_BUC + (b * P) * C + g * d;
@@ -142,7 +136,7 @@ void conv_b_backward_f32(T* da_BUC, T* dbA, T* dw_tap, const T* dc_BSC, const T*
         gemm<T>(true, false, d, d, S, T(1), dc, C, a0 + m * C, C, T(1), dw_tap + m * C * d + g * d * d, d);
       if (sh.doc_pos != nullptr) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -155,22 +149,16 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
   ZAYA_ASSERT(k0 >= 1 && k0 <= kMaxTaps && k1 >= 1 && (hist == nullptr || sh.hist_ld() >= sh.history()));
   // convA (depthwise): a[t'] = bA + sum_j wA_j * qk[t'-H+j], zero (or history) before the sequence.
   if (k0 == 2) {
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t tp = 0; tp < P; ++tp) {
-        cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, sh),
-                       tap_row(qk_BSC, hist, b, tp, 1, sh), wA, bA, C);
-      }
-    }
+    parallel_for_2d(B, P, B * P * C * k0, [&](int64_t b, int64_t tp) {
+      cca_conv_a_row(a_BUC + (b * P + tp) * C, tap_row(qk_BSC, hist, b, tp, 0, sh), tap_row(qk_BSC, hist, b, tp, 1, sh),
+                     wA, bA, C);
+    });
   } else {
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t tp = 0; tp < P; ++tp) {
-        const T* rows[kMaxTaps];
-        for (int64_t j = 0; j < k0; ++j) rows[j] = tap_row(qk_BSC, hist, b, tp, j, sh);
-        cca_conv_a_row_taps(a_BUC + (b * P + tp) * C, rows, wA, bA, C, k0);
-      }
-    }
+    parallel_for_2d(B, P, B * P * C * k0, [&](int64_t b, int64_t tp) {
+      const T* rows[kMaxTaps];
+      for (int64_t j = 0; j < k0; ++j) rows[j] = tap_row(qk_BSC, hist, b, tp, j, sh);
+      cca_conv_a_row_taps(a_BUC + (b * P + tp) * C, rows, wA, bA, C, k0);
+    });
   }
   // convB (grouped, d x d per head group and tap), as GEMMs per (sequence, group).
   T* w_tap = scratch;
@@ -179,9 +167,8 @@ void cca_conv_forward(T* c_BSC, T* a_BUC, const T* qk_BSC, const T* wA, const T*
     // bf16 operands: one batched product per tap over all groups, then the mask's correction.
     if constexpr (std::is_same_v<T, float>) cca_conv_b_forward_bf16(c_BSC, a_BUC, w_tap, bB, sh);
     if (sh.doc_pos != nullptr) {
-#pragma omp parallel for collapse(2) schedule(static)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t g = 0; g < G; ++g) masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g);
+      parallel_for_2d(B, G, B * P * C,
+                      [&](int64_t b, int64_t g) { masked_taps_forward(c_BSC, a_BUC, w_tap, bA, sh, b, g); });
     }
   } else {
     conv_b_forward_f32(c_BSC, a_BUC, w_tap, bA, bB, sh);
@@ -206,9 +193,9 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     // bf16 operands: one batched product per tap over all groups, then the mask's correction.
     if constexpr (std::is_same_v<T, float>) cca_conv_b_backward_bf16(da_BUC, dw_tap, dc_BSC, a_BUC, w_tap, sh);
     if (sh.doc_pos != nullptr) {
-#pragma omp parallel for schedule(static)
-      for (int64_t g = 0; g < G; ++g)
+      parallel_for(G, B * S * C, [&](int64_t g) {
         for (int64_t b = 0; b < B; ++b) masked_taps_backward(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh, b, g);
+      });
     }
   } else {
     conv_b_backward_f32(da_BUC, dbA, dw_tap, dc_BSC, a_BUC, w_tap, bA, sh);
@@ -225,7 +212,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     // sums held locally (explicit FMAs, so the bits do not depend on how the
     // compiler contracts).
     constexpr int64_t kChunk = 256;
-    for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
+    for_channel_ranges(C, 3 * B * P * C, [&](int64_t c0, int64_t c1) {
       T sum_b[kChunk], sum_0[kChunk], sum_1[kChunk], w_0[kChunk], w_1[kChunk];
       for (int64_t q0 = c0; q0 < c1; q0 += kChunk) {
         const int64_t n = std::min(kChunk, c1 - q0);
@@ -276,7 +263,7 @@ void cca_conv_backward(T* dqk_BSC, T* dwA, T* dbA, T* dwB, T* dbB, const T* dc_B
     });
     return;
   }
-  for_channel_ranges(C, [&](int64_t c0, int64_t c1) {
+  for_channel_ranges(C, 3 * B * P * C, [&](int64_t c0, int64_t c1) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t tp = 0; tp < P; ++tp) {
         const T* da = da_BUC + (b * P + tp) * C;

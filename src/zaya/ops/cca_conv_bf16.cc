@@ -8,6 +8,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/ops/matmul_bf16.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 namespace {
@@ -17,17 +18,14 @@ using ConvScratch = ConvBf16Scratch;
 // out[((g * B + b) * rows + r) * d + i] = bf16(x[(b * rows + r) * C + g * d + i]).
 void regroup_bf16(uint16_t* out, const float* x, int64_t B, int64_t rows, int64_t G, int64_t d) {
   const int64_t C = G * d;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = x + (b * rows + r) * C;
-      for (int64_t g = 0; g < G; ++g) {
-        uint16_t* dst = out + ((g * B + b) * rows + r) * d;
+  parallel_for_2d(B, rows, B * rows * C, [&](int64_t b, int64_t r) {
+    const float* src = x + (b * rows + r) * C;
+    for (int64_t g = 0; g < G; ++g) {
+      uint16_t* dst = out + ((g * B + b) * rows + r) * d;
 #pragma omp simd
-        for (int64_t i = 0; i < d; ++i) dst[i] = float_to_bf16(src[g * d + i]);
-      }
+      for (int64_t i = 0; i < d; ++i) dst[i] = float_to_bf16(src[g * d + i]);
     }
-  }
+  });
 }
 
 // x[(b * x_rows + t + x_shift) * G * d + g * d + j] += y[((g * B + b) * y_rows + t + y_shift) * d + j]
@@ -36,17 +34,14 @@ void regroup_bf16(uint16_t* out, const float* x, int64_t B, int64_t rows, int64_
 void add_regrouped(float* x, int64_t x_rows, int64_t x_shift, const float* y, int64_t y_rows, int64_t y_shift,
                    int64_t B, int64_t S, int64_t G, int64_t d) {
   const int64_t C = G * d;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < S; ++t) {
-      float* dst = x + (b * x_rows + t + x_shift) * C;
-      for (int64_t g = 0; g < G; ++g) {
-        const float* src = y + ((g * B + b) * y_rows + t + y_shift) * d;
+  parallel_for_2d(B, S, B * S * C, [&](int64_t b, int64_t t) {
+    float* dst = x + (b * x_rows + t + x_shift) * C;
+    for (int64_t g = 0; g < G; ++g) {
+      const float* src = y + ((g * B + b) * y_rows + t + y_shift) * d;
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) dst[g * d + j] += src[j];
-      }
+      for (int64_t j = 0; j < d; ++j) dst[g * d + j] += src[j];
     }
-  }
+  });
 }
 
 BatchedMatrix dense(int64_t groups, int64_t rows, int64_t cols) {
@@ -79,8 +74,7 @@ void cca_conv_b_forward_bf16(float* c_BSC, const float* a_BUC, const float* w_ta
   float* y = s.product.get(B * P * C);
   convert_to_bf16(taps, w_tap, k1 * C * d);
   regroup_bf16(a, a_BUC, B, P, G, d);
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < B * S; ++r) std::memcpy(c_BSC + r * C, bB, sizeof(float) * size_t(C));
+  parallel_for(B * S, B * S * C, [&](int64_t r) { std::memcpy(c_BSC + r * C, bB, sizeof(float) * size_t(C)); });
   for (int64_t m = 0; m < k1; ++m) {
     // Y_m = a_g W_m^T over all B x P rows of each group; output row t takes Y_m's row t + m.
     matmul_bf16_batched(sh.bf16->gemms, dense(G, B * P, d), a, taps_transposed(G, d), taps + m * C * d,
@@ -105,10 +99,9 @@ void cca_conv_b_backward_bf16(float* da_BUC, float* dw_tap, const float* dc_BSC,
   regroup_bf16(dc, dc_BSC, B, S, G, d);
   for (int64_t m = 0; m < k1; ++m) {
     // dW_m = dc_g^T a_g[m .. m + S - 1], the rows of every sequence stacked (one sum of B x S terms).
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t b = 0; b < B; ++b)
-        std::memcpy(a_m + (g * B + b) * S * d, a + ((g * B + b) * P + m) * d, sizeof(uint16_t) * size_t(S * d));
+    parallel_for_2d(G, B, G * B * S * d, [&](int64_t g, int64_t b) {
+      std::memcpy(a_m + (g * B + b) * S * d, a + ((g * B + b) * P + m) * d, sizeof(uint16_t) * size_t(S * d));
+    });
     const BatchedMatrix dc_t{{1, 1, G, d, B * S}, {G * B * S * d, G * B * S * d, B * S * d, 1, d}};
     matmul_bf16_batched(sh.bf16->gemms, dc_t, dc, dense(G, B * S, d), a_m, dense(G, d, d), dw_tap + m * C * d);
     // Z_m = dc_g W_m; conv A row t + m of each sequence takes Z_m's row t.

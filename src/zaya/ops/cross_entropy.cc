@@ -5,6 +5,7 @@
 
 #include "zaya/core/bf16.h"
 #include "zaya/core/exp_f32.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/row_max.h"
 
 namespace zaya {
@@ -23,9 +24,9 @@ T cross_entropy_row(const T* z, int32_t target, int64_t real_vocab, T* lse_out) 
 template <typename T>
 void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits, const int32_t* targets, int64_t tokens, int64_t vocab,
                            int64_t real_vocab) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t)
+  parallel_for(tokens, tokens * vocab, [&](int64_t t) {
     loss_T[t] = cross_entropy_row(logits + t * vocab, targets[t], real_vocab, &lse_T[t]);
+  });
 }
 
 namespace {
@@ -34,15 +35,14 @@ namespace {
 template <typename T, typename Out, typename Store>
 void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const int32_t* targets, int64_t tokens,
                             int64_t vocab, int64_t real_vocab, T grad_scale, const T* row_scale, Store store) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * vocab, [&](int64_t t) {
     const T scale = row_scale != nullptr ? grad_scale * row_scale[t] : grad_scale;
     const T* z = logits + t * vocab;
     Out* dz = dlogits + t * vocab;
     const int32_t target = targets[t];
     if (target < 0) {
       std::fill(dz, dz + vocab, Out(0));
-      continue;
+      return;
     }
     const T lse = lse_T[t];
 #pragma omp simd
@@ -51,7 +51,7 @@ void cross_entropy_gradient(Out* dlogits, const T* logits, const T* lse_T, const
       dz[v] = store(v == target ? p - scale : p);
     }
     for (int64_t v = real_vocab; v < vocab; ++v) dz[v] = Out(0);
-  }
+  });
 }
 
 }  // namespace
@@ -72,8 +72,7 @@ void cross_entropy_backward_bf16(uint16_t* dlogits, const float* logits, const f
 
 template <typename T>
 void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n > 8192)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, 3 * rows * n, [&](int64_t r) {
     const T* xr = x + r * n;
     T* pr = p + r * n;
     const T mx = row_max(xr, n);
@@ -84,7 +83,7 @@ void softmax_rows(T* p, const T* x, int64_t rows, int64_t n) {
     }
     T inv = T(1) / sum;
     for (int64_t i = 0; i < n; ++i) pr[i] *= inv;
-  }
+  });
 }
 
 template float cross_entropy_row<float>(const float*, int32_t, int64_t, float*);

@@ -2,6 +2,7 @@
 
 #include "zaya/core/rng.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -12,13 +13,12 @@ template <typename T>
 void drop_input(T* xd_TI, const T* x_TI, const LoraShape& s) {
   const T keep_scale = T(1.0 / (1.0 - s.dropout));
   const float p = float(s.dropout);
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < s.tokens; ++t) {
+  parallel_for(s.tokens, 2 * s.tokens * s.in, [&](int64_t t) {
     for (int64_t i = 0; i < s.in; ++i) {
       const int64_t at = t * s.in + i;
       xd_TI[at] = uniform01(s.seed, s.stream, uint64_t(at)) >= p ? x_TI[at] * keep_scale : T(0);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -62,8 +62,7 @@ void lora_backward(T* dx_TI, T* da_rI, T* db_Or, const T* dy_TO, const T* x_TI, 
   // dx += (dh A) * mask / (1 - p): the mask is where xd kept x.
   const T keep_scale = T(1.0 / (1.0 - s.dropout));
   const float p = float(s.dropout);
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < s.tokens; ++t) {
+  parallel_for(s.tokens, 2 * s.tokens * s.in, [&](int64_t t) {
     for (int64_t i = 0; i < s.in; ++i) {
       const int64_t at = t * s.in + i;
       if (uniform01(s.seed, s.stream, uint64_t(at)) < p) continue;
@@ -71,7 +70,7 @@ void lora_backward(T* dx_TI, T* da_rI, T* db_Or, const T* dy_TO, const T* x_TI, 
       for (int64_t k = 0; k < s.rank; ++k) sum += dh_Tr[t * s.rank + k] * a_rI[k * s.in + i];
       dx_TI[at] += sum * keep_scale;
     }
-  }
+  });
 }
 
 template <typename T>

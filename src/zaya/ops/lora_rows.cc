@@ -4,6 +4,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/ops/dot_widened.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 namespace {
@@ -26,18 +27,16 @@ void lora_rows_forward(float* y, const float* x, std::span<const int32_t> rows, 
   ZAYA_ASSERT(s.rank > 0 && s.in > 0 && s.out > 0 && s.ldx >= s.in && s.ldy >= s.out);
   const int64_t n = int64_t(rows.size());
   if (n == 0) return;
-  const bool parallel = n > 1 && n * s.rank * (s.in + s.out) >= kParallelMinMacs;
-#pragma omp parallel if (parallel)
-  {
+  // The work is the adapter floats each row reads (its multiply-adds); under
+  // the decoder's threshold it counts as none, so the rows run serially.
+  const int64_t macs = n * s.rank * (s.in + s.out);
+  parallel_for(n, macs >= kParallelMinMacs ? macs : 0, [&](int64_t i) {
     // Each thread's h: grown once to the largest rank it meets, then reused.
     thread_local std::vector<float> h;
     if (int64_t(h.size()) < s.rank) h.resize(size_t(s.rank));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = rows[size_t(i)];
-      lora_row(y + r * s.ldy, x + r * s.ldx, a_rI, b_Or, s, h.data());
-    }
-  }
+    const int64_t r = rows[size_t(i)];
+    lora_row(y + r * s.ldy, x + r * s.ldx, a_rI, b_Or, s, h.data());
+  });
 }
 
 }  // namespace zaya

@@ -7,6 +7,7 @@
 #include "zaya/core/error.h"
 #include "zaya/core/library_call.h"
 #include "zaya/ops/bf16_linear.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/quant_linear.h"
 
 namespace zaya {
@@ -14,8 +15,7 @@ namespace zaya {
 template <typename T>
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
                     const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-#pragma omp parallel for schedule(static) if (M * N * K > 32768)
-  for (int64_t i = 0; i < M; ++i) {
+  parallel_for(M, M * N * K, [&](int64_t i) {
     for (int64_t j = 0; j < N; ++j) {
       T acc = 0;
       for (int64_t k = 0; k < K; ++k) {
@@ -26,7 +26,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
       T prev = beta == T(0) ? T(0) : beta * C[i * ldc + j];
       C[i * ldc + j] = alpha * acc + prev;
     }
-  }
+  });
 }
 
 template <>

@@ -15,6 +15,7 @@
 #include "zaya/core/bf16.h"
 #include "zaya/core/error.h"
 #include "zaya/core/library_call.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -113,8 +114,7 @@ Bf16Gemm build(const Context& ctx, const Layout& a, const Layout& b, const Layou
 
 // dst[i] = src[i] widened to float32, in parallel.
 void widen(float* dst, const uint16_t* src, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+  parallel_for(n, 2 * n, [&](int64_t i) { dst[i] = bf16_to_float(src[i]); });
 }
 
 void run(Context& ctx, Bf16Gemm& g, const uint16_t* A, const uint16_t* B, float* C) {
@@ -265,8 +265,7 @@ bool bf16_gemm_outruns_f32() {
 }
 
 void convert_to_bf16(uint16_t* dst, const float* src, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  parallel_for(n, 2 * n, [&](int64_t i) { dst[i] = float_to_bf16(src[i]); });
 }
 
 }  // namespace zaya

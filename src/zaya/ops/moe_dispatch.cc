@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "zaya/core/error.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -40,16 +41,15 @@ void build_expert_plan(ExpertPlan& plan, const int32_t* choice_TJ, int64_t token
 
 template <typename T>
 void gather_rows(T* xp, const T* x, const ExpertPlan& plan, int64_t dim) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < plan.rows; ++r)
+  parallel_for(plan.rows, 2 * plan.rows * dim, [&](int64_t r) {
     std::copy(x + plan.row_token[r] * dim, x + (plan.row_token[r] + 1) * dim, xp + r * dim);
+  });
 }
 
 template <typename T>
 void combine_forward(T* out, const T* y, const T* x, const T* gate, const int32_t* choice, const ExpertPlan& plan,
                      int64_t tokens, int64_t top_k, int64_t dim, int64_t skip_slot) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * dim * (top_k + 1), [&](int64_t t) {
     T* o = out + t * dim;
     std::fill(o, o + dim, T(0));
     for (int64_t k = 0; k < top_k; ++k) {
@@ -64,15 +64,14 @@ void combine_forward(T* out, const T* y, const T* x, const T* gate, const int32_
 #pragma omp simd
       for (int64_t c = 0; c < dim; ++c) o[c] += w * src[c];
     }
-  }
+  });
 }
 
 template <typename T>
 void combine_backward(T* dy, T* dgate, T* dx, const T* dout, const T* y, const T* x, const T* gate,
                       const int32_t* choice, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim,
                       int64_t skip_slot) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * dim * (top_k + 1), [&](int64_t t) {
     const T* g = dout + t * dim;
     for (int64_t k = 0; k < top_k; ++k) {
       const int64_t i = t * top_k + k;
@@ -100,13 +99,12 @@ void combine_backward(T* dy, T* dgate, T* dx, const T* dout, const T* y, const T
         dgate[i] += dot;
       }
     }
-  }
+  });
 }
 
 template <typename T>
 void scatter_add_rows(T* dx, const T* dxp, const ExpertPlan& plan, int64_t tokens, int64_t top_k, int64_t dim) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * dim * (top_k + 1), [&](int64_t t) {
     T* d = dx + t * dim;
     for (int64_t k = 0; k < top_k; ++k) {
       const int64_t r = plan.choice_row[t * top_k + k];
@@ -115,7 +113,7 @@ void scatter_add_rows(T* dx, const T* dxp, const ExpertPlan& plan, int64_t token
 #pragma omp simd
       for (int64_t c = 0; c < dim; ++c) d[c] += s[c];
     }
-  }
+  });
 }
 
 #define ZAYA_INSTANTIATE(T)                                                                                      \

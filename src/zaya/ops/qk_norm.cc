@@ -1,5 +1,7 @@
 #include "zaya/ops/qk_norm.h"
 
+#include "zaya/ops/parallel_for.h"
+
 #include <cmath>
 #include <limits>
 
@@ -12,8 +14,7 @@ constexpr double kNormEps = 1.1920928955078125e-07;
 template <typename T>
 void l2norm_heads_forward(T* y, T* inv_norm, const T* x, const T* temp, int64_t tokens, int64_t heads, int64_t d) {
   const T sqrt_d = std::sqrt(T(d));
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 2 * tokens * heads * d, [&](int64_t t) {
     for (int64_t h = 0; h < heads; ++h) {
       const T* xv = x + (t * heads + h) * d;
       T* yv = y + (t * heads + h) * d;
@@ -27,7 +28,7 @@ void l2norm_heads_forward(T* y, T* inv_norm, const T* x, const T* temp, int64_t 
 #pragma omp simd
       for (int64_t i = 0; i < d; ++i) yv[i] = xv[i] * s;
     }
-  }
+  });
 }
 
 template <typename T>
@@ -37,8 +38,7 @@ void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* in
   // y = c * x * r with c = sqrt(d) * temp, r = 1/||x||:
   //   dx = c * r * (dy - xhat (xhat . dy)),  dtemp += sqrt(d) * (xhat . dy)
   // (when the norm is clamped, r is a constant and dx = c * r * dy).
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 3 * tokens * heads * d, [&](int64_t t) {
     for (int64_t h = 0; h < heads; ++h) {
       const T* xv = x + (t * heads + h) * d;
       const T* g = dy + (t * heads + h) * d;
@@ -54,11 +54,10 @@ void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* in
 #pragma omp simd
       for (int64_t i = 0; i < d; ++i) dxv[i] += c * r * (g[i] - xv[i] * proj);
     }
-  }
+  });
   if (dtemp != nullptr) {
     // One head per task, tokens in order: reproducible sums.
-#pragma omp parallel for schedule(static)
-    for (int64_t h = 0; h < heads; ++h) {
+    parallel_for(heads, 2 * tokens * heads * d, [&](int64_t h) {
       T acc = 0;
       for (int64_t t = 0; t < tokens; ++t) {
         const T* xv = x + (t * heads + h) * d;
@@ -68,7 +67,7 @@ void l2norm_heads_backward(T* dx, T* dtemp, const T* dy, const T* x, const T* in
         acc += dot * inv_norm[t * heads + h];
       }
       dtemp[h] += sqrt_d * acc;
-    }
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 #include "zaya/core/mxfp4.h"
 #include "zaya/core/q8_0.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 namespace {
@@ -19,8 +20,7 @@ int64_t tile_rows(int64_t in, int64_t out) {
 
 // Rows [r0, r0 + n) of w dequantized into tile [n, in].
 void decode_tile(WeightType type, const uint8_t* w, int64_t in, int64_t r0, int64_t n, float* tile) {
-#pragma omp parallel for schedule(static) if (n * in >= 32768)
-  for (int64_t r = 0; r < n; ++r) weight_row_f32(type, w, in, r0 + r, tile + r * in);
+  parallel_for(n, n * in, [&](int64_t r) { weight_row_f32(type, w, in, r0 + r, tile + r * in); });
 }
 
 }  // namespace

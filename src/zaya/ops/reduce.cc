@@ -1,23 +1,22 @@
 #include "zaya/ops/reduce.h"
 
-#include <omp.h>
+#include "zaya/ops/parallel_for.h"
 
 #include <algorithm>
 
 namespace zaya {
 namespace {
 
-// Splits [0, dim) into per-thread column ranges of whole 16-float blocks.
+// Splits [0, dim) into per-thread column ranges of whole 16-float blocks
+// (`work` floats in all, ops/parallel_for.h).
 template <typename Body>
-void for_column_ranges(int64_t dim, Body body) {
-#pragma omp parallel
-  {
-    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+void for_column_ranges(int64_t dim, int64_t work, Body body) {
+  parallel_region(work, [&](int id, int nt) {
     int64_t blocks = (dim + 15) / 16;
     int64_t b0 = blocks * id / nt, b1 = blocks * (id + 1) / nt;
     int64_t i0 = std::min(dim, b0 * 16), i1 = std::min(dim, b1 * 16);
     if (i0 < i1) body(i0, i1);
-  }
+  });
 }
 
 }  // namespace
@@ -25,7 +24,7 @@ void for_column_ranges(int64_t dim, Body body) {
 template <typename T>
 void column_sum(T* out_D, const T* x_TD, int64_t tokens, int64_t dim) {
   if (out_D == nullptr) return;  // a frozen parameter: no gradient
-  for_column_ranges(dim, [&](int64_t i0, int64_t i1) {
+  for_column_ranges(dim, tokens * dim, [&](int64_t i0, int64_t i1) {
     for (int64_t t = 0; t < tokens; ++t) {
       const T* x = x_TD + t * dim;
 #pragma omp simd
@@ -37,7 +36,7 @@ void column_sum(T* out_D, const T* x_TD, int64_t tokens, int64_t dim) {
 template <typename T>
 void column_sum_product(T* out_D, const T* a_TD, const T* b_TD, const T* scale_T, int64_t tokens, int64_t dim) {
   if (out_D == nullptr) return;  // a frozen parameter: no gradient
-  for_column_ranges(dim, [&](int64_t i0, int64_t i1) {
+  for_column_ranges(dim, 2 * tokens * dim, [&](int64_t i0, int64_t i1) {
     for (int64_t t = 0; t < tokens; ++t) {
       const T* a = a_TD + t * dim;
       const T* b = b_TD + t * dim;

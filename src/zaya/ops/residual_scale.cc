@@ -1,11 +1,10 @@
 #include "zaya/ops/residual_scale.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "zaya/core/error.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -13,8 +12,7 @@ template <typename T>
 void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T* hb_D, const T* res_in_TD,
                             const T* rs_D, const T* rb_D, int64_t tokens, int64_t dim) {
   if (hs_D == nullptr) {  // no residual scaling: a plain sum
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tokens; ++t) {
+    parallel_for(tokens, 3 * tokens * dim, [&](int64_t t) {
       const T* h = h_TD + t * dim;
       T* out = res_out_TD + t * dim;
       if (res_in_TD != nullptr) {
@@ -24,11 +22,10 @@ void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T
       } else {
         for (int64_t i = 0; i < dim; ++i) out[i] = h[i];
       }
-    }
+    });
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 3 * tokens * dim, [&](int64_t t) {
     const T* h = h_TD + t * dim;
     T* out = res_out_TD + t * dim;
     if (res_in_TD != nullptr) {
@@ -39,7 +36,7 @@ void residual_scale_forward(T* res_out_TD, const T* h_TD, const T* hs_D, const T
 #pragma omp simd
       for (int64_t i = 0; i < dim; ++i) out[i] = (h[i] + hb_D[i]) * hs_D[i];
     }
-  }
+  });
 }
 
 template <typename T>
@@ -48,8 +45,7 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
                              const T* rb_D, int64_t tokens, int64_t dim) {
   const bool has_res = res_in_TD != nullptr;
   if (hs_D == nullptr) {  // a plain sum: the gradient passes to both inputs unchanged
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tokens; ++t) {
+    parallel_for(tokens, 3 * tokens * dim, [&](int64_t t) {
       const T* g = dres_out_TD + t * dim;
       T* dh = dh_TD + t * dim;
 #pragma omp simd
@@ -59,13 +55,12 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
 #pragma omp simd
         for (int64_t i = 0; i < dim; ++i) dr[i] = g[i];
       }
-    }
+    });
     return;
   }
   ZAYA_ASSERT((dhs_D == nullptr) == (dhb_D == nullptr) && (drs_D == nullptr) == (drb_D == nullptr));
   if (dhs_D == nullptr) {  // frozen vectors: only the data gradients, rows split across threads
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tokens; ++t) {
+    parallel_for(tokens, 3 * tokens * dim, [&](int64_t t) {
       const T* g = dres_out_TD + t * dim;
       T* dh = dh_TD + t * dim;
 #pragma omp simd
@@ -75,7 +70,7 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
 #pragma omp simd
         for (int64_t i = 0; i < dim; ++i) dr[i] = g[i] * rs_D[i];
       }
-    }
+    });
     return;
   }
   // One pass: columns are split across threads in bands of 16; a thread walks
@@ -85,9 +80,7 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
   // with explicit fused multiply-adds: the product g * hs also feeds dh, and a
   // shared product would otherwise be rounded on its own before the add.
   constexpr int64_t kChunk = 256;
-#pragma omp parallel
-  {
-    const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+  parallel_region(5 * tokens * dim, [&](int id, int nt) {
     const int64_t blocks = (dim + 15) / 16;
     const int64_t i0 = std::min(dim, blocks * id / nt * 16), i1 = std::min(dim, blocks * (id + 1) / nt * 16);
     alignas(64) T hs_sum[kChunk], hb_sum[kChunk], rs_sum[kChunk], rb_sum[kChunk];
@@ -133,7 +126,7 @@ void residual_scale_backward(T* dh_TD, T* dhs_D, T* dhb_D, T* dres_in_TD, T* drs
         drb_D[c0 + i] = rb_sum[i];
       }
     }
-  }
+  });
 }
 
 template void residual_scale_forward<float>(float*, const float*, const float*, const float*, const float*,

@@ -2,14 +2,14 @@
 
 #include <cmath>
 
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/reduce.h"
 
 namespace zaya {
 
 template <typename T>
 void rmsnorm_forward(T* out_TD, T* rstd_T, const T* x_TD, const T* w_D, int64_t tokens, int64_t dim, T eps) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 2 * tokens * dim, [&](int64_t t) {
     const T* x = x_TD + t * dim;
     T* y = out_TD + t * dim;
     T ss = 0;
@@ -19,7 +19,7 @@ void rmsnorm_forward(T* out_TD, T* rstd_T, const T* x_TD, const T* w_D, int64_t 
     rstd_T[t] = rstd;
 #pragma omp simd
     for (int64_t i = 0; i < dim; ++i) y[i] = x[i] * rstd * w_D[i];
-  }
+  });
 }
 
 template <typename T>
@@ -27,8 +27,7 @@ void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const 
                       int64_t dim) {
   // With xhat = x * rstd:  dw += sum_t dout * xhat
   //   dx = rstd * (dout*w - xhat * mean(dout*w*xhat))
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 3 * tokens * dim, [&](int64_t t) {
     const T* x = x_TD + t * dim;
     const T* dy = dout_TD + t * dim;
     T* dx = dx_TD + t * dim;
@@ -39,7 +38,7 @@ void rmsnorm_backward(T* dx_TD, T* dw_D, const T* dout_TD, const T* x_TD, const 
     T c = dot * rstd * rstd / T(dim);
 #pragma omp simd
     for (int64_t i = 0; i < dim; ++i) dx[i] += rstd * (dy[i] * w_D[i] - x[i] * c);
-  }
+  });
   // dw[i] = sum_t dout[t,i] * x[t,i] * rstd[t], column sums in a fixed order.
   column_sum_product(dw_D, dout_TD, x_TD, rstd_T, tokens, dim);
 }

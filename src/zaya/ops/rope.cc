@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "zaya/core/error.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -57,8 +58,7 @@ void rope_apply(T* x, const int32_t* pos, int64_t tokens, int64_t heads, int64_t
   for (int64_t t = 0; t < tokens; ++t)
     ZAYA_CHECK(pos[t] >= 0 && pos[t] < table.max_pos, "position {} is outside the RoPE table (0..{})", pos[t],
                table.max_pos - 1);
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, 2 * tokens * heads * d, [&](int64_t t) {
     const T* c = cos_t + int64_t(pos[t]) * half;
     const T* s = sin_t + int64_t(pos[t]) * half;
     for (int64_t h = 0; h < heads; ++h) {
@@ -70,7 +70,7 @@ void rope_apply(T* x, const int32_t* pos, int64_t tokens, int64_t heads, int64_t
         v[i + half] = x2 * c[i] + sign * x1 * s[i];
       }
     }
-  }
+  });
 }
 
 template void rope_apply<float>(float*, const int32_t*, int64_t, int64_t, int64_t, const RopeTable&, bool);

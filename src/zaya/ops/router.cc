@@ -6,6 +6,7 @@
 #include "zaya/ops/activations.h"
 #include "zaya/ops/cross_entropy.h"
 #include "zaya/ops/matmul.h"
+#include "zaya/ops/parallel_for.h"
 #include "zaya/ops/reduce.h"
 #include "zaya/ops/rmsnorm.h"
 #include "zaya/ops/routing.h"
@@ -19,21 +20,10 @@ void zero(T* p, int64_t n) {
   zero_fill(p, n);
 }
 
-// body(t) for t in [0, rows): on this thread when serial, else over the team (rows are independent).
-template <typename Body>
-void for_rows(int64_t rows, bool serial, Body body) {
-  if (serial) {
-    for (int64_t t = 0; t < rows; ++t) body(t);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < rows; ++t) body(t);
-}
-
 // y_TO += b_O
 template <typename T>
 void add_bias(T* y_TO, const T* b_O, int64_t rows, int64_t out, bool serial) {
-  for_rows(rows, serial, [&](int64_t t) {
+  parallel_for(rows, serial ? 0 : rows * out, [&](int64_t t) {
     T* y = y_TO + t * out;
 #pragma omp simd
     for (int64_t o = 0; o < out; ++o) y[o] += b_O[o];
@@ -59,7 +49,7 @@ RouterLosses router_forward(const RouterWeights<T>& w, RouterProducts<T>& produc
   products.apply(RouterMatrix::kDown, a.r_TR, x_TD, Tn, D, R);
   add_bias(a.r_TR, w.down_b_R, Tn, R, serial);
   if (w.states_scale_R != nullptr && r_prev_TR != nullptr) {  // EDA (spec §4): r += s * r_prev
-    for_rows(Tn, serial, [&](int64_t t) {
+    parallel_for(Tn, serial ? 0 : 2 * Tn * R, [&](int64_t t) {
       T* r = a.r_TR + t * R;
       const T* rp = r_prev_TR + t * R;
 #pragma omp simd
@@ -141,9 +131,9 @@ void router_backward(const Precision& precision, const RouterWeights<T>& w, cons
   if (w.states_scale_R != nullptr && r_prev_TR != nullptr) {
     column_sum_product<T>(g.states_scale_R, r_prev_TR, sc.dr_TR, nullptr, Tn, R);
     if (dr_prev_TR != nullptr) {
-#pragma omp parallel for schedule(static)
-      for (int64_t t = 0; t < Tn; ++t)
+      parallel_for(Tn, 2 * Tn * R, [&](int64_t t) {
         for (int64_t i = 0; i < R; ++i) dr_prev_TR[t * R + i] = w.states_scale_R[i] * sc.dr_TR[t * R + i];
+      });
     }
   } else if (dr_prev_TR != nullptr) {
     zero(dr_prev_TR, Tn * R);

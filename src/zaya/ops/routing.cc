@@ -6,6 +6,7 @@
 
 #include "zaya/core/error.h"
 #include "zaya/core/exp_f32.h"
+#include "zaya/ops/parallel_for.h"
 
 namespace zaya {
 
@@ -13,8 +14,7 @@ template <typename T>
 void router_select(int32_t* choice_TJ, T* gate_TJ, const T* probs, const float* bias, int64_t tokens, int64_t slots,
                    int64_t top_k, int64_t skip_slot) {
   ZAYA_ASSERT(top_k >= 1 && top_k <= slots && slots <= 64);
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
+  parallel_for(tokens, tokens * slots, [&](int64_t t) {
     const T* p = probs + t * slots;
     uint64_t taken = 0;  // bit mask of slots already chosen
     bool skipped = false;
@@ -42,7 +42,7 @@ void router_select(int32_t* choice_TJ, T* gate_TJ, const T* probs, const float* 
       *gate = p[best];
       if (best == skip_slot) skipped = true;
     }
-  }
+  });
 }
 
 namespace {
@@ -79,14 +79,13 @@ void replay_routing(RoutingReplay& r, int32_t* choice_TJ, T* gate_TJ, const T* p
 
 template <typename T>
 void softmax_rows_backward(T* dx, const T* dp, const T* p, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n > 8192)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, 3 * rows * n, [&](int64_t r) {
     const T* pr = p + r * n;
     const T* gr = dp + r * n;
     T dot = 0;
     for (int64_t i = 0; i < n; ++i) dot += pr[i] * gr[i];
     for (int64_t i = 0; i < n; ++i) dx[r * n + i] += pr[i] * (gr[i] - dot);
-  }
+  });
 }
 
 template <typename T>

@@ -5,6 +5,8 @@
 // region per call. In an inference decode step they touch a few thousand
 // floats, less than a region costs (and on a busy machine a region can wait a
 // scheduler tick for a descheduled thread), so small steps run them serially.
+// Inside the scope the ops' loops (ops/parallel_for.h) see one thread and run
+// on the caller without entering OpenMP at all.
 // Thread counts never change results here: every op splits its work by rows.
 
 #include <omp.h>
