@@ -25,7 +25,8 @@
 # DRAFT: a draft model for MODEL (none: plain and n-gram only). ZAYA: the
 # binary (build/zaya); SPEC_ARGS: more flags for the speculative runs (e.g.
 # "--spec-tokens 8"); THREADS (1); TOKENS (96 per request); SETS (the prompt
-# sets to run, default "repetitive code ordinary sampled").
+# sets to run, default "repetitive code ordinary sampled"); OUT (the work
+# directory, runs/bench/spec_decode); TRAIN_THREADS (bench/train_tiny.bash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-} rounds=${2:-3}
@@ -33,7 +34,7 @@ zaya=${ZAYA:-build/zaya}
 threads=${THREADS:-1}
 tokens=${TOKENS:-96}
 draft=${DRAFT:-}
-dir=runs/bench/spec_decode
+dir=${OUT:-runs/bench/spec_decode}
 mkdir -p "$dir"
 # shellcheck source=bench/train_tiny.bash
 source bench/train_tiny.bash
