@@ -7,18 +7,26 @@
 # plain decoding and each method's ratio to it (median over rounds), the
 # acceptance rate and tokens per draft step, and checks that greedy texts are
 # identical (token for token).
-# Three prompt sets: "repetitive" (passages of the bundled corpus quoted twice,
-# then their start again: the text a continuation copies) and "ordinary" (a
-# passage's start only), greedy; and "sampled" (the ordinary prompts at
-# temperature 1, top-k 0, top-p 1: n-gram acceptance is poor there, and the
-# adaptive K must keep the speed of plain decoding, >= 0.95x; the texts differ,
-# their distribution does not).
+# Four prompt sets: "repetitive" (passages of the bundled corpus quoted twice,
+# then their start again: the text a continuation copies), "code" (snippets of
+# this repository's own C++ source quoted twice, then their first line: a code
+# edit), "ordinary" (a passage's start only), greedy; and "sampled" (the
+# ordinary prompts at temperature 1, top-k 0, top-p 1: n-gram acceptance is
+# poor there, and the adaptive K must keep the speed of plain decoding,
+# >= 0.95x; the texts differ, their distribution does not).
 #   bench/spec_decode.sh [MODEL] [ROUNDS]
 # Without MODEL, the `small` preset (the target, TARGET_STEPS, default 300) and
 # the `tiny` preset (its draft, DRAFT_STEPS, default 600) are trained here on
-# data/kjv with one tokenizer. DRAFT: a draft model for MODEL (none: plain and
-# n-gram only). ZAYA: the binary (build/zaya); SPEC_ARGS: more flags for the
-# speculative runs (e.g. "--spec-tokens 8"); THREADS (1); TOKENS (96 per request).
+# data/kjv with one tokenizer (kept for the next run when the steps match).
+# DISTILL=N (default 0: off) distils that draft: the target continues N corpus
+# passages (none of the benchmark's) greedily for DISTILL_TOKENS (128), and the
+# draft trains DISTILL_STEPS (200) more steps on those texts
+# (`model.init_from`, the target's tokenizer); the distilled draft drafts.
+# DRAFT: a draft model for MODEL (none: plain and n-gram only). ZAYA: the
+# binary (build/zaya); SPEC_ARGS: more flags for the speculative runs (e.g.
+# "--spec-tokens 8"); THREADS (1); TOKENS (96 per request); SETS (the prompt
+# sets to run, default "repetitive code ordinary sampled"); OUT (the work
+# directory, runs/bench/spec_decode); TRAIN_THREADS (bench/train_tiny.bash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-} rounds=${2:-3}
@@ -26,29 +34,89 @@ zaya=${ZAYA:-build/zaya}
 threads=${THREADS:-1}
 tokens=${TOKENS:-96}
 draft=${DRAFT:-}
-dir=runs/bench/spec_decode
+dir=${OUT:-runs/bench/spec_decode}
 mkdir -p "$dir"
 # shellcheck source=bench/train_tiny.bash
 source bench/train_tiny.bash
+distill_draft() {  # distill_draft TARGET DRAFT DIR PROMPTS TOKENS STEPS
+  local target=$1 draft=$2 out=$3 n=$4 new_tokens=$5 steps=$6 tok
+  local stamp="$target $draft $n $new_tokens $steps"
+  if [[ -f $out/run/final/config.json && $(cat "$out/trained" 2>/dev/null) == "$stamp" ]]; then
+    echo "reusing $out/run/final (distilled draft)"
+    return
+  fi
+  tok=$target/tokenizer.model
+  [[ -f $tok ]] || { echo "DISTILL: $tok not found (the target's tokenizer)" >&2; exit 2; }
+  mkdir -p "$out/data"
+  # N passage starts spread over the corpus, none within 20 lines of a benchmark prompt (lines 1000 + 2000 i).
+  python3 - "$out/prompts.jsonl" "$n" <<'PY2'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+lines = [l.strip() for l in open("data/kjv/kjv.txt", encoding="utf-8") if l.strip()]
+bench = {1000 + 2000 * i for i in range(8)}
+cand = [i for i in range(len(lines)) if len(lines[i].split()) >= 12 and all(abs(i - b) > 20 for b in bench)]
+with open(out, "w") as f:
+    for k in range(n):
+        i = cand[k * len(cand) // n]
+        f.write(json.dumps({"prompt": " ".join(lines[i].split()[:12])}) + "\n")
+PY2
+  "$zaya" generate --model "$target" --prompts "$out/prompts.jsonl" --max-new-tokens "$new_tokens" --temperature 0 \
+    --batch 16 --threads "$threads" >"$out/continuations.jsonl"
+  # One document per prompt: the prompt and the target's continuation.
+  python3 - "$out/continuations.jsonl" "$out/corpus.txt" <<'PY2'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    for r in rows:
+        doc = "\n".join(line for line in (r["prompt"] + r["completion"]).splitlines() if line.strip())
+        f.write(doc + "\n\n")
+PY2
+  "$zaya" data shards --corpus "$out/corpus.txt" --tokenizer "$tok" --out "$out/data" --val-fraction 0.05 --quiet >/dev/null
+  cp "$tok" "$out/data/tokenizer.model"
+  train_preset "$out" "${DRAFT_PRESET:-tiny}" "$steps" 128 0 "$out/data" "$draft"
+  echo "$stamp" >"$out/trained"
+}
+train_once() {  # train_once DIR PRESET STEPS [DATA_DIR [INIT_FROM]]: train_preset unless DIR has that run
+  local stamp="$2 $3 ${4:-} ${5:-}"
+  if [[ -f $1/run/final/config.json && $(cat "$1/trained" 2>/dev/null) == "$stamp" ]]; then
+    echo "reusing $1/run/final ($2, $3 steps)"
+    return
+  fi
+  rm -f "$dir"/{draft,distill}/trained  # what starts from this run is stale now
+  train_preset "$1" "$2" "$3" 128 0 "${4:-}" "${5:-}"
+  echo "$stamp" >"$1/trained"
+}
 if [[ -z $model ]]; then
-  train_preset "$dir/target" small "${TARGET_STEPS:-300}" 128
-  train_preset "$dir/draft" tiny "${DRAFT_STEPS:-600}" 128 0 "$dir/target/data"
+  train_once "$dir/target" small "${TARGET_STEPS:-300}"
+  train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$dir/target/data"
   model=$dir/target/run/final draft=$dir/draft/run/final
+fi
+if ((${DISTILL:-0} > 0)); then
+  [[ -n $draft ]] || { echo "DISTILL needs a draft model (DRAFT, or no MODEL)" >&2; exit 2; }
+  distill_draft "$model" "$draft" "$dir/distill" "$DISTILL" "${DISTILL_TOKENS:-128}" "${DISTILL_STEPS:-200}"
+  draft=$dir/distill/run/final
 fi
 methods=(plain ngram)
 [[ -n $draft ]] && methods+=(model)
-# Prompts: 8 passages of the corpus (lines 1000, 3000, ...), as JSON lines.
+# Prompts: 8 passages of the corpus (lines 1000, 3000, ...) and 8 snippets of
+# code (the first 8 code lines of the first 8 sources of src/zaya/infer), as JSON lines.
 python3 - "$dir" <<'PY'
-import json, sys
+import glob, json, sys
 d = sys.argv[1]
 lines = [l.strip() for l in open("data/kjv/kjv.txt", encoding="utf-8") if l.strip()]
-rep, plain = [], []
+rep, plain, code = [], [], []
 for i in range(8):
     passage = " ".join(lines[1000 + 2000 * i: 1003 + 2000 * i])
     start = " ".join(passage.split()[:12])
     rep.append({"prompt": passage + "\n" + passage + "\n" + start})
     plain.append({"prompt": start})
-for name, rows in (("repetitive", rep), ("ordinary", plain)):
+sources = sorted(f for f in glob.glob("src/zaya/infer/*.cc") if not f.endswith("_test.cc"))[:8]
+for f in sources:
+    body = [l.rstrip() for l in open(f, encoding="utf-8")
+            if l.strip() and not l.lstrip().startswith(("//", "#"))][:8]
+    snippet = "\n".join(body)
+    code.append({"prompt": snippet + "\n\n" + snippet + "\n\n" + body[0] + "\n"})
+for name, rows in (("repetitive", rep), ("ordinary", plain), ("code", code)):
     with open(f"{d}/{name}.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
@@ -65,7 +133,8 @@ run() {  # run PROMPTS BATCH METHOD OUT
     --batch "$batch" --threads "$threads" --json "$out.json" "${spec[@]}" >"$out.txt"
 }
 echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $tokens tokens per request"
-for name in repetitive ordinary sampled; do
+sets=${SETS:-repetitive code ordinary sampled}
+for name in $sets; do
   for batch in 1 4; do
     for r in $(seq "$rounds"); do
       for m in "${methods[@]}"; do
@@ -77,16 +146,16 @@ for name in repetitive ordinary sampled; do
     done
   done
 done
-python3 - "$dir" "$rounds" "${methods[@]}" <<'PY'
+python3 - "$dir" "$rounds" "$sets" "${methods[@]}" <<'PY'
 import json, statistics, sys
-d, rounds, methods = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
+d, rounds, sets, methods = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[5:]
 def rate(j):
     return j["decode_tokens"] / j["decode_seconds"]
 head = f"{'prompts':<11} {'batch':>5} {'plain tok/s':>12}"
 for m in methods:
     head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9}"
 print(head)
-for name in ("repetitive", "ordinary", "sampled"):
+for name in sets:
     for batch in (1, 4):
         load = lambda m, r: json.load(open(f"{d}/{m}_{name}_b{batch}_r{r}.json"))
         plain = [rate(load("plain", r)) for r in range(1, rounds + 1)]

@@ -8,13 +8,18 @@
 # train_preset DIR PRESET STEPS SEQ_LEN [HELDOUT_BYTES] [DATA_DIR] does the
 # same for any preset; with DATA_DIR it trains on that directory's tokenizer
 # and shards (a draft model and its target share one tokenizer) instead of
-# making its own.
+# making its own. INIT_FROM (a 7th argument) starts the run from that model's
+# weights (`model.init_from`; the preset must describe the same model).
+# TRAIN_THREADS: the runs' `train.threads` (default 0: all cores; 1 on a
+# machine loaded by other work, where waiting for a descheduled thread costs more).
 train_tiny() {
   train_preset "$1" tiny "$2" "$3" "${4:-0}"
 }
 
 train_preset() {
-  local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} corpus=data/kjv/kjv.txt schedule=""
+  local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} init=${7:-} corpus=data/kjv/kjv.txt schedule=""
+  local init_line=""
+  [[ -z $init ]] || init_line="init_from = \"$init\""
   if ((heldout > 0)); then
     schedule=$'[schedule]\nwarmup_steps = 20'
   fi
@@ -35,6 +40,7 @@ train_preset() {
   cat >"$dir/train.toml" <<TOML
 [model]
 preset = "$preset"
+$init_line
 [data]
 dir = "$data"
 tokenizer = "$data/tokenizer.model"
@@ -43,6 +49,7 @@ micro_batch = 8
 seq_len = $seq_len
 steps = $steps
 eval_every = 0
+threads = ${TRAIN_THREADS:-0}
 out_dir = "$dir/run"
 $schedule
 TOML
