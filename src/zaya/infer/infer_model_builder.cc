@@ -304,13 +304,14 @@ void InferModel::Builder::build() {
                            : rest.count(WeightType::kBF16) ? FloatMatrices::kBF16
                                                            : FloatMatrices::kF32;
   m.matrix_types_.int8 = matrix_types.count(WeightType::kI8) != 0;
-  m.matrix_types_.experts = matrix_types.count(WeightType::kMXFP4) ? "mxfp4"
-                            : matrix_types.count(WeightType::kFP8) ? "fp8"
-                                                                   : "";
+  // FP8 first: under mxfp4-all, a checkpoint's FP8 experts stay FP8 beside the MXFP4 matrices.
+  m.matrix_types_.experts = matrix_types.count(WeightType::kFP8)     ? "fp8"
+                            : matrix_types.count(WeightType::kMXFP4) ? "mxfp4"
+                                                                     : "";
   m.matrix_dtype_ = m.matrix_types_.name();
-  if (all_mxfp4 && matrix_types.count(WeightType::kMXFP4)) {  // not only the experts: "mxfp4-all+bf16"
+  if (all_mxfp4 && matrix_types.count(WeightType::kMXFP4)) {  // "mxfp4-all+bf16", "mxfp4-all+fp8-experts+bf16"
     MatrixTypes rest_types = m.matrix_types_;
-    rest_types.experts.clear();
+    if (rest_types.experts == "mxfp4") rest_types.experts.clear();
     m.matrix_dtype_ = "mxfp4-all+" + rest_types.name();
   }
   count_bytes();
