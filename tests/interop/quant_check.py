@@ -355,6 +355,14 @@ def main():
               f"compressed-tensors' dequantization (the unquantized model's are {moved:.2g} away)")
         check_cached_loss(model, d, fmt, seqs)
         check_greedy(model, d, fmt)
+        if fmt == "fp8":  # --dtype mxfp4-all over FP8 experts: the other matrices MXFP4, the experts kept FP8, named so
+            bench = os.path.join(WORK, "bench-mxfp4-all.json")
+            h.run([ZAYA, "bench", "infer", "--model", d, "--dtype", "mxfp4-all", "--no-prefill", "--no-working-set",
+                   "--batch", "1", "--context", "16", "--decode-steps", "2", "--json", bench])
+            named = json.load(open(bench))["weights_dtype"]
+            if named != "mxfp4-all+fp8-experts+bf16":
+                h.fail(f"fp8: --dtype mxfp4-all over FP8 experts is named {named!r}")
+            print(f"ok: fp8: --dtype mxfp4-all keeps the checkpoint's FP8 experts and says so ({named})")
         if fmt == "mxfp4":
             d2 = os.path.join(WORK, "mxfp4-per-expert")
             write_quantized(h.make_hf_model("8b", VOCAB, seed=5), float_dir, d2, fmt, per_expert=True)
