@@ -451,8 +451,10 @@ def main():
     # ---- L5: 429 carries Retry-After ----
     busy = Server("--max-concurrent", "1")
     long_request = socket.create_connection(("127.0.0.1", busy.port), timeout=30)
-    long_request.sendall(post("/v1/completions", {"prompt": "And", "max_tokens": 1000, "stream": True,
-                                                  "temperature": 1, "stop": []}))
+    # Greedy: this prompt's greedy text repeats ' said' (the reference above) and never ends early, where a
+    # sampled one could draw the end of text in its first tokens and free the place (a CI run saw a 200).
+    long_request.sendall(post("/v1/completions", {"prompt": GREEDY["prompt"], "max_tokens": 1000, "stream": True,
+                                                  "temperature": 0, "stop": []}))
     long_request.recv(1)  # its head has started: it holds the one place
     status, headers, body = raw(busy.port, post("/v1/completions", GREEDY))
     long_request.close()
