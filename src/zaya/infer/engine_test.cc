@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
+#include "zaya/core/huge_pages.h"
 #include "zaya/core/test_util.h"
 #include "zaya/formats/hf_checkpoint.h"
 #include "zaya/infer/test_util.h"
@@ -534,8 +536,10 @@ TEST(Engine, FullPoolRefusesAStepCleanly) {
 }
 
 // Weights written as a sharded Hugging Face directory in bf16 and in f32, then
-// memory-mapped: bf16 matrices are used in place (never widened), and decode
-// equals the full-sequence forward of the same weights.
+// memory-mapped: bf16 matrices are used in place (never widened) without
+// InferLoadOptions::huge_pages, and decode equals the full-sequence forward
+// of the same weights; with it (the default) they are copied into huge pages
+// and give the same logits bit for bit.
 TEST(Engine, MappedShardedCheckpointsMatchFullSequence) {
   const ZayaConfig c = testing::small_test_config();
   auto model = testing::random_model(c, 15);
@@ -549,7 +553,9 @@ TEST(Engine, MappedShardedCheckpointsMatchFullSequence) {
     ASSERT_TRUE(std::filesystem::exists(dir.file("model.safetensors.index.json")));
     auto reference = load_hf_model(dir.path());  // widened to f32: the same values
     const std::vector<float> ref = reference_logits(*reference, ids);
-    auto im = InferModel::load(dir.path());
+    InferLoadOptions mapped;
+    mapped.huge_pages = false;
+    auto im = InferModel::load(dir.path(), mapped);
     EXPECT_EQ(im->matrix_dtype(), dtype);
     // Every matrix except the repacked grouped conv comes straight from the mapping.
     EXPECT_EQ(im->mapped_matrices(), 1 + c.num_blocks * (5 + 4 + 2 * c.experts)) << dtype;
@@ -559,6 +565,19 @@ TEST(Engine, MappedShardedCheckpointsMatchFullSequence) {
     InferenceEngine engine(*im, o);
     const std::vector<float> got = prefill_then_decode(engine, 0, ids, 7);
     EXPECT_LT(logits_error(got.data(), ref.data(), 24, c.vocab_size, c.real_vocab_size), 2e-5) << dtype;
+
+    auto huge = InferModel::load(dir.path());
+    EXPECT_EQ(huge->matrix_dtype(), dtype);
+    const std::string thp = transparent_huge_pages_mode();
+    const char* env = std::getenv("ZAYA_HUGE_PAGES");
+    if (!thp.empty() && thp != "never" && !(env != nullptr && std::string(env) == "0")) {
+      EXPECT_EQ(huge->mapped_matrices(), 0) << dtype;  // all copied, the files unmapped
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(huge->weights().lm_head.data) % kHugePageBytes, 0u) << dtype;
+    }
+    InferenceEngine huge_engine(*huge, o);
+    const std::vector<float> huge_got = prefill_then_decode(huge_engine, 0, ids, 7);
+    ASSERT_EQ(huge_got.size(), got.size());
+    EXPECT_EQ(std::memcmp(huge_got.data(), got.data(), got.size() * sizeof(float)), 0) << dtype;
   }
 }
 

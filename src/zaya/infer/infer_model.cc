@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -47,8 +48,9 @@ void check_weight_dtype_option(const std::string& dtype, const std::string& flag
 
 namespace {
 
-// Reads every page of the mapped shards once (sequentially, in parallel).
-void prefetch_mapping(const SafetensorsDir& st) {
+// Asks the kernel to read the mapped shards ahead and, with `touch`, reads every page once (sequentially, in
+// parallel); without it nothing becomes resident in this process (the huge-page copy reads each tensor itself).
+void prefetch_mapping(const SafetensorsDir& st, bool touch) {
   const long page = ::sysconf(_SC_PAGESIZE);
   for (const SafetensorsFile& f : st.shards()) {
     auto buf = f.data_buffer();
@@ -56,6 +58,7 @@ void prefetch_mapping(const SafetensorsDir& st) {
     const auto begin = reinterpret_cast<uintptr_t>(buf.data()) / page * page;
     const auto end = reinterpret_cast<uintptr_t>(buf.data() + buf.size());
     ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+    if (!touch) continue;
     const int64_t pages = int64_t((end - begin + page - 1) / page);
     volatile uint8_t sink = 0;
     uint8_t local = 0;
@@ -67,6 +70,18 @@ void prefetch_mapping(const SafetensorsDir& st) {
     sink = local;
     (void)sink;
   }
+}
+
+// Whether InferLoadOptions::huge_pages copies the mapped matrices (infer_model.h gives the rules).
+bool copy_into_huge_pages(const SafetensorsDir& st, bool wanted) {
+  const char* env = std::getenv("ZAYA_HUGE_PAGES");
+  if (!wanted || (env != nullptr && std::string(env) == "0")) return false;
+  const std::string mode = transparent_huge_pages_mode();
+  if (mode.empty() || mode == "never") return false;
+  int64_t bytes = 0;
+  for (const SafetensorsFile& f : st.shards()) bytes += int64_t(f.data_buffer().size());
+  const int64_t available = memory_available_bytes();
+  return available < 0 || bytes <= available / 4 * 3;
 }
 
 }  // namespace
@@ -83,14 +98,17 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
       m->native_ ? native_config_from_json(config_json, config_path) : config_from_hf_json(config_json, config_path);
   m->source_ = dir;
   m->files_.emplace(SafetensorsDir::open(dir));
-  if (options.prefetch) prefetch_mapping(*m->files_);
+  const bool copy = copy_into_huge_pages(*m->files_, options.huge_pages);
+  if (options.prefetch) prefetch_mapping(*m->files_, !copy);  // a copy reads every page anyway
   Builder b(*m);
   b.st = &*m->files_;
   b.set_dtype(dtype);
   b.label = dir;
   b.native = m->native_;
   b.quant = parse_expert_quant(config_json, config_path);
+  b.copy_mapped = copy;
   b.build();
+  if (m->mapped_matrices_ == 0) m->files_.reset();  // everything was copied or converted: unmap the files
   return m;
 }
 

@@ -5,17 +5,19 @@
 // From a Hugging Face directory (config.json + model.safetensors, or shards +
 // model.safetensors.index.json, legacy tensor names of spec §6.1, or the
 // native 40-layer layout of formats/native_config.h) the files
-// are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is used
-// in place from the mapping: ZAYA1-base's 17.7 GB of bf16 weights are never
-// widened or copied, pages are read on first touch and shared through the page
-// cache. The small tensors (norms, biases, residual scales, conv weights,
-// temperatures, balancing biases) are converted to float32 once (a few MB).
+// are memory-mapped and, with dtype "auto", every BF16 or F32 matrix is kept
+// as stored: copied into huge pages (InferLoadOptions::huge_pages), or, where
+// that copy does not fit (ZAYA1-base's 17.7 GB of bf16 weights on a 24 GB
+// machine), used in place from the mapping, never widened or copied, pages
+// read on first touch and shared through the page cache. The small tensors
+// (norms, biases, residual scales, conv weights, temperatures, balancing
+// biases) are converted to float32 once (a few MB).
 // The grouped convolution is repacked so that each head group's k1 taps are
 // one [d, k1 d] matrix (see InferAttention::conv_b).
 //
-// dtype "bf16" rounds F32 matrices to bf16 (owned copies; halves the bytes a
-// decode step reads) and dtype "f32" widens BF16 matrices (owned copies;
-// needs twice the memory). From an in-memory ZayaModel (training weights) the
+// dtype "bf16" rounds F32 matrices to bf16 (owned copies in the huge-page
+// arena, as every copy; halves the bytes a decode step reads) and dtype "f32"
+// widens BF16 matrices (owned copies; needs twice the memory). From an in-memory ZayaModel (training weights) the
 // f32 arena is used in place, or rounded to bf16 copies.
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "zaya/core/arena.h"
+#include "zaya/core/huge_pages.h"
 #include "zaya/infer/matrix_types.h"
 #include "zaya/io/safetensors_dir.h"
 #include "zaya/model/config.h"
@@ -121,6 +124,17 @@ struct InferLoadOptions {
   // Read every weight page once at load (madvise WILLNEED + touch), so the
   // first tokens do not wait on the disk.
   bool prefetch = false;
+  // A Hugging Face directory's matrices that would be used in place from the
+  // file mapping (stored in the type wanted) are copied at load into
+  // anonymous memory in 2 MiB transparent huge pages (core/huge_pages.h), the
+  // mapping released: a decode step streams every weight once, and over
+  // 4 KiB file pages it pays a TLB miss every 4 KiB (docs/performance.md,
+  // "Decode weights in huge pages"). Kept in place (as with false) when THP is
+  // missing or `never`, when the environment sets ZAYA_HUGE_PAGES=0, or when
+  // the shards' bytes exceed 3/4 of the memory available (MemAvailable): a
+  // model larger than RAM still runs from the page cache. Converted or
+  // quantized matrices are in huge pages either way.
+  bool huge_pages = true;
   // A LoRA adapter in the PEFT layout (formats/lora_peft.h) applied unmerged
   // (`--lora DIR`, set_lora): the base matrices are not copied or changed,
   // in any dtype (int8 too). Empty: none.
@@ -211,9 +225,9 @@ class InferModel {
   WeightBytes bytes_;
   int64_t mapped_matrices_ = 0, mapped_bytes_ = 0;
   bool native_ = false;
-  std::optional<SafetensorsDir> files_;     // keeps the mapping alive
-  std::vector<AlignedPtr<uint8_t>> owned_;  // converted matrices and small tensors
-  std::unique_ptr<LoraAdapters> lora_;      // applied unmerged by the engine (null: none)
+  std::optional<SafetensorsDir> files_;  // keeps the mapping alive
+  HugePageArena store_;                  // converted or copied matrices and small tensors
+  std::unique_ptr<LoraAdapters> lora_;   // applied unmerged by the engine (null: none)
 };
 
 // Why `adapters` cannot apply to a model of config `model` (its targets'

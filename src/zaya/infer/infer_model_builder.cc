@@ -120,7 +120,11 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
                       (expert || (all_mxfp4 && mxfp4_all_matrix(e) && !(head_q8 && head_matrix(e))));
   const bool quantize = (int8 && int8_matrix(e)) || lowbit;
   const WeightDtype keep = want;
-  if (quantize) want = WeightDtype::kAuto;
+  const bool keep_copy = copy_mapped;
+  if (quantize) {  // quantized from the mapping, never copied first
+    want = WeightDtype::kAuto;
+    copy_mapped = false;
+  }
   WeightMatrix w;
   if (zm != nullptr) {
     w = model_mat(e);
@@ -128,12 +132,15 @@ WeightMatrix InferModel::Builder::mat(const ParamEntry& e) {
     w = file_mat(e);
   }
   want = keep;
+  copy_mapped = keep_copy;
   if (quantize) {
-    if (w.data != nullptr && files_hold(w)) {  // the mapped original is not used any more
-      --m.mapped_matrices_;
-      m.mapped_bytes_ -= w.bytes();
-    }
+    const WeightMatrix stored = w;
     lowbit ? to_lowbit(w) : to_int8(w);
+    if (stored.data != nullptr && files_hold(stored)) {  // the mapped original is not used any more
+      --m.mapped_matrices_;
+      m.mapped_bytes_ -= stored.bytes();
+      release_mapped(stored.data, stored.bytes());
+    }
   }
   matrix_types.insert(w.type);
   return w;
@@ -174,18 +181,10 @@ WeightMatrix InferModel::Builder::file_mat(const ParamEntry& e) {
   const auto addr = reinterpret_cast<uintptr_t>(bytes);
   switch (info.dtype) {
     case SafetensorsDtype::kBF16:
-      if (want != WeightDtype::kF32 && addr % 2 == 0) {
-        ++m.mapped_matrices_;
-        m.mapped_bytes_ += 2 * n;
-        return {WeightType::kBF16, bytes, rows, cols};
-      }
+      if (want != WeightDtype::kF32 && addr % 2 == 0) return as_stored({WeightType::kBF16, bytes, rows, cols});
       break;
     case SafetensorsDtype::kF32:
-      if (want != WeightDtype::kBF16 && addr % 4 == 0) {
-        ++m.mapped_matrices_;
-        m.mapped_bytes_ += 4 * n;
-        return {WeightType::kF32, bytes, rows, cols};
-      }
+      if (want != WeightDtype::kBF16 && addr % 4 == 0) return as_stored({WeightType::kF32, bytes, rows, cols});
       break;
     case SafetensorsDtype::kF16:
     case SafetensorsDtype::kF64: break;
@@ -201,11 +200,34 @@ WeightMatrix InferModel::Builder::file_mat(const ParamEntry& e) {
   if (to == WeightType::kBF16 && info.dtype == SafetensorsDtype::kBF16) {
     uint16_t* dst = alloc<uint16_t>(n);
     std::memcpy(dst, bytes, 2 * size_t(n));
+    release_mapped(bytes, 2 * n);
     return {to, dst, rows, cols};
   }
   std::vector<float> tmp(n);
   decode_f32(info.dtype, bytes, n, tmp.data());
+  release_mapped(bytes, n * int64_t(dtype_size(info.dtype)));
   return convert(tmp.data(), rows, cols, to);
+}
+
+WeightMatrix InferModel::Builder::as_stored(const WeightMatrix& mapped) {
+  if (!copy_mapped) {
+    ++m.mapped_matrices_;
+    m.mapped_bytes_ += mapped.bytes();
+    return mapped;
+  }
+  uint8_t* dst = alloc<uint8_t>(mapped.bytes());
+  std::memcpy(dst, mapped.data, size_t(mapped.bytes()));
+  release_mapped(mapped.data, mapped.bytes());
+  return {mapped.type, dst, mapped.rows, mapped.cols};
+}
+
+void InferModel::Builder::release_mapped(const void* p, int64_t bytes) {
+  if (!copy_mapped) return;
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes)) / page * page;
+  // Drops this process's view of those pages (they stay in the page cache); a later read faults them in again.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 WeightMatrix InferModel::Builder::quantized_expert(const ParamEntry& e) {
@@ -362,12 +384,7 @@ void InferModel::Builder::bind(const ParamEntry& e) {
   }
 }
 
-bool InferModel::Builder::files_hold(const WeightMatrix& w) const {
-  if (st == nullptr) return false;
-  for (const AlignedPtr<uint8_t>& p : m.owned_)
-    if (static_cast<const void*>(p.get()) == w.data) return false;
-  return true;
-}
+bool InferModel::Builder::files_hold(const WeightMatrix& w) const { return st != nullptr && !m.store_.holds(w.data); }
 
 void InferModel::Builder::to_int8(WeightMatrix& w) {
   if (w.type == WeightType::kI8 || w.rows == 0) return;

@@ -54,10 +54,14 @@ struct InferModel::Builder {
   std::set<std::string> used;
   std::set<WeightType> matrix_types;
 
+  // Matrices stored as they are in the file are copied into the huge-page arena instead of used in place from the
+  // mapping (InferLoadOptions::huge_pages, decided by InferModel::load).
+  bool copy_mapped = false;
+
+  // Every converted or copied tensor lives in the model's huge-page arena (core/huge_pages.h).
   template <typename T>
   T* alloc(int64_t n) {
-    m.owned_.push_back(aligned_alloc_array<uint8_t>(size_t(n) * sizeof(T)));
-    return reinterpret_cast<T*>(m.owned_.back().get());
+    return m.store_.alloc_array<T>(n);
   }
 
   // The tensor holding entry `e` in the file (a native name and expert slice, or its legacy name).
@@ -94,6 +98,12 @@ struct InferModel::Builder {
   WeightMatrix model_mat(const ParamEntry& e);
 
   WeightMatrix file_mat(const ParamEntry& e);
+  // A matrix the file holds in the type wanted: `mapped` in place (counted in mapped_matrices), or under copy_mapped
+  // a copy in the huge-page arena, the mapping's pages released.
+  WeightMatrix as_stored(const WeightMatrix& mapped);
+  // Under copy_mapped, drops the whole pages of [p, p + bytes) of the file mapping from this process (read once,
+  // copied or converted): the model's resident memory does not hold the file beside its copy.
+  void release_mapped(const void* p, int64_t bytes);
 
   // A routed expert's matrix from a quantized checkpoint (formats/quantized_experts.h), kept packed (kMXFP4 or
   // kFP8), or dequantized to f32 under dtype f32.

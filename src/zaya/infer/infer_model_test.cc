@@ -80,7 +80,9 @@ TEST(InferModel, DtypeOptions) {
   HfSaveOptions save;
   save.dtype = "bf16";
   save_hf_model(*model, dir.path(), save);
-  auto as_stored = InferModel::load(dir.path());
+  InferLoadOptions in_place;
+  in_place.huge_pages = false;
+  auto as_stored = InferModel::load(dir.path(), in_place);
   EXPECT_EQ(as_stored->matrix_dtype(), "bf16");
   // Everything but the repacked grouped conv is used in place from the mapping.
   int64_t conv = 0;
