@@ -99,7 +99,8 @@ std::unique_ptr<InferModel> InferModel::load(const std::string& dir, const Infer
   m->source_ = dir;
   m->files_.emplace(SafetensorsDir::open(dir));
   const bool copy = copy_into_huge_pages(*m->files_, options.huge_pages);
-  if (options.prefetch) prefetch_mapping(*m->files_, !copy);  // a copy reads every page anyway
+  // The copy reads every page anyway: only ask for read-ahead then.
+  if (options.prefetch || copy) prefetch_mapping(*m->files_, !copy);
   Builder b(*m);
   b.st = &*m->files_;
   b.set_dtype(dtype);
