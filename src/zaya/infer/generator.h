@@ -67,8 +67,12 @@ struct GeneratorOptions {
   // then becomes a copy of the first (KV pages shared by reference, the small
   // state copied: InferenceEngine::copy) and samples its first token from the
   // same last prompt logits with its own generator. Its tokens, log-probs and
-  // routing records are those it would get alone (generator_fork_test.cc). Not with
-  // speculative decoding (a draft model's cache is not forked).
+  // routing records are those it would get prefilling the prompt in the
+  // leader's step: where the engine's prefill does not depend on what else a
+  // step holds (the test widths, generator_fork_test.cc) they equal an
+  // unforked run's bit for bit; at wider ones (`tiny`) the log-probs may differ
+  // in the last bits, as an unforked run's do between batchings (docs/rl.md,
+  // Speed). Not with speculative decoding (a draft model's cache is not forked).
   bool share_prompts = true;
 };
 

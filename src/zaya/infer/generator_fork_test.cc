@@ -3,7 +3,10 @@
 // routing records and finish reasons equal those it gets when every request
 // prefills its own prompt, bit for bit, on f32 and bf16 weights and with
 // sliding-window blocks; the prefill is counted once; generate() itself fails
-// if any KV page is still referenced once every request has finished.
+// if any KV page is still referenced once every request has finished. (At
+// these widths the engine's prefill gives a row the same bits whatever else
+// the step holds, so the comparison can be exact; at `tiny`'s it does not, for
+// unforked requests either: docs/rl.md, Speed.)
 #include <gtest/gtest.h>
 
 #include <cstring>
