@@ -9,8 +9,6 @@
 // unforked requests either: docs/rl.md, Speed.)
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "zaya/infer/generator.h"
 #include "zaya/infer/test_util.h"
 
@@ -18,6 +16,7 @@ namespace zaya {
 namespace {
 
 using testing::random_tokens;
+using testing::same_bits;
 
 // Three prompts (one within a page, one ending inside its second page, one of
 // exactly two pages) with `group` samples each, own seeds; one sample asks for
@@ -41,10 +40,6 @@ std::vector<GenerationRequest> grouped_requests(const ZayaConfig& c, int64_t gro
   out[1].max_new_tokens = 0;
   out[2].stop_ids = {7, 11, 13, 17, 19};
   return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
 }
 
 void expect_forks_equal_unforked(const InferModel& im, bool bf16_activations, const std::string& what) {
