@@ -8,7 +8,10 @@
 #            2. the same work at bench infer's rates (like for like): the step's prompt
 #               tokens at bench infer's prefill tokens/s (one 256-token sequence in one
 #               256-token step, the rollout's step budget) plus its generated tokens at the
-#               decode tokens/s of 1.;
+#               decode tokens/s of 1.: once with every sample's prompt (P x G prompts, what a
+#               build without prompt sharing prefills), once with the tokens this build
+#               prefilled (rollout_prompt_tokens: each distinct prompt once when the G
+#               samples fork from one prefill, infer/generator.h share_prompts);
 #            and the rollout's own decode-only steps (rollout_decode_tokens_per_s: steps
 #            with no prompt tokens, whose batch shrinks as samples finish) against 1.
 #   update   zaya rl's update_tokens_per_s (tokens of the training rows per second of the
@@ -64,16 +67,21 @@ for label in sys.argv[8:]:
     roll = rollout_of[label] = med(x["rollout_tokens_per_s"] for x in steps)
     gen = med(x["rollout_tokens_per_s"] * x["rollout_seconds"] for x in steps)  # generated tokens per step
     prompt = prompt_of
+    own_prompt = med(x.get("rollout_prompt_tokens", 0) for x in steps)  # what this build prefilled
     own_dec = med(x.get("rollout_decode_tokens_per_s", 0) for x in steps)
     upd = med(x["update_tokens_per_s"] for x in steps)
     dec_tps, pre_tps, tr_tps = med(dec), med(pre), med(tr)
     same_work = gen / (prompt / pre_tps + gen / dec_tps) if prompt > 0 else float("nan")
     print(f"[{label}] rollout: zaya rl {roll:.0f} generated tok/s ({gen:.0f} generated after {prompt:.0f} prompt "
-          f"tokens per step)")
+          f"tokens per step, {own_prompt:.0f} of them prefilled)")
     print(f"  vs bench infer decode (batch {P * G}, context {seq}, f32 weights) {dec_tps:.0f} tok/s: "
           f"{roll / dec_tps:.2f}x")
     print(f"  vs the same work at bench infer's rates (prefill {pre_tps:.0f} tok/s + decode) {same_work:.0f} tok/s: "
           f"{roll / same_work:.2f}x")
+    if 0 < own_prompt < prompt:
+        own_work = gen / (own_prompt / pre_tps + gen / dec_tps)
+        print(f"  vs the work left at bench infer's rates ({own_prompt:.0f} prompt tokens prefilled, the rest forked) "
+              f"{own_work:.0f} tok/s: {roll / own_work:.2f}x")
     if own_dec > 0:
         print(f"  the rollout's decode-only steps {own_dec:.0f} tok/s vs bench infer decode: {own_dec / dec_tps:.2f}x")
     print(f"[{label}] update:  zaya rl {upd:.0f} tok/s vs zaya bench train ({micro} x {seq} x {accum}) {tr_tps:.0f} "

@@ -164,12 +164,13 @@ void run_generate(const GenerateCliOptions& o) {
   else
     run_prompt(o, *model, tok, defaults, go, st);
   if (o.stats && !o.full_sequence) {
-    fmt::print(stderr,
-               "zaya generate: {} request(s), {} prompt tokens, {} generated; prefill {:.3f} s ({:.0f} tokens/s), "
-               "decode {} steps {:.2f} ms/step ({:.1f} tokens/s), first token after {:.3f} s, weights {} ({})\n",
-               st.requests, st.prompt_tokens, st.generated_tokens, st.prefill_seconds, st.prefill_tokens_per_second(),
-               st.decode_steps, st.decode_ms_per_step(), st.decode_tokens_per_second(), st.first_token_seconds,
-               model->matrix_dtype(), model->mapped_matrices() > 0 ? "memory-mapped" : "in memory");
+    fmt::print(
+        stderr,
+        "zaya generate: {} request(s), {} prompt tokens ({} shared), {} generated; prefill {:.3f} s ({:.0f} tokens/s), "
+        "decode {} steps {:.2f} ms/step ({:.1f} tokens/s), first token after {:.3f} s, weights {} ({})\n",
+        st.requests, st.prompt_tokens, st.shared_prompt_tokens, st.generated_tokens, st.prefill_seconds,
+        st.prefill_tokens_per_second(), st.decode_steps, st.decode_ms_per_step(), st.decode_tokens_per_second(),
+        st.first_token_seconds, model->matrix_dtype(), model->mapped_matrices() > 0 ? "memory-mapped" : "in memory");
     if (go.spec.method != SpecMethod::kNone)
       fmt::print(stderr,
                  "zaya generate: speculative ({}, K {}{}): {} drafts, {} of {} draft tokens accepted ({:.1f}%), "
@@ -180,6 +181,7 @@ void run_generate(const GenerateCliOptions& o) {
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"requests", st.requests},
                         {"prompt_tokens", st.prompt_tokens},
+                        {"shared_prompt_tokens", st.shared_prompt_tokens},
                         {"generated_tokens", st.generated_tokens},
                         {"prefill_seconds", st.prefill_seconds},
                         {"decode_steps", st.decode_steps},

@@ -52,6 +52,13 @@ void BatchScheduler::start(int32_t slot, const GenerationRequest& request, std::
   occupy(slot, std::move(s));
 }
 
+void BatchScheduler::start_forked(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages) {
+  start(slot, request, std::move(pages));
+  Slot& s = slots_[slot];
+  s.fed = s.prompt_size();
+  s.forked = true;
+}
+
 void BatchScheduler::start_forced(int32_t slot, std::span<const int32_t> tokens, LogitsWanted logits) {
   ZAYA_ASSERT(!tokens.empty());
   Slot s;
@@ -118,7 +125,7 @@ const std::vector<StepChunk>& BatchScheduler::plan() {
 
 bool BatchScheduler::decoding(int32_t slot) const {
   const Slot& s = slots_[slot];
-  return s.running && s.decodes && s.fed == s.prompt_size();
+  return s.running && s.decodes && !s.forked && s.fed == s.prompt_size();
 }
 
 void BatchScheduler::propose(int32_t slot, std::span<const int32_t> draft) {
@@ -153,6 +160,7 @@ std::optional<FinishReason> BatchScheduler::accept(int32_t slot, int32_t token, 
   Slot& s = slots_[slot];
   ZAYA_ASSERT(s.running && s.decodes);
   s.last = token;
+  s.forked = false;
   ++s.generated;
   if (caller == CallerStop::kCancelled) return FinishReason::kCancelled;
   if (caller == CallerStop::kStopString) return FinishReason::kStop;

@@ -76,6 +76,11 @@ class BatchScheduler {
   void start_forced(int32_t slot, std::span<const int32_t> tokens, LogitsWanted logits);
   // The slot's sequence starts from a cached state of its first `tokens` prompt tokens.
   void resume_at(int32_t slot, int64_t tokens);
+  // A sequence whose whole prompt another slot prefills (a fork: requests with
+  // one prompt admitted together, generator.h): it plans nothing until its
+  // first token is accept()ed, sampled from that slot's last prompt logits
+  // after the caller copied that slot's state into this one; then it decodes.
+  void start_forked(int32_t slot, const GenerationRequest& request, std::vector<int64_t> pages);
   // The slot's sequence ends: its slot and its reservation are free.
   void end(int32_t slot);
 
@@ -121,6 +126,7 @@ class BatchScheduler {
     bool decodes = true;                               // false: teacher-forced, the prompt only
     LogitsWanted prompt_logits = LogitsWanted::kLast;  // kLast: at the prompt's last token; kAll: every one
     int64_t fed = 0;                                   // prompt tokens in the cache
+    bool forked = false;                               // start_forked: waits for its first token
     int32_t last = -1;                                 // the last sampled token, fed at the next step
     std::vector<int32_t> verify;                       // a proposed draft's chunk: [last, draft]
     int64_t draft = 0;                                 // tokens of the proposed draft (0: none)

@@ -1,7 +1,7 @@
 // The batch scheduler with a fake engine (no model): admission order under
 // page pressure, the step budget split between decode and prompt chunks,
-// snapshot-block cuts, teacher-forced (scoring) sequences, and each finish
-// reason it decides.
+// snapshot-block cuts, teacher-forced (scoring) sequences, forks that wait
+// for another slot's prefill, and each finish reason it decides.
 #include "zaya/infer/batch_scheduler.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +70,40 @@ TEST(BatchScheduler, AdmissionInOrderUnderPagePressure) {
   EXPECT_EQ(sched.reserved(), (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(sched.running_count(), 2);
   EXPECT_EQ(sched.place({6, 2}), 0);
+}
+
+// A fork (start_forked) plans nothing while its leader prefills the prompt; once its first token is accepted
+// (sampled from the leader's logits, the leader's state copied) it decodes like any sequence.
+TEST(BatchScheduler, ForkWaitsForItsFirstTokenThenDecodes) {
+  SchedulerOptions o;
+  o.slots = 2;
+  o.step_tokens = 4;
+  BatchScheduler sched(o);
+  FakeEngine engine{{0, 0}, 4};
+  const GenerationRequest a = request(6, 3), b = request(6, 3);
+  sched.start(0, a, {});
+  sched.start_forked(1, b, {});
+  EXPECT_FALSE(sched.decoding(1));
+  EXPECT_EQ(sched.fed(1), 6);
+  EXPECT_FALSE(sched.ends_before_step(1, false).has_value());
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<StepChunk>& chunks = sched.plan();
+    ASSERT_EQ(chunks.size(), 1u) << "step " << step;
+    EXPECT_EQ(chunks[0].slot, 0);
+    engine.step(chunks);
+    sched.advance();
+  }
+  EXPECT_TRUE(sched.decoding(0));
+  EXPECT_FALSE(sched.accept(0, 9, 6, 100).has_value());
+  engine.length[1] = engine.length[0];  // the caller copies the leader's state
+  EXPECT_FALSE(sched.accept(1, 8, 6, 100).has_value());
+  EXPECT_TRUE(sched.decoding(1));
+  const std::vector<StepChunk>& chunks = sched.plan();
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[1].slot, 1);
+  EXPECT_EQ(chunks[1].count, 1);
+  EXPECT_EQ(*chunks[1].tokens, 8);
+  EXPECT_EQ(sched.planned_prompt_tokens(), 0);
 }
 
 TEST(BatchScheduler, DecodeFirstThenPromptChunksInTheRemainingBudget) {

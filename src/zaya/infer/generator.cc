@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <optional>
+#include <utility>
 
 #include "zaya/core/error.h"
 #include "zaya/core/rng.h"
@@ -61,6 +62,42 @@ void record_routing(const InferenceEngine& engine, const std::vector<StepChunk>&
   }
 }
 
+// Which running slots prefill a prompt that others (forks) wait to share: a
+// request admitted while a slot with the same prompt and adapter is still
+// prefilling it (and will sample from its last logits: max_new_tokens > 0)
+// forks from that slot instead of prefilling it again.
+class ForkPlan {
+ public:
+  explicit ForkPlan(int64_t slots) : leaders_(size_t(slots), nullptr), followers_(size_t(slots)) {}
+  // The slot the request can fork from, or -1.
+  int32_t leader(const GenerationRequest& q) const {
+    if (q.max_new_tokens <= 0) return -1;
+    for (size_t s = 0; s < leaders_.size(); ++s)
+      if (leaders_[s] != nullptr && leaders_[s]->prompt == q.prompt && leaders_[s]->lora == q.lora) return int32_t(s);
+    return -1;
+  }
+  // The slot starts prefilling the request's prompt (forks can join it when it will sample: max_new_tokens > 0).
+  void lead(int32_t slot, const GenerationRequest& q) {
+    leaders_[size_t(slot)] = q.max_new_tokens > 0 ? &q : nullptr;
+    followers_[size_t(slot)].clear();
+  }
+  // The slot waits for the leader's last prompt logits.
+  void follow(int32_t leader, int32_t slot) {
+    leaders_[size_t(slot)] = nullptr;
+    followers_[size_t(slot)].clear();
+    followers_[size_t(leader)].push_back(slot);
+  }
+  // After a step that gave the slot logits: its forks, to copy it now (its prompt is in; it leads no more).
+  std::vector<int32_t> take(int32_t slot) {
+    leaders_[size_t(slot)] = nullptr;
+    return std::exchange(followers_[size_t(slot)], {});
+  }
+
+ private:
+  std::vector<const GenerationRequest*> leaders_;  // per slot: the request it prefills for forks, or null
+  std::vector<std::vector<int32_t>> followers_;    // per slot: the slots that fork from it
+};
+
 }  // namespace
 
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
@@ -112,6 +149,9 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   std::vector<float> logits((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) *
                             c.vocab_size);
   bool first_token = true;
+  // Prompt sharing: not with speculative decoding (a draft model's own cache is per slot and not forked).
+  const bool share = o.share_prompts && !spec.enabled();
+  ForkPlan forks(eo.max_sequences);
 
   auto finish = [&](int32_t slot, FinishReason why) {
     const size_t r = request_of[slot];
@@ -120,15 +160,51 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
     sched.end(slot);
   };
 
+  // Emits the tokens of one chunk with logits (rows: its logit rows): one sampled from its row, or a checked draft's.
+  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt) {
+    const int32_t s = ch.slot;
+    const size_t r = request_of[s];
+    const std::vector<int32_t>& emit =
+        spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
+    if (!has_prompt) st.decode_tokens += int64_t(emit.size());
+    // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
+    const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
+    for (size_t i = 0; i < emit.size(); ++i) {
+      const int32_t next = emit[i];
+      if (first_token) {
+        st.first_token_seconds = now_seconds() - t_start;
+        first_token = false;
+      }
+      results[r].tokens.push_back(next);
+      if (o.logprobs)
+        results[r].logprobs.push_back(-cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
+      ++st.generated_tokens;
+      const bool keep = !on_token || on_token(r, next);
+      if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
+                                                               keep ? CallerStop::kNone : CallerStop::kCancelled)) {
+        finish(s, *why);
+        break;
+      }
+    }
+  };
+
   while (sched.running_count() > 0 || !waiting.empty()) {
-    // Admit waiting requests into free slots.
+    // Admit waiting requests into free slots: one whose prompt a running slot is prefilling forks from it.
     while (!waiting.empty()) {
       const size_t r = waiting.front();
       const int32_t s = sched.place({});
       if (s < 0) break;
-      sched.start(s, requests[r], {});
+      const int32_t from = share ? forks.leader(requests[r]) : -1;
+      if (from >= 0) {
+        sched.start_forked(s, requests[r], {});
+        forks.follow(from, s);
+        st.shared_prompt_tokens += int64_t(requests[r].prompt.size());
+      } else {
+        sched.start(s, requests[r], {});
+        forks.lead(s, requests[r]);
+        st.prompt_tokens += int64_t(requests[r].prompt.size());
+      }
       waiting.pop_front();
-      st.prompt_tokens += int64_t(requests[r].prompt.size());
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
@@ -155,39 +231,32 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       ++st.decode_steps;
     }
     sched.advance();
-    // The tokens of every chunk with logits: one sampled from its row, or a checked draft's.
+    // The tokens of every chunk with logits.
     for (int64_t row = 0; row < rows;) {
       const StepChunk& ch = chunks[engine.logit_row_chunk(row)];
       const int32_t s = ch.slot;
       const size_t r = request_of[s];
       const int64_t n = ch.speculative ? ch.count : 1;
       const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
-      const std::vector<int32_t>& emit =
-          spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
       row += n;
-      if (!has_prompt) st.decode_tokens += int64_t(emit.size());
-      // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
-      const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
-      for (size_t i = 0; i < emit.size(); ++i) {
-        const int32_t next = emit[i];
-        if (first_token) {
-          st.first_token_seconds = now_seconds() - t_start;
-          first_token = false;
-        }
-        results[r].tokens.push_back(next);
-        if (o.logprobs)
-          results[r].logprobs.push_back(
-              -cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
-        ++st.generated_tokens;
-        const bool keep = !on_token || on_token(r, next);
-        if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
-                                                                 keep ? CallerStop::kNone : CallerStop::kCancelled)) {
-          finish(s, *why);
-          break;
-        }
+      // The slot's forks (none unless it just ended its prompt) become copies of it and sample from its row too.
+      const std::vector<int32_t> followers = forks.take(s);
+      emit_from(ch, chunk_logits, has_prompt);
+      for (const int32_t f : followers) {
+        engine.copy(s, f);
+        if (o.routing) results[request_of[f]].routing = results[r].routing;  // the prompt's rows
+        StepChunk fork = ch;
+        fork.slot = f;
+        emit_from(fork, chunk_logits, has_prompt);
       }
     }
   }
+  // Every sequence has ended: once their slots are emptied no page may be referenced (forks share pages).
+  for (int32_t s = 0; s < sched.slots(); ++s) engine.reset(s);
+  for (int64_t k = 0; k < engine.kv_kinds(); ++k)
+    ZAYA_CHECK(engine.free_pages(k) == engine.pool_pages(k),
+               "internal error: {} KV pages of kind {} are still referenced after every request finished",
+               engine.pool_pages(k) - engine.free_pages(k), k);
   st.spec = spec.total();
   st.total_seconds = now_seconds() - t_start;
   if (stats) *stats = st;

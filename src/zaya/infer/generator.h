@@ -62,11 +62,24 @@ struct GeneratorOptions {
   SpecOptions spec;              // speculative decoding (spec_decode.h); off by default
   bool logprobs = false;         // fill GenerationResult::logprobs
   bool routing = false;          // fill GenerationResult::routing (not with speculative decoding)
+  // Requests with one prompt (and LoRA adapter) admitted while the first of
+  // them is prefilling it share that prefill: each later one waits in its slot,
+  // then becomes a copy of the first (KV pages shared by reference, the small
+  // state copied: InferenceEngine::copy) and samples its first token from the
+  // same last prompt logits with its own generator. Its tokens, log-probs and
+  // routing records are those it would get prefilling the prompt in the
+  // leader's step: where the engine's prefill does not depend on what else a
+  // step holds (the test widths, generator_fork_test.cc) they equal an
+  // unforked run's bit for bit; at wider ones (`tiny`) the log-probs may differ
+  // in the last bits, as an unforked run's do between batchings (docs/rl.md,
+  // Speed). Not with speculative decoding (a draft model's cache is not forked).
+  bool share_prompts = true;
 };
 
 struct GenerationStats {
   int64_t requests = 0;
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;         // prompt tokens prefilled
+  int64_t shared_prompt_tokens = 0;  // prompt tokens of requests that forked from another's (share_prompts)
   int64_t generated_tokens = 0;
   int64_t steps = 0;
   int64_t decode_steps = 0;        // steps without prompt tokens
