@@ -34,9 +34,10 @@ const char* spec_method_name(SpecMethod m) { return enum_name<SpecMethod>(kSpecM
 Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int64_t sample_vocab)
     : options_(o), slots_(size_t(target.max_sequences())) {
   o.validate();
+  cost_ = draft_cost(target.model(), o.method == SpecMethod::kModel ? o.draft_model : nullptr, o.tokens);
   if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
   if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);
-  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive);
+  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost_);
 }
 
 Speculator::~Speculator() = default;
@@ -45,7 +46,7 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
   Slot& s = slots_[size_t(slot)];
   s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());
-  s.length = DraftLength(options_.tokens, options_.adaptive);
+  s.length = DraftLength(options_.tokens, options_.adaptive, cost_);
   s.counts = {};
   s.sampling = sampling;
   s.draft_rng = Rng{sampling.seed, kDraftStream, 0};

@@ -1,5 +1,5 @@
-// Speculative decoding (spec_draft.h, spec_verify.h, spec_decode.h): n-gram
-// drafts and the adaptive length; the rejection rule's tokens follow the
+// Speculative decoding (spec_draft.h, spec_length.h, spec_verify.h,
+// spec_decode.h): n-gram drafts and the adaptive length priced in bytes; the rejection rule's tokens follow the
 // target distribution (chi-square, fixed seeds) for point-mass and sampled
 // drafts under temperature / top-k / top-p, on synthetic rows and on a model;
 // greedy speculative generation equals plain greedy generation token for token
@@ -14,6 +14,7 @@
 #include "zaya/infer/generator.h"
 #include "zaya/infer/spec_decode.h"
 #include "zaya/infer/spec_draft.h"
+#include "zaya/infer/spec_length.h"
 #include "zaya/infer/spec_verify.h"
 #include "zaya/infer/test_util.h"
 
@@ -40,34 +41,115 @@ TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
   EXPECT_EQ(out, (std::vector<int32_t>{4}));  // "4 4 4" at 0, one token before the end
 }
 
-TEST(SpecDraft, AdaptiveLengthBacksOffAndProbes) {
-  DraftLength d(8);
-  EXPECT_EQ(d.next(), 2);
-  d.record(2, 2);
-  EXPECT_EQ(d.next(), 4);
-  d.record(4, 4);
-  EXPECT_EQ(d.next(), 8);
-  d.record(8, 8);
-  EXPECT_EQ(d.next(), 8);  // capped
-  d.record(8, 3);
-  EXPECT_EQ(d.next(), 4);
-  for (int i = 0; i < DraftLength::kMaxMisses; ++i) d.record(d.next(), 0);
-  EXPECT_EQ(d.next(), 0);  // paused
-  for (int i = 0; i < DraftLength::kPause; ++i) d.skipped();
-  EXPECT_EQ(d.next(), 1);  // one probe token
-  d.record(1, 0);          // a failed probe: a pause twice as long
-  EXPECT_EQ(d.next(), 0);
-  for (int i = 0; i < 2 * DraftLength::kPause - 1; ++i) d.skipped();
-  EXPECT_EQ(d.next(), 0);
-  d.skipped();
-  EXPECT_EQ(d.next(), 1);
-  d.record(1, 1);  // accepted: drafting resumes, the pause is back to kPause
-  EXPECT_EQ(d.next(), 2);
-  DraftLength fixed(5, false);
-  fixed.record(5, 0);
+// A check's cost on an MoE model like the trained `small` (docs/inference.md):
+// 45% of a plain step's bytes dense (and the LM head), the rest one of 8
+// experts per layer, E (1 - (1 - 1/E)^(k + 1)) experts read by a check of k.
+DraftCost moe_cost(int64_t max_tokens, double draft_token) {
+  DraftCost c;
+  for (int64_t k = 0; k <= max_tokens; ++k) c.check.push_back(0.45 + 0.55 * 8 * (1 - std::pow(7.0 / 8.0, k + 1)));
+  c.draft_token = draft_token;
+  return c;
+}
+
+// `n` checked drafts of `k` tokens at a steady acceptance of kept / k per token.
+void feed(DraftLength& d, int n, int64_t k, int64_t kept) {
+  for (int i = 0; i < n; ++i) d.record(k, kept);
+}
+
+TEST(SpecDraft, AdaptiveLengthIsPricedByBytes) {
+  // Free checks (a dense model, check[k] = 1): any acceptance above ~10% pays; full acceptance drafts the most.
+  DraftLength flat(8);
+  EXPECT_EQ(flat.next(), 8);
+  feed(flat, 20, 8, 2);
+  EXPECT_EQ(flat.next(), 8);
+  // High acceptance drafts longer than middling acceptance on the MoE cost.
+  DraftLength high(8, true, moe_cost(8, 0.0)), mid(8, true, moe_cost(8, 0.0));
+  feed(high, 10, 4, 4);
+  feed(mid, 10, 4, 3);  // 3 kept, the 4th rejected: 75% per token
+  EXPECT_EQ(high.next(), 8);
+  EXPECT_GT(mid.next(), 0);
+  EXPECT_LT(mid.next(), high.next());
+  EXPECT_GT(high.gain(8, high.acceptance()), mid.gain(mid.next(), mid.acceptance()));
+  // Acceptance about 70%: free n-gram drafts still pay, a draft model's (15% of a step per token) do not.
+  DraftLength ngram(4, true, moe_cost(4, 0.0)), model(4, true, moe_cost(4, 0.15));
+  feed(ngram, 20, 4, 3);  // 3 kept, the 4th rejected
+  feed(model, 20, 4, 3);
+  EXPECT_NEAR(ngram.acceptance(), 0.71, 0.01);
+  EXPECT_NEAR(ngram.acceptance(), model.acceptance(), 1e-12);
+  EXPECT_GT(ngram.next(), 0);
+  EXPECT_EQ(model.next(), 0);
+  EXPECT_EQ(ngram.best(0.5), 0);   // below about 60% nothing pays on this model
+  EXPECT_EQ(model.best(0.95), 4);  // a draft model pays at high acceptance
+  // Low acceptance with an expensive check: a pause, then a one-token probe;
+  // a failed probe doubles the pause, an accepted one that leaves the estimate low starts it over.
+  DraftLength low(8, true, moe_cost(8, 0.05));
+  EXPECT_GT(low.next(), 0);  // the prior (80%) drafts
+  for (int i = 0; i < 4 && low.next() > 0; ++i) low.record(low.next(), 1);
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < DraftLength::kPause - 1; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 0);
+  low.skipped();
+  EXPECT_EQ(low.next(), 1);
+  low.record(1, 0);
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < 2 * DraftLength::kPause - 1; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 0);
+  low.skipped();
+  EXPECT_EQ(low.next(), 1);
+  low.record(1, 1);  // kept, but 1 token does not lift the estimate enough
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < DraftLength::kPause; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 1);
+  // Text that turns predictable: accepted probes lift the estimate until drafting resumes.
+  int probes = 0;
+  while (low.next() <= 1 && probes < 20) {
+    if (low.next() == 0) {
+      low.skipped();
+      continue;
+    }
+    low.record(1, 1);
+    ++probes;
+  }
+  EXPECT_LT(probes, 20);
+  EXPECT_GT(low.next(), 1);
+  // Deterministic: the same outcomes give the same lengths.
+  DraftLength a(6, true, moe_cost(6, 0.02)), b(6, true, moe_cost(6, 0.02));
+  for (int i = 0; i < 200; ++i) {
+    const int64_t k = a.next(), kept = (i * 7919) % 5 < 3 ? k : k / 2;
+    ASSERT_EQ(k, b.next());
+    if (k == 0) {
+      a.skipped();
+      b.skipped();
+    } else {
+      a.record(k, kept);
+      b.record(k, kept);
+    }
+  }
+  // Adaptive off: always the maximum.
+  DraftLength fixed(5, false, moe_cost(5, 0.05));
+  feed(fixed, 10, 5, 0);
   EXPECT_EQ(fixed.next(), 5);
   testing::expect_error([] { DraftLength(0); }, "--spec-tokens 0");
   testing::expect_error([] { parse_spec_method("lookahead"); }, "allowed: none, ngram");
+}
+
+TEST(SpecDraft, CostFromTheModelsBytes) {
+  auto model = testing::random_model(testing::small_test_config(), 3);
+  auto im = InferModel::from_model(*model);
+  const DraftCost ngram = draft_cost(*im, nullptr, 6), self = draft_cost(*im, im.get(), 6);
+  ASSERT_EQ(ngram.check.size(), 7u);
+  EXPECT_DOUBLE_EQ(ngram.check[0], 1.0);
+  for (size_t k = 1; k < ngram.check.size(); ++k) {
+    EXPECT_GT(ngram.check[k], ngram.check[k - 1]);  // more rows, more experts read
+    EXPECT_LT(ngram.check[k], double(k + 1));       // the dense weights and the head once
+  }
+  const WeightBytes& b = im->weight_bytes();
+  const double E = double(im->config().experts),
+               all_experts = double(b.dense + b.lm_head) + double(im->config().num_blocks) * E * double(b.per_expert);
+  EXPECT_LT(ngram.check[6], all_experts / double(b.dense + b.lm_head + im->config().num_blocks * b.per_expert));
+  EXPECT_EQ(ngram.draft_token, 0.0);
+  EXPECT_DOUBLE_EQ(self.draft_token, 1.0);  // a draft as large as the target: one plain step per token
+  EXPECT_EQ(self.check, ngram.check);
 }
 
 // Three rows over 7 ids (one padding id beyond real_vocab 6); drafts of two

@@ -31,32 +31,4 @@ void NgramDrafter::draft(std::span<const DraftJob> jobs) {
   }
 }
 
-DraftLength::DraftLength(int64_t max_tokens, bool adaptive)
-    : max_(max_tokens), k_(adaptive ? std::min<int64_t>(max_tokens, 2) : max_tokens), adaptive_(adaptive) {
-  ZAYA_CHECK_USAGE(max_tokens >= 1 && max_tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", max_tokens);
-}
-
-void DraftLength::skipped() {
-  if (paused_ > 0 && --paused_ == 0) {
-    k_ = 1;                    // probe with one token;
-    misses_ = kMaxMisses - 1;  // if it fails, pause again
-  }
-}
-
-void DraftLength::record(int64_t drafted, int64_t accepted) {
-  if (!adaptive_ || drafted <= 0) return;
-  if (accepted > 0) {
-    k_ = std::min(max_, accepted == drafted ? std::max<int64_t>(1, 2 * drafted) : accepted + 1);
-    misses_ = 0;
-    pause_ = kPause;
-  } else {
-    k_ = 1;
-    if (++misses_ >= kMaxMisses) {
-      misses_ = 0;
-      paused_ = pause_;
-      pause_ = std::min(kMaxPause, 2 * pause_);
-    }
-  }
-}
-
 }  // namespace zaya

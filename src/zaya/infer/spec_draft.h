@@ -1,7 +1,8 @@
 #pragma once
 // Drafting for speculative decoding (docs/inference.md, "Speculative
 // decoding"): what to propose for the target model to check in one forward
-// over 1 + K positions (spec_verify.h), and how many tokens to propose.
+// over 1 + K positions (spec_verify.h); how many is DraftLength's
+// (spec_length.h).
 //
 // - ngram_draft: prompt lookup (Saxena's "prompt lookup decoding", vLLM's and
 //   llama.cpp's n-gram drafting): the last n tokens of the context are looked
@@ -9,13 +10,6 @@
 //   occurrence of the longest n from max_ngram down to min_ngram wins, and the
 //   tokens that followed it are the draft. It costs no model and pays on text
 //   that repeats its context (code edits, quotations, summaries, lists).
-// - DraftLength: the adaptive K of one sequence. A fully accepted draft
-//   doubles the next one (up to the maximum); a partly accepted one proposes
-//   one more token than were accepted; after kMaxMisses drafts in a row with
-//   nothing accepted the sequence stops drafting for kPause steps, then probes
-//   with one token; each probe that fails doubles the pause (up to kMaxPause),
-//   an accepted token resets it. So a sequence whose drafts keep failing
-//   decodes almost as plain decoding does (one probe per up to kMaxPause steps).
 // - Drafter: the drafting step of a Speculator (spec_decode.h), one interface
 //   for both methods: NgramDrafter (prompt lookup, above) and ModelDrafter (a
 //   smaller ZAYA model with its own cache, spec_model.h).
@@ -39,27 +33,6 @@ struct NgramDraftOptions {
 // nothing matches or max_tokens <= 0.
 void ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
                  std::vector<int32_t>& out);
-
-class DraftLength {
- public:
-  static constexpr int64_t kMaxMisses = 3;
-  static constexpr int64_t kPause = 8;
-  static constexpr int64_t kMaxPause = 128;
-
-  // max_tokens: the most tokens one draft may hold (--spec-tokens); adaptive off: always max_tokens.
-  explicit DraftLength(int64_t max_tokens = 4, bool adaptive = true);
-  // Tokens to draft at the next step (0: none).
-  int64_t next() const { return paused_ > 0 ? 0 : k_; }
-  // A step without a draft (paused, or nothing to propose).
-  void skipped();
-  // A checked draft of `drafted` tokens of which the first `accepted` were kept.
-  void record(int64_t drafted, int64_t accepted);
-
- private:
-  int64_t max_, k_;
-  bool adaptive_;
-  int64_t misses_ = 0, paused_ = 0, pause_ = kPause;
-};
 
 // One sequence's draft at a step (Drafter::draft).
 struct DraftJob {
