@@ -96,10 +96,16 @@ class Speculator {
     Rng draft_rng;               // the draft model's draws (its own stream)
     std::vector<int32_t> draft;  // the draft proposed at this step
     std::vector<float> q;        // and its distributions (empty: point masses)
+    int64_t evidence = 0;        // and its evidence (DraftJob::evidence)
     bool drafts = true;          // false: never proposes (start)
   };
+  // Observes the target's last step (RoutingSpread) and reprices the slot's drafts.
+  void reprice(const InferenceEngine& engine, Slot& s);
+
   SpecOptions options_;
-  DraftCost cost_;  // of the target's checks and the drafter's tokens (draft_cost)
+  DraftCost cost_;        // of the target's checks and the drafter's tokens (draft_cost)
+  RoutingSpread spread_;  // the target's routing, measured on its steps (prices cost_)
+  const InferModel* target_model_;
   std::unique_ptr<Drafter> drafter_;
   std::vector<Slot> slots_;
   SpecCounts total_;

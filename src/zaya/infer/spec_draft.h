@@ -30,9 +30,10 @@ struct NgramDraftOptions {
 
 // Up to `max_tokens` tokens that followed the most recent earlier occurrence of
 // the context's last n tokens (see above) into `out` (cleared first); empty when
-// nothing matches or max_tokens <= 0.
-void ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
-                 std::vector<int32_t>& out);
+// nothing matches or max_tokens <= 0. Returns that n (0: none): the draft's
+// evidence (DraftLength prices drafts per match length, spec_length.h).
+int64_t ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
+                    std::vector<int32_t>& out);
 
 // One sequence's draft at a step (Drafter::draft).
 struct DraftJob {
@@ -48,6 +49,7 @@ struct DraftJob {
   // stride: the target's vocabulary, as verify_draft reads it); empty: point
   // masses (an n-gram draft).
   std::vector<float>* q = nullptr;
+  int64_t* evidence = nullptr;  // out: the n-gram match length (ngram_draft); a model's: 0
 };
 
 class Drafter {
@@ -57,6 +59,9 @@ class Drafter {
   virtual void start(int32_t slot) = 0;
   // The drafts of every job (distinct slots) at once: a model batches its steps over them.
   virtual void draft(std::span<const DraftJob> jobs) = 0;
+  // Drafting costs nothing (an n-gram lookup): the Speculator drafts the most
+  // and then trims the draft to the length its evidence pays for.
+  virtual bool costless() const { return false; }
 };
 
 class NgramDrafter final : public Drafter {
@@ -64,6 +69,7 @@ class NgramDrafter final : public Drafter {
   explicit NgramDrafter(const NgramDraftOptions& options) : options_(options) {}
   void start(int32_t) override {}
   void draft(std::span<const DraftJob> jobs) override;
+  bool costless() const override { return true; }
 
  private:
   NgramDraftOptions options_;
