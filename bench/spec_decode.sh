@@ -23,8 +23,10 @@
 # draft trains DISTILL_STEPS (200) more steps on those texts
 # (`model.init_from`, the target's tokenizer); the distilled draft drafts.
 # DRAFT: a draft model for MODEL (none: plain and n-gram only). ZAYA: the
-# binary (build/zaya); SPEC_ARGS: more flags for the speculative runs (e.g.
-# "--spec-tokens 8"); THREADS (1); TOKENS (96 per request); SETS (the prompt
+# binary (build/zaya); ZAYA_BASE: another binary (e.g. one built before a
+# change) whose speculative runs join each round as ngram_base / model_base,
+# so old and new are compared in the same rounds; SPEC_ARGS: more flags for
+# the speculative runs (e.g. "--spec-tokens 8"); THREADS (1); TOKENS (96 per request); SETS (the prompt
 # sets to run, default "repetitive code ordinary sampled"); OUT (the work
 # directory, runs/bench/spec_decode); TRAIN_THREADS (bench/train_tiny.bash).
 set -euo pipefail
@@ -98,6 +100,10 @@ if ((${DISTILL:-0} > 0)); then
 fi
 methods=(plain ngram)
 [[ -n $draft ]] && methods+=(model)
+if [[ -n ${ZAYA_BASE:-} ]]; then
+  methods+=(ngram_base)
+  [[ -n $draft ]] && methods+=(model_base)
+fi
 # Prompts: 8 passages of the corpus (lines 1000, 3000, ...) and 8 snippets of
 # code (the first 8 code lines of the first 8 sources of src/zaya/infer), as JSON lines.
 python3 - "$dir" <<'PY'
@@ -122,14 +128,15 @@ for name, rows in (("repetitive", rep), ("ordinary", plain), ("code", code)):
             f.write(json.dumps(r) + "\n")
 PY
 run() {  # run PROMPTS BATCH METHOD OUT
-  local name=$1 batch=$2 method=$3 out=$4 prompts=$1 sampling=(--temperature 0) spec=()
+  local name=$1 batch=$2 method=${3%_base} out=$4 prompts=$1 sampling=(--temperature 0) spec=() bin=$zaya
+  [[ $3 == *_base ]] && bin=$ZAYA_BASE
   [[ $name == sampled ]] && prompts=ordinary sampling=(--temperature 1 --top-k 0 --top-p 1 --seed 5)
   # shellcheck disable=SC2206
   case $method in
     ngram) spec=(--spec ngram ${SPEC_ARGS:-}) ;;
     model) spec=(--spec-model "$draft" ${SPEC_ARGS:-}) ;;
   esac
-  "$zaya" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens "$tokens" "${sampling[@]}" \
+  "$bin" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens "$tokens" "${sampling[@]}" \
     --batch "$batch" --threads "$threads" --json "$out.json" "${spec[@]}" >"$out.txt"
 }
 echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $tokens tokens per request"

@@ -32,11 +32,15 @@ SpecMethod parse_spec_method(const std::string& name) {
 const char* spec_method_name(SpecMethod m) { return enum_name<SpecMethod>(kSpecMethodNames, m); }
 
 Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int64_t sample_vocab)
-    : options_(o), slots_(size_t(target.max_sequences())) {
+    : options_(o),
+      spread_(target.config(), o.tokens + 1),
+      target_model_(&target.model()),
+      slots_(size_t(target.max_sequences())) {
   o.validate();
+  cost_ = draft_cost(target.model(), o.method == SpecMethod::kModel ? o.draft_model : nullptr, o.tokens);
   if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
   if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);
-  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive);
+  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost_);
 }
 
 Speculator::~Speculator() = default;
@@ -45,7 +49,7 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
   Slot& s = slots_[size_t(slot)];
   s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());
-  s.length = DraftLength(options_.tokens, options_.adaptive);
+  s.length = DraftLength(options_.tokens, options_.adaptive, cost_);
   s.counts = {};
   s.sampling = sampling;
   s.draft_rng = Rng{sampling.seed, kDraftStream, 0};
@@ -54,27 +58,40 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
 
 void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
   jobs_.clear();
+  const bool lookup = drafter_ && drafter_->costless();
   for (int32_t slot = 0; slot < int32_t(slots_.size()); ++slot) {
     if (!sched.decoding(slot)) continue;
     Slot& s = slots_[size_t(slot)];
     s.draft.clear();
+    s.evidence = 0;
     if (!s.drafts) continue;
-    const int64_t k = std::min(s.length.next(), target.draft_room(slot));
+    // A free drafter looks up the longest draft, priced by its evidence below; a model drafts what pays.
+    const int64_t k = std::min(lookup ? options_.tokens : s.length.next(), target.draft_room(slot));
     if (k <= 0) {
       s.length.skipped();
       continue;
     }
-    jobs_.push_back({slot, s.context, k, &s.sampling, &s.draft_rng, &s.draft, &s.q});
+    jobs_.push_back({slot, s.context, k, &s.sampling, &s.draft_rng, &s.draft, &s.q, &s.evidence});
   }
   if (jobs_.empty()) return;
   drafter_->draft(jobs_);
   for (const DraftJob& j : jobs_) {
     Slot& s = slots_[size_t(j.slot)];
+    if (lookup && !s.draft.empty())
+      s.draft.resize(size_t(std::min(int64_t(s.draft.size()), s.length.next(s.evidence))));
     if (s.draft.empty())
       s.length.skipped();
     else
       sched.propose(j.slot, s.draft);
   }
+}
+
+void Speculator::reprice(const InferenceEngine& engine, Slot& s) {
+  if (!options_.adaptive || drafter_ == nullptr) return;
+  spread_.observe(engine.last_stats());  // once per chunk of the step: the steps weigh by their chunks
+  cost_ = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
+                     options_.tokens, spread_.value());
+  s.length.set_cost(cost_);  // every decoding sequence has a chunk in every step
 }
 
 const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const StepChunk& ch, const float* rows,
@@ -85,6 +102,7 @@ const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const St
   if (!ch.speculative) {
     // A plain row (a decode token or a prompt's last): as plain decoding samples it.
     out_.push_back(sample_token(rows, real_vocab, sampling, rng, scratch_));
+    if (ch.count == 1) reprice(engine, s);
   } else {
     const std::span<const int32_t> draft(ch.tokens + 1, size_t(ch.count - 1));
     const DraftVerdict v =
@@ -92,7 +110,8 @@ const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const St
     engine.keep_draft(ch.slot, engine.length(ch.slot) - ch.count + 1 + v.accepted);
     out_.assign(draft.begin(), draft.begin() + v.accepted);
     out_.push_back(v.next);
-    s.length.record(int64_t(draft.size()), v.accepted);
+    s.length.record(int64_t(draft.size()), v.accepted, s.evidence);
+    reprice(engine, s);
     const SpecCounts step{1, int64_t(draft.size()), v.accepted};
     s.counts.add(step);
     total_.add(step);

@@ -23,6 +23,7 @@
 #include "zaya/infer/engine.h"
 #include "zaya/infer/sampling.h"
 #include "zaya/infer/spec_draft.h"
+#include "zaya/infer/spec_length.h"
 
 namespace zaya {
 
@@ -35,7 +36,7 @@ enum class SpecMethod { kNone, kNgram, kModel };
 struct SpecOptions {
   SpecMethod method = SpecMethod::kNone;
   int64_t tokens = 4;    // K: the most draft tokens one step checks (--spec-tokens)
-  bool adaptive = true;  // DraftLength's back-off (spec_draft.h); false: always K when a draft exists
+  bool adaptive = true;  // DraftLength's priced K (spec_length.h); false: always K when a draft exists
   NgramDraftOptions ngram;
   // kModel: the draft model (--spec-model; spec_model.h: open_draft_model checks it), not owned: it outlives the loop.
   const InferModel* draft_model = nullptr;
@@ -95,9 +96,16 @@ class Speculator {
     Rng draft_rng;               // the draft model's draws (its own stream)
     std::vector<int32_t> draft;  // the draft proposed at this step
     std::vector<float> q;        // and its distributions (empty: point masses)
+    int64_t evidence = 0;        // and its evidence (DraftJob::evidence)
     bool drafts = true;          // false: never proposes (start)
   };
+  // Observes the target's last step (RoutingSpread) and reprices the slot's drafts.
+  void reprice(const InferenceEngine& engine, Slot& s);
+
   SpecOptions options_;
+  DraftCost cost_;        // of the target's checks and the drafter's tokens (draft_cost)
+  RoutingSpread spread_;  // the target's routing, measured on its steps (prices cost_)
+  const InferModel* target_model_;
   std::unique_ptr<Drafter> drafter_;
   std::vector<Slot> slots_;
   SpecCounts total_;

@@ -1,5 +1,8 @@
-// Speculative decoding (spec_draft.h, spec_verify.h, spec_decode.h): n-gram
-// drafts and the adaptive length; the rejection rule's tokens follow the
+// Speculative decoding (spec_draft.h, spec_length.h, spec_verify.h,
+// spec_decode.h): n-gram drafts (and their match length); the adaptive length
+// priced in bytes (expected tokens, the two-state plan, simulated sources: the
+// floor at low acceptance, the good rows kept, runs; pauses, probes, evidence
+// apart, determinism); the rejection rule's tokens follow the
 // target distribution (chi-square, fixed seeds) for point-mass and sampled
 // drafts under temperature / top-k / top-p, on synthetic rows and on a model;
 // greedy speculative generation equals plain greedy generation token for token
@@ -14,6 +17,7 @@
 #include "zaya/infer/generator.h"
 #include "zaya/infer/spec_decode.h"
 #include "zaya/infer/spec_draft.h"
+#include "zaya/infer/spec_length.h"
 #include "zaya/infer/spec_verify.h"
 #include "zaya/infer/test_util.h"
 
@@ -28,11 +32,11 @@ using testing::repetitive_requests;
 TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
   std::vector<int32_t> out;
   const std::vector<int32_t> ctx = {1, 2, 3, 9, 2, 3, 7, 8, 1, 2, 3};
-  ngram_draft(ctx, 3, {}, out);
+  EXPECT_EQ(ngram_draft(ctx, 3, {}, out), 3);
   EXPECT_EQ(out, (std::vector<int32_t>{9, 2, 3}));  // "1 2 3" at 0 (the longest n), followed by 9 2 3
-  ngram_draft(ctx, 10, {.max_ngram = 2, .min_ngram = 1}, out);
+  EXPECT_EQ(ngram_draft(ctx, 10, {.max_ngram = 2, .min_ngram = 1}, out), 2);
   EXPECT_EQ(out, (std::vector<int32_t>{7, 8, 1, 2, 3}));  // "2 3" most recently at 4, up to the end
-  ngram_draft(std::vector<int32_t>{5, 6, 7}, 4, {}, out);
+  EXPECT_EQ(ngram_draft(std::vector<int32_t>{5, 6, 7}, 4, {}, out), 0);
   EXPECT_TRUE(out.empty());
   ngram_draft(ctx, 0, {}, out);
   EXPECT_TRUE(out.empty());
@@ -40,34 +44,211 @@ TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
   EXPECT_EQ(out, (std::vector<int32_t>{4}));  // "4 4 4" at 0, one token before the end
 }
 
-TEST(SpecDraft, AdaptiveLengthBacksOffAndProbes) {
-  DraftLength d(8);
-  EXPECT_EQ(d.next(), 2);
-  d.record(2, 2);
-  EXPECT_EQ(d.next(), 4);
-  d.record(4, 4);
-  EXPECT_EQ(d.next(), 8);
-  d.record(8, 8);
-  EXPECT_EQ(d.next(), 8);  // capped
-  d.record(8, 3);
-  EXPECT_EQ(d.next(), 4);
-  for (int i = 0; i < DraftLength::kMaxMisses; ++i) d.record(d.next(), 0);
-  EXPECT_EQ(d.next(), 0);  // paused
-  for (int i = 0; i < DraftLength::kPause; ++i) d.skipped();
-  EXPECT_EQ(d.next(), 1);  // one probe token
-  d.record(1, 0);          // a failed probe: a pause twice as long
-  EXPECT_EQ(d.next(), 0);
-  for (int i = 0; i < 2 * DraftLength::kPause - 1; ++i) d.skipped();
-  EXPECT_EQ(d.next(), 0);
-  d.skipped();
-  EXPECT_EQ(d.next(), 1);
-  d.record(1, 1);  // accepted: drafting resumes, the pause is back to kPause
-  EXPECT_EQ(d.next(), 2);
-  DraftLength fixed(5, false);
-  fixed.record(5, 0);
+// A check's cost on an MoE model like the trained `small` (docs/inference.md):
+// 45% of a plain step's bytes dense (and the LM head), the rest one of 8
+// experts per layer, E (1 - (1 - 1/E)^(k + 1)) experts read by a check of k.
+DraftCost moe_cost(int64_t max_tokens, double draft_token) {
+  DraftCost c;
+  for (int64_t k = 0; k <= max_tokens; ++k) c.check.push_back(0.45 + 0.55 * 8 * (1 - std::pow(7.0 / 8.0, k + 1)));
+  c.draft_token = draft_token;
+  return c;
+}
+
+// Tokens per unit of cost of `steps` steps of one sequence under the policy
+// (cost: `cost`), when its drafted tokens are kept as a two-state source says:
+// a draft's first token with probability `first` after a rejection (or a step
+// without a draft), `next` after a kept token (later tokens, and the first one
+// after a check kept whole); fixed seeds.
+double simulate(const DraftCost& cost, int64_t max_tokens, bool adaptive, double first, double next,
+                int64_t steps = 4000) {
+  DraftLength d(max_tokens, adaptive, cost);
+  Rng rng{11, 3, 0};
+  double tokens = 0, spent = 0;
+  bool run = false;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t k = d.next();
+    if (k == 0) {
+      d.skipped();
+      tokens += 1, spent += 1, run = false;
+      continue;
+    }
+    int64_t kept = 0;
+    for (double p = run ? next : first; kept < k && rng.next_double() < p; p = next) ++kept;
+    d.record(k, kept);
+    run = kept == k;
+    tokens += double(kept + 1), spent += cost.check[size_t(k)] + double(k) * cost.draft_token;
+  }
+  return tokens / spent;
+}
+
+TEST(SpecDraft, AdaptiveLengthExpectedTokens) {
+  DraftLength flat(8);
+  EXPECT_DOUBLE_EQ(DraftLength::tokens(0, 0.5, 0.8), 1.0);
+  EXPECT_DOUBLE_EQ(DraftLength::tokens(2, 0.5, 0.8), 1 + 0.5 + 0.5 * 0.8);
+  EXPECT_DOUBLE_EQ(flat.gain(2, 0.5, 0.8), 1.9);  // free checks
+  // Independent acceptance (p1 = p): the chain's long-run rate is one check's gain.
+  DraftLength moe(8, true, moe_cost(8, 0.05));
+  for (int64_t k = 1; k <= 8; ++k) EXPECT_NEAR(moe.rate(k, k, 0.7, 0.7), moe.gain(k, 0.7, 0.7), 1e-12);
+  // Runs: a short check after a rejection pays for the long kept runs it leads into, where a single check
+  // after a rejection would not.
+  EXPECT_LT(moe.gain(1, 0.3, 0.95), 1.0);
+  const DraftLength::Plan runs = moe.plan(0.3, 0.95);
+  EXPECT_GE(runs.after_rejection, 1);
+  EXPECT_LT(runs.after_rejection, runs.in_run);
+  EXPECT_EQ(runs.in_run, 8);
+  EXPECT_GT(runs.rate, 1.4);
+  // Poor acceptance on an expensive check: nothing after a rejection.
+  EXPECT_EQ(moe.plan(0.3, 0.3).after_rejection, 0);
+  EXPECT_EQ(DraftLength(8).plan(0.3, 0.3).after_rejection, 8);  // free checks: any acceptance pays
+}
+
+TEST(SpecDraft, AdaptiveLengthKeepsTheFloorAndTheGoodRows) {
+  // On the MoE cost (about 1.5 steps for a check of one token, 3.7 for eight):
+  // sampled text, where a draft model's tokens are kept 30% of the time and
+  // n-gram ones 6%: within 3% of plain decoding, where a fixed K loses half.
+  const DraftCost model = moe_cost(8, 0.05), ngram = moe_cost(8, 0.0);
+  EXPECT_GT(simulate(model, 8, true, 0.3, 0.3), 0.97);
+  EXPECT_LT(simulate(model, 8, false, 0.3, 0.3), 0.5);
+  EXPECT_GT(simulate(ngram, 8, true, 0.06, 0.06), 0.97);
+  // Good rows: as fast as always drafting K (within 3%) where every token is likely kept.
+  for (double a : {0.92, 0.96}) {
+    EXPECT_GT(simulate(model, 8, true, a, a), 0.97 * simulate(model, 8, false, a, a)) << a;
+    EXPECT_GT(simulate(ngram, 8, true, a, a), 0.97 * simulate(ngram, 8, false, a, a)) << a;
+  }
+  // Runs (a quotation copied, then left): faster than a fixed K, and than plain decoding by far.
+  const double runs = simulate(ngram, 8, true, 0.3, 0.95);
+  EXPECT_GT(runs, 1.4);
+  EXPECT_GT(runs, 1.1 * simulate(ngram, 8, false, 0.3, 0.95));
+}
+
+TEST(SpecDraft, AdaptiveLengthPausesProbesAndTellsEvidenceApart) {
+  // Low acceptance with an expensive check: a pause, then a one-token probe;
+  // a probe after which drafting still does not pay doubles the pause.
+  DraftLength low(8, true, moe_cost(8, 0.05));
+  EXPECT_GT(low.next(), 0);  // the prior drafts
+  for (int i = 0; i < 8 && low.next() > 0; ++i) low.record(low.next(), 0);
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < DraftLength::kPause - 1; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 0);
+  low.skipped();
+  EXPECT_EQ(low.next(), 1);  // the probe
+  low.record(1, 0);
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < 2 * DraftLength::kPause - 1; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 0);
+  low.skipped();
+  EXPECT_EQ(low.next(), 1);
+  low.record(1, 1);  // kept: drafting pays now (the pause starts over), the next draft continues the run
+  EXPECT_GT(low.first(), 0.3);
+  EXPECT_GT(low.next(), 0);
+  low.record(low.next(), 0);  // rejected: no draft after a rejection pays any more, a probe after kPause
+  EXPECT_EQ(low.next(), 0);
+  for (int i = 0; i < DraftLength::kPause - 1; ++i) low.skipped();
+  EXPECT_EQ(low.next(), 0);
+  low.skipped();
+  EXPECT_EQ(low.next(), 1);
+  // Text that turns predictable: drafts kept whole (each followed by a step without one) lift the
+  // first-token estimate until drafting after a rejection pays again.
+  int steps = 0;
+  for (; steps < 1000; ++steps) {
+    const int64_t k = low.next();
+    if (k == 0) {
+      low.skipped();
+      continue;
+    }
+    low.record(k, k);
+    low.skipped();  // a step without a draft: the next draft starts afresh, not in the run
+    if (low.next() > 0) break;
+  }
+  EXPECT_LT(steps, 1000);
+  EXPECT_GT(low.first(), 0.5);
+  // Evidence apart: n-gram drafts from 1-token matches rejected, from 3-token matches kept.
+  DraftLength ng(8, true, moe_cost(8, 0.0));
+  for (int i = 0; i < 12; ++i) {
+    ng.record(1, 0, 1);
+    ng.skipped();
+    ng.record(2, 2, 3);
+    ng.skipped();  // each draft starts after a rejection or a step without one
+  }
+  EXPECT_LT(ng.first(1), 0.1);
+  EXPECT_GT(ng.first(3), 0.9);
+  EXPECT_GT(ng.next(3), 1);
+  EXPECT_LT(ng.next(1), ng.next(3));
+  // Deterministic: the same outcomes give the same lengths.
+  DraftLength a(6, true, moe_cost(6, 0.02)), b(6, true, moe_cost(6, 0.02));
+  for (int i = 0; i < 200; ++i) {
+    const int64_t k = a.next(i % 4), kept = (i * 7919) % 5 < 3 ? k : k / 2;
+    ASSERT_EQ(k, b.next(i % 4));
+    if (k == 0) {
+      a.skipped();
+      b.skipped();
+    } else {
+      a.record(k, kept, i % 4);
+      b.record(k, kept, i % 4);
+    }
+  }
+  // Adaptive off: always the maximum.
+  DraftLength fixed(5, false, moe_cost(5, 0.05));
+  for (int i = 0; i < 10; ++i) fixed.record(5, 0);
   EXPECT_EQ(fixed.next(), 5);
   testing::expect_error([] { DraftLength(0); }, "--spec-tokens 0");
   testing::expect_error([] { parse_spec_method("lookahead"); }, "allowed: none, ngram");
+}
+
+TEST(SpecDraft, CostFromTheModelsBytes) {
+  auto model = testing::random_model(testing::small_test_config(), 3);
+  auto im = InferModel::from_model(*model);
+  const DraftCost ngram = draft_cost(*im, nullptr, 6), self = draft_cost(*im, im.get(), 6);
+  ASSERT_EQ(ngram.check.size(), 7u);
+  EXPECT_DOUBLE_EQ(ngram.check[0], 1.0);
+  for (size_t k = 1; k < ngram.check.size(); ++k) {
+    EXPECT_GT(ngram.check[k], ngram.check[k - 1]);  // more rows, more experts read
+    EXPECT_LT(ngram.check[k], double(k + 1));       // the dense weights and the head once
+  }
+  const WeightBytes& b = im->weight_bytes();
+  const double E = double(im->config().experts),
+               all_experts = double(b.dense + b.lm_head) + double(im->config().num_blocks) * E * double(b.per_expert);
+  EXPECT_LT(ngram.check[6], all_experts / double(b.dense + b.lm_head + im->config().num_blocks * b.per_expert));
+  EXPECT_EQ(ngram.draft_token, 0.0);
+  EXPECT_DOUBLE_EQ(self.draft_token, 1.0);  // a draft as large as the target: one plain step per token
+  EXPECT_EQ(self.check, ngram.check);
+}
+
+TEST(SpecDraft, RoutingSpreadScalesTheExtraExperts) {
+  auto model = testing::random_model(testing::small_test_config(), 3);
+  auto im = InferModel::from_model(*model);
+  const ZayaConfig& c = im->config();
+  ASSERT_GT(c.experts, 1);
+  // No spread (rows always on one expert): a check reads what a plain step does; full spread: the independent
+  // estimate; half: in between.
+  const DraftCost none = draft_cost(*im, nullptr, 4, 0.0), half = draft_cost(*im, nullptr, 4, 0.5),
+                  full = draft_cost(*im, nullptr, 4);
+  for (size_t k = 1; k <= 4; ++k) {
+    EXPECT_DOUBLE_EQ(none.check[k], 1.0);
+    EXPECT_GT(half.check[k], 1.0);
+    EXPECT_NEAR(half.check[k] - 1.0, 0.5 * (full.check[k] - 1.0), 1e-12);
+  }
+  // Measured on steps of 2 .. max_rows rows: each layer reads top_k experts in every step here (spread 0).
+  RoutingSpread spread(c, 5);
+  EXPECT_DOUBLE_EQ(spread.value(), 1.0);
+  const int64_t layers = c.num_blocks, top = std::min(c.top_k, c.experts);
+  for (int i = 0; i < 50; ++i) spread.observe({.tokens = 4, .expert_loads = layers * top});
+  EXPECT_LT(spread.value(), 0.1);
+  const double v = spread.value();
+  spread.observe({.tokens = 1, .expert_loads = layers * c.experts});   // one row: no extra experts possible
+  spread.observe({.tokens = 64, .expert_loads = layers * c.experts});  // a prompt chunk: not a decode step
+  EXPECT_DOUBLE_EQ(spread.value(), v);
+  // Every row on its own expert: more than independent routing predicts.
+  RoutingSpread apart(c, 5);
+  for (int i = 0; i < 50; ++i)
+    apart.observe({.tokens = 4, .expert_loads = layers * std::min<int64_t>(c.experts, 4 * top)});
+  EXPECT_GT(apart.value(), 1.0);
+  // New prices keep a sequence's estimates: cheap checks draft where dear ones do not.
+  DraftLength d(4, true, full);
+  for (int i = 0; i < 50 && d.next() > 0; ++i) d.record(d.next(), 0);
+  ASSERT_EQ(d.next(), 0);
+  d.set_cost(none);
+  EXPECT_GT(d.next(), 0);
 }
 
 // Three rows over 7 ids (one padding id beyond real_vocab 6); drafts of two

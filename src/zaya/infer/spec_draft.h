@@ -1,7 +1,8 @@
 #pragma once
 // Drafting for speculative decoding (docs/inference.md, "Speculative
 // decoding"): what to propose for the target model to check in one forward
-// over 1 + K positions (spec_verify.h), and how many tokens to propose.
+// over 1 + K positions (spec_verify.h); how many is DraftLength's
+// (spec_length.h).
 //
 // - ngram_draft: prompt lookup (Saxena's "prompt lookup decoding", vLLM's and
 //   llama.cpp's n-gram drafting): the last n tokens of the context are looked
@@ -9,13 +10,6 @@
 //   occurrence of the longest n from max_ngram down to min_ngram wins, and the
 //   tokens that followed it are the draft. It costs no model and pays on text
 //   that repeats its context (code edits, quotations, summaries, lists).
-// - DraftLength: the adaptive K of one sequence. A fully accepted draft
-//   doubles the next one (up to the maximum); a partly accepted one proposes
-//   one more token than were accepted; after kMaxMisses drafts in a row with
-//   nothing accepted the sequence stops drafting for kPause steps, then probes
-//   with one token; each probe that fails doubles the pause (up to kMaxPause),
-//   an accepted token resets it. So a sequence whose drafts keep failing
-//   decodes almost as plain decoding does (one probe per up to kMaxPause steps).
 // - Drafter: the drafting step of a Speculator (spec_decode.h), one interface
 //   for both methods: NgramDrafter (prompt lookup, above) and ModelDrafter (a
 //   smaller ZAYA model with its own cache, spec_model.h).
@@ -36,30 +30,10 @@ struct NgramDraftOptions {
 
 // Up to `max_tokens` tokens that followed the most recent earlier occurrence of
 // the context's last n tokens (see above) into `out` (cleared first); empty when
-// nothing matches or max_tokens <= 0.
-void ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
-                 std::vector<int32_t>& out);
-
-class DraftLength {
- public:
-  static constexpr int64_t kMaxMisses = 3;
-  static constexpr int64_t kPause = 8;
-  static constexpr int64_t kMaxPause = 128;
-
-  // max_tokens: the most tokens one draft may hold (--spec-tokens); adaptive off: always max_tokens.
-  explicit DraftLength(int64_t max_tokens = 4, bool adaptive = true);
-  // Tokens to draft at the next step (0: none).
-  int64_t next() const { return paused_ > 0 ? 0 : k_; }
-  // A step without a draft (paused, or nothing to propose).
-  void skipped();
-  // A checked draft of `drafted` tokens of which the first `accepted` were kept.
-  void record(int64_t drafted, int64_t accepted);
-
- private:
-  int64_t max_, k_;
-  bool adaptive_;
-  int64_t misses_ = 0, paused_ = 0, pause_ = kPause;
-};
+// nothing matches or max_tokens <= 0. Returns that n (0: none): the draft's
+// evidence (DraftLength prices drafts per match length, spec_length.h).
+int64_t ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const NgramDraftOptions& options,
+                    std::vector<int32_t>& out);
 
 // One sequence's draft at a step (Drafter::draft).
 struct DraftJob {
@@ -75,6 +49,7 @@ struct DraftJob {
   // stride: the target's vocabulary, as verify_draft reads it); empty: point
   // masses (an n-gram draft).
   std::vector<float>* q = nullptr;
+  int64_t* evidence = nullptr;  // out: the n-gram match length (ngram_draft); a model's: 0
 };
 
 class Drafter {
@@ -84,6 +59,9 @@ class Drafter {
   virtual void start(int32_t slot) = 0;
   // The drafts of every job (distinct slots) at once: a model batches its steps over them.
   virtual void draft(std::span<const DraftJob> jobs) = 0;
+  // Drafting costs nothing (an n-gram lookup): the Speculator drafts the most
+  // and then trims the draft to the length its evidence pays for.
+  virtual bool costless() const { return false; }
 };
 
 class NgramDrafter final : public Drafter {
@@ -91,6 +69,7 @@ class NgramDrafter final : public Drafter {
   explicit NgramDrafter(const NgramDraftOptions& options) : options_(options) {}
   void start(int32_t) override {}
   void draft(std::span<const DraftJob> jobs) override;
+  bool costless() const override { return true; }
 
  private:
   NgramDraftOptions options_;

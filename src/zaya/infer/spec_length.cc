@@ -1,0 +1,137 @@
+#include "zaya/infer/spec_length.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "zaya/core/error.h"
+#include "zaya/infer/engine.h"
+#include "zaya/infer/infer_model.h"
+
+namespace zaya {
+
+DraftCost DraftCost::flat(int64_t max_tokens) {
+  return {std::vector<double>(size_t(std::max<int64_t>(max_tokens, 0) + 1), 1.0), 0.0};
+}
+
+namespace {
+// Experts one MoE layer reads for n rows choosing top_k each, independently and evenly over E.
+double independent_experts(double E, double top_k, double n) {
+  return E * (1.0 - std::pow(1.0 - std::min(1.0, top_k / E), n));
+}
+
+// Weight bytes a step over n positions of one sequence reads: the dense
+// weights and the LM head once, and per MoE layer the experts the n rows
+// route to (top_k, plus `spread` times the independent estimate's extra ones).
+double step_bytes(const InferModel& m, int64_t n, double spread) {
+  const WeightBytes& b = m.weight_bytes();
+  const ZayaConfig& c = m.config();
+  double experts = 0;
+  if (c.experts > 0 && b.per_expert > 0) {
+    const double E = double(c.experts), k = std::min(E, double(c.top_k));
+    experts = k + spread * (independent_experts(E, k, double(n)) - k);
+  }
+  return double(b.dense + b.lm_head) + double(c.num_blocks) * experts * double(b.per_expert);
+}
+}  // namespace
+
+DraftCost draft_cost(const InferModel& target, const InferModel* draft, int64_t max_tokens, double spread) {
+  const double plain = step_bytes(target, 1, spread);
+  ZAYA_ASSERT(plain > 0);
+  DraftCost cost;
+  for (int64_t k = 0; k <= max_tokens; ++k) cost.check.push_back(step_bytes(target, k + 1, spread) / plain);
+  if (draft != nullptr) cost.draft_token = step_bytes(*draft, 1, 1.0) / plain;
+  return cost;
+}
+
+RoutingSpread::RoutingSpread(const ZayaConfig& c, int64_t max_rows)
+    : experts_(double(c.experts)),
+      top_k_(std::min(double(c.experts), double(c.top_k))),
+      layers_(double(c.num_blocks)),
+      max_rows_(max_rows) {}
+
+void RoutingSpread::observe(const StepStats& step) {
+  if (experts_ <= 0 || step.tokens < 2 || step.tokens > max_rows_) return;
+  observed_ += std::max(0.0, double(step.expert_loads) - layers_ * top_k_);
+  independent_ += layers_ * (independent_experts(experts_, top_k_, double(step.tokens)) - top_k_);
+}
+
+DraftLength::DraftLength(int64_t max_tokens, bool adaptive)
+    : DraftLength(max_tokens, adaptive, DraftCost::flat(max_tokens)) {}
+
+DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cost)
+    : max_(max_tokens), adaptive_(adaptive) {
+  ZAYA_CHECK_USAGE(max_tokens >= 1 && max_tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", max_tokens);
+  set_cost(cost);
+  first_.fill({kPriorFirst * kPriorTokens, kPriorTokens});
+}
+
+void DraftLength::set_cost(const DraftCost& cost) {
+  ZAYA_ASSERT(int64_t(cost.check.size()) > max_);
+  cost_.clear();
+  for (int64_t k = 0; k <= max_; ++k) cost_.push_back(cost.check[size_t(k)] + double(k) * cost.draft_token);
+}
+
+void DraftLength::Estimate::add(bool ok) {
+  kept = kDecay * kept + (ok ? 1.0 : 0.0);
+  seen = kDecay * seen + 1.0;
+}
+
+int64_t DraftLength::evidence_class(int64_t evidence) { return std::clamp<int64_t>(evidence, 0, kEvidence - 1); }
+
+double DraftLength::tokens(int64_t k, double p1, double p) {
+  double tokens = 1, run = p1;  // the token after the kept ones, plus p1 (1 + p + ... + p^(k-1))
+  for (int64_t i = 0; i < k; ++i, run *= p) tokens += run;
+  return tokens;
+}
+
+double DraftLength::gain(int64_t k, double p1, double p) const { return tokens(k, p1, p) / cost_[size_t(k)]; }
+
+double DraftLength::rate(int64_t kr, int64_t ka, double p1, double p) const {
+  ZAYA_ASSERT(kr >= 1 && ka >= 1);
+  // Two states: R (after a rejection, the first token kept with p1) and A (in a run, with p); a check of k
+  // kept whole goes to A, any other to R. Stationary share of A: q_R / (1 - q_A + q_R).
+  const double q_r = p1 * std::pow(p, double(kr - 1)), q_a = std::pow(p, double(ka));
+  const double den = 1 - q_a + q_r, in_run = den > 0 ? q_r / den : 1.0;
+  return ((1 - in_run) * tokens(kr, p1, p) + in_run * tokens(ka, p, p)) /
+         ((1 - in_run) * cost_[size_t(kr)] + in_run * cost_[size_t(ka)]);
+}
+
+DraftLength::Plan DraftLength::plan(double p1, double p) const {
+  Plan best;
+  for (int64_t kr = 1; kr <= max_; ++kr)
+    for (int64_t ka = 1; ka <= max_; ++ka)
+      if (const double r = rate(kr, ka, p1, p); r > best.rate) best = {kr, ka, r};
+  if (best.rate >= kMinGain) return best;
+  // Drafting after a rejection does not pay; inside a run (rarely reached then) the best single check, if any pays.
+  best = {0, 0, 1.0};
+  for (int64_t k = 1; k <= max_; ++k)
+    if (const double g = gain(k, p, p); g >= kMinGain && g > best.rate) best.in_run = k, best.rate = g;
+  return best;
+}
+
+DraftLength::Choice DraftLength::choose(int64_t evidence) const {
+  if (!adaptive_) return {max_, false};
+  const Plan pl = plan(first_[size_t(evidence_class(evidence))].value(), next_.value());
+  const int64_t k = run_ ? pl.in_run : pl.after_rejection;
+  if (k > 0) return {k, false};
+  return {idle_ >= pause_ ? 1 : 0, true};
+}
+
+void DraftLength::skipped() {
+  ++idle_;
+  run_ = false;  // a token came without a draft: the next draft starts afresh
+}
+
+void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
+  if (!adaptive_ || drafted <= 0) return;
+  const bool probe = choose(evidence).probe;
+  Estimate& head = run_ ? next_ : first_[size_t(evidence_class(evidence))];
+  head.add(accepted > 0);
+  for (int64_t i = 1; i < drafted && i <= accepted; ++i) next_.add(i < accepted);
+  run_ = accepted == drafted;
+  idle_ = 0;
+  // A probe after which drafting after a rejection still does not pay: a longer pause before the next one.
+  if (probe) pause_ = plan(first(evidence), later()).after_rejection > 0 ? kPause : std::min(kMaxPause, 2 * pause_);
+}
+
+}  // namespace zaya
