@@ -80,23 +80,24 @@ bool mxq8_cpu_has_avx2() {
 // (high), so vpdpbusd lane l (bytes 4l .. 4l + 3) always falls in block l / 4.
 // The activations are rearranged to match once per call (mxq8_prepare): per
 // 4 blocks, their even elements (`lo`, against the low nibbles) and odd ones
-// (`hi`), and the lanes' correction -128 x (the lane's 8 values), since the
+// (`hi`), and per block the correction -128 x (the block's sum), since the
 // weights enter vpdpbusd unsigned (128 + 2 e2m1, through a vpshufb table).
 // Per load: an and, a shift and an and, two vpshufb, two vpdpbusd per token;
 // the 4 loads' lanes are then summed in integers into the group's 16 exact
-// block dots (lane 4L + v: block 4v + L, mxq8_sum_quads), converted once and
-// multiplied by the 16 products dw x dx in the same order (one FMA per group,
+// block dots (lane 4L + v: block 4v + L, mxq8_sum_quads), corrected, converted
+// once and multiplied by the 16 products dw x dx in the same order (each
+// dx x 2^(u - 128) by one vscalefps: the product's one rounding; one FMA per group,
 // row and token, where the previous kernel took a conversion, a permute, a
 // multiply and an FMA per 2 blocks). The 16 float lanes are summed in a fixed
 // tree (mxq8_sum_lanes, mxq8_sum_lanes4), the same for a row in a tile of any
 // size, so the rows' bits do not depend on how the rows are split.
 struct alignas(64) Mxq8Quad {
-  int8_t lo[64];     // elements 2k of the 4 blocks' 128 (k = 0 .. 63)
-  int8_t hi[64];     // elements 2k + 1
-  int32_t corr[16];  // -128 x (lo[4l .. 4l + 3] + hi[4l .. 4l + 3])
+  int8_t lo[64];  // elements 2k of the 4 blocks' 128 (k = 0 .. 63)
+  int8_t hi[64];  // elements 2k + 1
 };
 struct alignas(64) Mxq8Group {
   Mxq8Quad quad[4];  // blocks 4v .. 4v + 3 of the group (zeros past the row's end)
+  int32_t corr[16];  // lane 4L + v: -128 x the sum of block 4v + L's 32 values (0 past the row's end)
   float d[16];       // lane 4L + v: the scale dx of block 4v + L (0 past the row's end)
 };
 
@@ -104,6 +105,13 @@ struct alignas(64) Mxq8Group {
 constexpr int8_t kMxq8LaneOrder[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
 
 int64_t mxq8_groups(int64_t in) { return (in / kMxBlock + 15) / 16; }
+
+// Lane 4L + v of the result: the sum of lanes 4L .. 4L + 3 of q[v] (exact integers).
+ZAYA_TARGET_MXQ8_VNNI inline __m512i mxq8_sum_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+  const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(q0, q1), _mm512_unpackhi_epi32(q0, q1));
+  const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(q2, q3), _mm512_unpackhi_epi32(q2, q3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+}
 
 // xq's rows rearranged into groups (mxq8_groups(in) per token) in `buf`.
 ZAYA_TARGET_MXQ8_VNNI void mxq8_prepare(const Q8Activations& xq, std::vector<Mxq8Group>& buf) {
@@ -114,6 +122,7 @@ ZAYA_TARGET_MXQ8_VNNI void mxq8_prepare(const Q8Activations& xq, std::vector<Mxq
     const Q8ActivationPair* xp = xq.row(t);
     for (int64_t g = 0; g < groups; ++g) {
       Mxq8Group& dst = buf[size_t(t * groups + g)];
+      __m512i sums[4];
       for (int v = 0; v < 4; ++v) {
         const int64_t p = 8 * g + 2 * v;  // the quad's two pairs (the last pair's second block is zeros)
         const __m512i a = p < pairs ? _mm512_load_si512(xp[p].q) : _mm512_setzero_si512();
@@ -124,22 +133,16 @@ ZAYA_TARGET_MXQ8_VNNI void mxq8_prepare(const Q8Activations& xq, std::vector<Mxq
                                               _mm512_cvtepi16_epi8(_mm512_srli_epi16(b, 8)), 1);
         _mm512_store_si512(dst.quad[v].lo, lo);
         _mm512_store_si512(dst.quad[v].hi, hi);
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, lo), offset, hi);
-        _mm512_store_si512(dst.quad[v].corr, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+        sums[v] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, lo), offset, hi);
       }
+      _mm512_store_si512(dst.corr,
+                         _mm512_sub_epi32(_mm512_setzero_si512(), mxq8_sum_quads(sums[0], sums[1], sums[2], sums[3])));
       for (int i = 0; i < 16; ++i) {
         const int64_t b = 16 * g + kMxq8LaneOrder[i];
         dst.d[i] = b < blocks ? xq.scale(t, b) : 0.0f;
       }
     }
   }
-}
-
-// Lane 4L + v of the result: the sum of lanes 4L .. 4L + 3 of q[v] (exact integers).
-ZAYA_TARGET_MXQ8_VNNI inline __m512i mxq8_sum_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
-  const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(q0, q1), _mm512_unpackhi_epi32(q0, q1));
-  const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(q2, q3), _mm512_unpackhi_epi32(q2, q3));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
 }
 
 // The sum of a's 16 lanes in the tree ((x0 + x2) + (x1 + x3)) per 128-bit part, then (P0 + P1) + (P2 + P3).
@@ -175,7 +178,6 @@ ZAYA_TARGET_MXQ8_VNNI __attribute__((always_inline)) inline void mxq8_group_vnni
                     char(127), char(126), char(125), char(124), char(122), char(120), char(116)));
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m128i order = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxq8LaneOrder));
-  const __m512 half = _mm512_set1_ps(0.5f);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const uint8_t* q = w + r * row_bytes;
@@ -192,18 +194,19 @@ ZAYA_TARGET_MXQ8_VNNI __attribute__((always_inline)) inline void mxq8_group_vnni
       const __m512i wh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
       for (int t = 0; t < TT; ++t) {
         const Mxq8Quad& xv = x[t]->quad[v];
-        dots[t][v] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(xv.corr), wl, _mm512_load_si512(xv.lo)),
-                                         wh, _mm512_load_si512(xv.hi));
+        dots[t][v] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wl, _mm512_load_si512(xv.lo)), wh,
+                                         _mm512_load_si512(xv.hi));
       }
     }
-    // dw = 0.5 x 2^(u - 127) by vscalefps (exact, the subnormal 2^-128 of u = 0 included), in the lanes' order.
+    // u - 128 in the lanes' order: dw x dx = dx x 2^(u - 128) by vscalefps (the product's one rounding).
     // (Unmasked: a masked byte load here measured slower, and a row's last group loads its row's last 16 bytes.)
     const __m128i u8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + scale_offset));
     const __m512i u = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(u8, kPartial ? scale_pick : order));
-    const __m512 dw = _mm512_scalef_ps(half, _mm512_cvtepi32_ps(_mm512_sub_epi32(u, _mm512_set1_epi32(127))));
+    const __m512 e = _mm512_cvtepi32_ps(_mm512_sub_epi32(u, _mm512_set1_epi32(128)));
     for (int t = 0; t < TT; ++t) {
-      const __m512i dot = mxq8_sum_quads(dots[t][0], dots[t][1], dots[t][2], dots[t][3]);
-      acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_load_ps(x[t]->d)), acc[r][t]);
+      const __m512i dot = _mm512_add_epi32(mxq8_sum_quads(dots[t][0], dots[t][1], dots[t][2], dots[t][3]),
+                                           _mm512_load_si512(x[t]->corr));
+      acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_scalef_ps(_mm512_load_ps(x[t]->d), e), acc[r][t]);
     }
   }
 }
