@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "zaya/core/error.h"
 #include "zaya/core/mxfp4.h"
@@ -73,75 +74,202 @@ bool mxq8_cpu_has_avx2() {
   return has;
 }
 
-// R MXFP4 rows x TT tokens, as ops/matvec_q8.cc's tile_vnni. Per pair of
-// blocks (64 weights, 32 packed bytes) and row: the bytes widened to 16 bits
-// and each word rebuilt as (low nibble, high nibble) in its two bytes, so
-// byte k holds the code of element k; one vpshufb through the table of
-// 128 + 2 e2m1 (unsigned, as vpdpbusd wants: Q8ActivationPair's correction
-// -128 sum qx takes the 128 back out); per token one vpdpbusd (4 exact
-// products per lane), a conversion and an FMA with the product of the scales.
-// The block scales, 16 at a time, are 0.5 x 2^(u - 127) by vscalefps (exact,
-// subnormal 2^-128 for u = 0 included).
-template <int R, int TT>
-ZAYA_TARGET_MXQ8_VNNI inline void mxq8_tile_vnni(const uint8_t* w, int64_t row_bytes, int64_t in,
-                                                 const Q8ActivationPair* x, int64_t x_stride, float* y, int64_t ldy,
-                                                 bool accumulate) {
-  const int64_t blocks = in / kMxBlock, full = blocks / 2;
-  __m512 acc[R][TT];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
+// The VNNI kernel takes a row 16 blocks (512 weights, 272 bytes) at a time,
+// a "group", in the packed layout as stored (core/mxfp4.h): each 64-byte load
+// holds 4 blocks, byte k the codes of elements 2k (low nibble) and 2k + 1
+// (high), so vpdpbusd lane l (bytes 4l .. 4l + 3) always falls in block l / 4.
+// The activations are rearranged to match once per call (mxq8_prepare): per
+// 4 blocks, their even elements (`lo`, against the low nibbles) and odd ones
+// (`hi`), and per block the correction -128 x (the block's sum), since the
+// weights enter vpdpbusd unsigned (128 + 2 e2m1, through a vpshufb table).
+// Per load: an and, a shift and an and, two vpshufb, two vpdpbusd per token;
+// the 4 loads' lanes are then summed in integers into the group's 16 exact
+// block dots (lane 4L + v: block 4v + L, mxq8_sum_quads), corrected, converted
+// once and multiplied by the 16 products dw x dx in the same order (each
+// dx x 2^(u - 128) by one vscalefps: the product's one rounding; one FMA per group,
+// row and token, where the previous kernel took a conversion, a permute, a
+// multiply and an FMA per 2 blocks). The 16 float lanes are summed in a fixed
+// tree (mxq8_sum_lanes, mxq8_sum_lanes4), the same for a row in a tile of any
+// size, so the rows' bits do not depend on how the rows are split.
+struct alignas(64) Mxq8Quad {
+  int8_t lo[64];  // elements 2k of the 4 blocks' 128 (k = 0 .. 63)
+  int8_t hi[64];  // elements 2k + 1
+};
+struct alignas(64) Mxq8Group {
+  Mxq8Quad quad[4];  // blocks 4v .. 4v + 3 of the group (zeros past the row's end)
+  int32_t corr[16];  // lane 4L + v: -128 x the sum of block 4v + L's 32 values (0 past the row's end)
+  float d[16];       // lane 4L + v: the scale dx of block 4v + L (0 past the row's end)
+};
+
+// Byte i <- byte 4 (i % 4) + i / 4: the group's 16 scale bytes in the order of mxq8_sum_quads's lanes.
+constexpr int8_t kMxq8LaneOrder[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+int64_t mxq8_groups(int64_t in) { return (in / kMxBlock + 15) / 16; }
+
+// Lane 4L + v of the result: the sum of lanes 4L .. 4L + 3 of q[v] (exact integers).
+ZAYA_TARGET_MXQ8_VNNI inline __m512i mxq8_sum_quads(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+  const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(q0, q1), _mm512_unpackhi_epi32(q0, q1));
+  const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(q2, q3), _mm512_unpackhi_epi32(q2, q3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+}
+
+// xq's rows rearranged into groups (mxq8_groups(in) per token) in `buf`.
+ZAYA_TARGET_MXQ8_VNNI void mxq8_prepare(const Q8Activations& xq, std::vector<Mxq8Group>& buf) {
+  const int64_t blocks = xq.in() / kMxBlock, groups = mxq8_groups(xq.in()), pairs = xq.pairs();
+  buf.resize(size_t(groups * xq.tokens()));
+  const __m512i offset = _mm512_set1_epi8(char(128));
+  for (int64_t t = 0; t < xq.tokens(); ++t) {
+    const Q8ActivationPair* xp = xq.row(t);
+    for (int64_t g = 0; g < groups; ++g) {
+      Mxq8Group& dst = buf[size_t(t * groups + g)];
+      __m512i sums[4];
+      for (int v = 0; v < 4; ++v) {
+        const int64_t p = 8 * g + 2 * v;  // the quad's two pairs (the last pair's second block is zeros)
+        const __m512i a = p < pairs ? _mm512_load_si512(xp[p].q) : _mm512_setzero_si512();
+        const __m512i b = p + 1 < pairs ? _mm512_load_si512(xp[p + 1].q) : _mm512_setzero_si512();
+        const __m512i lo =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(a)), _mm512_cvtepi16_epi8(b), 1);
+        const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(_mm512_srli_epi16(a, 8))),
+                                              _mm512_cvtepi16_epi8(_mm512_srli_epi16(b, 8)), 1);
+        _mm512_store_si512(dst.quad[v].lo, lo);
+        _mm512_store_si512(dst.quad[v].hi, hi);
+        sums[v] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, lo), offset, hi);
+      }
+      _mm512_store_si512(dst.corr,
+                         _mm512_sub_epi32(_mm512_setzero_si512(), mxq8_sum_quads(sums[0], sums[1], sums[2], sums[3])));
+      for (int i = 0; i < 16; ++i) {
+        const int64_t b = 16 * g + kMxq8LaneOrder[i];
+        dst.d[i] = b < blocks ? xq.scale(t, b) : 0.0f;
+      }
+    }
+  }
+}
+
+// The sum of a's 16 lanes in the tree ((x0 + x2) + (x1 + x3)) per 128-bit part, then (P0 + P1) + (P2 + P3).
+ZAYA_TARGET_MXQ8_VNNI inline float mxq8_sum_lanes(__m512 a) {
+  const __m512 s1 = _mm512_add_ps(a, _mm512_permute_ps(a, 0x4E));
+  const __m512 s2 = _mm512_add_ps(s1, _mm512_permute_ps(s1, 0xB1));
+  const __m512 s3 = _mm512_add_ps(s2, _mm512_shuffle_f32x4(s2, s2, 0xB1));
+  const __m512 s4 = _mm512_add_ps(s3, _mm512_shuffle_f32x4(s3, s3, 0x4E));
+  return _mm512_cvtss_f32(s4);
+}
+
+// mxq8_sum_lanes of a0 .. a3 at once (the same additions, so the same bits), in lanes 0-3.
+ZAYA_TARGET_MXQ8_VNNI inline __m128 mxq8_sum_lanes4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 t0 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  const __m512 t1 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  const __m512d t0d = _mm512_castps_pd(t0), t1d = _mm512_castps_pd(t1);
+  const __m512 u =
+      _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(t0d, t1d)), _mm512_castpd_ps(_mm512_unpackhi_pd(t0d, t1d)));
+  const __m512 s3 = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0xB1));
+  const __m512 s4 = _mm512_add_ps(s3, _mm512_shuffle_f32x4(s3, s3, 0x4E));
+  return _mm512_castps512_ps128(s4);
+}
+
+// One group of R rows x TT tokens: the kQuads loads of each row (kPartial, where the row ends inside the group:
+// the last load masked to tail_mask, the loads past it zeros; the 16 bytes that end with the row's last scale
+// loaded, at scale_offset, and picked by scale_pick), the block dots, and acc += dot x dw x dx.
+template <int R, int TT, int kQuads, bool kPartial>
+ZAYA_TARGET_MXQ8_VNNI __attribute__((always_inline)) inline void mxq8_group_vnni(
+    const uint8_t* w, int64_t row_bytes, int64_t scale_offset, const Mxq8Group* const* x, __mmask64 tail_mask,
+    __m128i scale_pick, __m512 (&acc)[R][TT]) {
   const __m512i table = _mm512_broadcast_i32x4(
       _mm_setr_epi8(char(128), char(129), char(130), char(131), char(132), char(134), char(136), char(140), char(128),
                     char(127), char(126), char(125), char(124), char(122), char(120), char(116)));
-  const __m512i low4 = _mm512_set1_epi16(0x000F), high4 = _mm512_set1_epi16(0x0F00);
-  const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i next_pair = _mm512_set1_epi32(2);
-  const __m512 half = _mm512_set1_ps(0.5f);
-  // The next tile's rows follow this one's: fetch them one tile ahead, spread over this tile's pairs.
-  constexpr int kLinesPerPair = (R * 34 + 63) / 64;
-  const uint8_t* next = w + R * row_bytes;
-  __m512 scales[R];
-  __m512i pick = first_pair;
-  for (int64_t p = 0; p < (blocks + 1) / 2; ++p) {
-    const uint8_t* pf = next + p * R * 34;
-    for (int l = 0; l < kLinesPerPair; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * l), _MM_HINT_T0);
-    if (p % 8 == 0) {  // the scales of blocks 2p .. 2p + 15 (fewer at the row's end: u = 0, times a zero dot)
-      const int64_t left = blocks - 2 * p;
-      const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
-      for (int r = 0; r < R; ++r) {
-        const __m512i u = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, w + r * row_bytes + in / 2 + 2 * p));
-        scales[r] = _mm512_scalef_ps(half, _mm512_cvtepi32_ps(_mm512_sub_epi32(u, _mm512_set1_epi32(127))));
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m128i order = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxq8LaneOrder));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* q = w + r * row_bytes;
+    __m512i dots[TT][4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      if (v >= kQuads) {
+        for (int t = 0; t < TT; ++t) dots[t][v] = _mm512_setzero_si512();
+        continue;
       }
-      pick = first_pair;
-    }
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* q = w + r * row_bytes + 32 * p;
-      // The last block alone (an odd count): 16 bytes, the upper half zeros (and so are the activations').
-      const __m256i packed = p < full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))
-                                      : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-      const __m512i v = _mm512_cvtepu8_epi16(packed);
-      const __m512i codes =
-          _mm512_or_si512(_mm512_and_si512(v, low4), _mm512_and_si512(_mm512_slli_epi16(v, 4), high4));
-      const __m512i wq = _mm512_shuffle_epi8(table, codes);
-      const __m512 dw = _mm512_permutexvar_ps(pick, scales[r]);
+      const __m512i packed =
+          kPartial && v == kQuads - 1 ? _mm512_maskz_loadu_epi8(tail_mask, q + 64 * v) : _mm512_loadu_si512(q + 64 * v);
+      const __m512i wl = _mm512_shuffle_epi8(table, _mm512_and_si512(packed, low4));
+      const __m512i wh = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
       for (int t = 0; t < TT; ++t) {
-        const Q8ActivationPair& xp = x[t * x_stride + p];
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(reinterpret_cast<const __m512i*>(xp.corr)), wq,
-                                                _mm512_load_si512(reinterpret_cast<const __m512i*>(xp.q)));
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_load_ps(xp.d)), acc[r][t]);
+        const Mxq8Quad& xv = x[t]->quad[v];
+        dots[t][v] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wl, _mm512_load_si512(xv.lo)), wh,
+                                         _mm512_load_si512(xv.hi));
       }
     }
-    pick = _mm512_add_epi32(pick, next_pair);
+    // u - 128 in the lanes' order: dw x dx = dx x 2^(u - 128) by vscalefps (the product's one rounding).
+    // (Unmasked: a masked byte load here measured slower, and a row's last group loads its row's last 16 bytes.)
+    const __m128i u8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + scale_offset));
+    const __m512i u = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(u8, kPartial ? scale_pick : order));
+    const __m512 e = _mm512_cvtepi32_ps(_mm512_sub_epi32(u, _mm512_set1_epi32(128)));
+    for (int t = 0; t < TT; ++t) {
+      const __m512i dot = _mm512_add_epi32(mxq8_sum_quads(dots[t][0], dots[t][1], dots[t][2], dots[t][3]),
+                                           _mm512_load_si512(x[t]->corr));
+      acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_scalef_ps(_mm512_load_ps(x[t]->d), e), acc[r][t]);
+    }
   }
+}
+
+// R MXFP4 rows x TT tokens (x: the tokens' prepared groups, token t at x + t * x_stride).
+template <int R, int TT>
+ZAYA_TARGET_MXQ8_VNNI inline void mxq8_tile_vnni(const uint8_t* w, int64_t row_bytes, int64_t in, const Mxq8Group* x,
+                                                 int64_t x_stride, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = in / kMxBlock, full = blocks / 16;
+  __m512 acc[R][TT];
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TT; ++t) store_mxq8(y + t * ldy + r, _mm512_reduce_add_ps(acc[r][t]), accumulate);
+    for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
+  // The next tile's rows follow this one's: fetch them one tile ahead, spread over this tile's groups.
+  const int64_t spread = (blocks + 15) / 16, chunk = (R * row_bytes + spread - 1) / spread;
+  const uint8_t* next = w + R * row_bytes;
+  const Mxq8Group* xg[TT];
+  for (int64_t g = 0; g < full; ++g) {
+    for (int64_t l = 0; l < chunk; l += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(next + g * chunk + l), _MM_HINT_T0);
+    for (int t = 0; t < TT; ++t) xg[t] = x + t * x_stride + g;
+    mxq8_group_vnni<R, TT, 4, false>(w + 256 * g, row_bytes, in / 2 - 256 * g + 16 * g, xg, 0, _mm_setzero_si128(),
+                                     acc);
+  }
+  if (full * 16 < blocks) {  // the last 1-15 blocks: ceil(left / 4) loads, the last masked to its 16 x (left % 4)
+    const int64_t left = blocks - 16 * full;
+    for (int64_t l = 0; l < chunk; l += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(next + full * chunk + l), _MM_HINT_T0);
+    const int quads = int((left + 3) / 4);
+    const int64_t tail_bytes = 16 * (left - 4 * (quads - 1));
+    const __mmask64 tail_mask = tail_bytes == 64 ? ~__mmask64(0) : (__mmask64(1) << tail_bytes) - 1;
+    for (int t = 0; t < TT; ++t) xg[t] = x + t * x_stride + full;
+    const uint8_t* wt = w + 256 * full;
+    // The row's last `left` scale bytes are the 16 loaded bytes' last: lane i takes byte 16 - left + order[i]
+    // (a zero past them: pshufb's index bit 7). A row has at least 16 bytes (16 + 1 at 32 columns).
+    const int64_t scale_offset = in / 2 - 256 * full + 16 * full + left - 16;
+    // (In vector registers: 16 bytes stored one by one and loaded as a vector stall the load on Zen 5.)
+    const __m128i order = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxq8LaneOrder));
+    const __m128i past = _mm_cmpgt_epi8(order, _mm_set1_epi8(char(left - 1)));
+    const __m128i scale_pick = _mm_or_si128(_mm_add_epi8(order, _mm_set1_epi8(char(16 - left))), past);
+    switch (quads) {
+      case 1: mxq8_group_vnni<R, TT, 1, true>(wt, row_bytes, scale_offset, xg, tail_mask, scale_pick, acc); break;
+      case 2: mxq8_group_vnni<R, TT, 2, true>(wt, row_bytes, scale_offset, xg, tail_mask, scale_pick, acc); break;
+      case 3: mxq8_group_vnni<R, TT, 3, true>(wt, row_bytes, scale_offset, xg, tail_mask, scale_pick, acc); break;
+      default: mxq8_group_vnni<R, TT, 4, true>(wt, row_bytes, scale_offset, xg, tail_mask, scale_pick, acc); break;
+    }
+  }
+  // The sums: 4 at a time where there are 4, else one by one (the same bits either way).
+  constexpr int kN = R * TT, kFours = kN / 4 * 4;
+  for (int i = 0; i < kFours; i += 4) {
+    alignas(16) float s[4];
+    _mm_store_ps(s, mxq8_sum_lanes4(acc[i / TT][i % TT], acc[(i + 1) / TT][(i + 1) % TT],
+                                    acc[(i + 2) / TT][(i + 2) % TT], acc[(i + 3) / TT][(i + 3) % TT]));
+    for (int k = 0; k < 4; ++k) store_mxq8(y + (i + k) % TT * ldy + (i + k) / TT, s[k], accumulate);
+  }
+  for (int i = kFours; i < kN; ++i)
+    store_mxq8(y + i % TT * ldy + i / TT, mxq8_sum_lanes(acc[i / TT][i % TT]), accumulate);
 }
 
 template <int TT>
 ZAYA_TARGET_MXQ8_VNNI void mxq8_rows_for_tokens_vnni(const uint8_t* w, int64_t row_bytes, int64_t in, int64_t r0,
-                                                     int64_t r1, const Q8ActivationPair* x, int64_t x_stride, float* y,
+                                                     int64_t r1, const Mxq8Group* x, int64_t x_stride, float* y,
                                                      int64_t ldy, bool accumulate) {
-  constexpr int R = TT == 1 ? 8 : 4;
+  constexpr int R = TT == 1 ? 8 : TT == 2 ? 4 : 2;
   int64_t r = r0;
   for (; r + R <= r1; r += R)
     mxq8_tile_vnni<R, TT>(w + r * row_bytes, row_bytes, in, x, x_stride, y + r, ldy, accumulate);
@@ -150,10 +278,12 @@ ZAYA_TARGET_MXQ8_VNNI void mxq8_rows_for_tokens_vnni(const uint8_t* w, int64_t r
 
 void mxq8_rows_vnni(const uint8_t* w, int64_t r0, int64_t r1, const Q8Activations& xq, float* y, int64_t ldy,
                     bool accumulate) {
-  const int64_t in = xq.in(), row_bytes = mxfp4_row_bytes(in), stride = xq.pairs();
+  thread_local std::vector<Mxq8Group> prepared;
+  mxq8_prepare(xq, prepared);
+  const int64_t in = xq.in(), row_bytes = mxfp4_row_bytes(in), stride = mxq8_groups(in);
   for_matvec_blocks(r0, r1, xq.tokens(), [&](auto tt, int64_t rb, int64_t re, int64_t t) {
-    mxq8_rows_for_tokens_vnni<decltype(tt)::value>(w, row_bytes, in, rb, re, xq.row(t), stride, y + t * ldy, ldy,
-                                                   accumulate);
+    mxq8_rows_for_tokens_vnni<decltype(tt)::value>(w, row_bytes, in, rb, re, prepared.data() + t * stride, stride,
+                                                   y + t * ldy, ldy, accumulate);
   });
 }
 

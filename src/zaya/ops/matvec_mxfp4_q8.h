@@ -8,12 +8,15 @@
 //   y[t, r] = sum over blocks b of  (2^(u[r, b] - 127) / 2) * dx[t, b] * (sum_i 2 e2m1[r, 32b + i] * qx[t, 32b + i]),
 //
 // the inner sum an exact integer (|sum| <= 32 x 12 x 127). The kernels decode
-// 64 E2M1 codes at a time into int8 through a 16-entry byte table (vpshufb)
-// and take the integer dots with AVX512-VNNI's vpdpbusd where the CPU has it,
-// else AVX2's vpmaddubsw, else a portable loop; all compute the formula above,
-// differing only in the order of the float additions (the VNNI kernel adds
-// 4-product partial dots in 16 float lanes, the others 32-product block dots):
-// |y - y_exact| <= 1.2e-7 x (blocks + 16) x sum_i |dw dx 2 e2m1_i qx_i| (plus
+// E2M1 codes into int8 through a 16-entry byte table (vpshufb) and take the
+// integer dots with AVX512-VNNI's vpdpbusd where the CPU has it (128 codes per
+// 64-byte load, against activations rearranged once per call to match the
+// packed layout; matvec_mxfp4_q8.cc), else AVX2's vpmaddubsw, else a portable
+// loop; all compute the formula above, differing only in the order of the
+// float additions over the exact block dots (the VNNI kernel: 16 float lanes,
+// lane i taking one block of each 16, then a fixed tree over the lanes; the
+// others block by block): |y - y_exact| <= 1.2e-7 x (blocks + 16) x
+// sum_i |dw dx 2 e2m1_i qx_i| (plus
 // 2^-150 per unit of a block's dot where dw x dx is a subnormal float)
 // (ops/matvec_mxfp4_q8_test.cc; bit for bit where every term and partial sum
 // is an exact float).

@@ -36,12 +36,13 @@ std::vector<uint8_t> random_mxfp4(int64_t rows, int64_t in, int u_lo, int u_hi, 
 }
 
 // Every kernel this CPU has against the formula in double, within the header's bound, for token counts across the
-// 4-token blocks, widths with an odd block count (a last half pair), row ranges not a multiple of the tiles, scales
-// over a wide range (u = 0's subnormal 2^-128 included), accumulate on and off.
+// 4-token blocks, widths with an odd block count (a last half pair), block counts that end a 16-block group of the
+// VNNI kernel after 1, 2, 3 or 4 of its 64-byte loads (full or not) or fill it, row ranges not a multiple of the
+// tiles, scales over a wide range (u = 0's subnormal 2^-128 included), accumulate on and off.
 TEST(MatvecMxfp4Q8, KernelsMatchTheFormula) {
   std::mt19937 g(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int64_t in : {32, 96, 160, 512, 2048})
+  for (int64_t in : {32, 96, 160, 256, 288, 480, 512, 544, 2048})
     for (int64_t tokens : {1, 3, 5, 8}) {
       const int64_t rows = 19;
       std::vector<uint8_t> w = random_mxfp4(rows, in, 110, 140, g);
@@ -122,6 +123,28 @@ TEST(MatvecMxfp4Q8, ParallelEqualsRows) {
   matvec_mxfp4_q8_rows(w.data(), 0, rows, xq, a.data(), rows, false);
   matvec_mxfp4_q8(w.data(), rows, xq, b.data(), rows, false);
   EXPECT_EQ(a, b);
+}
+
+// A row's bits do not depend on the rows computed beside it (tiles of 8, 4, 2 rows or one alone): every kernel,
+// rows one at a time against all at once.
+TEST(MatvecMxfp4Q8, RowsAloneEqualRowsInTiles) {
+  std::mt19937 g(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t in : {256, 544, 1024})
+    for (int64_t tokens : {1, 2, 3, 4}) {
+      const int64_t rows = 13;
+      const std::vector<uint8_t> w = random_mxfp4(rows, in, 100, 150, g);
+      std::vector<float> x(size_t(tokens * in));
+      for (float& v : x) v = nd(g);
+      Q8Activations xq;
+      xq.quantize(x.data(), in, tokens, in);
+      for (const auto& [name, kernel] : kernels()) {
+        std::vector<float> all(size_t(tokens * rows)), alone(size_t(tokens * rows));
+        kernel(w.data(), 0, rows, xq, all.data(), rows, false);
+        for (int64_t r = 0; r < rows; ++r) kernel(w.data(), r, r + 1, xq, alone.data(), rows, false);
+        EXPECT_EQ(all, alone) << name << " in " << in << " tokens " << tokens;
+      }
+    }
 }
 
 }  // namespace matvec_mxfp4_q8_test
