@@ -40,7 +40,7 @@ Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int6
   cost_ = draft_cost(target.model(), o.method == SpecMethod::kModel ? o.draft_model : nullptr, o.tokens);
   if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
   if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);
-  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost_);
+  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost_, &pool_);
 }
 
 Speculator::~Speculator() = default;
@@ -49,7 +49,7 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
   Slot& s = slots_[size_t(slot)];
   s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());
-  s.length = DraftLength(options_.tokens, options_.adaptive, cost_);
+  s.length = DraftLength(options_.tokens, options_.adaptive, cost_, &pool_);
   s.counts = {};
   s.sampling = sampling;
   s.draft_rng = Rng{sampling.seed, kDraftStream, 0};

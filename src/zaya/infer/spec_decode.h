@@ -105,6 +105,7 @@ class Speculator {
   SpecOptions options_;
   DraftCost cost_;        // of the target's checks and the drafter's tokens (draft_cost)
   RoutingSpread spread_;  // the target's routing, measured on its steps (prices cost_)
+  AcceptancePool pool_;   // every sequence's acceptance: the priors of each slot's DraftLength
   const InferModel* target_model_;
   std::unique_ptr<Drafter> drafter_;
   std::vector<Slot> slots_;

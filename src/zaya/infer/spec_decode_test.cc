@@ -195,6 +195,44 @@ TEST(SpecDraft, AdaptiveLengthPausesProbesAndTellsEvidenceApart) {
   testing::expect_error([] { parse_spec_method("lookahead"); }, "allowed: none, ngram");
 }
 
+TEST(SpecDraft, AcceptancePoolSharesWhatEachSequenceLearns) {
+  // Two sequences of one engine at an expensive check: the first one's rejections lower the second one's
+  // estimates before it has drafted at all, so it starts paused where a sequence on its own would draft.
+  AcceptancePool pool;
+  DraftLength a(8, true, moe_cost(8, 0.05), &pool), b(8, true, moe_cost(8, 0.05), &pool);
+  DraftLength alone(8, true, moe_cost(8, 0.05));
+  EXPECT_DOUBLE_EQ(b.first(), alone.first());  // the pool's prior is the fixed one until something is checked
+  EXPECT_DOUBLE_EQ(b.later(), alone.later());
+  ASSERT_GT(b.next(), 0);
+  ASSERT_GT(alone.next(), 0);
+  for (int i = 0; i < 6; ++i) {
+    a.record(1, 0);
+    a.skipped();
+  }
+  EXPECT_LT(pool.first(), 0.2);
+  EXPECT_LT(b.first(), 0.2);
+  EXPECT_EQ(b.next(), 0);  // b learnt from a: paused, and its first probe waits a pause
+  for (int i = 0; i < DraftLength::kPause - 1; ++i) b.skipped();
+  EXPECT_EQ(b.next(), 0);
+  b.skipped();
+  EXPECT_EQ(b.next(), 1);
+  EXPECT_GT(alone.next(), 0);  // a sequence on its own still drafts
+  EXPECT_DOUBLE_EQ(alone.first(), 0.5);
+  // Per evidence: a's rejections were of drafts without evidence; n-gram matches of 3 keep their prior.
+  EXPECT_DOUBLE_EQ(b.first(3), 0.5);
+  // A sequence's own outcomes take over within a few checks: b's drafts kept whole (each after a step
+  // without one) lift its first-token estimate above the pool's, which a's rejections keep low.
+  for (int i = 0; i < 6; ++i) {
+    b.record(2, 2);
+    b.skipped();
+    a.record(1, 0);
+    a.skipped();
+  }
+  EXPECT_GT(b.first(), 0.6);
+  EXPECT_LT(a.first(), 0.3);
+  EXPECT_GT(b.first(), pool.first());
+}
+
 TEST(SpecDraft, CostFromTheModelsBytes) {
   auto model = testing::random_model(testing::small_test_config(), 3);
   auto im = InferModel::from_model(*model);

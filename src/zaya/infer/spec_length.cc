@@ -65,6 +65,22 @@ DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cos
   first_.fill({kPriorFirst * kPriorTokens, kPriorTokens});
 }
 
+DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cost, AcceptancePool* pool)
+    : DraftLength(max_tokens, adaptive, cost) {
+  pool_ = pool;
+  if (pool_ == nullptr) return;
+  first_.fill({0, 0});  // the sequence's own outcomes only; the prior is the pool's (value_over)
+  next_ = {0, 0};
+  idle_ = 0;  // where the pool says nothing pays, the first probe waits a pause like any other
+}
+
+double DraftLength::first(int64_t evidence) const {
+  const Estimate& e = first_[size_t(evidence_class(evidence))];
+  return pool_ != nullptr ? e.value_over(pool_->first(evidence)) : e.value();
+}
+
+double DraftLength::later() const { return pool_ != nullptr ? next_.value_over(pool_->later()) : next_.value(); }
+
 void DraftLength::set_cost(const DraftCost& cost) {
   ZAYA_ASSERT(int64_t(cost.check.size()) > max_);
   cost_.clear();
@@ -111,7 +127,7 @@ DraftLength::Plan DraftLength::plan(double p1, double p) const {
 
 DraftLength::Choice DraftLength::choose(int64_t evidence) const {
   if (!adaptive_) return {max_, false};
-  const Plan pl = plan(first_[size_t(evidence_class(evidence))].value(), next_.value());
+  const Plan pl = plan(first(evidence), later());
   const int64_t k = run_ ? pl.in_run : pl.after_rejection;
   if (k > 0) return {k, false};
   return {idle_ >= pause_ ? 1 : 0, true};
@@ -125,6 +141,7 @@ void DraftLength::skipped() {
 void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
   if (!adaptive_ || drafted <= 0) return;
   const bool probe = choose(evidence).probe;
+  if (pool_ != nullptr) pool_->record(run_, drafted, accepted, evidence);
   Estimate& head = run_ ? next_ : first_[size_t(evidence_class(evidence))];
   head.add(accepted > 0);
   for (int64_t i = 1; i < drafted && i <= accepted; ++i) next_.add(i < accepted);
@@ -132,6 +149,17 @@ void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
   idle_ = 0;
   // A probe after which drafting after a rejection still does not pay: a longer pause before the next one.
   if (probe) pause_ = plan(first(evidence), later()).after_rejection > 0 ? kPause : std::min(kMaxPause, 2 * pause_);
+}
+
+AcceptancePool::AcceptancePool()
+    : next_{DraftLength::kPriorNext * DraftLength::kPriorTokens, DraftLength::kPriorTokens} {
+  first_.fill({DraftLength::kPriorFirst * DraftLength::kPriorTokens, DraftLength::kPriorTokens});
+}
+
+void AcceptancePool::record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence) {
+  if (drafted <= 0) return;
+  (in_run ? next_ : first_[size_t(DraftLength::evidence_class(evidence))]).add(accepted > 0);
+  for (int64_t i = 1; i < drafted && i <= accepted; ++i) next_.add(i < accepted);
 }
 
 }  // namespace zaya

@@ -45,6 +45,16 @@
 //   which it pays starts it over.
 //   The first draft of a sequence is such a probe unless the prior pays.
 //   Adaptive off: always the maximum.
+// - AcceptancePool: the same estimates learnt from every sequence of one
+//   engine (Speculator). A DraftLength given a pool takes its prior from it:
+//   each estimate is (kept + kPriorTokens x the pool's) / (seen +
+//   kPriorTokens) over the sequence's own outcomes, so a new sequence starts
+//   from what the others found (sampled text rejects n-gram drafts for all of
+//   them alike) and, at batch B, the first rejections of B sequences teach
+//   each other at once, while a sequence's own outcomes take over within a few
+//   checks; where the pool says nothing pays, a new sequence waits a pause
+//   before its first probe. It depends on the tokens only: `zaya generate` stays reproducible
+//   for a seed; in `zaya serve` it also depends on the other requests.
 
 #include <array>
 #include <cstddef>
@@ -84,6 +94,8 @@ class RoutingSpread {
   double observed_ = 0, independent_ = 0;  // extra experts (beyond top_k) summed over layers and steps
 };
 
+class AcceptancePool;
+
 class DraftLength {
  public:
   static constexpr double kDecay = 0.97;      // per drafted token checked
@@ -99,6 +111,8 @@ class DraftLength {
   // off: always max_tokens; cost: check[] covers 0..max_tokens (default: flat).
   explicit DraftLength(int64_t max_tokens = 4, bool adaptive = true);
   DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cost);
+  // With a pool: the priors come from it, and every checked draft is recorded in it too (the pool must outlive this).
+  DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cost, AcceptancePool* pool);
   // New prices (check[] covers 0..max_tokens); the estimates stay.
   void set_cost(const DraftCost& cost);
   // Tokens to draft at the next step with this evidence (0: none; 1 after a pause: a probe).
@@ -109,8 +123,8 @@ class DraftLength {
   void record(int64_t drafted, int64_t accepted, int64_t evidence = 0);
 
   // The estimates: a first token kept after a rejection (with this evidence), and a token kept after a kept one.
-  double first(int64_t evidence = 0) const { return first_[std::size_t(evidence_class(evidence))].value(); }
-  double later() const { return next_.value(); }
+  double first(int64_t evidence = 0) const;
+  double later() const;
   // Expected tokens of a check of k (first token kept with p1, later ones with p), and per unit of its cost.
   static double tokens(int64_t k, double p1, double p);
   double gain(int64_t k, double p1, double p) const;
@@ -128,9 +142,12 @@ class DraftLength {
   struct Estimate {  // an exponential average of kept (1) / rejected (0) outcomes
     double kept, seen;
     double value() const { return kept / seen; }
+    // Over a prior of kPriorTokens tokens at `prior` (a pool's estimate).
+    double value_over(double prior) const { return (kept + kPriorTokens * prior) / (seen + kPriorTokens); }
     void add(bool ok);
   };
   static int64_t evidence_class(int64_t evidence);
+  friend class AcceptancePool;
   struct Choice {
     int64_t tokens;
     bool probe;  // nothing pays: none, or 1 token after the pause
@@ -142,9 +159,28 @@ class DraftLength {
   bool adaptive_;
   std::array<Estimate, kEvidence> first_;
   Estimate next_{kPriorNext * kPriorTokens, kPriorTokens};
-  bool run_ = false;        // the last check was kept whole: the next draft continues a run
-  int64_t idle_ = kPause;   // steps since the last draft (the first draft is a probe)
-  int64_t pause_ = kPause;  // idle steps before a probe
+  bool run_ = false;                // the last check was kept whole: the next draft continues a run
+  int64_t idle_ = kPause;           // steps since the last draft (the first draft is a probe)
+  int64_t pause_ = kPause;          // idle steps before a probe
+  AcceptancePool* pool_ = nullptr;  // the priors, when given (the estimates above then start empty)
+};
+
+// The acceptance estimates of every sequence of one engine (DraftLength's
+// first and next, learnt from all of their checks); the priors of the
+// DraftLengths given it.
+class AcceptancePool {
+ public:
+  AcceptancePool();
+  double first(int64_t evidence = 0) const {
+    return first_[std::size_t(DraftLength::evidence_class(evidence))].value();
+  }
+  double later() const { return next_.value(); }
+  // A checked draft of one of the sequences (in_run: it continued a kept one; as DraftLength::record).
+  void record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence);
+
+ private:
+  std::array<DraftLength::Estimate, DraftLength::kEvidence> first_;
+  DraftLength::Estimate next_;
 };
 
 }  // namespace zaya
