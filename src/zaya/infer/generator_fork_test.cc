@@ -20,7 +20,8 @@ using testing::same_bits;
 
 // Three prompts (one within a page, one ending inside its second page, one of
 // exactly two pages) with `group` samples each, own seeds; one sample asks for
-// no tokens and one stops on an id.
+// no tokens, one stops on an id, and the first of the second prompt's (the one
+// the others fork from) ends at its first token.
 std::vector<GenerationRequest> grouped_requests(const ZayaConfig& c, int64_t group) {
   std::vector<GenerationRequest> out;
   const int64_t lengths[] = {5, 21, 32};
@@ -39,6 +40,7 @@ std::vector<GenerationRequest> grouped_requests(const ZayaConfig& c, int64_t gro
   }
   out[1].max_new_tokens = 0;
   out[2].stop_ids = {7, 11, 13, 17, 19};
+  out[size_t(group)].max_new_tokens = 1;
   return out;
 }
 
@@ -70,6 +72,7 @@ void expect_forks_equal_unforked(const InferModel& im, bool bf16_activations, co
     }
     EXPECT_EQ(shared[1].finish, FinishReason::kLength);
     EXPECT_TRUE(shared[1].tokens.empty());
+    EXPECT_EQ(shared[4].tokens.size(), 1u) << where;  // the leader of the second prompt ended at once
     EXPECT_EQ(st_alone.prompt_tokens, all_prompts) << where;
     EXPECT_EQ(st_alone.shared_prompt_tokens, 0) << where;
     EXPECT_EQ(st_shared.prompt_tokens + st_shared.shared_prompt_tokens, all_prompts) << where;
