@@ -87,6 +87,11 @@ void DraftLength::set_cost(const DraftCost& cost) {
   for (int64_t k = 0; k <= max_; ++k) cost_.push_back(cost.check[size_t(k)] + double(k) * cost.draft_token);
 }
 
+void DraftLength::learn(Estimate& head, Estimate& next, int64_t drafted, int64_t accepted) {
+  head.add(accepted > 0);
+  for (int64_t i = 1; i < drafted && i <= accepted; ++i) next.add(i < accepted);
+}
+
 void DraftLength::Estimate::add(bool ok) {
   kept = kDecay * kept + (ok ? 1.0 : 0.0);
   seen = kDecay * seen + 1.0;
@@ -142,9 +147,7 @@ void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
   if (!adaptive_ || drafted <= 0) return;
   const bool probe = choose(evidence).probe;
   if (pool_ != nullptr) pool_->record(run_, drafted, accepted, evidence);
-  Estimate& head = run_ ? next_ : first_[size_t(evidence_class(evidence))];
-  head.add(accepted > 0);
-  for (int64_t i = 1; i < drafted && i <= accepted; ++i) next_.add(i < accepted);
+  learn(run_ ? next_ : first_[size_t(evidence_class(evidence))], next_, drafted, accepted);
   run_ = accepted == drafted;
   idle_ = 0;
   // A probe after which drafting after a rejection still does not pay: a longer pause before the next one.
@@ -158,8 +161,7 @@ AcceptancePool::AcceptancePool()
 
 void AcceptancePool::record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence) {
   if (drafted <= 0) return;
-  (in_run ? next_ : first_[size_t(DraftLength::evidence_class(evidence))]).add(accepted > 0);
-  for (int64_t i = 1; i < drafted && i <= accepted; ++i) next_.add(i < accepted);
+  DraftLength::learn(in_run ? next_ : first_[size_t(DraftLength::evidence_class(evidence))], next_, drafted, accepted);
 }
 
 }  // namespace zaya

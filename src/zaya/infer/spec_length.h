@@ -147,6 +147,8 @@ class DraftLength {
     void add(bool ok);
   };
   static int64_t evidence_class(int64_t evidence);
+  // One checked draft's outcomes: its first token into `head` (first or next), the later ones into `next`.
+  static void learn(Estimate& head, Estimate& next, int64_t drafted, int64_t accepted);
   friend class AcceptancePool;
   struct Choice {
     int64_t tokens;
