@@ -103,6 +103,15 @@ class ForkPlan {
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
                                        const GeneratorOptions& o, const TokenCallback& on_token,
                                        const FinishCallback& on_finish, GenerationStats* stats) {
+  return Generator().run(model, requests, o, on_token, on_finish, stats);
+}
+
+Generator::Generator() = default;
+Generator::~Generator() = default;
+
+std::vector<GenerationResult> Generator::run(const InferModel& model, const std::vector<GenerationRequest>& requests,
+                                             const GeneratorOptions& o, const TokenCallback& on_token,
+                                             const FinishCallback& on_finish, GenerationStats* stats) {
   const ZayaConfig& c = model.config();
   const int64_t sample_vocab = o.sample_vocab > 0 ? std::min(o.sample_vocab, c.real_vocab_size) : c.real_vocab_size;
   ZAYA_CHECK(o.max_batch >= 1, "batch size {} is invalid; allowed: >= 1", o.max_batch);
@@ -132,7 +141,23 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   eo.max_context = context;
   eo.max_step_tokens = std::max<int64_t>(o.step_tokens, eo.max_sequences);
   eo.bf16_activations = o.bf16_activations;
-  InferenceEngine engine(model, eo);
+  // The last call's engine when it fits, else a new one. It fits with the same options, or with a longer
+  // context (the finish rule below takes this call's `context`, not the engine's; not with speculative
+  // decoding, whose drafts the engine's context bounds): a rollout's longest prompt differs from step to step.
+  const auto fits = [&](const InferenceEngine& e) {
+    EngineOptions same = eo;
+    if (o.spec.method == SpecMethod::kNone && e.max_context() >= context) same.max_context = e.options().max_context;
+    return e.options() == same && e.can_rebind(model);
+  };
+  if (engine_ != nullptr && fits(*engine_)) {
+    for (int32_t s = 0; s < engine_->max_sequences(); ++s) engine_->reset(s);  // (a call that threw left some)
+    engine_->rebind(model);
+  } else {
+    engine_.reset();  // its memory goes back before the new one takes its own
+    engine_ = std::make_unique<InferenceEngine>(model, eo);
+    ++engines_built_;
+  }
+  InferenceEngine& engine = *engine_;
 
   const double t_start = now_seconds();
   std::deque<size_t> waiting;
@@ -146,8 +171,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
   Speculator spec(o.spec, engine, sample_vocab);
   // Logit rows: one per sequence, or with drafts as many as a step has tokens.
-  std::vector<float> logits((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) *
-                            c.vocab_size);
+  std::vector<float>& logits = logits_;
+  logits.resize(size_t((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) * c.vocab_size));
   bool first_token = true;
   // Prompt sharing: not with speculative decoding (a draft model's own cache is per slot and not forked).
   const bool share = o.share_prompts && !spec.enabled();
@@ -180,8 +205,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
         results[r].logprobs.push_back(-cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
       ++st.generated_tokens;
       const bool keep = !on_token || on_token(r, next);
-      if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
-                                                               keep ? CallerStop::kNone : CallerStop::kCancelled)) {
+      if (const std::optional<FinishReason> why =
+              sched.accept(s, next, length0 + int64_t(i), context, keep ? CallerStop::kNone : CallerStop::kCancelled)) {
         finish(s, *why);
         break;
       }

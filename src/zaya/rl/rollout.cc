@@ -23,7 +23,8 @@ bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, co
 
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tok,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
-                                       const RolloutSettings& s, uint64_t seed, RolloutStats* stats) {
+                                       const RolloutSettings& s, uint64_t seed, RolloutStats* stats,
+                                       Generator* generator) {
   std::vector<GenerationRequest> requests;
   std::vector<RolloutSample> samples;
   int64_t longest = 0;
@@ -54,7 +55,9 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   };
   GenerationStats gs;
   const double t0 = now_seconds();
-  std::vector<GenerationResult> results = generate(model, requests, o, on_token, {}, &gs);
+  Generator one_off;
+  std::vector<GenerationResult> results =
+      (generator != nullptr ? *generator : one_off).run(model, requests, o, on_token, {}, &gs);
   for (size_t k = 0; k < results.size(); ++k) {
     samples[k].tokens = std::move(results[k].tokens);
     samples[k].logprobs = std::move(results[k].logprobs);

@@ -48,10 +48,13 @@ struct RolloutStats {
 
 // `group` samples of each prompt, prompt-major; sample k of the call draws
 // from sampling seed `seed + k` (sampling_rng), so a step's samples are a
-// function of (seed, prompts) alone.
+// function of (seed, prompts) alone. `generator`: one a run keeps from step
+// to step, so that the decoder's engine is built once (infer/generator.h
+// Generator; the samples are the same with or without it); null: a new one.
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tokenizer,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
-                                       const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr);
+                                       const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr,
+                                       Generator* generator = nullptr);
 
 // Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
 bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
