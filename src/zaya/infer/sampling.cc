@@ -17,8 +17,23 @@ void SamplingOptions::validate() const {
 
 namespace {
 
-// The first id of the largest logit.
+// The first id of the largest logit: the id of the serial scan
+// `if (logits[v] > logits[best]) best = v`. Without NaNs the largest value is
+// found in vector lanes (a maximum does not depend on the order), then its
+// first id; with a NaN (which the scan's comparisons skip, unless it is
+// logits[0]) the scan itself runs.
 int64_t argmax(const float* logits, int64_t n) {
+  float mx = logits[0];
+  bool nan = false;
+#pragma omp simd reduction(max : mx) reduction(|| : nan)
+  for (int64_t v = 0; v < n; ++v) {
+    mx = std::max(mx, logits[v]);
+    nan = nan || logits[v] != logits[v];
+  }
+  if (!nan) {
+    for (int64_t v = 0; v < n; ++v)
+      if (logits[v] == mx) return v;
+  }
   int64_t best = 0;
   for (int64_t v = 1; v < n; ++v)
     if (logits[v] > logits[best]) best = v;
@@ -131,27 +146,28 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
   const TemperatureWeight weight{mx, inv_t};
   if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
-    // The whole distribution: one scan, no sort. The weights are computed a
-    // block at a time in vector lanes (exp_f32 gives the same bits there) and
-    // summed in id order in double, as a scalar loop would.
+    // The whole distribution: no sort. The weights are computed once, in
+    // vector lanes (exp_f32 gives the same bits there as one at a time), into
+    // the scratch, and summed in id order in double, as a scalar loop would;
+    // the draw then walks the stored weights.
+    cand.resize(size_t(real_vocab));  // no allocation after the first call
     float w[kWeightBlock];
     double total = 0;
     for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
       const int64_t n = std::min(kWeightBlock, real_vocab - v0);
       block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) total += w[i];
+      for (int64_t i = 0; i < n; ++i) {
+        cand[size_t(v0 + i)].first = w[i];
+        total += w[i];
+      }
     }
     double u = rng.next_double() * total;
     int64_t last = 0;
-    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
-      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
-      block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) {
-        const double p = w[i];
-        if (p > 0) last = v0 + i;
-        u -= p;
-        if (u <= 0 && p > 0) return int32_t(v0 + i);  // (a masked id, weight 0, is never drawn: token_constraint.h)
-      }
+    for (int64_t v = 0; v < real_vocab; ++v) {
+      const double p = cand[size_t(v)].first;
+      if (p > 0) last = v;
+      u -= p;
+      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
     }
     return int32_t(last);
   }

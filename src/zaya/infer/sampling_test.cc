@@ -221,6 +221,30 @@ TEST(Sampling, WholeDistributionDrawsAsTheScalarLoop) {
   }
 }
 
+// The greedy token is the serial scan's `if (logits[v] > logits[best]) best = v` (the first id of the largest
+// logit; NaNs skipped unless first), however the maximum is found: ties, signed zeros, NaNs, infinities.
+TEST(Sampling, GreedyIsTheSerialScansArgmax) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> rows = {
+      {-0.0f, 0.0f, -1.0f},     {0.0f, -0.0f}, {nan, 3.0f, 5.0f}, {1.0f, nan, 5.0f, 5.0f},     {-inf, -inf, -inf},
+      {2.0f, 7.0f, 7.0f, 1.0f}, {inf, inf},    {-inf, nan, -inf}, {-3.0f, -3.0f, -2.0f, -2.0f}};
+  for (int64_t n : {33, 1000, 1027}) {  // long rows: the maximum, tied, in every lane and block position
+    std::vector<float> row(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) row[size_t(v)] = float(int64_t(std::sin(double(v) * 0.91) * 40.0));
+    rows.push_back(row);
+  }
+  for (const std::vector<float>& row : rows) {
+    size_t best = 0;
+    for (size_t v = 1; v < row.size(); ++v)
+      if (row[v] > row[best]) best = v;
+    SamplingOptions o{.temperature = 0, .top_k = 0, .top_p = 1.0, .seed = 1};
+    Rng rng = sampling_rng(1);
+    std::vector<std::pair<float, int32_t>> scratch;
+    EXPECT_EQ(sample_token(row.data(), int64_t(row.size()), o, rng, scratch), int32_t(best))
+        << "a row of " << row.size() << " logits";
+  }
+}
+
 TEST(Sampling, RejectsBadOptions) {
   SamplingOptions o;
   o.temperature = -1;
