@@ -39,7 +39,7 @@ for ((r = 1; r <= rounds; ++r)); do
       --set data.tokenizer="\"$out/tok.model\"" --set rl.prompts="\"$out/prompts.jsonl\"" --set rl.eval_prompts='""' \
       --set train.steps=10 --set checkpoint.final=false --set train.out_dir="\"$d/run\"" >/dev/null
     "$zaya" bench infer --model "$out/sft-run/final" --dtype f32 --no-working-set --prefill 256 --step-tokens 256 \
-      --batch $((P * G)) --context "$seq" --decode-steps 8 --threads "$threads" --json "$d/infer.json" >/dev/null
+      --batch $((P * G)) --context "$seq" --decode-steps 128 --warmup 8 --threads "$threads" --json "$d/infer.json" >/dev/null
     "$zaya" bench train --preset tiny --set model.num_blocks=2 --micro-batch "$micro" --seq-len "$seq" \
       --grad-accum "$accum" --steps 10 --threads "$threads" --json "$d/train.json" >/dev/null
   done
