@@ -18,23 +18,20 @@ void SamplingOptions::validate() const {
 namespace {
 
 // The first id of the largest logit: the id of the serial scan
-// `if (logits[v] > logits[best]) best = v`. Without NaNs the largest value is
-// found in vector lanes (a maximum does not depend on the order), then its
-// first id; with a NaN (which the scan's comparisons skip, unless it is
-// logits[0]) the scan itself runs.
+// `if (logits[v] > logits[best]) best = v`. That scan skips NaNs (no
+// comparison with one holds) unless logits[0] is one, so with logits[0] a
+// number it is the first id of the largest non-NaN value: found here in
+// vector lanes (the same comparison, whose maximum does not depend on the
+// order), then its first id; else by the scan itself.
 int64_t argmax(const float* logits, int64_t n) {
-  float mx = logits[0];
-  bool nan = false;
-#pragma omp simd reduction(max : mx) reduction(|| : nan)
-  for (int64_t v = 0; v < n; ++v) {
-    mx = std::max(mx, logits[v]);
-    nan = nan || logits[v] != logits[v];
-  }
-  if (!nan) {
+  if (logits[0] == logits[0]) {
+    float mx = logits[0];
+#pragma omp simd reduction(max : mx)
+    for (int64_t v = 0; v < n; ++v) mx = logits[v] > mx ? logits[v] : mx;
     for (int64_t v = 0; v < n; ++v)
       if (logits[v] == mx) return v;
   }
-  int64_t best = 0;
+  int64_t best = 0;  // logits[0] is NaN (nothing compares greater), or no id holds the maximum (not expected)
   for (int64_t v = 1; v < n; ++v)
     if (logits[v] > logits[best]) best = v;
   return best;
