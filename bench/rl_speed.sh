@@ -50,9 +50,10 @@ out, P, G, micro, seq, accum, rounds = sys.argv[1], *map(int, sys.argv[2:8])
 med = statistics.median
 def records(label):
     return [[json.loads(l) for l in open(f"{out}/speed-{label}-{r}/run/metrics.jsonl")] for r in range(1, rounds + 1)]
-# The prompt tokens per step are the prompts' (the same in every build; one without the field takes another's).
-prompt_of = max(med(x.get("rollout_prompt_tokens", 0) for rs in records(l) for x in rs if "rollout_tokens_per_s" in x)
-                for l in sys.argv[8:])
+# Every sample's prompt tokens per step: G x the distinct prompts' (each prefilled once, the G samples forked from it;
+# the same in every build).
+prompt_of = G * max(med(x.get("rollout_prompt_tokens", 0) for rs in records(l) for x in rs if "rollout_tokens_per_s" in x)
+                    for l in sys.argv[8:])
 rollout_of = {}
 for label in sys.argv[8:]:
     steps, dec, pre, tr = [], [], [], []
@@ -78,7 +79,7 @@ for label in sys.argv[8:]:
           f"{roll / dec_tps:.2f}x")
     print(f"  vs the same work at bench infer's rates (prefill {pre_tps:.0f} tok/s + decode) {same_work:.0f} tok/s: "
           f"{roll / same_work:.2f}x")
-    if 0 < own_prompt < prompt:
+    if 0 < own_prompt:
         own_work = gen / (own_prompt / pre_tps + gen / dec_tps)
         print(f"  vs the work left at bench infer's rates ({own_prompt:.0f} prompt tokens prefilled, the rest forked) "
               f"{own_work:.0f} tok/s: {roll / own_work:.2f}x")
