@@ -186,11 +186,15 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
   };
 
   // Emits the tokens of one chunk with logits (rows: its logit rows): one sampled from its row, or a checked draft's.
-  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt) {
+  // `sampled`: the chunk's token when the step's rows were sampled together (below), else -1.
+  std::vector<int32_t> one_token(1);
+  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt, int32_t sampled) {
     const int32_t s = ch.slot;
     const size_t r = request_of[s];
+    if (sampled >= 0) one_token[0] = sampled;
     const std::vector<int32_t>& emit =
-        spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
+        sampled >= 0 ? one_token
+                     : spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
     if (!has_prompt) st.decode_tokens += int64_t(emit.size());
     // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
     const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
@@ -256,6 +260,22 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       ++st.decode_steps;
     }
     sched.advance();
+    // Without drafts every row is one chunk's plain row: their tokens are sampled together (sample_tokens: the
+    // tokens sample_token gives each alone), forks' first tokens apart, below.
+    if (!spec.enabled() && rows > 0) {
+      row_logits_.resize(size_t(rows));
+      row_options_.resize(size_t(rows));
+      row_rngs_.resize(size_t(rows));
+      row_tokens_.resize(size_t(rows));
+      for (int64_t row = 0; row < rows; ++row) {
+        const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
+        row_logits_[size_t(row)] = logits.data() + row * c.vocab_size;
+        row_options_[size_t(row)] = &requests[request_of[s]].sampling;
+        row_rngs_[size_t(row)] = &rngs[s];
+      }
+      sample_tokens(rows, row_logits_.data(), sample_vocab, row_options_.data(), row_rngs_.data(), row_tokens_.data(),
+                    sample_weights_, sample_scratch_);
+    }
     // The tokens of every chunk with logits.
     for (int64_t row = 0; row < rows;) {
       const StepChunk& ch = chunks[engine.logit_row_chunk(row)];
@@ -263,16 +283,17 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       const size_t r = request_of[s];
       const int64_t n = ch.speculative ? ch.count : 1;
       const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
+      const int32_t sampled = spec.enabled() ? -1 : row_tokens_[size_t(row)];
       row += n;
       // The slot's forks (none unless it just ended its prompt) become copies of it and sample from its row too.
       const std::vector<int32_t> followers = forks.take(s);
-      emit_from(ch, chunk_logits, has_prompt);
+      emit_from(ch, chunk_logits, has_prompt, sampled);
       for (const int32_t f : followers) {
         engine.copy(s, f);
         if (o.routing) results[request_of[f]].routing = results[r].routing;  // the prompt's rows
         StepChunk fork = ch;
         fork.slot = f;
-        emit_from(fork, chunk_logits, has_prompt);
+        emit_from(fork, chunk_logits, has_prompt, -1);
       }
     }
   }

@@ -143,6 +143,13 @@ class Generator {
  private:
   std::unique_ptr<InferenceEngine> engine_;
   std::vector<float> logits_;
+  // A step's rows sampled together (sample_tokens), reused.
+  std::vector<const float*> row_logits_;
+  std::vector<const SamplingOptions*> row_options_;
+  std::vector<Rng*> row_rngs_;
+  std::vector<int32_t> row_tokens_;
+  std::vector<float> sample_weights_;
+  std::vector<std::pair<float, int32_t>> sample_scratch_;
   int64_t engines_built_ = 0;
 };
 

@@ -178,6 +178,54 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   return cand[n - 1].second;
 }
 
+void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
+                   Rng* const* rngs, int32_t* out, std::vector<float>& weights,
+                   std::vector<std::pair<float, int32_t>>& scratch) {
+  const int64_t V = real_vocab;
+  weights.resize(size_t(kSampleLanes * V));
+  int64_t lane_row[kSampleLanes];
+  int64_t lanes = 0;
+  // The draws of the rows in the lanes: sample_token's whole-distribution loop, one chain per lane.
+  const auto draw_lanes = [&] {
+    double total[kSampleLanes] = {}, u[kSampleLanes];
+    int64_t last[kSampleLanes] = {};
+    bool done[kSampleLanes] = {};
+    for (int64_t v = 0; v < V; ++v)
+      for (int64_t l = 0; l < lanes; ++l) total[l] += weights[size_t(l * V + v)];
+    for (int64_t l = 0; l < lanes; ++l) u[l] = rngs[lane_row[l]]->next_double() * total[l];
+    int64_t left = lanes;
+    for (int64_t v = 0; v < V && left > 0; ++v)
+      for (int64_t l = 0; l < lanes; ++l) {
+        if (done[l]) continue;
+        const double p = weights[size_t(l * V + v)];
+        if (p > 0) last[l] = v;
+        u[l] -= p;
+        if (u[l] <= 0 && p > 0) {
+          out[lane_row[l]] = int32_t(v);
+          done[l] = true;
+          --left;
+        }
+      }
+    for (int64_t l = 0; l < lanes; ++l)
+      if (!done[l]) out[lane_row[l]] = int32_t(last[l]);
+    lanes = 0;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const SamplingOptions& o = *options[i];
+    const float* row = logits[i];
+    const int64_t best = argmax(row, V);
+    const float inv_t = inverse_temperature(o, row[best]);
+    if (inv_t == 0 || !((o.top_k <= 0 || o.top_k >= V) && o.top_p >= 1)) {
+      out[i] = sample_token(row, V, o, *rngs[i], scratch);  // greedy or filtered: one at a time
+      continue;
+    }
+    block_weights(TemperatureWeight{row[best], inv_t}, row, V, weights.data() + lanes * V);
+    lane_row[lanes++] = i;
+    if (lanes == kSampleLanes) draw_lanes();
+  }
+  if (lanes > 0) draw_lanes();
+}
+
 bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& o) {
   return inverse_temperature(o, logits[argmax(logits, real_vocab)]) == 0;
 }
