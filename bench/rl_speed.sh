@@ -39,7 +39,7 @@ for ((r = 1; r <= rounds; ++r)); do
       --set data.tokenizer="\"$out/tok.model\"" --set rl.prompts="\"$out/prompts.jsonl\"" --set rl.eval_prompts='""' \
       --set train.steps=10 --set checkpoint.final=false --set train.out_dir="\"$d/run\"" >/dev/null
     "$zaya" bench infer --model "$out/sft-run/final" --dtype f32 --no-working-set --prefill 256 --step-tokens 256 \
-      --batch $((P * G)) --context "$seq" --decode-steps 8 --threads "$threads" --json "$d/infer.json" >/dev/null
+      --batch $((P * G)) --context "$seq" --decode-steps 128 --warmup 8 --threads "$threads" --json "$d/infer.json" >/dev/null
     "$zaya" bench train --preset tiny --set model.num_blocks=2 --micro-batch "$micro" --seq-len "$seq" \
       --grad-accum "$accum" --steps 10 --threads "$threads" --json "$d/train.json" >/dev/null
   done
@@ -50,9 +50,10 @@ out, P, G, micro, seq, accum, rounds = sys.argv[1], *map(int, sys.argv[2:8])
 med = statistics.median
 def records(label):
     return [[json.loads(l) for l in open(f"{out}/speed-{label}-{r}/run/metrics.jsonl")] for r in range(1, rounds + 1)]
-# The prompt tokens per step are the prompts' (the same in every build; one without the field takes another's).
-prompt_of = max(med(x.get("rollout_prompt_tokens", 0) for rs in records(l) for x in rs if "rollout_tokens_per_s" in x)
-                for l in sys.argv[8:])
+# Every sample's prompt tokens per step: G x the distinct prompts' (each prefilled once, the G samples forked from it;
+# the same in every build).
+prompt_of = G * max(med(x.get("rollout_prompt_tokens", 0) for rs in records(l) for x in rs if "rollout_tokens_per_s" in x)
+                    for l in sys.argv[8:])
 rollout_of = {}
 for label in sys.argv[8:]:
     steps, dec, pre, tr = [], [], [], []
@@ -78,7 +79,7 @@ for label in sys.argv[8:]:
           f"{roll / dec_tps:.2f}x")
     print(f"  vs the same work at bench infer's rates (prefill {pre_tps:.0f} tok/s + decode) {same_work:.0f} tok/s: "
           f"{roll / same_work:.2f}x")
-    if 0 < own_prompt < prompt:
+    if 0 < own_prompt:
         own_work = gen / (own_prompt / pre_tps + gen / dec_tps)
         print(f"  vs the work left at bench infer's rates ({own_prompt:.0f} prompt tokens prefilled, the rest forked) "
               f"{own_work:.0f} tok/s: {roll / own_work:.2f}x")

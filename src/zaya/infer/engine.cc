@@ -1,5 +1,6 @@
 #include "zaya/infer/engine.h"
 
+#include <fmt/ranges.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -52,7 +53,7 @@ void EngineOptions::validate(const ZayaConfig& c) const {
 }
 
 InferenceEngine::InferenceEngine(const InferModel& model, const EngineOptions& options)
-    : model_(model),
+    : model_(&model),
       config_(model.config()),
       options_(options),
       slots_(options.max_sequences),
@@ -160,6 +161,23 @@ int64_t InferenceEngine::length(int32_t slot) const {
   return state_.length(slot);
 }
 
+bool InferenceEngine::can_rebind(const InferModel& model) const {
+  return model_differences(config_, model.config()).empty() &&
+         kv_cache_bf16(model.matrix_types(), options_.bf16_activations) == kv_bf16();
+}
+
+void InferenceEngine::rebind(const InferModel& model) {
+  const std::vector<std::string> differ = model_differences(config_, model.config());
+  ZAYA_CHECK(differ.empty(), "internal error: an engine rebound to another architecture ({})", fmt::join(differ, ", "));
+  ZAYA_CHECK(can_rebind(model), "internal error: an engine rebound to weights whose KV cache type differs");
+  for (int32_t s = 0; s < slots_; ++s)
+    ZAYA_CHECK(state_.length(s) == 0, "internal error: an engine rebound while sequence slot {} holds tokens", s);
+  for (int64_t k = 0; k < pool_.kinds(); ++k)
+    ZAYA_CHECK(pool_.free_pages(k) == pool_.pages(k), "internal error: an engine rebound while KV pages are in use");
+  model_ = &model;
+  config_ = model.config();
+}
+
 void InferenceEngine::reset(int32_t slot) {
   ZAYA_CHECK(slot >= 0 && slot < slots_, "sequence slot {} is outside 0..{}", slot, slots_ - 1);
   state_.reset(slot);
@@ -244,7 +262,7 @@ void InferenceEngine::fill_synthetic(int32_t slot, int64_t length, uint64_t seed
 
 void InferenceEngine::step(std::span<const StepChunk> chunks) {
   const ZayaConfig& c = config_;
-  const InferWeights& w = model_.weights();
+  const InferWeights& w = model_->weights();
   const int64_t D = c.hidden, V = c.vocab_size, L2 = c.half_layers();
   ZAYA_CHECK(!chunks.empty(), "a step needs at least one chunk of tokens");
   ZAYA_CHECK(int64_t(chunks.size()) <= std::min(slots_, options_.max_step_tokens),
@@ -324,7 +342,7 @@ void InferenceEngine::step(std::span<const StepChunk> chunks) {
     }
     r += ch.count;
   }
-  lora_.plan(chunks, model_.lora(), std::span<const int32_t>(rows_.row_chunk.data(), size_t(T)));
+  lora_.plan(chunks, model_->lora(), std::span<const int32_t>(rows_.row_chunk.data(), size_t(T)));
   stats_ = {};
   stats_.tokens = T;
 
@@ -397,7 +415,7 @@ void InferenceEngine::logits(int64_t r0, int64_t r1, float* out_TV) {
              logit_rows());
   ZAYA_PROFILE_SCOPE("infer.lm_head");
   const int64_t D = config_.hidden;
-  linear_.run(out_TV, config_.vocab_size, buf_.hid_TD + r0 * D, D, r1 - r0, model_.weights().lm_head);
+  linear_.run(out_TV, config_.vocab_size, buf_.hid_TD + r0 * D, D, r1 - r0, model_->weights().lm_head);
 }
 
 }  // namespace zaya

@@ -71,6 +71,7 @@ struct EngineOptions {
   int64_t page_tokens = 16;   // positions per KV page
   int64_t kv_pool_bytes = 0;  // bytes of KV pages; 0: every slot at max_context
   void validate(const ZayaConfig& config) const;
+  bool operator==(const EngineOptions&) const = default;
 };
 
 enum class LogitsWanted { kNone, kLast, kAll };
@@ -110,11 +111,20 @@ class InferenceEngine {
   InferenceEngine& operator=(const InferenceEngine&) = delete;
 
   const ZayaConfig& config() const { return config_; }
-  const InferModel& model() const { return model_; }
+  const InferModel& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   int64_t max_sequences() const { return options_.max_sequences; }
   int64_t max_context() const { return max_context_; }
   int64_t max_step_tokens() const { return options_.max_step_tokens; }
+
+  // The engine runs `model` from now on: weights of the same architecture
+  // (model_differences) and KV cache type, e.g. a trainer's after an update
+  // (RL rollouts: rl/rollout.h). Its pool, state and step workspace are kept,
+  // so a caller that decodes again and again need not build them (and have the
+  // kernel fault their pages in) each time. Every slot must be empty (reset).
+  void rebind(const InferModel& model);
+  // Whether rebind(model) may be called (slots aside): the architecture and the KV cache type match.
+  bool can_rebind(const InferModel& model) const;
 
   // Tokens held by a slot.
   int64_t length(int32_t slot) const;
@@ -215,7 +225,7 @@ class InferenceEngine {
   // Writes n floats as the cache's element type at element `at` of a page.
   void store_kv(char* page, int64_t at, const float* src, int64_t n);
 
-  const InferModel& model_;
+  const InferModel* model_;  // rebind() replaces it
   ZayaConfig config_;
   EngineOptions options_;
   int64_t slots_, max_context_, kw_, cc_, pw_;

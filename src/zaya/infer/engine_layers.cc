@@ -63,7 +63,7 @@ class RunnerRouterProducts final : public RouterProducts<float> {
 void InferenceEngine::attention_layer(int64_t b, int64_t T, std::span<const StepChunk> chunks) {
   ZAYA_PROFILE_SCOPE("infer.attention");
   const ZayaConfig& c = config_;
-  const InferAttention& w = model_.weights().attn[b];
+  const InferAttention& w = model_->weights().attn[b];
   const int64_t D = c.hidden, Q = c.q_width(), K = kw_, C = cc_, d = c.head_dim, G = C / d, half = K / 2;
   const int64_t nc = int64_t(chunks.size());
   // Fused projection: q | k | v_cur | v_prev.
@@ -244,7 +244,7 @@ void InferenceEngine::attend(int64_t b, std::span<const StepChunk> chunks) {
 void InferenceEngine::moe_layer(int64_t b, int64_t T, const float* r_prev, float* r_out) {
   ZAYA_PROFILE_SCOPE("infer.moe");
   const ZayaConfig& c = config_;
-  const InferMoe& w = model_.weights().moe[b];
+  const InferMoe& w = model_->weights().moe[b];
   const int64_t D = c.hidden, R = c.router_hidden, N = c.router_slots(), F = c.expert_ffn, J = c.top_k;
   int32_t* choice_TJ = choice_TJ_.data() + b * options_.max_step_tokens * J;  // kept: step_choices(b)
   // Router (spec §4); u and g serve both MLP layers.

@@ -103,6 +103,15 @@ class ForkPlan {
 std::vector<GenerationResult> generate(const InferModel& model, const std::vector<GenerationRequest>& requests,
                                        const GeneratorOptions& o, const TokenCallback& on_token,
                                        const FinishCallback& on_finish, GenerationStats* stats) {
+  return Generator().run(model, requests, o, on_token, on_finish, stats);
+}
+
+Generator::Generator() = default;
+Generator::~Generator() = default;
+
+std::vector<GenerationResult> Generator::run(const InferModel& model, const std::vector<GenerationRequest>& requests,
+                                             const GeneratorOptions& o, const TokenCallback& on_token,
+                                             const FinishCallback& on_finish, GenerationStats* stats) {
   const ZayaConfig& c = model.config();
   const int64_t sample_vocab = o.sample_vocab > 0 ? std::min(o.sample_vocab, c.real_vocab_size) : c.real_vocab_size;
   ZAYA_CHECK(o.max_batch >= 1, "batch size {} is invalid; allowed: >= 1", o.max_batch);
@@ -132,7 +141,23 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   eo.max_context = context;
   eo.max_step_tokens = std::max<int64_t>(o.step_tokens, eo.max_sequences);
   eo.bf16_activations = o.bf16_activations;
-  InferenceEngine engine(model, eo);
+  // The last call's engine when it fits, else a new one. It fits with the same options, or with a longer
+  // context (the finish rule below takes this call's `context`, not the engine's; not with speculative
+  // decoding, whose drafts the engine's context bounds): a rollout's longest prompt differs from step to step.
+  const auto fits = [&](const InferenceEngine& e) {
+    EngineOptions same = eo;
+    if (o.spec.method == SpecMethod::kNone && e.max_context() >= context) same.max_context = e.options().max_context;
+    return e.options() == same && e.can_rebind(model);
+  };
+  if (engine_ != nullptr && fits(*engine_)) {
+    for (int32_t s = 0; s < engine_->max_sequences(); ++s) engine_->reset(s);  // (a call that threw left some)
+    engine_->rebind(model);
+  } else {
+    engine_.reset();  // its memory goes back before the new one takes its own
+    engine_ = std::make_unique<InferenceEngine>(model, eo);
+    ++engines_built_;
+  }
+  InferenceEngine& engine = *engine_;
 
   const double t_start = now_seconds();
   std::deque<size_t> waiting;
@@ -146,8 +171,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
   Speculator spec(o.spec, engine, sample_vocab);
   // Logit rows: one per sequence, or with drafts as many as a step has tokens.
-  std::vector<float> logits((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) *
-                            c.vocab_size);
+  std::vector<float>& logits = logits_;
+  logits.resize(size_t((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) * c.vocab_size));
   bool first_token = true;
   // Prompt sharing: not with speculative decoding (a draft model's own cache is per slot and not forked).
   const bool share = o.share_prompts && !spec.enabled();
@@ -161,11 +186,15 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
   };
 
   // Emits the tokens of one chunk with logits (rows: its logit rows): one sampled from its row, or a checked draft's.
-  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt) {
+  // `sampled`: the chunk's token when the step's rows were sampled together (below), else -1.
+  std::vector<int32_t> one_token(1);
+  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt, int32_t sampled) {
     const int32_t s = ch.slot;
     const size_t r = request_of[s];
+    if (sampled >= 0) one_token[0] = sampled;
     const std::vector<int32_t>& emit =
-        spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
+        sampled >= 0 ? one_token
+                     : spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
     if (!has_prompt) st.decode_tokens += int64_t(emit.size());
     // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
     const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
@@ -180,8 +209,8 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
         results[r].logprobs.push_back(-cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
       ++st.generated_tokens;
       const bool keep = !on_token || on_token(r, next);
-      if (const std::optional<FinishReason> why = sched.accept(s, next, length0 + int64_t(i), engine.max_context(),
-                                                               keep ? CallerStop::kNone : CallerStop::kCancelled)) {
+      if (const std::optional<FinishReason> why =
+              sched.accept(s, next, length0 + int64_t(i), context, keep ? CallerStop::kNone : CallerStop::kCancelled)) {
         finish(s, *why);
         break;
       }
@@ -231,6 +260,22 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       ++st.decode_steps;
     }
     sched.advance();
+    // Without drafts every row is one chunk's plain row: their tokens are sampled together (sample_tokens: the
+    // tokens sample_token gives each alone), forks' first tokens apart, below.
+    if (!spec.enabled() && rows > 0) {
+      row_logits_.resize(size_t(rows));
+      row_options_.resize(size_t(rows));
+      row_rngs_.resize(size_t(rows));
+      row_tokens_.resize(size_t(rows));
+      for (int64_t row = 0; row < rows; ++row) {
+        const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
+        row_logits_[size_t(row)] = logits.data() + row * c.vocab_size;
+        row_options_[size_t(row)] = &requests[request_of[s]].sampling;
+        row_rngs_[size_t(row)] = &rngs[s];
+      }
+      sample_tokens(rows, row_logits_.data(), sample_vocab, row_options_.data(), row_rngs_.data(), row_tokens_.data(),
+                    sample_weights_, sample_scratch_);
+    }
     // The tokens of every chunk with logits.
     for (int64_t row = 0; row < rows;) {
       const StepChunk& ch = chunks[engine.logit_row_chunk(row)];
@@ -238,16 +283,17 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
       const size_t r = request_of[s];
       const int64_t n = ch.speculative ? ch.count : 1;
       const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
+      const int32_t sampled = spec.enabled() ? -1 : row_tokens_[size_t(row)];
       row += n;
       // The slot's forks (none unless it just ended its prompt) become copies of it and sample from its row too.
       const std::vector<int32_t> followers = forks.take(s);
-      emit_from(ch, chunk_logits, has_prompt);
+      emit_from(ch, chunk_logits, has_prompt, sampled);
       for (const int32_t f : followers) {
         engine.copy(s, f);
         if (o.routing) results[request_of[f]].routing = results[r].routing;  // the prompt's rows
         StepChunk fork = ch;
         fork.slot = f;
-        emit_from(fork, chunk_logits, has_prompt);
+        emit_from(fork, chunk_logits, has_prompt, -1);
       }
     }
   }

@@ -115,4 +115,42 @@ std::vector<GenerationResult> generate(const InferModel& model, const std::vecto
                                        const GeneratorOptions& options, const TokenCallback& on_token = {},
                                        const FinishCallback& on_finish = {}, GenerationStats* stats = nullptr);
 
+class InferenceEngine;
+
+// generate() for a caller that generates again and again with one shape
+// (RL rollouts, rl/rollout.h): the engine (its KV pool, decode state and step
+// workspace) and the logit rows are kept between calls and reused when a
+// call's engine options (batch, context, step tokens, ...) are the last
+// call's and its model has the same architecture (InferenceEngine::rebind:
+// the weights may be others, e.g. updated; each call reads those it is
+// given). Building them again each call costs their construction and, worse,
+// the page faults of memory the kernel must hand out again. A call's results
+// are those of generate() with the same arguments, bit for bit
+// (generator_test.cc).
+class Generator {
+ public:
+  Generator();
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  std::vector<GenerationResult> run(const InferModel& model, const std::vector<GenerationRequest>& requests,
+                                    const GeneratorOptions& options, const TokenCallback& on_token = {},
+                                    const FinishCallback& on_finish = {}, GenerationStats* stats = nullptr);
+  // Engines built so far (a test's view of the reuse).
+  int64_t engines_built() const { return engines_built_; }
+
+ private:
+  std::unique_ptr<InferenceEngine> engine_;
+  std::vector<float> logits_;
+  // A step's rows sampled together (sample_tokens), reused.
+  std::vector<const float*> row_logits_;
+  std::vector<const SamplingOptions*> row_options_;
+  std::vector<Rng*> row_rngs_;
+  std::vector<int32_t> row_tokens_;
+  std::vector<float> sample_weights_;
+  std::vector<std::pair<float, int32_t>> sample_scratch_;
+  int64_t engines_built_ = 0;
+};
+
 }  // namespace zaya

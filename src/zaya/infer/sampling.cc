@@ -17,9 +17,21 @@ void SamplingOptions::validate() const {
 
 namespace {
 
-// The first id of the largest logit.
+// The first id of the largest logit: the id of the serial scan
+// `if (logits[v] > logits[best]) best = v`. That scan skips NaNs (no
+// comparison with one holds) unless logits[0] is one, so with logits[0] a
+// number it is the first id of the largest non-NaN value: found here in
+// vector lanes (the same comparison, whose maximum does not depend on the
+// order), then its first id; else by the scan itself.
 int64_t argmax(const float* logits, int64_t n) {
-  int64_t best = 0;
+  if (logits[0] == logits[0]) {
+    float mx = logits[0];
+#pragma omp simd reduction(max : mx)
+    for (int64_t v = 0; v < n; ++v) mx = logits[v] > mx ? logits[v] : mx;
+    for (int64_t v = 0; v < n; ++v)
+      if (logits[v] == mx) return v;
+  }
+  int64_t best = 0;  // logits[0] is NaN (nothing compares greater), or no id holds the maximum (not expected)
   for (int64_t v = 1; v < n; ++v)
     if (logits[v] > logits[best]) best = v;
   return best;
@@ -131,27 +143,28 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
   if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
   const TemperatureWeight weight{mx, inv_t};
   if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
-    // The whole distribution: one scan, no sort. The weights are computed a
-    // block at a time in vector lanes (exp_f32 gives the same bits there) and
-    // summed in id order in double, as a scalar loop would.
+    // The whole distribution: no sort. The weights are computed once, in
+    // vector lanes (exp_f32 gives the same bits there as one at a time), into
+    // the scratch, and summed in id order in double, as a scalar loop would;
+    // the draw then walks the stored weights.
+    cand.resize(size_t(real_vocab));  // no allocation after the first call
     float w[kWeightBlock];
     double total = 0;
     for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
       const int64_t n = std::min(kWeightBlock, real_vocab - v0);
       block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) total += w[i];
+      for (int64_t i = 0; i < n; ++i) {
+        cand[size_t(v0 + i)].first = w[i];
+        total += w[i];
+      }
     }
     double u = rng.next_double() * total;
     int64_t last = 0;
-    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
-      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
-      block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) {
-        const double p = w[i];
-        if (p > 0) last = v0 + i;
-        u -= p;
-        if (u <= 0 && p > 0) return int32_t(v0 + i);  // (a masked id, weight 0, is never drawn: token_constraint.h)
-      }
+    for (int64_t v = 0; v < real_vocab; ++v) {
+      const double p = cand[size_t(v)].first;
+      if (p > 0) last = v;
+      u -= p;
+      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
     }
     return int32_t(last);
   }
@@ -163,6 +176,54 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
     if (u <= 0) return cand[i].second;
   }
   return cand[n - 1].second;
+}
+
+void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
+                   Rng* const* rngs, int32_t* out, std::vector<float>& weights,
+                   std::vector<std::pair<float, int32_t>>& scratch) {
+  const int64_t V = real_vocab;
+  weights.resize(size_t(kSampleLanes * V));
+  int64_t lane_row[kSampleLanes];
+  int64_t lanes = 0;
+  // The draws of the rows in the lanes: sample_token's whole-distribution loop, one chain per lane.
+  const auto draw_lanes = [&] {
+    double total[kSampleLanes] = {}, u[kSampleLanes];
+    int64_t last[kSampleLanes] = {};
+    bool done[kSampleLanes] = {};
+    for (int64_t v = 0; v < V; ++v)
+      for (int64_t l = 0; l < lanes; ++l) total[l] += weights[size_t(l * V + v)];
+    for (int64_t l = 0; l < lanes; ++l) u[l] = rngs[lane_row[l]]->next_double() * total[l];
+    int64_t left = lanes;
+    for (int64_t v = 0; v < V && left > 0; ++v)
+      for (int64_t l = 0; l < lanes; ++l) {
+        if (done[l]) continue;
+        const double p = weights[size_t(l * V + v)];
+        if (p > 0) last[l] = v;
+        u[l] -= p;
+        if (u[l] <= 0 && p > 0) {
+          out[lane_row[l]] = int32_t(v);
+          done[l] = true;
+          --left;
+        }
+      }
+    for (int64_t l = 0; l < lanes; ++l)
+      if (!done[l]) out[lane_row[l]] = int32_t(last[l]);
+    lanes = 0;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const SamplingOptions& o = *options[i];
+    const float* row = logits[i];
+    const int64_t best = argmax(row, V);
+    const float inv_t = inverse_temperature(o, row[best]);
+    if (inv_t == 0 || !((o.top_k <= 0 || o.top_k >= V) && o.top_p >= 1)) {
+      out[i] = sample_token(row, V, o, *rngs[i], scratch);  // greedy or filtered: one at a time
+      continue;
+    }
+    block_weights(TemperatureWeight{row[best], inv_t}, row, V, weights.data() + lanes * V);
+    lane_row[lanes++] = i;
+    if (lanes == kSampleLanes) draw_lanes();
+  }
+  if (lanes > 0) draw_lanes();
 }
 
 bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& o) {

@@ -29,6 +29,18 @@ inline Rng sampling_rng(uint64_t seed) { return Rng{seed, 0x9e4e, 0}; }
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& options, Rng& rng,
                      std::vector<std::pair<float, int32_t>>& scratch);
 
+// sample_token for n rows at once: row i of logits[i], with options[i] and
+// generator *rngs[i] (one per row); out[i] and every generator's state are
+// those sample_token gives the row alone, bit for bit (sampling_test.cc). The
+// whole-distribution draws (top_k 0, top_p 1: RL rollouts), whose two serial
+// double sums over the vocabulary wait on each add one row at a time, run
+// kSampleLanes rows side by side; other rows take sample_token. `weights`
+// is reused between calls (no allocation after the first).
+inline constexpr int64_t kSampleLanes = 8;
+void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
+                   Rng* const* rngs, int32_t* out, std::vector<float>& weights,
+                   std::vector<std::pair<float, int32_t>>& scratch);
+
 // Whether sample_token takes the argmax for these logits (no draw): T = 0, or
 // a T so small that 1/T overflows a float, or no finite logit.
 bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& options);

@@ -221,6 +221,69 @@ TEST(Sampling, WholeDistributionDrawsAsTheScalarLoop) {
   }
 }
 
+// The greedy token is the serial scan's `if (logits[v] > logits[best]) best = v` (the first id of the largest
+// logit; NaNs skipped unless first), however the maximum is found: ties, signed zeros, NaNs, infinities.
+TEST(Sampling, GreedyIsTheSerialScansArgmax) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> rows = {
+      {-0.0f, 0.0f, -1.0f},     {0.0f, -0.0f}, {nan, 3.0f, 5.0f}, {1.0f, nan, 5.0f, 5.0f},     {-inf, -inf, -inf},
+      {2.0f, 7.0f, 7.0f, 1.0f}, {inf, inf},    {-inf, nan, -inf}, {-3.0f, -3.0f, -2.0f, -2.0f}};
+  for (int64_t n : {33, 1000, 1027}) {  // long rows: the maximum, tied, in every lane and block position
+    std::vector<float> row(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) row[size_t(v)] = float(int64_t(std::sin(double(v) * 0.91) * 40.0));
+    rows.push_back(row);
+  }
+  for (const std::vector<float>& row : rows) {
+    size_t best = 0;
+    for (size_t v = 1; v < row.size(); ++v)
+      if (row[v] > row[best]) best = v;
+    SamplingOptions o{.temperature = 0, .top_k = 0, .top_p = 1.0, .seed = 1};
+    Rng rng = sampling_rng(1);
+    std::vector<std::pair<float, int32_t>> scratch;
+    EXPECT_EQ(sample_token(row.data(), int64_t(row.size()), o, rng, scratch), int32_t(best))
+        << "a row of " << row.size() << " logits";
+  }
+}
+
+// Rows sampled together: each row's token and generator state are sample_token's alone, whatever the mix of
+// whole-distribution rows (several lanes' worth), greedy and filtered ones.
+TEST(Sampling, RowsSampledTogetherAsEachAlone) {
+  const int64_t V = 1027, n = 21;
+  std::vector<float> logits(static_cast<size_t>(n * V));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = float(std::sin(double(i) * 0.013) * 9.0 + double(i % 7));
+  std::vector<SamplingOptions> opts(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    SamplingOptions& o = opts[size_t(i)];
+    o.temperature = i % 5 == 3 ? 0.0 : 0.5 + 0.1 * double(i);
+    o.top_k = i % 7 == 2 ? 20 : 0;
+    o.top_p = i % 6 == 4 ? 0.9 : 1.0;
+  }
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Rng> together, alone;
+    for (int64_t i = 0; i < n; ++i) {
+      together.push_back(sampling_rng(uint64_t(round * 100 + i)));
+      alone.push_back(together.back());
+    }
+    std::vector<const float*> rows;
+    std::vector<const SamplingOptions*> options;
+    std::vector<Rng*> rngs;
+    for (int64_t i = 0; i < n; ++i) {
+      rows.push_back(logits.data() + i * V);
+      options.push_back(&opts[size_t(i)]);
+      rngs.push_back(&together[size_t(i)]);
+    }
+    std::vector<int32_t> got(static_cast<size_t>(n));
+    std::vector<float> weights;
+    std::vector<std::pair<float, int32_t>> scratch, scratch2;
+    sample_tokens(n, rows.data(), V, options.data(), rngs.data(), got.data(), weights, scratch);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[size_t(i)], sample_token(rows[size_t(i)], V, opts[size_t(i)], alone[size_t(i)], scratch2))
+          << "round " << round << ", row " << i;
+      EXPECT_EQ(together[size_t(i)].next_u64(), alone[size_t(i)].next_u64()) << "round " << round << ", row " << i;
+    }
+  }
+}
+
 TEST(Sampling, RejectsBadOptions) {
   SamplingOptions o;
   o.temperature = -1;

@@ -21,9 +21,31 @@ bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, co
   return false;
 }
 
+StopScreen::StopScreen(const Tokenizer& tok, const std::vector<std::string>& stops) : tokenizer_(tok) {
+  for (const std::string& stop : stops)
+    if (!stop.empty()) last_bytes_.push_back(stop.back());
+  every_token_ = last_bytes_.find(' ') != std::string::npos;
+}
+
+bool StopScreen::may_end(int32_t id) {
+  if (every_token_) return true;
+  if (last_bytes_.empty()) return false;
+  if (known_.empty()) known_.assign(size_t(tokenizer_.vocab_size()), -1);
+  if (id < 0 || size_t(id) >= known_.size()) return true;  // (completes_stop says what is wrong with it)
+  int8_t& k = known_[size_t(id)];
+  if (k < 0) {
+    constexpr int32_t kUnknownPiece = 2, kBytePiece = 6;  // SentencePiece's types (Tokenizer::piece_type)
+    const int32_t type = tokenizer_.piece_type(id);
+    k = type == kUnknownPiece || type == kBytePiece ||
+        tokenizer_.decode({id}).find_first_of(last_bytes_) != std::string::npos;
+  }
+  return k != 0;
+}
+
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tok,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
-                                       const RolloutSettings& s, uint64_t seed, RolloutStats* stats) {
+                                       const RolloutSettings& s, uint64_t seed, RolloutStats* stats,
+                                       Generator* generator) {
   std::vector<GenerationRequest> requests;
   std::vector<RolloutSample> samples;
   int64_t longest = 0;
@@ -45,16 +67,23 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   o.bf16_activations = s.bf16_activations;
   o.logprobs = true;
   o.routing = true;
-  // Stop strings: the decoded text so far, checked as each token arrives.
+  // Stop strings: the decoded text so far, checked as each token arrives once the sample holds a token that can
+  // complete one (StopScreen; before that the text holds none).
   std::vector<std::vector<int32_t>> so_far(requests.size());
+  std::vector<char> may_stop(requests.size(), 0);
+  StopScreen screen(tok, s.stop_strings);
   const TokenCallback on_token = [&](size_t r, int32_t id) {
     if (s.stop_strings.empty()) return true;
     so_far[r].push_back(id);
+    if (!may_stop[r] && !screen.may_end(id)) return true;
+    may_stop[r] = 1;
     return !completes_stop(tok, so_far[r], s.stop_strings);
   };
   GenerationStats gs;
   const double t0 = now_seconds();
-  std::vector<GenerationResult> results = generate(model, requests, o, on_token, {}, &gs);
+  Generator one_off;
+  std::vector<GenerationResult> results =
+      (generator != nullptr ? *generator : one_off).run(model, requests, o, on_token, {}, &gs);
   for (size_t k = 0; k < results.size(); ++k) {
     samples[k].tokens = std::move(results[k].tokens);
     samples[k].logprobs = std::move(results[k].logprobs);

@@ -48,14 +48,38 @@ struct RolloutStats {
 
 // `group` samples of each prompt, prompt-major; sample k of the call draws
 // from sampling seed `seed + k` (sampling_rng), so a step's samples are a
-// function of (seed, prompts) alone.
+// function of (seed, prompts) alone. `generator`: one a run keeps from step
+// to step, so that the decoder's engine is built once (infer/generator.h
+// Generator; the samples are the same with or without it); null: a new one.
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tokenizer,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
-                                       const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr);
+                                       const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr,
+                                       Generator* generator = nullptr);
 
 // Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
 bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
                     const std::vector<std::string>& stops);
+
+// Which tokens can complete a stop string, so that completes_stop need not
+// decode a sample's tokens until one of them has come: a token whose own
+// decoded text holds the last byte of one of `stops`, a byte piece or the
+// unknown piece (their bytes join their neighbours'), and every token when a
+// stop string ends in a space (decoding one piece alone may drop a leading
+// space). A decoded text holds a byte only where one of its tokens put it
+// there (SentencePiece decodes a normal piece to its own text, a control
+// piece to nothing), so text without such a token holds no stop string:
+// stop_screen_test.cc checks that on random samples. Answers are cached per id.
+class StopScreen {
+ public:
+  StopScreen(const Tokenizer& tokenizer, const std::vector<std::string>& stops);
+  bool may_end(int32_t id);
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string last_bytes_;     // each stop string's last byte
+  bool every_token_ = false;   // a stop string ends in a space
+  std::vector<int8_t> known_;  // per id: -1 not yet asked, else the answer
+};
 
 // The text before the first of `stops` in `text` (the earliest start), or all of it.
 std::string cut_at_stop(const std::string& text, const std::vector<std::string>& stops);
