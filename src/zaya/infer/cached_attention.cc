@@ -70,6 +70,8 @@ struct Simd {
   using V = __m512;
   static constexpr int kWidth = 16;
   static constexpr int kHeadsPerTile = 4;  // output_tile: up to 4 heads x 4 vectors of accumulators (32 registers)
+  static constexpr int kKeyRegisters =
+      16;  // scores_simd: 4 keys' widened rows held for all heads, up to 4 vectors each
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -97,6 +99,7 @@ struct Simd {
   using V = __m256;
   static constexpr int kWidth = 8;
   static constexpr int kHeadsPerTile = 2;  // output_tile: up to 2 heads x 4 vectors of accumulators (16 registers)
+  static constexpr int kKeyRegisters = 8;  // scores_simd: 4 keys' widened rows held for all heads, up to 2 vectors each
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -173,17 +176,70 @@ class RowPrefetcher {
   bool values_ = false;
 };
 
+// scores_simd's keys t0 .. n - 1, one at a time.
+template <typename E>
+void scores_tail(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t t0, int64_t n, float scale,
+                 float* scores, int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+  const int64_t nv = d / kW;
+  for (int64_t t = t0; t < n; ++t) {
+    ahead.to(row0 + t + 1 + RowPrefetcher::kAhead);
+    const E* k = kc + t * ldk;
+    for (int64_t g = 0; g < G; ++g) {
+      const float* qg = q + g * d;
+      Simd::V acc = Simd::zero();
+      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
+      scores[g * lds + t] = scale * Simd::sum(acc);
+    }
+  }
+}
+
+// scores_simd at head_dim NV x kW, the 4 keys' rows widened once into registers for all G heads.
+template <int NV, typename E>
+void scores_simd_held(const float* q, const E* kc, int64_t ldk, int64_t G, int64_t n, float scale, float* scores,
+                      int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+  constexpr int64_t d = NV * kW;
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
+    const E* k = kc + t * ldk;
+    Simd::V kv[4][NV];
+    for (int i = 0; i < 4; ++i)
+      for (int v = 0; v < NV; ++v) kv[i][v] = Simd::load(k + i * ldk + kW * v);
+    for (int64_t g = 0; g < G; ++g) {
+      const float* qg = q + g * d;
+      Simd::V a[4] = {Simd::zero(), Simd::zero(), Simd::zero(), Simd::zero()};
+      for (int v = 0; v < NV; ++v) {
+        const Simd::V qv = Simd::load(qg + kW * v);
+        for (int i = 0; i < 4; ++i) a[i] = Simd::fmadd(qv, kv[i][v], a[i]);
+      }
+      _mm_storeu_ps(scores + g * lds + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a[0], a[1], a[2], a[3])));
+    }
+  }
+  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
+}
+
 // scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
 // keys ldk elements apart (d % kW == 0); four keys at a time for all G heads
 // (a key row comes from memory once, its further reads from L1), four
 // independent FMA chains per head hiding the load latency, their lane sums
-// taken together (Simd::sum4). Each score is the same chain of FMAs and the
+// taken together (Simd::sum4); where 4 keys' rows fit the registers
+// (Simd::kKeyRegisters), they are widened once for all heads
+// (scores_simd_held). Each score is the same chain of FMAs and the
 // same lane sum whatever the blocking (the bits of the loop over heads, then
 // keys, that came before). Key t is row row0 + t of `ahead`.
 template <typename E>
 void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
                  int64_t lds, RowPrefetcher& ahead, int64_t row0) {
   const int64_t nv = d / kW;
+  if (4 * nv <= Simd::kKeyRegisters) {
+    switch (nv) {
+      case 1: return scores_simd_held<1>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 2: return scores_simd_held<2>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 3: return scores_simd_held<3>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 4: return scores_simd_held<4>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      default: break;
+    }
+  }
   int64_t t = 0;
   for (; t + 4 <= n; t += 4) {
     ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
@@ -202,16 +258,7 @@ void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G,
       _mm_storeu_ps(sg + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a0, a1, a2, a3)));
     }
   }
-  for (; t < n; ++t) {
-    ahead.to(row0 + t + 1 + RowPrefetcher::kAhead);
-    const E* k = kc + t * ldk;
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = q + g * d;
-      Simd::V acc = Simd::zero();
-      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
-      scores[g * lds + t] = scale * Simd::sum(acc);
-    }
-  }
+  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
 }
 
 // o_g[c0 .. c0 + kW NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
