@@ -23,7 +23,10 @@
 # MODEL=DIR reuses a directory written before).
 # CONFIGS=LABELS (space- or comma-separated) keeps only those configurations, e.g. CONFIGS=fp8,fp8-fa (the FP8
 # kernels old vs new) or CONFIGS="bf16 int8 int8-mxfp4 mxfp4-all mxfp4-all-q8head"; rows follow the first kept.
-#   [THREADS=1] [RUNS=3] [CONTEXTS=128,1024] [CONFIGS=...] bench/quant_decode.sh [SHAPE] [STEPS] [DIR]
+# ZAYA=BIN runs BIN (default build/zaya); ZAYA_BASE=BIN runs every configuration with BIN too, in the same
+# interleaved rounds (labels LABEL.base: a change measured against the binary before it under the same load,
+# with LABEL/LABEL.base among the ratios).
+#   [THREADS=1] [RUNS=3] [CONTEXTS=128,1024] [CONFIGS=...] [ZAYA_BASE=BIN] bench/quant_decode.sh [SHAPE] [STEPS] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:-small} steps=${2:-200} dir=${3:-runs/bench/quant_$shape}
@@ -54,15 +57,24 @@ else
 fi
 labels=()
 for c in "${configs[@]}"; do labels+=("${c%%:*}"); done
+binaries=("$zaya")
+if [[ -n ${ZAYA_BASE:-} ]]; then
+  binaries+=("$ZAYA_BASE")
+  for c in "${configs[@]}"; do labels+=("${c%%:*}.base"); done
+fi
 echo "== decode, $shape, $runs interleaved rounds of ${labels[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 for r in $(seq 1 "$runs"); do
   for c in "${configs[@]}"; do
     IFS=: read -r label dt act <<<"$c"
     fp8_act=bf16
     [[ $act == float ]] && fp8_act=float
-    ZAYA_MXFP4_ACTIVATIONS=${act:-int8} ZAYA_FP8_ACTIVATIONS=$fp8_act "$zaya" bench infer "${source_args[@]}" --dtype "$dt" \
-      --threads "${THREADS:-1}" --no-prefill --no-working-set --batch 1,8 --context "${CONTEXTS:-128,1024}" \
-      --decode-steps 32 --warmup 4 --json "$dir/decode_${label}_$r.json" >/dev/null
+    for bin in "${binaries[@]}"; do
+      out=$label
+      [[ $bin == "$zaya" ]] || out=$label.base
+      ZAYA_MXFP4_ACTIVATIONS=${act:-int8} ZAYA_FP8_ACTIVATIONS=$fp8_act "$bin" bench infer "${source_args[@]}" \
+        --dtype "$dt" --threads "${THREADS:-1}" --no-prefill --no-working-set --batch 1,8 \
+        --context "${CONTEXTS:-128,1024}" --decode-steps 32 --warmup 4 --json "$dir/decode_${out}_$r.json" >/dev/null
+    done
   done
 done
 echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -76,6 +88,8 @@ ratios = [("mxfp4", "int8"), ("mxfp4", "bf16"), ("int8-mxfp4", "int8"), ("int8-m
           ("mxfp4", "mxfp4-fa"), ("int8-mxfp4", "int8-mxfp4-fa"), ("fp8", "fp8-fa"), ("mxfp4-all", "int8"),
           ("mxfp4-all", "bf16"), ("mxfp4-all-q8head", "int8"), ("mxfp4-all-q8head", "bf16")]
 ratios = [(a, b) for a, b in ratios if a in labels and b in labels]
+ratios += [(a + ".base", b + ".base") for a, b in ratios if a + ".base" in labels and b + ".base" in labels]
+ratios += [(k[:-5], k) for k in labels if k.endswith(".base")]  # ZAYA_BASE: this binary over the base one
 W = max(13, *(len(k) for k in labels))
 print(f"tokens/s and x roofline (best of {runs}); -fa: MXFP4 / FP8 with float32 activations")
 print(f"{'batch':>5} {'ctx':>5} " + " ".join(f"{k:>{W}} {'x roof':>6}" for k in labels))
@@ -97,13 +111,15 @@ for k in labels:
           f"{w.get('attention', 0) / 1e6:.2f}, router {w.get('router', 0) / 1e6:.2f}), per expert "
           f"{w['per_expert'] / 1e6:.3f} MB, LM head {w['lm_head'] / 1e6:.2f} MB")
 # Issue 40's batch-1 targets for 4-bit weights: >= 1.5x int8 and >= 2.5x bf16 tokens/s.
-for k in [x for x in ("mxfp4-all", "mxfp4-all-q8head", "int8-mxfp4") if x in labels and {"int8", "bf16"} <= set(labels)]:
+for sfx in ("", ".base"):
+  for k in [x for x in ("mxfp4-all", "mxfp4-all-q8head", "int8-mxfp4")
+            if x + sfx in labels and {"int8" + sfx, "bf16" + sfx} <= set(labels)]:
     for i, p in enumerate(res[labels[0]][0]["decode"]):
         if p["batch"] != 1:
             continue
-        t = {x: best(x, i)["tokens_per_second"] for x in (k, "int8", "bf16")}
+        t = {x: best(x + sfx, i)["tokens_per_second"] for x in (k, "int8", "bf16")}
         a, b = t[k] / t["int8"], t[k] / t["bf16"]
-        print(f"target, batch 1, context {p['context']}: {k} {a:.2f}x int8 (>= 1.5: {'yes' if a >= 1.5 else 'NO'}), "
+        print(f"target{sfx}, batch 1, context {p['context']}: {k} {a:.2f}x int8 (>= 1.5: {'yes' if a >= 1.5 else 'NO'}), "
               f"{b:.2f}x bf16 (>= 2.5: {'yes' if b >= 2.5 else 'NO'})")
 PY
 ((steps > 0)) || exit 0

@@ -70,6 +70,8 @@ struct Simd {
   using V = __m512;
   static constexpr int kWidth = 16;
   static constexpr int kHeadsPerTile = 4;  // output_tile: up to 4 heads x 4 vectors of accumulators (32 registers)
+  static constexpr int kKeyRegisters =
+      16;  // scores_simd: 4 keys' widened rows held for all heads, up to 4 vectors each
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -80,12 +82,24 @@ struct Simd {
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
   static float sum(V a) { return _mm512_reduce_add_ps(a); }
+  // sum() of a0 .. a3 at once, in lanes 0-3: the same additions (GCC's _mm512_reduce_add_ps: the 256-bit
+  // halves, the 128-bit quarters, elements {2, 3} onto {0, 1}, then 1 onto 0), so the same bits.
+  static __m128 sum4(V a0, V a1, V a2, V a3) {
+    const V x01 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, a1, 0xEE), _mm512_shuffle_f32x4(a0, a1, 0x44));
+    const V x23 = _mm512_add_ps(_mm512_shuffle_f32x4(a2, a3, 0xEE), _mm512_shuffle_f32x4(a2, a3, 0x44));
+    const V q = _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0xDD), _mm512_shuffle_f32x4(x01, x23, 0x88));
+    const V h = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4E));
+    const V s = _mm512_add_ps(h, _mm512_permute_ps(h, 0xB1));
+    return _mm512_castps512_ps128(
+        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+  }
 };
 #else
 struct Simd {
   using V = __m256;
   static constexpr int kWidth = 8;
   static constexpr int kHeadsPerTile = 2;  // output_tile: up to 2 heads x 4 vectors of accumulators (16 registers)
+  static constexpr int kKeyRegisters = 8;  // scores_simd: 4 keys' widened rows held for all heads, up to 2 vectors each
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -100,23 +114,139 @@ struct Simd {
     const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
     return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
   }
+  static __m128 sum4(V a0, V a1, V a2, V a3) { return _mm_setr_ps(sum(a0), sum(a1), sum(a2), sum(a3)); }
 };
 #endif
 constexpr int64_t kW = Simd::kWidth;
 
+// Fetches towards L1, ahead of the reads, the rows of KV head j at positions
+// [lo, hi) of a chunk, in the order rows_task reads them: the keys, then the
+// values; to(rows) has rows [0, rows) of that sequence (keys: row i is
+// position lo + i, values: row keys + i) fetched. A cache page holds only
+// page_tokens rows of one head (2 KB at 16 positions and head_dim 64 in
+// bf16), at which the hardware prefetcher stops; this runs across pages.
+class RowPrefetcher {
+ public:
+  // Rows fetched ahead of the row being read (measured on `small` at context 1,024: 48 beat 16, 32 and 96), and
+  // the rows fetched per call that fetches (one cache page at page_tokens 16: per row, the calls cost more).
+  static constexpr int64_t kAhead = 48;
+  static constexpr int64_t kBatch = 16;
+
+  RowPrefetcher(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, int64_t d)
+      : ch_(ch), j_(j), lo_(lo), hi_(hi), d_(d), pos_(lo) {
+    seek();
+  }
+  void to(int64_t rows) {
+    if (fetched_ >= rows) return;
+    const int64_t target = rows + kBatch;  // a batch at a time: one call per kBatch rows read
+    while (fetched_ < target && span_ < ch_.span_count) fetch_run(target - fetched_);
+  }
+
+ private:
+  void seek() {
+    while (span_ < ch_.span_count && ch_.spans[span_].first + ch_.spans[span_].count <= pos_) ++span_;
+  }
+  // Up to `most` rows, within one span.
+  void fetch_run(int64_t most) {
+    const CachedKeySpan& sp = ch_.spans[span_];
+    const int64_t es = sp.bf16 ? 2 : 4, n = std::min({most, sp.first + sp.count - pos_, hi_ - pos_});
+    const char* first = static_cast<const char*>(values_ ? sp.v : sp.k) +
+                        (j_ * sp.head_stride + (pos_ - sp.first) * sp.row_stride) * es;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(first) + ((n - 1) * sp.row_stride + d_) * es;
+    for (uintptr_t a = reinterpret_cast<uintptr_t>(first) & ~uintptr_t(63); a < end; a += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T0);
+    fetched_ += n;
+    pos_ += n;
+    if (pos_ == hi_) {
+      if (values_) {
+        span_ = ch_.span_count;  // done
+        return;
+      }
+      values_ = true;
+      pos_ = lo_;
+      span_ = 0;
+    }
+    seek();
+  }
+
+  const CachedAttentionChunk& ch_;
+  int64_t j_, lo_, hi_, d_;
+  int64_t pos_, fetched_ = 0;
+  int32_t span_ = 0;
+  bool values_ = false;
+};
+
+// scores_simd's keys t0 .. n - 1, one at a time.
+template <typename E>
+void scores_tail(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t t0, int64_t n, float scale,
+                 float* scores, int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+  const int64_t nv = d / kW;
+  for (int64_t t = t0; t < n; ++t) {
+    ahead.to(row0 + t + 1 + RowPrefetcher::kAhead);
+    const E* k = kc + t * ldk;
+    for (int64_t g = 0; g < G; ++g) {
+      const float* qg = q + g * d;
+      Simd::V acc = Simd::zero();
+      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
+      scores[g * lds + t] = scale * Simd::sum(acc);
+    }
+  }
+}
+
+// scores_simd at head_dim NV x kW, the 4 keys' rows widened once into registers for all G heads.
+template <int NV, typename E>
+void scores_simd_held(const float* q, const E* kc, int64_t ldk, int64_t G, int64_t n, float scale, float* scores,
+                      int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+  constexpr int64_t d = NV * kW;
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
+    const E* k = kc + t * ldk;
+    Simd::V kv[4][NV];
+    for (int i = 0; i < 4; ++i)
+      for (int v = 0; v < NV; ++v) kv[i][v] = Simd::load(k + i * ldk + kW * v);
+    for (int64_t g = 0; g < G; ++g) {
+      const float* qg = q + g * d;
+      Simd::V a[4] = {Simd::zero(), Simd::zero(), Simd::zero(), Simd::zero()};
+      for (int v = 0; v < NV; ++v) {
+        const Simd::V qv = Simd::load(qg + kW * v);
+        for (int i = 0; i < 4; ++i) a[i] = Simd::fmadd(qv, kv[i][v], a[i]);
+      }
+      _mm_storeu_ps(scores + g * lds + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a[0], a[1], a[2], a[3])));
+    }
+  }
+  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
+}
+
 // scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
-// keys ldk elements apart (d % kW == 0); four keys at a time, so four
-// independent FMA chains hide the load latency.
+// keys ldk elements apart (d % kW == 0); four keys at a time for all G heads
+// (a key row comes from memory once, its further reads from L1), four
+// independent FMA chains per head hiding the load latency, their lane sums
+// taken together (Simd::sum4); where 4 keys' rows fit the registers
+// (Simd::kKeyRegisters), they are widened once for all heads
+// (scores_simd_held). Each score is the same chain of FMAs and the
+// same lane sum whatever the blocking (the bits of the loop over heads, then
+// keys, that came before). Key t is row row0 + t of `ahead`.
 template <typename E>
 void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
-                 int64_t lds) {
+                 int64_t lds, RowPrefetcher& ahead, int64_t row0) {
   const int64_t nv = d / kW;
-  for (int64_t g = 0; g < G; ++g) {
-    const float* qg = q + g * d;
-    float* sg = scores + g * lds;
-    int64_t t = 0;
-    for (; t + 4 <= n; t += 4) {
-      const E* k = kc + t * ldk;
+  if (4 * nv <= Simd::kKeyRegisters) {
+    switch (nv) {
+      case 1: return scores_simd_held<1>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 2: return scores_simd_held<2>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 3: return scores_simd_held<3>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      case 4: return scores_simd_held<4>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
+      default: break;
+    }
+  }
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
+    const E* k = kc + t * ldk;
+    for (int64_t g = 0; g < G; ++g) {
+      const float* qg = q + g * d;
+      float* sg = scores + g * lds;
       Simd::V a0 = Simd::zero(), a1 = Simd::zero(), a2 = Simd::zero(), a3 = Simd::zero();
       for (int64_t v = 0; v < nv; ++v) {
         const Simd::V qv = Simd::load(qg + kW * v);
@@ -125,30 +255,24 @@ void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G,
         a2 = Simd::fmadd(qv, Simd::load(k + 2 * ldk + kW * v), a2);
         a3 = Simd::fmadd(qv, Simd::load(k + 3 * ldk + kW * v), a3);
       }
-      sg[t] = scale * Simd::sum(a0);
-      sg[t + 1] = scale * Simd::sum(a1);
-      sg[t + 2] = scale * Simd::sum(a2);
-      sg[t + 3] = scale * Simd::sum(a3);
-    }
-    for (; t < n; ++t) {
-      const E* k = kc + t * ldk;
-      Simd::V acc = Simd::zero();
-      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
-      sg[t] = scale * Simd::sum(acc);
+      _mm_storeu_ps(sg + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a0, a1, a2, a3)));
     }
   }
+  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
 }
 
 // o_g[c0 .. c0 + kW NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
 // registers (compile-time sizes keep the accumulators out of memory);
-// `add` continues the sums already in o (the next span of keys).
+// `add` continues the sums already in o (the next span of keys). Value t is
+// row row0 + t of `ahead` (nullptr: no prefetching).
 template <int GN, int NV, typename E>
 void output_tile(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
-                 bool add) {
+                 bool add, RowPrefetcher* ahead, int64_t row0) {
   Simd::V acc[GN][NV];
   for (int g = 0; g < GN; ++g)
     for (int v = 0; v < NV; ++v) acc[g][v] = add ? Simd::load(o + g * d + c0 + kW * v) : Simd::zero();
   for (int64_t t = 0; t < n; ++t) {
+    if (ahead != nullptr) ahead->to(row0 + t + 1 + RowPrefetcher::kAhead);
     const E* vr = vc + t * ldv + c0;
     Simd::V vv[NV];
     for (int v = 0; v < NV; ++v) vv[v] = Simd::load(vr + kW * v);
@@ -162,13 +286,15 @@ void output_tile(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ld
 }
 
 template <int GN, typename E>
-void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, float* o, bool add) {
+void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, float* o, bool add,
+                  RowPrefetcher* ahead, int64_t row0) {
   for (int64_t c0 = 0; c0 < d; c0 += 4 * kW) {
+    RowPrefetcher* a = c0 == 0 ? ahead : nullptr;  // the first column tile prefetches
     switch (std::min<int64_t>(4, (d - c0) / kW)) {
-      case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add); break;
-      case 2: output_tile<GN, 2>(p, ldp, n, vc, ldv, d, c0, o, add); break;
-      case 3: output_tile<GN, 3>(p, ldp, n, vc, ldv, d, c0, o, add); break;
-      default: output_tile<GN, 4>(p, ldp, n, vc, ldv, d, c0, o, add); break;
+      case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
+      case 2: output_tile<GN, 2>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
+      case 3: output_tile<GN, 3>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
+      default: output_tile<GN, 4>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
     }
   }
 }
@@ -177,25 +303,26 @@ void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t l
 // row is read once per tile of heads and 4 kW output floats); d % kW == 0.
 template <typename E>
 void output_simd(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
-                 bool add) {
+                 bool add, RowPrefetcher& ahead, int64_t row0) {
   for (int64_t g0 = 0; g0 < G; g0 += Simd::kHeadsPerTile) {
     const float* pg = p + g0 * ldp;
     float* og = o + g0 * d;
     const int64_t gn = std::min<int64_t>(Simd::kHeadsPerTile, G - g0);
+    RowPrefetcher* a = g0 == 0 ? &ahead : nullptr;  // the first tile of heads prefetches
     if constexpr (Simd::kHeadsPerTile == 4) {
       if (gn == 4) {
-        output_heads<4>(pg, ldp, n, vc, ldv, d, og, add);
+        output_heads<4>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
         continue;
       }
       if (gn == 3) {
-        output_heads<3>(pg, ldp, n, vc, ldv, d, og, add);
+        output_heads<3>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
         continue;
       }
     }
     if (gn == 2)
-      output_heads<2>(pg, ldp, n, vc, ldv, d, og, add);
+      output_heads<2>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
     else
-      output_heads<1>(pg, ldp, n, vc, ldv, d, og, add);
+      output_heads<1>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
   }
 }
 #endif
@@ -224,13 +351,16 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_SIMD
     if (d % kW == 0) {
+      RowPrefetcher ahead(ch, j, lo, p + 1, d);
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
-        with_elements(kc, bf16, [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys); });
+        with_elements(kc, bf16,
+                      [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
       for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
       bool add = false;
       for_each_piece(ch, j, lo, p + 1, [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t n, int64_t off) {
-        with_elements(vc, bf16, [&](auto v) { output_simd(scratch + off, keys, v, ld, d, G, n, o, add); });
+        with_elements(vc, bf16,
+                      [&](auto v) { output_simd(scratch + off, keys, v, ld, d, G, n, o, add, ahead, keys + off); });
         add = true;
       });
       continue;
