@@ -88,7 +88,11 @@ void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
 
 void Speculator::reprice(const InferenceEngine& engine, Slot& s) {
   if (!options_.adaptive || drafter_ == nullptr) return;
+  // New prices only when the step moved the spread (a one-token step leaves it, and the prices with it): a step
+  // without drafts costs no more than a plain one.
+  const double spread = spread_.value();
   spread_.observe(engine.last_stats());  // once per chunk of the step: the steps weigh by their chunks
+  if (spread_.value() == spread) return;
   cost_ = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
                      options_.tokens, spread_.value());
   s.length.set_cost(cost_);  // every decoding sequence has a chunk in every step
