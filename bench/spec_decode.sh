@@ -26,15 +26,20 @@
 # binary (build/zaya); ZAYA_BASE: another binary (e.g. one built before a
 # change) whose speculative runs join each round as ngram_base / model_base,
 # so old and new are compared in the same rounds; SPEC_ARGS: more flags for
-# the speculative runs (e.g. "--spec-tokens 8"); THREADS (1); TOKENS (96 per request); SETS (the prompt
+# the speculative runs (e.g. "--spec-tokens 8"); THREADS (1); SETS (the prompt
 # sets to run, default "repetitive code ordinary sampled"); OUT (the work
 # directory, runs/bench/spec_decode); TRAIN_THREADS (bench/train_tiny.bash).
+# PROMPTS (16 per set, at most 16) x TOKENS (128): a set decodes for a few
+# seconds at batch 1, long enough that one run decides (8 x 96 decoded in
+# about 1 s, and single rounds then varied by 15%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-} rounds=${2:-3}
 zaya=${ZAYA:-build/zaya}
 threads=${THREADS:-1}
-tokens=${TOKENS:-96}
+tokens=${TOKENS:-128}
+prompts=${PROMPTS:-16}
+((prompts >= 1 && prompts <= 16)) || { echo "PROMPTS=$prompts: allowed 1..16" >&2; exit 2; }
 draft=${DRAFT:-}
 dir=${OUT:-runs/bench/spec_decode}
 mkdir -p "$dir"
@@ -50,12 +55,13 @@ distill_draft() {  # distill_draft TARGET DRAFT DIR PROMPTS TOKENS STEPS
   tok=$target/tokenizer.model
   [[ -f $tok ]] || { echo "DISTILL: $tok not found (the target's tokenizer)" >&2; exit 2; }
   mkdir -p "$out/data"
-  # N passage starts spread over the corpus, none within 20 lines of a benchmark prompt (lines 1000 + 2000 i).
+  # N passage starts spread over the corpus, none within 20 lines of a benchmark prompt (lines 1000 + 2000 i,
+  # i < 16: every PROMPTS setting's).
   python3 - "$out/prompts.jsonl" "$n" <<'PY2'
 import json, sys
 out, n = sys.argv[1], int(sys.argv[2])
 lines = [l.strip() for l in open("data/kjv/kjv.txt", encoding="utf-8") if l.strip()]
-bench = {1000 + 2000 * i for i in range(8)}
+bench = {1000 + 2000 * i for i in range(16)}
 cand = [i for i in range(len(lines)) if len(lines[i].split()) >= 12 and all(abs(i - b) > 20 for b in bench)]
 with open(out, "w") as f:
     for k in range(n):
@@ -104,19 +110,19 @@ if [[ -n ${ZAYA_BASE:-} ]]; then
   methods+=(ngram_base)
   [[ -n $draft ]] && methods+=(model_base)
 fi
-# Prompts: 8 passages of the corpus (lines 1000, 3000, ...) and 8 snippets of
-# code (the first 8 code lines of the first 8 sources of src/zaya/infer), as JSON lines.
-python3 - "$dir" <<'PY'
+# Prompts: PROMPTS passages of the corpus (lines 1000, 3000, ...) and PROMPTS snippets of
+# code (the first 8 code lines of the first PROMPTS sources of src/zaya/infer), as JSON lines.
+python3 - "$dir" "$prompts" <<'PY'
 import glob, json, sys
-d = sys.argv[1]
+d, n = sys.argv[1], int(sys.argv[2])
 lines = [l.strip() for l in open("data/kjv/kjv.txt", encoding="utf-8") if l.strip()]
 rep, plain, code = [], [], []
-for i in range(8):
+for i in range(n):
     passage = " ".join(lines[1000 + 2000 * i: 1003 + 2000 * i])
     start = " ".join(passage.split()[:12])
     rep.append({"prompt": passage + "\n" + passage + "\n" + start})
     plain.append({"prompt": start})
-sources = sorted(f for f in glob.glob("src/zaya/infer/*.cc") if not f.endswith("_test.cc"))[:8]
+sources = sorted(f for f in glob.glob("src/zaya/infer/*.cc") if not f.endswith("_test.cc"))[:n]
 for f in sources:
     body = [l.rstrip() for l in open(f, encoding="utf-8")
             if l.strip() and not l.lstrip().startswith(("//", "#"))][:8]
@@ -139,7 +145,7 @@ run() {  # run PROMPTS BATCH METHOD OUT
   "$bin" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens "$tokens" "${sampling[@]}" \
     --batch "$batch" --threads "$threads" --json "$out.json" "${spec[@]}" >"$out.txt"
 }
-echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $tokens tokens per request"
+echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $prompts prompts x $tokens tokens"
 sets=${SETS:-repetitive code ordinary sampled}
 for name in $sets; do
   for batch in 1 4; do

@@ -88,10 +88,14 @@ void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
 
 void Speculator::reprice(const InferenceEngine& engine, Slot& s) {
   if (!options_.adaptive || drafter_ == nullptr) return;
+  // New prices only when the step moved the spread (a one-token step, or one of more than K + 1 rows, leaves it,
+  // and the prices with it): a step without drafts computes none.
+  const double spread = spread_.value();
   spread_.observe(engine.last_stats());  // once per chunk of the step: the steps weigh by their chunks
-  cost_ = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
-                     options_.tokens, spread_.value());
-  s.length.set_cost(cost_);  // every decoding sequence has a chunk in every step
+  if (spread_.value() != spread)
+    cost_ = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
+                       options_.tokens, spread_.value());
+  s.length.set_cost(cost_);  // every decoding sequence has a chunk in every step: each takes the latest prices
 }
 
 const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const StepChunk& ch, const float* rows,

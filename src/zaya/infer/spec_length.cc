@@ -107,26 +107,49 @@ double DraftLength::tokens(int64_t k, double p1, double p) {
 
 double DraftLength::gain(int64_t k, double p1, double p) const { return tokens(k, p1, p) / cost_[size_t(k)]; }
 
+namespace {
+// The two-state chain's long-run rate (DraftLength::rate) from its parts: q_r and q_a, the chances that a check
+// after a rejection / in a run is kept whole; t_r, t_a their expected tokens; c_r, c_a their costs.
+double chain_rate(double q_r, double q_a, double t_r, double t_a, double c_r, double c_a) {
+  // Stationary share of the run state A: q_R / (1 - q_A + q_R).
+  const double den = 1 - q_a + q_r, in_run = den > 0 ? q_r / den : 1.0;
+  return ((1 - in_run) * t_r + in_run * t_a) / ((1 - in_run) * c_r + in_run * c_a);
+}
+}  // namespace
+
 double DraftLength::rate(int64_t kr, int64_t ka, double p1, double p) const {
   ZAYA_ASSERT(kr >= 1 && ka >= 1);
   // Two states: R (after a rejection, the first token kept with p1) and A (in a run, with p); a check of k
-  // kept whole goes to A, any other to R. Stationary share of A: q_R / (1 - q_A + q_R).
-  const double q_r = p1 * std::pow(p, double(kr - 1)), q_a = std::pow(p, double(ka));
-  const double den = 1 - q_a + q_r, in_run = den > 0 ? q_r / den : 1.0;
-  return ((1 - in_run) * tokens(kr, p1, p) + in_run * tokens(ka, p, p)) /
-         ((1 - in_run) * cost_[size_t(kr)] + in_run * cost_[size_t(ka)]);
+  // kept whole goes to A, any other to R.
+  return chain_rate(p1 * std::pow(p, double(kr - 1)), std::pow(p, double(ka)), tokens(kr, p1, p), tokens(ka, p, p),
+                    cost_[size_t(kr)], cost_[size_t(ka)]);
 }
 
 DraftLength::Plan DraftLength::plan(double p1, double p) const {
+  // Every pair's rate from per-length tables (the same values rate() computes, O(K) pow and sums instead of
+  // O(K^2)): it runs for every decoding sequence at every step, drafting or not.
+  std::array<double, 65> pow_p{}, t_r{}, t_a{};  // max_ <= 64 (the constructor)
+  double run_r = p1, run_a = p;                  // tokens()'s sums, one term more per length (the same operations)
+  t_r[0] = t_a[0] = 1;
+  pow_p[0] = std::pow(p, 0.0);
+  for (int64_t k = 1; k <= max_; ++k, run_r *= p, run_a *= p) {
+    pow_p[size_t(k)] = std::pow(p, double(k));
+    t_r[size_t(k)] = t_r[size_t(k - 1)] + run_r;
+    t_a[size_t(k)] = t_a[size_t(k - 1)] + run_a;
+  }
   Plan best;
   for (int64_t kr = 1; kr <= max_; ++kr)
     for (int64_t ka = 1; ka <= max_; ++ka)
-      if (const double r = rate(kr, ka, p1, p); r > best.rate) best = {kr, ka, r};
+      if (const double r = chain_rate(p1 * pow_p[size_t(kr - 1)], pow_p[size_t(ka)], t_r[size_t(kr)], t_a[size_t(ka)],
+                                      cost_[size_t(kr)], cost_[size_t(ka)]);
+          r > best.rate)
+        best = {kr, ka, r};
   if (best.rate >= kMinGain) return best;
   // Drafting after a rejection does not pay; inside a run (rarely reached then) the best single check, if any pays.
   best = {0, 0, 1.0};
   for (int64_t k = 1; k <= max_; ++k)
-    if (const double g = gain(k, p, p); g >= kMinGain && g > best.rate) best.in_run = k, best.rate = g;
+    if (const double g = t_a[size_t(k)] / cost_[size_t(k)]; g >= kMinGain && g > best.rate)
+      best.in_run = k, best.rate = g;
   return best;
 }
 
