@@ -133,6 +133,38 @@ void block_weights(const TemperatureWeight& weight, const float* logits, int64_t
   for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[i]);
 }
 
+// The whole-distribution draws of `lanes` rows (at most L) side by side: for
+// each, its weights summed in id order in double, u = its generator's next
+// double x that total, then the first id where u - w_0 - ... - w_v <= 0 with
+// a positive weight (a masked id, weight 0, is never drawn:
+// token_constraint.h), else the last id of positive weight. Each row's chain
+// is the scalar loop's alone; the rows are interleaved so that their serial
+// sums overlap. weight(l, v): row l's weight of id v.
+template <int64_t L, typename Weight>
+void draw_whole(int64_t lanes, int64_t V, const Weight& weight, Rng* const* rngs, int32_t* tokens) {
+  double total[L] = {}, u[L];
+  int64_t last[L] = {};
+  bool done[L] = {};
+  for (int64_t v = 0; v < V; ++v)
+    for (int64_t l = 0; l < lanes; ++l) total[l] += weight(l, v);
+  for (int64_t l = 0; l < lanes; ++l) u[l] = rngs[l]->next_double() * total[l];
+  int64_t left = lanes;
+  for (int64_t v = 0; v < V && left > 0; ++v)
+    for (int64_t l = 0; l < lanes; ++l) {
+      if (done[l]) continue;
+      const double p = weight(l, v);
+      if (p > 0) last[l] = v;
+      u[l] -= p;
+      if (u[l] <= 0 && p > 0) {
+        tokens[l] = int32_t(v);
+        done[l] = true;
+        --left;
+      }
+    }
+  for (int64_t l = 0; l < lanes; ++l)
+    if (!done[l]) tokens[l] = int32_t(last[l]);
+}
+
 }  // namespace
 
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
@@ -149,24 +181,16 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
     // the draw then walks the stored weights.
     cand.resize(size_t(real_vocab));  // no allocation after the first call
     float w[kWeightBlock];
-    double total = 0;
     for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
       const int64_t n = std::min(kWeightBlock, real_vocab - v0);
       block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) {
-        cand[size_t(v0 + i)].first = w[i];
-        total += w[i];
-      }
+      for (int64_t i = 0; i < n; ++i) cand[size_t(v0 + i)].first = w[i];
     }
-    double u = rng.next_double() * total;
-    int64_t last = 0;
-    for (int64_t v = 0; v < real_vocab; ++v) {
-      const double p = cand[size_t(v)].first;
-      if (p > 0) last = v;
-      u -= p;
-      if (u <= 0 && p > 0) return int32_t(v);  // (a masked id, weight 0, is never drawn: token_constraint.h)
-    }
-    return int32_t(last);
+    Rng* const rngs[1] = {&rng};
+    int32_t token = 0;
+    draw_whole<1>(
+        1, real_vocab, [&](int64_t, int64_t v) { return cand[size_t(v)].first; }, rngs, &token);
+    return token;
   }
   double total = 0;
   const int64_t n = sampling_candidates(logits, real_vocab, o, weight, cand, total);
@@ -185,29 +209,14 @@ void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, co
   weights.resize(size_t(kSampleLanes * V));
   int64_t lane_row[kSampleLanes];
   int64_t lanes = 0;
-  // The draws of the rows in the lanes: sample_token's whole-distribution loop, one chain per lane.
+  // The rows in the lanes drawn together (draw_whole).
   const auto draw_lanes = [&] {
-    double total[kSampleLanes] = {}, u[kSampleLanes];
-    int64_t last[kSampleLanes] = {};
-    bool done[kSampleLanes] = {};
-    for (int64_t v = 0; v < V; ++v)
-      for (int64_t l = 0; l < lanes; ++l) total[l] += weights[size_t(l * V + v)];
-    for (int64_t l = 0; l < lanes; ++l) u[l] = rngs[lane_row[l]]->next_double() * total[l];
-    int64_t left = lanes;
-    for (int64_t v = 0; v < V && left > 0; ++v)
-      for (int64_t l = 0; l < lanes; ++l) {
-        if (done[l]) continue;
-        const double p = weights[size_t(l * V + v)];
-        if (p > 0) last[l] = v;
-        u[l] -= p;
-        if (u[l] <= 0 && p > 0) {
-          out[lane_row[l]] = int32_t(v);
-          done[l] = true;
-          --left;
-        }
-      }
-    for (int64_t l = 0; l < lanes; ++l)
-      if (!done[l]) out[lane_row[l]] = int32_t(last[l]);
+    Rng* lane_rngs[kSampleLanes];
+    int32_t lane_tokens[kSampleLanes];
+    for (int64_t l = 0; l < lanes; ++l) lane_rngs[l] = rngs[lane_row[l]];
+    draw_whole<kSampleLanes>(
+        lanes, V, [&](int64_t l, int64_t v) { return weights[size_t(l * V + v)]; }, lane_rngs, lane_tokens);
+    for (int64_t l = 0; l < lanes; ++l) out[lane_row[l]] = lane_tokens[l];
     lanes = 0;
   };
   for (int64_t i = 0; i < n; ++i) {
