@@ -17,7 +17,7 @@ std::vector<int32_t> generate_full_sequence(const ZayaModel& model, const std::v
   ModelWorkspace ws(c, 1, max_len, false);
   if (model.lora() != nullptr) ws.enable_lora(c, model.lora()->config());
   std::vector<int32_t> ids = prompt, out;
-  std::vector<std::pair<float, int32_t>> scratch;
+  SamplingScratch scratch;
   Rng rng = sampling_rng(o.sampling.seed);
   while (int64_t(ids.size()) < max_len) {
     const int64_t S = int64_t(ids.size());

@@ -274,7 +274,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
         row_rngs_[size_t(row)] = &rngs[s];
       }
       sample_tokens(rows, row_logits_.data(), sample_vocab, row_options_.data(), row_rngs_.data(), row_tokens_.data(),
-                    sample_weights_, sample_scratch_);
+                    sample_scratch_);
     }
     // The tokens of every chunk with logits.
     for (int64_t row = 0; row < rows;) {

@@ -148,8 +148,7 @@ class Generator {
   std::vector<const SamplingOptions*> row_options_;
   std::vector<Rng*> row_rngs_;
   std::vector<int32_t> row_tokens_;
-  std::vector<float> sample_weights_;
-  std::vector<std::pair<float, int32_t>> sample_scratch_;
+  SamplingScratch sample_scratch_;
   int64_t engines_built_ = 0;
 };
 

@@ -127,71 +127,83 @@ float inverse_temperature(const SamplingOptions& o, float max_logit) {
 }
 
 // w[0, n) = weight(logits[0, n)) in vector lanes (exp_f32 gives the same bits there as one at a time).
-constexpr int64_t kWeightBlock = 256;
 void block_weights(const TemperatureWeight& weight, const float* logits, int64_t n, float* w) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) w[i] = weight(logits[i]);
 }
 
-// The whole-distribution draws of `lanes` rows (at most L) side by side: for
-// each, its weights summed in id order in double, u = its generator's next
-// double x that total, then the first id where u - w_0 - ... - w_v <= 0 with
-// a positive weight (a masked id, weight 0, is never drawn:
-// token_constraint.h), else the last id of positive weight. Each row's chain
-// is the scalar loop's alone; the rows are interleaved so that their serial
-// sums overlap. weight(l, v): row l's weight of id v.
-template <int64_t L, typename Weight>
-void draw_whole(int64_t lanes, int64_t V, const Weight& weight, Rng* const* rngs, int32_t* tokens) {
-  double total[L] = {}, u[L];
-  int64_t last[L] = {};
-  bool done[L] = {};
-  for (int64_t v = 0; v < V; ++v)
-    for (int64_t l = 0; l < lanes; ++l) total[l] += weight(l, v);
-  for (int64_t l = 0; l < lanes; ++l) u[l] = rngs[l]->next_double() * total[l];
-  int64_t left = lanes;
-  for (int64_t v = 0; v < V && left > 0; ++v)
-    for (int64_t l = 0; l < lanes; ++l) {
-      if (done[l]) continue;
-      const double p = weight(l, v);
-      if (p > 0) last[l] = v;
-      u[l] -= p;
-      if (u[l] <= 0 && p > 0) {
-        tokens[l] = int32_t(v);
-        done[l] = true;
-        --left;
+// The whole-distribution draw's sums (sampling.h "The whole-distribution
+// draw"): a block of kDrawBlock weights summed in double in kDrawLanes lanes,
+// lane j adding the block's ids j, j + 8, ..., j + 56 in that order, then the
+// lanes paired as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)). Each lane's sum
+// is its own chain of adds and the pairing is written out, so the compiler
+// vectorises the lanes (AVX-512: one vector; AVX2: two) without reordering
+// any add: the bits are those of this loop run one add at a time, on every
+// target (no -ffast-math here, and no multiply for -ffp-contract to fuse).
+constexpr int64_t kDrawBlock = 64, kDrawLanes = 8;
+double block_sum(const float* w) {
+  double lane[kDrawLanes] = {};
+  for (int64_t k = 0; k < kDrawBlock; k += kDrawLanes)
+    for (int64_t j = 0; j < kDrawLanes; ++j) lane[j] += double(w[k + j]);
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// The whole-distribution draw over ids [0, n) at uniform r (sampling.h):
+// w[0, blocks x kDrawBlock) the weights (ids >= n weigh 0), sums[0, blocks)
+// filled here with the block sums. One pass sums the blocks (in vector
+// lanes); the walk then takes one subtraction per block and at most
+// kDrawBlock inside the chosen one.
+int32_t draw_blocks(const float* w, int64_t n, double* sums, double r) {
+  const int64_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
+  double total = 0;
+  for (int64_t b = 0; b < blocks; ++b) total += sums[b] = block_sum(w + b * kDrawBlock);
+  double u = r * total;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const double s = sums[b];
+    if (s > 0 && u - s <= 0) {  // the block u lands in: the first id where u - w_0 - ... - w_i <= 0
+      const float* wb = w + b * kDrawBlock;
+      int64_t last = 0;
+      for (int64_t i = 0; i < kDrawBlock; ++i) {
+        const double p = wb[i];
+        if (p > 0) last = i;
+        u -= p;
+        if (u <= 0 && p > 0) return int32_t(b * kDrawBlock + i);
       }
+      return int32_t(b * kDrawBlock + last);  // rounding left u above 0: the block's last positive weight
     }
-  for (int64_t l = 0; l < lanes; ++l)
-    if (!done[l]) tokens[l] = int32_t(last[l]);
+    u -= s;
+  }
+  // Rounding (or a NaN weight) left u above 0 after every block: the last id of positive weight, else 0.
+  for (int64_t v = n - 1; v >= 0; --v)
+    if (w[v] > 0) return int32_t(v);
+  return 0;
+}
+
+// Sizes the scratch for a draw over n ids: the weights padded to whole blocks with 0.
+void size_draw(SamplingScratch& s, int64_t n) {
+  const int64_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
+  s.weights.resize(size_t(blocks * kDrawBlock));
+  s.block_sums.resize(size_t(blocks));
+  std::fill(s.weights.begin() + n, s.weights.end(), 0.0f);
 }
 
 }  // namespace
 
 int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
-                     std::vector<std::pair<float, int32_t>>& cand) {
+                     SamplingScratch& scratch) {
   const int64_t best = argmax(logits, real_vocab);
   const float mx = logits[best];
   const float inv_t = inverse_temperature(o, mx);
   if (inv_t == 0) return int32_t(best);  // greedy: no draw from the generator
   const TemperatureWeight weight{mx, inv_t};
   if ((o.top_k <= 0 || o.top_k >= real_vocab) && o.top_p >= 1) {
-    // The whole distribution: no sort. The weights are computed once, in
-    // vector lanes (exp_f32 gives the same bits there as one at a time), into
-    // the scratch, and summed in id order in double, as a scalar loop would;
-    // the draw then walks the stored weights.
-    cand.resize(size_t(real_vocab));  // no allocation after the first call
-    float w[kWeightBlock];
-    for (int64_t v0 = 0; v0 < real_vocab; v0 += kWeightBlock) {
-      const int64_t n = std::min(kWeightBlock, real_vocab - v0);
-      block_weights(weight, logits + v0, n, w);
-      for (int64_t i = 0; i < n; ++i) cand[size_t(v0 + i)].first = w[i];
-    }
-    Rng* const rngs[1] = {&rng};
-    int32_t token = 0;
-    draw_whole<1>(
-        1, real_vocab, [&](int64_t, int64_t v) { return cand[size_t(v)].first; }, rngs, &token);
-    return token;
+    // The whole distribution: no sort. The weights in vector lanes (exp_f32
+    // gives the same bits there as one at a time), then the blocked draw.
+    size_draw(scratch, real_vocab);
+    block_weights(weight, logits, real_vocab, scratch.weights.data());
+    return draw_blocks(scratch.weights.data(), real_vocab, scratch.block_sums.data(), rng.next_double());
   }
+  std::vector<std::pair<float, int32_t>>& cand = scratch.candidates;
   double total = 0;
   const int64_t n = sampling_candidates(logits, real_vocab, o, weight, cand, total);
   double u = rng.next_double() * total;
@@ -203,36 +215,15 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
 }
 
 void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
-                   Rng* const* rngs, int32_t* out, std::vector<float>& weights,
-                   std::vector<std::pair<float, int32_t>>& scratch) {
-  const int64_t V = real_vocab;
-  weights.resize(size_t(kSampleLanes * V));
-  int64_t lane_row[kSampleLanes];
-  int64_t lanes = 0;
-  // The rows in the lanes drawn together (draw_whole).
-  const auto draw_lanes = [&] {
-    Rng* lane_rngs[kSampleLanes];
-    int32_t lane_tokens[kSampleLanes];
-    for (int64_t l = 0; l < lanes; ++l) lane_rngs[l] = rngs[lane_row[l]];
-    draw_whole<kSampleLanes>(
-        lanes, V, [&](int64_t l, int64_t v) { return weights[size_t(l * V + v)]; }, lane_rngs, lane_tokens);
-    for (int64_t l = 0; l < lanes; ++l) out[lane_row[l]] = lane_tokens[l];
-    lanes = 0;
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    const SamplingOptions& o = *options[i];
-    const float* row = logits[i];
-    const int64_t best = argmax(row, V);
-    const float inv_t = inverse_temperature(o, row[best]);
-    if (inv_t == 0 || !((o.top_k <= 0 || o.top_k >= V) && o.top_p >= 1)) {
-      out[i] = sample_token(row, V, o, *rngs[i], scratch);  // greedy or filtered: one at a time
-      continue;
-    }
-    block_weights(TemperatureWeight{row[best], inv_t}, row, V, weights.data() + lanes * V);
-    lane_row[lanes++] = i;
-    if (lanes == kSampleLanes) draw_lanes();
-  }
-  if (lanes > 0) draw_lanes();
+                   Rng* const* rngs, int32_t* out, SamplingScratch& scratch) {
+  for (int64_t i = 0; i < n; ++i) out[i] = sample_token(logits[i], real_vocab, *options[i], *rngs[i], scratch);
+}
+
+int32_t draw_whole_distribution(const float* weights, int64_t n, double r) {
+  SamplingScratch s;
+  size_draw(s, n);
+  std::copy(weights, weights + n, s.weights.begin());
+  return draw_blocks(s.weights.data(), n, s.block_sums.data(), r);
 }
 
 bool sampling_is_greedy(const float* logits, int64_t real_vocab, const SamplingOptions& o) {

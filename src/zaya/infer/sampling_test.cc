@@ -20,7 +20,7 @@ namespace {
 std::vector<double> frequencies(const std::vector<float>& logits, int64_t vocab, const SamplingOptions& o, int draws) {
   std::vector<double> f(logits.size(), 0.0);
   Rng rng{o.seed, 1, 0};
-  std::vector<std::pair<float, int32_t>> scratch;
+  SamplingScratch scratch;
   for (int i = 0; i < draws; ++i) f[sample_token(logits.data(), vocab, o, rng, scratch)] += 1.0 / draws;
   return f;
 }
@@ -40,7 +40,7 @@ TEST(Sampling, GreedyIsArgmaxOverTheRealVocabulary) {
   SamplingOptions o;
   o.temperature = 0;
   Rng rng;
-  std::vector<std::pair<float, int32_t>> s;
+  SamplingScratch s;
   EXPECT_EQ(sample_token(kLogits.data(), kReal, o, rng, s), 1);
   o.temperature = 1;
   o.top_k = 1;
@@ -88,7 +88,7 @@ TEST(Sampling, SameSeedSameTokens) {
   o.temperature = 1.3;
   o.top_k = 0;
   o.top_p = 0.9;
-  std::vector<std::pair<float, int32_t>> s;
+  SamplingScratch s;
   Rng a{5, 1, 0}, b{5, 1, 0}, c{6, 1, 0};
   std::vector<int32_t> x, y, z;
   for (int i = 0; i < 50; ++i) {
@@ -131,7 +131,7 @@ std::vector<SamplingOptions> every_branch(double temperature, uint64_t seed) {
 // token 0 or a random one (red-team M3).
 TEST(Sampling, TinyTemperatureIsGreedy) {
   const int64_t vocab = 4096;
-  std::vector<std::pair<float, int32_t>> s;
+  SamplingScratch s;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     const std::vector<float> l = realistic_logits(vocab, seed);
     const int32_t greedy = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
@@ -185,40 +185,120 @@ TEST(Sampling, ModerateTemperatureFollowsTheDoublePrecisionSoftmax) {
     }
 }
 
-// The draw the whole-distribution path made one scalar weight at a time
-// before its weights went to vector lanes: the same token for every draw.
-int32_t scalar_full_draw(const float* logits, int64_t n, double temperature, Rng& rng) {
+// The whole-distribution draw's contract (sampling.h) as a plain loop, one
+// id at a time: the 64-id blocks, each summed in 8 lanes (id i of the block
+// into lane i % 8) and the lanes paired, the block sums added in order, then
+// the walk over the blocks and inside the chosen one. The order of every add
+// is fixed by the source, so however the library's loops are vectorised
+// (AVX-512, AVX2, none) their tokens must be these, bit for bit.
+int32_t reference_draw(const std::vector<float>& w, double r) {
+  const int64_t n = int64_t(w.size()), blocks = (n + 63) / 64;
+  const auto weight = [&](int64_t v) { return v < n ? w[size_t(v)] : 0.0f; };
+  std::vector<double> sum(static_cast<size_t>(blocks));
+  double total = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t i = 0; i < 64; ++i) lane[i % 8] += double(weight(b * 64 + i));
+    sum[size_t(b)] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    total += sum[size_t(b)];
+  }
+  double u = r * total;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (sum[size_t(b)] > 0 && u - sum[size_t(b)] <= 0) {
+      int64_t last = 0;
+      for (int64_t i = 0; i < 64; ++i) {
+        const double p = weight(b * 64 + i);
+        if (p > 0) last = i;
+        u -= p;
+        if (u <= 0 && p > 0) return int32_t(b * 64 + i);
+      }
+      return int32_t(b * 64 + last);
+    }
+    u -= sum[size_t(b)];
+  }
+  for (int64_t v = n - 1; v >= 0; --v)
+    if (w[size_t(v)] > 0) return int32_t(v);
+  return 0;
+}
+
+// sample_token's weights, one id at a time.
+std::vector<float> scalar_weights(const float* logits, int64_t n, double temperature) {
   float mx = logits[0];
   for (int64_t v = 1; v < n; ++v) mx = std::max(mx, logits[v]);
   const float inv_t = float(1.0 / temperature);
-  auto weight = [&](float l) { return exp_f32((l - mx) * inv_t); };
-  double total = 0;
-  for (int64_t v = 0; v < n; ++v) total += weight(logits[v]);
-  double u = rng.next_double() * total;
-  int64_t last = 0;
-  for (int64_t v = 0; v < n; ++v) {
-    const double p = weight(logits[v]);
-    if (p > 0) last = v;
-    u -= p;
-    if (u <= 0 && p > 0) return int32_t(v);
-  }
-  return int32_t(last);
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t v = 0; v < n; ++v) w[size_t(v)] = exp_f32((logits[v] - mx) * inv_t);
+  return w;
 }
 
-TEST(Sampling, WholeDistributionDrawsAsTheScalarLoop) {
-  for (int64_t n : {1, 7, 255, 256, 1000, 1027}) {
+TEST(Sampling, WholeDistributionDrawsAsTheReferenceLoop) {
+  for (int64_t n : {1, 7, 63, 64, 65, 255, 256, 1000, 1027}) {
     std::vector<float> logits(static_cast<size_t>(n));
     for (int64_t v = 0; v < n; ++v) logits[size_t(v)] = float(std::sin(double(v) * 0.37) * 6.0 + double(v % 5));
     if (n > 300) logits[300] = -std::numeric_limits<float>::infinity();  // a masked id
     for (double t : {0.3, 1.0, 2.5}) {
       SamplingOptions o{.temperature = t, .top_k = 0, .top_p = 1.0, .seed = 7};
       Rng a = sampling_rng(uint64_t(n)), b = sampling_rng(uint64_t(n));
-      std::vector<std::pair<float, int32_t>> scratch;
+      const std::vector<float> w = scalar_weights(logits.data(), n, t);
+      SamplingScratch scratch;
       for (int i = 0; i < 200; ++i)
-        ASSERT_EQ(sample_token(logits.data(), n, o, a, scratch), scalar_full_draw(logits.data(), n, t, b))
+        ASSERT_EQ(sample_token(logits.data(), n, o, a, scratch), reference_draw(w, b.next_double()))
             << "vocabulary " << n << ", temperature " << t << ", draw " << i;
+      EXPECT_EQ(a.next_u64(), b.next_u64()) << "one double drawn per token";
     }
   }
+}
+
+// draw_whole_distribution against the reference loop on random rows (weights spread over many orders of
+// magnitude, zeros, rows shorter and longer than a block) and on the edges of the contract.
+TEST(Sampling, BlockedDrawAsTheReferenceLoop) {
+  Rng gen{11, 3, 0};
+  for (int row = 0; row < 300; ++row) {
+    const int64_t n = 1 + int64_t(gen.next_u64() % 700);
+    std::vector<float> w(static_cast<size_t>(n));
+    for (float& x : w) {
+      const uint64_t k = gen.next_u64() % 10;
+      x = k == 0 ? 0.0f : k == 1 ? 1.0f : float(std::exp(-30.0 * gen.next_double()));
+    }
+    for (int i = 0; i < 50; ++i) {
+      const double r = i == 0 ? 0.0 : i == 1 ? std::nextafter(1.0, 0.0) : gen.next_double();
+      ASSERT_EQ(draw_whole_distribution(w.data(), n, r), reference_draw(w, r)) << "row " << row << ", r " << r;
+    }
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // u exactly on a block boundary: 128 weights of 1, u = 0.5 x 128 = 64 = the first block's sum.
+  std::vector<float> ones(128, 1.0f);
+  EXPECT_EQ(draw_whole_distribution(ones.data(), 128, 0.5), 63);
+  EXPECT_EQ(draw_whole_distribution(ones.data(), 128, std::nextafter(0.5, 1.0)), 64);
+  EXPECT_EQ(draw_whole_distribution(ones.data(), 128, 0.0), 0);
+  EXPECT_EQ(draw_whole_distribution(ones.data(), 128, std::nextafter(1.0, 0.0)), 127);
+  // All the mass in one id, in the middle of a later block, and zero weights around it.
+  std::vector<float> one(300, 0.0f);
+  one[200] = 0.25f;
+  for (double r : {0.0, 0.3, std::nextafter(1.0, 0.0)}) EXPECT_EQ(draw_whole_distribution(one.data(), 300, r), 200);
+  // Zero weights are never drawn: u = 0 skips the leading zeros.
+  std::vector<float> lead(70, 0.0f);
+  lead[66] = lead[69] = 1.0f;
+  EXPECT_EQ(draw_whole_distribution(lead.data(), 70, 0.0), 66);
+  EXPECT_EQ(draw_whole_distribution(lead.data(), 70, 0.75), 69);
+  // A NaN weight makes the total NaN: the row's last id of positive weight.
+  std::vector<float> with_nan(150, 0.0f);
+  with_nan[3] = 1.0f;
+  with_nan[90] = nan;
+  with_nan[100] = 1.0f;
+  EXPECT_EQ(draw_whole_distribution(with_nan.data(), 150, 0.1), 100);
+  EXPECT_EQ(reference_draw(with_nan, 0.1), 100);
+  // No positive weight at all: 0.
+  std::vector<float> zeros(80, 0.0f);
+  EXPECT_EQ(draw_whole_distribution(zeros.data(), 80, 0.5), 0);
+  // Rounding that leaves u above 0 inside the chosen block: tiny weights before a 1 at id 62, which the lanes keep
+  // (the block sums to about 1 + 2^-48) but the walk loses against u ~ 1, so after the 1 u is still above 0 and
+  // the block's last positive weight (63) is drawn.
+  std::vector<float> round_up(64, 0x1p-54f);
+  round_up[62] = 1.0f;
+  const double r_top = std::nextafter(1.0, 0.0);
+  EXPECT_EQ(draw_whole_distribution(round_up.data(), 64, r_top), 63);
+  EXPECT_EQ(reference_draw(round_up, r_top), 63);
 }
 
 // The greedy token is the serial scan's `if (logits[v] > logits[best]) best = v` (the first id of the largest
@@ -239,7 +319,7 @@ TEST(Sampling, GreedyIsTheSerialScansArgmax) {
       if (row[v] > row[best]) best = v;
     SamplingOptions o{.temperature = 0, .top_k = 0, .top_p = 1.0, .seed = 1};
     Rng rng = sampling_rng(1);
-    std::vector<std::pair<float, int32_t>> scratch;
+    SamplingScratch scratch;
     EXPECT_EQ(sample_token(row.data(), int64_t(row.size()), o, rng, scratch), int32_t(best))
         << "a row of " << row.size() << " logits";
   }
@@ -273,9 +353,8 @@ TEST(Sampling, RowsSampledTogetherAsEachAlone) {
       rngs.push_back(&together[size_t(i)]);
     }
     std::vector<int32_t> got(static_cast<size_t>(n));
-    std::vector<float> weights;
-    std::vector<std::pair<float, int32_t>> scratch, scratch2;
-    sample_tokens(n, rows.data(), V, options.data(), rngs.data(), got.data(), weights, scratch);
+    SamplingScratch scratch, scratch2;
+    sample_tokens(n, rows.data(), V, options.data(), rngs.data(), got.data(), scratch);
     for (int64_t i = 0; i < n; ++i) {
       EXPECT_EQ(got[size_t(i)], sample_token(rows[size_t(i)], V, opts[size_t(i)], alone[size_t(i)], scratch2))
           << "round " << round << ", row " << i;

@@ -112,7 +112,7 @@ class Speculator {
   SpecCounts total_;
   std::vector<DraftJob> jobs_;
   std::vector<int32_t> out_;
-  std::vector<std::pair<float, int32_t>> scratch_;
+  SamplingScratch scratch_;
 };
 
 }  // namespace zaya

@@ -304,7 +304,8 @@ TEST(SpecVerify, RejectionSamplingFollowsTheTargetDistribution) {
   settings[1] = {.temperature = 0.7, .top_k = 4, .top_p = 1.0};
   settings[2] = {.temperature = 1.3, .top_k = 0, .top_p = 0.8};
   settings[3] = {.temperature = 0.9, .top_k = 5, .top_p = 0.9};
-  std::vector<std::pair<float, int32_t>> scratch, p0, p1;
+  SamplingScratch scratch;
+  std::vector<std::pair<float, int32_t>> p0, p1;
   for (size_t si = 0; si < settings.size(); ++si)
     for (bool point_mass : {true, false}) {
       const SamplingOptions& o = settings[si];

@@ -31,8 +31,7 @@ int32_t draw_residual(const std::vector<std::pair<float, int32_t>>& p, const flo
 }  // namespace
 
 DraftVerdict verify_draft(const float* rows, int64_t V, int64_t real_vocab, std::span<const int32_t> draft,
-                          const float* q_rows, const SamplingOptions& o, Rng& rng,
-                          std::vector<std::pair<float, int32_t>>& scratch) {
+                          const float* q_rows, const SamplingOptions& o, Rng& rng, SamplingScratch& scratch) {
   const int64_t k = int64_t(draft.size());
   for (int64_t i = 0; i < k; ++i) {
     const float* row = rows + i * V;
@@ -42,15 +41,16 @@ DraftVerdict verify_draft(const float* rows, int64_t V, int64_t real_vocab, std:
       if (best != d) return {i, best};
       continue;
     }
-    sampling_distribution(row, real_vocab, o, scratch);
+    std::vector<std::pair<float, int32_t>>& dist = scratch.candidates;
+    sampling_distribution(row, real_vocab, o, dist);
     double p = 0;
-    for (const auto& e : scratch)
+    for (const auto& e : dist)
       if (e.second == d) p = e.first;
     const float* q = q_rows != nullptr ? q_rows + i * V : nullptr;
     const double qd = q != nullptr ? double(q[d]) : 1.0;
     // Keep d with probability min(1, p / q).
     if (rng.next_double() * qd < p) continue;
-    return {i, draw_residual(scratch, q, d, rng)};
+    return {i, draw_residual(dist, q, d, rng)};
   }
   return {k, sample_token(rows + k * V, real_vocab, o, rng, scratch)};
 }

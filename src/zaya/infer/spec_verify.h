@@ -37,7 +37,6 @@ struct DraftVerdict {
 // sampled); q_rows: nullptr for a point-mass draft (n-gram), else k rows of V
 // probabilities, the distribution each draft token was drawn from.
 DraftVerdict verify_draft(const float* rows, int64_t V, int64_t real_vocab, std::span<const int32_t> draft,
-                          const float* q_rows, const SamplingOptions& options, Rng& rng,
-                          std::vector<std::pair<float, int32_t>>& scratch);
+                          const float* q_rows, const SamplingOptions& options, Rng& rng, SamplingScratch& scratch);
 
 }  // namespace zaya

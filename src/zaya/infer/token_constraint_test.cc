@@ -86,7 +86,7 @@ ConstrainedRun sample_constrained(const TokenConstraintFactory& make, const Toke
   std::unique_ptr<TokenConstraint> c = make();
   const int64_t V = texts.size();
   std::vector<float> logits(static_cast<size_t>(V));
-  std::vector<std::pair<float, int32_t>> scratch;
+  SamplingScratch scratch;
   SamplingOptions o;
   o.temperature = 1.0;
   o.top_k = 0;

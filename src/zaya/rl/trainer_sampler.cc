@@ -32,7 +32,7 @@ std::vector<RolloutSample> sample_with_trainer(const RowsForward& forward, const
       rngs.push_back(sampling_rng(seed + j));
       active[j] = s.max_new_tokens > 0;
     }
-  std::vector<std::pair<float, int32_t>> scratch;
+  SamplingScratch scratch;
   int64_t generated = 0;
   const double t0 = now_seconds();
   std::vector<uint8_t> busy(size_t(shape.accum));
