@@ -131,7 +131,8 @@ class RlRun {
   std::unique_ptr<ModelWorkspace> ref_ws_;
   std::unique_ptr<RolloutBatches> batches_;
   RolloutSettings sampling_;
-  Generator rollout_generator_;  // the rollouts' decoder engine, kept from step to step (rl/rollout.h)
+  Generator rollout_generator_;               // the rollouts' decoder engine, kept from step to step (rl/rollout.h)
+  std::optional<StopScreen> rollout_screen_;  // its stop-string screen, likewise
   std::unique_ptr<PromptOrder> order_;
   int64_t step_ = 0;  // steps done
   bool resumed_ = false;
@@ -315,9 +316,11 @@ void RlRun::reference_logprobs() {
 
 std::vector<RolloutSample> RlRun::rollout(const std::vector<const RlPrompt*>& prompts, uint64_t seed,
                                           RolloutStats& rs) {
-  if (!rl_.sample_with_trainer)
+  if (!rl_.sample_with_trainer) {
+    if (!rollout_screen_) rollout_screen_.emplace(tok_, sampling_.stop_strings);
     return run_rollout(*decoder_of(decoder_weights(), *numerics_, config_), tok_, prompts, rl_.group_size, sampling_,
-                       seed, &rs, &rollout_generator_);
+                       seed, &rs, &rollout_generator_, &*rollout_screen_);
+  }
   // The trainer's own forward of the step's rows (docs/rl.md "Parity"): its bf16 copy current, dropout off.
   const RunConfig& run = config_.run;
   const RowsForward forward = [&](int64_t, const int32_t* ids) -> const float* {

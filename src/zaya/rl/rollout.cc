@@ -1,6 +1,7 @@
 #include "zaya/rl/rollout.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "zaya/core/timer.h"
 
@@ -45,7 +46,7 @@ bool StopScreen::may_end(int32_t id) {
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tok,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
                                        const RolloutSettings& s, uint64_t seed, RolloutStats* stats,
-                                       Generator* generator) {
+                                       Generator* generator, StopScreen* screen) {
   std::vector<GenerationRequest> requests;
   std::vector<RolloutSample> samples;
   int64_t longest = 0;
@@ -67,16 +68,15 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   o.bf16_activations = s.bf16_activations;
   o.logprobs = true;
   o.routing = true;
-  // Stop strings: the decoded text so far, checked as each token arrives once the sample holds a token that can
-  // complete one (StopScreen; before that the text holds none).
+  // Stop strings: the decoded text so far, checked as a token arrives that can complete one (StopScreen: a stop
+  // string first appears at such a token). The screen's answers are per id: a run keeps them from step to step.
   std::vector<std::vector<int32_t>> so_far(requests.size());
-  std::vector<char> may_stop(requests.size(), 0);
-  StopScreen screen(tok, s.stop_strings);
+  std::optional<StopScreen> own_screen;
+  if (screen == nullptr) screen = &own_screen.emplace(tok, s.stop_strings);
   const TokenCallback on_token = [&](size_t r, int32_t id) {
     if (s.stop_strings.empty()) return true;
     so_far[r].push_back(id);
-    if (!may_stop[r] && !screen.may_end(id)) return true;
-    may_stop[r] = 1;
+    if (!screen->may_end(id)) return true;
     return !completes_stop(tok, so_far[r], s.stop_strings);
   };
   GenerationStats gs;

@@ -51,10 +51,13 @@ struct RolloutStats {
 // function of (seed, prompts) alone. `generator`: one a run keeps from step
 // to step, so that the decoder's engine is built once (infer/generator.h
 // Generator; the samples are the same with or without it); null: a new one.
+// `screen`: likewise a StopScreen for `settings.stop_strings` kept from step
+// to step (its answers are per id); null: a new one.
+class StopScreen;
 std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer& tokenizer,
                                        const std::vector<const RlPrompt*>& prompts, int64_t group,
                                        const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr,
-                                       Generator* generator = nullptr);
+                                       Generator* generator = nullptr, StopScreen* screen = nullptr);
 
 // Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
 bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
@@ -67,8 +70,10 @@ bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& toke
 // stop string ends in a space (decoding one piece alone may drop a leading
 // space). A decoded text holds a byte only where one of its tokens put it
 // there (SentencePiece decodes a normal piece to its own text, a control
-// piece to nothing), so text without such a token holds no stop string:
-// stop_screen_test.cc checks that on random samples. Answers are cached per id.
+// piece to nothing), so a stop string first appears in the text at such a
+// token (the one that put its last byte there): the rollout decodes a sample
+// only as one arrives. stop_screen_test.cc checks that on random samples.
+// Answers are cached per id.
 class StopScreen {
  public:
   StopScreen(const Tokenizer& tokenizer, const std::vector<std::string>& stops);
