@@ -80,13 +80,16 @@ void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64
 // A cache element becomes a float exactly (bf16: the top half of a float32),
 // so a bf16 cache gives the bits of an f32 cache of its values.
 //
-// The kernels read a row's elements a pair of vectors (2 kW elements) at a
-// time in even / odd order (load_even_odd: lane l of the first vector holds
-// element 2l, of the second element 2l + 1): one load and two bit operations
-// widen 2 kW bf16 elements (a bf16 pair is one 32-bit lane: shifted left 16,
-// or masked to its top half), where widening in order takes two loads, two
-// zero-extending shuffles and two shifts. An f32 row is put in the same order
-// by two permutes, so both give the same products in the same lanes.
+// The output kernel reads a value row's elements a pair of vectors (2 kW
+// elements) at a time in even / odd order (load_even_odd: lane l of the first
+// vector holds element 2l, of the second element 2l + 1): one load and two
+// bit operations widen 2 kW bf16 elements (a bf16 pair is one 32-bit lane:
+// shifted left 16, or masked to its top half), where widening in order takes
+// two loads, two zero-extending shuffles and two shifts. An f32 row is put in
+// the same order by two permutes (the accumulators must not depend on a
+// span's type). Which lane holds an output element leaves its FMA chain
+// alone. The scores keep element order: their lanes are summed, and the even
+// / odd order there measured no faster (the queries permuted every row).
 #if defined(__AVX512F__)
 struct Simd {
   using V = __m512;
@@ -176,8 +179,8 @@ struct Simd {
 #endif
 constexpr int64_t kW = Simd::kWidth;
 
-// Vectors [0, NV) of a row of NV kW elements in the kernels' order: pairs in
-// even / odd order, a last unpaired vector (NV odd) in element order.
+// Vectors [0, NV) of a value row of NV kW elements in output_run's order:
+// pairs in even / odd order, a last unpaired vector (NV odd) in element order.
 template <int NV, typename E>
 inline void load_row(const E* r, Simd::V* out) {
   for (int v = 0; v + 1 < NV; v += 2) Simd::load_even_odd(r + kW * v, out[v], out[v + 1]);
@@ -244,9 +247,7 @@ class RowPrefetcher {
   bool values_ = false;
 };
 
-// One key's dot products with the G heads' queries, the row's vectors in
-// load_row's order (q permuted alike: rows_task's qp), one FMA chain over
-// the vectors in order, its lanes summed by Simd::sum.
+// scores_simd's keys t0 .. n - 1, one at a time.
 template <typename E>
 void scores_tail(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t t0, int64_t n, float scale,
                  float* scores, int64_t lds, RowPrefetcher& ahead, int64_t row0) {
@@ -257,14 +258,7 @@ void scores_tail(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G,
     for (int64_t g = 0; g < G; ++g) {
       const float* qg = q + g * d;
       Simd::V acc = Simd::zero();
-      int64_t v = 0;
-      for (; v + 2 <= nv; v += 2) {
-        Simd::V ke, ko;
-        Simd::load_even_odd(k + kW * v, ke, ko);
-        acc = Simd::fmadd(Simd::load(qg + kW * v), ke, acc);
-        acc = Simd::fmadd(Simd::load(qg + kW * (v + 1)), ko, acc);
-      }
-      if (v < nv) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
+      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
       scores[g * lds + t] = scale * Simd::sum(acc);
     }
   }
@@ -280,7 +274,8 @@ void scores_simd_held(const float* q, const E* kc, int64_t ldk, int64_t G, int64
     ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
     const E* k = kc + t * ldk;
     Simd::V kv[4][NV];
-    for (int i = 0; i < 4; ++i) load_row<NV>(k + i * ldk, kv[i]);
+    for (int i = 0; i < 4; ++i)
+      for (int v = 0; v < NV; ++v) kv[i][v] = Simd::load(k + i * ldk + kW * v);
     for (int64_t g = 0; g < G; ++g) {
       const float* qg = q + g * d;
       Simd::V a[4] = {Simd::zero(), Simd::zero(), Simd::zero(), Simd::zero()};
@@ -295,15 +290,14 @@ void scores_simd_held(const float* q, const E* kc, int64_t ldk, int64_t G, int64
 }
 
 // scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
-// keys ldk elements apart (d % kW == 0), q in load_row's order; four keys at
-// a time for all G heads (a key row comes from memory once, its further reads
-// from L1), four independent FMA chains per head hiding the load latency,
-// their lane sums taken together (Simd::sum4); where 4 keys' rows fit the
-// registers (Simd::kKeyRegisters), they are widened once for all heads
-// (scores_simd_held). Each score is the same chain of FMAs (over the
-// vectors in load_row's order) and the same lane sum whatever the blocking,
-// so it does not depend on how the keys are split. Key t is row row0 + t of
-// `ahead`.
+// keys ldk elements apart (d % kW == 0); four keys at a time for all G heads
+// (a key row comes from memory once, its further reads from L1), four
+// independent FMA chains per head hiding the load latency, their lane sums
+// taken together (Simd::sum4); where 4 keys' rows fit the registers
+// (Simd::kKeyRegisters), they are widened once for all heads
+// (scores_simd_held). Each score is the same chain of FMAs and the
+// same lane sum whatever the blocking (the bits of the loop over heads, then
+// keys, that came before). Key t is row row0 + t of `ahead`.
 template <typename E>
 void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
                  int64_t lds, RowPrefetcher& ahead, int64_t row0) {
@@ -324,21 +318,15 @@ void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G,
     for (int64_t g = 0; g < G; ++g) {
       const float* qg = q + g * d;
       float* sg = scores + g * lds;
-      Simd::V a[4] = {Simd::zero(), Simd::zero(), Simd::zero(), Simd::zero()};
-      int64_t v = 0;
-      for (; v + 2 <= nv; v += 2) {
-        const Simd::V qe = Simd::load(qg + kW * v), qo = Simd::load(qg + kW * (v + 1));
-        for (int i = 0; i < 4; ++i) {
-          Simd::V ke, ko;
-          Simd::load_even_odd(k + i * ldk + kW * v, ke, ko);
-          a[i] = Simd::fmadd(qo, ko, Simd::fmadd(qe, ke, a[i]));
-        }
-      }
-      if (v < nv) {
+      Simd::V a0 = Simd::zero(), a1 = Simd::zero(), a2 = Simd::zero(), a3 = Simd::zero();
+      for (int64_t v = 0; v < nv; ++v) {
         const Simd::V qv = Simd::load(qg + kW * v);
-        for (int i = 0; i < 4; ++i) a[i] = Simd::fmadd(qv, Simd::load(k + i * ldk + kW * v), a[i]);
+        a0 = Simd::fmadd(qv, Simd::load(k + kW * v), a0);
+        a1 = Simd::fmadd(qv, Simd::load(k + ldk + kW * v), a1);
+        a2 = Simd::fmadd(qv, Simd::load(k + 2 * ldk + kW * v), a2);
+        a3 = Simd::fmadd(qv, Simd::load(k + 3 * ldk + kW * v), a3);
       }
-      _mm_storeu_ps(sg + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a[0], a[1], a[2], a[3])));
+      _mm_storeu_ps(sg + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a0, a1, a2, a3)));
     }
   }
   scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
@@ -466,23 +454,11 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_SIMD
     if (d % kW == 0) {
-      // scratch: the scores [G, keys], the queries in load_row's order [G, d], 1 / the softmax sums [G].
-      float* qp = scratch + G * keys;
-      float* inv = qp + G * d;
-      for (int64_t g = 0; g < G; ++g) {
-        int64_t v = 0;
-        for (; v + 2 <= d / kW; v += 2) {
-          Simd::V e, od;
-          Simd::load_even_odd(q + g * d + kW * v, e, od);
-          Simd::store(qp + g * d + kW * v, e);
-          Simd::store(qp + g * d + kW * (v + 1), od);
-        }
-        if (v < d / kW) Simd::store(qp + g * d + kW * v, Simd::load(q + g * d + kW * v));
-      }
+      float* inv = scratch + G * keys;  // after the scores [G, keys]: 1 / the softmax sums [G]
       RowPrefetcher ahead(ch, j, lo, p + 1, d);
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
         with_elements(kc, bf16,
-                      [&](auto k) { scores_simd(qp, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
+                      [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
       for (int64_t g = 0; g < G; ++g) inv[g] = 1.0f / exp_shifted(scratch + g * keys, keys);
       output_simd(scratch, keys, ch, j, lo, p + 1, d, G, inv, o, ahead);
@@ -579,8 +555,8 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim) {
   // A row sees at most W keys, a block of 64 rows at most W + 63.
   const int64_t keys = window > 0 ? std::min(max_context, window + kQueryBlock - 1) : max_context;
-  // The per-row path adds the queries in its order and the softmax sums' inverses (group x (head_dim + 1)).
-  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys + group * (head_dim + 1);
+  // The per-row path adds the softmax sums' inverses (group floats).
+  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys + group;
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,

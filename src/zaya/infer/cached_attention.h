@@ -15,10 +15,9 @@
 // heads sharing it (the cache is read once: the bandwidth-bound case), span by
 // span; each key's score and the output's running sums are computed in the
 // same order however the keys are split, so the result does not depend on the
-// page size. Their order (cached_attention.cc): a score is one FMA chain over
-// the head's vectors with each pair of vectors in even / odd element order,
-// then the lane sum; the output is o = (sum_t e_t v_t) x (1 / sum_t e_t), with
-// e_t = exp(score_t - max), each element one FMA chain over the keys in order.
+// page size. The output is o = (sum_t e_t v_t) x (1 / sum_t e_t), with
+// e_t = exp(score_t - max), each element one FMA chain over the keys in order
+// (cached_attention.cc).
 // Longer chunks (prefill) use sgemm blocks of 64 queries, as ops/attention
 // does, over only the keys the block's rows see: keys spread over several
 // spans are first gathered into one contiguous block per head, so the sgemm
