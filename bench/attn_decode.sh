@@ -23,10 +23,11 @@ build "$PWD/src/zaya/infer/cached_attention.cc" "$dir/attn_new"
 echo "== per-row decode attention, $rev vs the tree, $rounds rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 for args in "1024 20 1 1 0 0:bf16 cache" "1024 20 1 1 1.1 0:bf16 + weights" "1024 20 1 1 1.1 1:bf16 + weights, shuffled" \
   "1024 20 0 1 0 0:f32 cache"; do
-  a=${args%%:*} label=${args#*:}
+  read -ra a <<< "${args%%:*}"
+  label=${args#*:}
   for ((r = 0; r < rounds; r++)); do
-    echo "base $("$dir/attn_base" $a)"
-    echo "new $("$dir/attn_new" $a)"
+    echo "base $("$dir/attn_base" "${a[@]}")"
+    echo "new $("$dir/attn_new" "${a[@]}")"
   done | awk -v label="$label" '{ if (!($1 in m) || $3 < m[$1]) m[$1] = $3; h[$1] = $NF }
     END { printf "%-26s base %.4f ms  new %.4f ms  new/base %.3f  (output hashes %s %s)\n", label, m["base"],
           m["new"], m["new"] / m["base"], h["base"], h["new"] }'
