@@ -60,11 +60,36 @@ inline void softmax_inplace(float* p, int64_t n) {
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
 }
 
+// f(k, v, bf16, row_stride, n, offset) for each piece of the chunk's spans
+// that holds positions [lo, hi) (offset: the piece's first position - lo), for
+// KV head j; k and v point at elements of the span's type (bf16 or f32).
+template <typename F>
+void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, F&& f) {
+  for (int32_t si = 0; si < ch.span_count; ++si) {
+    const CachedKeySpan& sp = ch.spans[si];
+    const int64_t a = std::max(lo, sp.first), b = std::min(hi, sp.first + sp.count);
+    if (a >= b) continue;
+    const int64_t at = (j * sp.head_stride + (a - sp.first) * sp.row_stride) * (sp.bf16 ? 2 : 4);
+    f(static_cast<const char*>(sp.k) + at, static_cast<const char*>(sp.v) + at, sp.bf16, sp.row_stride, b - a, a - lo);
+  }
+}
+
 #ifdef ZAYA_ATTN_SIMD
 // The vector operations the per-row kernels below are written in, for the
 // widest unit the build targets: AVX-512 (16 floats) or AVX2 with FMA (8).
 // A cache element becomes a float exactly (bf16: the top half of a float32),
 // so a bf16 cache gives the bits of an f32 cache of its values.
+//
+// The output kernel reads a value row's elements a pair of vectors (2 kW
+// elements) at a time in even / odd order (load_even_odd: lane l of the first
+// vector holds element 2l, of the second element 2l + 1): one load and two
+// bit operations widen 2 kW bf16 elements (a bf16 pair is one 32-bit lane:
+// shifted left 16, or masked to its top half), where widening in order takes
+// two loads, two zero-extending shuffles and two shifts. An f32 row is put in
+// the same order by two permutes (the accumulators must not depend on a
+// span's type). Which lane holds an output element leaves its FMA chain
+// alone. The scores keep element order: their lanes are summed, and the even
+// / odd order there measured no faster (the queries permuted every row).
 #if defined(__AVX512F__)
 struct Simd {
   using V = __m512;
@@ -79,7 +104,25 @@ struct Simd {
     return _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
   }
+  static void load_even_odd(const uint16_t* p, V& even, V& odd) {
+    const __m512i x = _mm512_loadu_si512(p);
+    even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    odd = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(int32_t(0xFFFF0000u))));
+  }
+  static void load_even_odd(const float* p, V& even, V& odd) {
+    const V a = load(p), b = load(p + kWidth);
+    even = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+    odd = _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
+  }
+  // p[0, 2 kW) from the even and odd elements: load_even_odd's inverse.
+  static void store_even_odd(float* p, V even, V odd) {
+    store(p,
+          _mm512_permutex2var_ps(even, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), odd));
+    store(p + kWidth, _mm512_permutex2var_ps(
+                          even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
+  }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
   static float sum(V a) { return _mm512_reduce_add_ps(a); }
   // sum() of a0 .. a3 at once, in lanes 0-3: the same additions (GCC's _mm512_reduce_add_ps: the 256-bit
@@ -107,7 +150,24 @@ struct Simd {
     return _mm256_castsi256_ps(
         _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
   }
+  static void load_even_odd(const uint16_t* p, V& even, V& odd) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(int32_t(0xFFFF0000u))));
+  }
+  // Within each 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6; then the 64-bit quarters in order 0, 2, 1, 3.
+  static void load_even_odd(const float* p, V& even, V& odd) {
+    const V a = load(p), b = load(p + kWidth);
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+  }
+  static void store_even_odd(float* p, V even, V odd) {
+    const V lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+    store(p, _mm256_permute2f128_ps(lo, hi, 0x20));
+    store(p + kWidth, _mm256_permute2f128_ps(lo, hi, 0x31));
+  }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
   static float sum(V a) {
     const __m128 half = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -118,6 +178,14 @@ struct Simd {
 };
 #endif
 constexpr int64_t kW = Simd::kWidth;
+
+// Vectors [0, NV) of a value row of NV kW elements in output_run's order:
+// pairs in even / odd order, a last unpaired vector (NV odd) in element order.
+template <int NV, typename E>
+inline void load_row(const E* r, Simd::V* out) {
+  for (int v = 0; v + 1 < NV; v += 2) Simd::load_even_odd(r + kW * v, out[v], out[v + 1]);
+  if constexpr (NV % 2 == 1) out[NV - 1] = Simd::load(r + kW * (NV - 1));
+}
 
 // Fetches towards L1, ahead of the reads, the rows of KV head j at positions
 // [lo, hi) of a chunk, in the order rows_task reads them: the keys, then the
@@ -136,13 +204,16 @@ class RowPrefetcher {
       : ch_(ch), j_(j), lo_(lo), hi_(hi), d_(d), pos_(lo) {
     seek();
   }
-  void to(int64_t rows) {
-    if (fetched_ >= rows) return;
-    const int64_t target = rows + kBatch;  // a batch at a time: one call per kBatch rows read
-    while (fetched_ < target && span_ < ch_.span_count) fetch_run(target - fetched_);
+  // Inlined into the kernels' loops: one compare per row read, a call per kBatch rows.
+  __attribute__((always_inline)) void to(int64_t rows) {
+    if (fetched_ < rows) fetch_to(rows);
   }
 
  private:
+  __attribute__((noinline)) void fetch_to(int64_t rows) {
+    const int64_t target = rows + kBatch;  // a batch at a time: one call per kBatch rows read
+    while (fetched_ < target && span_ < ch_.span_count) fetch_run(target - fetched_);
+  }
   void seek() {
     while (span_ < ch_.span_count && ch_.spans[span_].first + ch_.spans[span_].count <= pos_) ++span_;
   }
@@ -261,49 +332,82 @@ void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G,
   scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
 }
 
-// o_g[c0 .. c0 + kW NV) (+)= sum_t p[g][t] v_t for GN heads, accumulated in
-// registers (compile-time sizes keep the accumulators out of memory);
-// `add` continues the sums already in o (the next span of keys). Value t is
-// row row0 + t of `ahead` (nullptr: no prefetching).
+// acc[g][v] += sum_t p[g][t] v_t[c0 + ...] over n values ldv elements apart,
+// the value rows' vectors in load_row's order (so acc is too).
 template <int GN, int NV, typename E>
-void output_tile(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, int64_t c0, float* o,
-                 bool add, RowPrefetcher* ahead, int64_t row0) {
-  Simd::V acc[GN][NV];
+__attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], const float* p, int64_t ldp, int64_t n,
+                                                      const E* vc, int64_t ldv, int64_t c0, RowPrefetcher* ahead,
+                                                      int64_t row0) {
+  Simd::V r[GN][NV];  // a local copy: GCC keeps it in registers, where it stores acc (a reference) every row
   for (int g = 0; g < GN; ++g)
-    for (int v = 0; v < NV; ++v) acc[g][v] = add ? Simd::load(o + g * d + c0 + kW * v) : Simd::zero();
+    for (int v = 0; v < NV; ++v) r[g][v] = acc[g][v];
   for (int64_t t = 0; t < n; ++t) {
     if (ahead != nullptr) ahead->to(row0 + t + 1 + RowPrefetcher::kAhead);
-    const E* vr = vc + t * ldv + c0;
     Simd::V vv[NV];
-    for (int v = 0; v < NV; ++v) vv[v] = Simd::load(vr + kW * v);
+    load_row<NV>(vc + t * ldv + c0, vv);
     for (int g = 0; g < GN; ++g) {
       const Simd::V pg = Simd::set1(p[g * ldp + t]);
-      for (int v = 0; v < NV; ++v) acc[g][v] = Simd::fmadd(pg, vv[v], acc[g][v]);
+      for (int v = 0; v < NV; ++v) r[g][v] = Simd::fmadd(pg, vv[v], r[g][v]);
     }
   }
   for (int g = 0; g < GN; ++g)
-    for (int v = 0; v < NV; ++v) Simd::store(o + g * d + c0 + kW * v, acc[g][v]);
+    for (int v = 0; v < NV; ++v) acc[g][v] = r[g][v];
 }
 
-template <int GN, typename E>
-void output_heads(const float* p, int64_t ldp, int64_t n, const E* vc, int64_t ldv, int64_t d, float* o, bool add,
-                  RowPrefetcher* ahead, int64_t row0) {
+// o_g[c0 .. c0 + kW NV) = scale[g] sum_t p[g][t] v_t for GN heads over every
+// key position [lo, hi) of the chunk's spans (KV head j), accumulated in
+// registers across the spans (compile-time sizes keep the accumulators out of
+// memory) and multiplied by scale[g] once at the end. Each output element is
+// one chain of FMAs over the keys in order, whatever lane holds it, so the
+// spans' split and element types leave its bits alone. Value t is row
+// keys + t of `ahead` (nullptr: no prefetching).
+template <int GN, int NV>
+void output_tile(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
+                 int64_t d, int64_t c0, const float* scale, float* o, RowPrefetcher* ahead) {
+  Simd::V acc[GN][NV];
+  for (int g = 0; g < GN; ++g)
+    for (int v = 0; v < NV; ++v) acc[g][v] = Simd::zero();
+  const int64_t keys = hi - lo;
+  for (int32_t si = 0; si < ch.span_count; ++si) {
+    const CachedKeySpan& sp = ch.spans[si];
+    const int64_t a = std::max(lo, sp.first), b = std::min(hi, sp.first + sp.count);
+    if (a >= b) continue;
+    const int64_t at = j * sp.head_stride + (a - sp.first) * sp.row_stride, off = a - lo;
+    if (sp.bf16)
+      output_run<GN, NV>(acc, p + off, ldp, b - a, static_cast<const uint16_t*>(sp.v) + at, sp.row_stride, c0, ahead,
+                         keys + off);
+    else
+      output_run<GN, NV>(acc, p + off, ldp, b - a, static_cast<const float*>(sp.v) + at, sp.row_stride, c0, ahead,
+                         keys + off);
+  }
+  for (int g = 0; g < GN; ++g) {
+    const Simd::V sg = Simd::set1(scale[g]);
+    float* og = o + g * d + c0;
+    for (int v = 0; v + 1 < NV; v += 2)
+      Simd::store_even_odd(og + kW * v, Simd::mul(acc[g][v], sg), Simd::mul(acc[g][v + 1], sg));
+    if constexpr (NV % 2 == 1) Simd::store(og + kW * (NV - 1), Simd::mul(acc[g][NV - 1], sg));
+  }
+}
+
+template <int GN>
+void output_heads(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
+                  int64_t d, const float* scale, float* o, RowPrefetcher* ahead) {
   for (int64_t c0 = 0; c0 < d; c0 += 4 * kW) {
     RowPrefetcher* a = c0 == 0 ? ahead : nullptr;  // the first column tile prefetches
     switch (std::min<int64_t>(4, (d - c0) / kW)) {
-      case 1: output_tile<GN, 1>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
-      case 2: output_tile<GN, 2>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
-      case 3: output_tile<GN, 3>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
-      default: output_tile<GN, 4>(p, ldp, n, vc, ldv, d, c0, o, add, a, row0); break;
+      case 1: output_tile<GN, 1>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
+      case 2: output_tile<GN, 2>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
+      case 3: output_tile<GN, 3>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
+      default: output_tile<GN, 4>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
     }
   }
 }
 
-// o_g (+)= sum_t p[g][t] v_t for the G heads, kHeadsPerTile at a time (each V
-// row is read once per tile of heads and 4 kW output floats); d % kW == 0.
-template <typename E>
-void output_simd(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t d, int64_t G, int64_t n, float* o,
-                 bool add, RowPrefetcher& ahead, int64_t row0) {
+// o_g = scale[g] sum_t p[g][t] v_t for the G heads over the keys [lo, hi) of
+// KV head j, kHeadsPerTile heads at a time (each V row is read once per tile
+// of heads and 4 kW output floats); d % kW == 0.
+void output_simd(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
+                 int64_t d, int64_t G, const float* scale, float* o, RowPrefetcher& ahead) {
   for (int64_t g0 = 0; g0 < G; g0 += Simd::kHeadsPerTile) {
     const float* pg = p + g0 * ldp;
     float* og = o + g0 * d;
@@ -311,35 +415,34 @@ void output_simd(const float* p, int64_t ldp, const E* vc, int64_t ldv, int64_t 
     RowPrefetcher* a = g0 == 0 ? &ahead : nullptr;  // the first tile of heads prefetches
     if constexpr (Simd::kHeadsPerTile == 4) {
       if (gn == 4) {
-        output_heads<4>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
+        output_heads<4>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
         continue;
       }
       if (gn == 3) {
-        output_heads<3>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
+        output_heads<3>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
         continue;
       }
     }
     if (gn == 2)
-      output_heads<2>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
+      output_heads<2>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
     else
-      output_heads<1>(pg, ldp, n, vc, ldv, d, og, add, a, row0);
+      output_heads<1>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
   }
+}
+
+// e^(p[i] - max p) in place; returns their sum (the softmax without its
+// division, which output_simd folds into the output).
+inline float exp_shifted(float* p, int64_t n) {
+  const float mx = row_max(p, n);
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = exp_f32(p[i] - mx);
+    sum += p[i];
+  }
+  return sum;
 }
 #endif
-
-// f(k, v, bf16, row_stride, n, offset) for each piece of the chunk's spans
-// that holds positions [lo, hi) (offset: the piece's first position - lo), for
-// KV head j; k and v point at elements of the span's type (bf16 or f32).
-template <typename F>
-void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, F&& f) {
-  for (int32_t si = 0; si < ch.span_count; ++si) {
-    const CachedKeySpan& sp = ch.spans[si];
-    const int64_t a = std::max(lo, sp.first), b = std::min(hi, sp.first + sp.count);
-    if (a >= b) continue;
-    const int64_t at = (j * sp.head_stride + (a - sp.first) * sp.row_stride) * (sp.bf16 ? 2 : 4);
-    f(static_cast<const char*>(sp.k) + at, static_cast<const char*>(sp.v) + at, sp.bf16, sp.row_stride, b - a, a - lo);
-  }
-}
 
 // Every query row of a short chunk against KV head j, for the G query heads that share it.
 void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t j, float* scratch) {
@@ -351,18 +454,14 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_SIMD
     if (d % kW == 0) {
+      float* inv = scratch + G * keys;  // after the scores [G, keys]: 1 / the softmax sums [G]
       RowPrefetcher ahead(ch, j, lo, p + 1, d);
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
         with_elements(kc, bf16,
                       [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
-      for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
-      bool add = false;
-      for_each_piece(ch, j, lo, p + 1, [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t n, int64_t off) {
-        with_elements(vc, bf16,
-                      [&](auto v) { output_simd(scratch + off, keys, v, ld, d, G, n, o, add, ahead, keys + off); });
-        add = true;
-      });
+      for (int64_t g = 0; g < G; ++g) inv[g] = 1.0f / exp_shifted(scratch + g * keys, keys);
+      output_simd(scratch, keys, ch, j, lo, p + 1, d, G, inv, o, ahead);
       continue;
     }
 #endif
@@ -456,7 +555,8 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim) {
   // A row sees at most W keys, a block of 64 rows at most W + 63.
   const int64_t keys = window > 0 ? std::min(max_context, window + kQueryBlock - 1) : max_context;
-  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys;
+  // The per-row path adds the softmax sums' inverses (group floats).
+  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys + group;
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,

@@ -15,11 +15,14 @@
 // heads sharing it (the cache is read once: the bandwidth-bound case), span by
 // span; each key's score and the output's running sums are computed in the
 // same order however the keys are split, so the result does not depend on the
-// page size. Longer chunks (prefill) use sgemm blocks of 64 queries, as
-// ops/attention does, over only the keys the block's rows see: keys spread
-// over several spans are first gathered into one contiguous block per head, so
-// the sgemm sees the same operands (and gives the same bits) as over one
-// contiguous cache.
+// page size. The output is o = (sum_t e_t v_t) x (1 / sum_t e_t), with
+// e_t = exp(score_t - max), each element one FMA chain over the keys in order
+// (cached_attention.cc).
+// Longer chunks (prefill) use sgemm blocks of 64 queries, as ops/attention
+// does, over only the keys the block's rows see: keys spread over several
+// spans are first gathered into one contiguous block per head, so the sgemm
+// sees the same operands (and gives the same bits) as over one contiguous
+// cache.
 // Tasks (chunk x KV head, or chunk x head x query block) run over core/work_pool.h's workers.
 
 #include <cstdint>
