@@ -175,7 +175,7 @@ std::string run_reward_command(const std::string& command, const std::string& in
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
-    posix_spawn_file_actions_addclose(&actions, fd);
+    if (fd > 2) posix_spawn_file_actions_addclose(&actions, fd);  // 0-2 (a parent without stdio) are dup2 targets
   sigset_t default_signals;
   sigemptyset(&default_signals);
   sigaddset(&default_signals, SIGPIPE);
