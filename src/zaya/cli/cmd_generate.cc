@@ -33,7 +33,7 @@ namespace {
 struct GenerateCliOptions {
   std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora, spec = "none";
   std::string spec_model;  // --spec-model: the draft model (infer/spec_model.h)
-  int64_t spec_tokens = 4, spec_ngram = 3;
+  int64_t spec_tokens = 4, spec_ngram = 16;
   bool spec_fixed = false;
   std::vector<std::string> stop_texts;
   std::vector<int32_t> stop_ids;

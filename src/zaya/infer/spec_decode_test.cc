@@ -35,13 +35,23 @@ TEST(SpecDraft, NgramLooksUpTheLongestMostRecentMatch) {
   EXPECT_EQ(ngram_draft(ctx, 3, {}, out), 3);
   EXPECT_EQ(out, (std::vector<int32_t>{9, 2, 3}));  // "1 2 3" at 0 (the longest n), followed by 9 2 3
   EXPECT_EQ(ngram_draft(ctx, 10, {.max_ngram = 2, .min_ngram = 1}, out), 2);
-  EXPECT_EQ(out, (std::vector<int32_t>{7, 8, 1, 2, 3}));  // "2 3" most recently at 4, up to the end
+  // "2 3" most recently at 4: 7 8 1 2 3 up to the end, then the copy of itself (the text repeats every 5)
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 8, 1, 2, 3, 7, 8, 1, 2, 3}));
   EXPECT_EQ(ngram_draft(std::vector<int32_t>{5, 6, 7}, 4, {}, out), 0);
   EXPECT_TRUE(out.empty());
   ngram_draft(ctx, 0, {}, out);
   EXPECT_TRUE(out.empty());
   ngram_draft(std::vector<int32_t>{4, 4, 4, 4}, 8, {}, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{4}));  // "4 4 4" at 0, one token before the end
+  EXPECT_EQ(out, (std::vector<int32_t>(8, 4)));  // "4 4 4" at 0, one token before the end, and so on
+  // The longest match wins over a more recent shorter one: "1 2 3" at 0 over "2 3" at 5.
+  EXPECT_EQ(ngram_draft(std::vector<int32_t>{1, 2, 3, 5, 0, 2, 3, 6, 1, 2, 3}, 2, {}, out), 3);
+  EXPECT_EQ(out, (std::vector<int32_t>{5, 0}));
+  // Matches up to max_ngram (16): the length of the match is the draft's evidence.
+  std::vector<int32_t> twice = random_tokens(40, 1000, 7);
+  twice.insert(twice.end(), twice.begin(), twice.begin() + 20);
+  EXPECT_EQ(ngram_draft(twice, 4, {}, out), 16);
+  EXPECT_EQ(out, (std::vector<int32_t>(twice.begin() + 20, twice.begin() + 24)));
+  EXPECT_EQ(ngram_draft(twice, 4, {.max_ngram = 20}, out), 20);
 }
 
 // A check's cost on an MoE model like the trained `small` (docs/inference.md):
@@ -174,6 +184,22 @@ TEST(SpecDraft, AdaptiveLengthPausesProbesAndTellsEvidenceApart) {
   EXPECT_GT(ng.first(3), 0.9);
   EXPECT_GT(ng.next(3), 1);
   EXPECT_LT(ng.next(1), ng.next(3));
+  // Runs apart per evidence: drafts from 16-token matches kept whole, from 2-token matches kept for one token
+  // only; each class's run estimate is its own (and the pool's too).
+  AcceptancePool run_pool;
+  DraftLength runs(8, true, moe_cost(8, 0.0), &run_pool);
+  for (int i = 0; i < 12; ++i) {
+    runs.record(8, 8, 16);
+    runs.skipped();
+    runs.record(8, 1, 2);
+    runs.skipped();
+  }
+  EXPECT_GT(runs.later(16), 0.9);
+  EXPECT_LT(runs.later(2), 0.2);
+  EXPECT_GT(run_pool.later(16), 0.9);
+  EXPECT_LT(run_pool.later(2), 0.2);
+  EXPECT_EQ(runs.next(16), 8);
+  EXPECT_LT(runs.next(2), runs.next(16));
   // Deterministic: the same outcomes give the same lengths.
   DraftLength a(6, true, moe_cost(6, 0.02)), b(6, true, moe_cost(6, 0.02));
   for (int i = 0; i < 200; ++i) {

@@ -11,18 +11,24 @@ int64_t ngram_draft(std::span<const int32_t> context, int64_t max_tokens, const 
   ZAYA_ASSERT(o.min_ngram >= 1 && o.max_ngram >= o.min_ngram);
   out.clear();
   const int64_t S = int64_t(context.size());
-  if (max_tokens <= 0) return 0;
-  for (int64_t n = std::min(o.max_ngram, S - 1); n >= o.min_ngram; --n) {
-    const int32_t* tail = context.data() + S - n;
-    // The most recent occurrence ending before the context's end: [i, i + n) with i + n < S.
-    for (int64_t i = S - n - 1; i >= 0; --i) {
-      if (!std::equal(tail, tail + n, context.data() + i)) continue;
-      const int64_t from = i + n, count = std::min(max_tokens, S - from);
-      out.assign(context.begin() + from, context.begin() + from + count);
-      return n;
-    }
+  if (max_tokens <= 0 || S < 2) return 0;
+  // One pass over the earlier ends e of a match (context[e] == the last token, e < S - 1): the length n of the
+  // match ending there (at most max_ngram); the longest wins, the most recent of equals (the first one seen).
+  const int32_t* c = context.data();
+  int64_t best = 0, best_end = -1;
+  for (int64_t e = S - 2; e >= 0 && best < o.max_ngram; --e) {
+    if (c[e] != c[S - 1]) continue;
+    const int64_t most = std::min(o.max_ngram, e + 1);
+    int64_t n = 1;
+    while (n < most && c[e - n] == c[S - 1 - n]) ++n;
+    if (n > best) best = n, best_end = e;
   }
-  return 0;
+  if (best < o.min_ngram) return 0;
+  // The tokens after the match; past the context's end the copy goes on with itself (the text repeats with
+  // period S - from: "and the LORD, and the LORD," drafts K tokens, not one period).
+  const int64_t from = best_end + 1, period = S - from;
+  for (int64_t j = 0; j < max_tokens; ++j) out.push_back(j < period ? c[from + j] : out[size_t(j - period)]);
+  return best;
 }
 
 void NgramDrafter::draft(std::span<const DraftJob> jobs) {

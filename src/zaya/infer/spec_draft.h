@@ -7,8 +7,10 @@
 // - ngram_draft: prompt lookup (Saxena's "prompt lookup decoding", vLLM's and
 //   llama.cpp's n-gram drafting): the last n tokens of the context are looked
 //   up earlier in the context (prompt and generated text), the most recent
-//   occurrence of the longest n from max_ngram down to min_ngram wins, and the
-//   tokens that followed it are the draft. It costs no model and pays on text
+//   occurrence of the longest n from max_ngram (16) down to min_ngram wins, and
+//   the tokens that followed it are the draft (one pass over the context);
+//   where they reach the context's end, the draft goes on copying itself (text
+//   that repeats with a short period drafts K tokens, not one period). It costs no model and pays on text
 //   that repeats its context (code edits, quotations, summaries, lists).
 // - Drafter: the drafting step of a Speculator (spec_decode.h), one interface
 //   for both methods: NgramDrafter (prompt lookup, above) and ModelDrafter (a
@@ -24,8 +26,8 @@
 namespace zaya {
 
 struct NgramDraftOptions {
-  int64_t max_ngram = 3;  // longest suffix looked up
-  int64_t min_ngram = 1;  // shortest
+  int64_t max_ngram = 16;  // longest suffix looked up (a longer match is better evidence, spec_length.h)
+  int64_t min_ngram = 1;   // shortest
 };
 
 // Up to `max_tokens` tokens that followed the most recent earlier occurrence of

@@ -63,6 +63,7 @@ DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cos
   ZAYA_CHECK_USAGE(max_tokens >= 1 && max_tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", max_tokens);
   set_cost(cost);
   first_.fill({kPriorFirst * kPriorTokens, kPriorTokens});
+  next_.fill({kPriorNext * kPriorTokens, kPriorTokens});
 }
 
 DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cost, AcceptancePool* pool)
@@ -70,7 +71,7 @@ DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cos
   pool_ = pool;
   if (pool_ == nullptr) return;
   first_.fill({0, 0});  // the sequence's own outcomes only; the prior is the pool's (value_over)
-  next_ = {0, 0};
+  next_.fill({0, 0});
   idle_ = 0;  // where the pool says nothing pays, the first probe waits a pause like any other
 }
 
@@ -79,7 +80,10 @@ double DraftLength::first(int64_t evidence) const {
   return pool_ != nullptr ? e.value_over(pool_->first(evidence)) : e.value();
 }
 
-double DraftLength::later() const { return pool_ != nullptr ? next_.value_over(pool_->later()) : next_.value(); }
+double DraftLength::later(int64_t evidence) const {
+  const Estimate& e = next_[size_t(evidence_class(evidence))];
+  return pool_ != nullptr ? e.value_over(pool_->later(evidence)) : e.value();
+}
 
 void DraftLength::set_cost(const DraftCost& cost) {
   ZAYA_ASSERT(int64_t(cost.check.size()) > max_);
@@ -97,7 +101,10 @@ void DraftLength::Estimate::add(bool ok) {
   seen = kDecay * seen + 1.0;
 }
 
-int64_t DraftLength::evidence_class(int64_t evidence) { return std::clamp<int64_t>(evidence, 0, kEvidence - 1); }
+int64_t DraftLength::evidence_class(int64_t evidence) {
+  if (evidence <= 3) return std::max<int64_t>(evidence, 0);  // none (a draft model), n-gram matches of 1, 2, 3
+  return evidence < 8 ? 4 : evidence < 16 ? 5 : 6;           // 4-7, 8-15, 16 and more
+}
 
 double DraftLength::tokens(int64_t k, double p1, double p) {
   double tokens = 1, run = p1;  // the token after the kept ones, plus p1 (1 + p + ... + p^(k-1))
@@ -155,7 +162,7 @@ DraftLength::Plan DraftLength::plan(double p1, double p) const {
 
 DraftLength::Choice DraftLength::choose(int64_t evidence) const {
   if (!adaptive_) return {max_, false};
-  const Plan pl = plan(first(evidence), later());
+  const Plan pl = plan(first(evidence), later(evidence));
   const int64_t k = run_ ? pl.in_run : pl.after_rejection;
   if (k > 0) return {k, false};
   return {idle_ >= pause_ ? 1 : 0, true};
@@ -170,21 +177,25 @@ void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
   if (!adaptive_ || drafted <= 0) return;
   const bool probe = choose(evidence).probe;
   if (pool_ != nullptr) pool_->record(run_, drafted, accepted, evidence);
-  learn(run_ ? next_ : first_[size_t(evidence_class(evidence))], next_, drafted, accepted);
+  const size_t c = size_t(evidence_class(evidence));
+  learn(run_ ? next_[c] : first_[c], next_[c], drafted, accepted);
   run_ = accepted == drafted;
   idle_ = 0;
   // A probe after which drafting after a rejection still does not pay: a longer pause before the next one.
-  if (probe) pause_ = plan(first(evidence), later()).after_rejection > 0 ? kPause : std::min(kMaxPause, 2 * pause_);
+  if (probe)
+    pause_ = plan(first(evidence), later(evidence)).after_rejection > 0 ? kPause : std::min(kMaxPause, 2 * pause_);
 }
 
-AcceptancePool::AcceptancePool()
-    : next_{DraftLength::kPriorNext * DraftLength::kPriorTokens, DraftLength::kPriorTokens} {
+AcceptancePool::AcceptancePool() {
   first_.fill({DraftLength::kPriorFirst * DraftLength::kPriorTokens, DraftLength::kPriorTokens});
+  next_.fill({DraftLength::kPriorNext * DraftLength::kPriorTokens, DraftLength::kPriorTokens});
 }
 
 void AcceptancePool::record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence) {
   if (drafted <= 0) return;
-  DraftLength::learn(in_run ? next_ : first_[size_t(DraftLength::evidence_class(evidence))], next_, drafted, accepted);
+  ++checks_;
+  const size_t c = size_t(DraftLength::evidence_class(evidence));
+  DraftLength::learn(in_run ? next_[c] : first_[c], next_[c], drafted, accepted);
 }
 
 }  // namespace zaya

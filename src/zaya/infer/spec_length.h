@@ -24,12 +24,14 @@
 //   so it keeps two kinds of estimate (exponential averages over the drafted
 //   tokens checked, kDecay per token, from a prior of kPriorTokens tokens):
 //   `first[e]`, the chance that a draft's first token is kept when the last
-//   check ended in a rejection (or there was none), per evidence e (an n-gram
-//   draft's match length, 1..kEvidence - 1; a draft model's: 0), and `next`,
-//   the chance that a token is kept when the token before it was (later
-//   tokens of a draft, and the first one after a fully kept check). A draft
-//   of k tokens whose first token is kept with p1 then yields
-//   1 + p1 (1 + p + ... + p^(k-1)) tokens in expectation (p = next) for
+//   check ended in a rejection (or there was none), and `next[e]`, the chance
+//   that a token is kept when the token before it was (later tokens of a
+//   draft, and the first one after a fully kept check), both per evidence e
+//   of the draft (an n-gram draft's match length in classes 1, 2, 3, 4-7,
+//   8-15, 16+: a 16-token match of quoted code goes on being copied far
+//   longer than a 2-token one; a draft model's: 0). A draft of k tokens
+//   whose first token is kept with p1 then yields
+//   1 + p1 (1 + p + ... + p^(k-1)) tokens in expectation (p = next[e]) for
 //   cost[k] = check[k] + k draft_token, and is kept whole (the next check is
 //   in a run) with p1 p^(k-1). The policy is a two-state chain (after a
 //   rejection: p1 = first[e]; in a run: p1 = next): it drafts the pair of
@@ -105,7 +107,9 @@ class DraftLength {
   static constexpr double kMinGain = 1.05;    // expected speed-up a draft must promise
   static constexpr int64_t kPause = 8;        // steps without a draft before a probe
   static constexpr int64_t kMaxPause = 128;
-  static constexpr int64_t kEvidence = 4;  // evidence classes: 0 (a draft model), n-gram match lengths 1..3 (and more)
+  // Evidence classes: 0 (a draft model), n-gram match lengths 1, 2, 3, 4-7, 8-15, 16+ (a long match of code or a
+  // quotation is kept far more often than a 3-token one).
+  static constexpr int64_t kEvidence = 7;
 
   // max_tokens: the most tokens one draft may hold (--spec-tokens); adaptive
   // off: always max_tokens; cost: check[] covers 0..max_tokens (default: flat).
@@ -117,14 +121,17 @@ class DraftLength {
   void set_cost(const DraftCost& cost);
   // Tokens to draft at the next step with this evidence (0: none; 1 after a pause: a probe).
   int64_t next(int64_t evidence = 0) const { return choose(evidence).tokens; }
+  // Nothing pays: next() is 0 or a one-token probe. `patient`: kMaxPause steps or more without a draft.
+  bool probing(int64_t evidence = 0) const { return choose(evidence).probe; }
+  bool patient() const { return idle_ >= kMaxPause; }
   // A step without a draft (none chosen, or nothing to propose).
   void skipped();
   // A checked draft of `drafted` tokens with that evidence, of which the first `accepted` were kept.
   void record(int64_t drafted, int64_t accepted, int64_t evidence = 0);
 
-  // The estimates: a first token kept after a rejection (with this evidence), and a token kept after a kept one.
+  // The estimates (per evidence class): a first token kept after a rejection, and a token kept after a kept one.
   double first(int64_t evidence = 0) const;
-  double later() const;
+  double later(int64_t evidence = 0) const;
   // Expected tokens of a check of k (first token kept with p1, later ones with p), and per unit of its cost.
   static double tokens(int64_t k, double p1, double p);
   double gain(int64_t k, double p1, double p) const;
@@ -160,11 +167,11 @@ class DraftLength {
   int64_t max_;
   bool adaptive_;
   std::array<Estimate, kEvidence> first_;
-  Estimate next_{kPriorNext * kPriorTokens, kPriorTokens};
-  bool run_ = false;                // the last check was kept whole: the next draft continues a run
-  int64_t idle_ = kPause;           // steps since the last draft (the first draft is a probe)
-  int64_t pause_ = kPause;          // idle steps before a probe
-  AcceptancePool* pool_ = nullptr;  // the priors, when given (the estimates above then start empty)
+  std::array<Estimate, kEvidence> next_;  // filled with the prior by the constructor
+  bool run_ = false;                      // the last check was kept whole: the next draft continues a run
+  int64_t idle_ = kPause;                 // steps since the last draft (the first draft is a probe)
+  int64_t pause_ = kPause;                // idle steps before a probe
+  AcceptancePool* pool_ = nullptr;        // the priors, when given (the estimates above then start empty)
 };
 
 // The acceptance estimates of every sequence of one engine (DraftLength's
@@ -176,13 +183,16 @@ class AcceptancePool {
   double first(int64_t evidence = 0) const {
     return first_[std::size_t(DraftLength::evidence_class(evidence))].value();
   }
-  double later() const { return next_.value(); }
+  double later(int64_t evidence = 0) const { return next_[std::size_t(DraftLength::evidence_class(evidence))].value(); }
   // A checked draft of one of the sequences (in_run: it continued a kept one; as DraftLength::record).
   void record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence);
+  // Drafts recorded (0: the estimates are the fixed prior, nothing learnt).
+  int64_t checks() const { return checks_; }
 
  private:
   std::array<DraftLength::Estimate, DraftLength::kEvidence> first_;
-  DraftLength::Estimate next_;
+  std::array<DraftLength::Estimate, DraftLength::kEvidence> next_;
+  int64_t checks_ = 0;
 };
 
 }  // namespace zaya

@@ -81,6 +81,40 @@ TEST(SpecModel, GreedyEqualsPlainGreedyTokenForToken) {
   EXPECT_GT(seen_other.drafted, seen_other.accepted);
 }
 
+// A draft that rarely agrees, at batch 1: once the engine's pool says drafting
+// does not pay, a new sequence does not probe (its first draft would catch the
+// draft model up with the whole prompt) before it has gone kMaxPause steps
+// without a draft, so later requests of 40 tokens never draft, and those of
+// 150 do (the pool learns again); the text is plain greedy text.
+TEST(SpecModel, NoPromptCatchUpForAProbeWhereNothingPays) {
+  ZayaConfig c = testing::small_test_config(), dc = draft_test_config();
+  c.max_position = dc.max_position = 256;  // room for kMaxPause steps
+  auto model = testing::random_model(c, 44);
+  auto other = testing::random_model(dc, 45);
+  auto im = InferModel::from_model(*model);
+  auto draft = InferModel::from_model(*other);
+  for (int64_t tokens : {40, 150}) {
+    std::vector<GenerationRequest> reqs = testing::repetitive_requests(c, 8, 90);
+    for (GenerationRequest& r : reqs) r.max_new_tokens = tokens;  // 40: probes were due after kPause, 2 kPause
+    GeneratorOptions o;
+    o.max_batch = 1;
+    const auto ref = generate(*im, reqs, o);
+    o.spec.method = SpecMethod::kModel;
+    o.spec.draft_model = draft.get();
+    o.spec.tokens = 4;
+    GenerationStats first, all;
+    generate(*im, {reqs[0]}, o, {}, {}, &first);
+    const auto got = generate(*im, reqs, o, {}, {}, &all);
+    for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i].tokens, ref[i].tokens) << tokens << ", request " << i;
+    EXPECT_GT(first.spec.drafts, 0) << tokens;                  // the first request drafts on the prior
+    const int64_t later = all.spec.drafts - first.spec.drafts;  // the drafts of the 7 later requests
+    if (tokens < DraftLength::kMaxPause)
+      EXPECT_LT(later, 7);  // not one probe a request
+    else
+      EXPECT_GE(later, 7);  // one after kMaxPause steps at least
+  }
+}
+
 // The distributions a never-drafted run of the draft model gives: `chunks` fed
 // in order (each a step), the last chunk's last row, then one step per token of
 // `then`; each row as the drafter records it (sampled under `so`, stride V).
