@@ -44,10 +44,11 @@ void with_elements(const void* p, bool bf16, F&& f) {
     f(static_cast<const float*>(p));
 }
 
-// Softmax of p[0..n) in place; returns nothing (the row sums to 1). The
+// e^(p[i] - max p) in place; returns their sum (the softmax without its
+// division, which the per-row decode path folds into the output). The
 // exponential is exp_f32 (core/exp_f32.h), as in the training softmaxes: it
 // vectorises with the loop, where std::exp is one libm call per key.
-inline void softmax_inplace(float* p, int64_t n) {
+inline float exp_shifted(float* p, int64_t n) {
   const float mx = row_max(p, n);
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -55,7 +56,12 @@ inline void softmax_inplace(float* p, int64_t n) {
     p[i] = exp_f32(p[i] - mx);
     sum += p[i];
   }
-  const float inv = 1.0f / sum;
+  return sum;
+}
+
+// Softmax of p[0..n) in place (the row sums to 1).
+inline void softmax_inplace(float* p, int64_t n) {
+  const float inv = 1.0f / exp_shifted(p, n);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
 }
@@ -430,18 +436,6 @@ void output_simd(const float* p, int64_t ldp, const CachedAttentionChunk& ch, in
   }
 }
 
-// e^(p[i] - max p) in place; returns their sum (the softmax without its
-// division, which output_simd folds into the output).
-inline float exp_shifted(float* p, int64_t n) {
-  const float mx = row_max(p, n);
-  float sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) {
-    p[i] = exp_f32(p[i] - mx);
-    sum += p[i];
-  }
-  return sum;
-}
 #endif
 
 // Every query row of a short chunk against KV head j, for the G query heads that share it.
