@@ -44,11 +44,10 @@ void with_elements(const void* p, bool bf16, F&& f) {
     f(static_cast<const float*>(p));
 }
 
-// e^(p[i] - max p) in place; returns their sum (the softmax without its
-// division, which the per-row decode path folds into the output). The
+// Softmax of p[0..n) in place; returns nothing (the row sums to 1). The
 // exponential is exp_f32 (core/exp_f32.h), as in the training softmaxes: it
 // vectorises with the loop, where std::exp is one libm call per key.
-inline float exp_shifted(float* p, int64_t n) {
+inline void softmax_inplace(float* p, int64_t n) {
   const float mx = row_max(p, n);
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -56,12 +55,7 @@ inline float exp_shifted(float* p, int64_t n) {
     p[i] = exp_f32(p[i] - mx);
     sum += p[i];
   }
-  return sum;
-}
-
-// Softmax of p[0..n) in place (the row sums to 1).
-inline void softmax_inplace(float* p, int64_t n) {
-  const float inv = 1.0f / exp_shifted(p, n);
+  const float inv = 1.0f / sum;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
 }
@@ -128,7 +122,6 @@ struct Simd {
                           even, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), odd));
   }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
   static float sum(V a) { return _mm512_reduce_add_ps(a); }
   // sum() of a0 .. a3 at once, in lanes 0-3: the same additions (GCC's _mm512_reduce_add_ps: the 256-bit
@@ -173,7 +166,6 @@ struct Simd {
     store(p + kWidth, _mm256_permute2f128_ps(lo, hi, 0x31));
   }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
   static float sum(V a) {
     const __m128 half = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -360,16 +352,19 @@ __attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], co
     for (int v = 0; v < NV; ++v) acc[g][v] = r[g][v];
 }
 
-// o_g[c0 .. c0 + kW NV) = scale[g] sum_t p[g][t] v_t for GN heads over every
-// key position [lo, hi) of the chunk's spans (KV head j), accumulated in
+// o_g[c0 .. c0 + kW NV) = sum_t p[g][t] v_t for GN heads over every key
+// position [lo, hi) of the chunk's spans (KV head j), accumulated in
 // registers across the spans (compile-time sizes keep the accumulators out of
-// memory) and multiplied by scale[g] once at the end. Each output element is
+// memory). p is the softmax, normalised first as in prefill's block_task (a
+// position's output must not depend on which path computed it: a chunk's
+// rows take either by its length, and forks and unforked prompts are chunked
+// differently, generator_fork_test.cc). Each output element is
 // one chain of FMAs over the keys in order, whatever lane holds it, so the
 // spans' split and element types leave its bits alone. Value t is row
 // keys + t of `ahead` (nullptr: no prefetching).
 template <int GN, int NV>
 void output_tile(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                 int64_t d, int64_t c0, const float* scale, float* o, RowPrefetcher* ahead) {
+                 int64_t d, int64_t c0, float* o, RowPrefetcher* ahead) {
   Simd::V acc[GN][NV];
   for (int g = 0; g < GN; ++g)
     for (int v = 0; v < NV; ++v) acc[g][v] = Simd::zero();
@@ -387,33 +382,31 @@ void output_tile(const float* p, int64_t ldp, const CachedAttentionChunk& ch, in
                          keys + off);
   }
   for (int g = 0; g < GN; ++g) {
-    const Simd::V sg = Simd::set1(scale[g]);
     float* og = o + g * d + c0;
-    for (int v = 0; v + 1 < NV; v += 2)
-      Simd::store_even_odd(og + kW * v, Simd::mul(acc[g][v], sg), Simd::mul(acc[g][v + 1], sg));
-    if constexpr (NV % 2 == 1) Simd::store(og + kW * (NV - 1), Simd::mul(acc[g][NV - 1], sg));
+    for (int v = 0; v + 1 < NV; v += 2) Simd::store_even_odd(og + kW * v, acc[g][v], acc[g][v + 1]);
+    if constexpr (NV % 2 == 1) Simd::store(og + kW * (NV - 1), acc[g][NV - 1]);
   }
 }
 
 template <int GN>
 void output_heads(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                  int64_t d, const float* scale, float* o, RowPrefetcher* ahead) {
+                  int64_t d, float* o, RowPrefetcher* ahead) {
   for (int64_t c0 = 0; c0 < d; c0 += 4 * kW) {
     RowPrefetcher* a = c0 == 0 ? ahead : nullptr;  // the first column tile prefetches
     switch (std::min<int64_t>(4, (d - c0) / kW)) {
-      case 1: output_tile<GN, 1>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
-      case 2: output_tile<GN, 2>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
-      case 3: output_tile<GN, 3>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
-      default: output_tile<GN, 4>(p, ldp, ch, j, lo, hi, d, c0, scale, o, a); break;
+      case 1: output_tile<GN, 1>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
+      case 2: output_tile<GN, 2>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
+      case 3: output_tile<GN, 3>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
+      default: output_tile<GN, 4>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
     }
   }
 }
 
-// o_g = scale[g] sum_t p[g][t] v_t for the G heads over the keys [lo, hi) of
+// o_g = sum_t p[g][t] v_t for the G heads over the keys [lo, hi) of
 // KV head j, kHeadsPerTile heads at a time (each V row is read once per tile
 // of heads and 4 kW output floats); d % kW == 0.
 void output_simd(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                 int64_t d, int64_t G, const float* scale, float* o, RowPrefetcher& ahead) {
+                 int64_t d, int64_t G, float* o, RowPrefetcher& ahead) {
   for (int64_t g0 = 0; g0 < G; g0 += Simd::kHeadsPerTile) {
     const float* pg = p + g0 * ldp;
     float* og = o + g0 * d;
@@ -421,18 +414,18 @@ void output_simd(const float* p, int64_t ldp, const CachedAttentionChunk& ch, in
     RowPrefetcher* a = g0 == 0 ? &ahead : nullptr;  // the first tile of heads prefetches
     if constexpr (Simd::kHeadsPerTile == 4) {
       if (gn == 4) {
-        output_heads<4>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
+        output_heads<4>(pg, ldp, ch, j, lo, hi, d, og, a);
         continue;
       }
       if (gn == 3) {
-        output_heads<3>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
+        output_heads<3>(pg, ldp, ch, j, lo, hi, d, og, a);
         continue;
       }
     }
     if (gn == 2)
-      output_heads<2>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
+      output_heads<2>(pg, ldp, ch, j, lo, hi, d, og, a);
     else
-      output_heads<1>(pg, ldp, ch, j, lo, hi, d, scale + g0, og, a);
+      output_heads<1>(pg, ldp, ch, j, lo, hi, d, og, a);
   }
 }
 
@@ -448,14 +441,13 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
     float* o = ch.o_SQ + i * QW + j * G * d;
 #ifdef ZAYA_ATTN_SIMD
     if (d % kW == 0) {
-      float* inv = scratch + G * keys;  // after the scores [G, keys]: 1 / the softmax sums [G]
       RowPrefetcher ahead(ch, j, lo, p + 1, d);
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
         with_elements(kc, bf16,
                       [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
-      for (int64_t g = 0; g < G; ++g) inv[g] = 1.0f / exp_shifted(scratch + g * keys, keys);
-      output_simd(scratch, keys, ch, j, lo, p + 1, d, G, inv, o, ahead);
+      for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
+      output_simd(scratch, keys, ch, j, lo, p + 1, d, G, o, ahead);
       continue;
     }
 #endif

@@ -15,8 +15,8 @@
 // heads sharing it (the cache is read once: the bandwidth-bound case), span by
 // span; each key's score and the output's running sums are computed in the
 // same order however the keys are split, so the result does not depend on the
-// page size. The output is o = (sum_t e_t v_t) x (1 / sum_t e_t), with
-// e_t = exp(score_t - max), each element one FMA chain over the keys in order
+// page size. The output is o = sum_t p_t v_t over the normalised softmax p
+// (as prefill's), each element one FMA chain over the keys in order
 // (cached_attention.cc).
 // Longer chunks (prefill) use sgemm blocks of 64 queries, as ops/attention
 // does, over only the keys the block's rows see: keys spread over several
