@@ -59,9 +59,10 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
                                        const RolloutSettings& settings, uint64_t seed, RolloutStats* stats = nullptr,
                                        Generator* generator = nullptr, StopScreen* screen = nullptr);
 
-// Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
+// Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one); with
+// `text` non-null, the decoded text there (when `stops` is empty nothing is decoded and it is left alone).
 bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
-                    const std::vector<std::string>& stops);
+                    const std::vector<std::string>& stops, std::string* text = nullptr);
 
 // Which tokens can complete a stop string, so that completes_stop need not
 // decode a sample's tokens until one of them has come: a token whose own
