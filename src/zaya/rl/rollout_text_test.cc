@@ -1,7 +1,8 @@
 // run_rollout's samples (rollout.h): each ends at the first token whose
 // decoded text holds a stop string (or at its token limit), and its text is
 // the decoded tokens cut before the first stop string, whether the rollout
-// decoded it at the end or kept the text its stop check decoded.
+// decoded it at the end, kept the text its stop check decoded, or took one
+// the screen remembered from an earlier call.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,8 +35,16 @@ TEST(Rollout, SamplesEndAtTheFirstStopStringAndKeepTheirText) {
   for (const std::vector<std::string>& stops :
        std::vector<std::vector<std::string>>{{"e"}, {"th", "a"}, {"s", "o"}, {"zzzz"}}) {
     s.stop_strings = stops;
-    for (uint64_t seed : {1, 50}) {
-      const std::vector<RolloutSample> samples = run_rollout(*im, tok, step, 4, s, seed);
+    StopScreen screen(tok, stops);  // kept from call to call, as a run keeps it: its remembered texts are used
+    std::vector<std::string> first_texts;
+    for (uint64_t seed : {1, 50, 1}) {
+      const std::vector<RolloutSample> samples = run_rollout(*im, tok, step, 4, s, seed, nullptr, nullptr, &screen);
+      std::vector<std::string> texts;
+      for (const RolloutSample& r : samples) texts.push_back(r.text);
+      if (seed == 1 && first_texts.empty()) first_texts = texts;
+      if (seed == 1) {
+        EXPECT_EQ(texts, first_texts);  // the same samples again, from the remembered texts
+      }
       ASSERT_EQ(samples.size(), 12u);
       for (const RolloutSample& r : samples) {
         ASSERT_FALSE(r.tokens.empty());
