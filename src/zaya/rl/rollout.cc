@@ -14,12 +14,26 @@ std::string cut_at_stop(const std::string& text, const std::vector<std::string>&
   return text.substr(0, end);
 }
 
-bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, const std::vector<std::string>& stops) {
-  if (stops.empty()) return false;
-  const std::string text = tok.decode(tokens);
+bool holds_stop(const std::string& text, const std::vector<std::string>& stops) {
   for (const std::string& stop : stops)
     if (!stop.empty() && text.find(stop) != std::string::npos) return true;
   return false;
+}
+
+bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, const std::vector<std::string>& stops) {
+  return !stops.empty() && holds_stop(tok.decode(tokens), stops);
+}
+
+size_t StopScreen::IdsHash::operator()(const std::vector<int32_t>& ids) const {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the ids
+  for (const int32_t id : ids) h = (h ^ uint32_t(id)) * 0x100000001b3ull;
+  return size_t(h);
+}
+
+const std::string& StopScreen::decode(const std::vector<int32_t>& ids) {
+  if (const auto it = texts_.find(ids); it != texts_.end()) return it->second;
+  if (texts_.size() >= kRememberedTexts) texts_.clear();
+  return texts_.emplace(ids, tokenizer_.decode(ids)).first->second;
 }
 
 StopScreen::StopScreen(const Tokenizer& tok, const std::vector<std::string>& stops) : tokenizer_(tok) {
@@ -70,14 +84,23 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   o.routing = true;
   // Stop strings: the decoded text so far, checked as a token arrives that can complete one (StopScreen: a stop
   // string first appears at such a token). The screen's answers are per id: a run keeps them from step to step.
+  // A sample that ends at a stop string ends at the tokens just decoded: that text is kept for the sample's own
+  // (decode is a function of the ids alone), not decoded again below. The screen remembers the texts it decoded
+  // from step to step (samples repeat, more so as the policy settles).
   std::vector<std::vector<int32_t>> so_far(requests.size());
+  std::vector<std::string> ended_text(requests.size());
+  std::vector<uint8_t> ended_at_stop(requests.size(), 0);
   std::optional<StopScreen> own_screen;
   if (screen == nullptr) screen = &own_screen.emplace(tok, s.stop_strings);
   const TokenCallback on_token = [&](size_t r, int32_t id) {
     if (s.stop_strings.empty()) return true;
     so_far[r].push_back(id);
     if (!screen->may_end(id)) return true;
-    return !completes_stop(tok, so_far[r], s.stop_strings);
+    const std::string& text = screen->decode(so_far[r]);
+    if (!holds_stop(text, s.stop_strings)) return true;
+    ended_text[r] = text;
+    ended_at_stop[r] = 1;
+    return false;
   };
   GenerationStats gs;
   const double t0 = now_seconds();
@@ -88,7 +111,8 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
     samples[k].tokens = std::move(results[k].tokens);
     samples[k].logprobs = std::move(results[k].logprobs);
     samples[k].routing = std::move(results[k].routing);
-    samples[k].text = cut_at_stop(tok.decode(samples[k].tokens), s.stop_strings);
+    const bool decoded = ended_at_stop[k] != 0 && so_far[k] == samples[k].tokens;
+    samples[k].text = cut_at_stop(decoded ? ended_text[k] : tok.decode(samples[k].tokens), s.stop_strings);
   }
   if (stats != nullptr) {
     stats->generated_tokens = gs.generated_tokens;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "zaya/data/tokenizer.h"
@@ -62,6 +63,8 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
 // Whether the decoded `tokens` hold one of `stops` (the sample ends at the token that completes one).
 bool completes_stop(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
                     const std::vector<std::string>& stops);
+// Whether `text` holds one of `stops` (empty ones excepted).
+bool holds_stop(const std::string& text, const std::vector<std::string>& stops);
 
 // Which tokens can complete a stop string, so that completes_stop need not
 // decode a sample's tokens until one of them has come: a token whose own
@@ -78,8 +81,18 @@ class StopScreen {
  public:
   StopScreen(const Tokenizer& tokenizer, const std::vector<std::string>& stops);
   bool may_end(int32_t id);
+  // tokenizer.decode(ids), remembered: the texts a run's stop checks decode repeat from step to step (samples
+  // of one prompt often generate the same ids, more so as the policy settles), and decoding is a function of
+  // the ids alone. At most kRememberedTexts are kept (past that all are forgotten). The reference is valid
+  // until the next call.
+  const std::string& decode(const std::vector<int32_t>& ids);
 
  private:
+  struct IdsHash {
+    size_t operator()(const std::vector<int32_t>& ids) const;
+  };
+  static constexpr size_t kRememberedTexts = 16384;
+  std::unordered_map<std::vector<int32_t>, std::string, IdsHash> texts_;
   const Tokenizer& tokenizer_;
   std::string last_bytes_;     // each stop string's last byte
   bool every_token_ = false;   // a stop string ends in a space
