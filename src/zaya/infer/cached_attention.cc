@@ -80,23 +80,21 @@ void for_each_piece(const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64
 // A cache element becomes a float exactly (bf16: the top half of a float32),
 // so a bf16 cache gives the bits of an f32 cache of its values.
 //
-// The output kernel reads a value row's elements a pair of vectors (2 kW
+// Both kernels read a key or value row's elements a pair of vectors (2 kW
 // elements) at a time in even / odd order (load_even_odd: lane l of the first
 // vector holds element 2l, of the second element 2l + 1): one load and two
 // bit operations widen 2 kW bf16 elements (a bf16 pair is one 32-bit lane:
 // shifted left 16, or masked to its top half), where widening in order takes
 // two loads, two zero-extending shuffles and two shifts. An f32 row is put in
-// the same order by two permutes (the accumulators must not depend on a
-// span's type). Which lane holds an output element leaves its FMA chain
-// alone. The scores keep element order: their lanes are summed, and the even
-// / odd order there measured no faster (the queries permuted every row).
+// the same order by two permutes (the sums must not depend on a span's type).
+// Which lane holds an output element leaves its FMA chain alone; a score's
+// lanes are summed, so the order sets which elements share a lane (the
+// queries are put in the same order once per row, permute_queries).
 #if defined(__AVX512F__)
 struct Simd {
   using V = __m512;
   static constexpr int kWidth = 16;
   static constexpr int kHeadsPerTile = 4;  // output_tile: up to 4 heads x 4 vectors of accumulators (32 registers)
-  static constexpr int kKeyRegisters =
-      16;  // scores_simd: 4 keys' widened rows held for all heads, up to 4 vectors each
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -123,17 +121,26 @@ struct Simd {
   }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
-  static float sum(V a) { return _mm512_reduce_add_ps(a); }
-  // sum() of a0 .. a3 at once, in lanes 0-3: the same additions (GCC's _mm512_reduce_add_ps: the 256-bit
-  // halves, the 128-bit quarters, elements {2, 3} onto {0, 1}, then 1 onto 0), so the same bits.
-  static __m128 sum4(V a0, V a1, V a2, V a3) {
-    const V x01 = _mm512_add_ps(_mm512_shuffle_f32x4(a0, a1, 0xEE), _mm512_shuffle_f32x4(a0, a1, 0x44));
-    const V x23 = _mm512_add_ps(_mm512_shuffle_f32x4(a2, a3, 0xEE), _mm512_shuffle_f32x4(a2, a3, 0x44));
-    const V q = _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, 0xDD), _mm512_shuffle_f32x4(x01, x23, 0x88));
-    const V h = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4E));
-    const V s = _mm512_add_ps(h, _mm512_permute_ps(h, 0xB1));
-    return _mm512_castps512_ps128(
-        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s));
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  // Lane 4k + m of the result holds the lane sum of a[k + off(m)] (off = 0,
+  // 8, 4, 12 for m = 0 .. 3; see sums_slot), each in _mm512_reduce_add_ps's
+  // tree (the 256-bit halves, the 128-bit quarters, elements {2, 3} onto
+  // {0, 1}, then 1 onto 0): 19 shuffles, 12 blends and 15 adds for the 16
+  // sums, where one at a time takes 4 shuffles and 4 adds each.
+  static V sums(const V (&a)[16]) {
+    V b[8], c[4], e[2];
+    for (int p = 0; p < 8; ++p)  // lanes 0-7: a[2p]'s halves summed, 8-15: a[2p + 1]'s
+      b[p] = _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, a[2 * p], a[2 * p + 1]),
+                           _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0x4E));
+    for (int p = 0; p < 4; ++p)  // quarter k: a[4p + k]'s quarters summed
+      c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0x88),
+                           _mm512_shuffle_f32x4(b[2 * p], b[2 * p + 1], 0xDD));
+    for (int p = 0; p < 2; ++p)  // quarter k: a[8p + k]'s pairs summed (lanes 0, 1), a[8p + 4 + k]'s (2, 3)
+      e[p] = _mm512_add_ps(_mm512_mask_blend_ps(0xCCCC, c[2 * p], c[2 * p + 1]),
+                           _mm512_shuffle_ps(c[2 * p], c[2 * p + 1], 0x4E));
+    // quarter k: a[k], a[8 + k], a[4 + k], a[12 + k]
+    return _mm512_add_ps(_mm512_mask_blend_ps(0xAAAA, e[0], e[1]),
+                         _mm512_permute_ps(_mm512_mask_blend_ps(0x5555, e[0], e[1]), 0xB1));
   }
 };
 #else
@@ -141,7 +148,6 @@ struct Simd {
   using V = __m256;
   static constexpr int kWidth = 8;
   static constexpr int kHeadsPerTile = 2;  // output_tile: up to 2 heads x 4 vectors of accumulators (16 registers)
-  static constexpr int kKeyRegisters = 8;  // scores_simd: 4 keys' widened rows held for all heads, up to 2 vectors each
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -167,12 +173,21 @@ struct Simd {
   }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
-  static float sum(V a) {
-    const __m128 half = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
-    return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  // Lane 4k + m of the result holds the lane sum of a[k + off(m)] (off = 0,
+  // 4, 2, 6 for m = 0 .. 3; see sums_slot), each in one tree: the 128-bit
+  // halves, elements {2, 3} onto {0, 1}, then 1 onto 0.
+  static V sums(const V (&a)[8]) {
+    V b[4], c[2];
+    for (int p = 0; p < 4; ++p)  // lanes 0-3: a[2p]'s halves summed, 4-7: a[2p + 1]'s
+      b[p] = _mm256_add_ps(_mm256_blend_ps(a[2 * p], a[2 * p + 1], 0xF0),
+                           _mm256_permute2f128_ps(a[2 * p], a[2 * p + 1], 0x21));
+    for (int p = 0; p < 2; ++p)  // half k: a[4p + k]'s pairs summed (lanes 0, 1), a[4p + 2 + k]'s (2, 3)
+      c[p] =
+          _mm256_add_ps(_mm256_blend_ps(b[2 * p], b[2 * p + 1], 0xCC), _mm256_shuffle_ps(b[2 * p], b[2 * p + 1], 0x4E));
+    // half k: a[k], a[4 + k], a[2 + k], a[6 + k]
+    return _mm256_add_ps(_mm256_blend_ps(c[0], c[1], 0xAA), _mm256_permute_ps(_mm256_blend_ps(c[0], c[1], 0x55), 0xB1));
   }
-  static __m128 sum4(V a0, V a1, V a2, V a3) { return _mm_setr_ps(sum(a0), sum(a1), sum(a2), sum(a3)); }
 };
 #endif
 constexpr int64_t kW = Simd::kWidth;
@@ -245,89 +260,115 @@ class RowPrefetcher {
   bool values_ = false;
 };
 
-// scores_simd's keys t0 .. n - 1, one at a time.
-template <typename E>
-void scores_tail(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t t0, int64_t n, float scale,
-                 float* scores, int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+// Slot of dot product i (of kW) in Simd::sums' input, chosen so that lane i
+// of its output holds dot product i: sums leaves lane 4k + m holding input
+// k + kW/2, kW/4, 3kW/4 (m = 1, 2, 3) or k (m = 0).
+constexpr int sums_slot(int i) {
+  constexpr int off[4] = {0, int(kW) / 2, int(kW) / 4, 3 * int(kW) / 4};
+  return i / 4 + off[i % 4];
+}
+
+// The queries of G heads (d floats each) in load_row's order, for the scores.
+void permute_queries(const float* q, int64_t d, int64_t G, float* out) {
   const int64_t nv = d / kW;
-  for (int64_t t = t0; t < n; ++t) {
-    ahead.to(row0 + t + 1 + RowPrefetcher::kAhead);
-    const E* k = kc + t * ldk;
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = q + g * d;
-      Simd::V acc = Simd::zero();
-      for (int64_t v = 0; v < nv; ++v) acc = Simd::fmadd(Simd::load(qg + kW * v), Simd::load(k + kW * v), acc);
-      scores[g * lds + t] = scale * Simd::sum(acc);
+  for (int64_t g = 0; g < G; ++g) {
+    const float* qg = q + g * d;
+    float* og = out + g * d;
+    int64_t v = 0;
+    for (; v + 1 < nv; v += 2) {
+      Simd::V even, odd;
+      Simd::load_even_odd(qg + kW * v, even, odd);
+      Simd::store(og + kW * v, even);
+      Simd::store(og + kW * (v + 1), odd);
     }
+    if (v < nv) Simd::store(og + kW * v, Simd::load(qg + kW * v));
   }
 }
 
-// scores_simd at head_dim NV x kW, the 4 keys' rows widened once into registers for all G heads.
-template <int NV, typename E>
-void scores_simd_held(const float* q, const E* kc, int64_t ldk, int64_t G, int64_t n, float scale, float* scores,
-                      int64_t lds, RowPrefetcher& ahead, int64_t row0) {
-  constexpr int64_t d = NV * kW;
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) {
-    ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
-    const E* k = kc + t * ldk;
-    Simd::V kv[4][NV];
-    for (int i = 0; i < 4; ++i)
-      for (int v = 0; v < NV; ++v) kv[i][v] = Simd::load(k + i * ldk + kW * v);
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = q + g * d;
-      Simd::V a[4] = {Simd::zero(), Simd::zero(), Simd::zero(), Simd::zero()};
-      for (int v = 0; v < NV; ++v) {
-        const Simd::V qv = Simd::load(qg + kW * v);
-        for (int i = 0; i < 4; ++i) a[i] = Simd::fmadd(qv, kv[i][v], a[i]);
+// The kW dot products of GB query heads (rows of qp, in load_row's order) with
+// KB = kW / GB key rows, nv vectors each; lane g KB + i of the result is head
+// g's with key i. Each is one FMA chain over the vectors in load_row's order
+// (even / odd pairs: one load and two bit operations widen a bf16 pair of
+// vectors, as in the output pass), its lanes summed in one tree, all kW
+// at once (Simd::sums): the same bits for a dot product whichever tile, heads
+// or keys shared it.
+template <int GB, typename E>
+__attribute__((always_inline)) inline Simd::V score_tile(const float* const (&qh)[GB], const E* const (&kr)[kW / GB],
+                                                         int64_t nv) {
+  constexpr int KB = int(kW) / GB;
+  Simd::V acc[kW];
+  for (int i = 0; i < int(kW); ++i) acc[i] = Simd::zero();
+  int64_t v = 0;
+  for (; v + 1 < nv; v += 2) {
+    for (int i = 0; i < KB; ++i) {
+      Simd::V even, odd;
+      Simd::load_even_odd(kr[i] + kW * v, even, odd);
+      for (int g = 0; g < GB; ++g) {
+        Simd::V& a = acc[sums_slot(g * KB + i)];
+        a = Simd::fmadd(Simd::load(qh[g] + kW * v), even, a);
+        a = Simd::fmadd(Simd::load(qh[g] + kW * (v + 1)), odd, a);
       }
-      _mm_storeu_ps(scores + g * lds + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a[0], a[1], a[2], a[3])));
     }
   }
-  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
+  if (v < nv) {
+    for (int i = 0; i < KB; ++i) {
+      const Simd::V k = Simd::load(kr[i] + kW * v);
+      for (int g = 0; g < GB; ++g) {
+        Simd::V& a = acc[sums_slot(g * KB + i)];
+        a = Simd::fmadd(Simd::load(qh[g] + kW * v), k, a);
+      }
+    }
+  }
+  return Simd::sums(acc);
 }
 
-// scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head, n
-// keys ldk elements apart (d % kW == 0); four keys at a time for all G heads
-// (a key row comes from memory once, its further reads from L1), four
-// independent FMA chains per head hiding the load latency, their lane sums
-// taken together (Simd::sum4); where 4 keys' rows fit the registers
-// (Simd::kKeyRegisters), they are widened once for all heads
-// (scores_simd_held). Each score is the same chain of FMAs and the
-// same lane sum whatever the blocking (the bits of the loop over heads, then
-// keys, that came before). Key t is row row0 + t of `ahead`.
+// scores[g * lds + t] = scale * q_g . k_t for the G heads of one KV head (qp:
+// their queries, permute_queries' order), n keys ldk elements apart (d % kW
+// == 0), in tiles of GB heads x kW / GB keys (score_tile): each key row comes
+// from memory once per tile of heads and is widened once for all its heads,
+// one horizontal pass sums kW dot products. A tile past the last head or key
+// repeats the last one (its sums are not stored). Key t is row row0 + t of
+// `ahead`.
+template <int GB, typename E>
+void scores_heads(const float* qp, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale,
+                  float* scores, int64_t lds, RowPrefetcher& ahead, int64_t row0) {
+  constexpr int KB = int(kW) / GB;
+  const int64_t nv = d / kW;
+  const Simd::V s = Simd::set1(scale);
+  alignas(64) float tile[kW];
+  for (int64_t g0 = 0; g0 < G; g0 += GB) {
+    const int64_t gn = std::min<int64_t>(GB, G - g0);
+    const float* qh[GB];
+    for (int g = 0; g < GB; ++g) qh[g] = qp + (g0 + std::min<int64_t>(g, gn - 1)) * d;
+    for (int64_t t = 0; t < n; t += KB) {
+      if (g0 == 0) ahead.to(row0 + t + KB + RowPrefetcher::kAhead);  // the first tile of heads prefetches
+      const int64_t kn = std::min<int64_t>(KB, n - t);
+      const E* kr[KB];
+      for (int i = 0; i < KB; ++i) kr[i] = kc + (t + std::min<int64_t>(i, kn - 1)) * ldk;
+      Simd::store(tile, Simd::mul(s, score_tile<GB>(qh, kr, nv)));
+      for (int64_t g = 0; g < gn; ++g) {
+        float* out = scores + (g0 + g) * lds + t;
+        if (kn == KB)
+          std::memcpy(out, tile + g * KB, sizeof(float) * KB);
+        else
+          std::memcpy(out, tile + g * KB, sizeof(float) * kn);
+      }
+    }
+  }
+}
+
+// scores_heads in the widest tile of heads that G fills (up to 8: ZAYA1-8B's group).
 template <typename E>
-void scores_simd(const float* q, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
+void scores_simd(const float* qp, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
                  int64_t lds, RowPrefetcher& ahead, int64_t row0) {
-  const int64_t nv = d / kW;
-  if (4 * nv <= Simd::kKeyRegisters) {
-    switch (nv) {
-      case 1: return scores_simd_held<1>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
-      case 2: return scores_simd_held<2>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
-      case 3: return scores_simd_held<3>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
-      case 4: return scores_simd_held<4>(q, kc, ldk, G, n, scale, scores, lds, ahead, row0);
-      default: break;
-    }
-  }
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) {
-    ahead.to(row0 + t + 4 + RowPrefetcher::kAhead);
-    const E* k = kc + t * ldk;
-    for (int64_t g = 0; g < G; ++g) {
-      const float* qg = q + g * d;
-      float* sg = scores + g * lds;
-      Simd::V a0 = Simd::zero(), a1 = Simd::zero(), a2 = Simd::zero(), a3 = Simd::zero();
-      for (int64_t v = 0; v < nv; ++v) {
-        const Simd::V qv = Simd::load(qg + kW * v);
-        a0 = Simd::fmadd(qv, Simd::load(k + kW * v), a0);
-        a1 = Simd::fmadd(qv, Simd::load(k + ldk + kW * v), a1);
-        a2 = Simd::fmadd(qv, Simd::load(k + 2 * ldk + kW * v), a2);
-        a3 = Simd::fmadd(qv, Simd::load(k + 3 * ldk + kW * v), a3);
-      }
-      _mm_storeu_ps(sg + t, _mm_mul_ps(_mm_set1_ps(scale), Simd::sum4(a0, a1, a2, a3)));
-    }
-  }
-  scores_tail(q, kc, ldk, d, G, t, n, scale, scores, lds, ahead, row0);
+  if (G >= 8)
+    scores_heads<8>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
+  else if (G >= 4)
+    scores_heads<4>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
+  else if (G >= 2)
+    scores_heads<2>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
+  else
+    scores_heads<1>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
 }
 
 // acc[g][v] += sum_t p[g][t] v_t[c0 + ...] over n values ldv elements apart,
@@ -442,9 +483,11 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
 #ifdef ZAYA_ATTN_SIMD
     if (d % kW == 0) {
       RowPrefetcher ahead(ch, j, lo, p + 1, d);
+      float* qp = scratch + G * keys;  // after the scores
+      permute_queries(q, d, G, qp);
       for_each_piece(ch, j, lo, p + 1, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t n, int64_t off) {
         with_elements(kc, bf16,
-                      [&](auto k) { scores_simd(q, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
+                      [&](auto k) { scores_simd(qp, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
       for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
       output_simd(scratch, keys, ch, j, lo, p + 1, d, G, o, ahead);
@@ -541,8 +584,8 @@ void block_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, i
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim) {
   // A row sees at most W keys, a block of 64 rows at most W + 63.
   const int64_t keys = window > 0 ? std::min(max_context, window + kQueryBlock - 1) : max_context;
-  // The per-row path adds the softmax sums' inverses (group floats).
-  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys + group;
+  // The per-row path adds its queries in the scores' order (group rows of head_dim).
+  return (std::max(group, kQueryBlock) + 2 * head_dim) * keys + group * head_dim;
 }
 
 void cached_attention(std::span<const CachedAttentionChunk> chunks, const CachedAttentionShape& s, float* scratch,

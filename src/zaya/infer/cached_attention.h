@@ -15,9 +15,13 @@
 // heads sharing it (the cache is read once: the bandwidth-bound case), span by
 // span; each key's score and the output's running sums are computed in the
 // same order however the keys are split, so the result does not depend on the
-// page size. The output is o = sum_t p_t v_t over the normalised softmax p
-// (as prefill's), each element one FMA chain over the keys in order
-// (cached_attention.cc).
+// page size. A score q . k (vector builds) is one FMA chain per lane over the
+// head's elements in pairs of vectors, even elements then odd ones (lane l:
+// elements 2l and 2l + 1 of each 2 kW, kW = 16 floats with AVX-512, 8 with
+// AVX2), its lanes then summed in _mm512_reduce_add_ps's tree (halves,
+// quarters, pairs), kW scores at a time. The output is o = sum_t p_t v_t over
+// the normalised softmax p (as prefill's), each element one FMA chain over
+// the keys in order (cached_attention.cc).
 // Longer chunks (prefill) use sgemm blocks of 64 queries, as ops/attention
 // does, over only the keys the block's rows see: keys spread over several
 // spans are first gathered into one contiguous block per head, so the sgemm
@@ -67,7 +71,8 @@ inline int64_t cached_attention_first_key(int64_t p, int64_t window) {
 
 // Scratch floats one thread needs for a context of max_context keys under a
 // window (0: full attention), head_dim floats per key: the scores and the
-// gathered keys and values of one query block.
+// gathered keys and values of one query block, or a row's scores and its
+// group's queries.
 int64_t cached_attention_scratch_floats(int64_t group, int64_t max_context, int64_t window, int64_t head_dim);
 
 // Runs on at most `threads` workers of core/work_pool.h; `scratch` holds threads * per_thread floats.

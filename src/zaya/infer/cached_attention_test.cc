@@ -212,7 +212,7 @@ TEST_P(CachedAttentionWindow, Bf16CacheEqualsF32CacheOfItsValues) {
 TEST(CachedAttention, DecodeRowsMatchBruteForceForEveryHeadShape) {
   const int64_t Hk = 2, past = 37;
   for (int64_t D : {8, 16, 24, 40, 64, 96, 136, 12})
-    for (int64_t G : {1, 2, 3, 5})
+    for (int64_t G : {1, 2, 3, 5, 9})
       for (int64_t S : {1, 3}) {
         const int64_t Hq = G * Hk, QW = Hq * D, P = past + S;
         const std::vector<float> q = random_values(S * QW, 4 + D);
