@@ -170,13 +170,18 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
   BatchScheduler sched(so);
   std::vector<size_t> request_of(eo.max_sequences);  // the request each running slot holds
   std::vector<Rng> rngs(eo.max_sequences, sampling_rng(0));
-  Speculator spec(o.spec, engine, sample_vocab);
+  // A Speculator only with speculation on: building one costs every call (its draft prices, a context per slot).
+  o.spec.validate();  // (as a Speculator's construction checks it)
+  std::optional<Speculator> speculator;
+  if (o.spec.method != SpecMethod::kNone) speculator.emplace(o.spec, engine, sample_vocab);
+  Speculator* const spec = speculator ? &*speculator : nullptr;
+  const bool drafting = spec != nullptr && spec->enabled();
   // Logit rows: one per sequence, or with drafts as many as a step has tokens.
   std::vector<float>& logits = logits_;
   logits.resize(size_t((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) * c.vocab_size));
   bool first_token = true;
   // Prompt sharing: not with speculative decoding (a draft model's own cache is per slot and not forked).
-  const bool share = o.share_prompts && !spec.enabled();
+  const bool share = o.share_prompts && !drafting;
   ForkPlan forks(eo.max_sequences);
 
   auto finish = [&](int32_t slot, FinishReason why) {
@@ -195,9 +200,13 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
     const int32_t s = ch.slot;
     const size_t r = request_of[s];
     if (sampled >= 0) one_token[0] = sampled;
+    // Without a Speculator, a plain row sampled alone (a fork's first token) as Speculator::tokens samples it.
+    if (sampled < 0 && spec == nullptr)
+      one_token[0] = sample_token(chunk_logits, sample_vocab, requests[r].sampling, rngs[s], sample_scratch_);
     const std::vector<int32_t>& emit =
-        sampled >= 0 ? one_token
-                     : spec.tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
+        sampled >= 0 || spec == nullptr
+            ? one_token
+            : spec->tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
     if (!has_prompt) st.decode_tokens += int64_t(emit.size());
     // Each emitted token at the length its cache had when it was predicted; the first that ends the sequence ends it.
     const int64_t length0 = engine.length(s) - int64_t(emit.size()) + 1;
@@ -244,13 +253,13 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
-      spec.start(s, requests[r].prompt, requests[r].sampling);
+      if (spec != nullptr) spec->start(s, requests[r].prompt, requests[r].sampling);
     }
     for (int32_t s = 0; s < sched.slots(); ++s)
       if (sched.running(s))
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, false)) finish(s, *why);
     const double t0 = now_seconds();  // drafting (a draft model's steps) is part of the step it serves
-    if (spec.enabled()) spec.propose(sched, engine);
+    if (drafting) spec->propose(sched, engine);
     const std::vector<StepChunk>& chunks = sched.plan();
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
@@ -269,7 +278,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
     sched.advance();
     // Without drafts every row is one chunk's plain row: their tokens are sampled together (sample_tokens: the
     // tokens sample_token gives each alone), forks' first tokens apart, below.
-    if (!spec.enabled() && rows > 0) {
+    if (!drafting && rows > 0) {
       row_logits_.resize(size_t(rows));
       row_options_.resize(size_t(rows));
       row_rngs_.resize(size_t(rows));
@@ -291,9 +300,8 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       const size_t r = request_of[s];
       const int64_t n = ch.speculative ? ch.count : 1;
       const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
-      const int32_t sampled = spec.enabled() ? -1 : row_tokens_[size_t(row)];
-      const float row_lse =
-          spec.enabled() || !o.logprobs ? std::numeric_limits<float>::quiet_NaN() : row_lse_[size_t(row)];
+      const int32_t sampled = drafting ? -1 : row_tokens_[size_t(row)];
+      const float row_lse = drafting || !o.logprobs ? std::numeric_limits<float>::quiet_NaN() : row_lse_[size_t(row)];
       row += n;
       // The slot's forks (none unless it just ended its prompt) become copies of it and sample from its row too.
       const std::vector<int32_t> followers = forks.take(s);
@@ -313,7 +321,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
     ZAYA_CHECK(engine.free_pages(k) == engine.pool_pages(k),
                "internal error: {} KV pages of kind {} are still referenced after every request finished",
                engine.pool_pages(k) - engine.free_pages(k), k);
-  st.spec = spec.total();
+  if (spec != nullptr) st.spec = spec->total();
   st.total_seconds = now_seconds() - t_start;
   if (stats) *stats = st;
   return results;

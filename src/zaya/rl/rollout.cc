@@ -24,16 +24,44 @@ bool completes_stop(const Tokenizer& tok, const std::vector<int32_t>& tokens, co
   return !stops.empty() && holds_stop(tok.decode(tokens), stops);
 }
 
-size_t StopScreen::IdsHash::operator()(const std::vector<int32_t>& ids) const {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the ids
-  for (const int32_t id : ids) h = (h ^ uint32_t(id)) * 0x100000001b3ull;
-  return size_t(h);
+bool StopScreen::tabled(int32_t id) {
+  constexpr int32_t kNormalPiece = 1;  // SentencePiece's type (Tokenizer::piece_type)
+  const int32_t V = tokenizer_.vocab_size();
+  if (id < 0 || id >= V) return false;
+  if (table_state_.empty()) {
+    table_state_.assign(size_t(V), 0);
+    first_text_.resize(size_t(V));
+    next_text_.resize(size_t(V));
+  }
+  if (anchor_ == -2) {
+    anchor_ = -1;
+    for (int32_t a = 0; a < V && anchor_ < 0; ++a)
+      if (tokenizer_.piece_type(a) == kNormalPiece && !(anchor_text_ = tokenizer_.decode({a})).empty()) anchor_ = a;
+  }
+  int8_t& state = table_state_[size_t(id)];
+  if (state == 0) {
+    state = 2;
+    if (anchor_ >= 0 && tokenizer_.piece_type(id) == kNormalPiece) {
+      const std::string pair = tokenizer_.decode({anchor_, id});
+      if (pair.compare(0, anchor_text_.size(), anchor_text_) == 0) {
+        first_text_[size_t(id)] = tokenizer_.decode({id});
+        next_text_[size_t(id)] = pair.substr(anchor_text_.size());
+        state = 1;
+      }
+    }
+  }
+  return state == 1;
 }
 
 const std::string& StopScreen::decode(const std::vector<int32_t>& ids) {
-  if (const auto it = texts_.find(ids); it != texts_.end()) return it->second;
-  if (texts_.size() >= kRememberedTexts) texts_.clear();
-  return texts_.emplace(ids, tokenizer_.decode(ids)).first->second;
+  text_.clear();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    if (!tabled(id) || (i == 0 && first_text_[size_t(id)].empty())) return text_ = tokenizer_.decode(ids);
+    text_ += i == 0 ? first_text_[size_t(id)] : next_text_[size_t(id)];
+  }
+  if (ids.empty()) text_ = tokenizer_.decode(ids);
+  return text_;
 }
 
 StopScreen::StopScreen(const Tokenizer& tok, const std::vector<std::string>& stops) : tokenizer_(tok) {
@@ -85,8 +113,8 @@ std::vector<RolloutSample> run_rollout(const InferModel& model, const Tokenizer&
   // Stop strings: the decoded text so far, checked as a token arrives that can complete one (StopScreen: a stop
   // string first appears at such a token). The screen's answers are per id: a run keeps them from step to step.
   // A sample that ends at a stop string ends at the tokens just decoded: that text is kept for the sample's own
-  // (decode is a function of the ids alone), not decoded again below. The screen remembers the texts it decoded
-  // from step to step (samples repeat, more so as the policy settles).
+  // (decode is a function of the ids alone), not decoded again below. The screen decodes from its table of the
+  // pieces' texts (StopScreen::decode: SentencePiece's text exactly, from the tokenizer where the table cannot be).
   std::vector<std::vector<int32_t>> so_far(requests.size());
   std::vector<std::string> ended_text(requests.size());
   std::vector<uint8_t> ended_at_stop(requests.size(), 0);
