@@ -17,11 +17,16 @@
 #   bench/spec_decode.sh [MODEL] [ROUNDS]
 # Without MODEL, the `small` preset (the target, TARGET_STEPS, default 300) and
 # the `tiny` preset (its draft, DRAFT_STEPS, default 600) are trained here on
-# data/kjv with one tokenizer (kept for the next run when the steps match).
+# data/kjv with one tokenizer (kept for the next run when the steps match),
+# at TARGET_SEQ positions (default 512: the benchmark decodes at up to ~530
+# positions, its quoted code; a target trained at 128 positions copies a
+# passage it quotes past 128 badly) and DRAFT_SEQ (default TARGET_SEQ), with
+# 1024 / SEQ sequences per step (the 1024 tokens per step of 8 x 128).
 # DISTILL=N (default 0: off) distils that draft: the target continues N corpus
 # passages (none of the benchmark's) greedily for DISTILL_TOKENS (128), and the
 # draft trains DISTILL_STEPS (200) more steps on those texts
-# (`model.init_from`, the target's tokenizer); the distilled draft drafts.
+# (`model.init_from`, the target's tokenizer) at DRAFT_SEQ positions; the
+# distilled draft drafts.
 # DRAFT: a draft model for MODEL (none: plain and n-gram only). ZAYA: the
 # binary (build/zaya); ZAYA_BASE: another binary (e.g. one built before a
 # change) whose speculative runs join each round as ngram_base / model_base,
@@ -42,12 +47,17 @@ prompts=${PROMPTS:-16}
 ((prompts >= 1 && prompts <= 16)) || { echo "PROMPTS=$prompts: allowed 1..16" >&2; exit 2; }
 draft=${DRAFT:-}
 dir=${OUT:-runs/bench/spec_decode}
+target_seq=${TARGET_SEQ:-512}
+draft_seq=${DRAFT_SEQ:-$target_seq}
+for seq in "$target_seq" "$draft_seq"; do
+  ((seq >= 8 && seq <= 1024 && 1024 % seq == 0)) || { echo "TARGET_SEQ/DRAFT_SEQ=$seq: allowed a divisor of 1024, 8..1024" >&2; exit 2; }
+done
 mkdir -p "$dir"
 # shellcheck source=bench/train_tiny.bash
 source bench/train_tiny.bash
 distill_draft() {  # distill_draft TARGET DRAFT DIR PROMPTS TOKENS STEPS
   local target=$1 draft=$2 out=$3 n=$4 new_tokens=$5 steps=$6 tok
-  local stamp="$target $draft $n $new_tokens $steps"
+  local stamp="$target $draft $n $new_tokens $steps $draft_seq"
   if [[ -f $out/run/final/config.json && $(cat "$out/trained" 2>/dev/null) == "$stamp" ]]; then
     echo "reusing $out/run/final (distilled draft)"
     return
@@ -81,22 +91,22 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:
 PY2
   "$zaya" data shards --corpus "$out/corpus.txt" --tokenizer "$tok" --out "$out/data" --val-fraction 0.05 --quiet >/dev/null
   cp "$tok" "$out/data/tokenizer.model"
-  train_preset "$out" "${DRAFT_PRESET:-tiny}" "$steps" 128 0 "$out/data" "$draft"
+  train_preset "$out" "${DRAFT_PRESET:-tiny}" "$steps" "$draft_seq" 0 "$out/data" "$draft" $((1024 / draft_seq))
   echo "$stamp" >"$out/trained"
 }
-train_once() {  # train_once DIR PRESET STEPS [DATA_DIR [INIT_FROM]]: train_preset unless DIR has that run
-  local stamp="$2 $3 ${4:-} ${5:-}"
+train_once() {  # train_once DIR PRESET STEPS SEQ [DATA_DIR [INIT_FROM]]: train_preset unless DIR has that run
+  local stamp="$2 $3 ${5:-} ${6:-} $4"
   if [[ -f $1/run/final/config.json && $(cat "$1/trained" 2>/dev/null) == "$stamp" ]]; then
     echo "reusing $1/run/final ($2, $3 steps)"
     return
   fi
   rm -f "$dir"/{draft,distill}/trained  # what starts from this run is stale now
-  train_preset "$1" "$2" "$3" 128 0 "${4:-}" "${5:-}"
+  train_preset "$1" "$2" "$3" "$4" 0 "${5:-}" "${6:-}" $((1024 / $4))
   echo "$stamp" >"$1/trained"
 }
 if [[ -z $model ]]; then
-  train_once "$dir/target" small "${TARGET_STEPS:-300}"
-  train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$dir/target/data"
+  train_once "$dir/target" small "${TARGET_STEPS:-300}" "$target_seq"
+  train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/target/data"
   model=$dir/target/run/final draft=$dir/draft/run/final
 fi
 if ((${DISTILL:-0} > 0)); then

@@ -10,6 +10,8 @@
 # and shards (a draft model and its target share one tokenizer) instead of
 # making its own. INIT_FROM (a 7th argument) starts the run from that model's
 # weights (`model.init_from`; the preset must describe the same model).
+# MICRO_BATCH (an 8th argument, default 8): sequences per step (a longer
+# SEQ_LEN with fewer sequences keeps the tokens per step).
 # TRAIN_THREADS: the runs' `train.threads` (default 0: all cores; 1 on a
 # machine loaded by other work, where waiting for a descheduled thread costs more).
 train_tiny() {
@@ -18,7 +20,7 @@ train_tiny() {
 
 train_preset() {
   local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} init=${7:-} corpus=data/kjv/kjv.txt schedule=""
-  local init_line=""
+  local micro_batch=${8:-8} init_line=""
   [[ -z $init ]] || init_line="init_from = \"$init\""
   if ((heldout > 0)); then
     schedule=$'[schedule]\nwarmup_steps = 20'
@@ -45,7 +47,7 @@ $init_line
 dir = "$data"
 tokenizer = "$data/tokenizer.model"
 [train]
-micro_batch = 8
+micro_batch = $micro_batch
 seq_len = $seq_len
 steps = $steps
 eval_every = 0
