@@ -1,7 +1,5 @@
 #include "zaya/infer/spec_decode.h"
 
-#include <algorithm>
-
 #include "zaya/core/enum_names.h"
 #include "zaya/core/error.h"
 #include "zaya/infer/batch_scheduler.h"
@@ -39,21 +37,10 @@ Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int6
       target_model_(&target.model()),
       slots_(size_t(target.max_sequences())) {
   o.validate();
-  cost_.resize(slots_.size() + 1);
-  cost_spread_.assign(slots_.size() + 1, -1.0);
+  cost_ = draft_cost(target.model(), o.method == SpecMethod::kModel ? o.draft_model : nullptr, o.tokens);
   if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
   if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);
-  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost(1), &pool_);
-}
-
-const DraftCost& Speculator::cost(int64_t batch) {
-  const size_t b = size_t(std::clamp<int64_t>(batch, 1, int64_t(slots_.size())));
-  if (cost_spread_[b] != spread_.value()) {
-    cost_[b] = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
-                          options_.tokens, spread_.value(), int64_t(b));
-    cost_spread_[b] = spread_.value();
-  }
-  return cost_[b];
+  for (Slot& s : slots_) s.length = DraftLength(o.tokens, o.adaptive, cost_, &pool_);
 }
 
 Speculator::~Speculator() = default;
@@ -62,7 +49,7 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
   Slot& s = slots_[size_t(slot)];
   s.drafts = drafts;
   s.context.assign(prompt.begin(), prompt.end());
-  s.length = DraftLength(options_.tokens, options_.adaptive, cost(batch_), &pool_);
+  s.length = DraftLength(options_.tokens, options_.adaptive, cost_, &pool_);
   s.counts = {};
   s.sampling = sampling;
   s.draft_rng = Rng{sampling.seed, kDraftStream, 0};
@@ -72,15 +59,11 @@ void Speculator::start(int32_t slot, std::span<const int32_t> prompt, const Samp
 void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
   jobs_.clear();
   const bool lookup = drafter_ && drafter_->costless();
-  // The step's batch prices its checks (draft_cost): every decoding sequence drafts at its prices.
-  batch_ = 0;
-  for (int32_t slot = 0; slot < int32_t(slots_.size()); ++slot) batch_ += sched.decoding(slot) ? 1 : 0;
   for (int32_t slot = 0; slot < int32_t(slots_.size()); ++slot) {
     if (!sched.decoding(slot)) continue;
     Slot& s = slots_[size_t(slot)];
     s.draft.clear();
     s.evidence = 0;
-    if (options_.adaptive && drafter_) s.length.set_cost(cost(batch_));
     if (!s.drafts) continue;
     // A free drafter looks up the longest draft, priced by its evidence below; a model drafts what pays.
     int64_t k = std::min(lookup ? options_.tokens : s.length.next(), target.draft_room(slot));
@@ -111,9 +94,13 @@ void Speculator::propose(BatchScheduler& sched, const InferenceEngine& target) {
 void Speculator::reprice(const InferenceEngine& engine, Slot& s) {
   if (!options_.adaptive || drafter_ == nullptr) return;
   // New prices only when the step moved the spread (a one-token step, or one of more than K + 1 rows, leaves it,
-  // and the prices with it; cost()): a step without drafts computes none.
+  // and the prices with it): a step without drafts computes none.
+  const double spread = spread_.value();
   spread_.observe(engine.last_stats());  // once per chunk of the step: the steps weigh by their chunks
-  s.length.set_cost(cost(batch_));       // every decoding sequence has a chunk in every step: the latest prices
+  if (spread_.value() != spread)
+    cost_ = draft_cost(*target_model_, options_.method == SpecMethod::kModel ? options_.draft_model : nullptr,
+                       options_.tokens, spread_.value());
+  s.length.set_cost(cost_);  // every decoding sequence has a chunk in every step: each takes the latest prices
 }
 
 const std::vector<int32_t>& Speculator::tokens(InferenceEngine& engine, const StepChunk& ch, const float* rows,

@@ -99,17 +99,13 @@ class Speculator {
     int64_t evidence = 0;        // and its evidence (DraftJob::evidence)
     bool drafts = true;          // false: never proposes (start)
   };
-  // Observes the target's last step (RoutingSpread) and reprices the slot's drafts at the batch it decoded in.
+  // Observes the target's last step (RoutingSpread) and reprices the slot's drafts.
   void reprice(const InferenceEngine& engine, Slot& s);
-  // The prices at a batch of `batch` decoding sequences and the current spread (computed when either moved).
-  const DraftCost& cost(int64_t batch);
 
   SpecOptions options_;
-  std::vector<DraftCost> cost_;      // [batch]: of the target's checks and the drafter's tokens (draft_cost)
-  std::vector<double> cost_spread_;  // [batch]: the spread cost_[batch] was priced at (< 0: not yet)
-  int64_t batch_ = 1;                // sequences decoding at the step being planned (propose)
-  RoutingSpread spread_;             // the target's routing, measured on its steps (prices cost_)
-  AcceptancePool pool_;              // every sequence's acceptance: the priors of each slot's DraftLength
+  DraftCost cost_;        // of the target's checks and the drafter's tokens (draft_cost)
+  RoutingSpread spread_;  // the target's routing, measured on its steps (prices cost_)
+  AcceptancePool pool_;   // every sequence's acceptance: the priors of each slot's DraftLength
   const InferModel* target_model_;
   std::unique_ptr<Drafter> drafter_;
   std::vector<Slot> slots_;

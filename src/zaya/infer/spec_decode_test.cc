@@ -278,32 +278,6 @@ TEST(SpecDraft, CostFromTheModelsBytes) {
   EXPECT_EQ(self.check, ngram.check);
 }
 
-TEST(SpecDraft, CostAtABatchPricesTheFirstRowInItsPlainTokens) {
-  auto model = testing::random_model(testing::small_test_config(), 3);
-  auto im = InferModel::from_model(*model);
-  const ZayaConfig& c = im->config();
-  ASSERT_GT(c.experts, c.top_k);
-  const WeightBytes& b = im->weight_bytes();
-  // A step of n rows under even routing: the dense weights and the head once, E (1 - (1 - top_k / E)^n) experts.
-  auto bytes = [&](int64_t n) {
-    const double E = double(c.experts), k = double(c.top_k);
-    return double(b.dense + b.lm_head) +
-           double(c.num_blocks) * E * (1.0 - std::pow(1.0 - k / E, double(n))) * double(b.per_expert);
-  };
-  const DraftCost one = draft_cost(*im, im.get(), 6, 1.0, 1), four = draft_cost(*im, im.get(), 6, 1.0, 4);
-  EXPECT_EQ(one.check, draft_cost(*im, im.get(), 6).check);  // batch 1 is the default
-  // At batch 4 a check's first row costs its bytes over a plain token's share of the 4-row step; the later rows
-  // as at batch 1.
-  const double first4 = 1.0 + (bytes(5) - bytes(4)) / (bytes(4) / 4);
-  EXPECT_DOUBLE_EQ(four.check[0], 1.0);
-  for (size_t k = 1; k < four.check.size(); ++k) {
-    EXPECT_NEAR(one.check[k], bytes(int64_t(k) + 1) / bytes(1), 1e-9);
-    EXPECT_NEAR(four.check[k], first4 + one.check[k] - one.check[1], 1e-9);
-  }
-  EXPECT_EQ(four.draft_token, one.draft_token);
-  EXPECT_DOUBLE_EQ(one.draft_token, 1.0);  // a draft model as large as the target
-}
-
 TEST(SpecDraft, RoutingSpreadScalesTheExtraExperts) {
   auto model = testing::random_model(testing::small_test_config(), 3);
   auto im = InferModel::from_model(*model);

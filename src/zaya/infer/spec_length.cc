@@ -34,19 +34,11 @@ double step_bytes(const InferModel& m, int64_t n, double spread) {
 }
 }  // namespace
 
-DraftCost draft_cost(const InferModel& target, const InferModel* draft, int64_t max_tokens, double spread,
-                     int64_t batch) {
-  ZAYA_ASSERT(batch >= 1);
+DraftCost draft_cost(const InferModel& target, const InferModel* draft, int64_t max_tokens, double spread) {
   const double plain = step_bytes(target, 1, spread);
   ZAYA_ASSERT(plain > 0);
-  // At a batch, a check's first row over a plain token's share of the batch's step, less that row at batch 1.
-  const double step = step_bytes(target, batch, spread), share = step / double(batch);
-  const double first_row = batch > 1 ? (step_bytes(target, batch + 1, spread) - step) / share -
-                                           (step_bytes(target, 2, spread) - plain) / plain
-                                     : 0.0;
   DraftCost cost;
-  for (int64_t k = 0; k <= max_tokens; ++k)
-    cost.check.push_back(step_bytes(target, k + 1, spread) / plain + (k > 0 ? first_row : 0.0));
+  for (int64_t k = 0; k <= max_tokens; ++k) cost.check.push_back(step_bytes(target, k + 1, spread) / plain);
   if (draft != nullptr) cost.draft_token = step_bytes(*draft, 1, 1.0) / plain;
   return cost;
 }

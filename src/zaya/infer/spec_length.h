@@ -4,28 +4,15 @@
 // its next step, priced in weight bytes read (never in wall-clock time, so a
 // sampled text stays the same for a seed).
 //
-// - DraftCost: what a sequence's step costs in units of a plain token of the
-//   target (decoding reads the weights, docs/inference.md, "Performance"; a
-//   step of n rows reads the dense weights and the LM head once, and in each
-//   MoE layer the experts its rows route to, E (1 - (1 - top_k / E)^n) in
-//   expectation if the rows choose independently and evenly; trained routers
-//   are uneven, so the experts beyond top_k are scaled by a measured `spread`,
-//   RoutingSpread). At batch 1: check[k], a check of k drafted tokens, is the
-//   bytes of k + 1 positions over one position's. At a batch of B decoding
-//   sequences a plain token is cheaper (the step's dense weights are shared
-//   by B tokens) while an extra row still reads most of an expert, so the
-//   first drafted row costs more plain tokens there: a check of one sequence
-//   among B plain ones costs 1 + (bytes of B + 1 rows - bytes of B rows) over
-//   a plain token's share of the B rows (the benchmark's `small`, 8 experts,
-//   top-1: 1.57 at batch 4 against 1.48 at batch 1 under even routing; timed,
-//   about 1.6 at batch 4). The later rows of a check are priced as at batch 1:
-//   the sequences of a batch that draft long draft together, and their rows
-//   share the experts they read (timed, four checks of 8 at batch 4 cost 3.3
-//   plain tokens each; batch 1's bytes say 3.4 to 3.9 for a spread of 0.8 to
-//   1). So check[k] at batch B is
-//   batch 1's plus that first row's difference. draft_token, the drafter's per
-//   drafted token (a draft model's one-token step, its bytes over a plain
-//   step's at batch 1; an n-gram lookup: 0).
+// - DraftCost: what a step costs in units of a plain one-token step of the
+//   target at batch 1 (decoding there reads the weights, docs/inference.md,
+//   "Performance"): check[k], a check of k drafted tokens (k + 1 positions:
+//   the dense weights and the LM head once, and in each MoE layer the
+//   experts its rows route to, E (1 - (1 - top_k / E)^(k + 1)) in expectation
+//   if the rows choose independently and evenly; trained routers are uneven,
+//   so the experts beyond top_k are scaled by a measured `spread`,
+//   RoutingSpread), and draft_token, the drafter's per drafted token (a draft
+//   model's one-token step; an n-gram lookup: 0).
 // - RoutingSpread: the experts steps of a few rows really read beyond top_k
 //   per layer, over what independent even routing predicts for them
 //   (StepStats::expert_loads; steps of 2 .. max_rows rows: decode batches and
@@ -92,10 +79,8 @@ struct DraftCost {
 // The cost of checks of up to max_tokens drafted tokens on `target`, drafted
 // by `draft` (a draft model; null: an n-gram lookup, free), from their weight
 // bytes (InferModel::weight_bytes) and routing (experts, top_k; the experts
-// beyond top_k scaled by `spread`), in a step of `batch` decoding sequences
-// (see DraftCost above).
-DraftCost draft_cost(const InferModel& target, const InferModel* draft, int64_t max_tokens, double spread = 1.0,
-                     int64_t batch = 1);
+// beyond top_k scaled by `spread`).
+DraftCost draft_cost(const InferModel& target, const InferModel* draft, int64_t max_tokens, double spread = 1.0);
 
 class RoutingSpread {
  public:
