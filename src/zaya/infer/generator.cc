@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -194,9 +193,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
   // Emits the tokens of one chunk with logits (rows: its logit rows): one sampled from its row, or a checked draft's.
   // `sampled`: the chunk's token when the step's rows were sampled together (below), else -1.
   std::vector<int32_t> one_token(1);
-  // `row_lse`: the log-sum-exp of the chunk's row when the draw had it (sample_tokens), else NaN.
-  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt, int32_t sampled,
-                       float row_lse) {
+  auto emit_from = [&](const StepChunk& ch, const float* chunk_logits, bool has_prompt, int32_t sampled) {
     const int32_t s = ch.slot;
     const size_t r = request_of[s];
     if (sampled >= 0) one_token[0] = sampled;
@@ -217,12 +214,8 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
         first_token = false;
       }
       results[r].tokens.push_back(next);
-      if (o.logprobs) {
-        const float* z = chunk_logits + int64_t(i) * c.vocab_size;
-        // The trainer's log-softmax (cross_entropy_row), its log-sum-exp from the draw where it had it.
-        results[r].logprobs.push_back(i == 0 && row_lse == row_lse ? -(row_lse - z[next])
-                                                                   : -cross_entropy_row(z, next, sample_vocab));
-      }
+      if (o.logprobs)
+        results[r].logprobs.push_back(-cross_entropy_row(chunk_logits + int64_t(i) * c.vocab_size, next, sample_vocab));
       ++st.generated_tokens;
       const bool keep = !on_token || on_token(r, next);
       if (const std::optional<FinishReason> why =
@@ -283,7 +276,6 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       row_options_.resize(size_t(rows));
       row_rngs_.resize(size_t(rows));
       row_tokens_.resize(size_t(rows));
-      row_lse_.resize(size_t(rows));
       for (int64_t row = 0; row < rows; ++row) {
         const int32_t s = chunks[engine.logit_row_chunk(row)].slot;
         row_logits_[size_t(row)] = logits.data() + row * c.vocab_size;
@@ -291,7 +283,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
         row_rngs_[size_t(row)] = &rngs[s];
       }
       sample_tokens(rows, row_logits_.data(), sample_vocab, row_options_.data(), row_rngs_.data(), row_tokens_.data(),
-                    sample_scratch_, o.logprobs ? row_lse_.data() : nullptr);
+                    sample_scratch_);
     }
     // The tokens of every chunk with logits.
     for (int64_t row = 0; row < rows;) {
@@ -301,17 +293,16 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       const int64_t n = ch.speculative ? ch.count : 1;
       const float* chunk_logits = logits.data() + row * c.vocab_size;  // row i predicted emitted token i
       const int32_t sampled = drafting ? -1 : row_tokens_[size_t(row)];
-      const float row_lse = drafting || !o.logprobs ? std::numeric_limits<float>::quiet_NaN() : row_lse_[size_t(row)];
       row += n;
       // The slot's forks (none unless it just ended its prompt) become copies of it and sample from its row too.
       const std::vector<int32_t> followers = forks.take(s);
-      emit_from(ch, chunk_logits, has_prompt, sampled, row_lse);
+      emit_from(ch, chunk_logits, has_prompt, sampled);
       for (const int32_t f : followers) {
         engine.copy(s, f);
         if (o.routing) results[request_of[f]].routing = results[r].routing;  // the prompt's rows
         StepChunk fork = ch;
         fork.slot = f;
-        emit_from(fork, chunk_logits, has_prompt, -1, row_lse);  // the same row: its log-sum-exp
+        emit_from(fork, chunk_logits, has_prompt, -1);
       }
     }
   }

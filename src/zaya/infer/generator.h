@@ -148,7 +148,6 @@ class Generator {
   std::vector<const SamplingOptions*> row_options_;
   std::vector<Rng*> row_rngs_;
   std::vector<int32_t> row_tokens_;
-  std::vector<float> row_lse_;  // their log-sum-exps where the draws had them (the log-probabilities)
   SamplingScratch sample_scratch_;
   int64_t engines_built_ = 0;
 };

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "zaya/core/error.h"
 #include "zaya/core/exp_f32.h"
-#include "zaya/ops/cross_entropy.h"
 
 namespace zaya {
 
@@ -30,16 +28,7 @@ int64_t argmax(const float* logits, int64_t n) {
     float mx = logits[0];
 #pragma omp simd reduction(max : mx)
     for (int64_t v = 0; v < n; ++v) mx = logits[v] > mx ? logits[v] : mx;
-    // The first id holding it: whole chunks tested in vector lanes, then the chunk that holds it id by id.
-    constexpr int64_t kChunk = 64;
-    int64_t v0 = 0;
-    for (; v0 + kChunk <= n; v0 += kChunk) {
-      int32_t hits = 0;
-#pragma omp simd reduction(+ : hits)
-      for (int64_t v = v0; v < v0 + kChunk; ++v) hits += logits[v] == mx ? 1 : 0;
-      if (hits > 0) break;
-    }
-    for (int64_t v = v0; v < n; ++v)
+    for (int64_t v = 0; v < n; ++v)
       if (logits[v] == mx) return v;
   }
   int64_t best = 0;  // logits[0] is NaN (nothing compares greater), or no id holds the maximum (not expected)
@@ -200,12 +189,8 @@ void size_draw(SamplingScratch& s, int64_t n) {
 
 }  // namespace
 
-namespace {
-
-// sample_token, and with `lse` non-null the row's log-sum-exp there when the draw computed its sum (sample_tokens).
-int32_t sample_row(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
-                   SamplingScratch& scratch, float* lse) {
-  if (lse != nullptr) *lse = std::numeric_limits<float>::quiet_NaN();
+int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
+                     SamplingScratch& scratch) {
   const int64_t best = argmax(logits, real_vocab);
   const float mx = logits[best];
   const float inv_t = inverse_temperature(o, mx);
@@ -215,17 +200,8 @@ int32_t sample_row(const float* logits, int64_t real_vocab, const SamplingOption
     // The whole distribution: no sort. The weights in vector lanes (exp_f32
     // gives the same bits there as one at a time), then the blocked draw.
     size_draw(scratch, real_vocab);
-    float* w = scratch.weights.data();
-    if (inv_t == 1.0f) {
-      // At T = 1 a weight exp((logit - max) * 1) is exp(logit - max), cross_entropy_row's term: the row's own
-      // loop stores them and returns their sum. Its max is row_max's value (both the largest logit; a zero's sign
-      // changes no term and no sum) unless the row holds a NaN, which makes the sum NaN: then no log-sum-exp.
-      const float sum = exp_shifted_sum<float, true>(logits, mx, real_vocab, w);
-      if (lse != nullptr && std::isfinite(sum)) *lse = log_sum_exp_of(mx, sum);
-    } else {
-      block_weights(weight, logits, real_vocab, w);
-    }
-    return draw_blocks(w, real_vocab, scratch.block_sums.data(), rng.next_double());
+    block_weights(weight, logits, real_vocab, scratch.weights.data());
+    return draw_blocks(scratch.weights.data(), real_vocab, scratch.block_sums.data(), rng.next_double());
   }
   std::vector<std::pair<float, int32_t>>& cand = scratch.candidates;
   double total = 0;
@@ -238,17 +214,9 @@ int32_t sample_row(const float* logits, int64_t real_vocab, const SamplingOption
   return cand[n - 1].second;
 }
 
-}  // namespace
-
-int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOptions& o, Rng& rng,
-                     SamplingScratch& scratch) {
-  return sample_row(logits, real_vocab, o, rng, scratch, nullptr);
-}
-
 void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
-                   Rng* const* rngs, int32_t* out, SamplingScratch& scratch, float* lse) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = sample_row(logits[i], real_vocab, *options[i], *rngs[i], scratch, lse != nullptr ? lse + i : nullptr);
+                   Rng* const* rngs, int32_t* out, SamplingScratch& scratch) {
+  for (int64_t i = 0; i < n; ++i) out[i] = sample_token(logits[i], real_vocab, *options[i], *rngs[i], scratch);
 }
 
 int32_t draw_whole_distribution(const float* weights, int64_t n, double r) {

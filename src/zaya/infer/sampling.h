@@ -37,15 +37,9 @@ int32_t sample_token(const float* logits, int64_t real_vocab, const SamplingOpti
 
 // sample_token for each of n rows: row i of logits[i], with options[i] and
 // generator *rngs[i] (one per row); out[i] and every generator's state are
-// those sample_token gives the row alone (sampling_test.cc). With `lse`
-// non-null, lse[i] is row i's log-sum-exp over [0, real_vocab) as
-// cross_entropy_row computes it (ops/cross_entropy.h; bit for bit), where the
-// draw had it for free: a whole-distribution draw at temperature 1, whose
-// weights are that sum's terms, on a row without NaN; else NaN (compute it
-// with cross_entropy_row). The sampled token's log-probability is then
-// z[token] - lse[i], the trainer's (RL rollouts: infer/generator.h).
+// those sample_token gives the row alone (sampling_test.cc).
 void sample_tokens(int64_t n, const float* const* logits, int64_t real_vocab, const SamplingOptions* const* options,
-                   Rng* const* rngs, int32_t* out, SamplingScratch& scratch, float* lse = nullptr);
+                   Rng* const* rngs, int32_t* out, SamplingScratch& scratch);
 
 // The whole-distribution draw (temperature, top_k 0, top_p 1: what RL
 // rollouts sample), one contract for every generator (full-sequence, cached

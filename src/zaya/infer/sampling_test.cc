@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
 
 #include "zaya/core/exp_f32.h"
 #include "zaya/core/test_util.h"
-#include "zaya/ops/cross_entropy.h"
 
 namespace zaya {
 namespace {
@@ -362,59 +360,6 @@ TEST(Sampling, RowsSampledTogetherAsEachAlone) {
           << "round " << round << ", row " << i;
       EXPECT_EQ(together[size_t(i)].next_u64(), alone[size_t(i)].next_u64()) << "round " << round << ", row " << i;
     }
-  }
-}
-
-// sample_tokens' log-sum-exps: where given (whole-distribution rows at temperature 1 without NaN) the row's
-// cross_entropy_row value bit for bit, so z[token] - lse is the trainer's log-probability; NaN for every other row
-// (greedy, filtered, another temperature, a NaN logit); the tokens and generators are sample_token's either way.
-TEST(Sampling, RowLogSumExpIsTheTrainersRow) {
-  const int64_t V = 1027, n = 24;
-  std::vector<float> logits(static_cast<size_t>(n * V));
-  for (size_t i = 0; i < logits.size(); ++i) logits[i] = float(std::sin(double(i) * 0.017) * 7.0 + double(i % 5));
-  logits[size_t(7 * V + 300)] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<SamplingOptions> opts(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    SamplingOptions& o = opts[size_t(i)];
-    o.temperature = i % 4 == 1 ? 0.7 : i % 9 == 2 ? 0.0 : 1.0;
-    o.top_k = i % 6 == 5 ? 30 : 0;
-    o.top_p = i % 10 == 3 ? 0.9 : 1.0;
-  }
-  for (int round = 0; round < 10; ++round) {
-    std::vector<Rng> together, alone;
-    std::vector<const float*> rows;
-    std::vector<const SamplingOptions*> options;
-    std::vector<Rng*> rngs;
-    for (int64_t i = 0; i < n; ++i) {
-      together.push_back(sampling_rng(uint64_t(round * 100 + i)));
-      alone.push_back(together.back());
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      rows.push_back(logits.data() + i * V);
-      options.push_back(&opts[size_t(i)]);
-      rngs.push_back(&together[size_t(i)]);
-    }
-    std::vector<int32_t> got(static_cast<size_t>(n));
-    std::vector<float> lse(static_cast<size_t>(n));
-    SamplingScratch scratch, scratch2;
-    sample_tokens(n, rows.data(), V, options.data(), rngs.data(), got.data(), scratch, lse.data());
-    int64_t given = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const SamplingOptions& o = opts[size_t(i)];
-      EXPECT_EQ(got[size_t(i)], sample_token(rows[size_t(i)], V, o, alone[size_t(i)], scratch2)) << i;
-      EXPECT_EQ(together[size_t(i)].next_u64(), alone[size_t(i)].next_u64()) << i;
-      const bool expected = o.temperature == 1.0 && o.top_k == 0 && o.top_p == 1.0 && i != 7;
-      const float l = lse[size_t(i)];
-      EXPECT_EQ(l == l, expected) << "row " << i;
-      if (l != l) continue;
-      ++given;
-      float row_lse = 0;
-      const float loss = cross_entropy_row<float>(rows[size_t(i)], got[size_t(i)], V, &row_lse);
-      EXPECT_EQ(std::memcmp(&l, &row_lse, sizeof(float)), 0) << "row " << i;
-      const float logp = -(l - rows[size_t(i)][got[size_t(i)]]), trainer = -loss;
-      EXPECT_EQ(std::memcmp(&logp, &trainer, sizeof(float)), 0) << "row " << i;
-    }
-    EXPECT_GT(given, 8);
   }
 }
 

@@ -13,7 +13,10 @@ namespace zaya {
 template <typename T>
 T cross_entropy_row(const T* z, int32_t target, int64_t real_vocab, T* lse_out) {
   const T mx = row_max(z, real_vocab);
-  const T lse = log_sum_exp_of(mx, exp_shifted_sum<T, false>(z, mx, real_vocab, nullptr));
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t v = 0; v < real_vocab; ++v) sum += exp_of(z[v] - mx);
+  const T lse = mx + std::log(sum);
   if (lse_out != nullptr) *lse_out = lse;
   return target >= 0 ? lse - z[target] : T(0);
 }

@@ -4,10 +4,7 @@
 // they are masked out of the softmax, never predicted and get zero gradient.
 // A target < 0 means "no loss at this position".
 
-#include <cmath>
 #include <cstdint>
-
-#include "zaya/core/exp_f32.h"
 
 namespace zaya {
 
@@ -24,32 +21,6 @@ void cross_entropy_forward(T* loss_T, T* lse_T, const T* logits_TV, const int32_
 // log-softmax on the decoder's logits, rl/).
 template <typename T>
 T cross_entropy_row(const T* logits_V, int32_t target, int64_t real_vocab, T* lse = nullptr);
-
-// cross_entropy_row's softmax denominator: the sum over v < n of
-// exp(logits[v] - max) (max: the row's maximum), in the row's own loop; with
-// kStore each term is also written to terms[v]. cross_entropy_row takes
-// <T, false>; the sampler's whole-distribution draw at temperature 1, whose
-// weights are these terms, takes <float, true> and so gets the row's sum for
-// the sampled token's log-probability without a second pass
-// (infer/sampling.h sample_tokens). The two instantiations give the same sum
-// bit for bit (cross_entropy_test.cc CrossEntropy.StoredTermsSumAsTheRow).
-template <typename T, bool kStore>
-inline T exp_shifted_sum(const T* logits, T max, int64_t n, T* terms) {
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t v = 0; v < n; ++v) {
-    const T e = exp_of(logits[v] - max);
-    if constexpr (kStore) terms[v] = e;
-    sum += e;
-  }
-  return sum;
-}
-
-// cross_entropy_row from its parts: the log-sum-exp max + log(sum), and the loss lse - logits[target].
-template <typename T>
-inline T log_sum_exp_of(T max, T sum) {
-  return max + std::log(sum);
-}
 
 // dlogits_TV = grad_scale * (softmax - onehot), masked columns 0, rows without
 // target 0. dlogits may alias logits (in-place). row_scale_T, when given,
