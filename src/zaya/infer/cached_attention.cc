@@ -348,7 +348,7 @@ void scores_heads(const float* qp, const E* kc, int64_t ldk, int64_t d, int64_t 
       Simd::store(tile, Simd::mul(s, score_tile<GB>(qh, kr, nv)));
       for (int64_t g = 0; g < gn; ++g) {
         float* out = scores + (g0 + g) * lds + t;
-        if (kn == KB)
+        if (kn == KB)  // a whole tile: a copy of constant size, inlined (the variable one is a call)
           std::memcpy(out, tile + g * KB, sizeof(float) * KB);
         else
           std::memcpy(out, tile + g * KB, sizeof(float) * kn);

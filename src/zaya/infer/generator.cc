@@ -174,10 +174,10 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
   std::optional<Speculator> speculator;
   if (o.spec.method != SpecMethod::kNone) speculator.emplace(o.spec, engine, sample_vocab);
   Speculator* const spec = speculator ? &*speculator : nullptr;
-  const bool drafting = spec != nullptr && spec->enabled();
+  const bool drafting = spec != nullptr;  // a Speculator exists only with a method (Speculator::enabled)
   // Logit rows: one per sequence, or with drafts as many as a step has tokens.
   std::vector<float>& logits = logits_;
-  logits.resize(size_t((o.spec.method != SpecMethod::kNone ? eo.max_step_tokens : eo.max_sequences) * c.vocab_size));
+  logits.resize(size_t((drafting ? eo.max_step_tokens : eo.max_sequences) * c.vocab_size));
   bool first_token = true;
   // Prompt sharing: not with speculative decoding (a draft model's own cache is per slot and not forked).
   const bool share = o.share_prompts && !drafting;
@@ -198,10 +198,10 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
     const size_t r = request_of[s];
     if (sampled >= 0) one_token[0] = sampled;
     // Without a Speculator, a plain row sampled alone (a fork's first token) as Speculator::tokens samples it.
-    if (sampled < 0 && spec == nullptr)
+    if (sampled < 0 && !drafting)
       one_token[0] = sample_token(chunk_logits, sample_vocab, requests[r].sampling, rngs[s], sample_scratch_);
     const std::vector<int32_t>& emit =
-        sampled >= 0 || spec == nullptr
+        sampled >= 0 || !drafting
             ? one_token
             : spec->tokens(engine, ch, chunk_logits, c.vocab_size, sample_vocab, requests[r].sampling, rngs[s]);
     if (!has_prompt) st.decode_tokens += int64_t(emit.size());
@@ -246,7 +246,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       request_of[s] = r;
       rngs[s] = sampling_rng(requests[r].sampling.seed);
       engine.reset(s);
-      if (spec != nullptr) spec->start(s, requests[r].prompt, requests[r].sampling);
+      if (drafting) spec->start(s, requests[r].prompt, requests[r].sampling);
     }
     for (int32_t s = 0; s < sched.slots(); ++s)
       if (sched.running(s))
@@ -312,7 +312,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
     ZAYA_CHECK(engine.free_pages(k) == engine.pool_pages(k),
                "internal error: {} KV pages of kind {} are still referenced after every request finished",
                engine.pool_pages(k) - engine.free_pages(k), k);
-  if (spec != nullptr) st.spec = spec->total();
+  if (drafting) st.spec = spec->total();
   st.total_seconds = now_seconds() - t_start;
   if (stats) *stats = st;
   return results;
