@@ -14,6 +14,12 @@
 # ordinary prompts at temperature 1, top-k 0, top-p 1: n-gram acceptance is
 # poor there, and the adaptive K must keep the speed of plain decoding,
 # >= 0.95x; the texts differ, their distribution does not).
+# Every run passes --ignore-eos (when its binary has it: a ZAYA_BASE built
+# before it runs without, and the script says so), so each decodes exactly
+# PROMPTS x TOKENS tokens: the sampled rows compare equal work (texts that
+# stopped at EOS at different points made the ratio compare texts of
+# different lengths, and a batch that ran on with fewer rows), and the greedy
+# texts, identical token for token, run to the limit too.
 #   bench/spec_decode.sh [MODEL] [ROUNDS]
 # Without MODEL, the `small` preset (the target, TARGET_STEPS, default 300) and
 # the `tiny` preset (its draft, DRAFT_STEPS, default 600) are trained here on
@@ -143,9 +149,19 @@ for name, rows in (("repetitive", rep), ("ordinary", plain), ("code", code)):
         for r in rows:
             f.write(json.dumps(r) + "\n")
 PY
+# --ignore-eos for each binary that has it (a baseline built before it has not).
+has_ignore_eos() { [[ $("$1" generate --help 2>&1 || true) == *--ignore-eos* ]]; }
+eos_zaya=() eos_base=()
+has_ignore_eos "$zaya" && eos_zaya=(--ignore-eos)
+if [[ -n ${ZAYA_BASE:-} ]]; then
+  has_ignore_eos "$ZAYA_BASE" && eos_base=(--ignore-eos)
+  ((${#eos_base[@]} == ${#eos_zaya[@]})) ||
+    echo "note: only one of $zaya and $ZAYA_BASE has --ignore-eos: the *_base runs stop at EOS where the others do not"
+fi
 run() {  # run PROMPTS BATCH METHOD OUT
   local name=$1 batch=$2 method=${3%_base} out=$4 prompts=$1 sampling=(--temperature 0) spec=() bin=$zaya
-  [[ $3 == *_base ]] && bin=$ZAYA_BASE
+  local eos=("${eos_zaya[@]}")
+  [[ $3 == *_base ]] && bin=$ZAYA_BASE eos=("${eos_base[@]}")
   [[ $name == sampled ]] && prompts=ordinary sampling=(--temperature 1 --top-k 0 --top-p 1 --seed 5)
   # shellcheck disable=SC2206
   case $method in
@@ -153,7 +169,7 @@ run() {  # run PROMPTS BATCH METHOD OUT
     model) spec=(--spec-model "$draft" ${SPEC_ARGS:-}) ;;
   esac
   "$bin" generate --model "$model" --prompts "$dir/$prompts.jsonl" --max-new-tokens "$tokens" "${sampling[@]}" \
-    --batch "$batch" --threads "$threads" --json "$out.json" "${spec[@]}" >"$out.txt"
+    --batch "$batch" --threads "$threads" --json "$out.json" "${eos[@]}" "${spec[@]}" >"$out.txt"
 }
 echo "== $model${draft:+ (draft $draft)}, $rounds rounds, threads $threads, $prompts prompts x $tokens tokens"
 sets=${SETS:-repetitive code ordinary sampled}
@@ -176,8 +192,9 @@ def rate(j):
     return j["decode_tokens"] / j["decode_seconds"]
 head = f"{'prompts':<11} {'batch':>5} {'plain tok/s':>12}"
 for m in methods:
-    head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9}"
+    head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9} {'drafts':>6} {'drafted':>7} {'kept':>5} {'tokens':>6}"
 print(head)
+print("(drafts, drafted and kept tokens and decode tokens: the last round's run)")
 for name in sets:
     for batch in (1, 4):
         load = lambda m, r: json.load(open(f"{d}/{m}_{name}_b{batch}_r{r}.json"))
@@ -187,7 +204,8 @@ for name in sets:
             ratios = [rate(load(m, r)) / plain[r - 1] for r in range(1, rounds + 1)]
             sp = load(m, rounds)["spec"]
             row += f" | {statistics.median(ratios):>10.2f}x {100 * sp['acceptance_rate']:>6.1f}% " \
-                   f"{sp['mean_accepted_length']:>9.2f}"
+                   f"{sp['mean_accepted_length']:>9.2f} {sp['drafts']:>6} {sp['drafted_tokens']:>7} " \
+                   f"{sp['accepted_tokens']:>5} {load(m, rounds)['decode_tokens']:>6}"
         print(row)
 PY
 echo "greedy texts identical in every run"

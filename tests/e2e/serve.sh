@@ -43,6 +43,17 @@ curl -sfN "${AUTH[@]}" -d "$BODY, \"stream\": true}" "$URL/v1/completions" | tai
   fail "the stream does not end with data: [DONE]"
 echo "ok: curl completion (whole and streamed) == zaya generate: $(head -c 60 <<<"$WANT")"
 
+# --- ignore_eos (vLLM's extension): the completion runs to max_tokens, as zaya generate --ignore-eos's ---
+"$ZAYA" generate --model "$M" --threads 2 --max-new-tokens 48 --ignore-eos --prompts "$WORK/p.jsonl" >"$WORK/past_eos.jsonl"
+PAST=$(curl -sf "${AUTH[@]}" -d '{"prompt": "In the beginning", "max_tokens": 48, "seed": 3, "temperature": 0.8,
+  "top_k": 40, "top_p": 0.95, "ignore_eos": true}' "$URL/v1/completions") || fail "ignore_eos: the request failed"
+jq -e '.usage.completion_tokens == 48 and .choices[0].finish_reason == "length"' <<<"$PAST" >/dev/null ||
+  fail "ignore_eos: not 48 tokens to the limit: $PAST"
+[[ $(jq -r '.choices[0].text' <<<"$PAST") == "$(jq -r .completion "$WORK/past_eos.jsonl")" ]] ||
+  fail "ignore_eos: server '$(jq -r '.choices[0].text' <<<"$PAST")' != zaya generate --ignore-eos '$(jq -r .completion "$WORK/past_eos.jsonl")'"
+[[ $(jq '.tokens | length' "$WORK/past_eos.jsonl") == 48 ]] || fail "zaya generate --ignore-eos: $(cat "$WORK/past_eos.jsonl")"
+echo "ok: ignore_eos runs to max_tokens (48), as zaya generate --ignore-eos"
+
 # --- bad requests: 400 naming the field, 401 without the key, 404 elsewhere ---
 expect_status() {
   local want=$1 pattern=$2; shift 2
@@ -56,6 +67,8 @@ expect_status() {
 expect_status 400 '"param":"temperature"' "${AUTH[@]}" -d '{"prompt": "x", "temperature": 7}' "$URL/v1/completions"
 expect_status 400 '"param":"max_tokens"' "${AUTH[@]}" -d '{"prompt": "x", "max_tokens": "ten"}' "$URL/v1/completions"
 expect_status 400 'invalid JSON' "${AUTH[@]}" -d '{"prompt": ' "$URL/v1/completions"
+expect_status 400 "'ignore_eos' must be true or false.*\"param\":\"ignore_eos\"" "${AUTH[@]}" \
+  -d '{"messages": [{"role": "user", "content": "x"}], "ignore_eos": "yes"}' "$URL/v1/chat/completions"
 expect_status 400 'roles must alternate.*"param":"messages"' "${AUTH[@]}" \
   -d '{"messages": [{"role": "assistant", "content": "x"}]}' "$URL/v1/chat/completions"
 expect_status 400 'leaves no room.*"param":"prompt"' "${AUTH[@]}" \

@@ -41,7 +41,7 @@ struct GenerateCliOptions {
   int64_t samples = 1, batch = 8, step_tokens = 256, max_context = 0;
   int threads = 0;
   bool prompt_given = false;  // --prompt, even ""
-  bool no_bos = false, full_sequence = false, exact = false, stats = false, prefetch = false;
+  bool no_bos = false, full_sequence = false, exact = false, stats = false, prefetch = false, ignore_eos = false;
 };
 
 // --prompts: one JSON result line per request, in input order; a request
@@ -142,6 +142,7 @@ void run_generate(const GenerateCliOptions& o) {
   defaults.generation.sampling = o.gen.sampling;
   defaults.generation.stop_ids = o.stop_ids.empty() ? default_stop_ids(tok, c) : o.stop_ids;
   defaults.stop_strings = o.stop_texts;
+  defaults.ignore_eos = o.ignore_eos;
   GeneratorOptions go;
   go.max_batch = o.batch;
   go.step_tokens = o.step_tokens;
@@ -234,6 +235,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--samples", o->samples, "number of samples of --prompt")->check(CLI::Range(1, 100000));
   cmd->add_option("--batch", o->batch, "sequences decoded together")->check(CLI::Range(1, 4096));
   cmd->add_option("--stop-id", o->stop_ids, "stop after this token id (repeatable; default: EOS)");
+  cmd->add_flag("--ignore-eos", o->ignore_eos,
+                "run every request to --max-new-tokens: no stop id ends it (stop strings still do; a --prompts "
+                "line's \"ignore_eos\" overrides it)")
+      ->excludes("--stop-id");
   cmd->add_option("--stop", o->stop_texts, "stop when the text contains this string (repeatable; not printed)");
   cmd->add_option("--dtype", o->dtype, kWeightDtypeHelp);
   cmd->add_flag("--exact", o->exact,

@@ -155,6 +155,37 @@ TEST_F(GenerateJob, FullSequencePathGivesTheSameCompletion) {
   }
 }
 
+// ignore_eos (--ignore-eos, the API's "ignore_eos"): a request whose stop id
+// is a token its text emits early stops there without it, and with it runs
+// to its token limit with the free run's tokens; a stop string still ends it.
+TEST_F(GenerateJob, IgnoringEosRunsToTheTokenLimit) {
+  const ZayaConfig c = text_config();
+  TextRequest r = request(tok_, "And God said", 12);
+  ASSERT_EQ(prepare_text_request(r, tok_, c, true), "");
+  r.generation.stop_ids = {};
+  const TextCompletion free = generate_text(*im_, tok_, {r}, options())[0];
+  ASSERT_EQ(free.tokens.size(), 24u);
+  r.generation.stop_ids = {free.tokens[5]};  // an "EOS" met at the 6th token at the latest
+  TextRequest stopping = r, past = r;
+  past.ignore_eos = true;
+  ASSERT_EQ(prepare_text_request(stopping, tok_, c, true), "");
+  ASSERT_EQ(prepare_text_request(past, tok_, c, true), "");
+  EXPECT_TRUE(past.generation.stop_ids.empty());
+  const TextCompletion stopped = generate_text(*im_, tok_, {stopping}, options())[0];
+  EXPECT_EQ(stopped.finish, FinishReason::kStop);
+  EXPECT_LE(stopped.tokens.size(), 6u);
+  for (const TextCompletion& ran :
+       {generate_text(*im_, tok_, {past}, options())[0], generate_text_full_sequence(*model_, tok_, past, {})}) {
+    EXPECT_EQ(ran.finish, FinishReason::kLength);
+    EXPECT_EQ(ran.tokens, free.tokens);
+    EXPECT_EQ(ran.text, free.text);
+  }
+  past.stop_strings = {chars_at(free.text, free.text.size() / 2, 2)};
+  const TextCompletion cut = generate_text(*im_, tok_, {past}, options())[0];
+  EXPECT_EQ(cut.finish, FinishReason::kStop);
+  EXPECT_EQ(cut.text, free.text.substr(0, free.text.find(past.stop_strings[0])));
+}
+
 TEST(InOrderCompletions, HandsOnEachAsSoonAsAllBeforeItAreDone) {
   std::vector<std::pair<size_t, std::string>> emitted;
   InOrderCompletions in_order(4, [&](size_t i, const TextCompletion& c) { emitted.emplace_back(i, c.text); });

@@ -39,8 +39,12 @@ void parse_line(const nlohmann::ordered_json& j, const std::string& at, PromptLi
       g.sampling.top_k = want_int();
     } else if (k == "top_p") {
       g.sampling.top_p = want_num();
+    } else if (k == "ignore_eos") {
+      ZAYA_CHECK(v.is_boolean(), "{}: \"ignore_eos\" = {} must be true or false", at, json_preview(v));
+      r.ignore_eos = v.get<bool>();
     } else {
-      fail("{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id", at, k);
+      fail("{}: unknown key \"{}\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, ignore_eos, id",
+           at, k);
     }
   }
   try {

@@ -1,10 +1,11 @@
 #pragma once
 // The requests of `zaya generate --prompts FILE.jsonl`: one JSON object per
 // line, {"prompt": "...", "max_new_tokens": n, "seed": s, "temperature": t,
-// "top_k": k, "top_p": p, "id": any}. Only "prompt" is required; the other
+// "top_k": k, "top_p": p, "ignore_eos": b, "id": any}. Only "prompt" is required; the other
 // keys override the defaults (the command's flags); "id" is the caller's own
 // name for the request (any JSON value, as OpenAI batch's custom_id), echoed
-// in its result. Blank lines are skipped.
+// in its result; "ignore_eos" (a boolean, TextRequest::ignore_eos) runs the
+// request to its token limit past EOS. Blank lines are skipped.
 //
 // Every other line is one request, and a line that cannot be one (invalid
 // JSON, no string "prompt", an unknown key, a value of the wrong type or out

@@ -30,7 +30,7 @@ TEST(PromptsFile, KeysOverrideTheDefaultsAndBlankLinesAreSkipped) {
                                      "\n"
                                      "  \t\r\n"
                                      "{\"prompt\": \"And\", \"max_new_tokens\": 3, \"seed\": 4, \"temperature\": 0, "
-                                     "\"top_k\": 7, \"top_p\": 0.5, \"id\": {\"any\": [1]}}\n");
+                                     "\"top_k\": 7, \"top_p\": 0.5, \"ignore_eos\": true, \"id\": {\"any\": [1]}}\n");
   std::istringstream no_stdin;
   std::vector<TextRequest> r;
   for (const PromptLine& line : read_prompts_file(path, defaults(), no_stdin)) {
@@ -44,6 +44,7 @@ TEST(PromptsFile, KeysOverrideTheDefaultsAndBlankLinesAreSkipped) {
   EXPECT_EQ(r[0].generation.sampling.seed, 9u);
   EXPECT_EQ(r[0].generation.stop_ids, std::vector<int32_t>{1});
   EXPECT_EQ(r[0].stop_strings, std::vector<std::string>{"\n\n"});
+  EXPECT_FALSE(r[0].ignore_eos);
   EXPECT_TRUE(r[0].generation.prompt.empty());  // left to encode_prompt
   EXPECT_EQ(r[1].prompt, "And");
   EXPECT_EQ(r[1].generation.max_new_tokens, 3);
@@ -52,6 +53,7 @@ TEST(PromptsFile, KeysOverrideTheDefaultsAndBlankLinesAreSkipped) {
   EXPECT_EQ(r[1].generation.sampling.top_k, 7);
   EXPECT_EQ(r[1].generation.sampling.top_p, 0.5);
   EXPECT_EQ(r[1].stop_strings, std::vector<std::string>{"\n\n"});
+  EXPECT_TRUE(r[1].ignore_eos);  // prepare_text_request drops the stop ids
 }
 
 TEST(PromptsFile, IdsAreKeptAsWrittenAndLinesNamed) {
@@ -96,9 +98,12 @@ TEST(PromptsFile, ErrorsNameTheFileLineAndKey) {
   };
   const std::string file = "bad.jsonl";
   // The line number counts blank lines.
-  EXPECT_EQ(
-      error_for("{\"prompt\": \"x\"}\n\n{\"prompt\": \"y\", \"temprature\": 1}\n"),
-      file + ":3: unknown key \"temprature\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, id");
+  EXPECT_EQ(error_for("{\"prompt\": \"x\"}\n\n{\"prompt\": \"y\", \"temprature\": 1}\n"),
+            file +
+                ":3: unknown key \"temprature\"; allowed: prompt, max_new_tokens, seed, temperature, top_k, top_p, "
+                "ignore_eos, id");
+  EXPECT_EQ(error_for("{\"prompt\": \"x\", \"ignore_eos\": 1}\n"),
+            file + ":1: \"ignore_eos\" = 1 must be true or false");
   EXPECT_EQ(error_for("{\"prompt\": \"x\", \"max_new_tokens\": \"z\"}\n"),
             file + ":1: \"max_new_tokens\" = \"z\" must be an integer");
   EXPECT_EQ(error_for("{\"prompt\": \"x\", \"max_new_tokens\": -1}\n"),

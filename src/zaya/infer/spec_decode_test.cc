@@ -237,8 +237,12 @@ TEST(SpecDraft, AcceptancePoolSharesWhatEachSequenceLearns) {
   }
   EXPECT_LT(pool.first(), 0.2);
   EXPECT_LT(b.first(), 0.2);
-  EXPECT_EQ(b.next(), 0);  // b learnt from a: paused, and its first probe waits a pause
-  for (int i = 0; i < DraftLength::kPause - 1; ++i) b.skipped();
+  // b learnt from a: paused, and its first probe waits the pool's pause (a's one-token drafts once nothing paid
+  // were probes that failed: they doubled it).
+  EXPECT_EQ(b.next(), 0);
+  EXPECT_GT(pool.pause(), DraftLength::kPause);
+  EXPECT_EQ(b.pause(), pool.pause());
+  for (int64_t i = 0; i < pool.pause() - 1; ++i) b.skipped();
   EXPECT_EQ(b.next(), 0);
   b.skipped();
   EXPECT_EQ(b.next(), 1);
@@ -257,6 +261,77 @@ TEST(SpecDraft, AcceptancePoolSharesWhatEachSequenceLearns) {
   EXPECT_GT(b.first(), 0.6);
   EXPECT_LT(a.first(), 0.3);
   EXPECT_GT(b.first(), pool.first());
+}
+
+// The probe pause is the pool's: where every probe fails (sampled text, an
+// expensive check), sequence after sequence of one engine (batch 1) probes
+// less. The first waits kPause, then 2, 4, 8 kPause (as every sequence did
+// when the pause was its own); the later ones wait the pause the pool has
+// grown to. A probe
+// that pays starts the pool's pause over, and a new sequence probes soon.
+TEST(SpecDraft, AcceptancePoolLearnsThePause) {
+  const DraftCost cost = moe_cost(8, 0.05);
+  AcceptancePool pool;
+  for (int i = 0; i < 6; ++i) pool.record(false, 1, 0, 0);  // rejected drafts: the pool says nothing pays
+  ASSERT_EQ(pool.pause(), DraftLength::kPause);             // no probe yet
+  // One sequence's steps (160), every probe rejected: its probes and the step of its first.
+  auto run = [&](DraftLength& d, int64_t& first) {
+    int64_t probes = 0;
+    first = -1;
+    for (int64_t step = 0; step < 160; ++step) {
+      const int64_t k = d.next();
+      if (k == 0) {
+        d.skipped();
+        continue;
+      }
+      EXPECT_EQ(k, 1);  // nothing pays: only probes
+      EXPECT_TRUE(d.probing());
+      if (first < 0) first = step;
+      ++probes;
+      d.record(1, 0);
+    }
+    return probes;
+  };
+  std::vector<int64_t> probes;
+  for (int seq = 0; seq < 4; ++seq) {
+    DraftLength d(8, true, cost, &pool);
+    const int64_t pause = pool.pause();
+    int64_t first = 0;
+    probes.push_back(run(d, first));
+    EXPECT_EQ(first, pause) << "sequence " << seq;  // its first probe waits the pool's pause
+    EXPECT_EQ(pool.pause(), DraftLength::kMaxPause) << "sequence " << seq;
+  }
+  EXPECT_EQ(probes, (std::vector<int64_t>{4, 1, 1, 1}));  // probes after 8, 16, 32, 64 idle steps, then 128
+  // The text turns predictable: a sequence's probes are kept until one pays, which starts the pool's pause over.
+  DraftLength e(8, true, cost, &pool);
+  int64_t kept = 0;
+  for (int64_t step = 0; step < 2000 && pool.pause() == DraftLength::kMaxPause; ++step) {
+    const int64_t k = e.next();
+    if (k == 0) {
+      e.skipped();
+      continue;
+    }
+    EXPECT_EQ(k, 1);
+    e.record(1, 1);
+    e.skipped();
+    ++kept;
+  }
+  EXPECT_EQ(pool.pause(), DraftLength::kPause);
+  EXPECT_GE(kept, 1);
+  EXPECT_GT(e.next(), 0);  // drafting after a rejection pays for it now
+  // A new sequence waits the pool's pause (kPause) at most before it drafts.
+  DraftLength f(8, true, cost, &pool);
+  int64_t idle = 0;
+  for (; idle < DraftLength::kPause && f.next() == 0; ++idle) f.skipped();
+  EXPECT_GT(f.next(), 0);
+  // Where drafting pays, a new sequence drafts at once, whatever the pause.
+  AcceptancePool paying;
+  for (int i = 0; i < 6; ++i) paying.record(false, 4, 4, 0);
+  for (int i = 0; i < 5; ++i) paying.probed(false);
+  ASSERT_EQ(paying.pause(), DraftLength::kMaxPause);
+  DraftLength g(8, true, cost, &paying);
+  EXPECT_GT(g.next(), 0);
+  EXPECT_FALSE(g.probing());
 }
 
 TEST(SpecDraft, CostFromTheModelsBytes) {

@@ -72,8 +72,10 @@ DraftLength::DraftLength(int64_t max_tokens, bool adaptive, const DraftCost& cos
   if (pool_ == nullptr) return;
   first_.fill({0, 0});  // the sequence's own outcomes only; the prior is the pool's (value_over)
   next_.fill({0, 0});
-  idle_ = 0;  // where the pool says nothing pays, the first probe waits a pause like any other
+  idle_ = 0;  // where the pool says nothing pays, the first probe waits the pool's pause like any other
 }
+
+int64_t DraftLength::pause() const { return pool_ != nullptr ? pool_->pause() : pause_; }
 
 double DraftLength::first(int64_t evidence) const {
   const Estimate& e = first_[size_t(evidence_class(evidence))];
@@ -165,7 +167,7 @@ DraftLength::Choice DraftLength::choose(int64_t evidence) const {
   const Plan pl = plan(first(evidence), later(evidence));
   const int64_t k = run_ ? pl.in_run : pl.after_rejection;
   if (k > 0) return {k, false};
-  return {idle_ >= pause_ ? 1 : 0, true};
+  return {idle_ >= pause() ? 1 : 0, true};
 }
 
 void DraftLength::skipped() {
@@ -181,14 +183,23 @@ void DraftLength::record(int64_t drafted, int64_t accepted, int64_t evidence) {
   learn(run_ ? next_[c] : first_[c], next_[c], drafted, accepted);
   run_ = accepted == drafted;
   idle_ = 0;
-  // A probe after which drafting after a rejection still does not pay: a longer pause before the next one.
-  if (probe)
-    pause_ = plan(first(evidence), later(evidence)).after_rejection > 0 ? kPause : std::min(kMaxPause, 2 * pause_);
+  // A probe after which drafting after a rejection still does not pay: a longer pause before the next one (the
+  // pool's, for all of its sequences); one after which it pays starts the pause over.
+  if (!probe) return;
+  const bool pays = plan(first(evidence), later(evidence)).after_rejection > 0;
+  if (pool_ != nullptr)
+    pool_->probed(pays);
+  else
+    pause_ = pays ? kPause : std::min(kMaxPause, 2 * pause_);
 }
 
 AcceptancePool::AcceptancePool() {
   first_.fill({DraftLength::kPriorFirst * DraftLength::kPriorTokens, DraftLength::kPriorTokens});
   next_.fill({DraftLength::kPriorNext * DraftLength::kPriorTokens, DraftLength::kPriorTokens});
+}
+
+void AcceptancePool::probed(bool pays) {
+  pause_ = pays ? DraftLength::kPause : std::min(DraftLength::kMaxPause, 2 * pause_);
 }
 
 void AcceptancePool::record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence) {

@@ -55,8 +55,21 @@
 //   them alike) and, at batch B, the first rejections of B sequences teach
 //   each other at once, while a sequence's own outcomes take over within a few
 //   checks; where the pool says nothing pays, a new sequence waits a pause
-//   before its first probe. It depends on the tokens only: `zaya generate` stays reproducible
-//   for a seed; in `zaya serve` it also depends on the other requests.
+//   before its first probe. The pause is the pool's too: every probe of
+//   every sequence doubles it (up to kMaxPause) when drafting after a
+//   rejection still does not pay, and starts it over at kPause when it does,
+//   and each sequence of the pool waits the pool's pause. So where drafting
+//   does not pay (sampled text) the probes per sequence fall as the pool
+//   learns: the first sequence probes after kPause, 2, 4, 8 kPause idle
+//   steps, the later ones wait kMaxPause (bench/spec_decode.sh, sampled text,
+//   n-gram, batch 1: 13 drafts over 16 sequences of 128 tokens, 70 when each
+//   started its own pause at kPause; a sequence shorter than kMaxPause then
+//   never probes); and one probe that pays lets every sequence probe soon.
+//   (An n-gram lookup probes only where it finds a match: a sequence without
+//   one has nothing to probe with, and its pause runs on.) Where drafting
+//   pays the pause is never consulted: a new sequence drafts at once. It
+//   depends on the tokens only: `zaya generate` stays reproducible for a
+//   seed; in `zaya serve` it also depends on the other requests.
 
 #include <array>
 #include <cstddef>
@@ -124,6 +137,8 @@ class DraftLength {
   // Nothing pays: next() is 0 or a one-token probe. `patient`: kMaxPause steps or more without a draft.
   bool probing(int64_t evidence = 0) const { return choose(evidence).probe; }
   bool patient() const { return idle_ >= kMaxPause; }
+  // Steps without a draft before the next probe (the pool's, when given).
+  int64_t pause() const;
   // A step without a draft (none chosen, or nothing to propose).
   void skipped();
   // A checked draft of `drafted` tokens with that evidence, of which the first `accepted` were kept.
@@ -170,13 +185,14 @@ class DraftLength {
   std::array<Estimate, kEvidence> next_;  // filled with the prior by the constructor
   bool run_ = false;                      // the last check was kept whole: the next draft continues a run
   int64_t idle_ = kPause;                 // steps since the last draft (the first draft is a probe)
-  int64_t pause_ = kPause;                // idle steps before a probe
-  AcceptancePool* pool_ = nullptr;        // the priors, when given (the estimates above then start empty)
+  int64_t pause_ = kPause;                // idle steps before a probe (without a pool; with one: the pool's)
+  AcceptancePool* pool_ = nullptr;        // the priors and the pause, when given (the estimates then start empty)
 };
 
 // The acceptance estimates of every sequence of one engine (DraftLength's
-// first and next, learnt from all of their checks); the priors of the
-// DraftLengths given it.
+// first and next, learnt from all of their checks), the priors of the
+// DraftLengths given it; and their probe pause, learnt from all of their
+// probes.
 class AcceptancePool {
  public:
   AcceptancePool();
@@ -188,11 +204,17 @@ class AcceptancePool {
   void record(bool in_run, int64_t drafted, int64_t accepted, int64_t evidence);
   // Drafts recorded (0: the estimates are the fixed prior, nothing learnt).
   int64_t checks() const { return checks_; }
+  // Idle steps before a probe, for every sequence of the pool (DraftLength::kPause .. kMaxPause).
+  int64_t pause() const { return pause_; }
+  // A probe of one of the sequences, after which drafting after a rejection pays (the pause starts over) or
+  // not (it doubles).
+  void probed(bool pays);
 
  private:
   std::array<DraftLength::Estimate, DraftLength::kEvidence> first_;
   std::array<DraftLength::Estimate, DraftLength::kEvidence> next_;
   int64_t checks_ = 0;
+  int64_t pause_ = DraftLength::kPause;
 };
 
 }  // namespace zaya

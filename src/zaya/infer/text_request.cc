@@ -28,6 +28,7 @@ std::string prepare_text_request(TextRequest& request, const Tokenizer& tok, con
   } catch (const Error& e) {
     return e.what();
   }
+  if (request.ignore_eos) request.generation.stop_ids.clear();
   return generation_request_error(request.generation, c, max_context);
 }
 

@@ -20,6 +20,9 @@ struct TextRequest {
   GenerationRequest generation;           // prompt ids (encode_prompt), token limit, sampling, stop ids
   std::vector<std::string> stop_strings;  // the completion ends before the first one met (stop_strings.h)
   TokenConstraintFactory constraint;      // set: what each step may sample (token_constraint.h; the server's only)
+  // The stop ids are not applied (--ignore-eos, the API's "ignore_eos"): the completion runs to its token limit
+  // or a stop string. prepare_text_request drops generation.stop_ids (the server's openai_text_requests too).
+  bool ignore_eos = false;
 };
 
 // The ids that end a request when none are given: the tokenizer's EOS, and
@@ -30,8 +33,8 @@ std::vector<int32_t> default_stop_ids(const Tokenizer& tokenizer, const ZayaConf
 // that leaves no token, since the decoder needs one to start from.
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const std::string& text, bool add_bos);
 
-// Encodes `request.prompt` into the request's prompt ids (encode_prompt) and
-// checks the request against the model (generation_request_error, with the
+// Encodes `request.prompt` into the request's prompt ids (encode_prompt),
+// drops its stop ids when it ignores EOS, and checks the request against the model (generation_request_error, with the
 // context cap `max_context`, 0 for none). Returns why it cannot run, or ""
 // when it can: nothing is generated, so a front end can refuse a request
 // before it shows anything of it.

@@ -272,6 +272,7 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
   }
   if (has("n")) r.n = int_field(j["n"], "n", 1, limits.max_n);
   if (has("stream")) r.stream = bool_field(j["stream"], "stream");
+  if (has("ignore_eos")) r.ignore_eos = bool_field(j["ignore_eos"], "ignore_eos");
   if (has("stream_options")) {
     const json& so = j["stream_options"];
     if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
@@ -300,6 +301,8 @@ void parse_fields(const json& j, ApiEndpoint endpoint, const ApiLimits& limits, 
   if (has("response_format")) response_format_field(j["response_format"], r);
   if (r.response_grammar && !r.tools.empty() && r.tool_choice.kind != ToolChoice::Kind::kNone)
     bad("response_format", "'response_format' with 'tools' is not supported; send one of them (or tool_choice none)");
+  if (r.response_grammar && r.ignore_eos)
+    bad("ignore_eos", "'ignore_eos' = true is not supported with 'response_format' (its value ends at a stop id)");
   if (r.response_grammar) r.enable_thinking = false;  // the answer is the value alone (docs/serve.md)
   unsupported(j, "presence_penalty", 0, "no penalties");
   unsupported(j, "frequency_penalty", 0, "no penalties");

@@ -19,7 +19,9 @@
 // max_tokens (or max_completion_tokens), stop (a string or up to
 // ApiLimits::max_stop strings: vLLM takes any number, lm-eval sends 5+),
 // temperature (0..2), top_p (0..1], top_k (>= 0, 0 = off), seed, n, stream,
-// stream_options.include_usage, logprobs (completions: 0..5 alternatives;
+// stream_options.include_usage, ignore_eos (vLLM's extension, a boolean: no
+// stop id ends the completion, which runs to max_tokens unless a stop string
+// ends it; not beside response_format, whose grammar ends at a stop id), logprobs (completions: 0..5 alternatives;
 // chat: a boolean, with top_logprobs 0..20). presence_penalty,
 // frequency_penalty, logit_bias, best_of, functions and function_call are
 // refused unless they ask for nothing (0, {}, 1, [], "none"); so are tools and
@@ -82,6 +84,7 @@ struct OpenAiRequest {
   int64_t n = 1;
   bool stream = false;
   bool include_usage = false;
+  bool ignore_eos = false;    // vLLM: no stop id ends the completion
   int64_t top_logprobs = -1;  // -1: no logprobs; else alternatives per token
   // response_format json_object / json_schema: the grammar the completion is
   // held to (token_constraint.h); null: plain text.

@@ -35,6 +35,9 @@ TEST(OpenAiRequest, ReadsTheFieldsOfACompletion) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_FALSE(r.ignore_eos);
+  EXPECT_TRUE(completions(R"({"prompt": "x", "ignore_eos": true})").ignore_eos);  // vLLM's extension
+  EXPECT_TRUE(chat(R"({"messages": [{"role": "user", "content": "a"}], "ignore_eos": true})").ignore_eos);
   // OpenAI's defaults.
   const OpenAiRequest d = completions(R"({"prompt": "x"})");
   EXPECT_EQ(d.temperature, 1.0);
@@ -84,6 +87,11 @@ TEST(OpenAiRequest, BadFieldsAreNamed) {
       {R"({"prompt": "x", "n": 17})", "n", "'n' = 17 is invalid; allowed: 1..16"},
       {R"({"prompt": "x", "stop": [1]})", "stop", "'stop' must hold strings; got 1"},
       {R"({"prompt": "x", "stream": "yes"})", "stream", "'stream' must be true or false; got \"yes\""},
+      {R"({"prompt": "x", "ignore_eos": 1})", "ignore_eos", "'ignore_eos' must be true or false; got 1"},
+      {R"({"messages": [{"role": "user", "content": "a"}], "ignore_eos": "yes"})", "ignore_eos",
+       "'ignore_eos' must be true or false; got \"yes\"", true},
+      {R"({"prompt": "x", "ignore_eos": true, "response_format": {"type": "json_object"}})", "ignore_eos",
+       "'ignore_eos' = true is not supported with 'response_format'"},
       {R"({"prompt": "x", "logprobs": 6})", "logprobs", "'logprobs' = 6 is invalid; allowed: 0..5"},
       {R"({"prompt": "x", "frequency_penalty": 0.5})", "frequency_penalty",
        "'frequency_penalty' = 0.5 is not supported; allowed: 0 (no penalties)"},
@@ -367,6 +375,17 @@ TEST(OpenAiRequest, TextRequestsForCompletionAndChat) {
   EXPECT_EQ(reqs[2].generation.sampling.seed, 7u);
   EXPECT_EQ(reqs[0].stop_strings, std::vector<std::string>{"x"});
   EXPECT_EQ(reqs[0].generation.stop_ids, default_stop_ids(tok, c));
+  // ignore_eos: no stop id (EOS, the chat's end of turn), the stop strings stay.
+  OpenAiRequest past = completions(R"({"prompt": "In the", "stop": ["x"], "ignore_eos": true})");
+  const auto past_reqs = openai_text_requests(past, tok, c, 64, ApiLimits{});
+  ASSERT_EQ(past_reqs.size(), 1u);
+  EXPECT_TRUE(past_reqs[0].generation.stop_ids.empty());
+  EXPECT_EQ(past_reqs[0].stop_strings, std::vector<std::string>{"x"});
+  OpenAiRequest past_chat = chat(R"({"messages": [{"role": "user", "content": "In"}], "ignore_eos": true})");
+  const auto past_chats = openai_text_requests(past_chat, tok, c, 64, ApiLimits{});
+  ASSERT_EQ(past_chats.size(), 1u);
+  EXPECT_TRUE(past_chats[0].generation.stop_ids.empty());
+  EXPECT_EQ(past_chats[0].stop_strings, std::vector<std::string>{"<end_of_turn>"});
 
   // Chat: the template's ids, its stop string (this tokenizer has no turn markers), max_tokens capped by the context.
   OpenAiRequest q = chat(R"({"messages": [{"role": "user", "content": "In the"}], "max_tokens": 1000})");
