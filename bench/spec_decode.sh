@@ -40,6 +40,7 @@
 # the speculative runs (e.g. "--spec-tokens 8"); THREADS (1); SETS (the prompt
 # sets to run, default "repetitive code ordinary sampled"); OUT (the work
 # directory, runs/bench/spec_decode); TRAIN_THREADS (bench/train_tiny.bash).
+# "drafting": the share of the decode steps' time spent drafting (last round).
 # PROMPTS (16 per set, at most 16) x TOKENS (128): a set decodes for a few
 # seconds at batch 1, long enough that one run decides (8 x 96 decoded in
 # about 1 s, and single rounds then varied by 15%).
@@ -192,7 +193,7 @@ def rate(j):
     return j["decode_tokens"] / j["decode_seconds"]
 head = f"{'prompts':<11} {'batch':>5} {'plain tok/s':>12}"
 for m in methods:
-    head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9} {'drafts':>6} {'drafted':>7} {'kept':>5} {'tokens':>6}"
+    head += f" | {m + ' ratio':>11} {'accept':>7} {'tok/draft':>9} {'drafts':>6} {'drafted':>7} {'kept':>5} {'tokens':>6} {'drafting':>8}"
 print(head)
 print("(drafts, drafted and kept tokens and decode tokens: the last round's run)")
 for name in sets:
@@ -202,10 +203,13 @@ for name in sets:
         row = f"{name:<11} {batch:>5} {statistics.median(plain):>12.1f}"
         for m in methods:
             ratios = [rate(load(m, r)) / plain[r - 1] for r in range(1, rounds + 1)]
-            sp = load(m, rounds)["spec"]
+            j = load(m, rounds)
+            sp = j["spec"]
+            # The drafting's share of the decode steps' time (a binary without draft_seconds: -).
+            share = f"{100 * sp['draft_seconds'] / j['decode_seconds']:.1f}%" if "draft_seconds" in sp else "-"
             row += f" | {statistics.median(ratios):>10.2f}x {100 * sp['acceptance_rate']:>6.1f}% " \
                    f"{sp['mean_accepted_length']:>9.2f} {sp['drafts']:>6} {sp['drafted_tokens']:>7} " \
-                   f"{sp['accepted_tokens']:>5} {load(m, rounds)['decode_tokens']:>6}"
+                   f"{sp['accepted_tokens']:>5} {j['decode_tokens']:>6} {share:>8}"
         print(row)
 PY
 echo "greedy texts identical in every run"

@@ -32,8 +32,8 @@ namespace {
 
 struct GenerateCliOptions {
   std::string model, tokenizer, prompt, prompt_file, prompts_file, json_out, dtype = "auto", lora, spec = "none";
-  std::string spec_model;  // --spec-model: the draft model (infer/spec_model.h)
-  int64_t spec_tokens = 4, spec_ngram = 16;
+  std::string spec_model;                    // --spec-model: the draft model (infer/spec_model.h)
+  int64_t spec_tokens = 0, spec_ngram = 16;  // spec_tokens 0: the method's default (SpecOptions::max_tokens)
   bool spec_fixed = false;
   std::vector<std::string> stop_texts;
   std::vector<int32_t> stop_ids;
@@ -175,9 +175,10 @@ void run_generate(const GenerateCliOptions& o) {
     if (go.spec.method != SpecMethod::kNone)
       fmt::print(stderr,
                  "zaya generate: speculative ({}, K {}{}): {} drafts, {} of {} draft tokens accepted ({:.1f}%), "
-                 "{:.2f} tokens per draft step\n",
-                 spec_method_name(go.spec.method), go.spec.tokens, go.spec.adaptive ? " adaptive" : "", st.spec.drafts,
-                 st.spec.accepted, st.spec.drafted, 100 * st.spec.acceptance_rate(), st.spec.mean_accepted_length());
+                 "{:.2f} tokens per draft step; drafting {:.3f} s of the decode steps' {:.3f} s\n",
+                 spec_method_name(go.spec.method), go.spec.max_tokens(), go.spec.adaptive ? " adaptive" : "",
+                 st.spec.drafts, st.spec.accepted, st.spec.drafted, 100 * st.spec.acceptance_rate(),
+                 st.spec.mean_accepted_length(), st.draft_seconds, st.decode_seconds);
   }
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"requests", st.requests},
@@ -195,7 +196,8 @@ void run_generate(const GenerateCliOptions& o) {
                         {"spec",
                          {{"method", spec_method_name(go.spec.method)},
                           {"draft_model", o.spec_model},
-                          {"tokens", go.spec.tokens},
+                          {"tokens", go.spec.max_tokens()},
+                          {"draft_seconds", st.draft_seconds},
                           {"adaptive", go.spec.adaptive},
                           {"drafts", st.spec.drafts},
                           {"drafted_tokens", st.spec.drafted},
@@ -259,7 +261,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--spec-model", o->spec_model,
                   "speculative decoding with this draft model (a smaller ZAYA model directory, checkpoint or .gguf "
                   "file with the same tokenizer; it has its own cache)");
-  cmd->add_option("--spec-tokens", o->spec_tokens, "most draft tokens checked per step (K)")->check(CLI::Range(1, 64));
+  cmd->add_option("--spec-tokens", o->spec_tokens,
+                  "most draft tokens checked per step (K; default 8 for --spec ngram, 16 for a draft model)")
+      ->default_str("8 | 16")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--spec-ngram", o->spec_ngram, "longest n-gram looked up for a draft")->check(CLI::Range(1, 64));
   cmd->add_flag("--spec-fixed", o->spec_fixed, "always draft K tokens when a draft exists (no adaptive back-off)");
   cmd->add_option("--json", o->json_out, "write the timings as JSON");

@@ -204,7 +204,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--spec-model", o->spec_model,
                   "speculative decoding with this draft model (a smaller ZAYA model directory, checkpoint or .gguf "
                   "file with the same tokenizer; it has its own cache)");
-  cmd->add_option("--spec-tokens", o->server.serving.spec.tokens, "most draft tokens checked per step (K)")
+  cmd->add_option("--spec-tokens", o->server.serving.spec.tokens,
+                  "most draft tokens checked per step (K; default 8 for --spec ngram, 16 for a draft model)")
+      ->default_str("8 | 16")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--spec-ngram", o->server.serving.spec.ngram.max_ngram, "longest n-gram looked up for a draft")
       ->check(CLI::Range(1, 64));

@@ -253,6 +253,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
         if (const std::optional<FinishReason> why = sched.ends_before_step(s, false)) finish(s, *why);
     const double t0 = now_seconds();  // drafting (a draft model's steps) is part of the step it serves
     if (drafting) spec->propose(sched, engine);
+    const double t_drafted = drafting ? now_seconds() : t0;
     const std::vector<StepChunk>& chunks = sched.plan();
     if (chunks.empty()) continue;
     const bool has_prompt = sched.planned_prompt_tokens() > 0;
@@ -266,6 +267,7 @@ std::vector<GenerationResult> Generator::run(const InferModel& model, const std:
       st.prefill_seconds += dt;
     } else {
       st.decode_seconds += dt;
+      st.draft_seconds += t_drafted - t0;
       ++st.decode_steps;
     }
     sched.advance();

@@ -86,6 +86,7 @@ struct GenerationStats {
   int64_t decode_tokens = 0;       // tokens those steps produced
   double prefill_seconds = 0;      // steps that carried prompt tokens
   double decode_seconds = 0;       // steps that did not
+  double draft_seconds = 0;        // of decode_seconds: drafting (a draft model's steps; an n-gram lookup)
   double first_token_seconds = 0;  // from the start to the first sampled token
   double total_seconds = 0;
   int64_t context = 0;  // the context limit: positions each sequence's cache holds (FinishReason::kContext)

@@ -8,8 +8,14 @@
 
 namespace zaya {
 
+int64_t SpecOptions::max_tokens() const {
+  if (tokens != 0) return tokens;
+  return method == SpecMethod::kModel ? kSpecTokensModel : kSpecTokensNgram;
+}
+
 void SpecOptions::validate() const {
-  ZAYA_CHECK_USAGE(tokens >= 1 && tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64", tokens);
+  ZAYA_CHECK_USAGE(tokens >= 0 && tokens <= 64, "--spec-tokens {} is invalid; allowed: 1..64 (0: the method's default)",
+                   tokens);
   ZAYA_CHECK_USAGE(ngram.min_ngram >= 1 && ngram.max_ngram >= ngram.min_ngram && ngram.max_ngram <= 64,
                    "n-gram sizes {}..{} are invalid; allowed: 1 <= min <= max <= 64", ngram.min_ngram, ngram.max_ngram);
   ZAYA_CHECK_USAGE(method != SpecMethod::kModel || draft_model != nullptr,
@@ -31,12 +37,21 @@ SpecMethod parse_spec_method(const std::string& name) {
 
 const char* spec_method_name(SpecMethod m) { return enum_name<SpecMethod>(kSpecMethodNames, m); }
 
-Speculator::Speculator(const SpecOptions& o, const InferenceEngine& target, int64_t sample_vocab)
-    : options_(o),
-      spread_(target.config(), o.tokens + 1),
+namespace {
+// The options with K resolved (SpecOptions::max_tokens): the Speculator reads options_.tokens as K.
+SpecOptions resolved(SpecOptions o) {
+  o.validate();
+  o.tokens = o.max_tokens();
+  return o;
+}
+}  // namespace
+
+Speculator::Speculator(const SpecOptions& given, const InferenceEngine& target, int64_t sample_vocab)
+    : options_(resolved(given)),
+      spread_(target.config(), options_.tokens + 1),
       target_model_(&target.model()),
       slots_(size_t(target.max_sequences())) {
-  o.validate();
+  const SpecOptions& o = options_;
   cost_ = draft_cost(target.model(), o.method == SpecMethod::kModel ? o.draft_model : nullptr, o.tokens);
   if (o.method == SpecMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>(o.ngram);
   if (o.method == SpecMethod::kModel) drafter_ = std::make_unique<ModelDrafter>(*o.draft_model, target, sample_vocab);

@@ -33,13 +33,23 @@ class InferModel;
 
 enum class SpecMethod { kNone, kNgram, kModel };
 
+// The default K per method (--spec-tokens not given): an n-gram draft is free
+// but its matches are short, a draft model pays for each token and its drafts
+// run long (docs/performance.md, "Speculative decoding": the K sweep of
+// 2026-12-07).
+inline constexpr int64_t kSpecTokensNgram = 8;
+inline constexpr int64_t kSpecTokensModel = 16;
+
 struct SpecOptions {
   SpecMethod method = SpecMethod::kNone;
-  int64_t tokens = 4;    // K: the most draft tokens one step checks (--spec-tokens)
+  // K: the most draft tokens one step checks (--spec-tokens); 0: the method's default (max_tokens()).
+  int64_t tokens = 0;
   bool adaptive = true;  // DraftLength's priced K (spec_length.h); false: always K when a draft exists
   NgramDraftOptions ngram;
   // kModel: the draft model (--spec-model; spec_model.h: open_draft_model checks it), not owned: it outlives the loop.
   const InferModel* draft_model = nullptr;
+  // `tokens`, or the method's default when it is 0 (kSpecTokensNgram, kSpecTokensModel).
+  int64_t max_tokens() const;
   void validate() const;
 };
 // "none" | "ngram" | "model" (--spec); fails naming the allowed values.

@@ -466,6 +466,54 @@ TEST(SpecVerify, SpeculativeSamplingOnAModelFollowsItsDistribution) {
   EXPECT_GT(st.spec.drafts, 1000);
 }
 
+// --spec-tokens not given (0) is the method's default K: a run without it drafts
+// exactly as one with the default given; the stats time the drafting inside the
+// decode steps (none without a drafter).
+TEST(SpecDecode, DefaultKPerMethodAndDraftTime) {
+  SpecOptions o;
+  o.method = SpecMethod::kNgram;
+  EXPECT_EQ(o.max_tokens(), kSpecTokensNgram);
+  o.method = SpecMethod::kModel;
+  EXPECT_EQ(o.max_tokens(), kSpecTokensModel);
+  o.tokens = 3;
+  EXPECT_EQ(o.max_tokens(), 3);
+  o.method = SpecMethod::kNgram;
+  o.tokens = 65;
+  testing::expect_error([&] { o.validate(); }, "--spec-tokens 65");
+  o.tokens = -1;
+  testing::expect_error([&] { o.validate(); }, "--spec-tokens -1");
+
+  const ZayaConfig c = testing::small_test_config();
+  auto model = testing::random_model(c, 45);
+  auto im = InferModel::from_model(*model);
+  const std::vector<GenerationRequest> reqs = repetitive_requests(c, 6, 70);
+  GeneratorOptions go;
+  go.max_batch = 3;
+  GenerationStats plain_st, default_st, given_st, four_st;
+  const auto plain = generate(*im, reqs, go, {}, {}, &plain_st);
+  EXPECT_EQ(plain_st.draft_seconds, 0.0);
+  go.spec.method = SpecMethod::kNgram;
+  go.spec.adaptive = false;  // every draft as long as K allows: the K in use shows in the counts
+  const auto by_default = generate(*im, reqs, go, {}, {}, &default_st);
+  go.spec.tokens = kSpecTokensNgram;
+  const auto given = generate(*im, reqs, go, {}, {}, &given_st);
+  go.spec.tokens = 4;
+  const auto four = generate(*im, reqs, go, {}, {}, &four_st);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(by_default[i].tokens, plain[i].tokens) << i;
+    EXPECT_EQ(given[i].tokens, plain[i].tokens) << i;
+  }
+  EXPECT_EQ(default_st.spec.drafts, given_st.spec.drafts);
+  EXPECT_EQ(default_st.spec.drafted, given_st.spec.drafted);
+  EXPECT_EQ(default_st.spec.accepted, given_st.spec.accepted);
+  // K 8's drafts are longer than K 4's.
+  ASSERT_GT(four_st.spec.drafts, 0);
+  EXPECT_GT(double(default_st.spec.drafted) / double(default_st.spec.drafts),
+            double(four_st.spec.drafted) / double(four_st.spec.drafts));
+  EXPECT_GT(default_st.draft_seconds, 0.0);
+  EXPECT_LE(default_st.draft_seconds, default_st.decode_seconds);
+}
+
 // Greedy speculative generation is plain greedy generation. Each step of both
 // is decode-only (every request of a batch starts in the first step), so every
 // row runs the decode kernels: the same bits, the same argmax.
