@@ -8,14 +8,8 @@
 //
 // Built by bench/attn_decode.sh against any revision's cached_attention.cc
 // (-DATTN_CC="path"), with the tree's libzaya_ops and libzaya_core.
-// KT=1 (-DATTN_KT, the tree's file only): the scores over transposed K pages
-// instead (bench/attn_decode_kt.h, a prototype), the same output pass, and the
-// largest difference of its output from the current scores' (0 otherwise).
-//   attn_decode CONTEXT ITERS BF16(0|1) ROWS WEIGHT_MB SHUFFLED(0|1) [KT(0|1)]
+//   attn_decode CONTEXT ITERS BF16(0|1) ROWS WEIGHT_MB SHUFFLED(0|1)
 #include ATTN_CC
-#ifdef ATTN_KT
-#include "attn_decode_kt.h"
-#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -31,7 +25,6 @@ int main(int argc, char** argv) {
   const int64_t S = argc > 4 ? atoll(argv[4]) : 1;
   const int64_t wfloats = int64_t((argc > 5 ? atof(argv[5]) : 0.0) * 262144);
   const bool shuffled = argc > 6 && atoi(argv[6]);
-  const bool kt = argc > 7 && atoi(argv[7]);
   const int64_t Hq = 4, Hk = 2, d = 64, L = 8, page = 16, P = ctx, pages = (P + page - 1) / page;
   const int64_t page_elems = Hk * page * d;
   std::mt19937 rng(1);
@@ -40,9 +33,7 @@ int main(int argc, char** argv) {
   volatile float sink = 0;
   std::vector<std::vector<uint16_t>> kb(L), vb(L);
   std::vector<std::vector<float>> kf(L), vf(L);
-  std::vector<std::vector<uint16_t>> ktb(L);  // K pages transposed: bf16 [Hk][d/2][page][2], f32 [Hk][d][page]
-  std::vector<std::vector<float>> ktf(L);
-  std::vector<std::vector<CachedKeySpan>> spans(L), spans_kt(L);
+  std::vector<std::vector<CachedKeySpan>> spans(L);
   for (int l = 0; l < L; ++l) {
     kb[l].resize(pages * page_elems);
     vb[l].resize(pages * page_elems);
@@ -54,35 +45,22 @@ int main(int argc, char** argv) {
       kf[l][i] = bf16_to_float(kb[l][i]);
       vf[l][i] = bf16_to_float(vb[l][i]);
     }
-    ktb[l].resize(pages * page_elems);
-    ktf[l].resize(pages * page_elems);
-    for (int64_t pg = 0; pg < pages; ++pg)
-      for (int64_t j = 0; j < Hk; ++j)
-        for (int64_t t = 0; t < page; ++t)
-          for (int64_t c = 0; c < d; ++c) {
-            const int64_t from = pg * page_elems + (j * page + t) * d + c, h = pg * page_elems + j * page * d;
-            ktb[l][h + ((c / 2) * page + t) * 2 + c % 2] = kb[l][from];
-            ktf[l][h + c * page + t] = kf[l][from];
-          }
     std::vector<int64_t> where(pages);
     for (int64_t i = 0; i < pages; ++i) where[i] = i;
     if (shuffled) std::shuffle(where.begin(), where.end(), rng);
     for (int64_t i = 0; i < pages; ++i) {
       const int64_t at = where[i] * page_elems, n = std::min(page, P - i * page);
-      if (bf16) {
+      if (bf16)
         spans[l].push_back({kb[l].data() + at, vb[l].data() + at, page * d, d, i * page, n, true});
-        spans_kt[l].push_back({ktb[l].data() + at, vb[l].data() + at, page * d, d, i * page, n, true});
-      } else {
+      else
         spans[l].push_back({kf[l].data() + at, vf[l].data() + at, page * d, d, i * page, n, false});
-        spans_kt[l].push_back({ktf[l].data() + at, vf[l].data() + at, page * d, d, i * page, n, false});
-      }
     }
   }
   std::vector<float> q(S * Hq * d), o(L * S * Hq * d);
   for (auto& x : q) x = 2 * nd(rng);
   const int64_t per = cached_attention_scratch_floats(Hq / Hk, P, 0, d);
   std::vector<float> scratch(per);
-  auto step = [&](bool use_kt) {
+  auto step = [&] {
     for (int l = 0; l < L; ++l) {
       if (wfloats > 0) {
         const float* w = weights.data() + l * wfloats;
@@ -98,29 +76,15 @@ int main(int argc, char** argv) {
       ch.span_count = int32_t(spans[l].size());
       ch.past = P - S;
       ch.count = S;
-#ifdef ATTN_KT
-      if (use_kt) {
-        ch.spans = spans_kt[l].data();
-        for (int64_t j = 0; j < Hk; ++j) rows_task_kt(ch, CachedAttentionShape{Hq, Hk, d}, j, scratch.data());
-        continue;
-      }
-#endif
       cached_attention({&ch, 1}, CachedAttentionShape{Hq, Hk, d}, scratch.data(), per, 1);
     }
   };
-  double diff = 0;
-  if (kt) {  // the current scores' output, to compare
-    step(false);
-    const std::vector<float> ref = o;
-    step(true);
-    for (size_t i = 0; i < o.size(); ++i) diff = std::max(diff, double(std::fabs(o[i] - ref[i])));
-  }
-  for (int i = 0; i < 20; ++i) step(kt);
+  for (int i = 0; i < 20; ++i) step();
   double best = 1e9;
   for (int rep = 0; rep < 60; ++rep) {
     timespec a, b;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    for (int64_t i = 0; i < iters; ++i) step(kt);
+    for (int64_t i = 0; i < iters; ++i) step();
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
     best = std::min(best, ((b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6) / double(iters));
   }
@@ -130,6 +94,5 @@ int main(int argc, char** argv) {
     std::memcpy(&u, &x, 4);
     h = (h ^ u) * 1099511628211ull;
   }
-  std::printf("best %.4f ms per 8-layer step, max |kt - current| %.3g, hash %016llx\n", best, diff,
-              static_cast<unsigned long long>(h));
+  std::printf("best %.4f ms per 8-layer step, hash %016llx\n", best, static_cast<unsigned long long>(h));
 }

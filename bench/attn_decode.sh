@@ -7,10 +7,7 @@
 # output hash (a bf16 cache and the f32 cache of its values hash alike within
 # one binary; base and new differ where the numerics changed). Needs build/ (its
 # libzaya_ops.a and libzaya_core.a).
-# KT=1: instead, the tree's file alone, its scores (base) against the transposed-K
-# prototype's (new, bench/attn_decode_kt.h) in one binary, bf16 and f32 caches at
-# contexts 128, 512 and 1,024 and bf16 with weights at 1,024 (BASE_REV unused).
-#   [ROUNDS=4] [KT=1] bench/attn_decode.sh [BASE_REV (default main)] [DIR]
+#   [ROUNDS=4] bench/attn_decode.sh [BASE_REV (default main)] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:-main} dir=${2:-runs/bench/attn_decode} rounds=${ROUNDS:-4}
@@ -19,28 +16,8 @@ dir=$(realpath "$dir")
 git show "$rev:src/zaya/infer/cached_attention.cc" > "$dir/base_cached_attention.cc"
 build() {
   g++ -O3 -DNDEBUG -march=native -fno-math-errno -fopenmp -std=c++20 -I"$PWD/src" -DATTN_CC="\"$1\"" \
-    bench/attn_decode.cc -o "$2" build/libzaya_ops.a build/libzaya_core.a -ldnnl -lfmt -lpthread "${@:3}"
+    bench/attn_decode.cc -o "$2" build/libzaya_ops.a build/libzaya_core.a -ldnnl -lfmt -lpthread
 }
-if [[ ${KT:-0} == 1 ]]; then
-  build "$PWD/src/zaya/infer/cached_attention.cc" "$dir/attn_kt" -DATTN_KT
-  echo "== per-row decode attention, current scores (base) vs transposed K (new), $rounds rounds" \
-    "(load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  for args in "128 160 1 1 0 0:bf16 cache, ctx 128" "512 40 1 1 0 0:bf16 cache, ctx 512" \
-    "1024 20 1 1 0 0:bf16 cache, ctx 1024" "1024 20 1 1 1.1 0:bf16 + weights, ctx 1024" \
-    "1024 20 1 1 1.1 1:  the same, shuffled" "128 160 0 1 0 0:f32 cache, ctx 128" "512 40 0 1 0 0:f32 cache, ctx 512" \
-    "1024 20 0 1 0 0:f32 cache, ctx 1024"; do
-    read -ra a <<< "${args%%:*}"
-    label=${args#*:}
-    for ((r = 0; r < rounds; r++)); do
-      echo "base $("$dir/attn_kt" "${a[@]}" 0)"
-      echo "new $("$dir/attn_kt" "${a[@]}" 1)"
-    done | awk -v label="$label" '{ if (!($1 in m) || $3 < m[$1]) m[$1] = $3; h[$1] = $NF; if ($1 == "new") d = $12; sub(",", "", d) }
-      END { printf "%-26s base %.4f ms  new %.4f ms  base/new %.3f  (max diff %s, hashes %s %s)\n", label,
-            m["base"], m["new"], m["base"] / m["new"], d, h["base"], h["new"] }'
-  done
-  echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-  exit 0
-fi
 build "$dir/base_cached_attention.cc" "$dir/attn_base"
 build "$PWD/src/zaya/infer/cached_attention.cc" "$dir/attn_new"
 echo "== per-row decode attention, $rev vs the tree, $rounds rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
