@@ -7,12 +7,7 @@
 # output hash (a bf16 cache and the f32 cache of its values hash alike within
 # one binary; base and new differ where the numerics changed). Needs build/ (its
 # libzaya_ops.a and libzaya_core.a).
-# KV8=1: instead, the tree's file alone, the current path over the bf16 cache
-# (base) against the 8-bit KV cache prototype's (bench/attn_decode_kv8.h:
-# int8 widened and FMAs, and its VNNI scores) in one binary, interleaved: contexts 128, 512 and 1,024, each without and
-# with 1.1 MB of weights per layer, pages in order and shuffled; then the
-# outputs' errors (random and outlier-channel data; BASE_REV unused).
-#   [ROUNDS=4] [KV8=1] bench/attn_decode.sh [BASE_REV (default main)] [DIR]
+#   [ROUNDS=4] bench/attn_decode.sh [BASE_REV (default main)] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:-main} dir=${2:-runs/bench/attn_decode} rounds=${ROUNDS:-4}
@@ -21,40 +16,8 @@ dir=$(realpath "$dir")
 git show "$rev:src/zaya/infer/cached_attention.cc" > "$dir/base_cached_attention.cc"
 build() {
   g++ -O3 -DNDEBUG -march=native -fno-math-errno -fopenmp -std=c++20 -I"$PWD/src" -DATTN_CC="\"$1\"" \
-    bench/attn_decode.cc -o "$2" build/libzaya_ops.a build/libzaya_core.a -ldnnl -lfmt -lpthread "${@:3}"
+    bench/attn_decode.cc -o "$2" build/libzaya_ops.a build/libzaya_core.a -ldnnl -lfmt -lpthread
 }
-if [[ ${KV8:-0} == 1 ]]; then
-  build "$PWD/src/zaya/infer/cached_attention.cc" "$dir/attn_kv8" -DATTN_KV8
-  echo "== per-row decode attention, bf16 cache vs int8 cache (widened + FMA; VNNI scores), $rounds rounds" \
-    "(load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  for ctx in 128 512 1024; do
-    iters=$((20 * 1024 / ctx))
-    for w in 0 1.1; do
-      for sh in 0 1; do
-        label="ctx $ctx, weights ${w} MB, $([[ $sh == 1 ]] && echo shuffled || echo in order)"
-        for ((r = 0; r < rounds; r++)); do
-          echo "base $("$dir/attn_kv8" "$ctx" "$iters" 1 1 "$w" "$sh" 0)"
-          echo "new $("$dir/attn_kv8" "$ctx" "$iters" 1 1 "$w" "$sh" 1)"
-          echo "vnni $("$dir/attn_kv8" "$ctx" "$iters" 1 1 "$w" "$sh" 2)"
-        done | awk -v label="$label" '{ if (!($1 in m) || $3 < m[$1]) m[$1] = $3 }
-          END { printf "%-36s bf16 %.4f  int8 %.4f (%.2fx)  int8 VNNI %.4f ms (%.2fx)\n", label, m["base"],
-                m["new"], m["base"] / m["new"], m["vnni"], m["base"] / m["vnni"] }'
-      done
-    done
-  done
-  echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "== output errors (max |o - ref| / max |ref|, rms(o - ref) / rms(ref); ref: f64 over the f32 values)"
-  for data in 0 1; do
-    for ctx in 128 1024; do
-      for mode in 1 2; do
-        "$dir/attn_kv8" "$ctx" 1 1 1 0 0 "$mode" "$data" |
-          awk -v label="$([[ $data == 1 ]] && echo outlier || echo random), ctx $ctx, $([[ $mode == 2 ]] && echo VNNI || echo FMA)" \
-            '{ gsub(",", ""); printf "%-26s bf16 %s %s  int8 %s %s  max |int8 - bf16| %s\n", label, $15, $16, $18, $19, $11 }'
-      done
-    done
-  done
-  exit 0
-fi
 build "$dir/base_cached_attention.cc" "$dir/attn_base"
 build "$PWD/src/zaya/infer/cached_attention.cc" "$dir/attn_new"
 echo "== per-row decode attention, $rev vs the tree, $rounds rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))"
