@@ -24,7 +24,7 @@ std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer&
   TextRequest t;
   t.stop_strings = r.stop;
   t.ignore_eos = r.ignore_eos;
-  t.generation.stop_ids = r.ignore_eos ? std::vector<int32_t>{} : default_stop_ids(tok, c);
+  t.generation.stop_ids = default_stop_ids(tok, c);
   t.generation.sampling.temperature = r.temperature;
   t.generation.sampling.top_p = r.top_p;
   t.generation.sampling.top_k = r.top_k;
@@ -48,7 +48,6 @@ std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer&
         if (std::find(t.generation.stop_ids.begin(), t.generation.stop_ids.end(), id) == t.generation.stop_ids.end())
           t.generation.stop_ids.push_back(id);
       for (const std::string& s : stop.strings) t.stop_strings.push_back(s);
-      if (r.ignore_eos) t.generation.stop_ids.clear();  // the end of turn too: only stop strings end it
     } else if (r.prompts[p].is_ids) {
       t.generation.prompt = r.prompts[p].ids;
       // The model's vocabulary can be wider than the tokenizer's (padding ids): decode only the tokenizer's ids.
@@ -65,6 +64,8 @@ std::vector<TextRequest> openai_text_requests(OpenAiRequest& r, const Tokenizer&
       t.prompt = r.prompts[p].text;
       t.generation.prompt = encode_prompt(tok, t.prompt, true);
     }
+    // ignore_eos: no stop id (EOS, the config's end ids, a chat's end of turn) ends it; only stop strings do.
+    if (t.ignore_eos) t.generation.stop_ids.clear();
     const int64_t room = context - int64_t(t.generation.prompt.size());
     t.generation.max_new_tokens = std::max<int64_t>(0, std::min(want, room));
     std::string why = generation_request_error(t.generation, c, context);
