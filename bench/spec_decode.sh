@@ -6,11 +6,16 @@
 # loaded machine where the absolute rates do not); reports decode tokens/s of
 # plain decoding and each method's ratio to it (median over rounds), the
 # acceptance rate and tokens per draft step, and checks that greedy texts are
-# identical (token for token).
+# identical (token for token). For the quoting sets it also says how many
+# plain greedy texts copy the quoted text: the small targets this script
+# trains do not (they loop on their own text, "and the LORD, and the LORD",
+# after a passage or a C++ snippet alike), so their n-gram rows measure
+# drafting on those loops (docs/inference.md, "Speculative decoding").
 # Four prompt sets: "repetitive" (passages of the bundled corpus quoted twice,
-# then their start again: the text a continuation copies), "code" (snippets of
-# this repository's own C++ source quoted twice, then their first line: a code
-# edit), "ordinary" (a passage's start only), greedy; and "sampled" (the
+# then their start again: the text a continuation that copies its context
+# writes), "code" (snippets of this repository's own C++ source quoted twice,
+# then their first line: a code edit), "ordinary" (a passage's start only),
+# greedy; and "sampled" (the
 # ordinary prompts at temperature 1, top-k 0, top-p 1: n-gram acceptance is
 # poor there, and the adaptive K must keep the speed of plain decoding,
 # >= 0.95x; the texts differ, their distribution does not).
@@ -25,8 +30,8 @@
 # the `tiny` preset (its draft, DRAFT_STEPS, default 600) are trained here on
 # data/kjv with one tokenizer (kept for the next run when the steps match),
 # at TARGET_SEQ positions (default 512: the benchmark decodes at up to ~530
-# positions, its quoted code; a target trained at 128 positions copies a
-# passage it quotes past 128 badly) and DRAFT_SEQ (default TARGET_SEQ), with
+# positions, its quoted code; a target trained at 128 positions loops
+# differently past 128) and DRAFT_SEQ (default TARGET_SEQ), with
 # 1024 / SEQ sequences per step (the 1024 tokens per step of 8 x 128).
 # DISTILL=N (default 0: off) distils that draft: the target continues N corpus
 # passages (none of the benchmark's) greedily for DISTILL_TOKENS (128), and the
@@ -134,21 +139,27 @@ import glob, json, sys
 d, n = sys.argv[1], int(sys.argv[2])
 lines = [l.strip() for l in open("data/kjv/kjv.txt", encoding="utf-8") if l.strip()]
 rep, plain, code = [], [], []
+quoted = {"repetitive": [], "code": []}
 for i in range(n):
     passage = " ".join(lines[1000 + 2000 * i: 1003 + 2000 * i])
     start = " ".join(passage.split()[:12])
     rep.append({"prompt": passage + "\n" + passage + "\n" + start})
     plain.append({"prompt": start})
+    quoted["repetitive"].append(passage[len(start):])
 sources = sorted(f for f in glob.glob("src/zaya/infer/*.cc") if not f.endswith("_test.cc"))[:n]
 for f in sources:
     body = [l.rstrip() for l in open(f, encoding="utf-8")
             if l.strip() and not l.lstrip().startswith(("//", "#"))][:8]
     snippet = "\n".join(body)
     code.append({"prompt": snippet + "\n\n" + snippet + "\n\n" + body[0] + "\n"})
+    quoted["code"].append("\n".join(body[1:]))
 for name, rows in (("repetitive", rep), ("ordinary", plain), ("code", code)):
     with open(f"{d}/{name}.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+for name, rows in quoted.items():  # what a continuation that copies its prompt writes next
+    with open(f"{d}/{name}.quoted.json", "w") as f:
+        json.dump(rows, f)
 PY
 # --ignore-eos for each binary that has it (a baseline built before it has not).
 has_ignore_eos() { [[ $("$1" generate --help 2>&1 || true) == *--ignore-eos* ]]; }
@@ -211,5 +222,15 @@ for name in sets:
                    f"{sp['mean_accepted_length']:>9.2f} {sp['drafts']:>6} {sp['drafted_tokens']:>7} " \
                    f"{sp['accepted_tokens']:>5} {j['decode_tokens']:>6} {share:>8}"
         print(row)
+# Whether the target copies what its prompt quotes: plain greedy continuations (batch 1, round 1) whose first
+# 8 words are the quoted text's next 8. A target that does not (a model trained a few hundred steps loops on
+# its own text instead) makes the quoting rows measure drafting on its loops, not on quotations.
+for name in sets:
+    if name not in ("repetitive", "code"):
+        continue
+    quoted = json.load(open(f"{d}/{name}.quoted.json"))
+    done = [json.loads(l)["completion"] for l in open(f"{d}/plain_{name}_b1_r1.txt")]
+    copied = sum(c.split()[:8] == q.split()[:8] for c, q in zip(done, quoted))
+    print(f"{name}: {copied} of {len(done)} plain greedy texts copy the quoted text (first 8 words)")
 PY
 echo "greedy texts identical in every run"
