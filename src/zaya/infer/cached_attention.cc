@@ -1,3 +1,7 @@
+// Cached attention (cached_attention.h). Over 500 lines for one reason: the
+// per-row vector kernels, the rows of a speculative check walked together
+// (rows_together) and the sgemm block path share this file's vector helpers
+// (Simd, RowPrefetcher, the score and output tiles), which no other file uses.
 #include "zaya/infer/cached_attention.h"
 
 #include <algorithm>
@@ -357,35 +361,47 @@ void scores_heads(const float* qp, const E* kc, int64_t ldk, int64_t d, int64_t 
   }
 }
 
-// scores_heads in the widest tile of heads that G fills (up to 8: ZAYA1-8B's group).
+// scores_heads in the widest tile of heads that G fills (up to 8: ZAYA1-8B's
+// group), the heads left over in the widest tiles they fill (18 heads: 8, 8,
+// then a tile of 2, not a third tile of 8 that repeats one head 6 times).
 template <typename E>
 void scores_simd(const float* qp, const E* kc, int64_t ldk, int64_t d, int64_t G, int64_t n, float scale, float* scores,
                  int64_t lds, RowPrefetcher& ahead, int64_t row0) {
-  if (G >= 8)
-    scores_heads<8>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
-  else if (G >= 4)
-    scores_heads<4>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
-  else if (G >= 2)
-    scores_heads<2>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
-  else
-    scores_heads<1>(qp, kc, ldk, d, G, n, scale, scores, lds, ahead, row0);
+  for (int64_t g0 = 0; g0 < G;) {
+    const int64_t left = G - g0, gb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    const int64_t heads = gb == 8 ? left / 8 * 8 : gb;
+    const float* q = qp + g0 * d;
+    float* out = scores + g0 * lds;
+    if (gb == 8)
+      scores_heads<8>(q, kc, ldk, d, heads, n, scale, out, lds, ahead, row0);
+    else if (gb == 4)
+      scores_heads<4>(q, kc, ldk, d, heads, n, scale, out, lds, ahead, row0);
+    else if (gb == 2)
+      scores_heads<2>(q, kc, ldk, d, heads, n, scale, out, lds, ahead, row0);
+    else
+      scores_heads<1>(q, kc, ldk, d, heads, n, scale, out, lds, ahead, row0);
+    g0 += heads;
+  }
 }
 
 // acc[g][v] += sum_t p[g][t] v_t[c0 + ...] over n values ldv elements apart,
 // the value rows' vectors in load_row's order (so acc is too).
 template <int GN, int NV, typename E>
-__attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], const float* p, int64_t ldp, int64_t n,
-                                                      const E* vc, int64_t ldv, int64_t c0, RowPrefetcher* ahead,
-                                                      int64_t row0) {
-  Simd::V r[GN][NV];  // a local copy: GCC keeps it in registers, where it stores acc (a reference) every row
-  for (int g = 0; g < GN; ++g)
+__attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], const float* const* p, int64_t off,
+                                                      int64_t n, const E* vc, int64_t ldv, int64_t c0,
+                                                      RowPrefetcher* ahead, int64_t row0) {
+  Simd::V r[GN][NV];    // a local copy: GCC keeps it in registers, where it stores acc (a reference) every row
+  const float* pr[GN];  // local too: the prefetcher's call cannot change them
+  for (int g = 0; g < GN; ++g) {
+    pr[g] = p[g] + off;
     for (int v = 0; v < NV; ++v) r[g][v] = acc[g][v];
+  }
   for (int64_t t = 0; t < n; ++t) {
     if (ahead != nullptr) ahead->to(row0 + t + 1 + RowPrefetcher::kAhead);
     Simd::V vv[NV];
     load_row<NV>(vc + t * ldv + c0, vv);
     for (int g = 0; g < GN; ++g) {
-      const Simd::V pg = Simd::set1(p[g * ldp + t]);
+      const Simd::V pg = Simd::set1(pr[g][t]);
       for (int v = 0; v < NV; ++v) r[g][v] = Simd::fmadd(pg, vv[v], r[g][v]);
     }
   }
@@ -393,7 +409,7 @@ __attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], co
     for (int v = 0; v < NV; ++v) acc[g][v] = r[g][v];
 }
 
-// o_g[c0 .. c0 + kW NV) = sum_t p[g][t] v_t for GN heads over every key
+// o[g][c0 .. c0 + kW NV) = sum_t p[g][t] v_t for GN heads over every key
 // position [lo, hi) of the chunk's spans (KV head j), accumulated in
 // registers across the spans (compile-time sizes keep the accumulators out of
 // memory). p is the softmax, normalised first as in prefill's block_task (a
@@ -404,8 +420,8 @@ __attribute__((always_inline)) inline void output_run(Simd::V (&acc)[GN][NV], co
 // spans' split and element types leave its bits alone. Value t is row
 // keys + t of `ahead` (nullptr: no prefetching).
 template <int GN, int NV>
-void output_tile(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                 int64_t d, int64_t c0, float* o, RowPrefetcher* ahead) {
+void output_tile(const float* const* p, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, int64_t c0,
+                 float* const* o, RowPrefetcher* ahead) {
   Simd::V acc[GN][NV];
   for (int g = 0; g < GN; ++g)
     for (int v = 0; v < NV; ++v) acc[g][v] = Simd::zero();
@@ -416,66 +432,147 @@ void output_tile(const float* p, int64_t ldp, const CachedAttentionChunk& ch, in
     if (a >= b) continue;
     const int64_t at = j * sp.head_stride + (a - sp.first) * sp.row_stride, off = a - lo;
     if (sp.bf16)
-      output_run<GN, NV>(acc, p + off, ldp, b - a, static_cast<const uint16_t*>(sp.v) + at, sp.row_stride, c0, ahead,
+      output_run<GN, NV>(acc, p, off, b - a, static_cast<const uint16_t*>(sp.v) + at, sp.row_stride, c0, ahead,
                          keys + off);
     else
-      output_run<GN, NV>(acc, p + off, ldp, b - a, static_cast<const float*>(sp.v) + at, sp.row_stride, c0, ahead,
+      output_run<GN, NV>(acc, p, off, b - a, static_cast<const float*>(sp.v) + at, sp.row_stride, c0, ahead,
                          keys + off);
   }
   for (int g = 0; g < GN; ++g) {
-    float* og = o + g * d + c0;
+    float* og = o[g] + c0;
     for (int v = 0; v + 1 < NV; v += 2) Simd::store_even_odd(og + kW * v, acc[g][v], acc[g][v + 1]);
     if constexpr (NV % 2 == 1) Simd::store(og + kW * (NV - 1), acc[g][NV - 1]);
   }
 }
 
 template <int GN>
-void output_heads(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                  int64_t d, float* o, RowPrefetcher* ahead) {
+void output_heads(const float* const* p, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi, int64_t d,
+                  float* const* o, RowPrefetcher* ahead) {
   for (int64_t c0 = 0; c0 < d; c0 += 4 * kW) {
     RowPrefetcher* a = c0 == 0 ? ahead : nullptr;  // the first column tile prefetches
     switch (std::min<int64_t>(4, (d - c0) / kW)) {
-      case 1: output_tile<GN, 1>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
-      case 2: output_tile<GN, 2>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
-      case 3: output_tile<GN, 3>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
-      default: output_tile<GN, 4>(p, ldp, ch, j, lo, hi, d, c0, o, a); break;
+      case 1: output_tile<GN, 1>(p, ch, j, lo, hi, c0, o, a); break;
+      case 2: output_tile<GN, 2>(p, ch, j, lo, hi, c0, o, a); break;
+      case 3: output_tile<GN, 3>(p, ch, j, lo, hi, c0, o, a); break;
+      default: output_tile<GN, 4>(p, ch, j, lo, hi, c0, o, a); break;
     }
   }
 }
 
-// o_g = sum_t p[g][t] v_t for the G heads over the keys [lo, hi) of
-// KV head j, kHeadsPerTile heads at a time (each V row is read once per tile
-// of heads and 4 kW output floats); d % kW == 0.
-void output_simd(const float* p, int64_t ldp, const CachedAttentionChunk& ch, int64_t j, int64_t lo, int64_t hi,
-                 int64_t d, int64_t G, float* o, RowPrefetcher& ahead) {
-  for (int64_t g0 = 0; g0 < G; g0 += Simd::kHeadsPerTile) {
-    const float* pg = p + g0 * ldp;
-    float* og = o + g0 * d;
-    const int64_t gn = std::min<int64_t>(Simd::kHeadsPerTile, G - g0);
-    RowPrefetcher* a = g0 == 0 ? &ahead : nullptr;  // the first tile of heads prefetches
+// o[h] = sum_t p[h][t] v_t for n heads (p[h]: a softmax over the keys [lo,
+// hi) of KV head j; o[h]: d floats), kHeadsPerTile heads at a time (each V
+// row is read once per tile of heads and 4 kW output floats); d % kW == 0.
+// The heads may be one row's G (rows_task) or several rows' (rows_together).
+void output_simd(const float* const* p, float* const* o, int64_t n, const CachedAttentionChunk& ch, int64_t j,
+                 int64_t lo, int64_t hi, int64_t d, RowPrefetcher* ahead) {
+  for (int64_t h0 = 0; h0 < n; h0 += Simd::kHeadsPerTile) {
+    const float* const* ph = p + h0;
+    float* const* oh = o + h0;
+    const int64_t gn = std::min<int64_t>(Simd::kHeadsPerTile, n - h0);
+    RowPrefetcher* a = h0 == 0 ? ahead : nullptr;  // the first tile of heads prefetches
     if constexpr (Simd::kHeadsPerTile == 4) {
       if (gn == 4) {
-        output_heads<4>(pg, ldp, ch, j, lo, hi, d, og, a);
+        output_heads<4>(ph, ch, j, lo, hi, d, oh, a);
         continue;
       }
       if (gn == 3) {
-        output_heads<3>(pg, ldp, ch, j, lo, hi, d, og, a);
+        output_heads<3>(ph, ch, j, lo, hi, d, oh, a);
         continue;
       }
     }
     if (gn == 2)
-      output_heads<2>(pg, ldp, ch, j, lo, hi, d, og, a);
+      output_heads<2>(ph, ch, j, lo, hi, d, oh, a);
     else
-      output_heads<1>(pg, ldp, ch, j, lo, hi, d, og, a);
+      output_heads<1>(ph, ch, j, lo, hi, d, oh, a);
   }
+}
+
+// The pointers output_simd takes, per thread (reused: no allocation per step).
+struct HeadPointers {
+  std::vector<const float*> p;
+  std::vector<float*> o;
+  void resize(int64_t n) {
+    p.resize(size_t(n));
+    o.resize(size_t(n));
+  }
+};
+
+// Rows of a chunk (speculative verification: rows_task) that share their
+// first key (full attention, or a window the chunk has not yet passed) in
+// groups that walk the keys together, each row with the bits it has alone:
+// the G heads of R rows are R G "heads" of scores_simd (a score's bits do
+// not depend on the tile that computed it), so each key row is read from the
+// cache once per group instead of once per row; each row's softmax runs on
+// its own keys at the address rows_task gives it (scratch, head-major); the
+// output pass takes the keys every row of the group sees for all its heads
+// at once (output_simd: one FMA chain per output element over the keys in
+// order), and each row then continues its chains over the group's later keys
+// it sees, one std::fma per element and key (what a vector FMA lane does).
+// Returns false (nothing done) where the rows do not share their first key
+// or the scratch holds fewer than 2 rows of a group.
+bool rows_together(const CachedAttentionChunk& ch, int64_t j, int64_t d, int64_t G, int64_t QW, float scale,
+                   float* scratch, int64_t per_thread) {
+  const int64_t S = ch.count, lo = cached_attention_first_key(ch.past, ch.window), n = ch.past + S - lo;
+  if (S < 2 || cached_attention_first_key(ch.past + S - 1, ch.window) != lo) return false;
+  // scratch: [G, keys] a row's softmax (as rows_task's) | [R G, d] queries | [R G, n] scores, then probabilities.
+  const int64_t R = std::min(S, (per_thread - G * n) / (G * (d + n)));
+  if (R < 2) return false;
+  float* qp = scratch + G * n;
+  float* sc = qp + R * G * d;
+  thread_local HeadPointers heads;
+  heads.resize(R * G);
+  for (int64_t i0 = 0; i0 < S; i0 += R) {
+    const int64_t rows = std::min(R, S - i0), hi = ch.past + i0 + rows, keys = hi - lo;
+    const int64_t shared = ch.past + i0 + 1;  // keys [lo, shared): seen by every row of the group
+    for (int64_t r = 0; r < rows; ++r) permute_queries(ch.q_SQ + (i0 + r) * QW + j * G * d, d, G, qp + r * G * d);
+    RowPrefetcher ahead(ch, j, lo, hi, d);
+    for_each_piece(ch, j, lo, hi, [&](const void* kc, const void*, bool bf16, int64_t ld, int64_t m, int64_t off) {
+      with_elements(kc, bf16,
+                    [&](auto k) { scores_simd(qp, k, ld, d, rows * G, m, scale, sc + off, keys, ahead, off); });
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t seen = ch.past + i0 + r + 1 - lo;  // this row's keys
+      for (int64_t g = 0; g < G; ++g) {
+        float* row = sc + (r * G + g) * keys;
+        std::memcpy(scratch + g * seen, row, sizeof(float) * size_t(seen));
+        softmax_inplace(scratch + g * seen, seen);
+        std::memcpy(row, scratch + g * seen, sizeof(float) * size_t(seen));
+        heads.p[size_t(r * G + g)] = row;
+        heads.o[size_t(r * G + g)] = ch.o_SQ + (i0 + r) * QW + (j * G + g) * d;
+      }
+    }
+    output_simd(heads.p.data(), heads.o.data(), rows * G, ch, j, lo, shared, d, &ahead);
+    for (int64_t r = 1; r < rows; ++r)
+      for (int64_t g = 0; g < G; ++g) {
+        const float* pr = heads.p[size_t(r * G + g)];
+        float* o = heads.o[size_t(r * G + g)];
+        for_each_piece(ch, j, shared, ch.past + i0 + r + 1,
+                       [&](const void*, const void* vc, bool bf16, int64_t ld, int64_t m, int64_t off) {
+                         with_elements(vc, bf16, [&](auto vs) {
+                           for (int64_t t = 0; t < m; ++t) {
+                             const float w = pr[shared - lo + off + t];
+                             for (int64_t c = 0; c < d; ++c) o[c] = std::fma(w, widen_element(vs[t * ld + c]), o[c]);
+                           }
+                         });
+                       });
+      }
+  }
+  return true;
 }
 
 #endif
 
-// Every query row of a short chunk against KV head j, for the G query heads that share it.
-void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t j, float* scratch) {
+// Every query row of a short chunk against KV head j, for the G query heads
+// that share it (per_thread: the floats of scratch).
+void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, int64_t j, float* scratch,
+               int64_t per_thread) {
   const int64_t d = s.head_dim, G = s.q_heads / s.kv_heads, QW = s.q_heads * d;
   const float scale = 1.0f / std::sqrt(float(d));
+#ifdef ZAYA_ATTN_SIMD
+  if (d % kW == 0 && rows_together(ch, j, d, G, QW, scale, scratch, per_thread)) return;
+  thread_local HeadPointers heads;
+  heads.resize(G);
+#endif
   for (int64_t i = 0; i < ch.count; ++i) {
     const int64_t p = ch.past + i, lo = cached_attention_first_key(p, ch.window), keys = p - lo + 1;
     const float* q = ch.q_SQ + i * QW + j * G * d;
@@ -489,8 +586,12 @@ void rows_task(const CachedAttentionChunk& ch, const CachedAttentionShape& s, in
         with_elements(kc, bf16,
                       [&](auto k) { scores_simd(qp, k, ld, d, G, n, scale, scratch + off, keys, ahead, off); });
       });
-      for (int64_t g = 0; g < G; ++g) softmax_inplace(scratch + g * keys, keys);
-      output_simd(scratch, keys, ch, j, lo, p + 1, d, G, o, ahead);
+      for (int64_t g = 0; g < G; ++g) {
+        softmax_inplace(scratch + g * keys, keys);
+        heads.p[size_t(g)] = scratch + g * keys;
+        heads.o[size_t(g)] = o + g * d;
+      }
+      output_simd(heads.p.data(), heads.o.data(), G, ch, j, lo, p + 1, d, &ahead);
       continue;
     }
 #endif
@@ -618,7 +719,7 @@ void cached_attention(std::span<const CachedAttentionChunk> chunks, const Cached
     const Task& t = static_cast<const Task*>(all)[i];
     float* mine = scratch + int64_t(worker) * per_thread;
     if (t.row0 < 0)
-      rows_task(chunks[t.chunk], s, t.head, mine);
+      rows_task(chunks[t.chunk], s, t.head, mine, per_thread);
     else
       block_task(chunks[t.chunk], s, t.head, t.row0, mine);
   });

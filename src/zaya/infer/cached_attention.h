@@ -21,7 +21,14 @@
 // AVX2), its lanes then summed in _mm512_reduce_add_ps's tree (halves,
 // quarters, pairs), kW scores at a time. The output is o = sum_t p_t v_t over
 // the normalised softmax p (as prefill's), each element one FMA chain over
-// the keys in order (cached_attention.cc).
+// the keys in order (cached_attention.cc). The rows of such a chunk that share
+// their first key (a speculative check's K + 1 rows, `rowwise`, on a full
+// block) walk the keys together, as G x rows heads, so each key and value row
+// is read once per chunk instead of once per row; every row keeps the bits it
+// has alone (a one-token step at its position): its scores come from the same
+// per-product chains, its softmax runs on its own keys, and its output chains
+// go on over the keys only it sees with the same FMAs
+// (CachedAttention.RowsOfAVerifiedChunkHaveTheBitsOfSingleRows).
 // Longer chunks (prefill) use sgemm blocks of 64 queries, as ops/attention
 // does, over only the keys the block's rows see: keys spread over several
 // spans are first gathered into one contiguous block per head, so the sgemm

@@ -254,6 +254,85 @@ TEST(CachedAttention, DecodeRowsMatchBruteForceForEveryHeadShape) {
       }
 }
 
+// Speculative verification (engine.h: a rowwise chunk) walks the keys once for
+// several rows (rows_together in cached_attention.cc); each row must still
+// have the bits it has alone, as a one-token step at its position: a chunk of
+// S rows against S chunks of one row, over pages of 5 positions (stored out of
+// order, f32 and bf16), for head shapes the vector tiles split differently, a
+// group too large for one pass of the scratch (G 9: the rows go in groups), a
+// window every row's keys fit in, and one they do not (each row on its own).
+TEST(CachedAttention, RowsOfAVerifiedChunkHaveTheBitsOfSingleRows) {
+  const int64_t Hk = 2, past = 41;
+  constexpr int64_t kPage = 5;
+  for (int64_t D : {16, 64, 80})
+    for (int64_t G : {1, 2, 3, 9})
+      for (int64_t S : {2, 5, 17})
+        for (int64_t W : {0, 200, 30})
+          for (int bf16 = 0; bf16 < 2; ++bf16) {
+            const int64_t Hq = G * Hk, QW = Hq * D, P = past + S, pages = (P + kPage - 1) / kPage;
+            const std::vector<float> q = random_values(S * QW, 7 + D + G);
+            std::vector<float> k = random_values(P * Hk * D, 8 + S), v = random_values(P * Hk * D, 9 + W);
+            if (bf16) {
+              for (float& x : k) x = bf16_to_float(float_to_bf16(x));
+              for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+            }
+            // Page i ([Hk, kPage, D]) stored at slot pages - 1 - i.
+            std::vector<float> kf(pages * Hk * kPage * D, 1e9f), vf(kf.size(), 1e9f);
+            std::vector<uint16_t> kb(kf.size()), vb(kf.size());
+            for (int64_t t = 0; t < P; ++t)
+              for (int64_t j = 0; j < Hk; ++j)
+                for (int64_t c = 0; c < D; ++c) {
+                  const int64_t at = (((pages - 1 - t / kPage) * Hk + j) * kPage + t % kPage) * D + c;
+                  kf[at] = k[(t * Hk + j) * D + c];
+                  vf[at] = v[(t * Hk + j) * D + c];
+                }
+            for (size_t i = 0; i < kf.size(); ++i) kb[i] = float_to_bf16(kf[i]), vb[i] = float_to_bf16(vf[i]);
+            // The pages' spans of positions [0, end).
+            auto spans_to = [&](int64_t end) {
+              std::vector<CachedKeySpan> sp;
+              for (int64_t i = 0; i * kPage < end; ++i) {
+                const int64_t at = (pages - 1 - i) * Hk * kPage * D, n = std::min(kPage, end - i * kPage);
+                if (bf16)
+                  sp.push_back({kb.data() + at, vb.data() + at, kPage * D, D, i * kPage, n, true});
+                else
+                  sp.push_back({kf.data() + at, vf.data() + at, kPage * D, D, i * kPage, n, false});
+              }
+              return sp;
+            };
+            const CachedAttentionShape shape{Hq, Hk, D};
+            const int64_t per_thread = cached_attention_scratch_floats(G, P, W, D);
+            std::vector<float> scratch(2 * per_thread), together(S * QW, -7.0f), alone(S * QW, -7.0f);
+            const std::vector<CachedKeySpan> all = spans_to(P);
+            CachedAttentionChunk ch;
+            ch.q_SQ = q.data();
+            ch.o_SQ = together.data();
+            ch.spans = all.data();
+            ch.span_count = int32_t(all.size());
+            ch.past = past;
+            ch.count = S;
+            ch.window = W;
+            ch.rowwise = true;
+            cached_attention({&ch, 1}, shape, scratch.data(), per_thread, 2);
+            for (int64_t i = 0; i < S; ++i) {
+              const std::vector<CachedKeySpan> mine = spans_to(past + i + 1);
+              CachedAttentionChunk one = ch;
+              one.q_SQ = q.data() + i * QW;
+              one.o_SQ = alone.data() + i * QW;
+              one.spans = mine.data();
+              one.span_count = int32_t(mine.size());
+              one.past = past + i;
+              one.count = 1;
+              cached_attention({&one, 1}, shape, scratch.data(), per_thread, 1);
+            }
+            EXPECT_EQ(std::memcmp(together.data(), alone.data(), sizeof(float) * together.size()), 0)
+                << "D " << D << " G " << G << " S " << S << " W " << W << " bf16 " << bf16;
+            const std::vector<double> ref = brute_force(q, k, v, past, S, W, Hq, Hk, D);
+            double err = 0;
+            for (int64_t i = 0; i < S * QW; ++i) err = std::max(err, std::fabs(double(together[i]) - ref[i]));
+            EXPECT_LT(err, 2e-5) << "D " << D << " G " << G << " S " << S << " W " << W;
+          }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CachedAttentionWindow,
                          ::testing::Values(Case{0, 1, 0}, Case{9, 1, 0}, Case{5, 70, 0},
                                            Case{13, 3, 0},                                       // full attention
