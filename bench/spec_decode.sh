@@ -7,10 +7,11 @@
 # plain decoding and each method's ratio to it (median over rounds), the
 # acceptance rate and tokens per draft step, and checks that greedy texts are
 # identical (token for token). For the quoting sets it also says how many
-# plain greedy texts copy the quoted text: the small targets this script
-# trains do not (they loop on their own text, "and the LORD, and the LORD",
-# after a passage or a C++ snippet alike), so their n-gram rows measure
-# drafting on those loops (docs/inference.md, "Speculative decoding").
+# plain greedy texts copy the quoted text: the short-trained targets this
+# script trains by default do not (they loop on their own text, "and the
+# LORD, and the LORD", after a passage or a C++ snippet alike), so their
+# n-gram rows measure drafting on those loops (docs/inference.md,
+# "Speculative decoding"); TARGET_CORPUS=copy (below) trains one that does.
 # Four prompt sets: "repetitive" (passages of the bundled corpus quoted twice,
 # then their start again: the text a continuation that copies its context
 # writes), "code" (snippets of this repository's own C++ source quoted twice,
@@ -33,6 +34,14 @@
 # positions, its quoted code; a target trained at 128 positions loops
 # differently past 128) and DRAFT_SEQ (default TARGET_SEQ), with
 # 1024 / SEQ sequences per step (the 1024 tokens per step of 8 x 128).
+# TARGET_CORPUS=copy trains the target (in OUT/copy_target, its draft in
+# OUT/copy_draft) on bench/copy_corpus.py's corpus instead: the bundled corpus,
+# this repository's C++ sources outside src/zaya/infer (whose files the code
+# prompts quote) and 6,000 passages and snippets each written twice, for
+# TARGET_STEPS (default 4000 here: about 80 minutes on two cores). A target
+# trained long enough on it copies what its prompt quotes, so the quoting rows
+# measure drafting on quotations (docs/inference.md, "Measured", has the
+# target measured and how it was trained).
 # DISTILL=N (default 0: off) distils that draft: the target continues N corpus
 # passages (none of the benchmark's) greedily for DISTILL_TOKENS (128), and the
 # draft trains DISTILL_STEPS (200) more steps on those texts
@@ -112,14 +121,36 @@ train_once() {  # train_once DIR PRESET STEPS SEQ [DATA_DIR [INIT_FROM]]: train_
     echo "reusing $1/run/final ($2, $3 steps)"
     return
   fi
-  rm -f "$dir"/{draft,distill}/trained  # what starts from this run is stale now
+  rm -f "$dir"/{draft,copy_draft,distill}/trained  # what starts from this run is stale now
   train_preset "$1" "$2" "$3" "$4" 0 "${5:-}" "${6:-}" $((1024 / $4))
   echo "$stamp" >"$1/trained"
 }
+copy_data() {  # copy_data DIR: bench/copy_corpus.py's corpus, its tokenizer and shards in DIR (kept when the tree's corpus is unchanged)
+  local data=$1
+  mkdir -p "$data"
+  python3 bench/copy_corpus.py "$data/corpus.new" >/dev/null
+  if cmp -s "$data/corpus.new" "$data/corpus.txt" && [[ -f $data/tokenizer.model ]]; then
+    rm "$data/corpus.new"
+    return
+  fi
+  mv "$data/corpus.new" "$data/corpus.txt"
+  "$zaya" data tokenizer --corpus "$data/corpus.txt" --vocab-size 1024 --out "$data/tokenizer" >/dev/null
+  "$zaya" data shards --corpus "$data/corpus.txt" --tokenizer "$data/tokenizer.model" --out "$data" >/dev/null
+  rm -f "$data/../trained"  # a target trained on another corpus is stale
+}
 if [[ -z $model ]]; then
-  train_once "$dir/target" small "${TARGET_STEPS:-300}" "$target_seq"
-  train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/target/data"
-  model=$dir/target/run/final draft=$dir/draft/run/final
+  case ${TARGET_CORPUS:-kjv} in
+    kjv)
+      train_once "$dir/target" small "${TARGET_STEPS:-300}" "$target_seq"
+      train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/target/data"
+      model=$dir/target/run/final draft=$dir/draft/run/final ;;
+    copy)
+      copy_data "$dir/copy_target/data"
+      train_once "$dir/copy_target" small "${TARGET_STEPS:-4000}" "$target_seq" "$dir/copy_target/data"
+      train_once "$dir/copy_draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/copy_target/data"
+      model=$dir/copy_target/run/final draft=$dir/copy_draft/run/final ;;
+    *) echo "TARGET_CORPUS=$TARGET_CORPUS: allowed kjv, copy" >&2; exit 2 ;;
+  esac
 fi
 if ((${DISTILL:-0} > 0)); then
   [[ -n $draft ]] || { echo "DISTILL needs a draft model (DRAFT, or no MODEL)" >&2; exit 2; }
