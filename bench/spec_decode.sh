@@ -38,7 +38,8 @@
 # OUT/copy_draft) on bench/copy_corpus.py's corpus instead: the bundled corpus,
 # this repository's C++ sources outside src/zaya/infer (whose files the code
 # prompts quote) and 6,000 passages and snippets each written twice, for
-# TARGET_STEPS (default 4000 here: about 80 minutes on two cores). A target
+# TARGET_STEPS (default 4000 here: about 80 minutes on two cores; the corpus
+# is drawn once per OUT: delete OUT/copy_target/data to draw it again). A target
 # trained long enough on it copies what its prompt quotes, so the quoting rows
 # measure drafting on quotations (docs/inference.md, "Measured", has the
 # target measured and how it was trained).
@@ -125,18 +126,17 @@ train_once() {  # train_once DIR PRESET STEPS SEQ [DATA_DIR [INIT_FROM]]: train_
   train_preset "$1" "$2" "$3" "$4" 0 "${5:-}" "${6:-}" $((1024 / $4))
   echo "$stamp" >"$1/trained"
 }
-copy_data() {  # copy_data DIR: bench/copy_corpus.py's corpus, its tokenizer and shards in DIR (kept when the tree's corpus is unchanged)
+copy_data() {  # copy_data DIR: bench/copy_corpus.py's corpus, its tokenizer and shards in DIR, made once
+  # Kept across runs (the sources it draws from change with every commit; retraining the target for that would
+  # take hours): delete DIR to draw it again from the current tree.
   local data=$1
+  [[ -f $data/done ]] && return
+  rm -f "$data/../trained"  # a target trained on another corpus is stale
   mkdir -p "$data"
-  python3 bench/copy_corpus.py "$data/corpus.new" >/dev/null
-  if cmp -s "$data/corpus.new" "$data/corpus.txt" && [[ -f $data/tokenizer.model ]]; then
-    rm "$data/corpus.new"
-    return
-  fi
-  mv "$data/corpus.new" "$data/corpus.txt"
+  python3 bench/copy_corpus.py "$data/corpus.txt" >/dev/null
   "$zaya" data tokenizer --corpus "$data/corpus.txt" --vocab-size 1024 --out "$data/tokenizer" >/dev/null
   "$zaya" data shards --corpus "$data/corpus.txt" --tokenizer "$data/tokenizer.model" --out "$data" >/dev/null
-  rm -f "$data/../trained"  # a target trained on another corpus is stale
+  touch "$data/done"
 }
 if [[ -z $model ]]; then
   case ${TARGET_CORPUS:-kjv} in
