@@ -34,16 +34,20 @@ def main() -> int:
     except ValueError:
         print(f"copy_corpus.py: PAIRS and SEED must be integers, got {sys.argv[2:]}", file=sys.stderr)
         return 2
+    if not out.parent.is_dir():
+        print(f"copy_corpus.py: {out.parent} is not a directory (OUT={out})", file=sys.stderr)
+        return 2
     if pairs < 0:
         print(f"copy_corpus.py: PAIRS={pairs}: allowed 0 or more", file=sys.stderr)
         return 2
-    kjv_text = pathlib.Path("data/kjv/kjv.txt").read_text(encoding="utf-8")
+    root = pathlib.Path(__file__).resolve().parent.parent  # the repository, wherever this runs from
+    kjv_text = (root / "data/kjv/kjv.txt").read_text(encoding="utf-8")
     kjv = [line.strip() for line in kjv_text.splitlines() if line.strip()]
     bench_lines = [1000 + 2000 * i for i in range(16)]
     passage_starts = [i for i in range(len(kjv) - 3) if all(abs(i - b) > 20 for b in bench_lines)]
     sources = sorted(
-        p for p in pathlib.Path("src").rglob("*")
-        if p.suffix in (".cc", ".h") and pathlib.Path("src/zaya/infer") not in p.parents)
+        p for p in (root / "src").rglob("*")
+        if p.suffix in (".cc", ".h") and root / "src/zaya/infer" not in p.parents)
     texts = [p.read_text(encoding="utf-8") for p in sources]
     code_lines = [[line.rstrip() for line in t.splitlines() if line.strip()] for t in texts]
     code_lines = [lines for lines in code_lines if len(lines) >= 8]
