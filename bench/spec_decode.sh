@@ -39,7 +39,7 @@
 # this repository's C++ sources outside src/zaya/infer (whose files the code
 # prompts quote) and 6,000 passages and snippets each written twice, for
 # TARGET_STEPS (default 4000 here: about 80 minutes on two cores; the corpus
-# is drawn once per OUT: delete OUT/copy_target/data to draw it again). A target
+# is drawn once per OUT: delete OUT/copy_target/corpus.txt to draw it again). A target
 # trained long enough on it copies what its prompt quotes, so the quoting rows
 # measure drafting on quotations (docs/inference.md, "Measured", has the
 # target measured and how it was trained).
@@ -126,17 +126,13 @@ train_once() {  # train_once DIR PRESET STEPS SEQ [DATA_DIR [INIT_FROM]]: train_
   train_preset "$1" "$2" "$3" "$4" 0 "${5:-}" "${6:-}" $((1024 / $4))
   echo "$stamp" >"$1/trained"
 }
-copy_data() {  # copy_data DIR: bench/copy_corpus.py's corpus, its tokenizer and shards in DIR, made once
+copy_corpus() {  # copy_corpus FILE: bench/copy_corpus.py's corpus, drawn once
   # Kept across runs (the sources it draws from change with every commit; retraining the target for that would
-  # take hours): delete DIR to draw it again from the current tree.
-  local data=$1
-  [[ -f $data/done ]] && return
-  rm -f "$data/../trained"  # a target trained on another corpus is stale
-  mkdir -p "$data"
-  python3 bench/copy_corpus.py "$data/corpus.txt" >/dev/null
-  "$zaya" data tokenizer --corpus "$data/corpus.txt" --vocab-size 1024 --out "$data/tokenizer" >/dev/null
-  "$zaya" data shards --corpus "$data/corpus.txt" --tokenizer "$data/tokenizer.model" --out "$data" >/dev/null
-  touch "$data/done"
+  # take hours): delete FILE to draw it again from the current tree.
+  [[ -f $1 ]] && return
+  rm -f "$(dirname "$1")/trained"  # a target trained on another corpus is stale
+  python3 bench/copy_corpus.py "$1.new" >/dev/null
+  mv "$1.new" "$1"
 }
 if [[ -z $model ]]; then
   case ${TARGET_CORPUS:-kjv} in
@@ -145,8 +141,9 @@ if [[ -z $model ]]; then
       train_once "$dir/draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/target/data"
       model=$dir/target/run/final draft=$dir/draft/run/final ;;
     copy)
-      copy_data "$dir/copy_target/data"
-      train_once "$dir/copy_target" small "${TARGET_STEPS:-4000}" "$target_seq" "$dir/copy_target/data"
+      mkdir -p "$dir/copy_target"
+      copy_corpus "$dir/copy_target/corpus.txt"
+      TRAIN_CORPUS=$dir/copy_target/corpus.txt train_once "$dir/copy_target" small "${TARGET_STEPS:-4000}" "$target_seq"
       train_once "$dir/copy_draft" tiny "${DRAFT_STEPS:-600}" "$draft_seq" "$dir/copy_target/data"
       model=$dir/copy_target/run/final draft=$dir/copy_draft/run/final ;;
     *) echo "TARGET_CORPUS=$TARGET_CORPUS: allowed kjv, copy" >&2; exit 2 ;;

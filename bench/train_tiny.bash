@@ -12,6 +12,8 @@
 # weights (`model.init_from`; the preset must describe the same model).
 # MICRO_BATCH (an 8th argument, default 8): sequences per step (a longer
 # SEQ_LEN with fewer sequences keeps the tokens per step).
+# TRAIN_CORPUS: the text file a run without DATA_DIR makes its tokenizer and
+# shards from (default data/kjv/kjv.txt, the bundled corpus).
 # TRAIN_THREADS: the runs' `train.threads` (default 0: all cores; 1 on a
 # machine loaded by other work, where waiting for a descheduled thread costs more).
 train_tiny() {
@@ -19,7 +21,7 @@ train_tiny() {
 }
 
 train_preset() {
-  local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} init=${7:-} corpus=data/kjv/kjv.txt schedule=""
+  local dir=$1 preset=$2 steps=$3 seq_len=$4 heldout=${5:-0} data=${6:-} init=${7:-} corpus=${TRAIN_CORPUS:-data/kjv/kjv.txt} schedule=""
   local micro_batch=${8:-8} init_line=""
   [[ -z $init ]] || init_line="init_from = \"$init\""
   if ((heldout > 0)); then
